@@ -1,0 +1,84 @@
+#include "common/envelope.h"
+
+namespace palisade::wire {
+namespace {
+
+constexpr size_t kMaxTypeBytes = 32;
+
+Result<msgpack::object_handle> unpack_one(std::string_view bytes, const Limits& limits) {
+  if (bytes.size() > limits.max_message_bytes()) {
+    return Status(Code::kTooLarge, "message of " + std::to_string(bytes.size()) + " bytes (limit " +
+                                       std::to_string(limits.max_message_bytes()) + ")");
+  }
+  // No palisade message nests deeper than a map of scalars, nor holds ext types.
+  const size_t max_bytes = limits.max_message_bytes();
+  msgpack::unpack_limit limit(/*array=*/64, /*map=*/64, max_bytes, max_bytes, /*ext=*/0, /*depth=*/4);
+  size_t offset = 0;
+  msgpack::object_handle handle;
+  try {
+    handle = msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr, limit);
+  } catch (const msgpack::size_overflow& e) {
+    return Status(Code::kTooLarge, std::string("message exceeds a decoding limit: ") + e.what());
+  } catch (const msgpack::insufficient_bytes&) {
+    return Status(Code::kMalformed, "truncated MessagePack");
+  } catch (const std::exception& e) {
+    return Status(Code::kMalformed, std::string("not MessagePack: ") + e.what());
+  }
+  if (offset != bytes.size()) {
+    return Status(Code::kMalformed, std::to_string(bytes.size() - offset) + " trailing bytes after the message");
+  }
+  return handle;
+}
+
+}  // namespace
+
+Result<Envelope> open_envelope(std::string_view bytes, const Limits& limits, uint64_t* id_out) {
+  if (id_out != nullptr) *id_out = 0;
+  auto unpacked = unpack_one(bytes, limits);
+  if (!unpacked.is_ok()) return unpacked.status();
+  Envelope env;
+  env.handle = std::move(unpacked).value();
+  FieldReader& r = env.fields.emplace(env.handle.get(), "message");
+  uint64_t version = 0;
+  r.u64("id", env.id, Need::kRequired);
+  if (id_out != nullptr && r.status().is_ok()) *id_out = env.id;
+  r.u64("v", version, Need::kRequired);
+  r.bytes("type", env.type, kMaxTypeBytes, Need::kRequired);
+  if (!r.status().is_ok()) return r.status();
+  if (version != kProtocolVersion) {
+    return Status(Code::kUnsupportedVersion, "protocol version " + std::to_string(version) +
+                                                 " is not supported (this node speaks " +
+                                                 std::to_string(kProtocolVersion) + ")");
+  }
+  r.set_what(env.type + " message");
+  return env;
+}
+
+void write_envelope(msgpack::packer<msgpack::sbuffer>& pk, uint32_t field_count, uint64_t id,
+                    std::string_view type) {
+  pk.pack_map(field_count);
+  pack_text(pk, "v");
+  pk.pack_uint64(kProtocolVersion);
+  pack_text(pk, "id");
+  pk.pack_uint64(id);
+  pack_text(pk, "type");
+  pack_text(pk, type);
+}
+
+void pack_bytes(msgpack::packer<msgpack::sbuffer>& pk, std::string_view bytes) {
+  pk.pack_bin(static_cast<uint32_t>(bytes.size()));
+  pk.pack_bin_body(bytes.data(), static_cast<uint32_t>(bytes.size()));
+}
+
+void pack_text(msgpack::packer<msgpack::sbuffer>& pk, std::string_view text) {
+  pk.pack_str(static_cast<uint32_t>(text.size()));
+  pk.pack_str_body(text.data(), static_cast<uint32_t>(text.size()));
+}
+
+void pack_timestamp(msgpack::packer<msgpack::sbuffer>& pk, const FencedTimestamp& ts) {
+  auto encoded = ts.encode();
+  pk.pack_bin(FencedTimestamp::kEncodedSize);
+  pk.pack_bin_body(reinterpret_cast<const char*>(encoded.data()), FencedTimestamp::kEncodedSize);
+}
+
+}  // namespace palisade::wire

@@ -1,0 +1,50 @@
+// The envelope every palisade message shares: one MessagePack map with the
+// protocol version "v", the request id "id" and the message "type" (docs/protocol.md).
+// Internal to the codecs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <msgpack.hpp>
+
+#include "common/field_reader.h"
+#include "common/status.h"
+
+namespace palisade::wire {
+
+constexpr uint64_t kProtocolVersion = 1;
+
+// Size limits that decoding enforces. Over a limit is TooLarge, never a crash.
+struct Limits {
+  size_t max_key_bytes = 1024;
+  size_t max_value_bytes = size_t{1} << 20;
+  size_t max_lock_bytes = 256;
+  // Whole message: the largest legal payload plus room for the other fields.
+  size_t max_message_bytes() const { return max_key_bytes + max_value_bytes + max_lock_bytes + 1024; }
+};
+
+// A decoded message whose envelope was read; `fields` reads the rest of the map
+// (it points into `handle`, which keeps the decoded data alive).
+struct Envelope {
+  msgpack::object_handle handle;
+  uint64_t id = 0;
+  std::string type;
+  std::optional<FieldReader> fields;
+};
+
+// Unpacks exactly one map (trailing bytes are Malformed) within `limits` and reads its
+// envelope. On failure *id_out holds the id when it could be read, else 0.
+Result<Envelope> open_envelope(std::string_view bytes, const Limits& limits, uint64_t* id_out);
+
+// Writes the envelope as the first three entries of a map of `field_count` entries in all.
+void write_envelope(msgpack::packer<msgpack::sbuffer>& pk, uint32_t field_count, uint64_t id,
+                    std::string_view type);
+
+void pack_bytes(msgpack::packer<msgpack::sbuffer>& pk, std::string_view bytes);
+void pack_text(msgpack::packer<msgpack::sbuffer>& pk, std::string_view text);
+void pack_timestamp(msgpack::packer<msgpack::sbuffer>& pk, const FencedTimestamp& ts);
+
+}  // namespace palisade::wire

@@ -1,0 +1,220 @@
+#include "common/replica_protocol.h"
+
+#include "common/hash.h"
+
+namespace palisade::wire {
+namespace {
+
+using Packer = msgpack::packer<msgpack::sbuffer>;
+
+constexpr std::string_view kReplyType = "reply";
+
+std::string to_string(const msgpack::sbuffer& buf) { return {buf.data(), buf.size()}; }
+
+struct RequestEncoder {
+  Packer& pk;
+  uint64_t id;
+
+  void operator()(const PingRequest&) const { write_envelope(pk, 3, id, "ping"); }
+  void operator()(const WriteRequest& r) const {
+    write_envelope(pk, r.tombstone ? 7 : 8, id, "write");
+    pack_text(pk, "key");
+    pack_bytes(pk, r.key);
+    if (!r.tombstone) {
+      pack_text(pk, "value");
+      pack_bytes(pk, r.value);
+    }
+    pack_text(pk, "tombstone");
+    pk.pack(r.tombstone);
+    pack_text(pk, "ts");
+    pack_timestamp(pk, r.ts);
+    pack_text(pk, "lock");
+    pack_text(pk, r.lock);
+  }
+  void operator()(const FenceRequest& r) const {
+    write_envelope(pk, 5, id, "fence");
+    pack_text(pk, "lock");
+    pack_text(pk, r.lock);
+    pack_text(pk, "token");
+    pk.pack_uint64(r.token);
+  }
+  void key_and_ts(std::string_view type, const std::string& key, const FencedTimestamp& ts) const {
+    write_envelope(pk, 5, id, type);
+    pack_text(pk, "key");
+    pack_bytes(pk, key);
+    pack_text(pk, "ts");
+    pack_timestamp(pk, ts);
+  }
+  void operator()(const CommitRequest& r) const { key_and_ts("commit", r.key, r.ts); }
+  void operator()(const PurgeRequest& r) const { key_and_ts("purge", r.key, r.ts); }
+  void operator()(const ReadRequest& r) const {
+    write_envelope(pk, 4, id, "read");
+    pack_text(pk, "key");
+    pack_bytes(pk, r.key);
+  }
+};
+
+Result<ReplicaRequestBody> read_body(const std::string& type, FieldReader& r, const Limits& limits) {
+  if (type == "ping") return ReplicaRequestBody{PingRequest{}};
+  if (type == "write") {
+    WriteRequest w;
+    r.bytes("key", w.key, limits.max_key_bytes, Need::kRequired);
+    r.boolean("tombstone", w.tombstone, Need::kOptional);
+    r.bytes("value", w.value, limits.max_value_bytes, w.tombstone ? Need::kOptional : Need::kRequired);
+    r.timestamp("ts", w.ts, Need::kRequired);
+    r.bytes("lock", w.lock, limits.max_lock_bytes, Need::kOptional);
+    if (r.status().is_ok() && w.tombstone && !w.value.empty()) {
+      return Status(Code::kBadRequest, "a tombstone write carries no value");
+    }
+    return ReplicaRequestBody{std::move(w)};
+  }
+  if (type == "fence") {
+    FenceRequest f;
+    r.bytes("lock", f.lock, limits.max_lock_bytes, Need::kRequired);
+    r.u64("token", f.token, Need::kRequired);
+    return ReplicaRequestBody{std::move(f)};
+  }
+  if (type == "commit" || type == "purge") {
+    std::string key;
+    FencedTimestamp ts;
+    r.bytes("key", key, limits.max_key_bytes, Need::kRequired);
+    r.timestamp("ts", ts, Need::kRequired);
+    if (type == "commit") return ReplicaRequestBody{CommitRequest{std::move(key), ts}};
+    return ReplicaRequestBody{PurgeRequest{std::move(key), ts}};
+  }
+  if (type == "read") {
+    ReadRequest rd;
+    r.bytes("key", rd.key, limits.max_key_bytes, Need::kRequired);
+    return ReplicaRequestBody{std::move(rd)};
+  }
+  return Status(Code::kUnknownType, "unknown message type '" + type + "'");
+}
+
+uint32_t reply_field_count(const ReplicaReply& reply) {
+  uint32_t n = 5;  // v, id, type, code, clock
+  if (!reply.status.message().empty()) ++n;
+  if (reply.floor != 0) ++n;
+  if (reply.stored_ts) ++n;
+  if (reply.applied) ++n;
+  if (reply.status.is_ok() && reply.version) n += 6;  // found, ts, lock, state, tombstone, value
+  return n;
+}
+
+void read_version(FieldReader& r, const Limits& limits, Version& v) {
+  std::string state;
+  r.timestamp("ts", v.ts, Need::kRequired);
+  r.bytes("lock", v.lock, limits.max_lock_bytes, Need::kRequired);
+  r.bytes("state", state, 16, Need::kRequired);
+  r.boolean("tombstone", v.tombstone, Need::kRequired);
+  r.bytes("value", v.value, limits.max_value_bytes, Need::kRequired);
+  if (r.status().is_ok() && state != "pending" && state != "committed") {
+    r.fail(Code::kBadRequest, "unknown version state '" + state + "'");
+  }
+  v.state = state == "committed" ? VersionState::kCommitted : VersionState::kPending;
+}
+
+}  // namespace
+
+std::string_view state_name(VersionState state) {
+  return state == VersionState::kCommitted ? "committed" : "pending";
+}
+
+uint64_t content_hash(const Version& v) {
+  return hash64(v.value, hash64(v.lock, v.tombstone ? 1 : 2));
+}
+
+std::string encode_request(const ReplicaRequest& request) {
+  msgpack::sbuffer buf;
+  Packer pk(buf);
+  std::visit(RequestEncoder{pk, request.id}, request.body);
+  return to_string(buf);
+}
+
+std::string encode_reply(const ReplicaReply& reply) {
+  msgpack::sbuffer buf;
+  Packer pk(buf);
+  write_envelope(pk, reply_field_count(reply), reply.id, kReplyType);
+  pack_text(pk, "code");
+  pack_text(pk, code_name(reply.status.code()));
+  if (!reply.status.message().empty()) {
+    pack_text(pk, "message");
+    pack_text(pk, reply.status.message());
+  }
+  pack_text(pk, "clock");
+  pk.pack_uint64(reply.clock);
+  if (reply.floor != 0) {
+    pack_text(pk, "floor");
+    pk.pack_uint64(reply.floor);
+  }
+  if (reply.stored_ts) {
+    pack_text(pk, "stored_ts");
+    pack_timestamp(pk, *reply.stored_ts);
+  }
+  if (reply.applied) {
+    pack_text(pk, "applied");
+    pk.pack(true);
+  }
+  if (reply.status.is_ok() && reply.version) {
+    const Version& v = *reply.version;
+    pack_text(pk, "found");
+    pk.pack(true);
+    pack_text(pk, "ts");
+    pack_timestamp(pk, v.ts);
+    pack_text(pk, "lock");
+    pack_text(pk, v.lock);
+    pack_text(pk, "state");
+    pack_text(pk, state_name(v.state));
+    pack_text(pk, "tombstone");
+    pk.pack(v.tombstone);
+    pack_text(pk, "value");
+    pack_bytes(pk, v.value);
+  }
+  return to_string(buf);
+}
+
+Result<ReplicaRequest> decode_request(std::string_view bytes, const Limits& limits, uint64_t* id_out) {
+  auto opened = open_envelope(bytes, limits, id_out);
+  if (!opened.is_ok()) return opened.status();
+  Envelope& env = opened.value();
+  FieldReader& r = *env.fields;
+  auto body = read_body(env.type, r, limits);
+  if (!body.is_ok()) return body.status();
+  Status s = r.finish();
+  if (!s.is_ok()) return s;
+  return ReplicaRequest{env.id, std::move(body).value()};
+}
+
+Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits) {
+  auto opened = open_envelope(bytes, limits, nullptr);
+  if (!opened.is_ok()) return opened.status();
+  Envelope& env = opened.value();
+  if (env.type != kReplyType) return Status(Code::kUnknownType, "expected a reply, got '" + env.type + "'");
+  FieldReader& r = *env.fields;
+  ReplicaReply reply;
+  reply.id = env.id;
+  std::string code, message;
+  bool found = false;
+  r.bytes("code", code, 32, Need::kRequired);
+  r.bytes("message", message, limits.max_value_bytes, Need::kOptional);
+  r.u64("clock", reply.clock, Need::kRequired);
+  r.u64("floor", reply.floor, Need::kOptional);
+  if (r.has("stored_ts")) r.timestamp("stored_ts", reply.stored_ts.emplace(), Need::kRequired);
+  r.boolean("applied", reply.applied, Need::kOptional);
+  r.boolean("found", found, Need::kOptional);
+  if (found) read_version(r, limits, reply.version.emplace());
+  Status s = r.finish();
+  if (!s.is_ok()) return s;
+  auto parsed = code_from_name(code);
+  if (!parsed) return Status(Code::kBadRequest, "reply has unknown code '" + code + "'");
+  reply.status = Status(*parsed, std::move(message));
+  return reply;
+}
+
+ReplicaReply error_reply(uint64_t id, Status status) {
+  ReplicaReply reply;
+  reply.id = id;
+  reply.status = std::move(status);
+  return reply;
+}
+
+}  // namespace palisade::wire

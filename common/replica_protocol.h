@@ -1,0 +1,97 @@
+// Messages between clients and palisade-replica (docs/protocol.md, "Replica").
+// One request, one reply, matched by id.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "common/envelope.h"
+#include "common/status.h"
+#include "common/timestamp.h"
+
+namespace palisade::wire {
+
+enum class VersionState : uint8_t { kPending, kCommitted };
+std::string_view state_name(VersionState state);
+
+// What a replica stores for a key: the one newest version.
+struct Version {
+  FencedTimestamp ts;
+  std::string lock;  // empty: written without a lock (token 0)
+  VersionState state = VersionState::kPending;
+  bool tombstone = false;
+  std::string value;  // empty for a tombstone
+
+  friend bool operator==(const Version&, const Version&) = default;
+};
+
+// Hash of what a write carries besides its timestamp: orders equal timestamps
+// with different content the same way on every replica.
+uint64_t content_hash(const Version& v);
+
+struct PingRequest {
+  friend bool operator==(const PingRequest&, const PingRequest&) = default;
+};
+struct WriteRequest {  // a put, or a delete when tombstone is set
+  std::string key;
+  std::string value;
+  bool tombstone = false;
+  FencedTimestamp ts;
+  std::string lock;
+  friend bool operator==(const WriteRequest&, const WriteRequest&) = default;
+};
+struct FenceRequest {
+  std::string lock;
+  uint64_t token = 0;
+  friend bool operator==(const FenceRequest&, const FenceRequest&) = default;
+};
+struct CommitRequest {
+  std::string key;
+  FencedTimestamp ts;
+  friend bool operator==(const CommitRequest&, const CommitRequest&) = default;
+};
+struct PurgeRequest {  // drop a pending version found superseded (DESIGN "Fence safety" 3)
+  std::string key;
+  FencedTimestamp ts;
+  friend bool operator==(const PurgeRequest&, const PurgeRequest&) = default;
+};
+struct ReadRequest {
+  std::string key;
+  friend bool operator==(const ReadRequest&, const ReadRequest&) = default;
+};
+
+using ReplicaRequestBody =
+    std::variant<PingRequest, WriteRequest, FenceRequest, CommitRequest, ReadRequest, PurgeRequest>;
+
+struct ReplicaRequest {
+  uint64_t id = 0;
+  ReplicaRequestBody body;
+  friend bool operator==(const ReplicaRequest&, const ReplicaRequest&) = default;
+};
+
+// One reply shape for every request; which fields are set depends on the request
+// and the code (docs/protocol.md).
+struct ReplicaReply {
+  uint64_t id = 0;
+  Status status;
+  uint64_t clock = 0;                        // the replica's HLC when it answered
+  uint64_t floor = 0;                        // fence: floor after; fenced: the floor; read: floor of the version's lock
+  std::optional<FencedTimestamp> stored_ts;  // stale: the newer stored timestamp
+  std::optional<Version> version;            // read: the stored version, when found
+  bool applied = false;                      // commit, purge: whether it changed anything
+};
+
+std::string encode_request(const ReplicaRequest& request);
+std::string encode_reply(const ReplicaReply& reply);
+
+// On failure *id_out holds the request's id when it could be read, else 0.
+Result<ReplicaRequest> decode_request(std::string_view bytes, const Limits& limits, uint64_t* id_out = nullptr);
+Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits);
+
+// The reply a node sends for a request it could not decode.
+ReplicaReply error_reply(uint64_t id, Status status);
+
+}  // namespace palisade::wire

@@ -1,0 +1,47 @@
+#include "common/status.h"
+
+#include <array>
+
+namespace palisade {
+namespace {
+
+constexpr std::array<std::pair<Code, std::string_view>, 14> kNames = {{
+    {Code::kOk, "ok"},
+    {Code::kMalformed, "malformed"},
+    {Code::kBadRequest, "bad_request"},
+    {Code::kUnknownType, "unknown_type"},
+    {Code::kUnsupportedVersion, "unsupported_version"},
+    {Code::kTooLarge, "too_large"},
+    {Code::kFenced, "fenced"},
+    {Code::kStale, "stale"},
+    {Code::kCorrupt, "corrupt"},
+    {Code::kClockSkew, "clock_skew"},
+    {Code::kStorageError, "storage_error"},
+    {Code::kUnavailable, "unavailable"},
+    {Code::kTimeout, "timeout"},
+    {Code::kInternal, "internal"},
+}};
+
+}  // namespace
+
+std::string_view code_name(Code code) {
+  for (const auto& [c, name] : kNames) {
+    if (c == code) return name;
+  }
+  return "internal";
+}
+
+std::optional<Code> code_from_name(std::string_view name) {
+  for (const auto& [c, n] : kNames) {
+    if (n == name) return c;
+  }
+  return std::nullopt;
+}
+
+std::string Status::to_string() const {
+  std::string out(code_name(code_));
+  if (!message_.empty()) out += ": " + message_;
+  return out;
+}
+
+}  // namespace palisade

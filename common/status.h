@@ -1,0 +1,72 @@
+// Status and Result: how every module reports what the world did to it.
+// Bugs are not Statuses: they fail an assertion (see check.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace palisade {
+
+// An error code exists only where some caller reacts to it differently.
+enum class Code : uint8_t {
+  kOk,
+  kMalformed,           // not MessagePack, trailing bytes, not a map, duplicate fields
+  kBadRequest,          // missing, mistyped or unknown field, or a value out of range
+  kUnknownType,         // a message type this node does not serve
+  kUnsupportedVersion,  // protocol version this node does not speak
+  kTooLarge,            // message, key, value or lock name over its limit
+  kFenced,              // the write's token is below the lock's fence floor
+  kStale,               // a newer version is already stored
+  kCorrupt,             // a stored value failed its checksum
+  kClockSkew,           // a remote timestamp is too far ahead of local time
+  kStorageError,        // the disk refused (full, I/O error)
+  kUnavailable,         // too few nodes answered
+  kTimeout,             // no answer in time: the outcome is unknown
+  kInternal,            // a bug on the answering side
+};
+
+// The wire name of a code ("fenced", "stale", ...): docs/protocol.md lists them.
+std::string_view code_name(Code code);
+// Parses a wire name; nullopt when it is not one.
+std::optional<Code> code_from_name(std::string_view name);
+
+class Status {
+ public:
+  Status() = default;
+  Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
+  static Status ok() { return {}; }
+
+  bool is_ok() const { return code_ == Code::kOk; }
+  Code code() const { return code_; }
+  const std::string& message() const { return message_; }
+  // "fenced: token 4 is below the fence floor 7 of lock 'x'"
+  std::string to_string() const;
+
+ private:
+  Code code_ = Code::kOk;
+  std::string message_;
+};
+
+// A value or the Status that explains its absence.
+template <class T>
+class Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}
+  Result(Status status) : v_(std::move(status)) {}
+
+  bool is_ok() const { return v_.index() == 0; }
+  const T& value() const& { return std::get<0>(v_); }
+  T& value() & { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  Status status() const { return is_ok() ? Status::ok() : std::get<1>(v_); }
+  Code code() const { return is_ok() ? Code::kOk : std::get<1>(v_).code(); }
+
+ private:
+  std::variant<T, Status> v_;
+};
+
+}  // namespace palisade

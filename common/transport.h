@@ -1,0 +1,44 @@
+// All ZeroMQ socket setup lives here, so that limits (and later CurveZMQ
+// encryption) apply to every link at once. Daemons bind ROUTER sockets; clients
+// connect DEALER sockets. Internal: public headers never include this.
+//
+// Framing: a DEALER sends one frame, the message. A ROUTER receives
+// [peer identity][optional empty delimiter][message] and answers with the same
+// envelope, so REQ sockets (which add the delimiter) work as clients too.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <zmq.hpp>
+
+namespace palisade::transport {
+
+struct SocketOptions {
+  // Frames larger than this make ZeroMQ drop the connection before anything is
+  // decoded. Set well above wire::Limits so that oversize messages usually get a
+  // TooLarge reply instead; this is the hard memory bound.
+  int64_t max_frame_bytes = int64_t{128} << 20;
+  int high_water_mark = 10000;  // messages queued per peer before sends block or drop
+  int linger_ms = 0;            // unsent messages are dropped at close
+};
+
+zmq::socket_t make_router(zmq::context_t& ctx, const std::string& bind_endpoint, const SocketOptions& options);
+zmq::socket_t make_dealer(zmq::context_t& ctx, const std::string& connect_endpoint, const SocketOptions& options);
+
+// One message received on a ROUTER, with the envelope to answer it.
+struct Routed {
+  zmq::message_t identity;
+  bool delimited = false;     // the peer is a REQ socket
+  bool extra_frames = false;  // the peer sent more frames than the framing allows
+  zmq::message_t payload;     // the first message frame
+};
+
+// Receives one message without blocking; nullopt when none is waiting.
+std::optional<Routed> try_recv_routed(zmq::socket_t& router);
+// Sends `payload` back along `to`'s envelope. Returns false when the peer is gone.
+bool send_routed(zmq::socket_t& router, Routed& to, std::string_view payload);
+
+}  // namespace palisade::transport

@@ -1,0 +1,108 @@
+// palisade-replica: one storage replica of the quorum store. Parses flags, takes
+// the data directory, and wires LMDB, the handler and ZeroMQ together.
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/dir_lock.h"
+#include "common/physical_clock.h"
+#include "replica/handler.h"
+#include "replica/lmdb_store.h"
+#include "replica/server.h"
+
+namespace {
+
+using namespace palisade;
+
+struct Flags {
+  std::string data_dir;
+  replica::ServerOptions server;
+  size_t map_size_bytes = size_t{8} << 30;
+  uint64_t max_clock_offset_ms = 500;
+  std::string log_level = "info";
+};
+
+// SIGTERM and SIGINT arrive on a descriptor the server polls: a clean stop
+// between batches. Blocked before any thread starts, so every thread inherits it.
+int stop_signals_fd() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return signalfd(-1, &set, SFD_CLOEXEC);
+}
+
+int serve(const Flags& flags) {
+  auto dir_lock = DirLock::acquire(flags.data_dir);
+  if (!dir_lock.is_ok()) {
+    spdlog::error("{}", dir_lock.status().message());
+    return 1;
+  }
+  auto store = replica::LmdbStore::open(flags.data_dir, {.map_size_bytes = flags.map_size_bytes});
+  if (!store.is_ok()) {
+    spdlog::error("{}", store.status().message());
+    return 1;
+  }
+  auto keys = store.value()->key_count();
+  store.value()->abort();
+  int stop_fd = stop_signals_fd();
+  SystemClock wall_clock;
+  HybridClock clock(wall_clock, {.max_clock_offset_ms = flags.max_clock_offset_ms});
+  replica::ReplicaHandler handler(*store.value(), clock);
+  zmq::context_t ctx(1);
+  try {
+    replica::ReplicaServer server(ctx, handler, clock, flags.server);
+    spdlog::info("started: pid {}, listening on {}, data dir {}, {} keys", getpid(), flags.server.listen_endpoint,
+                 flags.data_dir, keys.is_ok() ? keys.value() : 0);
+    server.run(stop_fd);
+    spdlog::info("stopped cleanly after {} requests", server.requests_served());
+  } catch (const zmq::error_t& e) {
+    spdlog::error("cannot listen on {}: {}", flags.server.listen_endpoint, e.what());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  CLI::App app{"palisade-replica: a storage replica of the palisade quorum store.\n"
+               "Stores the newest version of each key in LMDB, refuses writes of superseded\n"
+               "lock holders (fence floors), and syncs every write before acknowledging it."};
+  app.set_config("--config", "", "Read these settings from a TOML or INI file (flags win)");
+  app.add_option("--data-dir", flags.data_dir, "Directory of this replica's LMDB files (created if missing)")
+      ->required();
+  app.add_option("--listen", flags.server.listen_endpoint, "ZeroMQ endpoint to serve on")->capture_default_str();
+  app.add_option("--max-key-bytes", flags.server.limits.max_key_bytes, "Largest key accepted")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64 * 1024));
+  app.add_option("--max-value-bytes", flags.server.limits.max_value_bytes, "Largest value accepted")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{64} << 20));
+  app.add_option("--map-size", flags.map_size_bytes, "Most the data may grow to, e.g. 8GB (LMDB map size)")
+      ->capture_default_str()
+      ->transform(CLI::AsSizeValue(false));
+  app.add_option("--max-clock-offset-ms", flags.max_clock_offset_ms,
+                 "Refuse timestamps further ahead of local time than this")
+      ->capture_default_str();
+  app.add_option("--max-batch", flags.server.max_batch, "Most requests applied per synced commit")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e palisade-replica %l: %v");
+  spdlog::set_level(spdlog::level::from_str(flags.log_level));
+  std::error_code ec;
+  std::filesystem::create_directories(flags.data_dir, ec);
+  if (ec) {
+    spdlog::error("cannot create data dir {}: {}", flags.data_dir, ec.message());
+    return 1;
+  }
+  return serve(flags);
+}

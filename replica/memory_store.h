@@ -1,0 +1,46 @@
+// A ReplicaStore in memory, for tests and the simulator: a "disk" that keeps
+// what was committed and loses the open batch when its node crashes. Stores the
+// same checksummed records as LmdbStore, so corruption can be injected.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "replica/store.h"
+
+namespace palisade::replica {
+
+class MemoryStore final : public ReplicaStore {
+ public:
+  Result<std::optional<wire::Version>> get(std::string_view key) override;
+  Result<uint64_t> fence_floor(std::string_view lock) override;
+  Status apply(const Change& change) override;
+  Status commit() override;
+  void abort() override { batch_ = {}; }
+
+  // The node crashed: what was not committed is gone.
+  void crash() { abort(); }
+  // Flips one bit of the key's committed record. Returns false when it has none.
+  bool corrupt(std::string_view key);
+  // The next commit fails like a disk that refuses to sync.
+  void fail_next_commit() { fail_next_commit_ = true; }
+  // apply() fails like a full disk once the stored records exceed this many bytes.
+  void set_capacity_bytes(size_t bytes) { capacity_bytes_ = bytes; }
+
+ private:
+  struct State {
+    std::map<std::string, std::optional<std::string>, std::less<>> records;  // nullopt: erased in the batch
+    std::map<std::string, uint64_t, std::less<>> floors;
+  };
+  std::optional<std::string> record(std::string_view key) const;
+  size_t stored_bytes() const;
+
+  State durable_;
+  State batch_;  // overlay on durable_
+  bool fail_next_commit_ = false;
+  size_t capacity_bytes_ = SIZE_MAX;
+};
+
+}  // namespace palisade::replica

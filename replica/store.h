@@ -1,0 +1,43 @@
+// The durable state of one replica, behind an interface so that the request
+// handler runs on LMDB in the daemon and on a simulated disk in tests.
+//
+// Batches: changes applied since the last commit() are visible to get() and
+// fence_floor() at once but are durable only when commit() returns ok; abort()
+// drops them. One thread uses a store at a time.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "common/replica_protocol.h"
+#include "common/status.h"
+
+namespace palisade::replica {
+
+// What one request changes: at most one key and one lock's fence floor.
+struct Change {
+  std::string_view key{};
+  const wire::Version* put = nullptr;  // the key's new version
+  bool erase = false;                  // or: the key loses its version
+  std::string_view lock{};
+  uint64_t floor = 0;  // when non-zero: the lock's new fence floor
+};
+
+class ReplicaStore {
+ public:
+  virtual ~ReplicaStore() = default;
+
+  // The key's version; nullopt when it has none; Corrupt when its record fails
+  // its checksum; StorageError when the disk fails.
+  virtual Result<std::optional<wire::Version>> get(std::string_view key) = 0;
+  // The lock's fence floor, 0 when it has none.
+  virtual Result<uint64_t> fence_floor(std::string_view lock) = 0;
+  // Applies all of `change` or, on error, none of it.
+  virtual Status apply(const Change& change) = 0;
+  // Makes the batch durable (synced to disk) before it returns ok.
+  virtual Status commit() = 0;
+  virtual void abort() = 0;
+};
+
+}  // namespace palisade::replica
