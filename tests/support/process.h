@@ -1,0 +1,40 @@
+// A child process for real-process tests: spawned with argv, its output appended
+// to a log file, killed with SIGKILL if still running when the object dies.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace palisade::test {
+
+class Process {
+ public:
+  // Starts argv[0] (a path) with its stdout and stderr appended to `log_path`.
+  Process(std::vector<std::string> argv, std::string log_path);
+  ~Process();
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool running();
+  void signal(int sig);
+  // Waits up to `timeout_ms` for exit; the wait status, nullopt on timeout.
+  std::optional<int> wait(int timeout_ms);
+  // SIGKILL and reap.
+  void kill();
+  const std::string& log_path() const { return log_path_; }
+  std::string log() const;
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+  std::string log_path_;
+};
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+int free_port();
+
+}  // namespace palisade::test
