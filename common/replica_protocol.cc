@@ -17,7 +17,7 @@ struct RequestEncoder {
 
   void operator()(const PingRequest&) const { write_envelope(pk, 3, id, "ping"); }
   void operator()(const WriteRequest& r) const {
-    write_envelope(pk, r.tombstone ? 7 : 8, id, "write");
+    write_envelope(pk, (r.tombstone ? 7 : 8) + (r.committed ? 1 : 0), id, "write");
     pack_text(pk, "key");
     pack_bytes(pk, r.key);
     if (!r.tombstone) {
@@ -30,6 +30,10 @@ struct RequestEncoder {
     pack_timestamp(pk, r.ts);
     pack_text(pk, "lock");
     pack_text(pk, r.lock);
+    if (r.committed) {
+      pack_text(pk, "committed");
+      pk.pack(true);
+    }
   }
   void operator()(const FenceRequest& r) const {
     write_envelope(pk, 5, id, "fence");
@@ -48,9 +52,13 @@ struct RequestEncoder {
   void operator()(const CommitRequest& r) const { key_and_ts("commit", r.key, r.ts); }
   void operator()(const PurgeRequest& r) const { key_and_ts("purge", r.key, r.ts); }
   void operator()(const ReadRequest& r) const {
-    write_envelope(pk, 4, id, "read");
+    write_envelope(pk, r.floor_of.empty() ? 4 : 5, id, "read");
     pack_text(pk, "key");
     pack_bytes(pk, r.key);
+    if (!r.floor_of.empty()) {
+      pack_text(pk, "floor_of");
+      pack_text(pk, r.floor_of);
+    }
   }
 };
 
@@ -63,6 +71,7 @@ Result<ReplicaRequestBody> read_body(const std::string& type, FieldReader& r, co
     r.bytes("value", w.value, limits.max_value_bytes, w.tombstone ? Need::kOptional : Need::kRequired);
     r.timestamp("ts", w.ts, Need::kRequired);
     r.bytes("lock", w.lock, limits.max_lock_bytes, Need::kOptional);
+    r.boolean("committed", w.committed, Need::kOptional);
     if (r.status().is_ok() && w.tombstone && !w.value.empty()) {
       return Status(Code::kBadRequest, "a tombstone write carries no value");
     }
@@ -85,6 +94,7 @@ Result<ReplicaRequestBody> read_body(const std::string& type, FieldReader& r, co
   if (type == "read") {
     ReadRequest rd;
     r.bytes("key", rd.key, limits.max_key_bytes, Need::kRequired);
+    r.bytes("floor_of", rd.floor_of, limits.max_lock_bytes, Need::kOptional);
     return ReplicaRequestBody{std::move(rd)};
   }
   return Status(Code::kUnknownType, "unknown message type '" + type + "'");

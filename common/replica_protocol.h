@@ -41,6 +41,9 @@ struct WriteRequest {  // a put, or a delete when tombstone is set
   bool tombstone = false;
   FencedTimestamp ts;
   std::string lock;
+  // Store it as committed: only for versions known to be acknowledged (read
+  // repair and anti-entropy copying a committed version).
+  bool committed = false;
   friend bool operator==(const WriteRequest&, const WriteRequest&) = default;
 };
 struct FenceRequest {
@@ -60,6 +63,9 @@ struct PurgeRequest {  // drop a pending version found superseded (DESIGN "Fence
 };
 struct ReadRequest {
   std::string key;
+  // When set, the reply's floor is this lock's fence floor rather than that of
+  // the stored version's lock (readers deciding about another replica's version).
+  std::string floor_of{};
   friend bool operator==(const ReadRequest&, const ReadRequest&) = default;
 };
 

@@ -85,11 +85,15 @@ ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed) {
     }
   }
 
-  Version incoming{w.ts, w.lock, VersionState::kPending, w.tombstone, w.value};
+  Version incoming{w.ts, w.lock, w.committed ? VersionState::kCommitted : VersionState::kPending, w.tombstone,
+                   w.value};
   auto stored = store_.get(w.key);
   if (stored.is_ok() && stored.value()) {
     const Version& s = *stored.value();
-    if (s.ts == incoming.ts && same_content(s, incoming)) return {};  // a retry: idempotent
+    if (s.ts == incoming.ts && same_content(s, incoming)) {  // a retry or a repair: idempotent
+      if (s.state == VersionState::kCommitted || !w.committed) return {};
+      return apply_change(Change{.key = w.key, .put = &incoming}, changed, {});
+    }
     if (stored_wins(s, incoming)) {
       ReplicaReply r = reply_with(Status(Code::kStale, "a newer version " + s.ts.to_string() + " is stored"));
       r.stored_ts = s.ts;
@@ -141,10 +145,11 @@ ReplicaReply ReplicaHandler::read(const wire::ReadRequest& r) {
   auto stored = store_.get(r.key);
   if (!stored.is_ok()) return reply_with(stored.status());
   ReplicaReply reply;
-  if (!stored.value()) return reply;
-  reply.version = std::move(*stored.value());
-  if (!reply.version->lock.empty()) {
-    auto floor = store_.fence_floor(reply.version->lock);
+  reply.version = std::move(stored.value());
+  std::string_view lock = r.floor_of;
+  if (lock.empty() && reply.version) lock = reply.version->lock;
+  if (!lock.empty()) {
+    auto floor = store_.fence_floor(lock);
     if (!floor.is_ok()) return reply_with(floor.status());
     reply.floor = floor.value();
   }

@@ -7,6 +7,8 @@
 
 namespace palisade::test {
 
+std::string replica_binary() { return PALISADE_REPLICA_BIN; }
+
 ReplicaProcess::ReplicaProcess(std::string data_dir, std::vector<std::string> extra_args)
     : data_dir_(std::move(data_dir)),
       extra_args_(std::move(extra_args)),

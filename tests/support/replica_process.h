@@ -9,6 +9,10 @@
 
 namespace palisade::test {
 
+// Path of the palisade-replica binary under test, for starting it by hand
+// (bad flags, a second daemon on a data dir in use).
+std::string replica_binary();
+
 class ReplicaProcess {
  public:
   // Starts the daemon on `data_dir` and waits until it answers a ping.

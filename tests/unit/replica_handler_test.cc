@@ -167,6 +167,34 @@ TEST_CASE("read returns the version, its state and the fence floor of its lock",
   CHECK_FALSE(r.call(read_req("absent")).version);
 }
 
+TEST_CASE("read with floor_of reports that lock's floor, also for a missing key", "[replica]") {
+  Replica r;
+  r.call(write_req("k", "x", ts(4), "L"));
+  r.call(fence_req("M", 8));
+  auto req = read_req("k");
+  std::get<wire::ReadRequest>(req.body).floor_of = "M";
+  CHECK(r.call(req).floor == 8);
+  auto missing = read_req("absent");
+  std::get<wire::ReadRequest>(missing.body).floor_of = "M";
+  ReplicaReply reply = r.call(missing);
+  CHECK_FALSE(reply.version);
+  CHECK(reply.floor == 8);
+}
+
+TEST_CASE("a committed write stores the version committed and upgrades an equal pending one", "[replica]") {
+  Replica r;
+  auto repair = write_req("k", "x", ts(4), "L");
+  std::get<wire::WriteRequest>(repair.body).committed = true;
+  r.call(write_req("k", "x", ts(4), "L"));
+  CHECK(r.stored("k")->state == VersionState::kPending);
+  CHECK(r.call(repair).status.is_ok());
+  CHECK(r.stored("k")->state == VersionState::kCommitted);
+  auto fresh = write_req("j", "y", ts(4), "L");
+  std::get<wire::WriteRequest>(fresh.body).committed = true;
+  r.call(fresh);
+  CHECK(r.stored("j")->state == VersionState::kCommitted);
+}
+
 TEST_CASE("bad writes are refused without changing anything", "[replica]") {
   Replica r;
   CHECK(r.call(write_req("", "x", ts(1), "L")).status.code() == Code::kBadRequest);

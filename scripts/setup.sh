@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs every Debian package palisade needs to build, test and benchmark.
+# Idempotent: installs only what is missing, so a second run does nothing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libzmq3-dev cppzmq-dev libmsgpack-cxx-dev liblmdb-dev lmdb-utils libxxhash-dev
+  libcli11-dev libspdlog-dev libfmt-dev
+  catch2 libbenchmark-dev
+  python3 python3-zmq python3-msgpack
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "setup: installing ${missing[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,38 @@
+// Direct access to a palisade-replica LMDB data directory, bypassing LmdbStore,
+// so that tests can damage what is on disk (flip a stored byte, plant a foreign
+// storage format). One write transaction from construction to commit().
+//
+// The directory must not be open in this process at the same time (LMDB's rule),
+// nor used by a running daemon.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+typedef struct MDB_env MDB_env;
+typedef struct MDB_txn MDB_txn;
+
+namespace palisade::test {
+
+class RawLmdb {
+ public:
+  // Opens the environment in `dir`; throws std::runtime_error when it cannot.
+  explicit RawLmdb(const std::string& dir);
+  ~RawLmdb();  // drops what was not committed
+  RawLmdb(const RawLmdb&) = delete;
+  RawLmdb& operator=(const RawLmdb&) = delete;
+
+  // `db` is a named database ("versions", "floors", "meta"); it must exist.
+  std::optional<std::string> get(const std::string& db, std::string_view key);
+  void put(const std::string& db, std::string_view key, std::string_view value);
+  void commit();
+
+ private:
+  unsigned dbi(const std::string& db);
+
+  MDB_env* env_ = nullptr;
+  MDB_txn* txn_ = nullptr;
+};
+
+}  // namespace palisade::test
