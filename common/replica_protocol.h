@@ -42,7 +42,7 @@ struct WriteRequest {  // a put, or a delete when tombstone is set
   FencedTimestamp ts;
   std::string lock;
   // Store it as committed: only for versions known to be acknowledged (read
-  // repair and anti-entropy copying a committed version).
+  // repair and anti-entropy copying them). The fence floor does not refuse it.
   bool committed = false;
   friend bool operator==(const WriteRequest&, const WriteRequest&) = default;
 };

@@ -32,7 +32,10 @@ zmq::socket_t make_router(zmq::context_t& ctx, const std::string& bind_endpoint,
 zmq::socket_t make_dealer(zmq::context_t& ctx, const std::string& connect_endpoint, const SocketOptions& options) {
   zmq::socket_t s(ctx, zmq::socket_type::dealer);
   apply(s, options);
-  s.set(zmq::sockopt::immediate, true);  // do not queue toward a peer that is not connected
+  // A send to a daemon that is not connected fails at once instead of queueing:
+  // a request must never reach a replica long after its caller gave up on it.
+  s.set(zmq::sockopt::immediate, true);
+  s.set(zmq::sockopt::reconnect_ivl_max, 1000);
   s.connect(connect_endpoint);
   return s;
 }

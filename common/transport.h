@@ -26,6 +26,7 @@ struct SocketOptions {
 };
 
 zmq::socket_t make_router(zmq::context_t& ctx, const std::string& bind_endpoint, const SocketOptions& options);
+// Sends on a dealer fail (EAGAIN) while its daemon is not connected.
 zmq::socket_t make_dealer(zmq::context_t& ctx, const std::string& connect_endpoint, const SocketOptions& options);
 
 // One message received on a ROUTER, with the envelope to answer it.

@@ -76,7 +76,9 @@ ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed) {
     auto f = store_.fence_floor(w.lock);
     if (!f.is_ok()) return reply_with(f.status());
     floor = f.value();
-    if (w.ts.token < floor) {
+    // A committed write copies a version already acknowledged under its fence
+    // (read repair, anti-entropy): a floor raised since then does not undo it.
+    if (w.ts.token < floor && !w.committed) {
       ReplicaReply r = reply_with(Status(Code::kFenced, "token " + std::to_string(w.ts.token) +
                                                             " is below the fence floor " + std::to_string(floor) +
                                                             " of lock '" + w.lock + "'"));

@@ -23,6 +23,15 @@ std::string be64(uint64_t v) {
   return out;
 }
 
+// Whether LMDB can hold `key` as a key at all.
+bool storable(std::string_view key) { return !key.empty() && key.size() <= LmdbStore::kMaxKeyBytes; }
+
+Status unstorable(const char* what, std::string_view key) {
+  if (key.empty()) return Status(Code::kBadRequest, std::string(what) + " must not be empty");
+  return Status(Code::kTooLarge, std::string(what) + " of " + std::to_string(key.size()) + " bytes (limit " +
+                                     std::to_string(LmdbStore::kMaxKeyBytes) + ")");
+}
+
 }  // namespace
 
 Result<std::unique_ptr<LmdbStore>> LmdbStore::open(const std::string& dir, Options options) {
@@ -35,6 +44,10 @@ Result<std::unique_ptr<LmdbStore>> LmdbStore::open(const std::string& dir, Optio
 Status LmdbStore::init(const std::string& dir, Options options) {
   int rc = mdb_env_create(&env_);
   if (rc != 0) return lmdb_error("mdb_env_create", rc);
+  if (mdb_env_get_maxkeysize(env_) < static_cast<int>(kMaxKeyBytes)) {
+    return Status(Code::kStorageError, "this LMDB stores keys of at most " +
+                                           std::to_string(mdb_env_get_maxkeysize(env_)) + " bytes");
+  }
   mdb_env_set_maxdbs(env_, 4);
   mdb_env_set_mapsize(env_, options.map_size_bytes);
   // MDB_NOTLS: transactions are tied to this object, not to a thread.
@@ -60,6 +73,9 @@ Status LmdbStore::init(const std::string& dir, Options options) {
     return Status(Code::kStorageError, "data directory " + dir + " has storage format '" + std::string(view(v)) +
                                            "', this palisade-replica reads format " + std::string(kFormat));
   }
+  // Committed even when nothing was written: aborting the transaction that
+  // opened the database handles would close them again.
+  dirty_ = true;
   return commit();
 }
 
@@ -80,6 +96,7 @@ Status LmdbStore::begin() {
 
 Result<std::optional<wire::Version>> LmdbStore::get(std::string_view key) {
   if (Status s = begin(); !s.is_ok()) return s;
+  if (!storable(key)) return std::optional<wire::Version>();
   MDB_val k = val(key), v;
   int rc = mdb_get(txn_, versions_, &k, &v);
   if (rc == MDB_NOTFOUND) return std::optional<wire::Version>();
@@ -91,6 +108,7 @@ Result<std::optional<wire::Version>> LmdbStore::get(std::string_view key) {
 
 Result<uint64_t> LmdbStore::fence_floor(std::string_view lock) {
   if (Status s = begin(); !s.is_ok()) return s;
+  if (!storable(lock)) return uint64_t{0};
   MDB_val k = val(lock), v;
   int rc = mdb_get(txn_, floors_, &k, &v);
   if (rc == MDB_NOTFOUND) return uint64_t{0};
@@ -122,6 +140,8 @@ Status LmdbStore::apply_in(MDB_txn* txn, const Change& c) {
 }
 
 Status LmdbStore::apply(const Change& c) {
+  if ((c.put != nullptr || c.erase) && !storable(c.key)) return unstorable("key", c.key);
+  if (c.floor != 0 && !storable(c.lock)) return unstorable("lock name", c.lock);
   if (Status s = begin(); !s.is_ok()) return s;
   // A nested transaction makes the change all-or-nothing: a full map fails this
   // request alone, not the whole batch.

@@ -18,6 +18,10 @@ namespace palisade::replica {
 
 class LmdbStore final : public ReplicaStore {
  public:
+  // The longest key LMDB stores (its default MDB_MAXKEYSIZE); longer keys, and
+  // the empty key, are never found and cannot be written (TooLarge, BadRequest).
+  static constexpr size_t kMaxKeyBytes = 511;
+
   struct Options {
     size_t map_size_bytes = size_t{8} << 30;  // the most the data can grow to
   };

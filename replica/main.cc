@@ -78,9 +78,10 @@ int main(int argc, char** argv) {
   app.add_option("--data-dir", flags.data_dir, "Directory of this replica's LMDB files (created if missing)")
       ->required();
   app.add_option("--listen", flags.server.listen_endpoint, "ZeroMQ endpoint to serve on")->capture_default_str();
+  flags.server.limits.max_key_bytes = std::min(flags.server.limits.max_key_bytes, replica::LmdbStore::kMaxKeyBytes);
   app.add_option("--max-key-bytes", flags.server.limits.max_key_bytes, "Largest key accepted")
       ->capture_default_str()
-      ->check(CLI::Range(1, 64 * 1024));
+      ->check(CLI::Range(size_t{1}, replica::LmdbStore::kMaxKeyBytes));
   app.add_option("--max-value-bytes", flags.server.limits.max_value_bytes, "Largest value accepted")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{64} << 20));

@@ -195,6 +195,17 @@ TEST_CASE("a committed write stores the version committed and upgrades an equal 
   CHECK(r.stored("j")->state == VersionState::kCommitted);
 }
 
+TEST_CASE("a committed repair is not refused by a floor raised after it was acknowledged", "[replica]") {
+  Replica r;
+  r.call(fence_req("L", 9));
+  auto repair = write_req("k", "x", ts(4), "L");
+  CHECK(r.call(repair).status.code() == Code::kFenced);
+  std::get<wire::WriteRequest>(repair.body).committed = true;
+  CHECK(r.call(repair).status.is_ok());
+  CHECK(r.stored("k")->value == "x");
+  CHECK(r.call(fence_req("L", 1)).floor == 9);
+}
+
 TEST_CASE("bad writes are refused without changing anything", "[replica]") {
   Replica r;
   CHECK(r.call(write_req("", "x", ts(1), "L")).status.code() == Code::kBadRequest);

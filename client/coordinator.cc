@@ -1,0 +1,429 @@
+#include "client/coordinator.h"
+
+#include <algorithm>
+
+namespace palisade::client {
+
+Status validate(const CoordinatorOptions& o) {
+  auto bad = [&](const std::string& why) {
+    return Status(Code::kBadRequest, "N=" + std::to_string(o.n) + " R=" + std::to_string(o.r) +
+                                         " W=" + std::to_string(o.w) + ": " + why);
+  };
+  if (o.n < 1) return bad("no replicas");
+  if (o.r < 1 || o.w < 1 || o.r > o.n || o.w > o.n) return bad("quorums must be between 1 and N");
+  if (o.r + o.w <= o.n) return bad("R + W must exceed N, or reads may miss acknowledged writes");
+  if (2 * o.w <= o.n) return bad("W must exceed N / 2, or two writers' quorums may not meet");
+  if (o.timeout_ms == 0) return bad("timeout must be positive");
+  return Status::ok();
+}
+
+// A write or a fence sent to all N replicas.
+struct Coordinator::WriteOp {
+  bool is_fence = false;
+  wire::ReplicaRequestBody request;  // what every replica is sent
+  wire::WriteRequest write;  // for writes: what was sent, to commit it afterwards
+  FencedTimestamp ts;
+  uint64_t deadline_ms = 0;
+  int acks = 0;
+  int answered = 0;
+  int nonstores = 0;  // replicas that definitely did not store it
+  bool fenced = false;
+  bool stale = false;
+  uint64_t floor = 0;
+  Status error;
+  std::vector<int> unsent;  // replicas not connected when it was sent: sent again later
+  uint64_t resend_at_ms = 0;
+};
+
+// A get: reads from R replicas (more when needed), then repairs.
+struct Coordinator::ReadOp {
+  struct Replica {
+    bool asked = false;
+    bool outstanding = false;
+    bool answered = false;  // a successful (or corrupt) read reply
+    std::optional<wire::Version> version;
+    std::map<std::string, uint64_t> floors;  // fence floors learnt, by lock
+    std::string floor_of;                     // what the outstanding read asked for
+  };
+  std::string key;
+  uint64_t deadline_ms = 0;
+  uint64_t hedge_at_ms = 0;
+  uint64_t retry_at_ms = 0;
+  std::vector<Replica> replicas;
+  bool chosen = false;
+  std::optional<wire::Version> result;
+  int repairs_outstanding = 0;
+};
+
+Coordinator::Coordinator(CoordinatorOptions options, HybridClock& clock) : options_(options), clock_(clock) {}
+Coordinator::~Coordinator() = default;
+
+uint64_t Coordinator::send(OpId op, int replica, wire::ReplicaRequestBody body, bool repair) {
+  uint64_t id = next_request_id_++;
+  pending_[id] = {op, replica, repair};
+  sends_.push_back({replica, {id, std::move(body)}});
+  return id;
+}
+
+void Coordinator::send_untracked(int replica, wire::ReplicaRequestBody body) {
+  sends_.push_back({replica, {next_request_id_++, std::move(body)}});
+}
+
+void Coordinator::drop_pending(OpId op) {
+  std::erase_if(pending_, [op](const auto& p) { return p.second.op == op; });
+}
+
+std::vector<Send> Coordinator::take_sends() { return std::exchange(sends_, {}); }
+std::vector<Completion> Coordinator::take_completions() { return std::exchange(completions_, {}); }
+size_t Coordinator::in_flight() const { return writes_.size() + reads_.size(); }
+
+// ---- writes and fences ----
+
+OpId Coordinator::start_write(std::string key, std::string value, bool tombstone, const Fence& fence,
+                              uint64_t now_ms) {
+  OpId id = next_op_++;
+  if (key.empty() || (fence.token == 0) != fence.lock.empty()) {
+    completions_.push_back({id, WriteResult{Status(Code::kBadRequest, key.empty() ? "empty key"
+                                                                                   : "a fence needs both a lock and a token"),
+                                            {}, 0}});
+    return id;
+  }
+  WriteOp& op = writes_[id];
+  op.ts = {fence.token, clock_.now()};
+  op.write = wire::WriteRequest{std::move(key), std::move(value), tombstone, op.ts, fence.lock};
+  op.request = op.write;
+  op.deadline_ms = now_ms + options_.timeout_ms;
+  for (int i = 0; i < options_.n; ++i) send(id, i, op.request);
+  return id;
+}
+
+OpId Coordinator::start_fence(const Fence& fence, uint64_t now_ms) {
+  OpId id = next_op_++;
+  if (fence.lock.empty() || fence.token == 0) {
+    completions_.push_back({id, WriteResult{Status(Code::kBadRequest, "a fence needs both a lock and a token"), {}, 0}});
+    return id;
+  }
+  WriteOp& op = writes_[id];
+  op.is_fence = true;
+  op.ts = {fence.token, 0};
+  op.request = wire::FenceRequest{fence.lock, fence.token};
+  op.deadline_ms = now_ms + options_.timeout_ms;
+  for (int i = 0; i < options_.n; ++i) send(id, i, op.request);
+  return id;
+}
+
+void Coordinator::on_write_reply(WriteOp& op, const wire::ReplicaReply& reply) {
+  ++op.answered;
+  if (reply.clock != 0) (void)clock_.observe(reply.clock);
+  Code code = reply.status.code();
+  if (code == Code::kOk) {
+    ++op.acks;
+    op.floor = std::max(op.floor, reply.floor);
+    return;
+  }
+  ++op.nonstores;
+  if (code == Code::kFenced) {
+    op.fenced = true;
+    op.floor = std::max(op.floor, reply.floor);
+  } else if (code == Code::kStale && reply.stored_ts && reply.stored_ts->token > op.ts.token) {
+    op.fenced = true;  // a newer holder wrote this key
+    op.floor = std::max(op.floor, reply.stored_ts->token);
+  } else if (code == Code::kStale) {
+    op.stale = true;
+  } else {
+    op.error = reply.status;
+  }
+}
+
+void Coordinator::decide_write(OpId id, WriteOp& op, uint64_t now_ms) {
+  const int n = options_.n, w = options_.w;
+  if (op.acks >= w) {
+    if (!op.is_fence) {
+      for (int i = 0; i < n; ++i) send_untracked(i, wire::CommitRequest{op.write.key, op.ts});
+    }
+    return finish_write(id, op, Status::ok());
+  }
+  if (n - op.nonstores < w) {  // W copies are impossible: it never becomes visible
+    if (op.fenced) {
+      return finish_write(id, op, Status(Code::kFenced, "token " + std::to_string(op.ts.token) +
+                                                            " was superseded (replicas report " +
+                                                            std::to_string(op.floor) + ")"));
+    }
+    if (op.stale) return finish_write(id, op, Status(Code::kStale, "a newer write of the key won"));
+    return finish_write(id, op, Status(op.error.code() == Code::kOk ? Code::kUnavailable : op.error.code(),
+                                       "too few replicas stored it: " + op.error.to_string()));
+  }
+  if (!op.unsent.empty() && now_ms >= op.resend_at_ms && now_ms < op.deadline_ms) {
+    for (int i : std::exchange(op.unsent, {})) send(id, i, op.request);
+  }
+  if (now_ms >= op.deadline_ms) {
+    std::string what = std::to_string(op.acks) + " of " + std::to_string(w) + " acknowledgements, " +
+                       std::to_string(op.answered) + " of " + std::to_string(n) +
+                       " replicas answered; the write may or may not take effect";
+    if (op.fenced) what += "; a replica reports a newer token " + std::to_string(op.floor);
+    finish_write(id, op, Status(op.answered < w ? Code::kUnavailable : Code::kTimeout, what));
+  }
+}
+
+void Coordinator::finish_write(OpId id, WriteOp& op, Status status) {
+  completions_.push_back({id, WriteResult{std::move(status), op.ts, op.floor}});
+  drop_pending(id);
+  writes_.erase(id);
+}
+
+// ---- reads ----
+
+OpId Coordinator::start_read(std::string key, uint64_t now_ms) {
+  OpId id = next_op_++;
+  ReadOp& op = reads_[id];
+  op.key = std::move(key);
+  op.deadline_ms = now_ms + options_.timeout_ms;
+  op.hedge_at_ms = op.retry_at_ms = now_ms + options_.hedge_ms;
+  op.replicas.resize(options_.n);
+  // Start at a different replica each time to spread the load.
+  for (int k = 0; k < options_.r; ++k) ask(id, op, static_cast<int>((id + k) % options_.n), "");
+  return id;
+}
+
+void Coordinator::ask(OpId id, ReadOp& op, int replica, std::string floor_of) {
+  auto& rep = op.replicas[replica];
+  if (rep.outstanding) return;
+  rep.asked = rep.outstanding = true;
+  rep.floor_of = floor_of;
+  send(id, replica, wire::ReadRequest{op.key, std::move(floor_of)});
+}
+
+void Coordinator::on_read_reply(ReadOp& op, int replica, const wire::ReplicaReply* reply, bool repair) {
+  if (reply != nullptr && reply->clock != 0) (void)clock_.observe(reply->clock);
+  if (repair) {
+    --op.repairs_outstanding;
+    return;
+  }
+  auto& rep = op.replicas[replica];
+  rep.outstanding = false;
+  Code code = reply == nullptr ? Code::kUnavailable : reply->status.code();
+  if (code != Code::kOk && code != Code::kCorrupt) return;  // failed: may be asked again later
+  rep.answered = true;
+  // A corrupt copy counts as no copy: it is repaired like a missing one.
+  rep.version = code == Code::kOk ? reply->version : std::nullopt;
+  std::string lock = !rep.floor_of.empty() ? rep.floor_of : rep.version ? rep.version->lock : "";
+  if (code == Code::kOk && !lock.empty()) rep.floors[lock] = reply->floor;
+}
+
+namespace {
+
+bool same(const wire::Version& a, const wire::Version& b) {
+  return a.ts == b.ts && wire::content_hash(a) == wire::content_hash(b);
+}
+
+// The order replicas keep: timestamp, then content hash.
+bool newer(const wire::Version& a, const wire::Version& b) {
+  if (a.ts != b.ts) return a.ts > b.ts;
+  return wire::content_hash(a) > wire::content_hash(b);
+}
+
+}  // namespace
+
+bool Coordinator::decide_read(OpId id, ReadOp& op, uint64_t now_ms) {
+  const int n = options_.n, w = options_.w;
+  std::vector<const wire::Version*> candidates;
+  for (const auto& rep : op.replicas) {
+    if (!rep.answered || !rep.version) continue;
+    bool known = std::any_of(candidates.begin(), candidates.end(), [&](auto* c) { return same(*c, *rep.version); });
+    if (!known) candidates.push_back(&*rep.version);
+  }
+  std::sort(candidates.begin(), candidates.end(), [](auto* a, auto* b) { return newer(*a, *b); });
+
+  for (const wire::Version* c : candidates) {
+    int copies = 0, possible = 0;
+    bool committed = false, newer_seen = false, all_answered = true;
+    std::vector<int> floor_unknown, non_holders;
+    for (int i = 0; i < n; ++i) {
+      const auto& rep = op.replicas[i];
+      if (!rep.answered) {
+        all_answered = false;
+        ++possible;  // it may hold a copy, or still accept one
+        continue;
+      }
+      if (rep.version && same(*rep.version, *c)) {
+        ++copies;
+        committed |= rep.version->state == wire::VersionState::kCommitted;
+        continue;
+      }
+      non_holders.push_back(i);
+      bool holds_newer = rep.version && newer(*rep.version, *c);
+      newer_seen |= holds_newer;
+      // Refuses c for good: a committed newer version, or a fence floor above c's token.
+      if (holds_newer && rep.version->state == wire::VersionState::kCommitted) continue;
+      auto floor = rep.floors.find(c->lock);
+      if (!c->lock.empty() && floor != rep.floors.end() && floor->second > c->ts.token) continue;
+      if (!c->lock.empty() && floor == rep.floors.end()) floor_unknown.push_back(i);
+      ++possible;
+    }
+    // Committed means W replicas acknowledged it; W copies mean it may have been returned.
+    if (committed || copies >= w) {
+      choose(id, op, *c);
+      return true;
+    }
+    possible += copies;
+    if (possible < w) {  // can never be acknowledged: a superseded or failed write
+      for (int i = 0; i < n; ++i) {
+        const auto& rep = op.replicas[i];
+        if (rep.answered && rep.version && same(*rep.version, *c)) send_untracked(i, wire::PurgeRequest{op.key, c->ts});
+      }
+      continue;
+    }
+    // Learn the floors that could show it superseded (and so to be purged).
+    if (!floor_unknown.empty()) {
+      for (int i : floor_unknown) ask(id, op, i, c->lock);
+      return false;
+    }
+    // Never had W copies (nothing newer replaced any), so never returned: a write in flight.
+    if (all_answered && !newer_seen) continue;
+    // Undecided: ask the rest, and look again later.
+    for (int i = 0; i < n; ++i) {
+      if (!op.replicas[i].asked) ask(id, op, i, c->lock);
+    }
+    if (now_ms >= op.retry_at_ms) {
+      for (int i : non_holders) ask(id, op, i, c->lock);
+      for (int i = 0; i < n; ++i) {
+        if (!op.replicas[i].answered) ask(id, op, i, c->lock);
+      }
+      op.retry_at_ms = now_ms + options_.hedge_ms;
+    }
+    return false;
+  }
+  choose(id, op, std::nullopt);
+  return true;
+}
+
+void Coordinator::advance_read(OpId id, ReadOp& op, uint64_t now_ms) {
+  if (!op.chosen) {
+    int answered = 0, failed = 0;
+    for (const auto& rep : op.replicas) {
+      answered += rep.answered;
+      failed += rep.asked && !rep.outstanding && !rep.answered;
+    }
+    if (answered < options_.r) {
+      if (now_ms >= op.hedge_at_ms || failed > 0) {
+        for (int i = 0; i < options_.n; ++i) {
+          if (!op.replicas[i].asked) ask(id, op, i, "");
+        }
+      }
+      if (now_ms >= op.retry_at_ms && now_ms >= op.hedge_at_ms) {  // failed replicas get another chance
+        for (int i = 0; i < options_.n; ++i) {
+          if (!op.replicas[i].answered) ask(id, op, i, "");
+        }
+        op.retry_at_ms = now_ms + options_.hedge_ms;
+      }
+    } else {
+      decide_read(id, op, now_ms);
+    }
+  }
+  if (op.chosen && op.repairs_outstanding == 0) return finish_read(id, op, Status::ok());
+  if (now_ms >= op.deadline_ms) {
+    if (op.chosen) return finish_read(id, op, Status::ok());  // repair is best effort
+    finish_read(id, op, Status(Code::kUnavailable, "could not learn the newest acknowledged version in time"));
+  }
+}
+
+void Coordinator::choose(OpId id, ReadOp& op, const std::optional<wire::Version>& v) {
+  op.chosen = true;
+  op.result = v;
+  if (!v) return;
+  // Blocking read repair: replicas that answered older get the version, committed
+  // since it is known acknowledged; holders of a pending copy get it committed.
+  for (int i = 0; i < options_.n; ++i) {
+    const auto& rep = op.replicas[i];
+    if (!rep.answered) continue;
+    bool holds = rep.version && same(*rep.version, *v);
+    if (holds && rep.version->state == wire::VersionState::kCommitted) continue;
+    if (!holds && rep.version && newer(*rep.version, *v)) continue;
+    wire::WriteRequest repair{op.key, v->value, v->tombstone, v->ts, v->lock, /*committed=*/true};
+    if (holds) {
+      send_untracked(i, std::move(repair));
+    } else {
+      send(id, i, std::move(repair), /*repair=*/true);
+      ++op.repairs_outstanding;
+    }
+  }
+}
+
+void Coordinator::finish_read(OpId id, ReadOp& op, Status status) {
+  ReadResult result;
+  result.status = std::move(status);
+  if (result.status.is_ok() && op.result && !op.result->tombstone) {
+    result.found = true;
+    result.value = op.result->value;
+    result.ts = op.result->ts;
+    result.lock = op.result->lock;
+  } else if (result.status.is_ok() && op.result) {
+    result.ts = op.result->ts;
+  }
+  completions_.push_back({id, std::move(result)});
+  drop_pending(id);
+  reads_.erase(id);
+}
+
+// ---- events ----
+
+void Coordinator::on_reply(int replica, const wire::ReplicaReply& reply, uint64_t now_ms) {
+  auto it = pending_.find(reply.id);
+  if (it == pending_.end() || it->second.replica != replica) {
+    if (reply.clock != 0) (void)clock_.observe(reply.clock);
+    return;  // late, duplicate or untracked (commit, purge)
+  }
+  Pending p = it->second;
+  pending_.erase(it);
+  if (auto w = writes_.find(p.op); w != writes_.end()) {
+    on_write_reply(w->second, reply);
+    decide_write(p.op, w->second, now_ms);
+  } else if (auto r = reads_.find(p.op); r != reads_.end()) {
+    on_read_reply(r->second, replica, &reply, p.repair);
+    advance_read(p.op, r->second, now_ms);
+  }
+}
+
+void Coordinator::on_unreachable(int replica, uint64_t request_id, uint64_t now_ms) {
+  auto it = pending_.find(request_id);
+  if (it == pending_.end() || it->second.replica != replica) return;
+  Pending p = it->second;
+  pending_.erase(it);
+  if (auto w = writes_.find(p.op); w != writes_.end()) {
+    // Not sent, so not stored: try again shortly, until the deadline.
+    w->second.unsent.push_back(replica);
+    w->second.resend_at_ms = now_ms + options_.hedge_ms;
+  } else if (auto r = reads_.find(p.op); r != reads_.end()) {
+    on_read_reply(r->second, replica, nullptr, p.repair);
+    advance_read(p.op, r->second, now_ms);
+  }
+}
+
+void Coordinator::on_tick(uint64_t now_ms) {
+  std::vector<OpId> ids;
+  for (const auto& [id, op] : writes_) ids.push_back(id);
+  for (OpId id : ids) {
+    if (auto it = writes_.find(id); it != writes_.end()) decide_write(id, it->second, now_ms);
+  }
+  ids.clear();
+  for (const auto& [id, op] : reads_) ids.push_back(id);
+  for (OpId id : ids) {
+    if (auto it = reads_.find(id); it != reads_.end()) advance_read(id, it->second, now_ms);
+  }
+}
+
+std::optional<uint64_t> Coordinator::next_deadline_ms() const {
+  std::optional<uint64_t> next;
+  auto consider = [&](uint64_t t) { next = next ? std::min(*next, t) : t; };
+  for (const auto& [id, op] : writes_) {
+    consider(op.deadline_ms);
+    if (!op.unsent.empty()) consider(op.resend_at_ms);
+  }
+  for (const auto& [id, op] : reads_) {
+    consider(op.deadline_ms);
+    if (!op.chosen) consider(std::max(op.hedge_at_ms, op.retry_at_ms));
+  }
+  return next;
+}
+
+}  // namespace palisade::client

@@ -1,0 +1,98 @@
+// The quorum coordinator (DESIGN "Client", "Fence safety"): sans-I/O. It turns
+// puts, deletes, fences and gets into requests to replicas, and replies and time
+// into results. It never touches sockets, threads or clocks: `now_ms` comes in
+// from the caller (any monotonic millisecond count), and write timestamps from
+// the HybridClock it is given.
+//
+// Thread safety: none; one thread (the store's I/O thread or the simulator) owns it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <variant>
+#include <vector>
+
+#include "palisade/quorum_store.h"
+#include "common/hybrid_clock.h"
+#include "common/replica_protocol.h"
+
+namespace palisade::client {
+
+struct CoordinatorOptions {
+  int n = 3;
+  int r = 2;
+  int w = 2;
+  uint64_t timeout_ms = 2000;
+  uint64_t hedge_ms = 50;
+};
+// BadRequest unless 1 <= R, W <= N, R + W > N and W > N / 2.
+Status validate(const CoordinatorOptions& options);
+
+using OpId = uint64_t;
+
+struct Send {
+  int replica;
+  wire::ReplicaRequest request;
+};
+
+struct Completion {
+  OpId op;
+  std::variant<WriteResult, ReadResult> result;
+};
+
+class Coordinator {
+ public:
+  Coordinator(CoordinatorOptions options, HybridClock& clock);
+  ~Coordinator();
+
+  OpId start_write(std::string key, std::string value, bool tombstone, const Fence& fence, uint64_t now_ms);
+  OpId start_fence(const Fence& fence, uint64_t now_ms);
+  OpId start_read(std::string key, uint64_t now_ms);
+
+  void on_reply(int replica, const wire::ReplicaReply& reply, uint64_t now_ms);
+  // The request could not be sent (the replica is not connected).
+  void on_unreachable(int replica, uint64_t request_id, uint64_t now_ms);
+  void on_tick(uint64_t now_ms);
+
+  // When on_tick must run next; nullopt when nothing waits on time.
+  std::optional<uint64_t> next_deadline_ms() const;
+  std::vector<Send> take_sends();
+  std::vector<Completion> take_completions();
+  size_t in_flight() const;
+
+ private:
+  struct WriteOp;
+  struct ReadOp;
+
+  uint64_t send(OpId op, int replica, wire::ReplicaRequestBody body, bool repair = false);
+  void send_untracked(int replica, wire::ReplicaRequestBody body);
+  void on_write_reply(WriteOp& op, const wire::ReplicaReply& reply);
+  void decide_write(OpId id, WriteOp& op, uint64_t now_ms);
+  void finish_write(OpId id, WriteOp& op, Status status);
+  void on_read_reply(ReadOp& op, int replica, const wire::ReplicaReply* reply, bool repair);
+  void advance_read(OpId id, ReadOp& op, uint64_t now_ms);
+  // Walks the versions seen, newest first; true when the read could decide.
+  bool decide_read(OpId id, ReadOp& op, uint64_t now_ms);
+  void ask(OpId id, ReadOp& op, int replica, std::string floor_of);
+  void choose(OpId id, ReadOp& op, const std::optional<wire::Version>& v);
+  void finish_read(OpId id, ReadOp& op, Status status);
+  void drop_pending(OpId op);
+
+  CoordinatorOptions options_;
+  HybridClock& clock_;
+  uint64_t next_request_id_ = 1;
+  OpId next_op_ = 1;
+  struct Pending {
+    OpId op;
+    int replica;
+    bool repair;  // a read's repair write, not its read
+  };
+  std::map<uint64_t, Pending> pending_;  // by request id
+  std::map<OpId, WriteOp> writes_;
+  std::map<OpId, ReadOp> reads_;
+  std::vector<Send> sends_;
+  std::vector<Completion> completions_;
+};
+
+}  // namespace palisade::client

@@ -1,0 +1,90 @@
+// QuorumStore: put, delete and get through quorums of palisade-replica daemons.
+//
+// Writes carry a fenced hybrid timestamp {fence token, HLC}; replicas refuse the
+// writes of a superseded lock holder (see docs/consistency.md for what each answer
+// promises). Reads take the newest version a read quorum holds, never return a
+// write that was answered Fenced, and repair the replicas that answered older
+// before they return, so a key's reads never go back in time.
+//
+// Thread safety: every method may be called from any thread at once. One
+// background thread owns the sockets; blocking calls wait on a future.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "common/timestamp.h"
+
+namespace palisade {
+
+// The lock a write is made under: its name and the fencing token of the grant.
+// An empty fence (token 0) writes without a lock: plain last-writer-wins, which
+// always loses to fenced writes.
+struct Fence {
+  std::string lock;
+  uint64_t token = 0;
+};
+
+struct QuorumStoreOptions {
+  std::vector<std::string> replicas;  // ZeroMQ endpoints, e.g. tcp://127.0.0.1:7400; N = their count
+  int read_quorum = 2;                // R
+  int write_quorum = 2;               // W
+  std::chrono::milliseconds timeout{2000};     // per operation
+  std::chrono::milliseconds hedge_after{50};   // a read asks more replicas when R have not answered by then
+  uint64_t max_clock_offset_ms = 500;          // replica clocks further ahead are refused
+  size_t max_key_bytes = 1024;
+  size_t max_value_bytes = size_t{1} << 20;
+};
+
+struct WriteResult {
+  // ok: W replicas stored it. fenced: the lock was lost (a replica holds a
+  // higher token), the write did not and never will take effect. stale: a newer
+  // write of the key won. unavailable / timeout: too few replicas answered in
+  // time; the write may or may not take effect. bad_request, too_large.
+  Status status;
+  FencedTimestamp ts;  // the timestamp the write carried
+  uint64_t floor = 0;  // the highest fence floor or newer token a replica reported
+};
+
+struct ReadResult {
+  // ok (found or not), unavailable / timeout (could not decide in time).
+  Status status;
+  bool found = false;
+  std::string value;
+  FencedTimestamp ts;  // of the version returned
+  std::string lock;    // the lock it was written under, empty when none
+};
+
+class QuorumStore {
+ public:
+  // BadRequest when R + W <= N, W <= N / 2, or a quorum exceeds N.
+  static Result<std::unique_ptr<QuorumStore>> open(QuorumStoreOptions options);
+  ~QuorumStore();
+  QuorumStore(const QuorumStore&) = delete;
+  QuorumStore& operator=(const QuorumStore&) = delete;
+
+  WriteResult put(std::string_view key, std::string_view value, const Fence& fence = {});
+  WriteResult del(std::string_view key, const Fence& fence = {});
+  ReadResult get(std::string_view key);
+  // Raises the lock's fence floor to the token on W replicas, so that every
+  // holder with a lower token is refused from then on.
+  WriteResult fence(const Fence& fence);
+
+  std::future<WriteResult> put_async(std::string_view key, std::string_view value, const Fence& fence = {});
+  std::future<WriteResult> del_async(std::string_view key, const Fence& fence = {});
+  std::future<ReadResult> get_async(std::string_view key);
+  std::future<WriteResult> fence_async(const Fence& fence);
+
+ private:
+  struct Impl;
+  explicit QuorumStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace palisade

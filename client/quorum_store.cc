@@ -1,0 +1,262 @@
+#include "palisade/quorum_store.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "client/coordinator.h"
+#include "common/physical_clock.h"
+#include "common/transport.h"
+
+namespace palisade {
+namespace {
+
+uint64_t steady_ms() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+struct Submission {
+  enum class Kind { kWrite, kDelete, kFence, kRead } kind;
+  std::string key;
+  std::string value;
+  Fence fence;
+  std::promise<WriteResult> write_done;
+  std::promise<ReadResult> read_done;
+};
+
+}  // namespace
+
+// Concurrency: callers enqueue Submissions under `mu` and poke `wake_fd`; the I/O
+// thread alone touches the coordinator, the sockets and `waiting`.
+struct QuorumStore::Impl {
+  QuorumStoreOptions options;
+  wire::Limits limits;
+  SystemClock wall_clock;
+  HybridClock clock;
+  client::Coordinator coordinator;
+  zmq::context_t ctx{1};
+  std::vector<zmq::socket_t> sockets;
+  int wake_fd = -1;
+
+  std::mutex mu;
+  std::deque<Submission> queue;  // guarded by mu
+  bool stopping = false;         // guarded by mu
+
+  std::map<client::OpId, Submission> waiting;
+  std::thread io;
+
+  Impl(QuorumStoreOptions o, client::CoordinatorOptions co)
+      : options(std::move(o)),
+        clock(wall_clock, {.max_clock_offset_ms = options.max_clock_offset_ms}),
+        coordinator(co, clock) {
+    limits.max_key_bytes = options.max_key_bytes;
+    limits.max_value_bytes = options.max_value_bytes;
+    // Commits and purges are not awaited: give them a moment to leave at close.
+    transport::SocketOptions socket_options{.linger_ms = 500};
+    for (const auto& endpoint : options.replicas) {
+      sockets.push_back(transport::make_dealer(ctx, endpoint, socket_options));
+    }
+    wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    io = std::thread([this] { run(); });
+  }
+
+  ~Impl() {
+    {
+      std::lock_guard lock(mu);
+      stopping = true;
+    }
+    wake();
+    io.join();
+    close(wake_fd);
+  }
+
+  void wake() {
+    uint64_t one = 1;
+    (void)!write(wake_fd, &one, sizeof one);
+  }
+
+  void submit(Submission s) {
+    std::unique_lock lock(mu);
+    if (!stopping) {
+      queue.push_back(std::move(s));
+      lock.unlock();
+      return wake();
+    }
+    lock.unlock();
+    Status closed(Code::kUnavailable, "the store is closed");
+    if (s.kind == Submission::Kind::kRead) {
+      s.read_done.set_value({closed, false, {}, {}, {}});
+    } else {
+      s.write_done.set_value({closed, {}, 0});
+    }
+  }
+
+  void start(Submission s, uint64_t now) {
+    client::OpId id = 0;
+    switch (s.kind) {
+      case Submission::Kind::kWrite: id = coordinator.start_write(s.key, s.value, false, s.fence, now); break;
+      case Submission::Kind::kDelete: id = coordinator.start_write(s.key, "", true, s.fence, now); break;
+      case Submission::Kind::kFence: id = coordinator.start_fence(s.fence, now); break;
+      case Submission::Kind::kRead: id = coordinator.start_read(s.key, now); break;
+    }
+    waiting.emplace(id, std::move(s));
+  }
+
+  void receive(size_t replica, uint64_t now) {
+    zmq::message_t msg;
+    while (sockets[replica].recv(msg, zmq::recv_flags::dontwait)) {
+      auto reply = wire::decode_reply({static_cast<const char*>(msg.data()), msg.size()}, limits);
+      if (reply.is_ok()) coordinator.on_reply(static_cast<int>(replica), reply.value(), now);
+    }
+  }
+
+  void flush(uint64_t now) {
+    for (auto sends = coordinator.take_sends(); !sends.empty(); sends = coordinator.take_sends()) {
+      for (const client::Send& s : sends) {
+        std::string bytes = wire::encode_request(s.request);
+        bool sent = false;
+        try {
+          sent = sockets[s.replica].send(zmq::buffer(bytes), zmq::send_flags::dontwait).has_value();
+        } catch (const zmq::error_t&) {
+        }
+        if (!sent) coordinator.on_unreachable(s.replica, s.request.id, now);
+      }
+    }
+    for (client::Completion& c : coordinator.take_completions()) {
+      auto it = waiting.find(c.op);
+      if (it == waiting.end()) continue;
+      if (auto* w = std::get_if<WriteResult>(&c.result)) it->second.write_done.set_value(std::move(*w));
+      if (auto* r = std::get_if<ReadResult>(&c.result)) it->second.read_done.set_value(std::move(*r));
+      waiting.erase(it);
+    }
+  }
+
+  // Returns false once stopping and every accepted operation has finished.
+  bool take_submissions(uint64_t now) {
+    uint64_t count;
+    (void)!read(wake_fd, &count, sizeof count);
+    std::deque<Submission> batch;
+    bool stop;
+    {
+      std::lock_guard lock(mu);
+      batch.swap(queue);
+      stop = stopping;
+    }
+    for (Submission& s : batch) start(std::move(s), now);
+    return !stop;
+  }
+
+  void run() {
+    std::vector<zmq::pollitem_t> items;
+    for (auto& s : sockets) items.push_back({s.handle(), 0, ZMQ_POLLIN, 0});
+    items.push_back({nullptr, wake_fd, ZMQ_POLLIN, 0});
+    bool running = true;
+    while (running || coordinator.in_flight() > 0) {
+      uint64_t now = steady_ms();
+      long timeout = -1;
+      if (auto d = coordinator.next_deadline_ms()) timeout = *d > now ? static_cast<long>(*d - now) : 0;
+      if (!running) timeout = std::min<long>(timeout < 0 ? 100 : timeout, 100);
+      try {
+        zmq::poll(items.data(), items.size(), std::chrono::milliseconds(timeout));
+      } catch (const zmq::error_t&) {
+        continue;
+      }
+      now = steady_ms();
+      if (items.back().revents & ZMQ_POLLIN) running = take_submissions(now) && running;
+      for (size_t i = 0; i < sockets.size(); ++i) {
+        if (items[i].revents & ZMQ_POLLIN) receive(i, now);
+      }
+      coordinator.on_tick(now);
+      flush(now);
+    }
+  }
+};
+
+Result<std::unique_ptr<QuorumStore>> QuorumStore::open(QuorumStoreOptions options) {
+  client::CoordinatorOptions co{static_cast<int>(options.replicas.size()), options.read_quorum,
+                                options.write_quorum, static_cast<uint64_t>(options.timeout.count()),
+                                static_cast<uint64_t>(options.hedge_after.count())};
+  if (Status s = client::validate(co); !s.is_ok()) return s;
+  try {
+    return std::unique_ptr<QuorumStore>(new QuorumStore(std::make_unique<Impl>(std::move(options), co)));
+  } catch (const zmq::error_t& e) {
+    return Status(Code::kBadRequest, std::string("cannot connect to a replica: ") + e.what());
+  }
+}
+
+QuorumStore::QuorumStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+QuorumStore::~QuorumStore() = default;
+
+namespace {
+
+Status check_sizes(const wire::Limits& limits, std::string_view key, std::string_view value, const Fence& fence) {
+  if (key.size() > limits.max_key_bytes) {
+    return Status(Code::kTooLarge, "key of " + std::to_string(key.size()) + " bytes (limit " +
+                                       std::to_string(limits.max_key_bytes) + ")");
+  }
+  if (value.size() > limits.max_value_bytes) {
+    return Status(Code::kTooLarge, "value of " + std::to_string(value.size()) + " bytes (limit " +
+                                       std::to_string(limits.max_value_bytes) + ")");
+  }
+  if (fence.lock.size() > limits.max_lock_bytes) return Status(Code::kTooLarge, "lock name too long");
+  return Status::ok();
+}
+
+std::future<WriteResult> ready(Status s) {
+  std::promise<WriteResult> p;
+  p.set_value({std::move(s), {}, 0});
+  return p.get_future();
+}
+
+}  // namespace
+
+std::future<WriteResult> QuorumStore::put_async(std::string_view key, std::string_view value, const Fence& fence) {
+  if (Status s = check_sizes(impl_->limits, key, value, fence); !s.is_ok()) return ready(s);
+  Submission sub{Submission::Kind::kWrite, std::string(key), std::string(value), fence, {}, {}};
+  auto f = sub.write_done.get_future();
+  impl_->submit(std::move(sub));
+  return f;
+}
+
+std::future<WriteResult> QuorumStore::del_async(std::string_view key, const Fence& fence) {
+  if (Status s = check_sizes(impl_->limits, key, "", fence); !s.is_ok()) return ready(s);
+  Submission sub{Submission::Kind::kDelete, std::string(key), "", fence, {}, {}};
+  auto f = sub.write_done.get_future();
+  impl_->submit(std::move(sub));
+  return f;
+}
+
+std::future<WriteResult> QuorumStore::fence_async(const Fence& fence) {
+  if (Status s = check_sizes(impl_->limits, "", "", fence); !s.is_ok()) return ready(s);
+  Submission sub{Submission::Kind::kFence, "", "", fence, {}, {}};
+  auto f = sub.write_done.get_future();
+  impl_->submit(std::move(sub));
+  return f;
+}
+
+std::future<ReadResult> QuorumStore::get_async(std::string_view key) {
+  Submission sub{Submission::Kind::kRead, std::string(key), "", {}, {}, {}};
+  auto f = sub.read_done.get_future();
+  if (Status s = check_sizes(impl_->limits, key, "", {}); !s.is_ok()) {
+    sub.read_done.set_value({s, false, {}, {}, {}});
+    return f;
+  }
+  impl_->submit(std::move(sub));
+  return f;
+}
+
+WriteResult QuorumStore::put(std::string_view key, std::string_view value, const Fence& fence) {
+  return put_async(key, value, fence).get();
+}
+WriteResult QuorumStore::del(std::string_view key, const Fence& fence) { return del_async(key, fence).get(); }
+WriteResult QuorumStore::fence(const Fence& fence) { return fence_async(fence).get(); }
+ReadResult QuorumStore::get(std::string_view key) { return get_async(key).get(); }
+
+}  // namespace palisade

@@ -1,0 +1,328 @@
+#!/usr/bin/python3
+"""docs/protocol.md is true: a client written only from that document, talking to a
+real palisade-replica.
+
+Usage: protocol_doc_test.py PATH/TO/palisade-replica
+
+Needs python3-zmq and python3-msgpack (Debian packages). Starts the daemon on a
+free loopback port with a temporary data directory, runs every exchange below,
+and exits non-zero on the first reply that differs from what the document says.
+"""
+
+import ctypes
+import ctypes.util
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import msgpack
+import zmq
+
+TIMEOUT_MS = 5000
+ENVELOPE = {"v", "id", "type"}
+
+
+def encode_ts(token, ms, logical=0):
+    """Fenced timestamp: 16 bytes, token u64 big-endian then hlc u64 big-endian."""
+    return struct.pack(">QQ", token, (ms << 16) | logical)
+
+
+def decode_ts(raw):
+    token, hlc = struct.unpack(">QQ", raw)
+    return token, hlc >> 16, hlc & 0xFFFF
+
+
+def human(raw):
+    return "%d@%d.%d" % decode_ts(raw)
+
+
+def now_ms():
+    return int(time.time() * 1000)
+
+
+class Replica:
+    """A palisade-replica on a free loopback port, data in a temp dir."""
+
+    def __init__(self, binary):
+        self.dir = tempfile.mkdtemp(prefix="palisade-protocol-doc-")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.endpoint = "tcp://127.0.0.1:%d" % self.port
+        self.log = open(os.path.join(self.dir, "replica.log"), "wb")
+        self.proc = subprocess.Popen(
+            [binary, "--data-dir", os.path.join(self.dir, "data"), "--listen", self.endpoint],
+            stdout=self.log, stderr=subprocess.STDOUT)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+    def log_text(self):
+        with open(os.path.join(self.dir, "replica.log"), "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def cleanup(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Client:
+    """A DEALER socket: one frame per request, replies matched by id."""
+
+    def __init__(self, ctx, endpoint, kind=zmq.DEALER):
+        self.sock = ctx.socket(kind)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.connect(endpoint)
+        self.next_id = 1
+
+    def recv(self, timeout_ms=TIMEOUT_MS):
+        if not self.sock.poll(timeout_ms):
+            raise TimeoutError("no reply within %d ms" % timeout_ms)
+        frames = self.sock.recv_multipart()
+        assert len(frames) == 1, "a reply is one frame, got %d" % len(frames)
+        reply = msgpack.unpackb(frames[0], raw=False)
+        assert isinstance(reply, dict), reply
+        assert reply["v"] == 1 and reply["type"] == "reply", reply
+        assert isinstance(reply["code"], str) and isinstance(reply["clock"], int), reply
+        return reply
+
+    def call(self, type_, **fields):
+        """Sends a request with a fresh id and returns its reply."""
+        req = {"v": 1, "id": self.next_id, "type": type_}
+        req.update(fields)
+        self.next_id += 1
+        return self.call_raw(msgpack.packb(req, use_bin_type=True), req["id"])
+
+    def call_raw(self, payload, expect_id):
+        self.sock.send(payload)
+        while True:
+            reply = self.recv()
+            if reply["id"] == expect_id:
+                return reply
+
+
+class Checks:
+    def __init__(self):
+        self.count = 0
+
+    def reply(self, what, reply, code, **expected):
+        """The reply has `code` and exactly the optional fields in `expected`
+        (besides message, which every error carries and ok never does)."""
+        self.count += 1
+        assert reply["code"] == code, "%s: expected %s, got %r" % (what, code, reply)
+        if code == "ok":
+            assert "message" not in reply, "%s: ok with a message: %r" % (what, reply)
+        else:
+            assert isinstance(reply.get("message"), str) and reply["message"], \
+                "%s: error without a message: %r" % (what, reply)
+        extra = set(reply) - ENVELOPE - {"code", "clock", "message"}
+        assert extra == set(expected), "%s: fields %s, expected %s in %r" % (
+            what, sorted(extra), sorted(expected), reply)
+        for k, v in expected.items():
+            assert reply[k] == v, "%s: %s = %r, expected %r" % (what, k, reply[k], v)
+        print("ok   %-60s %s" % (what, code))
+
+
+def xxh3_64(data, seed):
+    """XXH3-64 from the system xxHash library, or None when it is not installed."""
+    name = ctypes.util.find_library("xxhash")
+    if name is None:
+        return None
+    lib = ctypes.CDLL(name)
+    fn = lib.XXH3_64bits_withSeed
+    fn.restype = ctypes.c_uint64
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
+    return fn(data, len(data), seed)
+
+
+def content_hash(lock, tombstone, value):
+    inner = xxh3_64(lock, 1 if tombstone else 2)
+    return None if inner is None else xxh3_64(value, inner)
+
+
+def wait_ready(replica, client):
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        if replica.proc.poll() is not None:
+            raise RuntimeError("palisade-replica exited:\n" + replica.log_text())
+        client.sock.send(msgpack.packb({"v": 1, "id": 0, "type": "ping"}))
+        if client.sock.poll(200):
+            client.recv()
+            return
+    raise RuntimeError("palisade-replica did not answer:\n" + replica.log_text())
+
+
+def run(replica):
+    ctx = zmq.Context()
+    try:
+        c = Client(ctx, replica.endpoint)
+        wait_ready(replica, c)
+        check = Checks()
+        ms = now_ms()
+
+        # ping
+        check.reply("ping", c.call("ping"), "ok")
+
+        # fence, then a fenced write
+        check.reply("fence L at 5", c.call("fence", lock="L", token=5), "ok", floor=5)
+        check.reply("fence L at 3 never lowers the floor", c.call("fence", lock="L", token=3), "ok", floor=5)
+        ts1 = encode_ts(5, ms, 4)
+        check.reply("fenced write k1", c.call("write", key=b"k1", value=b"v1", ts=ts1, lock="L"), "ok")
+        check.reply("same write again is idempotent",
+                    c.call("write", key=b"k1", value=b"v1", ts=ts1, lock="L"), "ok")
+
+        # a stale write: same token, older hlc
+        r = c.call("write", key=b"k1", value=b"old", ts=encode_ts(5, ms, 1), lock="L")
+        check.reply("stale write", r, "stale", stored_ts=ts1)
+        assert human(r["stored_ts"]) == "5@%d.4" % ms
+
+        # a fenced-out write: token below the floor
+        r = c.call("write", key=b"k1", value=b"late", ts=encode_ts(4, ms + 1), lock="L")
+        check.reply("fenced-out write (token 4 < floor 5)", r, "fenced", floor=5)
+
+        # read, decoding ts
+        r = c.call("read", key=b"k1")
+        check.reply("read k1", r, "ok", floor=5, found=True, ts=ts1, lock="L", state="pending",
+                    tombstone=False, value=b"v1")
+        assert decode_ts(r["ts"]) == (5, ms, 4)
+        assert isinstance(r["value"], bytes) and isinstance(r["lock"], str)
+        check.reply("read with floor_of another lock", c.call("read", key=b"k1", floor_of="M"), "ok",
+                    found=True, ts=ts1, lock="L", state="pending", tombstone=False, value=b"v1")
+        check.reply("read of a key never written", c.call("read", key=b"nothing"), "ok")
+        check.reply("read with key as str", c.call("read", key="k1"), "ok", floor=5, found=True, ts=ts1,
+                    lock="L", state="pending", tombstone=False, value=b"v1")
+
+        # commit
+        check.reply("commit with another ts changes nothing", c.call("commit", key=b"k1", ts=encode_ts(5, ms, 3)), "ok")
+        check.reply("commit k1", c.call("commit", key=b"k1", ts=ts1), "ok", applied=True)
+        check.reply("commit k1 again", c.call("commit", key=b"k1", ts=ts1), "ok")
+        r = c.call("read", key=b"k1")
+        assert r["state"] == "committed", r
+
+        # purge
+        ts2 = encode_ts(5, ms, 6)
+        check.reply("write k2", c.call("write", key=b"k2", value=b"x", ts=ts2, lock="L"), "ok")
+        check.reply("purge k2", c.call("purge", key=b"k2", ts=ts2), "ok", applied=True)
+        check.reply("k2 is gone", c.call("read", key=b"k2"), "ok")
+        check.reply("a committed version is never purged", c.call("purge", key=b"k1", ts=ts1), "ok")
+
+        # tombstone
+        ts3 = encode_ts(6, ms + 2)
+        check.reply("delete k1 (tombstone) at token 6",
+                    c.call("write", key=b"k1", tombstone=True, ts=ts3, lock="L"), "ok")
+        check.reply("read deleted k1", c.call("read", key=b"k1"), "ok", floor=6, found=True, ts=ts3, lock="L",
+                    state="pending", tombstone=True, value=b"")
+        check.reply("tombstone with a value", c.call("write", key=b"k1", tombstone=True, value=b"x", ts=ts3,
+                                                     lock="L"), "bad_request")
+
+        # unfenced writes: token 0 and no lock; they lose to fenced versions
+        check.reply("unfenced write", c.call("write", key=b"u", value=b"1", ts=encode_ts(0, ms)), "ok")
+        check.reply("unfenced write over a fenced version",
+                    c.call("write", key=b"k1", value=b"1", ts=encode_ts(0, ms + 100)), "stale", stored_ts=ts3)
+        check.reply("lock without a token", c.call("write", key=b"u", value=b"1", ts=encode_ts(0, ms), lock="L"),
+                    "bad_request")
+        check.reply("token without a lock", c.call("write", key=b"u", value=b"1", ts=encode_ts(3, ms)),
+                    "bad_request")
+
+        # equal timestamps, different content: the larger content hash wins
+        ts4 = encode_ts(6, ms + 3)
+        a, b = b"apple", b"banana"
+        ha, hb = content_hash(b"L", False, a), content_hash(b"L", False, b)
+        check.reply("tie: first value", c.call("write", key=b"tie", value=a, ts=ts4, lock="L"), "ok")
+        r = c.call("write", key=b"tie", value=b, ts=ts4, lock="L")
+        if ha is None:
+            print("skip tie-break hash check: libxxhash not found")
+            assert r["code"] in ("ok", "stale"), r
+        elif hb > ha:
+            check.reply("tie: larger hash replaces", r, "ok")
+        else:
+            check.reply("tie: smaller hash is stale", r, "stale", stored_ts=ts4)
+
+        # clock skew: an hlc far ahead of the replica's wall clock
+        check.reply("clock skew", c.call("write", key=b"s", value=b"1", ts=encode_ts(6, now_ms() + 60000), lock="L"),
+                    "clock_skew")
+
+        # errors
+        check.reply("unknown type", c.call("frobnicate"), "unknown_type")
+        check.reply("garbage", c.call_raw(b"\xc1\xff\x00garbage", 0), "malformed")
+        check.reply("not a map", c.call_raw(msgpack.packb([1, 2, 3]), 0), "malformed")
+        check.reply("trailing bytes", c.call_raw(msgpack.packb({"v": 1, "id": 90, "type": "ping"}) + b"\x00", 0),
+                    "malformed")
+        check.reply("missing id", c.call_raw(msgpack.packb({"v": 1, "type": "ping"}), 0), "bad_request")
+        check.reply("wrong version", c.call_raw(msgpack.packb({"v": 2, "id": 91, "type": "ping"}), 91),
+                    "unsupported_version")
+        check.reply("unknown field", c.call("ping", color="red"), "bad_request")
+        check.reply("missing key", c.call("read"), "bad_request")
+        check.reply("mistyped token", c.call("fence", lock="L", token="7"), "bad_request")
+        check.reply("fence token 0", c.call("fence", lock="L", token=0), "bad_request")
+        check.reply("ts of 8 bytes", c.call("commit", key=b"k1", ts=b"\x00" * 8), "bad_request")
+        check.reply("empty key", c.call("write", key=b"", value=b"1", ts=encode_ts(0, ms)), "bad_request")
+        check.reply("key over 511 bytes", c.call("read", key=b"k" * 512), "too_large")
+        check.reply("key of 511 bytes", c.call("write", key=b"k" * 511, value=b"1", ts=encode_ts(0, ms)), "ok")
+        check.reply("lock over 256 bytes", c.call("fence", lock="L" * 257, token=1), "too_large")
+        check.reply("value over 1 MiB", c.call("write", key=b"big", value=b"x" * (1 << 20) + b"x",
+                                               ts=encode_ts(0, ms)), "too_large")
+        big = msgpack.packb({"v": 1, "id": 94, "type": "write", "key": b"big", "value": b"x" * (2 << 20),
+                             "ts": encode_ts(0, ms)})
+        check.reply("message over the limit (id 0)", c.call_raw(big, 0), "too_large")
+        many = {"v": 1, "id": 92, "type": "ping"}
+        many.update({"f%d" % i: i for i in range(70)})
+        check.reply("map of more than 64 entries", c.call_raw(msgpack.packb(many), 0), "too_large")
+        check.reply("an ext value", c.call_raw(msgpack.packb({"v": 1, "id": 95, "type": "ping",
+                                                              "x": msgpack.ExtType(1, b"ab")}), 0), "too_large")
+        deep = {"v": 1, "id": 96, "type": "ping", "x": [[[[[1]]]]]}
+        check.reply("nesting deeper than 4", c.call_raw(msgpack.packb(deep), 0), "too_large")
+        check.reply("a field name that is bin", c.call_raw(msgpack.packb({"v": 1, "id": 97, "type": "ping",
+                                                                          b"x": 1}), 0), "malformed")
+        dup = b"\x84" + msgpack.packb("v") + b"\x01" + msgpack.packb("id") + b"\x62" + \
+            msgpack.packb("type") + msgpack.packb("ping") + msgpack.packb("v") + b"\x01"
+        check.reply("a field twice", c.call_raw(dup, 0), "malformed")
+        check.reply("an empty frame", c.call_raw(b"", 0), "malformed")
+        c.sock.send_multipart([msgpack.packb({"v": 1, "id": 93, "type": "ping"}), b"second"])
+        check.reply("two frames", c.recv(), "malformed")
+
+        # a REQ socket gets its reply through the mirrored delimiter
+        req = Client(ctx, replica.endpoint, zmq.REQ)
+        check.reply("ping over REQ", req.call("ping"), "ok")
+        req.sock.close()
+
+        # the clock field is the replica's HLC: it moved past what it observed
+        r = c.call("ping")
+        assert (r["clock"] >> 16) >= ms, r
+        c.sock.close()
+        print("%d checks passed" % check.count)
+    finally:
+        ctx.destroy(linger=0)
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    replica = Replica(sys.argv[1])
+    try:
+        run(replica)
+        return 0
+    except (AssertionError, TimeoutError, RuntimeError) as e:
+        print("FAIL: %s" % e)
+        print("palisade-replica log:\n" + replica.log_text())
+        return 1
+    finally:
+        replica.stop()
+        replica.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

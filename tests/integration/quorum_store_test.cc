@@ -1,0 +1,205 @@
+// QuorumStore against three real palisade-replica processes (N=3, W=2, R=2):
+// DESIGN's "Client" and "Fence safety" on real sockets and disks.
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <thread>
+
+#include "palisade/quorum_store.h"
+#include "tests/support/replica_connection.h"
+#include "tests/support/replica_process.h"
+#include "tests/support/temp_dir.h"
+
+namespace palisade {
+namespace {
+
+using test::ReplicaConnection;
+using test::ReplicaProcess;
+
+struct Cluster {
+  test::TempDir dir;
+  std::vector<std::unique_ptr<ReplicaProcess>> replicas;
+
+  Cluster() {
+    for (int i = 0; i < 3; ++i) replicas.push_back(std::make_unique<ReplicaProcess>(dir.sub("r" + std::to_string(i))));
+  }
+
+  // A client; read_quorum 3 makes every read ask all replicas (and repair them all).
+  // A successful read at R=3 also proves the client is connected to every replica.
+  std::unique_ptr<QuorumStore> store(int read_quorum = 2, int timeout_ms = 1500) {
+    QuorumStoreOptions o;
+    for (auto& r : replicas) o.replicas.push_back(r->endpoint());
+    o.read_quorum = read_quorum;
+    o.timeout = std::chrono::milliseconds(timeout_ms);
+    auto s = QuorumStore::open(o);
+    REQUIRE(s.is_ok());
+    return std::move(s).value();
+  }
+
+  void stop(int i) { replicas[i]->process().kill(); }
+  void start(int i) { replicas[i]->restart(); }
+
+  // What replica i stores for `key`, read directly.
+  std::optional<wire::Version> stored(int i, const std::string& key) {
+    ReplicaConnection conn(replicas[i]->endpoint());
+    auto reply = conn.call(test::read_req(key));
+    REQUIRE(reply.is_ok());
+    REQUIRE(reply.value().status.is_ok());
+    return reply.value().version;
+  }
+};
+
+TEST_CASE("quorum store: put, get, delete with all replicas up", "[quorum]") {
+  Cluster c;
+  auto store = c.store();
+  Fence f{"L", 1};
+  REQUIRE(store->fence(f).status.is_ok());
+  WriteResult w = store->put("k", "v1", f);
+  REQUIRE(w.status.is_ok());
+  CHECK(w.ts.token == 1);
+  ReadResult r = store->get("k");
+  REQUIRE(r.status.is_ok());
+  CHECK(r.found);
+  CHECK(r.value == "v1");
+  CHECK(r.lock == "L");
+  CHECK(r.ts == w.ts);
+  REQUIRE(store->put("k", "v2", f).status.is_ok());
+  CHECK(store->get("k").value == "v2");
+  REQUIRE(store->del("k", f).status.is_ok());
+  ReadResult gone = store->get("k");
+  REQUIRE(gone.status.is_ok());
+  CHECK_FALSE(gone.found);
+  CHECK_FALSE(store->get("never-written").found);
+}
+
+TEST_CASE("quorum store: refuses quorums that cannot meet", "[quorum]") {
+  QuorumStoreOptions o;
+  o.replicas = {"tcp://127.0.0.1:1", "tcp://127.0.0.1:2", "tcp://127.0.0.1:3"};
+  o.read_quorum = 1;
+  o.write_quorum = 2;
+  CHECK(QuorumStore::open(o).code() == Code::kBadRequest);  // R + W <= N
+  o.read_quorum = 3;
+  o.write_quorum = 1;
+  CHECK(QuorumStore::open(o).code() == Code::kBadRequest);  // W <= N / 2
+  o.write_quorum = 4;
+  CHECK(QuorumStore::open(o).code() == Code::kBadRequest);  // W > N
+}
+
+TEST_CASE("quorum store: one replica down, writes and reads succeed", "[quorum]") {
+  Cluster c;
+  auto store = c.store();
+  c.stop(2);
+  for (int i = 0; i < 5; ++i) {
+    std::string key = "k" + std::to_string(i);
+    REQUIRE(store->put(key, "v" + std::to_string(i)).status.is_ok());
+    ReadResult r = store->get(key);
+    REQUIRE(r.status.is_ok());
+    CHECK(r.value == "v" + std::to_string(i));
+  }
+}
+
+TEST_CASE("quorum store: two replicas down, Unavailable, and the failed write never appears", "[quorum]") {
+  Cluster c;
+  auto store = c.store(2, 500);
+  REQUIRE(store->put("k", "old").status.is_ok());
+  c.stop(1);
+  c.stop(2);
+  WriteResult w = store->put("k", "failed");
+  CHECK(w.status.code() == Code::kUnavailable);
+  CHECK(store->get("k").status.code() == Code::kUnavailable);
+  c.start(1);
+  c.start(2);
+  for (int i = 0; i < 3; ++i) {  // every read, whichever replicas it asks first
+    ReadResult r = store->get("k");
+    REQUIRE(r.status.is_ok());
+    CHECK(r.value == "old");
+  }
+}
+
+TEST_CASE("quorum store: DDIA figure 9-7, the older holder's late write reaches only replica 3", "[quorum]") {
+  Cluster c;
+  auto a = c.store(3);
+  auto b = c.store();
+  Fence old_fence{"L", 1}, new_fence{"L", 2};
+  REQUIRE(a->fence(old_fence).status.is_ok());
+  REQUIRE(a->put("k", "from A", old_fence).status.is_ok());
+  c.stop(2);  // replica 3 is down while B takes over and writes
+  REQUIRE(b->fence(new_fence).status.is_ok());
+  REQUIRE(b->put("k", "from B", new_fence).status.is_ok());
+  c.start(2);
+  REQUIRE(a->get("probe").status.is_ok());  // A has reconnected to replica 3 (R=3)
+  // A's late write: replicas 1 and 2 refuse it by their fence floor, replica 3 takes it.
+  WriteResult late = a->put("k", "late from A", old_fence);
+  CHECK(late.status.code() == Code::kFenced);
+  CHECK(late.floor == 2);
+  REQUIRE(c.stored(2, "k"));
+  CHECK(c.stored(2, "k")->value == "late from A");
+  ReadResult r = c.store(3)->get("k");
+  REQUIRE(r.status.is_ok());
+  CHECK(r.value == "from B");
+  CHECK(r.ts.token == 2);
+  for (int i = 0; i < 3; ++i) CHECK(c.stored(i, "k")->value == "from B");  // replica 3 repaired
+}
+
+TEST_CASE("quorum store: a superseded holder's write of a key the new holder never wrote is never visible",
+          "[quorum]") {
+  Cluster c;
+  auto a = c.store(3);
+  auto b = c.store();
+  Fence old_fence{"L", 1}, new_fence{"L", 2};
+  REQUIRE(a->fence(old_fence).status.is_ok());
+  c.stop(2);
+  REQUIRE(b->fence(new_fence).status.is_ok());
+  c.start(2);
+  REQUIRE(a->get("fresh").status.is_ok());  // A has reconnected to replica 3 (R=3)
+  WriteResult late = a->put("fresh", "late from A", old_fence);
+  CHECK(late.status.code() == Code::kFenced);
+  REQUIRE(c.stored(2, "fresh"));  // replica 3 took it as pending
+  for (int reads = 0; reads < 3; ++reads) {
+    ReadResult r = c.store(reads == 0 ? 3 : 2)->get("fresh");
+    REQUIRE(r.status.is_ok());
+    CHECK_FALSE(r.found);
+  }
+  // The first read, which asked every replica, purged it (purges are not awaited).
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (c.stored(2, "fresh") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK_FALSE(c.stored(2, "fresh"));
+}
+
+TEST_CASE("quorum store: a read repairs replicas that answered older", "[quorum]") {
+  Cluster c;
+  auto store = c.store();
+  c.stop(0);
+  REQUIRE(store->put("k", "v").status.is_ok());
+  c.start(0);
+  CHECK_FALSE(c.stored(0, "k"));
+  REQUIRE(c.store(3)->get("k").value == "v");
+  REQUIRE(c.stored(0, "k"));
+  CHECK(c.stored(0, "k")->value == "v");
+  CHECK(c.stored(0, "k")->state == wire::VersionState::kCommitted);
+}
+
+TEST_CASE("quorum store: many asynchronous operations in flight from one thread", "[quorum]") {
+  Cluster c;
+  auto store = c.store();
+  std::vector<std::future<WriteResult>> puts;
+  for (int i = 0; i < 200; ++i) puts.push_back(store->put_async("k" + std::to_string(i), std::to_string(i)));
+  for (auto& f : puts) REQUIRE(f.get().status.is_ok());
+  std::vector<std::future<ReadResult>> gets;
+  for (int i = 0; i < 200; ++i) gets.push_back(store->get_async("k" + std::to_string(i)));
+  for (int i = 0; i < 200; ++i) CHECK(gets[i].get().value == std::to_string(i));
+}
+
+TEST_CASE("quorum store: oversize keys and values are refused before sending", "[quorum]") {
+  Cluster c;
+  auto store = c.store();
+  CHECK(store->put(std::string(2000, 'k'), "v").status.code() == Code::kTooLarge);
+  CHECK(store->put("k", std::string((1 << 20) + 1, 'v')).status.code() == Code::kTooLarge);
+  CHECK(store->put("", "v").status.code() == Code::kBadRequest);
+  CHECK(store->put("k", "v", Fence{"", 3}).status.code() == Code::kBadRequest);
+}
+
+}  // namespace
+}  // namespace palisade

@@ -1,0 +1,484 @@
+// palisade-replica as a real process: durability across SIGKILL, bad input,
+// on-disk corruption, data dir locking, clean shutdown, a full disk, flags.
+// Every wait is bounded by a deadline.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <chrono>
+#include <map>
+#include <signal.h>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "common/envelope.h"
+#include "common/replica_protocol.h"
+#include "common/transport.h"
+#include "replica/lmdb_store.h"
+#include "tests/support/process.h"
+#include "tests/support/raw_lmdb.h"
+#include "tests/support/replica_connection.h"
+#include "tests/support/replica_process.h"
+#include "tests/support/temp_dir.h"
+
+namespace palisade {
+namespace {
+
+using test::commit_req;
+using test::fence_req;
+using test::ping_req;
+using test::read_req;
+using test::ReplicaConnection;
+using test::ReplicaProcess;
+using test::ts_now;
+using test::write_req;
+using wire::ReplicaReply;
+
+constexpr int kExitTimeoutMs = 10000;
+
+// The reply to `request`, which must arrive.
+ReplicaReply call(ReplicaConnection& conn, wire::ReplicaRequest request, int timeout_ms = 5000) {
+  auto reply = conn.call(std::move(request), timeout_ms);
+  INFO(reply.status().to_string());
+  REQUIRE(reply.is_ok());
+  return std::move(reply).value();
+}
+
+// The value stored for `key`, which must be readable and present.
+std::string read_value(ReplicaConnection& conn, const std::string& key) {
+  ReplicaReply r = call(conn, read_req(key));
+  INFO("read " << key << ": " << r.status.to_string());
+  REQUIRE(r.status.is_ok());
+  REQUIRE(r.version);
+  return r.version->value;
+}
+
+void write_ok(ReplicaConnection& conn, const std::string& key, const std::string& value,
+              FencedTimestamp ts, const std::string& lock) {
+  ReplicaReply r = call(conn, write_req(key, value, ts, lock));
+  INFO("write " << key << ": " << r.status.to_string());
+  REQUIRE(r.status.is_ok());
+}
+
+bool exited_with(const std::optional<int>& status, int code) {
+  return status && WIFEXITED(*status) && WEXITSTATUS(*status) == code;
+}
+
+// Stops the daemon with SIGTERM and requires a clean exit.
+void stop(ReplicaProcess& daemon) {
+  daemon.process().signal(SIGTERM);
+  auto status = daemon.process().wait(kExitTimeoutMs);
+  INFO(daemon.process().log());
+  REQUIRE(exited_with(status, 0));
+}
+
+// A request map written field by field, for requests the codec would never make.
+class RawMessage {
+ public:
+  // The envelope plus `extra_fields` fields to come.
+  RawMessage(std::string_view type, uint32_t extra_fields, uint64_t id = 77) {
+    wire::write_envelope(pk_, 3 + extra_fields, id, type);
+  }
+  // A map that may lack the envelope.
+  explicit RawMessage(uint32_t fields) { pk_.pack_map(fields); }
+
+  RawMessage& text(std::string_view name, std::string_view v) {
+    wire::pack_text(pk_, name);
+    wire::pack_text(pk_, v);
+    return *this;
+  }
+  RawMessage& bin(std::string_view name, std::string_view v) {
+    wire::pack_text(pk_, name);
+    wire::pack_bytes(pk_, v);
+    return *this;
+  }
+  RawMessage& uint(std::string_view name, uint64_t v) {
+    wire::pack_text(pk_, name);
+    pk_.pack_uint64(v);
+    return *this;
+  }
+  RawMessage& integer(std::string_view name, int64_t v) {
+    wire::pack_text(pk_, name);
+    pk_.pack_int64(v);
+    return *this;
+  }
+  RawMessage& boolean(std::string_view name, bool v) {
+    wire::pack_text(pk_, name);
+    pk_.pack(v);
+    return *this;
+  }
+  RawMessage& ts(std::string_view name, FencedTimestamp v) {
+    wire::pack_text(pk_, name);
+    wire::pack_timestamp(pk_, v);
+    return *this;
+  }
+  std::string str() const { return {buf_.data(), buf_.size()}; }
+
+ private:
+  msgpack::sbuffer buf_;
+  msgpack::packer<msgpack::sbuffer> pk_{buf_};
+};
+
+// A daemon on a fresh data dir, and a client of it.
+struct Fixture {
+  explicit Fixture(std::vector<std::string> args = {}) : daemon(tmp.sub("data"), std::move(args)) {}
+  test::TempDir tmp;
+  ReplicaProcess daemon;
+  ReplicaConnection conn{daemon.endpoint()};
+};
+
+TEST_CASE("daemon: every acknowledged write survives SIGKILL", "[replica][daemon]") {
+  Fixture f;
+  struct Expected {
+    std::string value;
+    std::string lock;
+    FencedTimestamp ts;
+    bool committed = false;
+  };
+  std::map<std::string, Expected> expected;
+  std::map<std::string, uint64_t> floors;  // lock -> highest token acknowledged
+
+  // One by one: each write is its own synced batch.
+  constexpr int kSequential = 120;
+  for (int i = 0; i < kSequential; ++i) {
+    std::string key = "seq" + std::to_string(i), lock = "L" + std::to_string(i % 4);
+    uint64_t token = 1 + static_cast<uint64_t>(i / 4);
+    Expected e{"value " + std::to_string(i) + std::string(static_cast<size_t>(i), '.'), lock, ts_now(token, 0)};
+    write_ok(f.conn, key, e.value, e.ts, lock);
+    floors[lock] = token;
+    if (i % 3 == 0) {
+      ReplicaReply c = call(f.conn, commit_req(key, e.ts));
+      REQUIRE(c.status.is_ok());
+      REQUIRE(c.applied);
+      e.committed = true;
+    }
+    if (i % 10 == 0) {
+      std::string fence = "F" + std::to_string(i);
+      REQUIRE(call(f.conn, fence_req(fence, 1000 + static_cast<uint64_t>(i))).status.is_ok());
+      floors[fence] = 1000 + static_cast<uint64_t>(i);
+    }
+    expected[key] = e;
+  }
+
+  // Pipelined: many requests in flight, so the daemon groups them into batches.
+  // It is killed the moment the last reply arrives.
+  constexpr int kPipelined = 100;
+  {
+    zmq::context_t ctx(1);
+    zmq::socket_t dealer = transport::make_dealer(ctx, f.daemon.endpoint(), transport::SocketOptions{});
+    dealer.set(zmq::sockopt::immediate, false);
+    std::map<uint64_t, std::pair<std::string, Expected>> in_flight;
+    for (int i = 0; i < kPipelined; ++i) {
+      std::string key = "burst" + std::to_string(i);
+      Expected e{"burst value " + std::to_string(i), "B", ts_now(1 + static_cast<uint64_t>(i), 0)};
+      auto request = write_req(key, e.value, e.ts, e.lock);
+      request.id = 10'000 + static_cast<uint64_t>(i);
+      dealer.send(zmq::buffer(wire::encode_request(request)), zmq::send_flags::none);
+      in_flight[request.id] = {key, e};
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!in_flight.empty()) {
+      REQUIRE(std::chrono::steady_clock::now() < deadline);
+      zmq::pollitem_t item{dealer.handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, std::chrono::milliseconds(100));
+      if (!(item.revents & ZMQ_POLLIN)) continue;
+      zmq::message_t msg;
+      REQUIRE(dealer.recv(msg));
+      auto reply = wire::decode_reply(msg.to_string_view(), wire::Limits{});
+      REQUIRE(reply.is_ok());
+      auto it = in_flight.find(reply.value().id);
+      REQUIRE(it != in_flight.end());
+      INFO(reply.value().status.to_string());
+      REQUIRE(reply.value().status.is_ok());
+      expected[it->second.first] = it->second.second;
+      floors["B"] = std::max(floors["B"], it->second.second.ts.token);
+      in_flight.erase(it);
+    }
+    f.daemon.process().kill();  // SIGKILL, right after the last acknowledgement
+  }
+  REQUIRE(expected.size() == kSequential + kPipelined);
+
+  f.daemon.restart();
+  ReplicaConnection conn(f.daemon.endpoint());
+  for (const auto& [key, e] : expected) {
+    ReplicaReply r = call(conn, read_req(key));
+    INFO("key " << key);
+    REQUIRE(r.status.is_ok());
+    REQUIRE(r.version);
+    CHECK(r.version->value == e.value);
+    CHECK(r.version->lock == e.lock);
+    CHECK(r.version->ts == e.ts);
+    CHECK(r.version->state == (e.committed ? wire::VersionState::kCommitted : wire::VersionState::kPending));
+    CHECK(r.floor == floors[e.lock]);
+  }
+  for (const auto& [lock, floor] : floors) {
+    INFO("lock " << lock);
+    ReplicaReply r = call(conn, fence_req(lock, 1));  // a fence below the floor reports the floor
+    REQUIRE(r.status.is_ok());
+    CHECK(r.floor == floor);
+  }
+  // And the floors still fence.
+  ReplicaReply fenced = call(conn, write_req("seq0", "late", ts_now(1, 0), "L0"));
+  CHECK(fenced.status.code() == Code::kFenced);
+}
+
+TEST_CASE("daemon: bad input gets an error reply and changes nothing", "[replica][daemon]") {
+  Fixture f;
+  const FencedTimestamp stored_ts = ts_now(3, 0);
+  write_ok(f.conn, "k", "precious", stored_ts, "L");
+
+  const std::string good_write = wire::encode_request(write_req("k", "overwritten", ts_now(9, 0), "L"));
+  struct Case {
+    const char* name;
+    std::vector<std::string> frames;
+    Code code;
+    uint64_t id;  // the id the reply must carry (0 when the request's id cannot be read)
+  };
+  const std::vector<Case> cases = {
+      {"garbage bytes", {"\xc1 this is not MessagePack"}, Code::kMalformed, 0},
+      {"truncated MessagePack", {good_write.substr(0, good_write.size() / 2)}, Code::kMalformed, 0},
+      {"trailing bytes", {good_write + "x"}, Code::kMalformed, 0},
+      {"not a map", {"\x93\x01\x02\x03"}, Code::kMalformed, 0},
+      {"an empty frame", {""}, Code::kMalformed, 0},
+      {"two frames in one message", {good_write, good_write}, Code::kMalformed, 0},
+      {"no envelope", {RawMessage(1).text("key", "k").str()}, Code::kBadRequest, 0},
+      {"unknown message type", {RawMessage("frobnicate", 0).str()}, Code::kUnknownType, 77},
+      {"unknown field", {RawMessage("ping", 1).uint("extra", 1).str()}, Code::kBadRequest, 77},
+      {"duplicate field",
+       {RawMessage("read", 2).bin("key", "k").bin("key", "k").str()}, Code::kMalformed, 0},
+      {"key of the wrong type",
+       {RawMessage("write", 5).uint("key", 5).bin("value", "x").ts("ts", ts_now(9)).text("lock", "L")
+            .boolean("tombstone", false).str()},
+       Code::kBadRequest, 77},
+      {"timestamp of the wrong type",
+       {RawMessage("write", 4).bin("key", "k").bin("value", "x").text("ts", "9@now").text("lock", "L").str()},
+       Code::kBadRequest, 77},
+      {"negative token",
+       {RawMessage("fence", 2).text("lock", "L").integer("token", -1).str()}, Code::kBadRequest, 77},
+      {"tombstone of the wrong type",
+       {RawMessage("write", 5).bin("key", "k").bin("value", "x").ts("ts", ts_now(9)).text("lock", "L")
+            .uint("tombstone", 1).str()},
+       Code::kBadRequest, 77},
+      {"missing field", {RawMessage("write", 2).bin("key", "k").bin("value", "x").str()}, Code::kBadRequest, 77},
+      {"unsupported protocol version",
+       {RawMessage(3).uint("v", 2).uint("id", 5).text("type", "ping").str()}, Code::kUnsupportedVersion, 5},
+      {"key longer than LMDB keys",  // the daemon's key limit is LMDB's, below the wire default
+       {wire::encode_request(write_req(std::string(replica::LmdbStore::kMaxKeyBytes + 1, 'k'), "x", ts_now(9), "L"))},
+       Code::kTooLarge, 0},
+      {"read of a key longer than LMDB keys",
+       {wire::encode_request(read_req(std::string(replica::LmdbStore::kMaxKeyBytes + 1, 'k')))}, Code::kTooLarge, 0},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    auto reply = f.conn.call_raw(c.frames);
+    INFO(reply.status().to_string());
+    REQUIRE(reply.is_ok());
+    CHECK(reply.value().status.code() == c.code);
+    CHECK_FALSE(reply.value().status.message().empty());
+    if (c.id != 0) CHECK(reply.value().id == c.id);
+    REQUIRE(call(f.conn, ping_req()).status.is_ok());
+  }
+
+  SECTION("a 100 MB message is too large") {
+    std::string huge;
+    {
+      auto request = write_req("k", std::string(size_t{100} << 20, 'v'), ts_now(9, 0), "L");
+      huge = wire::encode_request(request);
+    }
+    auto reply = f.conn.call_raw({huge}, 30000);
+    huge = {};
+    INFO(reply.status().to_string());
+    REQUIRE(reply.is_ok());
+    CHECK(reply.value().status.code() == Code::kTooLarge);
+  }
+
+  SECTION("a REQ socket gets a normal reply") {
+    zmq::context_t ctx(1);
+    zmq::socket_t req(ctx, zmq::socket_type::req);
+    req.set(zmq::sockopt::linger, 0);
+    req.connect(f.daemon.endpoint());
+    auto request = read_req("k");
+    request.id = 4242;
+    req.send(zmq::buffer(wire::encode_request(request)), zmq::send_flags::none);
+    zmq::pollitem_t item{req.handle(), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, std::chrono::milliseconds(5000));
+    REQUIRE((item.revents & ZMQ_POLLIN));
+    zmq::message_t msg;
+    REQUIRE(req.recv(msg));
+    CHECK_FALSE(msg.more());  // one frame: the delimiter was taken off by the REQ socket
+    auto reply = wire::decode_reply(msg.to_string_view(), wire::Limits{});
+    REQUIRE(reply.is_ok());
+    CHECK(reply.value().id == 4242);
+    REQUIRE(reply.value().status.is_ok());
+    REQUIRE(reply.value().version);
+    CHECK(reply.value().version->value == "precious");
+  }
+
+  // Still serving, nothing changed, and every refusal was logged.
+  REQUIRE(call(f.conn, ping_req()).status.is_ok());
+  ReplicaReply r = call(f.conn, read_req("k"));
+  REQUIRE(r.status.is_ok());
+  REQUIRE(r.version);
+  CHECK(r.version->value == "precious");
+  CHECK(r.version->ts == stored_ts);
+  CHECK(f.daemon.process().running());
+  CHECK_THAT(f.daemon.process().log(), Catch::Contains("refused request"));
+}
+
+TEST_CASE("daemon: a value corrupted on disk is reported, never returned", "[replica][daemon]") {
+  Fixture f;
+  const FencedTimestamp ts = ts_now(2, 0);
+  const std::string value = "the victim's value";
+  write_ok(f.conn, "victim", value, ts, "L");
+  REQUIRE(call(f.conn, commit_req("victim", ts)).applied);
+  write_ok(f.conn, "bystander", "fine", ts, "L");
+  stop(f.daemon);
+
+  {
+    test::RawLmdb raw(f.daemon.data_dir());
+    auto rec = raw.get("versions", "victim");
+    REQUIRE(rec);
+    REQUIRE(rec->size() > value.size() + 8);
+    size_t value_at = rec->size() - 8 - value.size();  // the value sits just before the 8-byte checksum
+    REQUIRE(rec->substr(value_at, value.size()) == value);
+    std::string damaged = *rec;
+    damaged[value_at + 4] = static_cast<char>(damaged[value_at + 4] ^ 0x20);
+    raw.put("versions", "victim", damaged);
+    raw.commit();
+  }
+  f.daemon.restart();
+  ReplicaConnection conn(f.daemon.endpoint());
+
+  ReplicaReply r = call(conn, read_req("victim"));
+  CHECK(r.status.code() == Code::kCorrupt);
+  CHECK_FALSE(r.version);
+  CHECK(read_value(conn, "bystander") == "fine");
+  CHECK_THAT(f.daemon.process().log(), Catch::Contains("corrupt"));
+  // A newer write repairs it (what anti-entropy and read repair do).
+  write_ok(conn, "victim", "repaired", ts_now(3, 0), "L");
+  CHECK(read_value(conn, "victim") == "repaired");
+}
+
+TEST_CASE("daemon: a second daemon on the same data dir is refused", "[replica][daemon]") {
+  Fixture f;
+  write_ok(f.conn, "k", "v", ts_now(1), "L");
+  test::Process second({test::replica_binary(), "--data-dir", f.daemon.data_dir(), "--listen",
+                        "tcp://127.0.0.1:" + std::to_string(test::free_port())},
+                       f.tmp.sub("second.log"));
+  auto status = second.wait(kExitTimeoutMs);
+  INFO(second.log());
+  REQUIRE(status);
+  CHECK(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) != 0);
+  CHECK_THAT(second.log(), Catch::Contains("in use"));
+  REQUIRE(f.daemon.process().running());
+  REQUIRE(call(f.conn, ping_req()).status.is_ok());
+  CHECK(read_value(f.conn, "k") == "v");
+  write_ok(f.conn, "k2", "v2", ts_now(1), "L");
+}
+
+TEST_CASE("daemon: a data dir of another storage format is refused", "[replica][daemon]") {
+  Fixture f;
+  write_ok(f.conn, "k", "v", ts_now(1), "L");
+  stop(f.daemon);
+  {
+    test::RawLmdb raw(f.daemon.data_dir());
+    raw.put("meta", "format", "2");
+    raw.commit();
+  }
+  test::Process refused({test::replica_binary(), "--data-dir", f.daemon.data_dir(), "--listen", f.daemon.endpoint()},
+                        f.tmp.sub("refused.log"));
+  auto status = refused.wait(kExitTimeoutMs);
+  INFO(refused.log());
+  REQUIRE(status);
+  CHECK(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) != 0);
+  CHECK_THAT(refused.log(), Catch::Contains("storage format '2'"));
+  test::RawLmdb raw(f.daemon.data_dir());  // left as it was
+  CHECK(raw.get("meta", "format") == "2");
+  CHECK(raw.get("versions", "k").has_value());
+}
+
+TEST_CASE("daemon: SIGTERM stops it cleanly", "[replica][daemon]") {
+  Fixture f;
+  write_ok(f.conn, "k", "v", ts_now(1), "L");
+  stop(f.daemon);
+  std::string log = f.daemon.process().log();
+  CHECK_THAT(log, Catch::Contains("started"));
+  CHECK_THAT(log, Catch::Contains("stopped cleanly"));
+  f.daemon.restart();  // and what it stored is there after it
+  ReplicaConnection conn(f.daemon.endpoint());
+  CHECK(read_value(conn, "k") == "v");
+}
+
+TEST_CASE("daemon: a full disk fails writes, not the daemon", "[replica][daemon]") {
+  Fixture f({"--map-size", "1MB"});
+  const std::string chunk(60 * 1024, 'x');
+  std::map<std::string, std::string> acknowledged;
+  std::optional<ReplicaReply> refusal;
+  std::string refused_key;
+  for (int i = 0; i < 64 && !refusal; ++i) {  // 64 * 60 KiB is far beyond 1 MB
+    std::string key = "big" + std::to_string(i), value = std::to_string(i) + chunk;
+    ReplicaReply r = call(f.conn, write_req(key, value, ts_now(1), "L"));
+    if (r.status.is_ok()) {
+      acknowledged[key] = value;
+    } else {
+      refusal = r;
+      refused_key = key;
+    }
+  }
+  REQUIRE(refusal);
+  INFO(refusal->status.to_string());
+  CHECK(refusal->status.code() == Code::kStorageError);
+  CHECK(acknowledged.size() >= 4);
+
+  auto check_all = [&](ReplicaConnection& conn) {
+    REQUIRE(call(conn, ping_req()).status.is_ok());
+    for (const auto& [key, value] : acknowledged) CHECK(read_value(conn, key) == value);
+    ReplicaReply r = call(conn, read_req(refused_key));
+    REQUIRE(r.status.is_ok());
+    CHECK_FALSE(r.version);
+  };
+  check_all(f.conn);
+  CHECK(f.daemon.process().running());
+
+  stop(f.daemon);
+  f.daemon.restart();
+  ReplicaConnection conn(f.daemon.endpoint());
+  check_all(conn);
+}
+
+TEST_CASE("daemon: --help prints usage, a missing --data-dir or a bad --map-size is refused", "[replica][daemon]") {
+  test::TempDir tmp;
+  {
+    test::Process help({test::replica_binary(), "--help"}, tmp.sub("help.log"));
+    auto status = help.wait(kExitTimeoutMs);
+    INFO(help.log());
+    CHECK(exited_with(status, 0));
+    CHECK_THAT(help.log(), Catch::Contains("Usage") && Catch::Contains("--data-dir") && Catch::Contains("--map-size"));
+  }
+  {
+    test::Process missing({test::replica_binary(), "--listen", "tcp://127.0.0.1:1"}, tmp.sub("missing.log"));
+    auto status = missing.wait(kExitTimeoutMs);
+    INFO(missing.log());
+    REQUIRE(status);
+    CHECK(WIFEXITED(*status));
+    CHECK(WEXITSTATUS(*status) != 0);
+    CHECK_THAT(missing.log(), Catch::Contains("--data-dir"));
+  }
+  {
+    test::Process bad_size({test::replica_binary(), "--data-dir", tmp.sub("d"), "--map-size", "lots"},
+                           tmp.sub("bad_size.log"));
+    auto status = bad_size.wait(kExitTimeoutMs);
+    INFO(bad_size.log());
+    REQUIRE(status);
+    CHECK(WIFEXITED(*status));
+    CHECK(WEXITSTATUS(*status) != 0);
+    CHECK_THAT(bad_size.log(), Catch::Contains("--map-size"));
+  }
+}
+
+}  // namespace
+}  // namespace palisade
