@@ -3,6 +3,8 @@
 // end a table shows fenced/plain per pair against the targets:
 //   now() and sort: ratio <= 1.5;  compare, encode, decode: < 5 ns each.
 // A miss is printed, never fatal: shared machines are noisy.
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -235,6 +237,9 @@ double to_ns(double t, benchmark::TimeUnit unit) {
 
 class SummaryReporter : public benchmark::ConsoleReporter {
  public:
+  // Colours only on a terminal, so that logs stay readable.
+  SummaryReporter() : ConsoleReporter(isatty(STDOUT_FILENO) ? OO_ColorTabular : OO_Tabular) {}
+
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& run : runs) {
@@ -259,6 +264,16 @@ class SummaryReporter : public benchmark::ConsoleReporter {
 };
 
 enum class Target { kRatio, kAbsolute };
+
+std::string human(double ns) {
+  char buf[32];
+  if (ns >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%.2f ms", ns / 1e6);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f ns", ns);
+  }
+  return buf;
+}
 
 void print_summary(const SummaryReporter& r) {
   struct Pair {
@@ -291,7 +306,8 @@ void print_summary(const SummaryReporter& r) {
     }
     const double ratio = f / pl;
     const bool pass = p.target == Target::kRatio ? ratio <= p.limit : f < p.limit;
-    std::printf("%-18s %11.2f ns %11.2f ns %8.2f  %-18s %s\n", p.what, f, pl, ratio, target, pass ? "PASS" : "MISS");
+    std::printf("%-18s %14s %14s %8.2f  %-18s %s\n", p.what, human(f).c_str(), human(pl).c_str(), ratio, target,
+                pass ? "PASS" : "MISS");
   }
   std::fflush(stdout);
 }

@@ -40,15 +40,16 @@ struct Coordinator::ReadOp {
   struct Replica {
     bool asked = false;
     bool outstanding = false;
-    bool answered = false;  // a successful (or corrupt) read reply
-    std::optional<wire::Version> version;
+    bool failed = false;    // its last answer was an error or it was unreachable: wait for the retry time
+    bool answered = false;  // a successful read reply
+    bool corrupt = false;   // it answered that its copy is corrupt: unknown, and to repair
+    std::vector<wire::Version> versions;      // newest first; the committed one last
     std::map<std::string, uint64_t> floors;  // fence floors learnt, by lock
     std::string floor_of;                     // what the outstanding read asked for
   };
   std::string key;
   uint64_t deadline_ms = 0;
-  uint64_t hedge_at_ms = 0;
-  uint64_t retry_at_ms = 0;
+  uint64_t retry_at_ms = 0;  // when to hedge or ask again
   std::vector<Replica> replicas;
   bool chosen = false;
   std::optional<wire::Version> result;
@@ -121,18 +122,25 @@ void Coordinator::on_write_reply(WriteOp& op, const wire::ReplicaReply& reply) {
     op.floor = std::max(op.floor, reply.floor);
     return;
   }
-  ++op.nonstores;
+  // Refusals that hold for good count as replicas that never store it: fence
+  // floors and committed versions only rise, bad requests stay bad. Any other
+  // error (a full disk, clock skew, a busy key) may pass, and a duplicate of the
+  // request could still be stored later.
   if (code == Code::kFenced) {
     op.fenced = true;
     op.floor = std::max(op.floor, reply.floor);
   } else if (code == Code::kStale && reply.stored_ts && reply.stored_ts->token > op.ts.token) {
-    op.fenced = true;  // a newer holder wrote this key
+    op.fenced = true;  // a newer holder's write of this key is committed
     op.floor = std::max(op.floor, reply.stored_ts->token);
   } else if (code == Code::kStale) {
     op.stale = true;
+  } else if (code != Code::kBadRequest && code != Code::kTooLarge) {
+    op.error = reply.status;
+    return;
   } else {
     op.error = reply.status;
   }
+  ++op.nonstores;
 }
 
 void Coordinator::decide_write(OpId id, WriteOp& op, uint64_t now_ms) {
@@ -178,7 +186,7 @@ OpId Coordinator::start_read(std::string key, uint64_t now_ms) {
   ReadOp& op = reads_[id];
   op.key = std::move(key);
   op.deadline_ms = now_ms + options_.timeout_ms;
-  op.hedge_at_ms = op.retry_at_ms = now_ms + options_.hedge_ms;
+  op.retry_at_ms = now_ms + options_.hedge_ms;
   op.replicas.resize(options_.n);
   // Start at a different replica each time to spread the load.
   for (int k = 0; k < options_.r; ++k) ask(id, op, static_cast<int>((id + k) % options_.n), "");
@@ -187,7 +195,7 @@ OpId Coordinator::start_read(std::string key, uint64_t now_ms) {
 
 void Coordinator::ask(OpId id, ReadOp& op, int replica, std::string floor_of) {
   auto& rep = op.replicas[replica];
-  if (rep.outstanding) return;
+  if (rep.outstanding || rep.failed) return;
   rep.asked = rep.outstanding = true;
   rep.floor_of = floor_of;
   send(id, replica, wire::ReadRequest{op.key, std::move(floor_of)});
@@ -202,96 +210,95 @@ void Coordinator::on_read_reply(ReadOp& op, int replica, const wire::ReplicaRepl
   auto& rep = op.replicas[replica];
   rep.outstanding = false;
   Code code = reply == nullptr ? Code::kUnavailable : reply->status.code();
-  if (code != Code::kOk && code != Code::kCorrupt) return;  // failed: may be asked again later
+  // A corrupt copy may have held anything: it counts as not heard from.
+  rep.corrupt |= code == Code::kCorrupt;
+  rep.failed = code != Code::kOk;  // asked again at the next retry time
+  if (rep.failed) return;
   rep.answered = true;
-  // A corrupt copy counts as no copy: it is repaired like a missing one.
-  rep.version = code == Code::kOk ? reply->version : std::nullopt;
-  std::string lock = !rep.floor_of.empty() ? rep.floor_of : rep.version ? rep.version->lock : "";
-  if (code == Code::kOk && !lock.empty()) rep.floors[lock] = reply->floor;
+  rep.versions = reply->versions;
+  for (const auto& [lock, floor] : reply->floors) rep.floors[lock] = floor;
 }
 
 namespace {
 
-bool same(const wire::Version& a, const wire::Version& b) {
-  return a.ts == b.ts && wire::content_hash(a) == wire::content_hash(b);
+bool holds(const std::vector<wire::Version>& versions, const wire::Version& c) {
+  return std::any_of(versions.begin(), versions.end(), [&](const wire::Version& v) { return wire::same_write(v, c); });
 }
 
-// The order replicas keep: timestamp, then content hash.
-bool newer(const wire::Version& a, const wire::Version& b) {
-  if (a.ts != b.ts) return a.ts > b.ts;
-  return wire::content_hash(a) > wire::content_hash(b);
+const wire::Version* committed_of(const std::vector<wire::Version>& versions) {
+  if (versions.empty() || versions.back().state != wire::VersionState::kCommitted) return nullptr;
+  return &versions.back();
 }
 
 }  // namespace
 
-bool Coordinator::decide_read(OpId id, ReadOp& op, uint64_t now_ms) {
+bool Coordinator::decide_read(OpId id, ReadOp& op) {
   const int n = options_.n, w = options_.w;
   std::vector<const wire::Version*> candidates;
   for (const auto& rep : op.replicas) {
-    if (!rep.answered || !rep.version) continue;
-    bool known = std::any_of(candidates.begin(), candidates.end(), [&](auto* c) { return same(*c, *rep.version); });
-    if (!known) candidates.push_back(&*rep.version);
+    if (!rep.answered) continue;
+    for (const wire::Version& v : rep.versions) {
+      if (std::none_of(candidates.begin(), candidates.end(), [&](auto* c) { return wire::same_write(*c, v); })) {
+        candidates.push_back(&v);
+      }
+    }
   }
-  std::sort(candidates.begin(), candidates.end(), [](auto* a, auto* b) { return newer(*a, *b); });
+  std::sort(candidates.begin(), candidates.end(), [](auto* a, auto* b) { return wire::newer(*a, *b); });
 
+  // Replicas drop a copy only when a newer version is committed (found first, as
+  // a newer candidate) or when it is purged as dead: so copies seen plus replicas
+  // not heard from bound how many copies a version ever had.
   for (const wire::Version* c : candidates) {
-    int copies = 0, possible = 0;
-    bool committed = false, newer_seen = false, all_answered = true;
-    std::vector<int> floor_unknown, non_holders;
+    int copies = 0, unanswered = 0, could_accept = 0;
+    bool committed = false;
+    std::vector<int> floor_unknown;
     for (int i = 0; i < n; ++i) {
       const auto& rep = op.replicas[i];
       if (!rep.answered) {
-        all_answered = false;
-        ++possible;  // it may hold a copy, or still accept one
+        ++unanswered;
         continue;
       }
-      if (rep.version && same(*rep.version, *c)) {
+      auto copy = std::find_if(rep.versions.begin(), rep.versions.end(),
+                               [&](const wire::Version& v) { return wire::same_write(v, *c); });
+      if (copy != rep.versions.end()) {
         ++copies;
-        committed |= rep.version->state == wire::VersionState::kCommitted;
+        committed |= copy->state == wire::VersionState::kCommitted;
         continue;
       }
-      non_holders.push_back(i);
-      bool holds_newer = rep.version && newer(*rep.version, *c);
-      newer_seen |= holds_newer;
-      // Refuses c for good: a committed newer version, or a fence floor above c's token.
-      if (holds_newer && rep.version->state == wire::VersionState::kCommitted) continue;
+      // Refuses c for good: a committed version at least as new, or a floor above c's token.
+      const wire::Version* base = committed_of(rep.versions);
+      if (base != nullptr && !wire::newer(*c, *base)) continue;
       auto floor = rep.floors.find(c->lock);
       if (!c->lock.empty() && floor != rep.floors.end() && floor->second > c->ts.token) continue;
       if (!c->lock.empty() && floor == rep.floors.end()) floor_unknown.push_back(i);
-      ++possible;
+      ++could_accept;
     }
     // Committed means W replicas acknowledged it; W copies mean it may have been returned.
     if (committed || copies >= w) {
       choose(id, op, *c);
       return true;
     }
-    possible += copies;
-    if (possible < w) {  // can never be acknowledged: a superseded or failed write
-      for (int i = 0; i < n; ++i) {
-        const auto& rep = op.replicas[i];
-        if (rep.answered && rep.version && same(*rep.version, *c)) send_untracked(i, wire::PurgeRequest{op.key, c->ts});
-      }
-      continue;
-    }
-    // Learn the floors that could show it superseded (and so to be purged).
-    if (!floor_unknown.empty()) {
-      for (int i : floor_unknown) ask(id, op, i, c->lock);
-      return false;
-    }
-    // Never had W copies (nothing newer replaced any), so never returned: a write in flight.
-    if (all_answered && !newer_seen) continue;
-    // Undecided: ask the rest, and look again later.
-    for (int i = 0; i < n; ++i) {
-      if (!op.replicas[i].asked) ask(id, op, i, c->lock);
-    }
-    if (now_ms >= op.retry_at_ms) {
-      for (int i : non_holders) ask(id, op, i, c->lock);
+    if (copies + unanswered >= w) {  // undecided: it may have W copies; hear from the others
       for (int i = 0; i < n; ++i) {
         if (!op.replicas[i].answered) ask(id, op, i, c->lock);
       }
-      op.retry_at_ms = now_ms + options_.hedge_ms;
+      return false;
     }
-    return false;
+    // Never acknowledged so far: the read skips it. If it can never be (a
+    // superseded or failed write), its copies are purged; to know, learn the
+    // floors that could decide.
+    int certain = copies + unanswered + could_accept - static_cast<int>(floor_unknown.size());
+    if (certain < w && !floor_unknown.empty()) {
+      for (int i : floor_unknown) ask(id, op, i, c->lock);
+      return false;
+    }
+    if (copies + unanswered + could_accept < w) {
+      for (int i = 0; i < n; ++i) {
+        if (op.replicas[i].answered && holds(op.replicas[i].versions, *c)) {
+          send_untracked(i, wire::PurgeRequest{op.key, c->ts});
+        }
+      }
+    }
   }
   choose(id, op, std::nullopt);
   return true;
@@ -299,26 +306,24 @@ bool Coordinator::decide_read(OpId id, ReadOp& op, uint64_t now_ms) {
 
 void Coordinator::advance_read(OpId id, ReadOp& op, uint64_t now_ms) {
   if (!op.chosen) {
+    bool retry = now_ms >= op.retry_at_ms;
     int answered = 0, failed = 0;
-    for (const auto& rep : op.replicas) {
+    for (auto& rep : op.replicas) {
       answered += rep.answered;
-      failed += rep.asked && !rep.outstanding && !rep.answered;
+      failed += rep.failed;
+      if (retry) rep.failed = false;
     }
-    if (answered < options_.r) {
-      if (now_ms >= op.hedge_at_ms || failed > 0) {
-        for (int i = 0; i < options_.n; ++i) {
-          if (!op.replicas[i].asked) ask(id, op, i, "");
-        }
-      }
-      if (now_ms >= op.retry_at_ms && now_ms >= op.hedge_at_ms) {  // failed replicas get another chance
-        for (int i = 0; i < options_.n; ++i) {
-          if (!op.replicas[i].answered) ask(id, op, i, "");
-        }
-        op.retry_at_ms = now_ms + options_.hedge_ms;
-      }
+    if (answered >= options_.r) {
+      decide_read(id, op);
     } else {
-      decide_read(id, op, now_ms);
+      // Hedge: once hedge_ms passed or one failed, ask those not asked yet; at
+      // every retry time, ask again those that failed.
+      for (int i = 0; i < options_.n; ++i) {
+        const auto& rep = op.replicas[i];
+        if ((!rep.asked && (retry || failed > 0)) || (retry && !rep.answered)) ask(id, op, i, "");
+      }
     }
+    if (!op.chosen && op.retry_at_ms <= now_ms) op.retry_at_ms = now_ms + options_.hedge_ms;
   }
   if (op.chosen && op.repairs_outstanding == 0) return finish_read(id, op, Status::ok());
   if (now_ms >= op.deadline_ms) {
@@ -331,21 +336,19 @@ void Coordinator::choose(OpId id, ReadOp& op, const std::optional<wire::Version>
   op.chosen = true;
   op.result = v;
   if (!v) return;
-  // Blocking read repair: replicas that answered older get the version, committed
-  // since it is known acknowledged; holders of a pending copy get it committed.
+  // Blocking read repair: replicas that answered without it get it, committed
+  // since it is known acknowledged; holders of a pending copy commit theirs.
   for (int i = 0; i < options_.n; ++i) {
     const auto& rep = op.replicas[i];
-    if (!rep.answered) continue;
-    bool holds = rep.version && same(*rep.version, *v);
-    if (holds && rep.version->state == wire::VersionState::kCommitted) continue;
-    if (!holds && rep.version && newer(*rep.version, *v)) continue;
-    wire::WriteRequest repair{op.key, v->value, v->tombstone, v->ts, v->lock, /*committed=*/true};
-    if (holds) {
-      send_untracked(i, std::move(repair));
-    } else {
-      send(id, i, std::move(repair), /*repair=*/true);
-      ++op.repairs_outstanding;
+    if (!rep.answered && !rep.corrupt) continue;
+    const wire::Version* base = committed_of(rep.versions);
+    if (base != nullptr && !wire::newer(*v, *base)) continue;  // it has this or newer, committed
+    if (holds(rep.versions, *v)) {
+      send_untracked(i, wire::CommitRequest{op.key, v->ts});
+      continue;
     }
+    send(id, i, wire::WriteRequest{op.key, v->value, v->tombstone, v->ts, v->lock, /*committed=*/true}, true);
+    ++op.repairs_outstanding;
   }
 }
 
@@ -421,7 +424,7 @@ std::optional<uint64_t> Coordinator::next_deadline_ms() const {
   }
   for (const auto& [id, op] : reads_) {
     consider(op.deadline_ms);
-    if (!op.chosen) consider(std::max(op.hedge_at_ms, op.retry_at_ms));
+    if (!op.chosen) consider(op.retry_at_ms);
   }
   return next;
 }

@@ -73,7 +73,7 @@ class Coordinator {
   void on_read_reply(ReadOp& op, int replica, const wire::ReplicaReply* reply, bool repair);
   void advance_read(OpId id, ReadOp& op, uint64_t now_ms);
   // Walks the versions seen, newest first; true when the read could decide.
-  bool decide_read(OpId id, ReadOp& op, uint64_t now_ms);
+  bool decide_read(OpId id, ReadOp& op);
   void ask(OpId id, ReadOp& op, int replica, std::string floor_of);
   void choose(OpId id, ReadOp& op, const std::optional<wire::Version>& v);
   void finish_read(OpId id, ReadOp& op, Status status);

@@ -85,9 +85,14 @@ struct QuorumStore::Impl {
   void submit(Submission s) {
     std::unique_lock lock(mu);
     if (!stopping) {
+      // The I/O thread takes the whole queue after each wake-up, so only the
+      // submission that finds it empty needs to wake it (one write(2), and one
+      // wake-up of the I/O thread, per batch rather than per operation).
+      bool was_empty = queue.empty();
       queue.push_back(std::move(s));
       lock.unlock();
-      return wake();
+      if (was_empty) wake();
+      return;
     }
     lock.unlock();
     Status closed(Code::kUnavailable, "the store is closed");

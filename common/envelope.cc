@@ -5,13 +5,12 @@ namespace {
 
 constexpr size_t kMaxTypeBytes = 32;
 
-Result<msgpack::object_handle> unpack_one(std::string_view bytes, const Limits& limits) {
-  if (bytes.size() > limits.max_message_bytes()) {
+Result<msgpack::object_handle> unpack_one(std::string_view bytes, size_t max_bytes) {
+  if (bytes.size() > max_bytes) {
     return Status(Code::kTooLarge, "message of " + std::to_string(bytes.size()) + " bytes (limit " +
-                                       std::to_string(limits.max_message_bytes()) + ")");
+                                       std::to_string(max_bytes) + ")");
   }
-  // No palisade message nests deeper than a map of scalars, nor holds ext types.
-  const size_t max_bytes = limits.max_message_bytes();
+  // No palisade message nests deeper than a list of maps of scalars, nor holds ext types.
   msgpack::unpack_limit limit(/*array=*/64, /*map=*/64, max_bytes, max_bytes, /*ext=*/0, /*depth=*/4);
   size_t offset = 0;
   msgpack::object_handle handle;
@@ -32,9 +31,9 @@ Result<msgpack::object_handle> unpack_one(std::string_view bytes, const Limits& 
 
 }  // namespace
 
-Result<Envelope> open_envelope(std::string_view bytes, const Limits& limits, uint64_t* id_out) {
+Result<Envelope> open_envelope(std::string_view bytes, size_t max_bytes, uint64_t* id_out) {
   if (id_out != nullptr) *id_out = 0;
-  auto unpacked = unpack_one(bytes, limits);
+  auto unpacked = unpack_one(bytes, max_bytes);
   if (!unpacked.is_ok()) return unpacked.status();
   Envelope env;
   env.handle = std::move(unpacked).value();

@@ -29,6 +29,8 @@ class FieldReader {
   void boolean(std::string_view name, bool& out, Need need);
   // Accepts MessagePack str or bin; longer than `max_bytes` is TooLarge.
   void bytes(std::string_view name, std::string& out, size_t max_bytes, Need need);
+  // The raw value of a field whose shape the caller checks (lists, nested maps).
+  const msgpack::object* object(std::string_view name, Need need) { return take(name, need); }
   // 16-byte bin in the encoding of FencedTimestamp::encode.
   void timestamp(std::string_view name, FencedTimestamp& out, Need need);
 

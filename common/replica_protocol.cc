@@ -106,8 +106,23 @@ uint32_t reply_field_count(const ReplicaReply& reply) {
   if (reply.floor != 0) ++n;
   if (reply.stored_ts) ++n;
   if (reply.applied) ++n;
-  if (reply.status.is_ok() && reply.version) n += 6;  // found, ts, lock, state, tombstone, value
+  if (!reply.versions.empty()) ++n;
+  if (!reply.floors.empty()) ++n;
   return n;
+}
+
+void pack_version(Packer& pk, const Version& v) {
+  pk.pack_map(5);
+  pack_text(pk, "ts");
+  pack_timestamp(pk, v.ts);
+  pack_text(pk, "lock");
+  pack_text(pk, v.lock);
+  pack_text(pk, "state");
+  pack_text(pk, state_name(v.state));
+  pack_text(pk, "tombstone");
+  pk.pack(v.tombstone);
+  pack_text(pk, "value");
+  pack_bytes(pk, v.value);
 }
 
 void read_version(FieldReader& r, const Limits& limits, Version& v) {
@@ -123,6 +138,37 @@ void read_version(FieldReader& r, const Limits& limits, Version& v) {
   v.state = state == "committed" ? VersionState::kCommitted : VersionState::kPending;
 }
 
+void read_versions(FieldReader& r, const Limits& limits, std::vector<Version>& out) {
+  const msgpack::object* list = r.object("versions", Need::kOptional);
+  if (list == nullptr) return;
+  if (list->type != msgpack::type::ARRAY || list->via.array.size > Limits::kMaxVersionsPerKey) {
+    return r.fail(Code::kBadRequest, "field 'versions' must be a list of at most " +
+                                         std::to_string(Limits::kMaxVersionsPerKey) + " versions");
+  }
+  for (uint32_t i = 0; i < list->via.array.size; ++i) {
+    FieldReader vr(list->via.array.ptr[i], "version");
+    read_version(vr, limits, out.emplace_back());
+    if (Status s = vr.finish(); !s.is_ok()) return r.fail(s.code(), s.message());
+  }
+}
+
+void read_floors(FieldReader& r, const Limits& limits, std::map<std::string, uint64_t>& out) {
+  const msgpack::object* map = r.object("floors", Need::kOptional);
+  if (map == nullptr) return;
+  if (map->type != msgpack::type::MAP) return r.fail(Code::kBadRequest, "field 'floors' must be a map");
+  for (uint32_t i = 0; i < map->via.map.size; ++i) {
+    const auto& kv = map->via.map.ptr[i];
+    std::string_view lock;
+    if (kv.key.type == msgpack::type::STR) lock = {kv.key.via.str.ptr, kv.key.via.str.size};
+    if (kv.key.type == msgpack::type::BIN) lock = {kv.key.via.bin.ptr, kv.key.via.bin.size};
+    bool is_text = kv.key.type == msgpack::type::STR || kv.key.type == msgpack::type::BIN;
+    if (!is_text || lock.size() > limits.max_lock_bytes || kv.val.type != msgpack::type::POSITIVE_INTEGER) {
+      return r.fail(Code::kBadRequest, "field 'floors' must map lock names to non-negative integers");
+    }
+    out[std::string(lock)] = kv.val.via.u64;
+  }
+}
+
 }  // namespace
 
 std::string_view state_name(VersionState state) {
@@ -131,6 +177,15 @@ std::string_view state_name(VersionState state) {
 
 uint64_t content_hash(const Version& v) {
   return hash64(v.value, hash64(v.lock, v.tombstone ? 1 : 2));
+}
+
+bool newer(const Version& a, const Version& b) {
+  if (a.ts != b.ts) return a.ts > b.ts;
+  return content_hash(a) > content_hash(b);
+}
+
+bool same_write(const Version& a, const Version& b) {
+  return a.ts == b.ts && a.lock == b.lock && a.tombstone == b.tombstone && a.value == b.value;
 }
 
 std::string encode_request(const ReplicaRequest& request) {
@@ -164,26 +219,24 @@ std::string encode_reply(const ReplicaReply& reply) {
     pack_text(pk, "applied");
     pk.pack(true);
   }
-  if (reply.status.is_ok() && reply.version) {
-    const Version& v = *reply.version;
-    pack_text(pk, "found");
-    pk.pack(true);
-    pack_text(pk, "ts");
-    pack_timestamp(pk, v.ts);
-    pack_text(pk, "lock");
-    pack_text(pk, v.lock);
-    pack_text(pk, "state");
-    pack_text(pk, state_name(v.state));
-    pack_text(pk, "tombstone");
-    pk.pack(v.tombstone);
-    pack_text(pk, "value");
-    pack_bytes(pk, v.value);
+  if (!reply.versions.empty()) {
+    pack_text(pk, "versions");
+    pk.pack_array(static_cast<uint32_t>(reply.versions.size()));
+    for (const Version& v : reply.versions) pack_version(pk, v);
+  }
+  if (!reply.floors.empty()) {
+    pack_text(pk, "floors");
+    pk.pack_map(static_cast<uint32_t>(reply.floors.size()));
+    for (const auto& [lock, floor] : reply.floors) {
+      pack_text(pk, lock);
+      pk.pack_uint64(floor);
+    }
   }
   return to_string(buf);
 }
 
 Result<ReplicaRequest> decode_request(std::string_view bytes, const Limits& limits, uint64_t* id_out) {
-  auto opened = open_envelope(bytes, limits, id_out);
+  auto opened = open_envelope(bytes, limits.max_message_bytes(), id_out);
   if (!opened.is_ok()) return opened.status();
   Envelope& env = opened.value();
   FieldReader& r = *env.fields;
@@ -195,7 +248,7 @@ Result<ReplicaRequest> decode_request(std::string_view bytes, const Limits& limi
 }
 
 Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits) {
-  auto opened = open_envelope(bytes, limits, nullptr);
+  auto opened = open_envelope(bytes, limits.max_reply_bytes(), nullptr);
   if (!opened.is_ok()) return opened.status();
   Envelope& env = opened.value();
   if (env.type != kReplyType) return Status(Code::kUnknownType, "expected a reply, got '" + env.type + "'");
@@ -203,15 +256,14 @@ Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits) 
   ReplicaReply reply;
   reply.id = env.id;
   std::string code, message;
-  bool found = false;
   r.bytes("code", code, 32, Need::kRequired);
   r.bytes("message", message, limits.max_value_bytes, Need::kOptional);
   r.u64("clock", reply.clock, Need::kRequired);
   r.u64("floor", reply.floor, Need::kOptional);
   if (r.has("stored_ts")) r.timestamp("stored_ts", reply.stored_ts.emplace(), Need::kRequired);
   r.boolean("applied", reply.applied, Need::kOptional);
-  r.boolean("found", found, Need::kOptional);
-  if (found) read_version(r, limits, reply.version.emplace());
+  read_versions(r, limits, reply.versions);
+  read_floors(r, limits, reply.floors);
   Status s = r.finish();
   if (!s.is_ok()) return s;
   auto parsed = code_from_name(code);

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <vector>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -17,7 +19,8 @@ namespace palisade::wire {
 enum class VersionState : uint8_t { kPending, kCommitted };
 std::string_view state_name(VersionState state);
 
-// What a replica stores for a key: the one newest version.
+// One version of a key. A replica keeps, per key, its newest committed version
+// and the pending versions newer than it (docs/storage.md).
 struct Version {
   FencedTimestamp ts;
   std::string lock;  // empty: written without a lock (token 0)
@@ -31,6 +34,10 @@ struct Version {
 // Hash of what a write carries besides its timestamp: orders equal timestamps
 // with different content the same way on every replica.
 uint64_t content_hash(const Version& v);
+// The order of versions everywhere: timestamp, then content hash.
+bool newer(const Version& a, const Version& b);
+// The same write: equal timestamp and content.
+bool same_write(const Version& a, const Version& b);
 
 struct PingRequest {
   friend bool operator==(const PingRequest&, const PingRequest&) = default;
@@ -63,8 +70,8 @@ struct PurgeRequest {  // drop a pending version found superseded (DESIGN "Fence
 };
 struct ReadRequest {
   std::string key;
-  // When set, the reply's floor is this lock's fence floor rather than that of
-  // the stored version's lock (readers deciding about another replica's version).
+  // When set, the reply's floors include this lock's, also when no version of
+  // the key names it (readers deciding about another replica's version).
   std::string floor_of{};
   friend bool operator==(const ReadRequest&, const ReadRequest&) = default;
 };
@@ -84,9 +91,12 @@ struct ReplicaReply {
   uint64_t id = 0;
   Status status;
   uint64_t clock = 0;                        // the replica's HLC when it answered
-  uint64_t floor = 0;                        // fence: floor after; fenced: the floor; read: floor of the version's lock
-  std::optional<FencedTimestamp> stored_ts;  // stale: the newer stored timestamp
-  std::optional<Version> version;            // read: the stored version, when found
+  uint64_t floor = 0;                        // fence: floor after; fenced: the floor
+  std::optional<FencedTimestamp> stored_ts;  // stale: the newer committed timestamp
+  std::vector<Version> versions;             // read: newest first; empty when the key has none
+  std::map<std::string, uint64_t> floors;    // read: fence floor of each lock named by versions or floor_of
+
+  const Version* newest() const { return versions.empty() ? nullptr : &versions.front(); }
   bool applied = false;                      // commit, purge: whether it changed anything
 };
 

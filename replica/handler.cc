@@ -1,5 +1,6 @@
 #include "replica/handler.h"
 
+#include <algorithm>
 #include <variant>
 
 namespace palisade::replica {
@@ -13,15 +14,22 @@ ReplicaReply reply_with(Status status) { return wire::error_reply(0, std::move(s
 
 ReplicaReply bad_request(std::string message) { return reply_with(Status(Code::kBadRequest, std::move(message))); }
 
-bool same_content(const Version& a, const Version& b) {
-  return a.lock == b.lock && a.tombstone == b.tombstone && a.value == b.value;
+// A key's versions are kept newest first (wire::newer): the pending versions,
+// then at most one committed version, which is the oldest. Committing a version
+// drops every older one; a write older than the committed version is stale.
+const Version* committed_of(const Versions& versions) {
+  if (versions.empty() || versions.back().state != VersionState::kCommitted) return nullptr;
+  return &versions.back();
 }
 
-// Whether `stored` wins over `incoming`: the newer timestamp, and on equal
-// timestamps the larger content hash, so every replica picks the same winner.
-bool stored_wins(const Version& stored, const Version& incoming) {
-  if (stored.ts != incoming.ts) return stored.ts > incoming.ts;
-  return wire::content_hash(stored) >= wire::content_hash(incoming);
+size_t pending_count(const Versions& versions) {
+  return versions.size() - (committed_of(versions) != nullptr ? 1 : 0);
+}
+
+void insert(Versions& versions, const Version& v) {
+  auto at = std::find_if(versions.begin(), versions.end(), [&](const Version& x) { return wire::newer(v, x); });
+  if (v.state == VersionState::kCommitted) at = versions.erase(at, versions.end());
+  versions.insert(at, v);
 }
 
 }  // namespace
@@ -87,26 +95,41 @@ ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed) {
     }
   }
 
+  auto stored = store_.get(w.key);
+  if (!stored.is_ok() && stored.code() != Code::kCorrupt) return reply_with(stored.status());
+  // Corrupt versions are overwritten: that is how they get repaired.
+  Versions versions = stored.is_ok() ? std::move(stored).value() : Versions();
   Version incoming{w.ts, w.lock, w.committed ? VersionState::kCommitted : VersionState::kPending, w.tombstone,
                    w.value};
-  auto stored = store_.get(w.key);
-  if (stored.is_ok() && stored.value()) {
-    const Version& s = *stored.value();
-    if (s.ts == incoming.ts && same_content(s, incoming)) {  // a retry or a repair: idempotent
-      if (s.state == VersionState::kCommitted || !w.committed) return {};
-      return apply_change(Change{.key = w.key, .put = &incoming}, changed, {});
-    }
-    if (stored_wins(s, incoming)) {
-      ReplicaReply r = reply_with(Status(Code::kStale, "a newer version " + s.ts.to_string() + " is stored"));
-      r.stored_ts = s.ts;
-      return r;
-    }
-  } else if (!stored.is_ok() && stored.code() != Code::kCorrupt) {
-    return reply_with(stored.status());
+  for (const Version& v : versions) {
+    if (!wire::same_write(v, incoming)) continue;
+    if (v.state == VersionState::kCommitted || !w.committed) return {};  // a retry or a repair: idempotent
+    return commit_version(w.key, versions, incoming.ts, changed);
   }
-  // A corrupt stored version is overwritten: that is how it gets repaired.
-  Change c{.key = w.key, .put = &incoming, .lock = w.lock, .floor = w.ts.token > floor ? w.ts.token : 0};
+  const Version* committed = committed_of(versions);
+  if (committed != nullptr && !wire::newer(incoming, *committed)) {
+    ReplicaReply r = reply_with(Status(Code::kStale, "a newer version " + committed->ts.to_string() + " is committed"));
+    r.stored_ts = committed->ts;
+    return r;
+  }
+  if (!w.committed && pending_count(versions) + 1 >= wire::Limits::kMaxVersionsPerKey) {
+    return reply_with(Status(Code::kUnavailable, "key has " + std::to_string(pending_count(versions)) +
+                                                     " unresolved writes; retry after they are committed or purged"));
+  }
+  insert(versions, incoming);
+  Change c{.key = w.key, .put = &versions, .lock = w.lock, .floor = w.ts.token > floor ? w.ts.token : 0};
   return apply_change(c, changed, {});
+}
+
+ReplicaReply ReplicaHandler::commit_version(std::string_view key, Versions versions, const FencedTimestamp& ts,
+                                            bool& changed) {
+  auto it = std::find_if(versions.begin(), versions.end(), [&](const Version& v) { return v.ts == ts; });
+  if (it == versions.end() || it->state == VersionState::kCommitted) return {};
+  it->state = VersionState::kCommitted;
+  versions.erase(it + 1, versions.end());  // an acknowledged version makes older ones moot
+  ReplicaReply ok;
+  ok.applied = true;
+  return apply_change(Change{.key = key, .put = &versions}, changed, ok);
 }
 
 ReplicaReply ReplicaHandler::fence(const wire::FenceRequest& f, bool& changed) {
@@ -122,38 +145,36 @@ ReplicaReply ReplicaHandler::fence(const wire::FenceRequest& f, bool& changed) {
 ReplicaReply ReplicaHandler::commit(const wire::CommitRequest& c, bool& changed) {
   auto stored = store_.get(c.key);
   if (!stored.is_ok()) return reply_with(stored.status());
-  if (!stored.value() || stored.value()->ts != c.ts || stored.value()->state == VersionState::kCommitted) return {};
-  Version v = *stored.value();
-  v.state = VersionState::kCommitted;
-  ReplicaReply ok;
-  ok.applied = true;
-  return apply_change(Change{.key = c.key, .put = &v}, changed, ok);
+  return commit_version(c.key, std::move(stored).value(), c.ts, changed);
 }
 
 ReplicaReply ReplicaHandler::purge(const wire::PurgeRequest& p, bool& changed) {
   auto stored = store_.get(p.key);
-  if (!stored.is_ok() && stored.code() != Code::kCorrupt) return reply_with(stored.status());
+  if (!stored.is_ok()) return reply_with(stored.status());
+  Versions versions = std::move(stored).value();
   // Only the pending version named is dropped; a committed one is never purged.
-  if (!stored.is_ok() || !stored.value() || stored.value()->ts != p.ts ||
-      stored.value()->state != VersionState::kPending) {
-    return {};
-  }
+  auto it = std::find_if(versions.begin(), versions.end(),
+                         [&](const Version& v) { return v.ts == p.ts && v.state == VersionState::kPending; });
+  if (it == versions.end()) return {};
+  versions.erase(it);
   ReplicaReply ok;
   ok.applied = true;
-  return apply_change(Change{.key = p.key, .erase = true}, changed, ok);
+  return apply_change(Change{.key = p.key, .put = &versions}, changed, ok);
 }
 
 ReplicaReply ReplicaHandler::read(const wire::ReadRequest& r) {
   auto stored = store_.get(r.key);
   if (!stored.is_ok()) return reply_with(stored.status());
   ReplicaReply reply;
-  reply.version = std::move(stored.value());
-  std::string_view lock = r.floor_of;
-  if (lock.empty() && reply.version) lock = reply.version->lock;
-  if (!lock.empty()) {
+  reply.versions = std::move(stored).value();
+  std::vector<std::string_view> locks;
+  for (const Version& v : reply.versions) locks.push_back(v.lock);
+  locks.push_back(r.floor_of);
+  for (std::string_view lock : locks) {
+    if (lock.empty() || reply.floors.count(std::string(lock)) != 0) continue;
     auto floor = store_.fence_floor(lock);
     if (!floor.is_ok()) return reply_with(floor.status());
-    reply.floor = floor.value();
+    reply.floors[std::string(lock)] = floor.value();
   }
   return reply;
 }

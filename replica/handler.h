@@ -40,6 +40,8 @@ class ReplicaHandler {
   wire::ReplicaReply purge(const wire::PurgeRequest& p, bool& changed);
   wire::ReplicaReply read(const wire::ReadRequest& r);
   wire::ReplicaReply apply_change(const Change& change, bool& changed, wire::ReplicaReply ok_reply);
+  // Marks the version with `ts` committed and drops the older ones.
+  wire::ReplicaReply commit_version(std::string_view key, Versions versions, const FencedTimestamp& ts, bool& changed);
 
   ReplicaStore& store_;
   HybridClock& clock_;

@@ -94,16 +94,14 @@ Status LmdbStore::begin() {
   return Status::ok();
 }
 
-Result<std::optional<wire::Version>> LmdbStore::get(std::string_view key) {
+Result<Versions> LmdbStore::get(std::string_view key) {
   if (Status s = begin(); !s.is_ok()) return s;
-  if (!storable(key)) return std::optional<wire::Version>();
+  if (!storable(key)) return Versions();
   MDB_val k = val(key), v;
   int rc = mdb_get(txn_, versions_, &k, &v);
-  if (rc == MDB_NOTFOUND) return std::optional<wire::Version>();
-  if (rc != 0) return lmdb_error("read version", rc);
-  auto decoded = decode_record(key, view(v));
-  if (!decoded.is_ok()) return decoded.status();
-  return std::optional<wire::Version>(std::move(decoded).value());
+  if (rc == MDB_NOTFOUND) return Versions();
+  if (rc != 0) return lmdb_error("read versions", rc);
+  return decode_record(key, view(v));
 }
 
 Result<uint64_t> LmdbStore::fence_floor(std::string_view lock) {
@@ -122,14 +120,13 @@ Result<uint64_t> LmdbStore::fence_floor(std::string_view lock) {
 Status LmdbStore::apply_in(MDB_txn* txn, const Change& c) {
   MDB_val k = val(c.key);
   int rc = 0;
-  if (c.put != nullptr) {
+  if (c.put != nullptr && !c.put->empty()) {
     std::string rec = encode_record(c.key, *c.put);
     MDB_val v = val(rec);
-    if ((rc = mdb_put(txn, versions_, &k, &v, 0)) != 0) return lmdb_error("write version", rc);
-  }
-  if (c.erase) {
+    if ((rc = mdb_put(txn, versions_, &k, &v, 0)) != 0) return lmdb_error("write versions", rc);
+  } else if (c.put != nullptr) {
     rc = mdb_del(txn, versions_, &k, nullptr);
-    if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error("erase version", rc);
+    if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error("erase versions", rc);
   }
   if (c.floor != 0) {
     std::string f = be64(c.floor);
@@ -140,7 +137,7 @@ Status LmdbStore::apply_in(MDB_txn* txn, const Change& c) {
 }
 
 Status LmdbStore::apply(const Change& c) {
-  if ((c.put != nullptr || c.erase) && !storable(c.key)) return unstorable("key", c.key);
+  if (c.put != nullptr && !storable(c.key)) return unstorable("key", c.key);
   if (c.floor != 0 && !storable(c.lock)) return unstorable("lock name", c.lock);
   if (Status s = begin(); !s.is_ok()) return s;
   // A nested transaction makes the change all-or-nothing: a full map fails this

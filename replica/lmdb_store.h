@@ -30,7 +30,7 @@ class LmdbStore final : public ReplicaStore {
   static Result<std::unique_ptr<LmdbStore>> open(const std::string& dir, Options options);
   ~LmdbStore() override;
 
-  Result<std::optional<wire::Version>> get(std::string_view key) override;
+  Result<Versions> get(std::string_view key) override;
   Result<uint64_t> fence_floor(std::string_view lock) override;
   Status apply(const Change& change) override;
   Status commit() override;

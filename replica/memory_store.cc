@@ -10,12 +10,10 @@ std::optional<std::string> MemoryStore::record(std::string_view key) const {
   return std::nullopt;
 }
 
-Result<std::optional<wire::Version>> MemoryStore::get(std::string_view key) {
+Result<Versions> MemoryStore::get(std::string_view key) {
   auto rec = record(key);
-  if (!rec) return std::optional<wire::Version>();
-  auto v = decode_record(key, *rec);
-  if (!v.is_ok()) return v.status();
-  return std::optional<wire::Version>(std::move(v).value());
+  if (!rec) return Versions();
+  return decode_record(key, *rec);
 }
 
 Result<uint64_t> MemoryStore::fence_floor(std::string_view lock) {
@@ -32,11 +30,12 @@ size_t MemoryStore::stored_bytes() const {
 }
 
 Status MemoryStore::apply(const Change& c) {
-  if (c.put != nullptr && capacity_bytes_ != SIZE_MAX && stored_bytes() + c.key.size() + c.put->value.size() > capacity_bytes_) {
+  std::optional<std::string> rec;
+  if (c.put != nullptr && !c.put->empty()) rec = encode_record(c.key, *c.put);
+  if (rec && capacity_bytes_ != SIZE_MAX && stored_bytes() + c.key.size() + rec->size() > capacity_bytes_) {
     return Status(Code::kStorageError, "disk full");
   }
-  if (c.put != nullptr) batch_.records[std::string(c.key)] = encode_record(c.key, *c.put);
-  if (c.erase) batch_.records[std::string(c.key)] = std::nullopt;
+  if (c.put != nullptr) batch_.records[std::string(c.key)] = std::move(rec);
   if (c.floor != 0) batch_.floors[std::string(c.lock)] = c.floor;
   return Status::ok();
 }

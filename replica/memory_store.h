@@ -14,7 +14,7 @@ namespace palisade::replica {
 
 class MemoryStore final : public ReplicaStore {
  public:
-  Result<std::optional<wire::Version>> get(std::string_view key) override;
+  Result<Versions> get(std::string_view key) override;
   Result<uint64_t> fence_floor(std::string_view lock) override;
   Status apply(const Change& change) override;
   Status commit() override;

@@ -12,14 +12,14 @@
 
 #include "common/replica_protocol.h"
 #include "common/status.h"
+#include "replica/record.h"
 
 namespace palisade::replica {
 
 // What one request changes: at most one key and one lock's fence floor.
 struct Change {
   std::string_view key{};
-  const wire::Version* put = nullptr;  // the key's new version
-  bool erase = false;                  // or: the key loses its version
+  const Versions* put = nullptr;  // the key's new versions (none: the key is erased)
   std::string_view lock{};
   uint64_t floor = 0;  // when non-zero: the lock's new fence floor
 };
@@ -28,9 +28,9 @@ class ReplicaStore {
  public:
   virtual ~ReplicaStore() = default;
 
-  // The key's version; nullopt when it has none; Corrupt when its record fails
-  // its checksum; StorageError when the disk fails.
-  virtual Result<std::optional<wire::Version>> get(std::string_view key) = 0;
+  // The key's versions, newest first; empty when it has none; Corrupt when its
+  // record fails its checksum; StorageError when the disk fails.
+  virtual Result<Versions> get(std::string_view key) = 0;
   // The lock's fence floor, 0 when it has none.
   virtual Result<uint64_t> fence_floor(std::string_view lock) = 0;
   // Applies all of `change` or, on error, none of it.

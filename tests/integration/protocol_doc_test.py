@@ -42,6 +42,11 @@ def human(raw):
     return "%d@%d.%d" % decode_ts(raw)
 
 
+def version(ts, lock, state, value, tombstone=False):
+    """One entry of a read reply's versions: exactly these five fields."""
+    return {"ts": ts, "lock": lock, "state": state, "tombstone": tombstone, "value": value}
+
+
 def now_ms():
     return int(time.time() * 1000)
 
@@ -183,72 +188,144 @@ def run(replica):
         check.reply("same write again is idempotent",
                     c.call("write", key=b"k1", value=b"v1", ts=ts1, lock="L"), "ok")
 
-        # a stale write: same token, older hlc
-        r = c.call("write", key=b"k1", value=b"old", ts=encode_ts(5, ms, 1), lock="L")
-        check.reply("stale write", r, "stale", stored_ts=ts1)
-        assert human(r["stored_ts"]) == "5@%d.4" % ms
+        # read: every version, newest first, and the floors of their locks
+        r = c.call("read", key=b"k1")
+        check.reply("read k1", r, "ok", versions=[version(ts1, "L", "pending", b"v1")], floors={"L": 5})
+        assert decode_ts(r["versions"][0]["ts"]) == (5, ms, 4)
+        assert isinstance(r["versions"][0]["value"], bytes) and isinstance(r["versions"][0]["lock"], str)
+        check.reply("read with key as str", c.call("read", key="k1"), "ok",
+                    versions=[version(ts1, "L", "pending", b"v1")], floors={"L": 5})
+
+        # an older write than a pending version is not stale: only a committed version settles that
+        ts0 = encode_ts(5, ms, 1)
+        check.reply("older write below a pending version",
+                    c.call("write", key=b"k1", value=b"older", ts=ts0, lock="L"), "ok")
+        check.reply("read k1: two pending versions", c.call("read", key=b"k1"), "ok",
+                    versions=[version(ts1, "L", "pending", b"v1"), version(ts0, "L", "pending", b"older")],
+                    floors={"L": 5})
 
         # a fenced-out write: token below the floor
         r = c.call("write", key=b"k1", value=b"late", ts=encode_ts(4, ms + 1), lock="L")
         check.reply("fenced-out write (token 4 < floor 5)", r, "fenced", floor=5)
 
-        # read, decoding ts
-        r = c.call("read", key=b"k1")
-        check.reply("read k1", r, "ok", floor=5, found=True, ts=ts1, lock="L", state="pending",
-                    tombstone=False, value=b"v1")
-        assert decode_ts(r["ts"]) == (5, ms, 4)
-        assert isinstance(r["value"], bytes) and isinstance(r["lock"], str)
+        # floor_of: the floor of a lock no version names (0: never fenced), or of one they name
         check.reply("read with floor_of another lock", c.call("read", key=b"k1", floor_of="M"), "ok",
-                    found=True, ts=ts1, lock="L", state="pending", tombstone=False, value=b"v1")
+                    versions=[version(ts1, "L", "pending", b"v1"), version(ts0, "L", "pending", b"older")],
+                    floors={"L": 5, "M": 0})
         check.reply("read of a key never written", c.call("read", key=b"nothing"), "ok")
-        check.reply("read with key as str", c.call("read", key="k1"), "ok", floor=5, found=True, ts=ts1,
-                    lock="L", state="pending", tombstone=False, value=b"v1")
+        check.reply("read of a key never written, with floor_of", c.call("read", key=b"nothing", floor_of="L"),
+                    "ok", floors={"L": 5})
 
-        # commit
+        # commit: marks the version committed and drops the older ones
         check.reply("commit with another ts changes nothing", c.call("commit", key=b"k1", ts=encode_ts(5, ms, 3)), "ok")
         check.reply("commit k1", c.call("commit", key=b"k1", ts=ts1), "ok", applied=True)
         check.reply("commit k1 again", c.call("commit", key=b"k1", ts=ts1), "ok")
-        r = c.call("read", key=b"k1")
-        assert r["state"] == "committed", r
+        check.reply("read committed k1: the older version is gone", c.call("read", key=b"k1"), "ok",
+                    versions=[version(ts1, "L", "committed", b"v1")], floors={"L": 5})
+        check.reply("commit of the dropped version changes nothing", c.call("commit", key=b"k1", ts=ts0), "ok")
 
-        # purge
+        # stale: a write not newer than the COMMITTED version
+        r = c.call("write", key=b"k1", value=b"old", ts=encode_ts(5, ms, 2), lock="L")
+        check.reply("stale write (older than the committed version)", r, "stale", stored_ts=ts1)
+        assert human(r["stored_ts"]) == "5@%d.4" % ms
+
+        # purge: drops one pending version, never a committed one
         ts2 = encode_ts(5, ms, 6)
-        check.reply("write k2", c.call("write", key=b"k2", value=b"x", ts=ts2, lock="L"), "ok")
-        check.reply("purge k2", c.call("purge", key=b"k2", ts=ts2), "ok", applied=True)
-        check.reply("k2 is gone", c.call("read", key=b"k2"), "ok")
+        check.reply("write k1 at .6", c.call("write", key=b"k1", value=b"x", ts=ts2, lock="L"), "ok")
+        check.reply("purge k1 at .6", c.call("purge", key=b"k1", ts=ts2), "ok", applied=True)
+        check.reply("purge k1 at .6 again", c.call("purge", key=b"k1", ts=ts2), "ok")
         check.reply("a committed version is never purged", c.call("purge", key=b"k1", ts=ts1), "ok")
+        check.reply("read k1 after the purge", c.call("read", key=b"k1"), "ok",
+                    versions=[version(ts1, "L", "committed", b"v1")], floors={"L": 5})
+        ts3 = encode_ts(5, ms, 7)
+        check.reply("write k2", c.call("write", key=b"k2", value=b"x", ts=ts3, lock="L"), "ok")
+        check.reply("purge k2's only version", c.call("purge", key=b"k2", ts=ts3), "ok", applied=True)
+        check.reply("k2 is gone", c.call("read", key=b"k2"), "ok")
+
+        # a busy key: at most 4 pending versions besides the committed one
+        pending = [encode_ts(5, ms, 10 + i) for i in range(4)]
+        for i, ts in enumerate(pending):
+            check.reply("pending write %d of k1" % (i + 1),
+                        c.call("write", key=b"k1", value=b"p%d" % i, ts=ts, lock="L"), "ok")
+        r = c.call("read", key=b"k1")
+        assert len(r["versions"]) == 5, r
+        assert [v["state"] for v in r["versions"]] == ["pending"] * 4 + ["committed"], r
+        check.reply("a fifth pending write is refused as busy",
+                    c.call("write", key=b"k1", value=b"p4", ts=encode_ts(5, ms, 20), lock="L"), "unavailable")
+        check.reply("commit the second newest", c.call("commit", key=b"k1", ts=pending[2]), "ok", applied=True)
+        check.reply("read k1: the newest pending and the new committed one", c.call("read", key=b"k1"), "ok",
+                    versions=[version(pending[3], "L", "pending", b"p3"), version(pending[2], "L", "committed", b"p2")],
+                    floors={"L": 5})
+        check.reply("the key takes writes again",
+                    c.call("write", key=b"k1", value=b"p4", ts=encode_ts(5, ms, 20), lock="L"), "ok")
+
+        # a committed write (read repair): not refused by the floor, drops older versions
+        tsr = encode_ts(3, ms, 30)
+        check.reply("repair write of another key, token 3 below floor 5",
+                    c.call("write", key=b"r", value=b"rv", ts=tsr, lock="L", committed=True), "ok")
+        check.reply("read the repaired key", c.call("read", key=b"r"), "ok",
+                    versions=[version(tsr, "L", "committed", b"rv")], floors={"L": 5})
+        check.reply("the same write uncommitted is fenced",
+                    c.call("write", key=b"r2", value=b"rv", ts=tsr, lock="L"), "fenced", floor=5)
+        ts5 = encode_ts(5, ms, 40)
+        check.reply("pending write of r", c.call("write", key=b"r", value=b"new", ts=ts5, lock="L"), "ok")
+        check.reply("repair over its own pending copy commits it",
+                    c.call("write", key=b"r", value=b"new", ts=ts5, lock="L", committed=True), "ok", applied=True)
+        check.reply("read r: only the committed repair", c.call("read", key=b"r"), "ok",
+                    versions=[version(ts5, "L", "committed", b"new")], floors={"L": 5})
 
         # tombstone
-        ts3 = encode_ts(6, ms + 2)
+        ts6 = encode_ts(6, ms + 2)
         check.reply("delete k1 (tombstone) at token 6",
-                    c.call("write", key=b"k1", tombstone=True, ts=ts3, lock="L"), "ok")
-        check.reply("read deleted k1", c.call("read", key=b"k1"), "ok", floor=6, found=True, ts=ts3, lock="L",
-                    state="pending", tombstone=True, value=b"")
-        check.reply("tombstone with a value", c.call("write", key=b"k1", tombstone=True, value=b"x", ts=ts3,
+                    c.call("write", key=b"k1", tombstone=True, ts=ts6, lock="L"), "ok")
+        check.reply("commit the tombstone", c.call("commit", key=b"k1", ts=ts6), "ok", applied=True)
+        check.reply("read deleted k1", c.call("read", key=b"k1"), "ok",
+                    versions=[version(ts6, "L", "committed", b"", tombstone=True)], floors={"L": 6})
+        check.reply("tombstone with a value", c.call("write", key=b"k1", tombstone=True, value=b"x", ts=ts6,
                                                      lock="L"), "bad_request")
 
-        # unfenced writes: token 0 and no lock; they lose to fenced versions
-        check.reply("unfenced write", c.call("write", key=b"u", value=b"1", ts=encode_ts(0, ms)), "ok")
-        check.reply("unfenced write over a fenced version",
-                    c.call("write", key=b"k1", value=b"1", ts=encode_ts(0, ms + 100)), "stale", stored_ts=ts3)
+        # unfenced writes: token 0 and no lock; they are older than fenced versions
+        tsu = encode_ts(0, ms)
+        check.reply("unfenced write", c.call("write", key=b"u", value=b"1", ts=tsu), "ok")
+        check.reply("read u: no lock, no floors", c.call("read", key=b"u"), "ok",
+                    versions=[version(tsu, "", "pending", b"1")])
+        check.reply("unfenced write over a committed fenced version",
+                    c.call("write", key=b"k1", value=b"1", ts=encode_ts(0, ms + 100)), "stale", stored_ts=ts6)
         check.reply("lock without a token", c.call("write", key=b"u", value=b"1", ts=encode_ts(0, ms), lock="L"),
                     "bad_request")
         check.reply("token without a lock", c.call("write", key=b"u", value=b"1", ts=encode_ts(3, ms)),
                     "bad_request")
 
-        # equal timestamps, different content: the larger content hash wins
+        # equal timestamps, different content: the larger content hash is newer
         ts4 = encode_ts(6, ms + 3)
         a, b = b"apple", b"banana"
         ha, hb = content_hash(b"L", False, a), content_hash(b"L", False, b)
-        check.reply("tie: first value", c.call("write", key=b"tie", value=a, ts=ts4, lock="L"), "ok")
-        r = c.call("write", key=b"tie", value=b, ts=ts4, lock="L")
         if ha is None:
-            print("skip tie-break hash check: libxxhash not found")
-            assert r["code"] in ("ok", "stale"), r
-        elif hb > ha:
-            check.reply("tie: larger hash replaces", r, "ok")
+            print("skip tie-break hash checks: libxxhash not found")
         else:
-            check.reply("tie: smaller hash is stale", r, "stale", stored_ts=ts4)
+            lo, hi = (a, b) if ha < hb else (b, a)
+            check.reply("tie: commit the smaller hash", c.call("write", key=b"tie1", value=lo, ts=ts4, lock="L",
+                                                               committed=True), "ok")
+            check.reply("tie: larger hash is newer", c.call("write", key=b"tie1", value=hi, ts=ts4, lock="L"), "ok")
+            check.reply("tie: read orders by hash", c.call("read", key=b"tie1"), "ok",
+                        versions=[version(ts4, "L", "pending", hi), version(ts4, "L", "committed", lo)],
+                        floors={"L": 6})
+            check.reply("tie: commit the larger hash", c.call("write", key=b"tie2", value=hi, ts=ts4, lock="L",
+                                                              committed=True), "ok")
+            check.reply("tie: smaller hash is stale", c.call("write", key=b"tie2", value=lo, ts=ts4, lock="L"),
+                        "stale", stored_ts=ts4)
+
+        # a read returns up to five versions: its reply can be five times the largest value
+        mib = 1 << 20
+        for i in range(5):
+            check.reply("1 MiB version %d of big" % (i + 1),
+                        c.call("write", key=b"big", value=bytes([65 + i]) * mib, ts=encode_ts(6, ms, 50 + i),
+                               lock="L", committed=(i == 0)), "ok")
+        r = c.call("read", key=b"big")
+        check.reply("read five 1 MiB versions", r, "ok",
+                    versions=[version(encode_ts(6, ms, 50 + i), "L", "committed" if i == 0 else "pending",
+                                      bytes([65 + i]) * mib) for i in reversed(range(5))],
+                    floors={"L": 6})
 
         # clock skew: an hlc far ahead of the replica's wall clock
         check.reply("clock skew", c.call("write", key=b"s", value=b"1", ts=encode_ts(6, now_ms() + 60000), lock="L"),
@@ -272,6 +349,7 @@ def run(replica):
         check.reply("key over 511 bytes", c.call("read", key=b"k" * 512), "too_large")
         check.reply("key of 511 bytes", c.call("write", key=b"k" * 511, value=b"1", ts=encode_ts(0, ms)), "ok")
         check.reply("lock over 256 bytes", c.call("fence", lock="L" * 257, token=1), "too_large")
+        check.reply("floor_of over 256 bytes", c.call("read", key=b"k1", floor_of="L" * 257), "too_large")
         check.reply("value over 1 MiB", c.call("write", key=b"big", value=b"x" * (1 << 20) + b"x",
                                                ts=encode_ts(0, ms)), "too_large")
         big = msgpack.packb({"v": 1, "id": 94, "type": "write", "key": b"big", "value": b"x" * (2 << 20),

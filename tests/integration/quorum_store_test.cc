@@ -39,13 +39,14 @@ struct Cluster {
   void stop(int i) { replicas[i]->process().kill(); }
   void start(int i) { replicas[i]->restart(); }
 
-  // What replica i stores for `key`, read directly.
+  // The newest version replica i stores for `key`, read directly.
   std::optional<wire::Version> stored(int i, const std::string& key) {
     ReplicaConnection conn(replicas[i]->endpoint());
     auto reply = conn.call(test::read_req(key));
     REQUIRE(reply.is_ok());
     REQUIRE(reply.value().status.is_ok());
-    return reply.value().version;
+    const wire::Version* newest = reply.value().newest();
+    return newest != nullptr ? std::optional(*newest) : std::nullopt;
   }
 };
 

@@ -51,8 +51,8 @@ std::string read_value(ReplicaConnection& conn, const std::string& key) {
   ReplicaReply r = call(conn, read_req(key));
   INFO("read " << key << ": " << r.status.to_string());
   REQUIRE(r.status.is_ok());
-  REQUIRE(r.version);
-  return r.version->value;
+  REQUIRE(r.newest());
+  return r.newest()->value;
 }
 
 void write_ok(ReplicaConnection& conn, const std::string& key, const std::string& value,
@@ -206,12 +206,14 @@ TEST_CASE("daemon: every acknowledged write survives SIGKILL", "[replica][daemon
     ReplicaReply r = call(conn, read_req(key));
     INFO("key " << key);
     REQUIRE(r.status.is_ok());
-    REQUIRE(r.version);
-    CHECK(r.version->value == e.value);
-    CHECK(r.version->lock == e.lock);
-    CHECK(r.version->ts == e.ts);
-    CHECK(r.version->state == (e.committed ? wire::VersionState::kCommitted : wire::VersionState::kPending));
-    CHECK(r.floor == floors[e.lock]);
+    REQUIRE(r.versions.size() == 1);
+    const wire::Version& v = r.versions.front();
+    CHECK(v.value == e.value);
+    CHECK(v.lock == e.lock);
+    CHECK(v.ts == e.ts);
+    CHECK(v.state == (e.committed ? wire::VersionState::kCommitted : wire::VersionState::kPending));
+    REQUIRE(r.floors.count(e.lock) == 1);
+    CHECK(r.floors.at(e.lock) == floors[e.lock]);
   }
   for (const auto& [lock, floor] : floors) {
     INFO("lock " << lock);
@@ -312,17 +314,17 @@ TEST_CASE("daemon: bad input gets an error reply and changes nothing", "[replica
     REQUIRE(reply.is_ok());
     CHECK(reply.value().id == 4242);
     REQUIRE(reply.value().status.is_ok());
-    REQUIRE(reply.value().version);
-    CHECK(reply.value().version->value == "precious");
+    REQUIRE(reply.value().newest());
+    CHECK(reply.value().newest()->value == "precious");
   }
 
   // Still serving, nothing changed, and every refusal was logged.
   REQUIRE(call(f.conn, ping_req()).status.is_ok());
   ReplicaReply r = call(f.conn, read_req("k"));
   REQUIRE(r.status.is_ok());
-  REQUIRE(r.version);
-  CHECK(r.version->value == "precious");
-  CHECK(r.version->ts == stored_ts);
+  REQUIRE(r.versions.size() == 1);
+  CHECK(r.versions.front().value == "precious");
+  CHECK(r.versions.front().ts == stored_ts);
   CHECK(f.daemon.process().running());
   CHECK_THAT(f.daemon.process().log(), Catch::Contains("refused request"));
 }
@@ -353,7 +355,7 @@ TEST_CASE("daemon: a value corrupted on disk is reported, never returned", "[rep
 
   ReplicaReply r = call(conn, read_req("victim"));
   CHECK(r.status.code() == Code::kCorrupt);
-  CHECK_FALSE(r.version);
+  CHECK(r.versions.empty());
   CHECK(read_value(conn, "bystander") == "fine");
   CHECK_THAT(f.daemon.process().log(), Catch::Contains("corrupt"));
   // A newer write repairs it (what anti-entropy and read repair do).
@@ -439,7 +441,7 @@ TEST_CASE("daemon: a full disk fails writes, not the daemon", "[replica][daemon]
     for (const auto& [key, value] : acknowledged) CHECK(read_value(conn, key) == value);
     ReplicaReply r = call(conn, read_req(refused_key));
     REQUIRE(r.status.is_ok());
-    CHECK_FALSE(r.version);
+    CHECK(r.versions.empty());
   };
   check_all(f.conn);
   CHECK(f.daemon.process().running());

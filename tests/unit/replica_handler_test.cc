@@ -37,29 +37,38 @@ struct Replica {
     REQUIRE(replies.size() == 1);
     return replies[0];
   }
-  std::optional<wire::Version> stored(const std::string& key) {
+  // All versions of the key, newest first.
+  std::vector<wire::Version> versions(const std::string& key) {
     auto r = call(read_req(key));
     REQUIRE(r.status.is_ok());
-    return r.version;
+    return r.versions;
+  }
+  // The newest version of the key.
+  std::optional<wire::Version> stored(const std::string& key) {
+    auto v = versions(key);
+    return v.empty() ? std::nullopt : std::optional(v.front());
+  }
+  // Writes and commits: an acknowledged version.
+  void committed_write(ReplicaRequest w) {
+    const auto& req = std::get<wire::WriteRequest>(w.body);
+    REQUIRE(call(w).status.is_ok());
+    REQUIRE(call(commit_req(req.key, req.ts)).applied);
   }
 };
 
 TEST_CASE("write rules: fenced, stale, idempotent, stored as pending", "[replica]") {
   struct Case {
     const char* name;
-    std::vector<ReplicaRequest> before;
+    std::vector<ReplicaRequest> committed_before;  // written and committed first
     ReplicaRequest request;
     Code code;
-    std::optional<std::string> value_after;  // value stored for "k" afterwards
+    std::optional<std::string> newest_after;  // newest value stored for "k" afterwards
   };
   const std::vector<Case> cases = {
       {"first write is stored", {}, write_req("k", "a", ts(1), "L"), Code::kOk, "a"},
       {"unfenced first write is stored", {}, write_req("k", "a", ts(0)), Code::kOk, "a"},
-      {"token below floor is fenced", {fence_req("L", 5)}, write_req("k", "a", ts(4), "L"), Code::kFenced, std::nullopt},
-      {"token equal to floor is accepted", {fence_req("L", 5)}, write_req("k", "a", ts(5), "L"), Code::kOk, "a"},
-      {"floor of another lock does not fence", {fence_req("M", 9)}, write_req("k", "a", ts(4), "L"), Code::kOk, "a"},
-      {"older timestamp is stale", {write_req("k", "new", ts(3, 10), "L")}, write_req("k", "old", ts(3, 5), "L"),
-       Code::kStale, "new"},
+      {"older than the committed version is stale", {write_req("k", "new", ts(3, 10), "L")},
+       write_req("k", "old", ts(3, 5), "L"), Code::kStale, "new"},
       {"higher token beats a later clock", {write_req("k", "old", ts(3, 100), "L")}, write_req("k", "new", ts(4, 0), "L"),
        Code::kOk, "new"},
       {"lower token loses to an earlier clock even on another lock", {write_req("k", "new", ts(4, 0), "M")},
@@ -76,14 +85,56 @@ TEST_CASE("write rules: fenced, stale, idempotent, stored as pending", "[replica
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.name) {
       Replica r;
-      for (const auto& b : c.before) REQUIRE(r.call(b).status.is_ok());
+      for (const auto& b : c.committed_before) r.committed_write(b);
       ReplicaReply reply = r.call(c.request);
       CHECK(reply.status.code() == c.code);
       auto v = r.stored("k");
-      REQUIRE(v.has_value() == c.value_after.has_value());
-      if (v) CHECK(v->value == *c.value_after);
+      REQUIRE(v.has_value() == c.newest_after.has_value());
+      if (v) CHECK(v->value == *c.newest_after);
     }
   }
+}
+
+TEST_CASE("fence floors: below is fenced, equal is accepted, other locks do not count", "[replica]") {
+  Replica r;
+  r.call(fence_req("L", 5));
+  r.call(fence_req("M", 9));
+  CHECK(r.call(write_req("a", "x", ts(4), "L")).status.code() == Code::kFenced);
+  CHECK(r.call(write_req("b", "x", ts(5), "L")).status.is_ok());
+  CHECK(r.call(write_req("c", "x", ts(6), "L")).status.is_ok());
+  CHECK_FALSE(r.stored("a"));
+  CHECK(r.stored("b"));
+}
+
+TEST_CASE("pending versions are kept side by side, newest first, until one is committed", "[replica]") {
+  Replica r;
+  r.committed_write(write_req("k", "base", ts(1), "L"));
+  CHECK(r.call(write_req("k", "p2", ts(2, 5), "L")).status.is_ok());
+  CHECK(r.call(write_req("k", "p1", ts(2, 1), "L")).status.is_ok());  // older than a pending one: kept too
+  auto v = r.versions("k");
+  REQUIRE(v.size() == 3);
+  CHECK(v[0].value == "p2");
+  CHECK(v[1].value == "p1");
+  CHECK(v[2].value == "base");
+  CHECK(v[2].state == VersionState::kCommitted);
+  REQUIRE(r.call(commit_req("k", ts(2, 1))).applied);  // drops everything older than p1
+  v = r.versions("k");
+  REQUIRE(v.size() == 2);
+  CHECK(v[0].value == "p2");
+  CHECK(v[1].value == "p1");
+  CHECK(v[1].state == VersionState::kCommitted);
+  CHECK(r.call(write_req("k", "late", ts(2, 0), "L")).status.code() == Code::kStale);
+}
+
+TEST_CASE("a key with too many unresolved writes refuses more for now", "[replica]") {
+  Replica r;
+  uint64_t logical = 0;
+  while (r.call(write_req("k", "v", ts(1, 0, ++logical), "L")).status.is_ok()) REQUIRE(logical < 100);
+  CHECK(logical == wire::Limits::kMaxVersionsPerKey);
+  CHECK(r.call(write_req("k", "v", ts(1, 0, ++logical), "L")).status.code() == Code::kUnavailable);
+  CHECK(r.versions("k").size() == wire::Limits::kMaxVersionsPerKey - 1);
+  REQUIRE(r.call(commit_req("k", ts(1, 0, 2))).applied);
+  CHECK(r.call(write_req("k", "v", ts(1, 0, ++logical), "L")).status.is_ok());
 }
 
 TEST_CASE("a fenced write names the floor and raises nothing", "[replica]") {
@@ -102,16 +153,16 @@ TEST_CASE("an accepted write raises the fence floor of its lock", "[replica]") {
   CHECK(r.call(write_req("other", "y", ts(8), "L")).status.code() == Code::kFenced);
 }
 
-TEST_CASE("a stale write names the stored timestamp", "[replica]") {
+TEST_CASE("a stale write names the committed timestamp", "[replica]") {
   Replica r;
-  REQUIRE(r.call(write_req("k", "x", ts(2, 50), "L")).status.is_ok());
+  r.committed_write(write_req("k", "x", ts(2, 50), "L"));
   ReplicaReply reply = r.call(write_req("k", "y", ts(2, 10), "L"));
   CHECK(reply.status.code() == Code::kStale);
   REQUIRE(reply.stored_ts);
   CHECK(*reply.stored_ts == ts(2, 50));
 }
 
-TEST_CASE("equal timestamps with different content pick one winner in any order", "[replica]") {
+TEST_CASE("equal timestamps with different content are ordered the same on every replica", "[replica]") {
   auto a = write_req("k", "alpha", ts(3), "L");
   auto b = write_req("k", "beta", ts(3), "L");
   Replica ab, ba;
@@ -119,7 +170,8 @@ TEST_CASE("equal timestamps with different content pick one winner in any order"
   ab.call(b);
   ba.call(b);
   ba.call(a);
-  CHECK(ab.stored("k")->value == ba.stored("k")->value);
+  REQUIRE(ab.versions("k").size() == 2);
+  CHECK(ab.versions("k") == ba.versions("k"));
 }
 
 TEST_CASE("writes are pending until committed; commit of another timestamp changes nothing", "[replica]") {
@@ -144,27 +196,33 @@ TEST_CASE("an idempotent retry does not undo a commit", "[replica]") {
 TEST_CASE("purge drops only the named pending version", "[replica]") {
   Replica r;
   r.call(write_req("k", "x", ts(1), "L"));
+  r.call(write_req("k", "y", ts(2), "L"));
   CHECK_FALSE(r.call(purge_req("k", ts(1, 1))).applied);
+  CHECK(r.call(purge_req("k", ts(2))).applied);
+  CHECK(r.stored("k")->value == "x");
   CHECK(r.call(purge_req("k", ts(1))).applied);
   CHECK_FALSE(r.stored("k"));
-  r.call(write_req("c", "y", ts(1), "L"));
-  r.call(commit_req("c", ts(1)));
-  CHECK_FALSE(r.call(purge_req("c", ts(1))).applied);
+  r.committed_write(write_req("c", "y", ts(2), "L"));
+  CHECK_FALSE(r.call(purge_req("c", ts(2))).applied);
   CHECK(r.stored("c"));
 }
 
-TEST_CASE("read returns the version, its state and the fence floor of its lock", "[replica]") {
+TEST_CASE("read returns the versions, their state and the fence floors of their locks", "[replica]") {
   Replica r;
-  r.call(write_req("k", "x", ts(4), "L"));
+  r.committed_write(write_req("k", "x", ts(4), "L"));
+  r.call(write_req("k", "y", ts(5), "M"));
   r.call(fence_req("L", 6));
   ReplicaReply reply = r.call(read_req("k"));
-  REQUIRE(reply.version);
-  CHECK(reply.version->value == "x");
-  CHECK(reply.version->lock == "L");
-  CHECK(reply.version->ts == ts(4));
-  CHECK(reply.floor == 6);
+  REQUIRE(reply.versions.size() == 2);
+  CHECK(reply.newest()->value == "y");
+  CHECK(reply.newest()->lock == "M");
+  CHECK(reply.newest()->state == VersionState::kPending);
+  CHECK(reply.versions[1].value == "x");
+  CHECK(reply.versions[1].ts == ts(4));
+  CHECK(reply.versions[1].state == VersionState::kCommitted);
+  CHECK(reply.floors == std::map<std::string, uint64_t>{{"L", 6}, {"M", 5}});
   CHECK(reply.clock > 0);
-  CHECK_FALSE(r.call(read_req("absent")).version);
+  CHECK(r.call(read_req("absent")).versions.empty());
 }
 
 TEST_CASE("read with floor_of reports that lock's floor, also for a missing key", "[replica]") {
@@ -173,12 +231,12 @@ TEST_CASE("read with floor_of reports that lock's floor, also for a missing key"
   r.call(fence_req("M", 8));
   auto req = read_req("k");
   std::get<wire::ReadRequest>(req.body).floor_of = "M";
-  CHECK(r.call(req).floor == 8);
+  CHECK(r.call(req).floors.at("M") == 8);
   auto missing = read_req("absent");
   std::get<wire::ReadRequest>(missing.body).floor_of = "M";
   ReplicaReply reply = r.call(missing);
-  CHECK_FALSE(reply.version);
-  CHECK(reply.floor == 8);
+  CHECK(reply.versions.empty());
+  CHECK(reply.floors.at("M") == 8);
 }
 
 TEST_CASE("a committed write stores the version committed and upgrades an equal pending one", "[replica]") {
@@ -204,6 +262,20 @@ TEST_CASE("a committed repair is not refused by a floor raised after it was ackn
   CHECK(r.call(repair).status.is_ok());
   CHECK(r.stored("k")->value == "x");
   CHECK(r.call(fence_req("L", 1)).floor == 9);
+}
+
+TEST_CASE("a committed write keeps newer pending versions and drops older ones", "[replica]") {
+  Replica r;
+  r.call(write_req("k", "old", ts(1), "L"));
+  r.call(write_req("k", "new", ts(3), "L"));
+  auto repair = write_req("k", "mid", ts(2), "L");
+  std::get<wire::WriteRequest>(repair.body).committed = true;
+  REQUIRE(r.call(repair).status.is_ok());
+  auto v = r.versions("k");
+  REQUIRE(v.size() == 2);
+  CHECK(v[0].value == "new");
+  CHECK(v[1].value == "mid");
+  CHECK(v[1].state == VersionState::kCommitted);
 }
 
 TEST_CASE("bad writes are refused without changing anything", "[replica]") {
@@ -234,7 +306,7 @@ TEST_CASE("a corrupt version is reported, never returned, and overwritten by a w
   r.call(write_req("k", "x", ts(5), "L"));
   REQUIRE(r.store.corrupt("k"));
   CHECK(r.call(read_req("k")).status.code() == Code::kCorrupt);
-  CHECK_FALSE(r.call(read_req("k")).version);
+  CHECK(r.call(read_req("k")).versions.empty());
   CHECK(r.call(write_req("k", "x", ts(5), "L")).status.is_ok());
   CHECK(r.stored("k")->value == "x");
 }
@@ -268,7 +340,7 @@ TEST_CASE("a full disk fails that write alone and keeps what is stored", "[repli
 TEST_CASE("a crash loses only what was never committed", "[replica]") {
   Replica r;
   r.call(write_req("k", "x", ts(1), "L"));
-  replica::Change c{.key = "k2", .put = nullptr, .erase = false, .lock = "L", .floor = 99};
+  replica::Change c{.key = "k2", .put = nullptr, .lock = "L", .floor = 99};
   REQUIRE(r.store.apply(c).is_ok());
   r.store.crash();
   CHECK(r.stored("k")->value == "x");

@@ -20,6 +20,7 @@ using replica::Change;
 using replica::LmdbStore;
 using replica::MemoryStore;
 using replica::ReplicaStore;
+using replica::Versions;
 using wire::Version;
 using wire::VersionState;
 
@@ -31,16 +32,24 @@ Version version(std::string value, uint64_t token = 1, std::string lock = "L",
                  std::move(value)};
 }
 
+// Stores `v` as the key's one version.
 Status put(ReplicaStore& s, std::string_view key, const Version& v, uint64_t floor = 0) {
-  return s.apply(Change{.key = key, .put = &v, .lock = v.lock, .floor = floor});
+  const Versions versions{v};
+  return s.apply(Change{.key = key, .put = &versions, .lock = v.lock, .floor = floor});
 }
-Status erase(ReplicaStore& s, std::string_view key) { return s.apply(Change{.key = key, .erase = true}); }
+Status put_all(ReplicaStore& s, std::string_view key, const Versions& versions) {
+  return s.apply(Change{.key = key, .put = &versions});
+}
+Status erase(ReplicaStore& s, std::string_view key) {
+  const Versions none;
+  return s.apply(Change{.key = key, .put = &none});
+}
 Status raise_floor(ReplicaStore& s, std::string_view lock, uint64_t floor) {
   return s.apply(Change{.lock = lock, .floor = floor});
 }
 
-// The stored version of `key`, which must be readable.
-std::optional<Version> stored(ReplicaStore& s, std::string_view key) {
+// The stored versions of `key`, which must be readable.
+Versions stored(ReplicaStore& s, std::string_view key) {
   auto r = s.get(key);
   INFO(r.status().to_string());
   REQUIRE(r.is_ok());
@@ -110,11 +119,11 @@ struct LmdbFixture {
 
 STORE_TEST("store: an empty store has no versions and zero floors") {
   TestType f;
-  CHECK_FALSE(stored(f.store(), "k"));
+  CHECK(stored(f.store(), "k").empty());
   CHECK(floor_of(f.store(), "L") == 0);
   CHECK(f.store().commit().is_ok());  // an empty batch commits
   f.store().abort();                  // and aborts
-  CHECK_FALSE(stored(f.store(), "k"));
+  CHECK(stored(f.store(), "k").empty());
 }
 
 STORE_TEST("store: put, get, overwrite and erase") {
@@ -130,22 +139,38 @@ STORE_TEST("store: put, get, overwrite and erase") {
   REQUIRE(put(s, "t", tomb).is_ok());
   REQUIRE(put(s, binary_key, binary).is_ok());
   REQUIRE(s.commit().is_ok());
-  CHECK(stored(s, "a") == a);
-  CHECK(stored(s, "t") == tomb);
-  CHECK(stored(s, binary_key) == binary);
-  CHECK_FALSE(stored(s, "k\0ey"s));  // keys are bytes, not C strings
+  CHECK(stored(s, "a") == Versions{a});
+  CHECK(stored(s, "t") == Versions{tomb});
+  CHECK(stored(s, binary_key) == Versions{binary});
+  CHECK(stored(s, "k\0ey"s).empty());  // keys are bytes, not C strings
 
   REQUIRE(put(s, "a", b).is_ok());  // the store keeps one version per key: the last put
-  CHECK(stored(s, "a") == b);
+  CHECK(stored(s, "a") == Versions{b});
   REQUIRE(erase(s, "t").is_ok());
   REQUIRE(erase(s, "never-stored").is_ok());
-  CHECK_FALSE(stored(s, "t"));
+  CHECK(stored(s, "t").empty());
   REQUIRE(s.commit().is_ok());
 
   f.reopen();
-  CHECK(stored(f.store(), "a") == b);
-  CHECK_FALSE(stored(f.store(), "t"));
-  CHECK(stored(f.store(), binary_key) == binary);
+  CHECK(stored(f.store(), "a") == Versions{b});
+  CHECK(stored(f.store(), "t").empty());
+  CHECK(stored(f.store(), binary_key) == Versions{binary});
+}
+
+STORE_TEST("store: a key's versions are stored together, in order") {
+  TestType f;
+  const Versions versions{version("newest", 9, "L"), version("", 8, "L", VersionState::kPending, true),
+                          version("committed", 7, "M", VersionState::kCommitted)};
+  REQUIRE(put_all(f.store(), "k", versions).is_ok());
+  CHECK(stored(f.store(), "k") == versions);
+  REQUIRE(f.store().commit().is_ok());
+  f.reopen();
+  CHECK(stored(f.store(), "k") == versions);
+  const Versions fewer{versions[2]};
+  REQUIRE(put_all(f.store(), "k", fewer).is_ok());  // a put replaces all of them
+  REQUIRE(f.store().commit().is_ok());
+  f.reopen();
+  CHECK(stored(f.store(), "k") == fewer);
 }
 
 STORE_TEST("store: fence floors") {
@@ -182,19 +207,19 @@ STORE_TEST("store: a batch is visible before commit and abort drops it") {
   REQUIRE(erase(f.store(), "k").is_ok());
   REQUIRE(put(f.store(), "k", pending).is_ok());
   REQUIRE(raise_floor(f.store(), "other", 3).is_ok());
-  CHECK(stored(f.store(), "k") == pending);
-  CHECK(stored(f.store(), "new") == pending);
+  CHECK(stored(f.store(), "k") == Versions{pending});
+  CHECK(stored(f.store(), "new") == Versions{pending});
   CHECK(floor_of(f.store(), "L") == 2);
   CHECK(floor_of(f.store(), "other") == 3);
 
   f.store().abort();
-  CHECK(stored(f.store(), "k") == committed);
-  CHECK_FALSE(stored(f.store(), "new"));
+  CHECK(stored(f.store(), "k") == Versions{committed});
+  CHECK(stored(f.store(), "new").empty());
   CHECK(floor_of(f.store(), "L") == 1);
   CHECK(floor_of(f.store(), "other") == 0);
   f.reopen();
-  CHECK(stored(f.store(), "k") == committed);
-  CHECK_FALSE(stored(f.store(), "new"));
+  CHECK(stored(f.store(), "k") == Versions{committed});
+  CHECK(stored(f.store(), "new").empty());
   CHECK(floor_of(f.store(), "L") == 1);
 }
 
@@ -208,8 +233,8 @@ STORE_TEST("store: commit persists, the open batch is lost when the store goes a
   REQUIRE(raise_floor(f.store(), "L", 1000).is_ok());
 
   f.reopen();
-  for (int i = 0; i < 50; ++i) CHECK(stored(f.store(), "key" + std::to_string(i)) == versions[i]);
-  CHECK_FALSE(stored(f.store(), "uncommitted"));
+  for (int i = 0; i < 50; ++i) CHECK(stored(f.store(), "key" + std::to_string(i)) == Versions{versions[i]});
+  CHECK(stored(f.store(), "uncommitted").empty());
   CHECK(floor_of(f.store(), "L") == 50);
 }
 
@@ -227,10 +252,10 @@ STORE_TEST("store: a failed apply leaves the earlier changes of its batch intact
   INFO(failed.to_string());
   REQUIRE(failed.code() == Code::kStorageError);
   // All or nothing: neither the version nor the floor of the failed change.
-  CHECK_FALSE(stored(s, "huge"));
+  CHECK(stored(s, "huge").empty());
   CHECK(floor_of(s, "H") == 0);
   // The rest of the batch is untouched and the store still takes small changes.
-  CHECK(stored(s, "in-batch") == also_small);
+  CHECK(stored(s, "in-batch") == Versions{also_small});
   CHECK(floor_of(s, "L") == 2);
   REQUIRE(raise_floor(s, "after", 4).is_ok());
   Status committed = s.commit();
@@ -238,9 +263,9 @@ STORE_TEST("store: a failed apply leaves the earlier changes of its batch intact
   REQUIRE(committed.is_ok());
 
   f.reopen();
-  CHECK(stored(f.store(), "before") == small);
-  CHECK(stored(f.store(), "in-batch") == also_small);
-  CHECK_FALSE(stored(f.store(), "huge"));
+  CHECK(stored(f.store(), "before") == Versions{small});
+  CHECK(stored(f.store(), "in-batch") == Versions{also_small});
+  CHECK(stored(f.store(), "huge").empty());
   CHECK(floor_of(f.store(), "L") == 2);
   CHECK(floor_of(f.store(), "after") == 4);
   CHECK(floor_of(f.store(), "H") == 0);
@@ -258,13 +283,13 @@ STORE_TEST("store: a corrupt record is reported, never returned, and can be over
   auto r = f.store().get("a");
   REQUIRE(r.code() == Code::kCorrupt);
   CHECK_THAT(r.status().message(), Catch::Contains("'a'"));
-  CHECK(stored(f.store(), "b") == b);
+  CHECK(stored(f.store(), "b") == Versions{b});
   // Repair: a new version replaces the damaged record.
   const Version repaired = version("repaired", 2);
   REQUIRE(put(f.store(), "a", repaired).is_ok());
   REQUIRE(f.store().commit().is_ok());
   f.reopen();
-  CHECK(stored(f.store(), "a") == repaired);
+  CHECK(stored(f.store(), "a") == Versions{repaired});
 }
 
 // ---- LMDB only ----
@@ -333,7 +358,7 @@ TEST_CASE("LmdbStore: every byte of a record on disk is covered by its checksum"
     REQUIRE(r);
     rec = *r;
   }
-  REQUIRE(rec == replica::encode_record("k", v));  // the layout record.h documents
+  REQUIRE(rec == replica::encode_record("k", Versions{v}));  // the layout record.h documents
   for (size_t i = 0; i < rec.size(); ++i) {
     {
       test::RawLmdb raw(dir.path());
@@ -374,17 +399,17 @@ TEST_CASE("LmdbStore: keys up to kMaxKeyBytes are stored, longer and empty ones 
   const std::string longest(LmdbStore::kMaxKeyBytes, 'k');
   const std::string too_long(LmdbStore::kMaxKeyBytes + 1, 'k');
   const Version v = version("v");
-  CHECK_FALSE(stored(store, longest));
+  CHECK(stored(store, longest).empty());
   Status put_status = put(store, longest, v);
   INFO(put_status.to_string());
   REQUIRE(put_status.is_ok());
   REQUIRE(store.commit().is_ok());
-  CHECK(stored(store, longest) == v);
+  CHECK(stored(store, longest) == Versions{v});
 
   // Keys LMDB cannot hold are simply never found, and writing one is the
   // caller's mistake, not a storage failure.
-  CHECK_FALSE(stored(store, too_long));
-  CHECK_FALSE(stored(store, ""));
+  CHECK(stored(store, too_long).empty());
+  CHECK(stored(store, "").empty());
   CHECK(put(store, too_long, v).code() == Code::kTooLarge);
   CHECK(put(store, "", v).code() == Code::kBadRequest);
   CHECK(erase(store, too_long).code() == Code::kTooLarge);
@@ -395,51 +420,56 @@ TEST_CASE("LmdbStore: keys up to kMaxKeyBytes are stored, longer and empty ones 
   // The refusals left the batch usable.
   REQUIRE(put(store, "after", v).is_ok());
   REQUIRE(store.commit().is_ok());
-  CHECK(stored(store, "after") == v);
+  CHECK(stored(store, "after") == Versions{v});
 }
 
 // ---- the record codec ----
 
-std::vector<std::pair<std::string, Version>> sample_records() {
+std::vector<std::pair<std::string, Versions>> sample_records() {
   return {
-      {"k", version("value", 3, "lock", VersionState::kCommitted)},
-      {"k", version("", 0, "")},
-      {"tomb", version("", 5, "L", VersionState::kCommitted, /*tombstone=*/true)},
-      {"bin\0key"s, version("\0\xff\x01 binary"s, UINT64_MAX, std::string(256, 'l'))},
-      {std::string(1024, 'K'), version(std::string(70000, 'v'), 2, "L", VersionState::kPending)},
+      {"k", {version("value", 3, "lock", VersionState::kCommitted)}},
+      {"k", {version("", 0, "")}},
+      {"none", {}},
+      {"tomb", {version("", 5, "L", VersionState::kCommitted, /*tombstone=*/true)}},
+      {"bin\0key"s, {version("\0\xff\x01 binary"s, UINT64_MAX, std::string(256, 'l'))}},
+      {"several",
+       {version("newest", 9, "L"), version("", 8, "L", VersionState::kPending, true),
+        version("committed", 7, "M", VersionState::kCommitted)}},
+      {std::string(511, 'K'), {version(std::string(70000, 'v'), 2, "L")}},
   };
 }
 
 TEST_CASE("record: encode and decode round trip", "[replica][record]") {
-  for (const auto& [key, v] : sample_records()) {
-    auto decoded = replica::decode_record(key, replica::encode_record(key, v));
+  for (const auto& [key, versions] : sample_records()) {
+    auto decoded = replica::decode_record(key, replica::encode_record(key, versions));
     INFO(decoded.status().to_string());
     REQUIRE(decoded.is_ok());
-    CHECK(decoded.value() == v);
+    CHECK(decoded.value() == versions);
   }
   // Timestamps keep all 128 bits.
   Version v = version("x");
   v.ts = FencedTimestamp{0x0123456789abcdefULL, 0xfedcba9876543210ULL};
-  CHECK(replica::decode_record("k", replica::encode_record("k", v)).value() == v);
+  CHECK(replica::decode_record("k", replica::encode_record("k", {v})).value() == Versions{v});
 }
 
 TEST_CASE("record: every single-bit flip is detected", "[replica][record]") {
   auto samples = sample_records();
-  samples.resize(4);  // the big one adds nothing but time
-  for (const auto& [key, v] : samples) {
-    const std::string rec = replica::encode_record(key, v);
+  samples.pop_back();  // the big one adds nothing but time
+  for (const auto& [key, versions] : samples) {
+    const std::string rec = replica::encode_record(key, versions);
     for (size_t bit = 0; bit < rec.size() * 8; ++bit) {
       std::string damaged = rec;
       damaged[bit / 8] = static_cast<char>(damaged[bit / 8] ^ (1 << (bit % 8)));
       auto decoded = replica::decode_record(key, damaged);
-      if (decoded.code() != Code::kCorrupt) FAIL("flip of bit " << bit << " of a record of " << rec.size() << " bytes");
+      if (decoded.code() != Code::kCorrupt) {
+        FAIL("flip of bit " << bit << " of the " << rec.size() << "-byte record of key " << key);
+      }
     }
   }
 }
 
 TEST_CASE("record: truncated, extended or misplaced records are detected", "[replica][record]") {
-  const Version v = version("value", 3, "lock");
-  const std::string rec = replica::encode_record("k", v);
+  const std::string rec = replica::encode_record("k", {version("value", 3, "lock"), version("old", 2, "lock")});
   for (size_t n = 0; n < rec.size(); ++n) {
     INFO("prefix of " << n << " bytes");
     CHECK(replica::decode_record("k", rec.substr(0, n)).code() == Code::kCorrupt);
@@ -459,25 +489,28 @@ std::string reseal(std::string_view key, std::string body) {
   return body;
 }
 
-TEST_CASE("record: a valid checksum over a bad format byte or bad lengths is still corrupt", "[replica][record]") {
+TEST_CASE("record: a valid checksum over a bad format byte, count or lengths is still corrupt",
+          "[replica][record]") {
   const Version v = version("value", 3, "lock");
-  const std::string rec = replica::encode_record("k", v);
-  std::string body = rec.substr(0, rec.size() - 8);
+  const std::string rec = replica::encode_record("k", {v});
+  // format(1) count(1), then per version flags(1) ts(16) lock_len(2) lock value_len(4) value; checksum(8)
+  const std::string body = rec.substr(0, rec.size() - 8);
   REQUIRE(reseal("k", body) == rec);  // the layout assumed here is the real one
+  constexpr size_t kLockLenAt = 2 + 1 + 16;
+  const size_t value_len_at = kLockLenAt + 2 + v.lock.size();
+  REQUIRE(static_cast<uint8_t>(body[value_len_at + 3]) == v.value.size());
 
-  std::string bad_format = body;
-  bad_format[0] = 2;
-  CHECK(replica::decode_record("k", reseal("k", bad_format)).code() == Code::kCorrupt);
-
-  std::string bad_lock_len = body;  // lock length at byte 18, 2 bytes big-endian
-  bad_lock_len[18] = '\x7f';
-  CHECK(replica::decode_record("k", reseal("k", bad_lock_len)).code() == Code::kCorrupt);
-
-  std::string bad_value_len = body;  // value length right after the lock
-  bad_value_len[20 + v.lock.size() + 3] = static_cast<char>(v.value.size() + 1);
-  CHECK(replica::decode_record("k", reseal("k", bad_value_len)).code() == Code::kCorrupt);
-  bad_value_len[20 + v.lock.size() + 3] = static_cast<char>(v.value.size() - 1);
-  CHECK(replica::decode_record("k", reseal("k", bad_value_len)).code() == Code::kCorrupt);
+  auto corrupt_after = [&](size_t at, char byte) {
+    std::string damaged = body;
+    damaged[at] = byte;
+    return replica::decode_record("k", reseal("k", damaged)).code() == Code::kCorrupt;
+  };
+  CHECK(corrupt_after(0, 2));                                               // format
+  CHECK(corrupt_after(1, 2));                                               // more versions than there are
+  CHECK(corrupt_after(1, 0));                                               // fewer: trailing bytes
+  CHECK(corrupt_after(kLockLenAt, '\x7f'));                                 // lock runs past the end
+  CHECK(corrupt_after(value_len_at + 3, static_cast<char>(v.value.size() + 1)));  // value runs past the end
+  CHECK(corrupt_after(value_len_at + 3, static_cast<char>(v.value.size() - 1)));  // value stops short
 }
 
 }  // namespace

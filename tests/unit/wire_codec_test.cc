@@ -91,14 +91,27 @@ std::function<void(Packer&)> raw(std::string bytes) {
   return [bytes](Packer& pk) { pk.pack_bin_body(bytes.data(), static_cast<uint32_t>(bytes.size())); };
 }
 
+// A map value (for nesting inside another map).
+std::function<void(Packer&)> map_value(Fields fields) {
+  return [fields](Packer& pk) {
+    pk.pack_map(static_cast<uint32_t>(fields.size()));
+    for (const Field& f : fields) {
+      str(f.name)(pk);
+      f.pack(pk);
+    }
+  };
+}
+std::function<void(Packer&)> array_value(std::vector<std::function<void(Packer&)>> items) {
+  return [items](Packer& pk) {
+    pk.pack_array(static_cast<uint32_t>(items.size()));
+    for (const auto& item : items) item(pk);
+  };
+}
+
 std::string map_of(const Fields& fields) {
   msgpack::sbuffer buf;
   Packer pk(buf);
-  pk.pack_map(static_cast<uint32_t>(fields.size()));
-  for (const Field& f : fields) {
-    str(f.name)(pk);
-    f.pack(pk);
-  }
+  map_value(fields)(pk);
   return {buf.data(), buf.size()};
 }
 
@@ -148,7 +161,8 @@ void check_same_reply(const ReplicaReply& got, const ReplicaReply& want) {
   CHECK(got.clock == want.clock);
   CHECK(got.floor == want.floor);
   CHECK(got.stored_ts == want.stored_ts);
-  CHECK(got.version == want.version);
+  CHECK(got.versions == want.versions);
+  CHECK(got.floors == want.floors);
   CHECK(got.applied == want.applied);
 }
 
@@ -287,31 +301,44 @@ TEST_CASE("wire: every reply shape round-trips", "[wire]") {
     r.stored_ts = FencedTimestamp{};
     check_same_reply(round_trip_reply(r), r);
   }
-  SECTION("read: committed version") {
+  SECTION("read: committed version with its lock's floor") {
     ReplicaReply r;
     r.id = 16;
     r.clock = 79;
-    r.floor = 4;
-    r.version = Version{kTs, "L", VersionState::kCommitted, false, std::string("v\0\xff", 3)};
+    r.versions = {Version{kTs, "L", VersionState::kCommitted, false, std::string("v\0\xff", 3)}};
+    r.floors = {{"L", 4}};
     check_same_reply(round_trip_reply(r), r);
   }
   SECTION("read: pending version without a lock") {
     ReplicaReply r;
     r.id = 17;
-    r.version = Version{{0, 5}, "", VersionState::kPending, false, "value"};
+    r.versions = {Version{{0, 5}, "", VersionState::kPending, false, "value"}};
     check_same_reply(round_trip_reply(r), r);
   }
   SECTION("read: tombstone") {
     ReplicaReply r;
     r.id = 18;
-    r.version = Version{kTs, "L", VersionState::kCommitted, true, ""};
+    r.versions = {Version{kTs, "L", VersionState::kCommitted, true, ""}};
     check_same_reply(round_trip_reply(r), r);
   }
   SECTION("read: pending tombstone") {
     ReplicaReply r;
     r.id = 19;
-    r.version = Version{kTs, "L", VersionState::kPending, true, ""};
+    r.versions = {Version{kTs, "L", VersionState::kPending, true, ""}};
     check_same_reply(round_trip_reply(r), r);
+  }
+  SECTION("read: several versions, newest first, and several floors") {
+    ReplicaReply r;
+    r.id = 22;
+    const FencedTimestamp older{kTs.token, kTs.hlc - 10};
+    r.versions = {Version{{kTs.token + 1, 3}, "M", VersionState::kPending, false, "newest"},
+                  Version{kTs, "L", VersionState::kPending, true, ""},
+                  Version{older, "L", VersionState::kCommitted, false, "oldest"}};
+    r.floors = {{"L", 7}, {"M", 8}, {"N", UINT64_MAX}};
+    ReplicaReply got = round_trip_reply(r);
+    check_same_reply(got, r);
+    REQUIRE(got.newest() != nullptr);
+    CHECK(got.newest()->value == "newest");
   }
   SECTION("read: not found") {
     ReplicaReply r;
@@ -319,7 +346,8 @@ TEST_CASE("wire: every reply shape round-trips", "[wire]") {
     r.clock = 1;
     ReplicaReply got = round_trip_reply(r);
     check_same_reply(got, r);
-    CHECK_FALSE(got.version.has_value());
+    CHECK(got.versions.empty());
+    CHECK(got.newest() == nullptr);
   }
   SECTION("applied") {
     ReplicaReply r;
@@ -349,20 +377,52 @@ TEST_CASE("wire: decode_reply rejects what is not a reply", "[wire]") {
   CHECK(wire::decode_reply(map_of(with(reply, "extra", u64(1))), limits).code() == Code::kBadRequest);
   CHECK(wire::decode_reply(map_of(with(reply, "v", u64(2))), limits).code() == Code::kUnsupportedVersion);
   CHECK(wire::decode_reply(map_of(with(reply, "stored_ts", bin("short"))), limits).code() == Code::kBadRequest);
-  Fields found = reply;
-  for (Field f : Fields{{"found", boolean(true)},
-                        {"ts", ts_bin(kTs)},
-                        {"lock", str("L")},
-                        {"state", str("committed")},
-                        {"tombstone", boolean(false)},
-                        {"value", bin("x")}}) {
-    found.push_back(std::move(f));
-  }
-  REQUIRE(wire::decode_reply(map_of(found), limits).is_ok());
-  CHECK(wire::decode_reply(map_of(with(found, "state", str("weird"))), limits).code() == Code::kBadRequest);
-  CHECK(wire::decode_reply(map_of(without(found, "value")), limits).code() == Code::kBadRequest);
-  // Version fields without found are unknown fields.
-  CHECK(wire::decode_reply(map_of(without(found, "found")), limits).code() == Code::kBadRequest);
+
+  const Fields version = {{"ts", ts_bin(kTs)},
+                          {"lock", str("L")},
+                          {"state", str("committed")},
+                          {"tombstone", boolean(false)},
+                          {"value", bin("x")}};
+  auto with_versions = [&](std::vector<std::function<void(Packer&)>> items) {
+    return map_of(with(reply, "versions", array_value(std::move(items))));
+  };
+  auto read = wire::decode_reply(with_versions({map_value(version)}), limits);
+  REQUIRE(read.is_ok());
+  REQUIRE(read.value().versions.size() == 1);
+  CHECK(read.value().versions[0] == Version{kTs, "L", VersionState::kCommitted, false, "x"});
+  CHECK(wire::decode_reply(with_versions({map_value(with(version, "state", str("weird")))}), limits).code() ==
+        Code::kBadRequest);
+  CHECK(wire::decode_reply(with_versions({map_value(without(version, "value"))}), limits).code() == Code::kBadRequest);
+  CHECK(wire::decode_reply(with_versions({map_value(with(version, "extra", u64(1)))}), limits).code() ==
+        Code::kBadRequest);
+  CHECK(wire::decode_reply(with_versions({map_value(with(version, "ts", bin("short")))}), limits).code() ==
+        Code::kBadRequest);
+  CHECK(wire::decode_reply(with_versions({map_value(with(version, "tombstone", u64(0)))}), limits).code() ==
+        Code::kBadRequest);
+  // A version that is not a map: refused (its exact code is the codec's business).
+  CHECK_FALSE(wire::decode_reply(with_versions({u64(5)}), limits).is_ok());
+  // More versions than a replica keeps.
+  std::vector<std::function<void(Packer&)>> too_many(Limits::kMaxVersionsPerKey + 1, map_value(version));
+  CHECK(wire::decode_reply(with_versions(too_many), limits).code() == Code::kBadRequest);
+  too_many.pop_back();
+  CHECK(wire::decode_reply(with_versions(too_many), limits).is_ok());
+  CHECK(wire::decode_reply(map_of(with(reply, "versions", u64(1))), limits).code() == Code::kBadRequest);
+  CHECK(wire::decode_reply(map_of(with(reply, "versions", map_value(version))), limits).code() == Code::kBadRequest);
+  // Floors: lock name to non-negative integer.
+  CHECK(wire::decode_reply(map_of(with(reply, "floors", map_value({{"L", u64(3)}}))), limits).is_ok());
+  CHECK(wire::decode_reply(map_of(with(reply, "floors", map_value({{"L", str("3")}}))), limits).code() ==
+        Code::kBadRequest);
+  CHECK(wire::decode_reply(map_of(with(reply, "floors", map_value({{"L", i64(-3)}}))), limits).code() ==
+        Code::kBadRequest);
+  CHECK(wire::decode_reply(map_of(with(reply, "floors", map_value({{std::string(limits.max_lock_bytes + 1, 'L'), u64(3)}}))),
+                           limits)
+            .code() == Code::kBadRequest);
+  CHECK(wire::decode_reply(map_of(with(reply, "floors", u64(3))), limits).code() == Code::kBadRequest);
+  // Version fields belong inside "versions": at the top level they are unknown.
+  Fields old_shape = reply;
+  old_shape.push_back({"found", boolean(true)});
+  for (const Field& f : version) old_shape.push_back(f);
+  CHECK(wire::decode_reply(map_of(old_shape), limits).code() == Code::kBadRequest);
   std::string bytes = map_of(reply);
   CHECK(wire::decode_reply(bytes + '\x00', limits).code() == Code::kMalformed);
   CHECK(wire::decode_reply(bytes.substr(0, bytes.size() - 1), limits).code() == Code::kMalformed);
@@ -389,6 +449,26 @@ TEST_CASE("wire: random garbage never crashes and is never accepted", "[wire]") 
   }
 }
 
+std::string stale_reply_bytes() {
+  ReplicaReply r;
+  r.id = kId;
+  r.status = Status(Code::kStale, "x");
+  r.clock = 1;
+  r.stored_ts = kTs;
+  r.applied = true;
+  return wire::encode_reply(r);
+}
+
+std::string read_reply_bytes() {
+  ReplicaReply r;
+  r.id = kId;
+  r.clock = 1;
+  r.versions = {Version{kTs, "L", VersionState::kCommitted, false, "v"},
+                Version{{1, 2}, "M", VersionState::kPending, true, ""}};
+  r.floors = {{"L", 3}, {"M", 4}};
+  return wire::encode_reply(r);
+}
+
 TEST_CASE("wire: mutated valid messages never crash", "[wire]") {
   const uint64_t seed = kSeed + 3;
   INFO("seed " << seed);
@@ -399,9 +479,8 @@ TEST_CASE("wire: mutated valid messages never crash", "[wire]") {
       wire::encode_request({kId, WriteRequest{"k", "", true, kTs, "L"}}),
       wire::encode_request({kId, FenceRequest{"L", 3}}),
       wire::encode_request({kId, CommitRequest{"k", kTs}}),
-      wire::encode_reply(ReplicaReply{kId, Status(Code::kStale, "x"), 1, 2, kTs, std::nullopt, true}),
-      wire::encode_reply(ReplicaReply{kId, Status(), 1, 2, std::nullopt,
-                                      Version{kTs, "L", VersionState::kCommitted, false, "v"}, false}),
+      stale_reply_bytes(),
+      read_reply_bytes(),
   };
   int accepted = 0, rejected = 0;
   for (int i = 0; i < 50'000; ++i) {

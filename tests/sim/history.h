@@ -1,0 +1,58 @@
+// What clients asked and were answered, with simulated start and end times, and
+// the checkers that judge it against DESIGN's "Fence safety" promises.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/timestamp.h"
+
+namespace palisade::sim {
+
+struct WriteRecord {
+  int client = 0;
+  std::string key;
+  std::string value;
+  bool tombstone = false;
+  uint64_t token = 0;
+  uint64_t start_ms = 0, end_ms = 0;
+  Code result = Code::kOk;
+  FencedTimestamp ts;
+};
+
+struct FenceRecord {  // a lock acquisition's "make the fence" step
+  int client = 0;
+  uint64_t token = 0;
+  uint64_t start_ms = 0, end_ms = 0;
+  Code result = Code::kOk;
+};
+
+struct ReadRecord {
+  int client = 0;
+  std::string key;
+  uint64_t start_ms = 0, end_ms = 0;
+  Code result = Code::kOk;
+  bool found = false;
+  std::string value;
+  FencedTimestamp ts;  // {0,0} when the key has no version at all
+};
+
+struct History {
+  std::vector<WriteRecord> writes;
+  std::vector<FenceRecord> fences;
+  std::vector<ReadRecord> reads;
+};
+
+// Every violation found, one line each; empty when the history is safe:
+//  - a read returns a version that was never written, or with another value;
+//  - a read returns a write that was answered Fenced or Stale;
+//  - a write started after a fence with a higher token completed is acknowledged,
+//    or returned by a read (a superseded holder's write);
+//  - a read started after a write was acknowledged returns an older version
+//    (an acknowledged write was lost);
+//  - a read started after another read returned goes back in time.
+std::vector<std::string> check(const History& history);
+
+}  // namespace palisade::sim

@@ -1,0 +1,71 @@
+// The simulated world: one clock, one seeded RNG, one event queue, and a network
+// that drops, duplicates, delays (sometimes by minutes) and so reorders messages.
+// Everything that happens goes through here in a single thread, so a seed fixes
+// the whole run, and the trace hash proves it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace palisade::sim {
+
+struct NetworkFaults {
+  double drop = 0.03;               // probability a message is lost
+  double duplicate = 0.02;          // probability it is delivered twice
+  uint64_t max_delay_ms = 15;       // ordinary delay: uniform 0..max
+  double long_delay = 0.01;         // probability of a long delay instead
+  uint64_t long_delay_ms = 120000;  // up to two minutes
+};
+
+class World {
+ public:
+  using Action = std::function<void()>;
+  using Receiver = std::function<void(int from, const std::string& bytes)>;
+
+  World(uint64_t seed, bool keep_trace);
+
+  uint64_t now_ms() const { return now_ms_; }
+  std::mt19937_64& rng() { return rng_; }
+  bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+  uint64_t uniform(uint64_t lo, uint64_t hi) { return std::uniform_int_distribution<uint64_t>(lo, hi)(rng_); }
+
+  // Runs `action` at now + delay_ms (after everything already due then).
+  void at(uint64_t delay_ms, std::string what, Action action);
+  // Node `to` receives what is sent to it through `receiver`.
+  void attach(int node, Receiver receiver) { receivers_[node] = std::move(receiver); }
+  // Sends through the faulty network.
+  void send(int from, int to, std::string bytes);
+
+  NetworkFaults& faults() { return faults_; }
+  // Runs events until none is left or the clock passes `until_ms`.
+  void run(uint64_t until_ms);
+  bool idle() const { return queue_.empty(); }
+
+  // Records a line in the trace; everything recorded feeds the trace hash.
+  void record(const std::string& line);
+  uint64_t trace_hash() const { return trace_hash_; }
+  const std::string& trace() const { return trace_; }
+  uint64_t events() const { return events_; }
+
+ private:
+  struct Event {
+    std::string what;
+    Action action;
+  };
+  uint64_t now_ms_ = 0;
+  uint64_t seq_ = 0;
+  uint64_t events_ = 0;
+  std::mt19937_64 rng_;
+  std::map<std::pair<uint64_t, uint64_t>, Event> queue_;  // (time, seq) -> event
+  std::map<int, Receiver> receivers_;
+  NetworkFaults faults_;
+  bool keep_trace_;
+  std::string trace_;
+  uint64_t trace_hash_ = 0;
+};
+
+}  // namespace palisade::sim

@@ -1,0 +1,833 @@
+// The quorum coordinator (DESIGN "Client", "Fence safety") driven by hand: a fake
+// cluster of N replicas, each a real ReplicaHandler over a MemoryStore, behind a
+// network the test controls (hold a message back, release it later, make a
+// replica unreachable), and one manual clock for everybody.
+#include <catch2/catch.hpp>
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <span>
+#include <variant>
+
+#include "client/coordinator.h"
+#include "common/hybrid_clock.h"
+#include "replica/handler.h"
+#include "replica/memory_store.h"
+#include "tests/support/replica_connection.h"
+
+namespace palisade {
+namespace {
+
+using client::Coordinator;
+using client::CoordinatorOptions;
+using client::OpId;
+using client::Send;
+using test::delete_req;
+using test::fence_req;
+using test::write_req;
+using wire::ReplicaReply;
+using wire::ReplicaRequest;
+using wire::VersionState;
+
+constexpr uint64_t kStartMs = 1'700'000'000'000;
+constexpr uint64_t kTimeout = 2000;  // CoordinatorOptions defaults
+constexpr uint64_t kHedge = 50;
+
+// A timestamp `ms_offset` milliseconds from the start (negative: in the past).
+FencedTimestamp ts(uint64_t token, int64_t ms_offset = 0, uint64_t logical = 0) {
+  return {token, hlc::make(static_cast<uint64_t>(static_cast<int64_t>(kStartMs) + ms_offset), logical)};
+}
+
+ReplicaRequest committed(ReplicaRequest r) {
+  std::get<wire::WriteRequest>(r.body).committed = true;
+  return r;
+}
+
+template <class T>
+bool is(const Send& s) {
+  return std::holds_alternative<T>(s.request.body);
+}
+
+// A read reply's newest version and the floor it reports for `lock`.
+std::optional<wire::Version> newest_version(const ReplicaReply& r) {
+  if (r.versions.empty()) return std::nullopt;
+  return r.versions.front();
+}
+uint64_t reported_floor(const ReplicaReply& r, const std::string& lock) {
+  auto it = r.floors.find(lock);
+  return it == r.floors.end() ? 0 : it->second;
+}
+
+struct FakeReplica {
+  ManualClock physical{kStartMs};
+  HybridClock clock{physical};
+  replica::MemoryStore store;
+  replica::ReplicaHandler handler{store, clock};
+
+  ReplicaReply call(const ReplicaRequest& r) {
+    auto replies = handler.handle_batch(std::span<const ReplicaRequest>(&r, 1));
+    REQUIRE(replies.size() == 1);
+    return replies[0];
+  }
+  std::optional<wire::Version> stored(const std::string& key) {
+    ReplicaReply r = call({0, wire::ReadRequest{key}});
+    REQUIRE(r.status.is_ok());
+    return newest_version(r);
+  }
+  uint64_t floor(const std::string& lock) {
+    return reported_floor(call({0, wire::ReadRequest{"no such key", lock}}), lock);
+  }
+};
+
+using Filter = std::function<bool(const Send&)>;
+
+Filter to(int replica) {
+  return [replica](const Send& s) { return s.replica == replica; };
+}
+
+// N fake replicas and a coordinator, and the network between them. Every request
+// the coordinator sends is delivered at once (its reply straight back) unless
+// `hold` matches it (it then waits in `held` until released, or forever) or its
+// replica is `unreachable` (the coordinator is told it could not be sent).
+class Cluster {
+ public:
+  explicit Cluster(CoordinatorOptions options = {}) : options_(options) {
+    REQUIRE(client::validate(options).is_ok());
+    for (int i = 0; i < options.n; ++i) replicas_.push_back(std::make_unique<FakeReplica>());
+    coord_ = std::make_unique<Coordinator>(options, clock_);
+  }
+
+  FakeReplica& replica(int i) { return *replicas_.at(i); }
+  Coordinator& coord() { return *coord_; }
+  uint64_t now() const { return now_; }
+  uint64_t elapsed() const { return now_ - kStartMs; }
+
+  // Puts state on a replica directly, around the coordinator.
+  void seed(int i, const ReplicaRequest& r) { REQUIRE(replica(i).call(r).status.is_ok()); }
+  void seed_all(const ReplicaRequest& r) {
+    for (int i = 0; i < options_.n; ++i) seed(i, r);
+  }
+
+  OpId put(std::string key, std::string value, Fence fence) {
+    return started(coord_->start_write(std::move(key), std::move(value), false, fence, now_));
+  }
+  OpId del(std::string key, Fence fence) { return started(coord_->start_write(std::move(key), "", true, fence, now_)); }
+  OpId fence(Fence fence) { return started(coord_->start_fence(fence, now_)); }
+  OpId get(std::string key) { return started(coord_->start_read(std::move(key), now_)); }
+
+  // Moves every clock to `elapsed` ms after the start, ticks the coordinator and
+  // delivers what it sends.
+  void advance_to(uint64_t elapsed) {
+    REQUIRE(kStartMs + elapsed >= now_);
+    now_ = kStartMs + elapsed;
+    physical_.set_ms(now_);
+    for (auto& r : replicas_) r->physical.set_ms(now_);
+    coord_->on_tick(now_);
+    run();
+  }
+
+  // Delivers the held messages that `which` matches (all when null), in the order
+  // they were sent, whatever `hold` says now.
+  void release(const Filter& which = nullptr) {
+    std::vector<Send> go, keep;
+    for (Send& s : held) (!which || which(s) ? go : keep).push_back(std::move(s));
+    held = std::move(keep);
+    for (const Send& s : go) deliver(s);
+    run();
+  }
+
+  bool done(OpId op) const { return results_.count(op) > 0; }
+  WriteResult write_result(OpId op) const {
+    REQUIRE(done(op));
+    const auto* w = std::get_if<WriteResult>(&results_.at(op));
+    REQUIRE(w != nullptr);
+    return *w;
+  }
+  ReadResult read_result(OpId op) const {
+    REQUIRE(done(op));
+    const auto* r = std::get_if<ReadResult>(&results_.at(op));
+    REQUIRE(r != nullptr);
+    return *r;
+  }
+
+  // Everything the coordinator sent, in order.
+  const std::vector<Send>& log() const { return log_; }
+  // The sends of one request type from log index `from` on.
+  template <class T>
+  std::vector<std::pair<int, T>> sent(size_t from = 0) const {
+    std::vector<std::pair<int, T>> out;
+    for (size_t i = from; i < log_.size(); ++i) {
+      if (const T* body = std::get_if<T>(&log_[i].request.body)) out.emplace_back(log_[i].replica, *body);
+    }
+    return out;
+  }
+  template <class T>
+  std::vector<int> sent_to(size_t from = 0) const {
+    std::vector<int> out;
+    for (const auto& [replica, body] : sent<T>(from)) out.push_back(replica);
+    return out;
+  }
+  std::vector<client::Completion> completions;
+
+  Filter hold;
+  std::vector<Send> held;
+  std::set<int> unreachable;
+
+ private:
+  OpId started(OpId op) {
+    run();
+    return op;
+  }
+
+  void deliver(const Send& s) {
+    if (unreachable.count(s.replica)) return coord_->on_unreachable(s.replica, s.request.id, now_);
+    ReplicaReply reply = replica(s.replica).call(s.request);
+    coord_->on_reply(s.replica, reply, now_);
+  }
+
+  void run() {
+    for (int steps = 0;; ++steps) {
+      // A coordinator that keeps sending without time passing would spin its I/O thread.
+      REQUIRE(steps < 10'000);
+      for (Send& s : coord_->take_sends()) {
+        log_.push_back(s);
+        queue_.push_back(std::move(s));
+      }
+      if (queue_.empty()) break;
+      Send s = std::move(queue_.front());
+      queue_.pop_front();
+      if (hold && hold(s)) {
+        held.push_back(std::move(s));
+      } else {
+        deliver(s);
+      }
+    }
+    for (client::Completion& c : coord_->take_completions()) {
+      REQUIRE_FALSE(done(c.op));  // one completion per operation
+      results_.emplace(c.op, c.result);
+      completions.push_back(std::move(c));
+    }
+  }
+
+  CoordinatorOptions options_;
+  uint64_t now_ = kStartMs;
+  ManualClock physical_{kStartMs};
+  HybridClock clock_{physical_};
+  std::vector<std::unique_ptr<FakeReplica>> replicas_;
+  std::unique_ptr<Coordinator> coord_;
+  std::deque<Send> queue_;
+  std::vector<Send> log_;
+  std::map<OpId, std::variant<WriteResult, ReadResult>> results_;
+};
+
+const Fence kFence3{"L", 3};
+
+// ---- writes ----
+
+TEST_CASE("a write succeeds at W acknowledgements and then commits on all N", "[coordinator][write]") {
+  Cluster c;
+  c.hold = [](const Send& s) { return is<wire::WriteRequest>(s); };
+  OpId op = c.put("k", "v", kFence3);
+  REQUIRE(c.sent_to<wire::WriteRequest>() == std::vector<int>{0, 1, 2});
+  CHECK_FALSE(c.done(op));
+
+  c.release(to(0));
+  CHECK_FALSE(c.done(op));
+  CHECK(c.sent<wire::CommitRequest>().empty());
+
+  c.release(to(1));
+  WriteResult r = c.write_result(op);
+  CHECK(r.status.is_ok());
+  CHECK(r.ts.token == 3);
+  auto commits = c.sent<wire::CommitRequest>();
+  REQUIRE(commits.size() == 3);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(commits[i].first == i);
+    CHECK(commits[i].second.key == "k");
+    CHECK(commits[i].second.ts == r.ts);
+  }
+  for (int i : {0, 1}) {
+    auto v = c.replica(i).stored("k");
+    REQUIRE(v);
+    CHECK(v->value == "v");
+    CHECK(v->ts == r.ts);
+    CHECK(v->state == VersionState::kCommitted);
+  }
+  c.release();  // the late write to replica 2 is answered and ignored
+  CHECK(c.coord().in_flight() == 0);
+  CHECK(c.completions.size() == 1);
+}
+
+TEST_CASE("a write succeeds with one of three replicas silent", "[coordinator][write]") {
+  Cluster c;
+  c.hold = to(1);
+  OpId op = c.put("k", "v", kFence3);
+  CHECK(c.write_result(op).status.is_ok());
+  CHECK(c.elapsed() == 0);
+  CHECK(c.replica(0).stored("k")->state == VersionState::kCommitted);
+  CHECK(c.replica(2).stored("k")->state == VersionState::kCommitted);
+  CHECK_FALSE(c.replica(1).stored("k"));
+}
+
+TEST_CASE("a write with two of three replicas silent is unavailable at the deadline, not before",
+          "[coordinator][write]") {
+  Cluster c;
+  c.hold = [](const Send& s) { return s.replica != 0; };
+  OpId op = c.put("k", "v", kFence3);
+  CHECK_FALSE(c.done(op));
+  CHECK(c.coord().next_deadline_ms() == c.now() + kTimeout);
+  c.advance_to(kTimeout - 1);
+  CHECK_FALSE(c.done(op));
+  c.advance_to(kTimeout);
+  WriteResult r = c.write_result(op);
+  CHECK(r.status.code() == Code::kUnavailable);
+  CHECK(c.sent<wire::CommitRequest>().empty());
+  CHECK(c.coord().in_flight() == 0);
+  CHECK_FALSE(c.coord().next_deadline_ms());
+  // Their answers come too late to change anything.
+  c.release();
+  CHECK(c.completions.size() == 1);
+  CHECK(c.sent<wire::CommitRequest>().empty());
+}
+
+TEST_CASE("a write that W replicas answered without W acks times out: it may still take effect",
+          "[coordinator][write]") {
+  Cluster c;
+  c.seed(1, fence_req("L", 5));
+  c.hold = to(2);
+  OpId op = c.put("k", "v", kFence3);  // 0 stores it, 1 refuses it, 2 is silent
+  CHECK_FALSE(c.done(op));
+  c.advance_to(kTimeout);
+  WriteResult r = c.write_result(op);
+  CHECK(r.status.code() == Code::kTimeout);
+  CHECK(r.floor == 5);
+}
+
+TEST_CASE("a write refused by the fence floor of two replicas is fenced, even if the third stored it",
+          "[coordinator][write][fence]") {
+  Cluster c;
+  c.seed(1, fence_req("L", 5));
+  c.seed(2, fence_req("L", 7));
+  OpId op = c.put("k", "v", kFence3);
+  WriteResult r = c.write_result(op);
+  CHECK(r.status.code() == Code::kFenced);
+  CHECK(r.floor == 7);
+  CHECK(r.ts.token == 3);
+  CHECK(c.replica(0).stored("k"));  // the third replica stored it, pending
+  CHECK(c.replica(0).stored("k")->state == VersionState::kPending);
+  CHECK(c.sent<wire::CommitRequest>().empty());
+}
+
+TEST_CASE("a write fenced by two replicas is answered without waiting for the third", "[coordinator][write][fence]") {
+  Cluster c;
+  c.seed(1, fence_req("L", 5));
+  c.seed(2, fence_req("L", 5));
+  c.hold = to(0);
+  OpId op = c.put("k", "v", kFence3);
+  CHECK(c.write_result(op).status.code() == Code::kFenced);
+  CHECK(c.elapsed() == 0);
+}
+
+TEST_CASE("a write refused as stale by a version with a higher token is fenced", "[coordinator][write][fence]") {
+  Cluster c;
+  // A holder of another lock with a newer token wrote the key; lock L's floor stays low.
+  c.seed(1, committed(write_req("k", "newer", ts(7, -100), "M")));
+  c.seed(2, committed(write_req("k", "newer", ts(7, -100), "M")));
+  OpId op = c.put("k", "v", {"L", 5});
+  WriteResult r = c.write_result(op);
+  CHECK(r.status.code() == Code::kFenced);
+  CHECK(r.floor == 7);
+}
+
+TEST_CASE("a write refused as stale by a newer version of the same token is stale", "[coordinator][write]") {
+  Cluster c;
+  c.seed(1, committed(write_req("k", "later", ts(5, 100), "L")));
+  c.seed(2, committed(write_req("k", "later", ts(5, 100), "L")));
+  OpId op = c.put("k", "v", {"L", 5});
+  WriteResult r = c.write_result(op);
+  CHECK(r.status.code() == Code::kStale);
+  CHECK(r.ts < ts(5, 100));
+}
+
+TEST_CASE("a write to unreachable replicas is sent again after hedge_ms and then succeeds", "[coordinator][write]") {
+  Cluster c;
+  c.unreachable = {1, 2};
+  OpId op = c.put("k", "v", kFence3);
+  CHECK_FALSE(c.done(op));
+  CHECK(c.sent<wire::WriteRequest>().size() == 3);
+  CHECK(c.coord().next_deadline_ms() == c.now() + kHedge);
+
+  c.unreachable.clear();
+  c.advance_to(kHedge - 1);
+  CHECK(c.sent<wire::WriteRequest>().size() == 3);
+  CHECK_FALSE(c.done(op));
+
+  c.advance_to(kHedge);
+  CHECK(c.sent_to<wire::WriteRequest>(3) == std::vector<int>{1, 2});
+  WriteResult r = c.write_result(op);
+  CHECK(r.status.is_ok());
+  for (int i = 0; i < 3; ++i) CHECK(c.replica(i).stored("k")->ts == r.ts);
+}
+
+TEST_CASE("a write to replicas that stay unreachable is retried until the deadline, then unavailable",
+          "[coordinator][write]") {
+  Cluster c;
+  c.unreachable = {1, 2};
+  OpId op = c.put("k", "v", kFence3);
+  for (uint64_t t = kHedge; t < kTimeout; t += kHedge) {
+    c.advance_to(t);
+    REQUIRE_FALSE(c.done(op));
+  }
+  size_t attempts = c.sent_to<wire::WriteRequest>().size();
+  CHECK(attempts > 10);
+  c.advance_to(kTimeout);
+  CHECK(c.write_result(op).status.code() == Code::kUnavailable);
+  CHECK(c.sent_to<wire::WriteRequest>().size() == attempts);  // nothing sent at or after the deadline
+}
+
+TEST_CASE("malformed writes and fences are bad requests at once, and nothing is sent", "[coordinator][write]") {
+  Cluster c;
+  std::vector<OpId> ops = {
+      c.put("", "v", kFence3),       // empty key
+      c.put("k", "v", {"L", 0}),     // a lock without a token
+      c.put("k", "v", {"", 4}),      // a token without a lock
+      c.del("", {}),                 // empty key, unfenced
+      c.fence({"L", 0}),
+      c.fence({"", 4}),
+      c.fence({}),
+  };
+  for (OpId op : ops) {
+    CAPTURE(op);
+    CHECK(c.write_result(op).status.code() == Code::kBadRequest);
+  }
+  CHECK(c.log().empty());
+  CHECK(c.coord().in_flight() == 0);
+  // An unfenced write is not one of them.
+  CHECK(c.write_result(c.put("k", "v", {})).status.is_ok());
+}
+
+TEST_CASE("a delete writes a tombstone through the same quorum", "[coordinator][write]") {
+  Cluster c;
+  OpId op = c.del("k", kFence3);
+  CHECK(c.write_result(op).status.is_ok());
+  for (int i = 0; i < 3; ++i) {
+    auto v = c.replica(i).stored("k");
+    REQUIRE(v);
+    CHECK(v->tombstone);
+  }
+}
+
+TEST_CASE("a fence raises the floor on W replicas and reports the highest floor", "[coordinator][fence]") {
+  Cluster c;
+  c.hold = to(2);
+  OpId op = c.fence({"L", 9});
+  WriteResult r = c.write_result(op);
+  CHECK(r.status.is_ok());
+  CHECK(r.floor == 9);
+  CHECK(c.sent_to<wire::FenceRequest>() == std::vector<int>{0, 1, 2});
+  CHECK(c.sent<wire::CommitRequest>().empty());
+  CHECK(c.replica(0).floor("L") == 9);
+  CHECK(c.replica(1).floor("L") == 9);
+  CHECK(c.replica(2).floor("L") == 0);
+
+  SECTION("then a write of an older token is fenced") {
+    c.hold = nullptr;
+    CHECK(c.write_result(c.put("k", "v", {"L", 8})).status.code() == Code::kFenced);
+  }
+  SECTION("a fence below the floor is no error and reports the floor") {
+    c.hold = nullptr;
+    WriteResult low = c.write_result(c.fence({"L", 4}));
+    CHECK(low.status.is_ok());
+    CHECK(low.floor == 9);
+  }
+}
+
+// ---- reads ----
+// With N = 3 and R = 2, read number k (counting every operation started on the
+// coordinator, from 1) first asks replicas k % 3 and (k + 1) % 3.
+
+TEST_CASE("a read returns the newest committed version", "[coordinator][read]") {
+  Cluster c;
+  c.seed_all(committed(write_req("k", "old", ts(2, -1000), "L")));
+  c.seed(0, committed(write_req("k", "new", ts(3, -500), "L")));
+  c.seed(2, committed(write_req("k", "new", ts(3, -500), "L")));
+  OpId op = c.get("k");
+  REQUIRE(c.sent_to<wire::ReadRequest>() == std::vector<int>{1, 2});
+  ReadResult r = c.read_result(op);
+  CHECK(r.status.is_ok());
+  CHECK(r.found);
+  CHECK(r.value == "new");
+  CHECK(r.ts == ts(3, -500));
+  CHECK(r.lock == "L");
+}
+
+TEST_CASE("a read of a missing key finds nothing", "[coordinator][read]") {
+  Cluster c;
+  ReadResult r = c.read_result(c.get("k"));
+  CHECK(r.status.is_ok());
+  CHECK_FALSE(r.found);
+  CHECK(c.sent<wire::ReadRequest>().size() == 2);
+}
+
+TEST_CASE("a read of a pending version with W copies returns it and commits it everywhere", "[coordinator][read]") {
+  Cluster c;
+  c.seed_all(committed(write_req("k", "old", ts(2, -1000), "L")));
+  // The writer's commits are lost, and replica 2 never got the write.
+  c.hold = [](const Send& s) { return is<wire::CommitRequest>(s) || s.replica == 2; };
+  OpId w = c.put("k", "new", kFence3);  // operation 1
+  WriteResult written = c.write_result(w);
+  REQUIRE(written.status.is_ok());
+  c.held.clear();
+  c.hold = nullptr;
+  REQUIRE(c.replica(0).stored("k")->state == VersionState::kPending);
+  REQUIRE(c.replica(1).stored("k")->state == VersionState::kPending);
+
+  size_t mark = c.log().size();
+  OpId op = c.get("k");  // operation 2: asks 2 and 0 first
+  REQUIRE(c.sent_to<wire::ReadRequest>(mark).size() >= 3);
+  CHECK(c.sent_to<wire::ReadRequest>(mark)[0] == 2);
+  ReadResult r = c.read_result(op);
+  CHECK(r.found);
+  CHECK(r.value == "new");
+  CHECK(r.ts == written.ts);
+  // The replica that answered older is repaired with it, committed; the holders
+  // are told to commit theirs (by a commit or a committed write).
+  std::set<int> repaired, committed_at;
+  for (const auto& [replica, body] : c.sent<wire::WriteRequest>(mark)) {
+    CHECK(body.committed);
+    CHECK(body.ts == written.ts);
+    repaired.insert(replica);
+  }
+  for (const auto& [replica, body] : c.sent<wire::CommitRequest>(mark)) {
+    if (body.ts == written.ts) committed_at.insert(replica);
+  }
+  CHECK(repaired.count(2) == 1);
+  for (int i : {0, 1}) CHECK((repaired.count(i) + committed_at.count(i)) >= 1);
+  for (int i = 0; i < 3; ++i) {
+    auto v = c.replica(i).stored("k");
+    REQUIRE(v);
+    CHECK(v->value == "new");
+    CHECK(v->state == VersionState::kCommitted);
+  }
+}
+
+TEST_CASE("a read never returns a pending version only one replica holds, once all N answered",
+          "[coordinator][read][fence]") {
+  Cluster c;
+  c.seed_all(committed(write_req("k", "old", ts(2, -1000), "L")));
+  c.seed(1, write_req("k", "in flight", ts(5, -500), "L"));  // a write that reached one replica (so far)
+  OpId op = c.get("k");
+  ReadResult r = c.read_result(op);
+  CHECK(r.status.is_ok());
+  CHECK(r.found);
+  CHECK(r.value == "old");
+  CHECK(r.ts == ts(2, -1000));
+  std::vector<int> asked = c.sent_to<wire::ReadRequest>();
+  CHECK(std::set<int>(asked.begin(), asked.end()) == std::set<int>{0, 1, 2});
+  // It may still succeed: it is neither purged nor overwritten.
+  CHECK(c.sent<wire::PurgeRequest>().empty());
+  CHECK(c.sent<wire::WriteRequest>().empty());
+  CHECK(c.replica(1).stored("k")->value == "in flight");
+}
+
+TEST_CASE("a pending version superseded by the fence floor is purged and never returned",
+          "[coordinator][read][fence]") {
+  Cluster c;
+  const FencedTimestamp loser = ts(3, -500);
+  SECTION("over an older committed version") {
+    c.seed_all(committed(write_req("k", "old", ts(2, -1000), "L")));
+    c.seed(1, write_req("k", "superseded", loser, "L"));
+    c.seed(0, fence_req("L", 5));
+    c.seed(2, fence_req("L", 5));
+    OpId op = c.get("k");
+    ReadResult r = c.read_result(op);
+    CHECK(r.status.is_ok());
+    CHECK(r.found);
+    CHECK(r.value == "old");
+  }
+  SECTION("with no other version: the floors are asked for by lock") {
+    c.seed(1, write_req("k", "superseded", loser, "L"));
+    c.seed(0, fence_req("L", 5));
+    c.seed(2, fence_req("L", 5));
+    OpId op = c.get("k");
+    ReadResult r = c.read_result(op);
+    CHECK(r.status.is_ok());
+    CHECK_FALSE(r.found);
+    bool asked_floor = false;
+    for (const auto& [replica, body] : c.sent<wire::ReadRequest>()) asked_floor |= body.floor_of == "L";
+    CHECK(asked_floor);
+  }
+  auto purges = c.sent<wire::PurgeRequest>();
+  REQUIRE_FALSE(purges.empty());
+  for (const auto& [replica, body] : purges) {
+    CHECK(replica == 1);
+    CHECK(body.key == "k");
+    CHECK(body.ts == loser);
+  }
+  auto v = c.replica(1).stored("k");
+  CHECK((!v || v->ts != loser));
+}
+
+TEST_CASE("a read that cannot decide about a pending version is unavailable at the deadline",
+          "[coordinator][read][fence]") {
+  Cluster c;
+  c.seed(2, committed(write_req("k", "old", ts(2, -1000), "L")));
+  c.seed(1, write_req("k", "in flight", ts(5, -500), "L"));
+  c.hold = to(0);  // the replica that would decide is silent
+  OpId op = c.get("k");
+  CHECK_FALSE(c.done(op));
+  CHECK(c.held.size() == 1);  // it was asked
+  for (uint64_t t = kHedge; t < kTimeout; t += kHedge) {
+    c.advance_to(t);
+    REQUIRE_FALSE(c.done(op));
+  }
+  c.advance_to(kTimeout - 1);
+  CHECK_FALSE(c.done(op));
+  c.advance_to(kTimeout);
+  ReadResult r = c.read_result(op);
+  CHECK(r.status.code() == Code::kUnavailable);
+  CHECK_FALSE(r.found);
+  CHECK(c.sent<wire::PurgeRequest>().empty());
+  CHECK(c.coord().in_flight() == 0);
+}
+
+TEST_CASE("a read repairs the replica that answered older and waits for it", "[coordinator][read]") {
+  Cluster c;
+  c.seed_all(committed(write_req("k", "old", ts(2, -1000), "L")));
+  c.seed(0, committed(write_req("k", "new", ts(3, -500), "L")));
+  c.seed(1, committed(write_req("k", "new", ts(3, -500), "L")));
+  c.hold = [](const Send& s) { return is<wire::WriteRequest>(s); };
+  OpId op = c.get("k");  // asks 1 and 2
+  auto repairs = c.sent<wire::WriteRequest>();
+  REQUIRE(repairs.size() == 1);
+  CHECK(repairs[0].first == 2);
+  CHECK(repairs[0].second.value == "new");
+  CHECK(repairs[0].second.ts == ts(3, -500));
+  CHECK(repairs[0].second.committed);
+  CHECK_FALSE(c.done(op));
+
+  SECTION("answered: the read completes") {
+    c.release();
+    ReadResult r = c.read_result(op);
+    CHECK(r.status.is_ok());
+    CHECK(r.value == "new");
+    CHECK(c.elapsed() == 0);
+    CHECK(c.replica(2).stored("k")->value == "new");
+    CHECK(c.replica(2).stored("k")->state == VersionState::kCommitted);
+  }
+  SECTION("never answered: the read completes at the deadline, repair being best effort") {
+    c.advance_to(kTimeout - 1);
+    CHECK_FALSE(c.done(op));
+    c.advance_to(kTimeout);
+    ReadResult r = c.read_result(op);
+    CHECK(r.status.is_ok());
+    CHECK(r.value == "new");
+  }
+}
+
+TEST_CASE("a read asks the third replica after hedge_ms when one of the first R is silent", "[coordinator][read]") {
+  Cluster c;
+  c.seed_all(committed(write_req("k", "v", ts(2, -1000), "L")));
+  c.hold = to(2);
+  OpId op = c.get("k");  // asks 1 and 2
+  CHECK(c.sent_to<wire::ReadRequest>() == std::vector<int>{1, 2});
+  CHECK(c.coord().next_deadline_ms() == c.now() + kHedge);
+  c.advance_to(kHedge - 1);
+  CHECK(c.sent_to<wire::ReadRequest>() == std::vector<int>{1, 2});
+  CHECK_FALSE(c.done(op));
+  c.advance_to(kHedge);
+  CHECK(c.sent_to<wire::ReadRequest>() == std::vector<int>{1, 2, 0});
+  ReadResult r = c.read_result(op);
+  CHECK(r.found);
+  CHECK(r.value == "v");
+}
+
+TEST_CASE("a read asks another replica at once when one cannot be reached", "[coordinator][read]") {
+  Cluster c;
+  c.seed_all(committed(write_req("k", "v", ts(2, -1000), "L")));
+  c.unreachable = {2};
+  OpId op = c.get("k");
+  CHECK(c.sent_to<wire::ReadRequest>() == std::vector<int>{1, 2, 0});
+  CHECK(c.read_result(op).value == "v");
+  CHECK(c.elapsed() == 0);
+}
+
+TEST_CASE("a read of a tombstone finds nothing and repairs the tombstone", "[coordinator][read]") {
+  Cluster c;
+  OpId w = c.put("k", "v", kFence3);  // operation 1
+  REQUIRE(c.write_result(w).status.is_ok());
+  c.hold = to(0);
+  OpId d = c.del("k", kFence3);  // operation 2: replica 0 keeps the value
+  WriteResult deleted = c.write_result(d);
+  REQUIRE(deleted.status.is_ok());
+  c.held.clear();
+  c.hold = nullptr;
+  REQUIRE_FALSE(c.replica(0).stored("k")->tombstone);
+
+  size_t mark = c.log().size();
+  OpId op = c.get("k");  // operation 3: asks 0 and 1
+  ReadResult r = c.read_result(op);
+  CHECK(r.status.is_ok());
+  CHECK_FALSE(r.found);
+  CHECK(r.value.empty());
+  CHECK(r.ts == deleted.ts);
+  auto repairs = c.sent<wire::WriteRequest>(mark);
+  REQUIRE(repairs.size() == 1);
+  CHECK(repairs[0].first == 0);
+  CHECK(repairs[0].second.tombstone);
+  CHECK(c.replica(0).stored("k")->tombstone);
+}
+
+TEST_CASE("equal timestamps with different content are ordered like the replicas order them", "[coordinator][read]") {
+  const FencedTimestamp same = ts(4, -100);
+  const auto alpha = committed(write_req("k", "alpha", same, "L"));
+  const auto beta = committed(write_req("k", "beta", same, "L"));
+  // What a replica keeps when it gets both, in either order.
+  FakeReplica ab, ba;
+  ab.call(alpha);
+  ab.call(beta);
+  ba.call(beta);
+  ba.call(alpha);
+  REQUIRE(ab.stored("k")->value == ba.stored("k")->value);
+  const std::string winner = ab.stored("k")->value;
+
+  for (bool swapped : {false, true}) {
+    CAPTURE(swapped);
+    Cluster c;
+    c.seed(1, swapped ? beta : alpha);
+    c.seed(2, swapped ? alpha : beta);
+    OpId op = c.get("k");  // asks 1 and 2
+    ReadResult r = c.read_result(op);
+    CHECK(r.found);
+    CHECK(r.value == winner);
+    CHECK(r.ts == same);
+    // The replica holding the other one is repaired to the winner.
+    CHECK(c.replica(1).stored("k")->value == winner);
+    CHECK(c.replica(2).stored("k")->value == winner);
+  }
+}
+
+// ---- replicas that cannot answer, and versions replaced before they were read ----
+
+TEST_CASE("a replica whose copy is corrupt is asked again at most every hedge_ms", "[coordinator][read]") {
+  Cluster c;
+  c.seed_all(committed(write_req("k", "old", ts(2, -1000), "L")));
+  REQUIRE(c.replica(2).store.corrupt("k"));
+  c.seed(1, write_req("k", "in flight", ts(5, -500), "L"));
+  OpId op = c.get("k");  // asks 1 (pending copy) and 2 (corrupt: no version, no floor)
+  for (uint64_t t = kHedge; t <= kTimeout && !c.done(op); t += kHedge) c.advance_to(t);
+  ReadResult r = c.read_result(op);
+  // Whether a corrupt copy may hide a copy of the pending version decides between
+  // the two answers; a wrong value or a flood of requests is never right.
+  CHECK((r.status.code() == Code::kUnavailable || (r.status.is_ok() && r.value == "old")));
+  CHECK(c.sent<wire::ReadRequest>().size() <= kTimeout / kHedge + 4);
+}
+
+TEST_CASE("a replica unreachable when asked for its floor does not make the coordinator spin",
+          "[coordinator][read]") {
+  Cluster c;
+  c.seed(0, committed(write_req("k", "old", ts(2, -1000), "L")));
+  c.seed(1, write_req("k", "in flight", ts(5, -500), "L"));
+  // Replica 2 answers the first read (nothing stored), then drops off the network.
+  c.hold = [&c](const Send& s) {
+    const auto* read = std::get_if<wire::ReadRequest>(&s.request.body);
+    if (s.replica == 2 && read != nullptr && !read->floor_of.empty()) c.unreachable.insert(2);
+    return false;
+  };
+  OpId op = c.get("k");
+  for (uint64_t t = kHedge; t <= kTimeout && !c.done(op); t += kHedge) c.advance_to(t);
+  ReadResult r = c.read_result(op);
+  CHECK(r.status.is_ok());
+  CHECK(r.value == "old");
+}
+
+TEST_CASE("an acknowledged write is not purged when a failed newer write replaced one of its copies",
+          "[coordinator][read][fence]") {
+  Cluster c;
+  // Token 3 writes "acked": replicas 0 and 1 store it (ok), its commits are lost,
+  // replica 2 never gets it.
+  c.hold = [](const Send& s) { return is<wire::CommitRequest>(s) || s.replica == 2; };
+  OpId w = c.put("k", "acked", kFence3);
+  REQUIRE(c.write_result(w).status.is_ok());
+  c.held.clear();
+  c.hold = nullptr;
+  // The next holder (token 5) fences replicas 1 and 2, and its first write reaches
+  // replica 1 alone, replacing the copy there, before the holder dies.
+  c.seed(1, fence_req("L", 5));
+  c.seed(2, fence_req("L", 5));
+  c.seed(1, write_req("k", "failed", ts(5, 10), "L"));
+  OpId op = c.get("k");
+  for (uint64_t t = kHedge; t <= kTimeout && !c.done(op); t += kHedge) c.advance_to(t);
+  ReadResult r = c.read_result(op);
+  INFO(r.status.to_string() << " found=" << r.found << " value=" << r.value);
+  CHECK((r.status.code() == Code::kUnavailable || (r.found && r.value == "acked")));
+  CHECK(c.sent<wire::PurgeRequest>().empty());
+  auto kept = c.replica(0).stored("k");
+  CHECK((kept && kept->value == "acked"));
+}
+
+// ---- determinism ----
+
+struct Run {
+  std::vector<Send> sends;
+  std::vector<client::Completion> completions;
+};
+
+Run scenario() {
+  Cluster c;
+  c.seed_all(committed(write_req("k", "old", ts(2, -1000), "L")));
+  c.seed(2, fence_req("L", 6));
+  c.hold = [](const Send& s) { return s.replica == 1 && is<wire::CommitRequest>(s); };
+  c.unreachable = {0};
+  c.put("k", "a", {"L", 4});
+  c.put("j", "b", {});
+  c.get("k");
+  c.advance_to(kHedge);
+  c.unreachable.clear();
+  c.fence({"L", 7});
+  c.get("j");
+  c.advance_to(2 * kHedge);
+  c.release();
+  c.del("k", {"L", 7});
+  c.get("k");
+  c.advance_to(kTimeout);
+  c.advance_to(2 * kTimeout);
+  return {c.log(), c.completions};
+}
+
+TEST_CASE("the same calls yield the same sends and results", "[coordinator]") {
+  Run a = scenario(), b = scenario();
+  REQUIRE(a.sends.size() == b.sends.size());
+  CHECK(a.sends.size() > 20);
+  for (size_t i = 0; i < a.sends.size(); ++i) {
+    CAPTURE(i);
+    CHECK(a.sends[i].replica == b.sends[i].replica);
+    CHECK(a.sends[i].request == b.sends[i].request);
+  }
+  REQUIRE(a.completions.size() == b.completions.size());
+  CHECK(a.completions.size() == 7);
+  for (size_t i = 0; i < a.completions.size(); ++i) {
+    CAPTURE(i);
+    CHECK(a.completions[i].op == b.completions[i].op);
+    REQUIRE(a.completions[i].result.index() == b.completions[i].result.index());
+    if (const auto* w = std::get_if<WriteResult>(&a.completions[i].result)) {
+      const auto& v = std::get<WriteResult>(b.completions[i].result);
+      CHECK(w->status.to_string() == v.status.to_string());
+      CHECK(w->ts == v.ts);
+      CHECK(w->floor == v.floor);
+    } else {
+      const auto& r = std::get<ReadResult>(a.completions[i].result);
+      const auto& s = std::get<ReadResult>(b.completions[i].result);
+      CHECK(r.status.to_string() == s.status.to_string());
+      CHECK(r.found == s.found);
+      CHECK(r.value == s.value);
+      CHECK(r.ts == s.ts);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace palisade
