@@ -6,18 +6,19 @@
 #include <thread>
 
 #include "palisade/quorum_store.h"
-#include "tests/support/replica_connection.h"
+#include "client/replica_connection.h"
+#include "tests/support/replica_requests.h"
 #include "tests/support/replica_process.h"
-#include "tests/support/temp_dir.h"
+#include "tools/temp_dir.h"
 
 namespace palisade {
 namespace {
 
-using test::ReplicaConnection;
+using client::ReplicaConnection;
 using test::ReplicaProcess;
 
 struct Cluster {
-  test::TempDir dir;
+  tools::TempDir dir;
   std::vector<std::unique_ptr<ReplicaProcess>> replicas;
 
   Cluster() {

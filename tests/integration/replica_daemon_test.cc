@@ -17,11 +17,12 @@
 #include "common/replica_protocol.h"
 #include "common/transport.h"
 #include "replica/lmdb_store.h"
-#include "tests/support/process.h"
+#include "tools/process.h"
 #include "tests/support/raw_lmdb.h"
-#include "tests/support/replica_connection.h"
+#include "client/replica_connection.h"
+#include "tests/support/replica_requests.h"
 #include "tests/support/replica_process.h"
-#include "tests/support/temp_dir.h"
+#include "tools/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -30,7 +31,7 @@ using test::commit_req;
 using test::fence_req;
 using test::ping_req;
 using test::read_req;
-using test::ReplicaConnection;
+using client::ReplicaConnection;
 using test::ReplicaProcess;
 using test::ts_now;
 using test::write_req;
@@ -124,7 +125,7 @@ class RawMessage {
 // A daemon on a fresh data dir, and a client of it.
 struct Fixture {
   explicit Fixture(std::vector<std::string> args = {}) : daemon(tmp.sub("data"), std::move(args)) {}
-  test::TempDir tmp;
+  tools::TempDir tmp;
   ReplicaProcess daemon;
   ReplicaConnection conn{daemon.endpoint()};
 };
@@ -366,8 +367,8 @@ TEST_CASE("daemon: a value corrupted on disk is reported, never returned", "[rep
 TEST_CASE("daemon: a second daemon on the same data dir is refused", "[replica][daemon]") {
   Fixture f;
   write_ok(f.conn, "k", "v", ts_now(1), "L");
-  test::Process second({test::replica_binary(), "--data-dir", f.daemon.data_dir(), "--listen",
-                        "tcp://127.0.0.1:" + std::to_string(test::free_port())},
+  tools::Process second({test::replica_binary(), "--data-dir", f.daemon.data_dir(), "--listen",
+                        "tcp://127.0.0.1:" + std::to_string(tools::free_port())},
                        f.tmp.sub("second.log"));
   auto status = second.wait(kExitTimeoutMs);
   INFO(second.log());
@@ -390,7 +391,7 @@ TEST_CASE("daemon: a data dir of another storage format is refused", "[replica][
     raw.put("meta", "format", "2");
     raw.commit();
   }
-  test::Process refused({test::replica_binary(), "--data-dir", f.daemon.data_dir(), "--listen", f.daemon.endpoint()},
+  tools::Process refused({test::replica_binary(), "--data-dir", f.daemon.data_dir(), "--listen", f.daemon.endpoint()},
                         f.tmp.sub("refused.log"));
   auto status = refused.wait(kExitTimeoutMs);
   INFO(refused.log());
@@ -453,16 +454,16 @@ TEST_CASE("daemon: a full disk fails writes, not the daemon", "[replica][daemon]
 }
 
 TEST_CASE("daemon: --help prints usage, a missing --data-dir or a bad --map-size is refused", "[replica][daemon]") {
-  test::TempDir tmp;
+  tools::TempDir tmp;
   {
-    test::Process help({test::replica_binary(), "--help"}, tmp.sub("help.log"));
+    tools::Process help({test::replica_binary(), "--help"}, tmp.sub("help.log"));
     auto status = help.wait(kExitTimeoutMs);
     INFO(help.log());
     CHECK(exited_with(status, 0));
     CHECK_THAT(help.log(), Catch::Contains("Usage") && Catch::Contains("--data-dir") && Catch::Contains("--map-size"));
   }
   {
-    test::Process missing({test::replica_binary(), "--listen", "tcp://127.0.0.1:1"}, tmp.sub("missing.log"));
+    tools::Process missing({test::replica_binary(), "--listen", "tcp://127.0.0.1:1"}, tmp.sub("missing.log"));
     auto status = missing.wait(kExitTimeoutMs);
     INFO(missing.log());
     REQUIRE(status);
@@ -471,7 +472,7 @@ TEST_CASE("daemon: --help prints usage, a missing --data-dir or a bad --map-size
     CHECK_THAT(missing.log(), Catch::Contains("--data-dir"));
   }
   {
-    test::Process bad_size({test::replica_binary(), "--data-dir", tmp.sub("d"), "--map-size", "lots"},
+    tools::Process bad_size({test::replica_binary(), "--data-dir", tmp.sub("d"), "--map-size", "lots"},
                            tmp.sub("bad_size.log"));
     auto status = bad_size.wait(kExitTimeoutMs);
     INFO(bad_size.log());

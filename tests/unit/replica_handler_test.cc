@@ -5,7 +5,8 @@
 #include "common/hybrid_clock.h"
 #include "replica/handler.h"
 #include "replica/memory_store.h"
-#include "tests/support/replica_connection.h"
+#include "client/replica_connection.h"
+#include "tests/support/replica_requests.h"
 
 namespace palisade {
 namespace {

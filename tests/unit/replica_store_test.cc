@@ -11,7 +11,7 @@
 #include "replica/memory_store.h"
 #include "replica/record.h"
 #include "tests/support/raw_lmdb.h"
-#include "tests/support/temp_dir.h"
+#include "tools/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -110,7 +110,7 @@ struct LmdbFixture {
     open();
   }
 
-  test::TempDir dir;
+  tools::TempDir dir;
   LmdbStore::Options options;
   std::unique_ptr<LmdbStore> lmdb;
 };
@@ -295,7 +295,7 @@ STORE_TEST("store: a corrupt record is reported, never returned, and can be over
 // ---- LMDB only ----
 
 TEST_CASE("LmdbStore: a data dir of another storage format is refused and left alone", "[replica][store]") {
-  test::TempDir dir;
+  tools::TempDir dir;
   {
     auto s = LmdbStore::open(dir.path(), {});
     REQUIRE(s.is_ok());
@@ -319,14 +319,14 @@ TEST_CASE("LmdbStore: a data dir of another storage format is refused and left a
 }
 
 TEST_CASE("LmdbStore: a directory that does not exist is a StorageError", "[replica][store]") {
-  test::TempDir dir;
+  tools::TempDir dir;
   auto r = LmdbStore::open(dir.sub("missing"), {});
   REQUIRE(r.code() == Code::kStorageError);
   CHECK_THAT(r.status().message(), Catch::Contains(dir.sub("missing")));
 }
 
 TEST_CASE("LmdbStore: a fence floor of the wrong size is corrupt", "[replica][store]") {
-  test::TempDir dir;
+  tools::TempDir dir;
   {
     auto s = LmdbStore::open(dir.path(), {});
     REQUIRE(s.is_ok());
@@ -343,7 +343,7 @@ TEST_CASE("LmdbStore: a fence floor of the wrong size is corrupt", "[replica][st
 }
 
 TEST_CASE("LmdbStore: every byte of a record on disk is covered by its checksum", "[replica][store]") {
-  test::TempDir dir;
+  tools::TempDir dir;
   const Version v = version("value", 3, "lock", VersionState::kCommitted);
   std::string rec;
   {
@@ -375,7 +375,7 @@ TEST_CASE("LmdbStore: every byte of a record on disk is covered by its checksum"
 }
 
 TEST_CASE("LmdbStore: key_count counts committed keys and the open batch", "[replica][store]") {
-  test::TempDir dir;
+  tools::TempDir dir;
   auto s = LmdbStore::open(dir.path(), {});
   REQUIRE(s.is_ok());
   LmdbStore& store = *s.value();
@@ -392,7 +392,7 @@ TEST_CASE("LmdbStore: key_count counts committed keys and the open batch", "[rep
 }
 
 TEST_CASE("LmdbStore: keys up to kMaxKeyBytes are stored, longer and empty ones refused", "[replica][store]") {
-  test::TempDir dir;
+  tools::TempDir dir;
   auto s = LmdbStore::open(dir.path(), {});
   REQUIRE(s.is_ok());
   LmdbStore& store = *s.value();

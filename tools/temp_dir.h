@@ -3,7 +3,7 @@
 
 #include <string>
 
-namespace palisade::test {
+namespace palisade::tools {
 
 class TempDir {
  public:
@@ -18,4 +18,4 @@ class TempDir {
   std::string path_;
 };
 
-}  // namespace palisade::test
+}  // namespace palisade::tools

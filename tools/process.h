@@ -1,4 +1,4 @@
-// A child process for real-process tests: spawned with argv, its output appended
+// A child process (a daemon of a local cluster, or under test): spawned with argv, its output appended
 // to a log file, killed with SIGKILL if still running when the object dies.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace palisade::test {
+namespace palisade::tools {
 
 class Process {
  public:
@@ -37,4 +37,4 @@ class Process {
 // A TCP port on 127.0.0.1 that was free a moment ago.
 int free_port();
 
-}  // namespace palisade::test
+}  // namespace palisade::tools

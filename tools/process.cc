@@ -1,4 +1,4 @@
-#include "tests/support/process.h"
+#include "tools/process.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <thread>
 
-namespace palisade::test {
+namespace palisade::tools {
 
 Process::Process(std::vector<std::string> argv, std::string log_path) : log_path_(std::move(log_path)) {
   std::vector<char*> args;
@@ -91,4 +91,4 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
-}  // namespace palisade::test
+}  // namespace palisade::tools

@@ -1,10 +1,10 @@
-#include "tests/support/temp_dir.h"
+#include "tools/temp_dir.h"
 
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 
-namespace palisade::test {
+namespace palisade::tools {
 
 TempDir::TempDir() {
   const char* base = std::getenv("TMPDIR");
@@ -18,4 +18,4 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-}  // namespace palisade::test
+}  // namespace palisade::tools

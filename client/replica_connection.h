@@ -1,0 +1,36 @@
+// A blocking connection to one palisade-replica: a DEALER socket that sends a
+// request and waits for its reply. For tools and tests that talk to one replica
+// on purpose (status, inspection, fault tests); applications use QuorumStore.
+// Thread safety: one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "common/replica_protocol.h"
+
+namespace palisade::client {
+
+class ReplicaConnection {
+ public:
+  explicit ReplicaConnection(const std::string& endpoint);
+
+  // Sends `request` (its id is replaced by a fresh one) and returns the reply;
+  // Timeout when none comes within `timeout_ms`.
+  Result<wire::ReplicaReply> call(wire::ReplicaRequest request, int timeout_ms = 5000);
+  // Sends arbitrary frames and returns the next decoded reply.
+  Result<wire::ReplicaReply> call_raw(const std::vector<std::string>& frames, int timeout_ms = 5000);
+
+ private:
+  Result<wire::ReplicaReply> receive(int timeout_ms);
+
+  zmq::context_t ctx_;
+  zmq::socket_t socket_;
+  uint64_t next_id_ = 1;
+  wire::Limits limits_;
+};
+
+}  // namespace palisade::client
