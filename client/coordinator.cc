@@ -147,7 +147,9 @@ void Coordinator::decide_write(OpId id, WriteOp& op, uint64_t now_ms) {
   const int n = options_.n, w = options_.w;
   if (op.acks >= w) {
     if (!op.is_fence) {
-      for (int i = 0; i < n; ++i) send_untracked(i, wire::CommitRequest{op.write.key, op.ts});
+      uint64_t hash = wire::content_hash(
+          wire::Version{op.ts, op.write.lock, wire::VersionState::kPending, op.write.tombstone, op.write.value});
+      for (int i = 0; i < n; ++i) send_untracked(i, wire::CommitRequest{op.write.key, op.ts, hash});
     }
     return finish_write(id, op, Status::ok());
   }
@@ -164,12 +166,15 @@ void Coordinator::decide_write(OpId id, WriteOp& op, uint64_t now_ms) {
   if (!op.unsent.empty() && now_ms >= op.resend_at_ms && now_ms < op.deadline_ms) {
     for (int i : std::exchange(op.unsent, {})) send(id, i, op.request);
   }
-  if (now_ms >= op.deadline_ms) {
+  // Every replica answered and nothing more will come: no reason to wait.
+  if (now_ms >= op.deadline_ms || op.answered == n) {
     std::string what = std::to_string(op.acks) + " of " + std::to_string(w) + " acknowledgements, " +
                        std::to_string(op.answered) + " of " + std::to_string(n) +
                        " replicas answered; the write may or may not take effect";
     if (op.fenced) what += "; a replica reports a newer token " + std::to_string(op.floor);
-    finish_write(id, op, Status(op.answered < w ? Code::kUnavailable : Code::kTimeout, what));
+    if (!op.error.is_ok()) what += "; last refusal: " + op.error.to_string();
+    Code code = op.answered == n ? Code::kUnavailable : op.answered < w ? Code::kUnavailable : Code::kTimeout;
+    finish_write(id, op, Status(code, what));
   }
 }
 
@@ -295,7 +300,7 @@ bool Coordinator::decide_read(OpId id, ReadOp& op) {
     if (copies + unanswered + could_accept < w) {
       for (int i = 0; i < n; ++i) {
         if (op.replicas[i].answered && holds(op.replicas[i].versions, *c)) {
-          send_untracked(i, wire::PurgeRequest{op.key, c->ts});
+          send_untracked(i, wire::PurgeRequest{op.key, c->ts, wire::content_hash(*c)});
         }
       }
     }
@@ -344,7 +349,7 @@ void Coordinator::choose(OpId id, ReadOp& op, const std::optional<wire::Version>
     const wire::Version* base = committed_of(rep.versions);
     if (base != nullptr && !wire::newer(*v, *base)) continue;  // it has this or newer, committed
     if (holds(rep.versions, *v)) {
-      send_untracked(i, wire::CommitRequest{op.key, v->ts});
+      send_untracked(i, wire::CommitRequest{op.key, v->ts, wire::content_hash(*v)});
       continue;
     }
     send(id, i, wire::WriteRequest{op.key, v->value, v->tombstone, v->ts, v->lock, /*committed=*/true}, true);

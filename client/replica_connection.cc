@@ -4,11 +4,22 @@
 
 namespace palisade::client {
 
-ReplicaConnection::ReplicaConnection(const std::string& endpoint)
-    : ctx_(1), socket_(transport::make_dealer(ctx_, endpoint, transport::SocketOptions{})) {
+namespace {
+
+zmq::socket_t connect_dealer(zmq::context_t& ctx, const std::string& endpoint) {
+  zmq::socket_t socket = transport::make_dealer(ctx, endpoint, transport::SocketOptions{});
   // Queue requests until the connection is up: callers wait with a timeout.
-  socket_.set(zmq::sockopt::immediate, false);
+  socket.set(zmq::sockopt::immediate, false);
+  return socket;
 }
+
+}  // namespace
+
+ReplicaConnection::ReplicaConnection(const std::string& endpoint)
+    : own_ctx_(std::make_unique<zmq::context_t>(1)), socket_(connect_dealer(*own_ctx_, endpoint)) {}
+
+ReplicaConnection::ReplicaConnection(zmq::context_t& ctx, const std::string& endpoint)
+    : socket_(connect_dealer(ctx, endpoint)) {}
 
 Result<wire::ReplicaReply> ReplicaConnection::call(wire::ReplicaRequest request, int timeout_ms) {
   request.id = next_id_++;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,10 @@ namespace palisade::client {
 
 class ReplicaConnection {
  public:
+  // With a ZeroMQ context of its own.
   explicit ReplicaConnection(const std::string& endpoint);
+  // On `ctx`, which must outlive it (many connections, one set of I/O threads).
+  ReplicaConnection(zmq::context_t& ctx, const std::string& endpoint);
 
   // Sends `request` (its id is replaced by a fresh one) and returns the reply;
   // Timeout when none comes within `timeout_ms`.
@@ -27,7 +31,7 @@ class ReplicaConnection {
  private:
   Result<wire::ReplicaReply> receive(int timeout_ms);
 
-  zmq::context_t ctx_;
+  std::unique_ptr<zmq::context_t> own_ctx_;  // null when the context is borrowed
   zmq::socket_t socket_;
   uint64_t next_id_ = 1;
   wire::Limits limits_;

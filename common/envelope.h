@@ -19,7 +19,7 @@ constexpr uint64_t kProtocolVersion = 1;
 
 // Size limits that decoding enforces. Over a limit is TooLarge, never a crash.
 struct Limits {
-  size_t max_key_bytes = 1024;
+  size_t max_key_bytes = 511;  // LMDB's largest key (replica/lmdb_store.h)
   size_t max_value_bytes = size_t{1} << 20;
   size_t max_lock_bytes = 256;
   // Versions a replica keeps per key at most: one committed, the rest pending.

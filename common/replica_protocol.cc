@@ -42,15 +42,20 @@ struct RequestEncoder {
     pack_text(pk, "token");
     pk.pack_uint64(r.token);
   }
-  void key_and_ts(std::string_view type, const std::string& key, const FencedTimestamp& ts) const {
-    write_envelope(pk, 5, id, type);
+  void key_and_ts(std::string_view type, const std::string& key, const FencedTimestamp& ts,
+                  const std::optional<uint64_t>& hash) const {
+    write_envelope(pk, hash ? 6 : 5, id, type);
     pack_text(pk, "key");
     pack_bytes(pk, key);
     pack_text(pk, "ts");
     pack_timestamp(pk, ts);
+    if (hash) {
+      pack_text(pk, "hash");
+      pk.pack_uint64(*hash);
+    }
   }
-  void operator()(const CommitRequest& r) const { key_and_ts("commit", r.key, r.ts); }
-  void operator()(const PurgeRequest& r) const { key_and_ts("purge", r.key, r.ts); }
+  void operator()(const CommitRequest& r) const { key_and_ts("commit", r.key, r.ts, r.hash); }
+  void operator()(const PurgeRequest& r) const { key_and_ts("purge", r.key, r.ts, r.hash); }
   void operator()(const ReadRequest& r) const {
     write_envelope(pk, r.floor_of.empty() ? 4 : 5, id, "read");
     pack_text(pk, "key");
@@ -86,10 +91,12 @@ Result<ReplicaRequestBody> read_body(const std::string& type, FieldReader& r, co
   if (type == "commit" || type == "purge") {
     std::string key;
     FencedTimestamp ts;
+    std::optional<uint64_t> hash;
     r.bytes("key", key, limits.max_key_bytes, Need::kRequired);
     r.timestamp("ts", ts, Need::kRequired);
-    if (type == "commit") return ReplicaRequestBody{CommitRequest{std::move(key), ts}};
-    return ReplicaRequestBody{PurgeRequest{std::move(key), ts}};
+    if (r.has("hash")) r.u64("hash", hash.emplace(), Need::kRequired);
+    if (type == "commit") return ReplicaRequestBody{CommitRequest{std::move(key), ts, hash}};
+    return ReplicaRequestBody{PurgeRequest{std::move(key), ts, hash}};
   }
   if (type == "read") {
     ReadRequest rd;
@@ -182,6 +189,10 @@ uint64_t content_hash(const Version& v) {
 bool newer(const Version& a, const Version& b) {
   if (a.ts != b.ts) return a.ts > b.ts;
   return content_hash(a) > content_hash(b);
+}
+
+bool names(const Version& v, const FencedTimestamp& ts, const std::optional<uint64_t>& hash) {
+  return v.ts == ts && (!hash || content_hash(v) == *hash);
 }
 
 bool same_write(const Version& a, const Version& b) {

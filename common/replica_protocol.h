@@ -58,16 +58,22 @@ struct FenceRequest {
   uint64_t token = 0;
   friend bool operator==(const FenceRequest&, const FenceRequest&) = default;
 };
+// Commit and purge name a version by timestamp and, since two writes can share
+// a timestamp, by content_hash() when `hash` is set.
 struct CommitRequest {
   std::string key;
   FencedTimestamp ts;
+  std::optional<uint64_t> hash{};
   friend bool operator==(const CommitRequest&, const CommitRequest&) = default;
 };
 struct PurgeRequest {  // drop a pending version found superseded (DESIGN "Fence safety" 3)
   std::string key;
   FencedTimestamp ts;
+  std::optional<uint64_t> hash{};
   friend bool operator==(const PurgeRequest&, const PurgeRequest&) = default;
 };
+// Whether `v` is the version a commit or purge names.
+bool names(const Version& v, const FencedTimestamp& ts, const std::optional<uint64_t>& hash);
 struct ReadRequest {
   std::string key;
   // When set, the reply's floors include this lock's, also when no version of

@@ -79,6 +79,19 @@ ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed) {
   }
   if (auto observed = clock_.observe(w.ts.hlc); !observed.is_ok()) return reply_with(observed.status());
 
+  auto stored = store_.get(w.key);
+  if (!stored.is_ok() && stored.code() != Code::kCorrupt) return reply_with(stored.status());
+  // Corrupt versions are overwritten: that is how they get repaired.
+  Versions versions = stored.is_ok() ? std::move(stored).value() : Versions();
+  Version incoming{w.ts, w.lock, w.committed ? VersionState::kCommitted : VersionState::kPending, w.tombstone,
+                   w.value};
+  // Already stored (a retry, a duplicate, a repair): the answer is ok, even if a
+  // floor rose since, for a refusal would claim it is not stored.
+  for (const Version& v : versions) {
+    if (!wire::same_write(v, incoming)) continue;
+    if (v.state == VersionState::kCommitted || !w.committed) return {};  // a retry or a repair: idempotent
+    return commit_version(w.key, versions, incoming.ts, wire::content_hash(incoming), changed);
+  }
   uint64_t floor = 0;
   if (!w.lock.empty()) {
     auto f = store_.fence_floor(w.lock);
@@ -95,17 +108,6 @@ ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed) {
     }
   }
 
-  auto stored = store_.get(w.key);
-  if (!stored.is_ok() && stored.code() != Code::kCorrupt) return reply_with(stored.status());
-  // Corrupt versions are overwritten: that is how they get repaired.
-  Versions versions = stored.is_ok() ? std::move(stored).value() : Versions();
-  Version incoming{w.ts, w.lock, w.committed ? VersionState::kCommitted : VersionState::kPending, w.tombstone,
-                   w.value};
-  for (const Version& v : versions) {
-    if (!wire::same_write(v, incoming)) continue;
-    if (v.state == VersionState::kCommitted || !w.committed) return {};  // a retry or a repair: idempotent
-    return commit_version(w.key, versions, incoming.ts, changed);
-  }
   const Version* committed = committed_of(versions);
   if (committed != nullptr && !wire::newer(incoming, *committed)) {
     ReplicaReply r = reply_with(Status(Code::kStale, "a newer version " + committed->ts.to_string() + " is committed"));
@@ -122,8 +124,8 @@ ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed) {
 }
 
 ReplicaReply ReplicaHandler::commit_version(std::string_view key, Versions versions, const FencedTimestamp& ts,
-                                            bool& changed) {
-  auto it = std::find_if(versions.begin(), versions.end(), [&](const Version& v) { return v.ts == ts; });
+                                            std::optional<uint64_t> hash, bool& changed) {
+  auto it = std::find_if(versions.begin(), versions.end(), [&](const Version& v) { return wire::names(v, ts, hash); });
   if (it == versions.end() || it->state == VersionState::kCommitted) return {};
   it->state = VersionState::kCommitted;
   versions.erase(it + 1, versions.end());  // an acknowledged version makes older ones moot
@@ -145,7 +147,7 @@ ReplicaReply ReplicaHandler::fence(const wire::FenceRequest& f, bool& changed) {
 ReplicaReply ReplicaHandler::commit(const wire::CommitRequest& c, bool& changed) {
   auto stored = store_.get(c.key);
   if (!stored.is_ok()) return reply_with(stored.status());
-  return commit_version(c.key, std::move(stored).value(), c.ts, changed);
+  return commit_version(c.key, std::move(stored).value(), c.ts, c.hash, changed);
 }
 
 ReplicaReply ReplicaHandler::purge(const wire::PurgeRequest& p, bool& changed) {
@@ -154,7 +156,7 @@ ReplicaReply ReplicaHandler::purge(const wire::PurgeRequest& p, bool& changed) {
   Versions versions = std::move(stored).value();
   // Only the pending version named is dropped; a committed one is never purged.
   auto it = std::find_if(versions.begin(), versions.end(),
-                         [&](const Version& v) { return v.ts == p.ts && v.state == VersionState::kPending; });
+                         [&](const Version& v) { return wire::names(v, p.ts, p.hash) && v.state == VersionState::kPending; });
   if (it == versions.end()) return {};
   versions.erase(it);
   ReplicaReply ok;

@@ -22,9 +22,10 @@ class ReplicaHandler {
 
   // Applies `batch` in order and commits it with one durable commit. Returns one
   // reply per request, in order. Replies may be sent only after this returns.
-  // Codes: write: ok, fenced (floor), stale (stored_ts), clock_skew, bad_request;
-  // fence: ok (floor); commit, purge: ok (applied); read: ok (version, floor) or
-  // corrupt; every request: storage_error when the disk failed.
+  // Codes: write: ok, fenced (floor), stale (stored_ts), clock_skew, bad_request,
+  // unavailable (too many pending versions); fence: ok (floor); commit, purge:
+  // ok (applied) or corrupt; read: ok (versions, floors) or corrupt; every
+  // request: storage_error when the disk failed.
   std::vector<wire::ReplicaReply> handle_batch(std::span<const wire::ReplicaRequest> batch);
 
   // After a failed commit the replica cannot know what reached the disk: it
@@ -41,7 +42,8 @@ class ReplicaHandler {
   wire::ReplicaReply read(const wire::ReadRequest& r);
   wire::ReplicaReply apply_change(const Change& change, bool& changed, wire::ReplicaReply ok_reply);
   // Marks the version with `ts` committed and drops the older ones.
-  wire::ReplicaReply commit_version(std::string_view key, Versions versions, const FencedTimestamp& ts, bool& changed);
+  wire::ReplicaReply commit_version(std::string_view key, Versions versions, const FencedTimestamp& ts,
+                                    std::optional<uint64_t> hash, bool& changed);
 
   ReplicaStore& store_;
   HybridClock& clock_;

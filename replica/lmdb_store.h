@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "common/envelope.h"
 #include "replica/store.h"
 
 typedef struct MDB_env MDB_env;
@@ -21,6 +22,7 @@ class LmdbStore final : public ReplicaStore {
   // The longest key LMDB stores (its default MDB_MAXKEYSIZE); longer keys, and
   // the empty key, are never found and cannot be written (TooLarge, BadRequest).
   static constexpr size_t kMaxKeyBytes = 511;
+  static_assert(wire::Limits{}.max_key_bytes <= kMaxKeyBytes, "default key limit beyond LMDB's");
 
   struct Options {
     size_t map_size_bytes = size_t{8} << 30;  // the most the data can grow to

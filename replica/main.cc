@@ -72,19 +72,20 @@ int serve(const Flags& flags) {
 int main(int argc, char** argv) {
   Flags flags;
   CLI::App app{"palisade-replica: a storage replica of the palisade quorum store.\n"
-               "Stores the newest version of each key in LMDB, refuses writes of superseded\n"
-               "lock holders (fence floors), and syncs every write before acknowledging it."};
+               "Stores each key's committed version and the pending ones above it in LMDB,\n"
+               "refuses writes of superseded lock holders (fence floors), and syncs every\n"
+               "write before acknowledging it."};
   app.set_config("--config", "", "Read these settings from a TOML or INI file (flags win)");
   app.add_option("--data-dir", flags.data_dir, "Directory of this replica's LMDB files (created if missing)")
       ->required();
   app.add_option("--listen", flags.server.listen_endpoint, "ZeroMQ endpoint to serve on")->capture_default_str();
-  flags.server.limits.max_key_bytes = std::min(flags.server.limits.max_key_bytes, replica::LmdbStore::kMaxKeyBytes);
   app.add_option("--max-key-bytes", flags.server.limits.max_key_bytes, "Largest key accepted")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, replica::LmdbStore::kMaxKeyBytes));
   app.add_option("--max-value-bytes", flags.server.limits.max_value_bytes, "Largest value accepted")
       ->capture_default_str()
-      ->check(CLI::Range(size_t{1}, size_t{64} << 20));
+      // A read reply carries up to five versions and must fit the 128 MiB frame cap.
+      ->check(CLI::Range(size_t{1}, size_t{16} << 20));
   app.add_option("--map-size", flags.map_size_bytes, "Most the data may grow to, e.g. 8GB (LMDB map size)")
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(false));

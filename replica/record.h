@@ -12,7 +12,7 @@
 namespace palisade::replica {
 
 // A key's versions, newest first: pending versions, then at most one committed
-// version, the oldest (see KeyVersions in handler.cc for the rules).
+// version, the oldest (handler.cc keeps the rules, docs/storage.md explains them).
 using Versions = std::vector<wire::Version>;
 
 std::string encode_record(std::string_view key, const Versions& versions);

@@ -1,5 +1,7 @@
 // A child process (a daemon of a local cluster, or under test): spawned with argv, its output appended
-// to a log file, killed with SIGKILL if still running when the object dies.
+// to a log file, killed with SIGKILL if still running when the object dies, and also when this
+// process dies without destroying it (PR_SET_PDEATHSIG: strictly, when the thread that started it
+// exits, so start long-lived children from a long-lived thread).
 #pragma once
 
 #include <sys/types.h>

@@ -6,10 +6,16 @@
 
 namespace palisade::tools {
 
-TempDir::TempDir() {
+std::string default_temp_base() {
   const char* base = std::getenv("TMPDIR");
-  std::string pattern = std::string(base != nullptr ? base : "/tmp") + "/palisade-test-XXXXXX";
-  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  return base != nullptr && *base != '\0' ? base : "/tmp";
+}
+
+TempDir::TempDir() : TempDir(default_temp_base()) {}
+
+TempDir::TempDir(const std::string& base) {
+  std::string pattern = base + "/palisade-XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create a directory in " + base);
   path_ = pattern;
 }
 

@@ -1,13 +1,19 @@
-// A fresh directory under $TMPDIR (or /tmp), removed with everything in it.
+// A fresh directory, removed with everything in it.
 #pragma once
 
 #include <string>
 
 namespace palisade::tools {
 
+// $TMPDIR when set and not empty, else /tmp.
+std::string default_temp_base();
+
 class TempDir {
  public:
+  // Under default_temp_base().
   TempDir();
+  // Under `base` (for a chosen disk); throws std::runtime_error when it cannot.
+  explicit TempDir(const std::string& base);
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;

@@ -37,6 +37,31 @@ class FloorlessStore final : public replica::ReplicaStore {
   replica::MemoryStore inner;
 };
 
+std::string describe(const wire::Version& v) {
+  return v.ts.to_string() + (v.tombstone ? " tombstone" : " '" + v.value + "'") +
+         (v.state == wire::VersionState::kCommitted ? " committed" : " pending");
+}
+
+std::string describe(const wire::ReplicaRequest& r) {
+  std::string id = "#" + std::to_string(r.id) + " ";
+  if (auto* w = std::get_if<wire::WriteRequest>(&r.body)) {
+    return id + "write " + w->key + " " + w->ts.to_string() + (w->tombstone ? " tombstone" : " '" + w->value + "'") +
+           (w->committed ? " committed" : "");
+  }
+  if (auto* f = std::get_if<wire::FenceRequest>(&r.body)) return id + "fence " + f->lock + " " + std::to_string(f->token);
+  if (auto* c = std::get_if<wire::CommitRequest>(&r.body)) return id + "commit " + c->key + " " + c->ts.to_string();
+  if (auto* p = std::get_if<wire::PurgeRequest>(&r.body)) return id + "purge " + p->key + " " + p->ts.to_string();
+  if (auto* rd = std::get_if<wire::ReadRequest>(&r.body)) return id + "read " + rd->key + " floor_of " + rd->floor_of;
+  return id + "ping";
+}
+
+std::string describe(const wire::ReplicaReply& r) {
+  std::string out = "#" + std::to_string(r.id) + " " + r.status.to_string();
+  for (const auto& v : r.versions) out += " [" + describe(v) + "]";
+  for (const auto& [lock, floor] : r.floors) out += " floor " + lock + "=" + std::to_string(floor);
+  return out;
+}
+
 struct Replica {
   int node;
   std::unique_ptr<replica::ReplicaStore> store;  // the disk: survives crashes
@@ -157,6 +182,7 @@ class QuorumSim {
       world_.send(i, from, wire::encode_reply(wire::error_reply(id, request.status())));
       return;
     }
+    world_.record("replica " + std::to_string(i) + " <- " + std::to_string(from) + " " + describe(request.value()));
     r.inbox.emplace_back(from, std::move(request).value());
     if (r.flush_scheduled) return;
     r.flush_scheduled = true;
@@ -213,6 +239,7 @@ class QuorumSim {
   void client_receive(int c, int from, const std::string& bytes) {
     auto reply = wire::decode_reply(bytes, wire::Limits{});
     if (!reply.is_ok()) return;
+    world_.record("client " + std::to_string(c) + " <- " + std::to_string(from) + " " + describe(reply.value()));
     clients_[c].coordinator->on_reply(from, reply.value(), world_.now_ms());
     pump(c);
   }

@@ -186,6 +186,36 @@ TEST_CASE("writes are pending until committed; commit of another timestamp chang
   CHECK_FALSE(r.call(commit_req("missing", ts(1))).applied);
 }
 
+// Regression (simulator seed 13065): a duplicated write answered "fenced" after
+// the floor rose made its writer believe it was not stored, though it was.
+TEST_CASE("a duplicate of a stored write is ok even after the floor rose", "[replica]") {
+  Replica r;
+  auto w = write_req("k", "x", ts(2), "L");
+  REQUIRE(r.call(w).status.is_ok());
+  r.call(fence_req("L", 3));
+  CHECK(r.call(w).status.is_ok());
+  CHECK(r.call(write_req("k", "y", ts(2, 1), "L")).status.code() == Code::kFenced);
+}
+
+TEST_CASE("commit and purge with a content hash pick that version among equal timestamps", "[replica]") {
+  Replica r;
+  auto a = write_req("k", "alpha", ts(3), "L");
+  auto b = write_req("k", "beta", ts(3), "L");
+  r.call(a);
+  r.call(b);
+  const auto& aw = std::get<wire::WriteRequest>(a.body);
+  uint64_t alpha = wire::content_hash(wire::Version{aw.ts, aw.lock, VersionState::kPending, false, aw.value});
+  auto commit = commit_req("k", ts(3));
+  std::get<wire::CommitRequest>(commit.body).hash = alpha;
+  REQUIRE(r.call(commit).applied);
+  bool alpha_committed = false;
+  for (const auto& v : r.versions("k")) alpha_committed |= v.value == "alpha" && v.state == VersionState::kCommitted;
+  CHECK(alpha_committed);
+  auto purge = purge_req("k", ts(3));
+  std::get<wire::PurgeRequest>(purge.body).hash = alpha;
+  CHECK_FALSE(r.call(purge).applied);  // committed: never purged
+}
+
 TEST_CASE("an idempotent retry does not undo a commit", "[replica]") {
   Replica r;
   r.call(write_req("k", "x", ts(1), "L"));

@@ -38,7 +38,7 @@ struct QuorumStoreOptions {
   std::chrono::milliseconds timeout{2000};     // per operation
   std::chrono::milliseconds hedge_after{50};   // a read asks more replicas when R have not answered by then
   uint64_t max_clock_offset_ms = 500;          // replica clocks further ahead are refused
-  size_t max_key_bytes = 1024;
+  size_t max_key_bytes = 511;  // what replicas accept at most
   size_t max_value_bytes = size_t{1} << 20;
 };
 
