@@ -23,7 +23,12 @@ ReplicaConnection::ReplicaConnection(zmq::context_t& ctx, const std::string& end
 
 Result<wire::ReplicaReply> ReplicaConnection::call(wire::ReplicaRequest request, int timeout_ms) {
   request.id = next_id_++;
-  socket_.send(zmq::buffer(wire::encode_request(request)), zmq::send_flags::none);
+  // The queue attaches to the connection a moment after connect: wait for it,
+  // within the timeout, rather than fail.
+  socket_.set(zmq::sockopt::sndtimeo, timeout_ms);
+  if (!socket_.send(zmq::buffer(wire::encode_request(request)), zmq::send_flags::none)) {
+    return Status(Code::kUnavailable, "could not queue the request within " + std::to_string(timeout_ms) + " ms");
+  }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {  // replies to earlier, timed-out calls are skipped
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
@@ -43,8 +48,9 @@ Result<wire::ReplicaReply> ReplicaConnection::receive(int timeout_ms) {
 
 Result<wire::ReplicaReply> ReplicaConnection::call_raw(const std::vector<std::string>& frames, int timeout_ms) {
   for (size_t i = 0; i < frames.size(); ++i) {
+    socket_.set(zmq::sockopt::sndtimeo, timeout_ms);
     auto flags = i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
-    socket_.send(zmq::buffer(frames[i]), flags);
+    if (!socket_.send(zmq::buffer(frames[i]), flags)) return Status(Code::kUnavailable, "could not queue the request");
   }
   return receive(timeout_ms);
 }

@@ -1,7 +1,8 @@
 // A blocking connection to one palisade-replica: a DEALER socket that sends a
 // request and waits for its reply. For tools and tests that talk to one replica
 // on purpose (status, inspection, fault tests); applications use QuorumStore.
-// Thread safety: one thread at a time.
+// Requests queue until the connection is up, so one that timed out may still
+// reach the replica later. Thread safety: one thread at a time.
 #pragma once
 
 #include <cstdint>

@@ -23,10 +23,13 @@ struct SocketOptions {
   int64_t max_frame_bytes = int64_t{128} << 20;
   int high_water_mark = 10000;  // messages queued per peer before sends block or drop
   int linger_ms = 0;            // unsent messages are dropped at close
+  // Dealers only: queue requests while the daemon is not connected, instead of
+  // failing the send. Such a request may arrive long after its sender gave up.
+  bool queue_until_connected = false;
 };
 
 zmq::socket_t make_router(zmq::context_t& ctx, const std::string& bind_endpoint, const SocketOptions& options);
-// Sends on a dealer fail (EAGAIN) while its daemon is not connected.
+// Unless queue_until_connected, sends fail (EAGAIN) while the daemon is not connected.
 zmq::socket_t make_dealer(zmq::context_t& ctx, const std::string& connect_endpoint, const SocketOptions& options);
 
 // One message received on a ROUTER, with the envelope to answer it.
