@@ -1,16 +1,10 @@
 #include "bench/bench_support.h"
 
-#include <fcntl.h>
 #include <lmdb.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -18,7 +12,10 @@
 #include <stdexcept>
 #include <thread>
 
+#include <zmq.hpp>
+
 #include "common/transport.h"
+#include "tools/process.h"
 
 namespace palisade::bench {
 
@@ -39,22 +36,6 @@ double quantile(std::vector<double>& samples_ms, double q) {
   return samples_ms[i];
 }
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("socket() failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    throw std::runtime_error("cannot find a free loopback port");
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 uint64_t status_kib(pid_t pid, const char* field) {
   std::ifstream in(pid == 0 ? std::string("/proc/self/status") : "/proc/" + std::to_string(pid) + "/status");
   const std::string prefix = std::string(field) + ":";
@@ -72,117 +53,126 @@ bool reset_peak_rss() {
   return static_cast<bool>(out);
 }
 
-std::string default_replica_bin() {
-  std::error_code ec;
-  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "palisade-replica";
-  return (self.parent_path() / ".." / "replica" / "palisade-replica").lexically_normal().string();
+void add_common_options(CLI::App& app, CommonFlags& flags, const std::string& clients_help) {
+  app.add_option("--replica-bin", flags.replica_bin, "palisade-replica executable")->capture_default_str();
+  app.add_option("--tmp-dir", flags.tmp_dir, "Where the replica data and the LMDB floor's data go (same disk)")
+      ->capture_default_str();
+  app.add_option("--seconds", flags.seconds, "Duration of each level")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 600.0));
+  app.add_option("--floor-seconds", flags.floor_seconds, "Duration of each floor measurement")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 600.0));
+  app.add_option("--clients", flags.clients, clients_help)
+      ->capture_default_str()
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--json", flags.json_path, "Also write the results as JSON to this file");
 }
 
-TempDir::TempDir(const std::string& base) {
-  std::string pattern = base + "/palisade-bench-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create a directory in " + base);
-  path_ = pattern;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
-Daemon::Daemon(const std::string& bin, const std::string& data_dir, const std::string& endpoint,
-               const std::string& log)
-    : endpoint_(endpoint), log_(log) {
-  std::vector<std::string> argv = {bin, "--data-dir", data_dir, "--listen", endpoint, "--log-level", "warn"};
-  std::vector<char*> args;
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  pid_ = ::fork();
-  if (pid_ < 0) throw std::runtime_error("fork failed");
-  if (pid_ == 0) {  // only async-signal-safe calls until exec
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    ::execv(args[0], args.data());
-    ::_exit(127);
+int run_main(const char* name, const std::function<int()>& run) {
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 1;
   }
 }
 
-Daemon::~Daemon() { stop(); }
-
-bool Daemon::running() {
-  if (exited_) return false;
-  int st = 0;
-  if (::waitpid(pid_, &st, WNOHANG) == pid_) exited_ = true;
-  return !exited_;
-}
-
-void Daemon::wait_ready() {
-  zmq::context_t ctx(1);
-  auto deadline = Clock::now() + 10s;
-  uint64_t id = 0;
-  while (Clock::now() < deadline) {
-    if (!running()) throw std::runtime_error("palisade-replica exited at start (see its log)");
-    try {
-      zmq::socket_t probe = transport::make_dealer(ctx, endpoint_, transport::SocketOptions{});
-      probe.set(zmq::sockopt::immediate, false);
-      probe.send(zmq::buffer(wire::encode_request({++id, wire::PingRequest{}})), zmq::send_flags::none);
-      zmq::pollitem_t item{probe.handle(), 0, ZMQ_POLLIN, 0};
-      zmq::poll(&item, 1, 200ms);
-      if (item.revents & ZMQ_POLLIN) return;
-    } catch (const zmq::error_t&) {
-    }
+Replicas start_replicas(const std::string& replica_bin, const std::string& dir, int count) {
+  Replicas replicas;
+  for (int i = 0; i < count; ++i) {
+    const std::string data_dir = dir + "/replica" + std::to_string(i);
+    std::filesystem::create_directories(data_dir);
+    replicas.push_back(
+        std::make_unique<tools::ReplicaProcess>(replica_bin, data_dir, std::vector<std::string>{"--log-level", "warn"}));
   }
-  throw std::runtime_error("palisade-replica did not answer a ping within 10 s");
+  return replicas;
 }
 
-void Daemon::stop() {
-  if (!running()) return;
-  ::kill(pid_, SIGTERM);
-  auto deadline = Clock::now() + 3s;
-  while (running() && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
-  if (running()) {
-    ::kill(pid_, SIGKILL);
-    int st = 0;
-    ::waitpid(pid_, &st, 0);
-    exited_ = true;
+std::string with_logs(const std::string& what, const Replicas& replicas) {
+  std::string out = what;
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    out += "\nreplica " + std::to_string(i) + " log:\n" + replicas[i]->process().log();
   }
+  return out;
 }
 
-ReplicaClient::ReplicaClient(zmq::context_t& ctx, const std::string& endpoint)
-    : socket_(transport::make_dealer(ctx, endpoint, transport::SocketOptions{})) {
-  socket_.set(zmq::sockopt::immediate, false);  // queue until connected
+Status reply_status(const Result<wire::ReplicaReply>& reply) {
+  return reply.is_ok() ? reply.value().status : reply.status();
 }
 
-wire::ReplicaReply ReplicaClient::call(const wire::ReplicaRequest& request) {
-  socket_.send(zmq::buffer(wire::encode_request(request)), zmq::send_flags::none);
-  auto deadline = Clock::now() + std::chrono::milliseconds(kReplyTimeoutMs);
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
-    zmq::poll(&item, 1, std::max(0ms, left));
-    if (!(item.revents & ZMQ_POLLIN)) throw std::runtime_error("no reply from palisade-replica within 5 s");
-    zmq::message_t msg;
-    (void)socket_.recv(msg);
-    auto reply = wire::decode_reply({static_cast<const char*>(msg.data()), msg.size()}, limits_);
-    if (!reply.is_ok()) throw std::runtime_error("undecodable reply: " + reply.status().to_string());
-    if (reply.value().id == request.id) return std::move(reply).value();
+LoadResult run_load(int clients, double seconds, const std::function<Operation(int)>& make_operation) {
+  std::vector<std::vector<double>> latencies(clients);
+  std::vector<uint64_t> errors(clients, 0);
+  std::vector<std::string> first_errors(clients), failures(clients);
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  Clock::time_point start, end;  // written before `go`, read after it
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      try {
+        Operation op = make_operation(c);
+        ready.fetch_add(1);
+        while (!go.load()) std::this_thread::yield();
+        const Clock::time_point stop = end;
+        for (Clock::time_point t0 = Clock::now(); t0 < stop; t0 = Clock::now()) {
+          Status s = op();
+          latencies[c].push_back(ms_between(t0, Clock::now()));
+          if (!s.is_ok() && errors[c]++ == 0) first_errors[c] = s.to_string();
+        }
+      } catch (const std::exception& e) {
+        failures[c] = e.what();
+        ready.fetch_add(1);
+      }
+    });
   }
+  while (ready.load() < clients) std::this_thread::sleep_for(1ms);
+  start = Clock::now();
+  end = start + seconds_duration(seconds);
+  go.store(true);
+  for (auto& t : threads) t.join();
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  for (const auto& f : failures) {
+    if (!f.empty()) throw std::runtime_error(f);
+  }
+
+  LoadResult r;
+  r.seconds = elapsed;
+  std::vector<double> all;
+  for (int c = 0; c < clients; ++c) {
+    all.insert(all.end(), latencies[c].begin(), latencies[c].end());
+    r.errors += errors[c];
+    if (r.first_error.empty()) r.first_error = first_errors[c];
+  }
+  r.ops = all.size();
+  r.ops_per_s = static_cast<double>(r.ops) / elapsed;
+  r.p50_ms = quantile(all, 0.50);
+  r.p99_ms = quantile(all, 0.99);
+  return r;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+Floor measure_floor(double seconds, size_t message_bytes, const std::string& lmdb_dir, size_t value_bytes) {
+  return {echo_round_trip_p50_ms(seconds, message_bytes), synced_commit_p50_ms(lmdb_dir, seconds, value_bytes)};
+}
+
+void print_floor(const Floor& floor) {
+  std::printf("\nfloor: ZeroMQ DEALER->ROUTER round trip p50 %.3f ms, synced LMDB commit p50 %.3f ms\n\n",
+              floor.round_trip_p50_ms, floor.commit_p50_ms);
+}
+
+std::string floor_json(const Floor& floor) {
+  std::ostringstream o;
+  o << "{\"round_trip_p50_ms\": " << floor.round_trip_p50_ms << ", \"synced_commit_p50_ms\": " << floor.commit_p50_ms
+    << "}";
+  return o.str();
 }
 
 double echo_round_trip_p50_ms(double seconds, size_t message_bytes) {
   zmq::context_t ctx(1);
-  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(free_port());
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(tools::free_port());
   zmq::socket_t router = transport::make_router(ctx, endpoint, transport::SocketOptions{});
   std::atomic<bool> stop{false};
   std::thread echo([&] {
@@ -284,6 +274,12 @@ std::string targets_json(const std::vector<Target>& targets, const std::string& 
   }
   o << "\n" << indent << "]";
   return o.str();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path);
 }
 
 }  // namespace palisade::bench

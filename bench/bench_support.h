@@ -1,19 +1,25 @@
-// What the end-to-end benches share: temporary directories, palisade-replica
-// daemons started and stopped by pid, latency quantiles, RSS readings, the
-// floor measurements (bare ZeroMQ round trip, bare synced LMDB commit) and the
-// PASS/MISS target lines. bench/README.md explains what the numbers mean.
+// What the end-to-end benches share beyond tools/ (daemons, temporary
+// directories) and client/ (ReplicaConnection): closed-loop load threads,
+// latency quantiles, RSS readings, the floor measurements (bare ZeroMQ round
+// trip, bare synced LMDB commit) and the PASS/MISS target lines.
+// bench/README.md explains what the numbers mean.
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include <zmq.hpp>
+#include <CLI/CLI.hpp>
 
 #include "common/replica_protocol.h"
+#include "palisade/status.h"
+#include "tools/replica_process.h"
+#include "tools/temp_dir.h"
 
 namespace palisade::bench {
 
@@ -28,71 +34,68 @@ Clock::duration seconds_duration(double seconds);
 // The q-quantile (0..1) of `samples_ms`, which it sorts.
 double quantile(std::vector<double>& samples_ms, double q);
 
-// A TCP port on 127.0.0.1 that was free a moment ago.
-int free_port();
-
 // A field of /proc/PID/status in KiB ("VmHWM", "VmRSS"); 0 when unreadable.
 // pid 0 means this process.
 uint64_t status_kib(pid_t pid, const char* field);
 // Resets this process's VmHWM to its current RSS (Linux >= 4.0); false when refused.
 bool reset_peak_rss();
 
-std::string default_replica_bin();
+// The options every end-to-end bench takes; `seconds` defaults differ.
+struct CommonFlags {
+  std::string replica_bin = tools::sibling_replica_binary();
+  std::string tmp_dir = tools::default_temp_base();
+  double seconds = 2;
+  double floor_seconds = 1;
+  std::vector<int> clients = {1, 16, 64};
+  std::string json_path;
+};
+// Adds --replica-bin, --tmp-dir, --seconds, --floor-seconds, --clients, --json.
+void add_common_options(CLI::App& app, CommonFlags& flags, const std::string& clients_help);
+// The body of a bench's main() after parsing: SIGPIPE ignored; an exception is
+// printed as "`name`: what" and makes the exit code 1.
+int run_main(const char* name, const std::function<int()>& run);
 
-// A directory removed with its contents when the object dies.
-class TempDir {
- public:
-  explicit TempDir(const std::string& base);
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
+// `count` copies of `replica_bin` on free loopback ports, serving `dir`/replicaI
+// (created), logging warnings and errors only (to `dir`/replicaI.log); all
+// started and answering. Each is killed when its object dies.
+using Replicas = std::vector<std::unique_ptr<tools::ReplicaProcess>>;
+Replicas start_replicas(const std::string& replica_bin, const std::string& dir, int count);
+// `what`, then the log of every replica, for an error message.
+std::string with_logs(const std::string& what, const Replicas& replicas);
 
- private:
-  std::string path_;
+// The status a replica replied with, or why no reply came (client::ReplicaConnection::call).
+Status reply_status(const Result<wire::ReplicaReply>& reply);
+
+// What a level of closed-loop load measured.
+struct LoadResult {
+  uint64_t ops = 0;
+  uint64_t errors = 0;  // operations that returned an error status
+  double seconds = 0;
+  double ops_per_s = 0;
+  double p50_ms = 0;
+  double p99_ms = 0;
+  std::string first_error;  // of the first thread that had one
 };
 
-// A palisade-replica serving `endpoint` from `data_dir`, its output appended to
-// `log`. Stopped (SIGTERM, then SIGKILL after 3 s) by pid when the object dies; it
-// also dies with this process (PR_SET_PDEATHSIG).
-class Daemon {
- public:
-  Daemon(const std::string& bin, const std::string& data_dir, const std::string& endpoint, const std::string& log);
-  ~Daemon();
-  Daemon(const Daemon&) = delete;
-  Daemon& operator=(const Daemon&) = delete;
+// One operation of a load thread, timed; a status that is not ok counts as an error.
+using Operation = std::function<Status()>;
 
-  pid_t pid() const { return pid_; }
-  const std::string& endpoint() const { return endpoint_; }
-  const std::string& log_path() const { return log_; }
-  bool running();
-  // Waits until it answers a ping; throws after 10 s or when it exits.
-  void wait_ready();
-  uint64_t peak_rss_kib() const { return status_kib(pid_, "VmHWM"); }
-  uint64_t rss_kib() const { return status_kib(pid_, "VmRSS"); }
-  void stop();
+// Runs `clients` threads. Each first calls make_operation(thread index), untimed
+// (connect, fence, warm up; throwing aborts the run with that message); once every
+// thread is set up, all repeat their operation for `seconds`.
+LoadResult run_load(int clients, double seconds, const std::function<Operation(int)>& make_operation);
 
- private:
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  std::string endpoint_;
-  std::string log_;
+// What bounds the end-to-end latencies from below.
+struct Floor {
+  double round_trip_p50_ms = 0;  // (a)
+  double commit_p50_ms = 0;      // (b)
 };
-
-// One synchronous client of one palisade-replica: a DEALER socket, one request in flight.
-class ReplicaClient {
- public:
-  ReplicaClient(zmq::context_t& ctx, const std::string& endpoint);
-  // Sends `request` and returns its reply; throws after kReplyTimeoutMs.
-  wire::ReplicaReply call(const wire::ReplicaRequest& request);
-
- private:
-  zmq::socket_t socket_;
-  wire::Limits limits_;
-};
-
-// The contents of a file (a daemon's log, for error messages); empty when unreadable.
-std::string read_file(const std::string& path);
+// Both floor measurements, each for `seconds`: (a) with messages of
+// `message_bytes`, (b) in `lmdb_dir` with values of `value_bytes`.
+Floor measure_floor(double seconds, size_t message_bytes, const std::string& lmdb_dir, size_t value_bytes);
+// The "floor: ..." line of the printed report, and the floor as a JSON object.
+void print_floor(const Floor& floor);
+std::string floor_json(const Floor& floor);
 
 // Floor (a): DEALER -> ROUTER echo over loopback against an echo thread, one
 // message of `message_bytes` in flight, for `seconds`. p50 in ms.
@@ -112,5 +115,7 @@ void print_targets(const std::vector<Target>& targets);
 // The targets as a JSON array (no trailing newline).
 std::string targets_json(const std::vector<Target>& targets, const std::string& indent);
 std::string json_escape(const std::string& s);
+// Writes `text` to `path`; throws std::runtime_error when it cannot.
+void write_file(const std::string& path, const std::string& text);
 
 }  // namespace palisade::bench

@@ -4,70 +4,51 @@
 // on the same disk), judged against the targets. bench/README.md explains
 // what each number means.
 //
-// Everything runs in a temporary directory for a bounded time; the daemons are
-// stopped by pid on the way out, also on error (and die with this process through
-// PR_SET_PDEATHSIG if it is killed).
+// Everything runs in a temporary directory for a bounded time; the daemons
+// (tools::ReplicaProcess) are killed on the way out, also on error, and die with
+// this process if it is killed.
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <future>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "bench/bench_support.h"
+#include "client/replica_connection.h"
 #include "common/hybrid_clock.h"
 #include "common/physical_clock.h"
 #include "common/replica_protocol.h"
 #include "palisade/quorum_store.h"
+#include "tools/temp_dir.h"
 
 namespace palisade::bench {
 namespace {
-
-using namespace std::chrono_literals;
 
 constexpr size_t kValueBytes = 100;
 constexpr int kReplicas = 3;
 constexpr int kPreloadKeys = 10000;  // the keys the gets read
 
-struct Flags {
-  std::string replica_bin;
-  std::string tmp_dir;
-  double seconds = 2;
-  double floor_seconds = 1;
-  std::vector<int> clients = {1, 16, 64};
+struct Flags : CommonFlags {
   std::string stores = "both";  // per-client, shared or both
   std::vector<std::string> ops = {"put", "get"};
-  std::string json_path;
 };
 
 enum class Op { kPut, kGet };
 const char* op_name(Op op) { return op == Op::kPut ? "put" : "get"; }
 
-struct LevelResult {
+struct LevelResult : LoadResult {
   Op op = Op::kPut;
   bool shared = false;  // one QuorumStore for every client thread, else one per thread
   int clients = 0;
-  uint64_t ops = 0;
-  uint64_t errors = 0;
-  double seconds = 0;
-  double ops_per_s = 0;
-  double p50_ms = 0;
-  double p99_ms = 0;
   uint64_t client_rss_kib = 0;       // this process, VmRSS at the end of the level (stores still open)
   uint64_t client_peak_kib = 0;      // this process, VmHWM (reset before the level when the kernel allows)
   uint64_t replicas_rss_kib = 0;     // the three daemons' VmRSS summed, at the end of the level
-  std::string first_error;
 };
 
 const char* stores_name(const LevelResult& l) { return l.shared ? "shared" : "per-client"; }
@@ -108,82 +89,38 @@ class Bench {
   // `clients` threads, each doing blocking `op`s until `seconds` pass, on one
   // shared store or on one store each. Every put thread fences its own lock once
   // before the clock starts and writes distinct keys under it.
-  LevelResult run_level(Op op, bool shared, int clients, const std::vector<Daemon*>& daemons) {
+  LevelResult run_level(Op op, bool shared, int clients, const Replicas& replicas) {
     const int level = next_level_++;
     std::vector<std::unique_ptr<QuorumStore>> stores;
     for (int i = 0; i < (shared ? 1 : clients); ++i) stores.push_back(open_store());
     bool peak_reset = reset_peak_rss();
 
-    std::vector<std::vector<double>> latencies(clients);
-    std::vector<uint64_t> errors(clients, 0);
-    std::vector<std::string> first_errors(clients), failures(clients);
-    std::atomic<int> ready{0};
-    std::atomic<bool> go{false};
-    Clock::time_point start, end;
     const std::string value(kValueBytes, 'v');
-    std::vector<std::thread> threads;
-    for (int c = 0; c < clients; ++c) {
-      threads.emplace_back([&, c] {
-        try {
-          QuorumStore& store = *stores[shared ? 0 : c];
-          const Fence fence{"bench/" + std::to_string(level) + "/" + std::to_string(c), static_cast<uint64_t>(c) + 1};
-          const std::string prefix = "bench/" + std::to_string(level) + "/" + std::to_string(c) + "/";
-          uint64_t i = 0;
-          auto one = [&]() -> Status {
-            ++i;
-            if (op == Op::kPut) return store.put(prefix + std::to_string(i), value, fence).status;
-            ReadResult r = store.get(get_key(static_cast<int>((static_cast<uint64_t>(c) * 7919 + i) % kPreloadKeys)));
-            if (r.status.is_ok() && !r.found) return Status(Code::kInternal, "a preloaded key was not found");
-            return r.status;
-          };
-          if (op == Op::kPut) {
-            if (auto f = store.fence(fence); !f.status.is_ok()) throw std::runtime_error("fence: " + f.status.to_string());
-          }
-          if (Status s = one(); !s.is_ok()) throw std::runtime_error(std::string("warm-up ") + op_name(op) + ": " + s.to_string());
-          ready.fetch_add(1);
-          while (!go.load()) std::this_thread::yield();
-          const Clock::time_point stop = end;
-          for (Clock::time_point t0 = Clock::now(); t0 < stop; t0 = Clock::now()) {
-            Status s = one();
-            latencies[c].push_back(ms_between(t0, Clock::now()));
-            if (!s.is_ok()) {
-              if (errors[c]++ == 0) first_errors[c] = s.to_string();
-            }
-          }
-        } catch (const std::exception& e) {
-          failures[c] = e.what();
-          ready.fetch_add(1);
-        }
-      });
-    }
-    while (ready.load() < clients) std::this_thread::sleep_for(1ms);
-    start = Clock::now();
-    end = start + seconds_duration(flags_.seconds);
-    go.store(true);
-    for (auto& t : threads) t.join();
-    double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    for (const auto& f : failures) {
-      if (!f.empty()) throw std::runtime_error(f);
-    }
-
     LevelResult r;
+    static_cast<LoadResult&>(r) = run_load(clients, flags_.seconds, [&](int c) -> Operation {
+      QuorumStore& store = *stores[shared ? 0 : c];
+      const std::string lock = "bench/" + std::to_string(level) + "/" + std::to_string(c);
+      const Fence fence{lock, static_cast<uint64_t>(c) + 1};
+      Operation one = [&store, &value, op, c, fence, prefix = lock + "/", i = uint64_t{0}]() mutable -> Status {
+        ++i;
+        if (op == Op::kPut) return store.put(prefix + std::to_string(i), value, fence).status;
+        ReadResult read = store.get(get_key(static_cast<int>((static_cast<uint64_t>(c) * 7919 + i) % kPreloadKeys)));
+        if (read.status.is_ok() && !read.found) return Status(Code::kInternal, "a preloaded key was not found");
+        return read.status;
+      };
+      if (op == Op::kPut) {
+        if (auto f = store.fence(fence); !f.status.is_ok()) throw std::runtime_error("fence: " + f.status.to_string());
+      }
+      if (Status s = one(); !s.is_ok()) throw std::runtime_error(std::string("warm-up ") + op_name(op) + ": " + s.to_string());
+      return one;
+    });
+
     r.op = op;
     r.shared = shared;
     r.clients = clients;
-    r.seconds = elapsed;
     r.client_rss_kib = status_kib(0, "VmRSS");
     r.client_peak_kib = peak_reset ? status_kib(0, "VmHWM") : 0;
-    for (Daemon* d : daemons) r.replicas_rss_kib += d->rss_kib();
-    std::vector<double> all;
-    for (int c = 0; c < clients; ++c) {
-      all.insert(all.end(), latencies[c].begin(), latencies[c].end());
-      r.errors += errors[c];
-      if (r.first_error.empty()) r.first_error = first_errors[c];
-    }
-    r.ops = all.size();
-    r.ops_per_s = static_cast<double>(r.ops) / elapsed;
-    r.p50_ms = quantile(all, 0.50);
-    r.p99_ms = quantile(all, 0.99);
+    for (const auto& replica : replicas) r.replicas_rss_kib += status_kib(replica->process().pid(), "VmRSS");
     return r;
   }
 
@@ -203,11 +140,11 @@ struct Direct {
 };
 
 Direct direct_replica_p50s(const std::string& endpoint, double seconds) {
-  zmq::context_t ctx(1);
-  ReplicaClient client(ctx, endpoint);
+  client::ReplicaConnection conn(endpoint);
   const Fence fence{"bench/direct", 1};
-  if (auto r = client.call({1, wire::FenceRequest{fence.lock, fence.token}}); !r.status.is_ok()) {
-    throw std::runtime_error("direct fence: " + r.status.to_string());
+  if (Status s = reply_status(conn.call({0, wire::FenceRequest{fence.lock, fence.token}}, kReplyTimeoutMs));
+      !s.is_ok()) {
+    throw std::runtime_error("direct fence: " + s.to_string());
   }
   SystemClock wall;
   HybridClock hlc(wall);
@@ -223,9 +160,9 @@ Direct direct_replica_p50s(const std::string& endpoint, double seconds) {
                                       fence.lock};
       }
       auto t0 = Clock::now();
-      wire::ReplicaReply reply = client.call(req);
+      Status s = reply_status(conn.call(req, kReplyTimeoutMs));
       samples.push_back(ms_between(t0, Clock::now()));
-      if (!reply.status.is_ok()) throw std::runtime_error("direct request: " + reply.status.to_string());
+      if (!s.is_ok()) throw std::runtime_error("direct request: " + s.to_string());
     }
     (write ? d.write_p50_ms : d.read_p50_ms) = quantile(samples, 0.5);
   }
@@ -234,8 +171,7 @@ Direct direct_replica_p50s(const std::string& endpoint, double seconds) {
 
 struct Report {
   std::vector<LevelResult> levels;
-  double round_trip_p50_ms = 0;
-  double commit_p50_ms = 0;
+  Floor floor;
   Direct direct;
   uint64_t client_peak_kib = 0;    // VmHWM of the whole run
   uint64_t replica_peak_kib = 0;   // the largest daemon VmHWM
@@ -254,10 +190,10 @@ std::vector<Target> targets(const Report& r) {
   const LevelResult* get1 = r.level(Op::kGet, false, 1);
   if (put1 != nullptr) {
     out.push_back({"1-client put p50 <= 1.5 x (round trip p50 + synced commit p50) [ms]", put1->p50_ms,
-                   1.5 * (r.round_trip_p50_ms + r.commit_p50_ms), true});
+                   1.5 * (r.floor.round_trip_p50_ms + r.floor.commit_p50_ms), true});
   }
   if (get1 != nullptr) {
-    out.push_back({"1-client get p50 <= 2 x round trip p50 [ms]", get1->p50_ms, 2 * r.round_trip_p50_ms, true});
+    out.push_back({"1-client get p50 <= 2 x round trip p50 [ms]", get1->p50_ms, 2 * r.floor.round_trip_p50_ms, true});
   }
   for (bool shared : {false, true}) {
     const LevelResult* put64 = r.level(Op::kPut, shared, 64);
@@ -273,8 +209,7 @@ std::vector<Target> targets(const Report& r) {
 double mib(uint64_t kib) { return static_cast<double>(kib) / 1024; }
 
 void print(const Report& r) {
-  std::printf("\nfloor: ZeroMQ DEALER->ROUTER round trip p50 %.3f ms, synced LMDB commit p50 %.3f ms\n\n",
-              r.round_trip_p50_ms, r.commit_p50_ms);
+  print_floor(r.floor);
   std::printf("%-4s %-11s %7s %9s %10s %9s %9s %7s %11s %12s %13s\n", "op", "stores", "clients", "ops", "ops/s",
               "p50 ms", "p99 ms", "errors", "client RSS", "client peak", "replicas RSS");
   for (const auto& l : r.levels) {
@@ -298,8 +233,7 @@ void print(const Report& r) {
 void write_json(const Report& r, const std::string& path) {
   std::ostringstream o;
   o << "{\n  \"n\": 3, \"w\": 2, \"r\": 2, \"value_bytes\": " << kValueBytes
-    << ",\n  \"floor\": {\"round_trip_p50_ms\": " << r.round_trip_p50_ms
-    << ", \"synced_commit_p50_ms\": " << r.commit_p50_ms << "},\n  \"direct_replica\": {\"read_p50_ms\": "
+    << ",\n  \"floor\": " << floor_json(r.floor) << ",\n  \"direct_replica\": {\"read_p50_ms\": "
     << r.direct.read_p50_ms << ", \"write_p50_ms\": " << r.direct.write_p50_ms << "},\n  \"levels\": [";
   for (size_t i = 0; i < r.levels.size(); ++i) {
     const auto& l = r.levels[i];
@@ -311,13 +245,11 @@ void write_json(const Report& r, const std::string& path) {
   }
   o << "\n  ],\n  \"client_peak_kib\": " << r.client_peak_kib << ",\n  \"replica_peak_kib\": " << r.replica_peak_kib
     << ",\n  \"targets\": " << targets_json(targets(r), "  ") << "\n}\n";
-  std::ofstream out(path);
-  out << o.str();
-  if (!out) throw std::runtime_error("cannot write " + path);
+  write_file(path, o.str());
 }
 
 int run(const Flags& flags) {
-  TempDir tmp(flags.tmp_dir);
+  tools::TempDir tmp(flags.tmp_dir);
   std::printf("palisade-quorum-bench: 3 x %s, N=3 W=2 R=2, data in %s, %.1f s per level\n", flags.replica_bin.c_str(),
               tmp.path().c_str(), flags.seconds);
   std::vector<bool> models;
@@ -325,48 +257,36 @@ int run(const Flags& flags) {
   if (flags.stores != "per-client") models.push_back(true);
 
   Report report;
-  std::vector<std::string> logs;
-  try {
-    std::vector<std::unique_ptr<Daemon>> daemons;
-    std::vector<Daemon*> raw;
+  {
+    Replicas replicas = start_replicas(flags.replica_bin, tmp.path(), kReplicas);
     std::vector<std::string> endpoints;
-    for (int i = 0; i < kReplicas; ++i) {
-      const std::string data_dir = tmp.path() + "/replica" + std::to_string(i);
-      std::filesystem::create_directories(data_dir);
-      endpoints.push_back("tcp://127.0.0.1:" + std::to_string(free_port()));
-      logs.push_back(tmp.path() + "/replica" + std::to_string(i) + ".log");
-      daemons.push_back(std::make_unique<Daemon>(flags.replica_bin, data_dir, endpoints.back(), logs.back()));
-      raw.push_back(daemons.back().get());
-    }
-    for (auto& d : daemons) d->wait_ready();
+    for (const auto& replica : replicas) endpoints.push_back(replica->endpoint());
     std::printf("replicas on %s, %s, %s\n", endpoints[0].c_str(), endpoints[1].c_str(), endpoints[2].c_str());
-
-    Bench bench(flags, endpoints);
-    bench.preload();
-    for (Op op : {Op::kPut, Op::kGet}) {
-      if (std::find(flags.ops.begin(), flags.ops.end(), op_name(op)) == flags.ops.end()) continue;
-      for (int clients : flags.clients) {
-        for (bool shared : models) {
-          if (clients == 1 && shared && models.size() > 1) continue;  // the same as per-client
-          LevelResult level = bench.run_level(op, shared, clients, raw);
-          std::printf("  %s, %d clients, %s stores: %.0f ops/s, p50 %.3f ms, p99 %.3f ms\n", op_name(op), clients,
-                      stores_name(level), level.ops_per_s, level.p50_ms, level.p99_ms);
-          std::fflush(stdout);
-          report.levels.push_back(level);
+    try {
+      Bench bench(flags, endpoints);
+      bench.preload();
+      for (Op op : {Op::kPut, Op::kGet}) {
+        if (std::find(flags.ops.begin(), flags.ops.end(), op_name(op)) == flags.ops.end()) continue;
+        for (int clients : flags.clients) {
+          for (bool shared : models) {
+            if (clients == 1 && shared && models.size() > 1) continue;  // the same as per-client
+            LevelResult level = bench.run_level(op, shared, clients, replicas);
+            std::printf("  %s, %d clients, %s stores: %.0f ops/s, p50 %.3f ms, p99 %.3f ms\n", op_name(op), clients,
+                        stores_name(level), level.ops_per_s, level.p50_ms, level.p99_ms);
+            std::fflush(stdout);
+            report.levels.push_back(level);
+          }
         }
       }
+      report.direct = direct_replica_p50s(endpoints[0], flags.floor_seconds);
+      for (const auto& replica : replicas) {
+        if (!replica->process().running()) throw std::runtime_error("a palisade-replica exited during the run");
+        report.replica_peak_kib = std::max(report.replica_peak_kib, status_kib(replica->process().pid(), "VmHWM"));
+      }
+    } catch (const std::exception& e) {
+      throw std::runtime_error(with_logs(e.what(), replicas));
     }
-    report.direct = direct_replica_p50s(endpoints[0], flags.floor_seconds);
-    for (auto& d : daemons) {
-      if (!d->running()) throw std::runtime_error("a palisade-replica exited during the run");
-      report.replica_peak_kib = std::max(report.replica_peak_kib, d->peak_rss_kib());
-    }
-    for (auto& d : daemons) d->stop();
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    for (size_t i = 0; i < logs.size(); ++i) what += "\nreplica " + std::to_string(i) + " log:\n" + read_file(logs[i]);
-    throw std::runtime_error(what);
-  }
+  }  // the replicas are killed here, before the floor is measured
   report.client_peak_kib = status_kib(0, "VmHWM");  // since the last reset, when there was one
   for (const auto& l : report.levels) report.client_peak_kib = std::max(report.client_peak_kib, l.client_peak_kib);
 
@@ -375,8 +295,7 @@ int run(const Flags& flags) {
       wire::encode_request({1, wire::WriteRequest{"bench/99/63/100000", std::string(kValueBytes, 'v'), false,
                                                   {64, 1}, "bench/99/63"}})
           .size();
-  report.round_trip_p50_ms = echo_round_trip_p50_ms(flags.floor_seconds, write_bytes);
-  report.commit_p50_ms = synced_commit_p50_ms(tmp.path() + "/lmdb", flags.floor_seconds, kValueBytes);
+  report.floor = measure_floor(flags.floor_seconds, write_bytes, tmp.sub("lmdb"), kValueBytes);
 
   print(report);
   if (!flags.json_path.empty()) write_json(report, flags.json_path);
@@ -397,25 +316,10 @@ int run(const Flags& flags) {
 
 int main(int argc, char** argv) {
   palisade::bench::Flags flags;
-  flags.replica_bin = palisade::bench::default_replica_bin();
-  const char* tmp = std::getenv("TMPDIR");
-  flags.tmp_dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
   CLI::App app{"palisade-quorum-bench: fenced puts and gets through QuorumStore against three real\n"
                "palisade-replica processes (N=3, W=2, R=2) over loopback, next to the floor (bare ZeroMQ\n"
                "round trip, bare synced LMDB commit on the same disk)."};
-  app.add_option("--replica-bin", flags.replica_bin, "palisade-replica executable")->capture_default_str();
-  app.add_option("--tmp-dir", flags.tmp_dir, "Where the replicas' and the LMDB floor's data go (same disk)")
-      ->capture_default_str();
-  app.add_option("--seconds", flags.seconds, "Duration of each level")
-      ->capture_default_str()
-      ->check(CLI::Range(0.1, 600.0));
-  app.add_option("--floor-seconds", flags.floor_seconds, "Duration of each floor measurement")
-      ->capture_default_str()
-      ->check(CLI::Range(0.1, 600.0));
-  app.add_option("--clients", flags.clients, "Client levels (threads doing blocking calls)")
-      ->capture_default_str()
-      ->delimiter(',')
-      ->check(CLI::Range(1, 1024));
+  palisade::bench::add_common_options(app, flags, "Client levels (threads doing blocking calls)");
   app.add_option("--stores", flags.stores,
                  "per-client: one QuorumStore per client thread; shared: one for all threads; both")
       ->capture_default_str()
@@ -424,13 +328,6 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->delimiter(',')
       ->check(CLI::IsMember({"put", "get"}));
-  app.add_option("--json", flags.json_path, "Also write the results as JSON to this file");
   CLI11_PARSE(app, argc, argv);
-  signal(SIGPIPE, SIG_IGN);
-  try {
-    return palisade::bench::run(flags);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "palisade-quorum-bench: %s\n", e.what());
-    return 1;
-  }
+  return palisade::bench::run_main("palisade-quorum-bench", [&] { return palisade::bench::run(flags); });
 }

@@ -20,7 +20,7 @@
 
 #include "common/hybrid_clock.h"
 #include "common/physical_clock.h"
-#include "common/timestamp.h"
+#include "palisade/timestamp.h"
 
 namespace palisade {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "common/status.h"
+#include "palisade/status.h"
 
 namespace palisade {
 

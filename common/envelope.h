@@ -11,7 +11,7 @@
 #include <msgpack.hpp>
 
 #include "common/field_reader.h"
-#include "common/status.h"
+#include "palisade/status.h"
 
 namespace palisade::wire {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/check.h"
-#include "common/timestamp.h"
+#include "palisade/timestamp.h"
 
 namespace palisade {
 

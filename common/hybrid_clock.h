@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "common/physical_clock.h"
-#include "common/status.h"
+#include "palisade/status.h"
 
 namespace palisade {
 

@@ -11,8 +11,8 @@
 #include <variant>
 
 #include "common/envelope.h"
-#include "common/status.h"
-#include "common/timestamp.h"
+#include "palisade/status.h"
+#include "palisade/timestamp.h"
 
 namespace palisade::wire {
 

@@ -1,4 +1,4 @@
-#include "common/status.h"
+#include "palisade/status.h"
 
 #include <array>
 

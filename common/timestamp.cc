@@ -1,4 +1,4 @@
-#include "common/timestamp.h"
+#include "palisade/timestamp.h"
 
 #include <charconv>
 #include <cstring>

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/replica_protocol.h"
-#include "common/status.h"
+#include "palisade/status.h"
 
 namespace palisade::replica {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "common/replica_protocol.h"
-#include "common/status.h"
+#include "palisade/status.h"
 #include "replica/record.h"
 
 namespace palisade::replica {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "common/status.h"
-#include "common/timestamp.h"
+#include "palisade/status.h"
+#include "palisade/timestamp.h"
 
 namespace palisade::sim {
 

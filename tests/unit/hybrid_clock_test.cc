@@ -15,8 +15,8 @@
 
 #include "common/hybrid_clock.h"
 #include "common/physical_clock.h"
-#include "common/status.h"
-#include "common/timestamp.h"
+#include "palisade/status.h"
+#include "palisade/timestamp.h"
 
 namespace Catch {
 template <>

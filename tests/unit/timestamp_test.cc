@@ -14,7 +14,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "common/timestamp.h"
+#include "palisade/timestamp.h"
 
 namespace Catch {
 template <>

@@ -12,7 +12,7 @@
 #include <msgpack.hpp>
 
 #include "common/replica_protocol.h"
-#include "common/timestamp.h"
+#include "palisade/timestamp.h"
 
 namespace Catch {
 template <>

@@ -18,8 +18,8 @@
 #include <string_view>
 #include <vector>
 
-#include "common/status.h"
-#include "common/timestamp.h"
+#include "palisade/status.h"
+#include "palisade/timestamp.h"
 
 namespace palisade {
 

@@ -1,4 +1,4 @@
-// Status and Result: how every module reports what the world did to it.
+// Status and Result: how palisade reports what the world did to a call.
 // Bugs are not Statuses: they fail an assertion (see check.h).
 #pragma once
 
