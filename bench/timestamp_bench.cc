@@ -18,6 +18,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "common/big_endian.h"
 #include "common/hybrid_clock.h"
 #include "common/physical_clock.h"
 #include "palisade/timestamp.h"
@@ -46,15 +47,6 @@ class PlainHlc {
   std::atomic<uint64_t> last_{0};
 };
 
-void put_be64(uint8_t* out, uint64_t v) {
-  v = __builtin_bswap64(v);
-  std::memcpy(out, &v, sizeof v);
-}
-uint64_t get_be64(const uint8_t* in) {
-  uint64_t v;
-  std::memcpy(&v, in, sizeof v);
-  return __builtin_bswap64(v);
-}
 
 constexpr uint64_t kSeed = 0xbe4c'0001;
 constexpr size_t kPairs = 4096;  // power of two: index with a mask
@@ -80,7 +72,7 @@ struct Data {
       u_b.push_back(rng());
       ts_enc.push_back(ts_a.back().encode());
       u_enc.emplace_back();
-      put_be64(u_enc.back().data(), u_a.back());
+      store_be64(u_enc.back().data(), u_a.back());
     }
     for (size_t i = 0; i < kSortSize; ++i) {
       ts_sort.push_back(random_ts(rng));
@@ -158,7 +150,7 @@ void BM_PlainEncode(benchmark::State& state) {
   std::array<uint8_t, 8> out;
   size_t i = 0;
   for (auto _ : state) {
-    put_be64(out.data(), d.u_a[i]);
+    store_be64(out.data(), d.u_a[i]);
     benchmark::DoNotOptimize(out);
     i = (i + 1) & (kPairs - 1);
   }
@@ -181,7 +173,7 @@ void BM_PlainDecode(benchmark::State& state) {
   const Data& d = data();
   size_t i = 0;
   for (auto _ : state) {
-    uint64_t v = get_be64(d.u_enc[i].data());
+    uint64_t v = load_be64(d.u_enc[i].data());
     benchmark::DoNotOptimize(v);
     i = (i + 1) & (kPairs - 1);
   }

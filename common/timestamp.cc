@@ -1,21 +1,13 @@
 #include "palisade/timestamp.h"
 
+#include "common/big_endian.h"
+
 #include <charconv>
 #include <cstring>
 
 namespace palisade {
 namespace {
 
-void put_be64(uint8_t* out, uint64_t v) {
-  v = __builtin_bswap64(v);
-  std::memcpy(out, &v, sizeof v);
-}
-
-uint64_t get_be64(const uint8_t* in) {
-  uint64_t v;
-  std::memcpy(&v, in, sizeof v);
-  return __builtin_bswap64(v);
-}
 
 // Parses all of `text` as a decimal number no larger than `max`.
 std::optional<uint64_t> parse_number(std::string_view text, uint64_t max) {
@@ -28,11 +20,9 @@ std::optional<uint64_t> parse_number(std::string_view text, uint64_t max) {
 
 }  // namespace
 
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "encode assumes a little-endian host");
-
 void FencedTimestamp::encode_to(uint8_t* out) const {
-  put_be64(out, token);
-  put_be64(out + 8, hlc);
+  store_be64(out, token);
+  store_be64(out + 8, hlc);
 }
 
 FencedTimestamp::Encoded FencedTimestamp::encode() const {
@@ -42,7 +32,7 @@ FencedTimestamp::Encoded FencedTimestamp::encode() const {
 }
 
 FencedTimestamp FencedTimestamp::decode(const uint8_t* in) {
-  return {get_be64(in), get_be64(in + 8)};
+  return {load_be64(in), load_be64(in + 8)};
 }
 
 std::string FencedTimestamp::to_string() const {

@@ -2,6 +2,7 @@
 
 #include <lmdb.h>
 
+#include "common/big_endian.h"
 #include "replica/record.h"
 
 namespace palisade::replica {
@@ -17,11 +18,6 @@ Status lmdb_error(const char* what, int rc) {
 MDB_val val(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
 std::string_view view(const MDB_val& v) { return {static_cast<const char*>(v.mv_data), v.mv_size}; }
 
-std::string be64(uint64_t v) {
-  std::string out(8, '\0');
-  for (int i = 7; i >= 0; --i, v >>= 8) out[i] = static_cast<char>(v & 0xff);
-  return out;
-}
 
 // Whether LMDB can hold `key` as a key at all.
 bool storable(std::string_view key) { return !key.empty() && key.size() <= LmdbStore::kMaxKeyBytes; }
@@ -112,9 +108,7 @@ Result<uint64_t> LmdbStore::fence_floor(std::string_view lock) {
   if (rc == MDB_NOTFOUND) return uint64_t{0};
   if (rc != 0) return lmdb_error("read fence floor", rc);
   if (v.mv_size != 8) return Status(Code::kCorrupt, "fence floor of lock '" + std::string(lock) + "' is corrupt");
-  uint64_t floor = 0;
-  for (char c : view(v)) floor = (floor << 8) | static_cast<uint8_t>(c);
-  return floor;
+  return read_be(static_cast<const char*>(v.mv_data), 8);
 }
 
 Status LmdbStore::apply_in(MDB_txn* txn, const Change& c) {
@@ -129,7 +123,8 @@ Status LmdbStore::apply_in(MDB_txn* txn, const Change& c) {
     if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error("erase versions", rc);
   }
   if (c.floor != 0) {
-    std::string f = be64(c.floor);
+    std::string f;
+    append_be(f, c.floor, 8);
     MDB_val lk = val(c.lock), fv = val(f);
     if ((rc = mdb_put(txn, floors_, &lk, &fv, 0)) != 0) return lmdb_error("write fence floor", rc);
   }

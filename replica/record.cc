@@ -1,5 +1,6 @@
 #include "replica/record.h"
 
+#include "common/big_endian.h"
 #include "common/hash.h"
 
 namespace palisade::replica {
@@ -11,15 +12,6 @@ constexpr uint8_t kCommittedFlag = 1;
 constexpr uint8_t kTombstoneFlag = 2;
 constexpr size_t kVersionFixedBytes = 1 + 16 + 2 + 4;
 
-void put_be(std::string& out, uint64_t v, int bytes) {
-  for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-uint64_t get_be(const char* in, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<uint8_t>(in[i]);
-  return v;
-}
 
 // The key is part of the checksum, so a record found under the wrong key is corrupt too.
 uint64_t checksum(std::string_view key, std::string_view body) { return hash64(body, hash64(key)); }
@@ -39,19 +31,19 @@ std::string encode_record(std::string_view key, const Versions& versions) {
     out.push_back(static_cast<char>(flags));
     auto ts = v.ts.encode();
     out.append(reinterpret_cast<const char*>(ts.data()), ts.size());
-    put_be(out, v.lock.size(), 2);
+    append_be(out, v.lock.size(), 2);
     out.append(v.lock);
-    put_be(out, v.value.size(), 4);
+    append_be(out, v.value.size(), 4);
     out.append(v.value);
   }
-  put_be(out, checksum(key, out), 8);
+  append_be(out, checksum(key, out), 8);
   return out;
 }
 
 Result<Versions> decode_record(std::string_view key, std::string_view rec) {
   if (rec.size() < 2 + 8) return corrupt(key, "record too short");
   std::string_view body = rec.substr(0, rec.size() - 8);
-  if (get_be(rec.data() + body.size(), 8) != checksum(key, body)) return corrupt(key, "checksum mismatch");
+  if (read_be(rec.data() + body.size(), 8) != checksum(key, body)) return corrupt(key, "checksum mismatch");
   if (static_cast<uint8_t>(rec[0]) != kFormat) return corrupt(key, "unknown record format");
   size_t count = static_cast<uint8_t>(rec[1]);
   size_t pos = 2;
@@ -64,12 +56,12 @@ Result<Versions> decode_record(std::string_view key, std::string_view rec) {
     v.tombstone = (flags & kTombstoneFlag) != 0;
     v.ts = FencedTimestamp::decode(reinterpret_cast<const uint8_t*>(body.data() + pos + 1));
     pos += 17;
-    size_t lock_len = get_be(body.data() + pos, 2);
+    size_t lock_len = read_be(body.data() + pos, 2);
     pos += 2;
     if (pos + lock_len + 4 > body.size()) return corrupt(key, "bad lock length");
     v.lock.assign(body.data() + pos, lock_len);
     pos += lock_len;
-    size_t value_len = get_be(body.data() + pos, 4);
+    size_t value_len = read_be(body.data() + pos, 4);
     pos += 4;
     if (pos + value_len > body.size()) return corrupt(key, "bad value length");
     v.value.assign(body.data() + pos, value_len);

@@ -17,13 +17,8 @@
 #include "common/physical_clock.h"
 #include "palisade/status.h"
 #include "palisade/timestamp.h"
+#include "tests/support/printers.h"
 
-namespace Catch {
-template <>
-struct StringMaker<palisade::Code> {
-  static std::string convert(palisade::Code code) { return std::string(palisade::code_name(code)); }
-};
-}  // namespace Catch
 
 namespace palisade {
 namespace {
