@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <signal.h>
 #include <string>
@@ -481,6 +483,29 @@ TEST_CASE("daemon: --help prints usage, a missing --data-dir or a bad --map-size
     CHECK(WEXITSTATUS(*status) != 0);
     CHECK_THAT(bad_size.log(), Catch::Contains("--map-size"));
   }
+}
+
+TEST_CASE("daemon: settings come from a config file, and flags override it", "[replica][daemon]") {
+  tools::TempDir tmp;
+  std::string endpoint = "tcp://127.0.0.1:" + std::to_string(tools::free_port());
+  {
+    std::ofstream config(tmp.sub("replica.toml"));
+    config << "data-dir = \"" << tmp.sub("data") << "\"\n"
+           << "listen = \"" << endpoint << "\"\n"
+           << "max-value-bytes = 16\n";
+  }
+  std::string other = "tcp://127.0.0.1:" + std::to_string(tools::free_port());
+  tools::Process daemon({test::replica_binary(), "--config", tmp.sub("replica.toml"), "--listen", other},
+                        tmp.sub("daemon.log"));
+  ReplicaConnection conn(other);
+  auto ping = conn.call(ping_req(), 10000);
+  INFO(daemon.log());
+  REQUIRE(ping.is_ok());
+  // The file's value limit holds: a 17-byte value is too large.
+  auto reply = conn.call(write_req("k", std::string(17, 'v'), ts_now(0)));
+  REQUIRE(reply.is_ok());
+  CHECK(reply.value().status.code() == Code::kTooLarge);
+  CHECK(std::filesystem::exists(tmp.sub("data") + "/data.mdb"));
 }
 
 }  // namespace
