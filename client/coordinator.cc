@@ -67,21 +67,29 @@ uint64_t Coordinator::send(OpId op, int replica, wire::ReplicaRequestBody body, 
 }
 
 void Coordinator::send_untracked(int replica, wire::ReplicaRequestBody body) {
-  sends_.push_back({replica, {next_request_id_++, std::move(body)}});
+  if (lazy_sends_.empty()) lazy_due_ms_ = now_ms_ + options_.lazy_send_ms;
+  lazy_sends_.push_back({replica, {next_request_id_++, std::move(body)}});
 }
 
 void Coordinator::drop_pending(OpId op) {
   std::erase_if(pending_, [op](const auto& p) { return p.second.op == op; });
 }
 
-std::vector<Send> Coordinator::take_sends() { return std::exchange(sends_, {}); }
+std::vector<Send> Coordinator::take_sends() {
+  if (lazy_sends_.empty() || (sends_.empty() && now_ms_ < lazy_due_ms_)) return std::exchange(sends_, {});
+  std::vector<Send> out = std::exchange(lazy_sends_, {});
+  out.insert(out.end(), std::make_move_iterator(sends_.begin()), std::make_move_iterator(sends_.end()));
+  sends_.clear();
+  return out;
+}
 std::vector<Completion> Coordinator::take_completions() { return std::exchange(completions_, {}); }
-size_t Coordinator::in_flight() const { return writes_.size() + reads_.size(); }
+size_t Coordinator::in_flight() const { return writes_.size() + reads_.size() + (lazy_sends_.empty() ? 0 : 1); }
 
 // ---- writes and fences ----
 
 OpId Coordinator::start_write(std::string key, std::string value, bool tombstone, const Fence& fence,
                               uint64_t now_ms) {
+  note_time(now_ms);
   OpId id = next_op_++;
   if (key.empty() || (fence.token == 0) != fence.lock.empty()) {
     completions_.push_back({id, WriteResult{Status(Code::kBadRequest, key.empty() ? "empty key"
@@ -99,6 +107,7 @@ OpId Coordinator::start_write(std::string key, std::string value, bool tombstone
 }
 
 OpId Coordinator::start_fence(const Fence& fence, uint64_t now_ms) {
+  note_time(now_ms);
   OpId id = next_op_++;
   if (fence.lock.empty() || fence.token == 0) {
     completions_.push_back({id, WriteResult{Status(Code::kBadRequest, "a fence needs both a lock and a token"), {}, 0}});
@@ -187,6 +196,7 @@ void Coordinator::finish_write(OpId id, WriteOp& op, Status status) {
 // ---- reads ----
 
 OpId Coordinator::start_read(std::string key, uint64_t now_ms) {
+  note_time(now_ms);
   OpId id = next_op_++;
   ReadOp& op = reads_[id];
   op.key = std::move(key);
@@ -376,6 +386,7 @@ void Coordinator::finish_read(OpId id, ReadOp& op, Status status) {
 // ---- events ----
 
 void Coordinator::on_reply(int replica, const wire::ReplicaReply& reply, uint64_t now_ms) {
+  note_time(now_ms);
   auto it = pending_.find(reply.id);
   if (it == pending_.end() || it->second.replica != replica) {
     if (reply.clock != 0) (void)clock_.observe(reply.clock);
@@ -393,6 +404,7 @@ void Coordinator::on_reply(int replica, const wire::ReplicaReply& reply, uint64_
 }
 
 void Coordinator::on_unreachable(int replica, uint64_t request_id, uint64_t now_ms) {
+  note_time(now_ms);
   auto it = pending_.find(request_id);
   if (it == pending_.end() || it->second.replica != replica) return;
   Pending p = it->second;
@@ -408,6 +420,7 @@ void Coordinator::on_unreachable(int replica, uint64_t request_id, uint64_t now_
 }
 
 void Coordinator::on_tick(uint64_t now_ms) {
+  note_time(now_ms);
   std::vector<OpId> ids;
   for (const auto& [id, op] : writes_) ids.push_back(id);
   for (OpId id : ids) {
@@ -423,6 +436,7 @@ void Coordinator::on_tick(uint64_t now_ms) {
 std::optional<uint64_t> Coordinator::next_deadline_ms() const {
   std::optional<uint64_t> next;
   auto consider = [&](uint64_t t) { next = next ? std::min(*next, t) : t; };
+  if (!lazy_sends_.empty()) consider(lazy_due_ms_);
   for (const auto& [id, op] : writes_) {
     consider(op.deadline_ms);
     if (!op.unsent.empty()) consider(op.resend_at_ms);

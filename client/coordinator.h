@@ -25,6 +25,9 @@ struct CoordinatorOptions {
   int w = 2;
   uint64_t timeout_ms = 2000;
   uint64_t hedge_ms = 50;
+  // Commits and purges nobody waits for are held back this long, or until the
+  // next request to send, so a replica syncs them with the next write's batch.
+  uint64_t lazy_send_ms = 5;
 };
 // BadRequest unless 1 <= R, W <= N, R + W > N and W > N / 2.
 Status validate(const CoordinatorOptions& options);
@@ -57,14 +60,19 @@ class Coordinator {
 
   // When on_tick must run next; nullopt when nothing waits on time.
   std::optional<uint64_t> next_deadline_ms() const;
+  // What to send now: held-back commits and purges go first, with the next
+  // requests or once they are due.
   std::vector<Send> take_sends();
   std::vector<Completion> take_completions();
+  // Operations not finished, plus one while sends are held back (a closing
+  // store waits for both).
   size_t in_flight() const;
 
  private:
   struct WriteOp;
   struct ReadOp;
 
+  void note_time(uint64_t now_ms) { now_ms_ = std::max(now_ms_, now_ms); }
   uint64_t send(OpId op, int replica, wire::ReplicaRequestBody body, bool repair = false);
   void send_untracked(int replica, wire::ReplicaRequestBody body);
   void on_write_reply(WriteOp& op, const wire::ReplicaReply& reply);
@@ -92,6 +100,9 @@ class Coordinator {
   std::map<OpId, WriteOp> writes_;
   std::map<OpId, ReadOp> reads_;
   std::vector<Send> sends_;
+  std::vector<Send> lazy_sends_;  // commits and purges, held back
+  uint64_t lazy_due_ms_ = 0;
+  uint64_t now_ms_ = 0;           // the latest time any call brought
   std::vector<Completion> completions_;
 };
 

@@ -35,6 +35,7 @@ using wire::VersionState;
 
 constexpr uint64_t kStartMs = 1'700'000'000'000;
 constexpr uint64_t kTimeout = 2000;  // CoordinatorOptions defaults
+constexpr uint64_t kLazySend = CoordinatorOptions{}.lazy_send_ms;  // commits and purges wait this long
 constexpr uint64_t kHedge = 50;
 
 // A timestamp `ms_offset` milliseconds from the start (negative: in the past).
@@ -243,6 +244,8 @@ TEST_CASE("a write succeeds at W acknowledgements and then commits on all N", "[
   WriteResult r = c.write_result(op);
   CHECK(r.status.is_ok());
   CHECK(r.ts.token == 3);
+  CHECK(c.sent<wire::CommitRequest>().empty());  // held back to share the next batch
+  c.advance_to(kLazySend);
   auto commits = c.sent<wire::CommitRequest>();
   REQUIRE(commits.size() == 3);
   for (int i = 0; i < 3; ++i) {
@@ -268,6 +271,7 @@ TEST_CASE("a write succeeds with one of three replicas silent", "[coordinator][w
   OpId op = c.put("k", "v", kFence3);
   CHECK(c.write_result(op).status.is_ok());
   CHECK(c.elapsed() == 0);
+  c.advance_to(kLazySend);
   CHECK(c.replica(0).stored("k")->state == VersionState::kCommitted);
   CHECK(c.replica(2).stored("k")->state == VersionState::kCommitted);
   CHECK_FALSE(c.replica(1).stored("k"));
@@ -481,6 +485,7 @@ TEST_CASE("a read of a pending version with W copies returns it and commits it e
   OpId w = c.put("k", "new", kFence3);  // operation 1
   WriteResult written = c.write_result(w);
   REQUIRE(written.status.is_ok());
+  c.advance_to(kLazySend);  // the commits go out, and are held
   c.held.clear();
   c.hold = nullptr;
   REQUIRE(c.replica(0).stored("k")->state == VersionState::kPending);
@@ -494,6 +499,7 @@ TEST_CASE("a read of a pending version with W copies returns it and commits it e
   CHECK(r.found);
   CHECK(r.value == "new");
   CHECK(r.ts == written.ts);
+  c.advance_to(c.elapsed() + kLazySend);
   // The replica that answered older is repaired with it, committed; the holders
   // are told to commit theirs (by a commit or a committed write).
   std::set<int> repaired, committed_at;
@@ -561,6 +567,7 @@ TEST_CASE("a pending version superseded by the fence floor is purged and never r
     for (const auto& [replica, body] : c.sent<wire::ReadRequest>()) asked_floor |= body.floor_of == "L";
     CHECK(asked_floor);
   }
+  c.advance_to(c.elapsed() + kLazySend);
   auto purges = c.sent<wire::PurgeRequest>();
   REQUIRE_FALSE(purges.empty());
   for (const auto& [replica, body] : purges) {
