@@ -175,11 +175,15 @@ struct QuorumStore::Impl {
       }
       now = steady_ms();
       if (items.back().revents & ZMQ_POLLIN) running = take_submissions(now) && running;
-      for (size_t i = 0; i < sockets.size(); ++i) {
-        if (items[i].revents & ZMQ_POLLIN) receive(i, now);
+      // Nothing may escape this thread; what failed here ends as its operation's timeout.
+      try {
+        for (size_t i = 0; i < sockets.size(); ++i) {
+          if (items[i].revents & ZMQ_POLLIN) receive(i, now);
+        }
+        coordinator.on_tick(now);
+        flush(now);
+      } catch (const std::exception&) {
       }
-      coordinator.on_tick(now);
-      flush(now);
     }
   }
 };
