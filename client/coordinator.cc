@@ -326,7 +326,8 @@ void Coordinator::advance_read(OpId id, ReadOp& op, uint64_t now_ms) {
     for (auto& rep : op.replicas) {
       answered += rep.answered;
       failed += rep.failed;
-      if (retry) rep.failed = false;
+      // At each retry, replicas whose request or reply may be lost are asked again.
+      if (retry) rep.failed = rep.outstanding = false;
     }
     if (answered >= options_.r) {
       decide_read(id, op);

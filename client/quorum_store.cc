@@ -3,7 +3,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -64,6 +66,7 @@ struct QuorumStore::Impl {
       sockets.push_back(transport::make_dealer(ctx, endpoint, socket_options));
     }
     wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (wake_fd < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
     io = std::thread([this] { run(); });
   }
 
@@ -192,11 +195,16 @@ Result<std::unique_ptr<QuorumStore>> QuorumStore::open(QuorumStoreOptions option
   client::CoordinatorOptions co{static_cast<int>(options.replicas.size()), options.read_quorum,
                                 options.write_quorum, static_cast<uint64_t>(options.timeout.count()),
                                 static_cast<uint64_t>(options.hedge_after.count())};
+  if (options.timeout.count() <= 0 || options.hedge_after.count() < 0) {
+    return Status(Code::kBadRequest, "timeout must be positive and hedge_after not negative");
+  }
   if (Status s = client::validate(co); !s.is_ok()) return s;
   try {
     return std::unique_ptr<QuorumStore>(new QuorumStore(std::make_unique<Impl>(std::move(options), co)));
   } catch (const zmq::error_t& e) {
     return Status(Code::kBadRequest, std::string("cannot connect to a replica: ") + e.what());
+  } catch (const std::exception& e) {
+    return Status(Code::kInternal, std::string("cannot start the store: ") + e.what());
   }
 }
 

@@ -80,8 +80,10 @@ ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed) {
   if (auto observed = clock_.observe(w.ts.hlc); !observed.is_ok()) return reply_with(observed.status());
 
   auto stored = store_.get(w.key);
-  if (!stored.is_ok() && stored.code() != Code::kCorrupt) return reply_with(stored.status());
-  // Corrupt versions are overwritten: that is how they get repaired.
+  // A corrupt record may have held a committed version that any write here
+  // could wrongly replace: only a repair (a committed write of a version known
+  // acknowledged) overwrites it; others get a transient `corrupt`.
+  if (!stored.is_ok() && (stored.code() != Code::kCorrupt || !w.committed)) return reply_with(stored.status());
   Versions versions = stored.is_ok() ? std::move(stored).value() : Versions();
   Version incoming{w.ts, w.lock, w.committed ? VersionState::kCommitted : VersionState::kPending, w.tombstone,
                    w.value};

@@ -3,6 +3,7 @@
 #include <lmdb.h>
 
 #include "common/big_endian.h"
+#include "common/hash.h"
 #include "replica/record.h"
 
 namespace palisade::replica {
@@ -18,6 +19,11 @@ Status lmdb_error(const char* what, int rc) {
 MDB_val val(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
 std::string_view view(const MDB_val& v) { return {static_cast<const char*>(v.mv_data), v.mv_size}; }
 
+
+// A floor is stored as 8 bytes big-endian and a checksum of them and the lock name.
+uint64_t floor_checksum(std::string_view lock, std::string_view floor_bytes) {
+  return hash64(floor_bytes, hash64(lock));
+}
 
 // Whether LMDB can hold `key` as a key at all.
 bool storable(std::string_view key) { return !key.empty() && key.size() <= LmdbStore::kMaxKeyBytes; }
@@ -107,8 +113,11 @@ Result<uint64_t> LmdbStore::fence_floor(std::string_view lock) {
   int rc = mdb_get(txn_, floors_, &k, &v);
   if (rc == MDB_NOTFOUND) return uint64_t{0};
   if (rc != 0) return lmdb_error("read fence floor", rc);
-  if (v.mv_size != 8) return Status(Code::kCorrupt, "fence floor of lock '" + std::string(lock) + "' is corrupt");
-  return read_be(static_cast<const char*>(v.mv_data), 8);
+  std::string_view stored = view(v);
+  if (stored.size() != 16 || read_be(stored.data() + 8, 8) != floor_checksum(lock, stored.substr(0, 8))) {
+    return Status(Code::kCorrupt, "fence floor of lock '" + std::string(lock) + "' is corrupt");
+  }
+  return read_be(stored.data(), 8);
 }
 
 Status LmdbStore::apply_in(MDB_txn* txn, const Change& c) {
@@ -125,6 +134,7 @@ Status LmdbStore::apply_in(MDB_txn* txn, const Change& c) {
   if (c.floor != 0) {
     std::string f;
     append_be(f, c.floor, 8);
+    append_be(f, floor_checksum(c.lock, f), 8);
     MDB_val lk = val(c.lock), fv = val(f);
     if ((rc = mdb_put(txn, floors_, &lk, &fv, 0)) != 0) return lmdb_error("write fence floor", rc);
   }

@@ -1,6 +1,6 @@
 // ReplicaStore on LMDB: the daemon's durable state. Databases (docs/storage.md):
 //   versions: key -> record (record.h)
-//   floors:   lock name -> fence floor, 8 bytes big-endian
+//   floors:   lock name -> fence floor, 8 bytes big-endian, then an 8-byte checksum
 //   meta:     "format" -> storage format version
 // commit() is one synced LMDB transaction, so one fsync serves a whole batch.
 // Never opened with MDB_NOSYNC or MDB_WRITEMAP. One thread uses it at a time.

@@ -4,6 +4,9 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
@@ -50,6 +53,10 @@ int serve(const Flags& flags) {
   auto keys = store.value()->key_count();
   store.value()->abort();
   int stop_fd = stop_signals_fd();
+  if (stop_fd < 0) {
+    spdlog::error("cannot watch for SIGTERM: signalfd: {}", std::strerror(errno));
+    return 1;
+  }
   SystemClock wall_clock;
   HybridClock clock(wall_clock, {.max_clock_offset_ms = flags.max_clock_offset_ms});
   replica::ReplicaHandler handler(*store.value(), clock);

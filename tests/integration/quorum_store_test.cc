@@ -85,6 +85,12 @@ TEST_CASE("quorum store: refuses quorums that cannot meet", "[quorum]") {
   CHECK(QuorumStore::open(o).code() == Code::kBadRequest);  // W <= N / 2
   o.write_quorum = 4;
   CHECK(QuorumStore::open(o).code() == Code::kBadRequest);  // W > N
+  o.write_quorum = 2;
+  o.timeout = std::chrono::milliseconds(-1);
+  CHECK(QuorumStore::open(o).code() == Code::kBadRequest);
+  o.timeout = std::chrono::milliseconds(100);
+  o.hedge_after = std::chrono::milliseconds(-5);
+  CHECK(QuorumStore::open(o).code() == Code::kBadRequest);
 }
 
 TEST_CASE("quorum store: one replica down, writes and reads succeed", "[quorum]") {

@@ -361,8 +361,12 @@ TEST_CASE("daemon: a value corrupted on disk is reported, never returned", "[rep
   CHECK(r.versions.empty());
   CHECK(read_value(conn, "bystander") == "fine");
   CHECK_THAT(f.daemon.process().log(), Catch::Contains("corrupt"));
-  // A newer write repairs it (what anti-entropy and read repair do).
-  write_ok(conn, "victim", "repaired", ts_now(3, 0), "L");
+  // A plain write does not replace it (the record may have held a newer
+  // committed version); a repair, a committed write, does.
+  CHECK(call(conn, write_req("victim", "plain", ts_now(3, 0), "L")).status.code() == Code::kCorrupt);
+  auto repair = write_req("victim", "repaired", ts_now(3, 1), "L");
+  std::get<wire::WriteRequest>(repair.body).committed = true;
+  REQUIRE(call(conn, repair).status.is_ok());
   CHECK(read_value(conn, "victim") == "repaired");
 }
 

@@ -65,6 +65,7 @@ std::string describe(const wire::ReplicaReply& r) {
 struct Replica {
   int node;
   std::unique_ptr<replica::ReplicaStore> store;  // the disk: survives crashes
+  replica::MemoryStore* disk = nullptr;          // the same disk, for injecting bit flips
   std::unique_ptr<SkewedClock> physical;
   std::unique_ptr<HybridClock> clock;            // memory: lost in a crash
   std::unique_ptr<replica::ReplicaHandler> handler;
@@ -103,9 +104,13 @@ class QuorumSim {
       Replica r;
       r.node = i;
       if (o.broken_replicas_skip_fence_floor) {
-        r.store = std::make_unique<FloorlessStore>();
+        auto floorless = std::make_unique<FloorlessStore>();
+        r.disk = &floorless->inner;
+        r.store = std::move(floorless);
       } else {
-        r.store = std::make_unique<replica::MemoryStore>();
+        auto memory = std::make_unique<replica::MemoryStore>();
+        r.disk = memory.get();
+        r.store = std::move(memory);
       }
       r.physical = std::make_unique<SkewedClock>(world_, offset());
       r.boot();
@@ -210,6 +215,11 @@ class QuorumSim {
       if (world_.chance(o_.crash_per_second)) {
         int i = static_cast<int>(world_.uniform(0, replicas_.size() - 1));
         if (replicas_[i].up) crash(i);
+      }
+      if (world_.chance(o_.corrupt_per_second)) {
+        int i = static_cast<int>(world_.uniform(0, replicas_.size() - 1));
+        std::string k = key(static_cast<int>(world_.uniform(0, o_.keys - 1)));
+        if (replicas_[i].disk->corrupt(k)) world_.record("bit flip in replica " + std::to_string(i) + " key " + k);
       }
       schedule_crash();
     });

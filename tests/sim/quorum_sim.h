@@ -20,6 +20,7 @@ struct QuorumSimOptions {
   int ops_per_client = 40;
   NetworkFaults faults;
   double crash_per_second = 0.05;   // chance per simulated second that some replica crashes
+  double corrupt_per_second = 0.02; // chance per simulated second that a stored record gets a bit flip
   double pause = 0.05;              // chance a client pauses (like a GC pause) before an operation
   uint64_t pause_ms_max = 60000;
   uint64_t max_clock_offset_ms = 200;  // each node's clock is off by up to this

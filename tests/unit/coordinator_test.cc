@@ -647,9 +647,25 @@ TEST_CASE("a read asks the third replica after hedge_ms when one of the first R 
   CHECK(c.sent_to<wire::ReadRequest>() == std::vector<int>{1, 2});
   CHECK_FALSE(c.done(op));
   c.advance_to(kHedge);
-  CHECK(c.sent_to<wire::ReadRequest>() == std::vector<int>{1, 2, 0});
+  // The third replica is asked, and the silent one again (its request may be lost).
+  CHECK(c.sent_to<wire::ReadRequest>() == std::vector<int>{1, 2, 0, 2});
   ReadResult r = c.read_result(op);
   CHECK(r.found);
+  CHECK(r.value == "v");
+}
+
+// Regression (review): a replica whose request or reply was lost was never asked again.
+TEST_CASE("a read asks again a replica whose request was lost", "[coordinator][read]") {
+  Cluster c;
+  c.seed_all(committed(write_req("k", "v", ts(2, -1000), "L")));
+  c.hold = [](const Send& s) { return s.replica != 2; };  // replica 0 is down, the request to 1 is lost
+  OpId op = c.get("k");  // asks 1 and 2
+  c.held.clear();
+  c.hold = to(0);
+  CHECK_FALSE(c.done(op));
+  c.advance_to(kHedge);
+  ReadResult r = c.read_result(op);
+  CHECK(r.status.is_ok());
   CHECK(r.value == "v");
 }
 

@@ -332,14 +332,21 @@ TEST_CASE("replies carry a clock past every timestamp the replica accepted", "[r
   CHECK(reply.clock > ts(1, 400).hlc);
 }
 
-TEST_CASE("a corrupt version is reported, never returned, and overwritten by a write", "[replica]") {
+// Regression (review): a plain write over a corrupt record could replace the
+// committed version it held with an older one, and reads went back in time.
+TEST_CASE("a corrupt version is reported, never returned, and replaced only by a repair", "[replica]") {
   Replica r;
-  r.call(write_req("k", "x", ts(5), "L"));
+  r.committed_write(write_req("k", "new", ts(5, 10), "L"));
   REQUIRE(r.store.corrupt("k"));
   CHECK(r.call(read_req("k")).status.code() == Code::kCorrupt);
   CHECK(r.call(read_req("k")).versions.empty());
-  CHECK(r.call(write_req("k", "x", ts(5), "L")).status.is_ok());
-  CHECK(r.stored("k")->value == "x");
+  CHECK(r.call(write_req("k", "older", ts(5, 1), "L")).status.code() == Code::kCorrupt);
+  CHECK(r.call(read_req("k")).status.code() == Code::kCorrupt);
+  auto repair = write_req("k", "new", ts(5, 10), "L");
+  std::get<wire::WriteRequest>(repair.body).committed = true;
+  CHECK(r.call(repair).status.is_ok());
+  CHECK(r.stored("k")->value == "new");
+  CHECK(r.stored("k")->state == VersionState::kCommitted);
 }
 
 TEST_CASE("a failed commit fails the whole batch and then refuses writes, not reads", "[replica]") {

@@ -342,6 +342,39 @@ TEST_CASE("LmdbStore: a fence floor of the wrong size is corrupt", "[replica][st
   CHECK(floor_of(*s.value(), "M") == 0);
 }
 
+TEST_CASE("LmdbStore: a bit flip in a stored fence floor is detected", "[replica][store]") {
+  tools::TempDir dir;
+  {
+    auto s = LmdbStore::open(dir.path(), {});
+    REQUIRE(s.is_ok());
+    replica::Change c{.lock = "L", .floor = 7};
+    REQUIRE(s.value()->apply(c).is_ok());
+    REQUIRE(s.value()->commit().is_ok());
+  }
+  for (size_t byte = 0; byte < 16; ++byte) {
+    std::string original;
+    {
+      test::RawLmdb raw(dir.path());
+      original = raw.get("floors", "L").value();
+      REQUIRE(original.size() == 16);
+      std::string flipped = original;
+      flipped[byte] = static_cast<char>(flipped[byte] ^ 0x01);
+      raw.put("floors", "L", flipped);
+      raw.commit();
+    }
+    {
+      auto s = LmdbStore::open(dir.path(), {});
+      REQUIRE(s.is_ok());
+      CHECK(s.value()->fence_floor("L").code() == Code::kCorrupt);
+    }
+    test::RawLmdb raw(dir.path());
+    raw.put("floors", "L", original);
+    raw.commit();
+  }
+  auto s = LmdbStore::open(dir.path(), {});
+  CHECK(floor_of(*s.value(), "L") == 7);
+}
+
 TEST_CASE("LmdbStore: every byte of a record on disk is covered by its checksum", "[replica][store]") {
   tools::TempDir dir;
   const Version v = version("value", 3, "lock", VersionState::kCommitted);
