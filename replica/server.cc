@@ -34,7 +34,8 @@ void ReplicaServer::serve_batch() {
   std::vector<transport::Routed> peers;
   std::vector<wire::ReplicaRequest> requests;
   std::vector<std::optional<wire::ReplicaReply>> refusals;
-  while (peers.size() < options_.max_batch) {
+  size_t batch_bytes = 0;
+  while (peers.size() < options_.max_batch && batch_bytes < options_.max_batch_bytes) {
     auto routed = transport::try_recv_routed(socket_);
     if (!routed) break;
     std::string_view bytes(static_cast<const char*>(routed->payload.data()), routed->payload.size());
@@ -51,6 +52,7 @@ void ReplicaServer::serve_batch() {
       reply.clock = clock_.now();
       refusals.emplace_back(std::move(reply));
     }
+    batch_bytes += routed->payload.size();
     peers.push_back(std::move(*routed));
   }
   std::vector<wire::ReplicaReply> replies = handler_.handle_batch(requests);

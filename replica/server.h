@@ -1,8 +1,9 @@
 // Wires a ReplicaHandler to a ZeroMQ ROUTER socket: the palisade-replica loop.
 //
-// Concurrency: one thread. Each turn drains up to max_batch waiting requests,
-// applies them as one batch (one synced commit: group commit), then replies. While
-// a commit syncs, new requests queue in ZeroMQ and form the next, larger batch.
+// Concurrency: one thread. Each turn drains up to max_batch waiting requests (or
+// max_batch_bytes of them), applies them as one batch (one synced commit: group
+// commit), then replies. While a commit syncs, new requests queue in ZeroMQ and
+// form the next, larger batch.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +21,8 @@ struct ServerOptions {
   std::string listen_endpoint = "tcp://127.0.0.1:7400";
   wire::Limits limits;
   transport::SocketOptions socket;
-  size_t max_batch = 1024;  // requests per commit
+  size_t max_batch = 1024;                      // requests per commit
+  size_t max_batch_bytes = size_t{64} << 20;    // request bytes held per batch
 };
 
 class ReplicaServer {
