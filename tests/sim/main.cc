@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed", first, "First (or only) seed")->capture_default_str();
   app.add_option("--seeds", seeds, "How many seeds to run from --seed on")->capture_default_str();
   app.add_flag("--trace", trace, "Print every event of each run");
+  app.add_option("--replicas", o.replicas, "Replicas (N; W = R = N / 2 + 1)")->capture_default_str()->check(CLI::Range(1, 9));
   app.add_option("--clients", o.clients, "Client processes")->capture_default_str();
   app.add_option("--ops", o.ops_per_client, "Operations per client")->capture_default_str();
   app.add_flag("--broken-fence-floor", broken, "Negative control: replicas ignore fence floors");
@@ -41,8 +42,8 @@ int main(int argc, char** argv) {
     for (const auto& v : r.violations) std::printf("  %s\n", v.c_str());
     if (!r.violations.empty()) {
       ++unsafe;
-      std::printf("replay: palisade-sim --seed %llu --trace%s\n", static_cast<unsigned long long>(seed),
-                  broken ? " --broken-fence-floor" : "");
+      std::printf("replay: palisade-sim --replicas %d --clients %d --ops %d --seed %llu --trace%s\n", o.replicas,
+                  o.clients, o.ops_per_client, static_cast<unsigned long long>(seed), broken ? " --broken-fence-floor" : "");
       if (!broken) return 1;
     }
   }

@@ -34,6 +34,19 @@ TEST_CASE("sim: fence safety holds over many seeds", "[sim]") {
   CHECK(reads > 5 * seeds);
 }
 
+TEST_CASE("sim: fence safety holds with five replicas and more clients", "[sim]") {
+  for (uint64_t seed = 1; seed <= seed_count() / 5; ++seed) {
+    QuorumSimOptions o;
+    o.seed = seed;
+    o.replicas = 5;
+    o.clients = 5;
+    auto r = run_quorum_sim(o);
+    INFO("replay: palisade-sim --replicas 5 --clients 5 --seed " << seed << " --trace");
+    for (const auto& v : r.violations) UNSCOPED_INFO(v);
+    REQUIRE(r.violations.empty());
+  }
+}
+
 TEST_CASE("sim: the same seed gives the same trace hash", "[sim]") {
   for (uint64_t seed : {1, 7, 99}) {
     QuorumSimOptions o;
