@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "client/coordinator.h"
+#include "client/lane.h"
 #include "common/physical_clock.h"
-#include "common/transport.h"
 
 namespace palisade {
 namespace {
@@ -22,6 +22,18 @@ uint64_t steady_ms() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::steady_clock::now().time_since_epoch())
                                    .count());
+}
+
+wire::Limits limits_of(const QuorumStoreOptions& o) {
+  wire::Limits limits;
+  limits.max_key_bytes = o.max_key_bytes;
+  limits.max_value_bytes = o.max_value_bytes;
+  return limits;
+}
+
+client::CoordinatorOptions without_lazy_sends(client::CoordinatorOptions o) {
+  o.lazy_send_ms = 0;
+  return o;
 }
 
 struct Submission {
@@ -36,15 +48,18 @@ struct Submission {
 }  // namespace
 
 // Concurrency: callers enqueue Submissions under `mu` and poke `wake_fd`; the I/O
-// thread alone touches the coordinator, the sockets and `waiting`.
+// thread alone drives `lane` and touches `waiting`. A blocking get drives
+// `direct_lane` on its own thread while it holds `direct_mu` (or, when another
+// caller holds it, goes through the I/O thread).
 struct QuorumStore::Impl {
   QuorumStoreOptions options;
   wire::Limits limits;
   SystemClock wall_clock;
   HybridClock clock;
-  client::Coordinator coordinator;
   zmq::context_t ctx{1};
-  std::vector<zmq::socket_t> sockets;
+  client::Lane lane;
+  std::mutex direct_mu;
+  client::Lane direct_lane;  // guarded by direct_mu
   int wake_fd = -1;
 
   std::mutex mu;
@@ -56,15 +71,11 @@ struct QuorumStore::Impl {
 
   Impl(QuorumStoreOptions o, client::CoordinatorOptions co)
       : options(std::move(o)),
+        limits(limits_of(options)),
         clock(wall_clock, {.max_clock_offset_ms = options.max_clock_offset_ms}),
-        coordinator(co, clock) {
-    limits.max_key_bytes = options.max_key_bytes;
-    limits.max_value_bytes = options.max_value_bytes;
-    // Commits and purges are not awaited: give them a moment to leave at close.
-    transport::SocketOptions socket_options{.linger_ms = 500};
-    for (const auto& endpoint : options.replicas) {
-      sockets.push_back(transport::make_dealer(ctx, endpoint, socket_options));
-    }
+        lane(ctx, options.replicas, co, clock, limits),
+        // A blocking call cannot hold commits back for a later one: it sends them at once.
+        direct_lane(ctx, options.replicas, without_lazy_sends(co), clock, limits) {
     wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (wake_fd < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
     io = std::thread([this] { run(); });
@@ -109,40 +120,43 @@ struct QuorumStore::Impl {
   void start(Submission s, uint64_t now) {
     client::OpId id = 0;
     switch (s.kind) {
-      case Submission::Kind::kWrite: id = coordinator.start_write(s.key, s.value, false, s.fence, now); break;
-      case Submission::Kind::kDelete: id = coordinator.start_write(s.key, "", true, s.fence, now); break;
-      case Submission::Kind::kFence: id = coordinator.start_fence(s.fence, now); break;
-      case Submission::Kind::kRead: id = coordinator.start_read(s.key, now); break;
+      case Submission::Kind::kWrite: id = lane.coordinator().start_write(s.key, s.value, false, s.fence, now); break;
+      case Submission::Kind::kDelete: id = lane.coordinator().start_write(s.key, "", true, s.fence, now); break;
+      case Submission::Kind::kFence: id = lane.coordinator().start_fence(s.fence, now); break;
+      case Submission::Kind::kRead: id = lane.coordinator().start_read(s.key, now); break;
     }
     waiting.emplace(id, std::move(s));
   }
 
-  void receive(size_t replica, uint64_t now) {
-    zmq::message_t msg;
-    while (sockets[replica].recv(msg, zmq::recv_flags::dontwait)) {
-      auto reply = wire::decode_reply({static_cast<const char*>(msg.data()), msg.size()}, limits);
-      if (reply.is_ok()) coordinator.on_reply(static_cast<int>(replica), reply.value(), now);
-    }
-  }
-
-  void flush(uint64_t now) {
-    for (auto sends = coordinator.take_sends(); !sends.empty(); sends = coordinator.take_sends()) {
-      for (const client::Send& s : sends) {
-        std::string bytes = wire::encode_request(s.request);
-        bool sent = false;
-        try {
-          sent = sockets[s.replica].send(zmq::buffer(bytes), zmq::send_flags::dontwait).has_value();
-        } catch (const zmq::error_t&) {
-        }
-        if (!sent) coordinator.on_unreachable(s.replica, s.request.id, now);
-      }
-    }
-    for (client::Completion& c : coordinator.take_completions()) {
+  void deliver(std::vector<client::Completion> done) {
+    for (client::Completion& c : done) {
       auto it = waiting.find(c.op);
       if (it == waiting.end()) continue;
       if (auto* w = std::get_if<WriteResult>(&c.result)) it->second.write_done.set_value(std::move(*w));
       if (auto* r = std::get_if<ReadResult>(&c.result)) it->second.read_done.set_value(std::move(*r));
       waiting.erase(it);
+    }
+  }
+
+  // A get on the calling thread, through direct_lane (the caller holds direct_mu).
+  ReadResult get_here(const std::string& key) {
+    client::Coordinator& coordinator = direct_lane.coordinator();
+    client::OpId id = coordinator.start_read(key, steady_ms());
+    std::vector<zmq::pollitem_t> items;
+    direct_lane.add_poll_items(items);
+    for (;;) {
+      uint64_t now = steady_ms();
+      for (client::Completion& c : direct_lane.flush(now)) {
+        if (c.op == id) return std::get<ReadResult>(std::move(c.result));
+      }
+      long timeout = 100;
+      if (auto d = coordinator.next_deadline_ms()) timeout = *d > now ? static_cast<long>(*d - now) : 0;
+      zmq::poll(items.data(), items.size(), std::chrono::milliseconds(timeout));
+      now = steady_ms();
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (items[i].revents & ZMQ_POLLIN) direct_lane.receive(i, now);
+      }
+      coordinator.on_tick(now);
     }
   }
 
@@ -162,8 +176,9 @@ struct QuorumStore::Impl {
   }
 
   void run() {
+    client::Coordinator& coordinator = lane.coordinator();
     std::vector<zmq::pollitem_t> items;
-    for (auto& s : sockets) items.push_back({s.handle(), 0, ZMQ_POLLIN, 0});
+    lane.add_poll_items(items);
     items.push_back({nullptr, wake_fd, ZMQ_POLLIN, 0});
     bool running = true;
     while (running || coordinator.in_flight() > 0) {
@@ -180,11 +195,11 @@ struct QuorumStore::Impl {
       if (items.back().revents & ZMQ_POLLIN) running = take_submissions(now) && running;
       // Nothing may escape this thread; what failed here ends as its operation's timeout.
       try {
-        for (size_t i = 0; i < sockets.size(); ++i) {
-          if (items[i].revents & ZMQ_POLLIN) receive(i, now);
+        for (size_t i = 0; i < lane.replicas(); ++i) {
+          if (items[i].revents & ZMQ_POLLIN) lane.receive(i, now);
         }
         coordinator.on_tick(now);
-        flush(now);
+        deliver(lane.flush(now));
       } catch (const std::exception&) {
       }
     }
@@ -274,6 +289,16 @@ WriteResult QuorumStore::put(std::string_view key, std::string_view value, const
 }
 WriteResult QuorumStore::del(std::string_view key, const Fence& fence) { return del_async(key, fence).get(); }
 WriteResult QuorumStore::fence(const Fence& fence) { return fence_async(fence).get(); }
-ReadResult QuorumStore::get(std::string_view key) { return get_async(key).get(); }
+ReadResult QuorumStore::get(std::string_view key) {
+  // Oversize keys get their answer from get_async; a second concurrent caller
+  // goes through the I/O thread rather than wait for the direct lane.
+  std::unique_lock lock(impl_->direct_mu, std::try_to_lock);
+  if (!lock || !check_sizes(impl_->limits, key, "", {}).is_ok()) return get_async(key).get();
+  try {
+    return impl_->get_here(std::string(key));
+  } catch (const std::exception& e) {
+    return {Status(Code::kInternal, std::string("read failed: ") + e.what()), false, {}, {}, {}};
+  }
+}
 
 }  // namespace palisade

@@ -35,7 +35,6 @@ zmq::socket_t make_dealer(zmq::context_t& ctx, const std::string& connect_endpoi
   // A send to a daemon that is not connected fails at once instead of queueing:
   // a request must never reach a replica long after its caller gave up on it.
   s.set(zmq::sockopt::immediate, !options.queue_until_connected);
-  s.set(zmq::sockopt::reconnect_ivl_max, 1000);
   s.connect(connect_endpoint);
   return s;
 }
