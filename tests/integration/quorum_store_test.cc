@@ -2,6 +2,7 @@
 // DESIGN's "Client" and "Fence safety" on real sockets and disks.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <memory>
 #include <thread>
 
@@ -198,6 +199,22 @@ TEST_CASE("quorum store: many asynchronous operations in flight from one thread"
   std::vector<std::future<ReadResult>> gets;
   for (int i = 0; i < 200; ++i) gets.push_back(store->get_async("k" + std::to_string(i)));
   for (int i = 0; i < 200; ++i) CHECK(gets[i].get().value == std::to_string(i));
+}
+
+TEST_CASE("quorum store: blocking calls from many threads at once", "[quorum]") {
+  Cluster c;
+  auto store = c.store();
+  for (int i = 0; i < 20; ++i) REQUIRE(store->put("k" + std::to_string(i), std::to_string(i)).status.is_ok());
+  // One caller at a time reads on its own thread; the others go through the I/O thread.
+  std::vector<std::thread> threads;
+  std::atomic<int> right{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) right += store->get("k" + std::to_string(i)).value == std::to_string(i);
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(right == 80);
 }
 
 TEST_CASE("quorum store: oversize keys and values are refused before sending", "[quorum]") {
