@@ -55,7 +55,7 @@ Status LmdbStore::init(const std::string& dir, Options options) {
   // MDB_NOTLS: transactions are tied to this object, not to a thread.
   rc = mdb_env_open(env_, dir.c_str(), MDB_NOTLS, 0644);
   if (rc != 0) return lmdb_error(("cannot open LMDB environment in " + dir).c_str(), rc);
-  if (Status s = begin(); !s.is_ok()) return s;
+  if (Status s = begin(/*write=*/true); !s.is_ok()) return s;
   MDB_dbi dbi;
   if ((rc = mdb_dbi_open(txn_, "versions", MDB_CREATE, &dbi)) != 0) return lmdb_error("open versions", rc);
   versions_ = dbi;
@@ -86,13 +86,18 @@ LmdbStore::~LmdbStore() {
   if (env_ != nullptr) mdb_env_close(env_);
 }
 
-Status LmdbStore::begin() {
-  if (txn_ != nullptr) return Status::ok();
-  int rc = mdb_txn_begin(env_, nullptr, 0, &txn_);
+Status LmdbStore::begin(bool write) {
+  if (txn_ != nullptr && (writable_ || !write)) return Status::ok();
+  // Reads run in a read-only transaction (no writer lock); the first change of
+  // the batch swaps it for a write transaction. This object is the only writer,
+  // so the swap sees the same data.
+  if (txn_ != nullptr) abort();
+  int rc = mdb_txn_begin(env_, nullptr, write ? 0 : MDB_RDONLY, &txn_);
   if (rc != 0) {
     txn_ = nullptr;
     return lmdb_error("begin transaction", rc);
   }
+  writable_ = write;
   return Status::ok();
 }
 
@@ -144,7 +149,7 @@ Status LmdbStore::apply_in(MDB_txn* txn, const Change& c) {
 Status LmdbStore::apply(const Change& c) {
   if (c.put != nullptr && !storable(c.key)) return unstorable("key", c.key);
   if (c.floor != 0 && !storable(c.lock)) return unstorable("lock name", c.lock);
-  if (Status s = begin(); !s.is_ok()) return s;
+  if (Status s = begin(/*write=*/true); !s.is_ok()) return s;
   // A nested transaction makes the change all-or-nothing: a full map fails this
   // request alone, not the whole batch.
   MDB_txn* child = nullptr;
@@ -169,6 +174,7 @@ Status LmdbStore::commit() {
   int rc = mdb_txn_commit(txn_);
   txn_ = nullptr;
   dirty_ = false;
+  writable_ = false;
   if (rc != 0) return lmdb_error("commit", rc);
   return Status::ok();
 }
@@ -177,6 +183,7 @@ void LmdbStore::abort() {
   if (txn_ != nullptr) mdb_txn_abort(txn_);
   txn_ = nullptr;
   dirty_ = false;
+  writable_ = false;
 }
 
 Result<uint64_t> LmdbStore::key_count() {

@@ -44,12 +44,15 @@ class LmdbStore final : public ReplicaStore {
  private:
   LmdbStore() = default;
   Status init(const std::string& dir, Options options);
-  Status begin();  // opens the batch's write transaction if none is open
+  // Opens the batch's transaction if none is open: read-only unless `write`,
+  // and a read-only one becomes a write transaction when `write` is asked.
+  Status begin(bool write = false);
   Status apply_in(MDB_txn* txn, const Change& c);
 
   MDB_env* env_ = nullptr;
   unsigned versions_ = 0, floors_ = 0, meta_ = 0;
   MDB_txn* txn_ = nullptr;
+  bool writable_ = false;
   bool dirty_ = false;
 };
 

@@ -318,6 +318,23 @@ TEST_CASE("LmdbStore: a data dir of another storage format is refused and left a
   CHECK(raw.get("versions", "k").has_value());
 }
 
+TEST_CASE("LmdbStore: a batch that reads first, then writes, then reads sees its own change", "[replica][store]") {
+  tools::TempDir dir;
+  const replica::Versions one = {version("v")};
+  {
+    auto s = LmdbStore::open(dir.path(), {});
+    REQUIRE(s.is_ok());
+    REQUIRE(s.value()->get("k").value().empty());  // a read-only transaction
+    REQUIRE(s.value()->apply(replica::Change{.key = "k", .put = &one}).is_ok());  // now a write transaction
+    CHECK(s.value()->get("k").value() == one);
+    REQUIRE(s.value()->commit().is_ok());
+    CHECK(s.value()->get("k").value() == one);
+    s.value()->abort();
+  }
+  auto s = LmdbStore::open(dir.path(), {});
+  CHECK(s.value()->get("k").value() == one);
+}
+
 TEST_CASE("LmdbStore: a directory that does not exist is a StorageError", "[replica][store]") {
   tools::TempDir dir;
   auto r = LmdbStore::open(dir.sub("missing"), {});
