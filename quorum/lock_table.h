@@ -45,13 +45,20 @@ struct Acquire {
   uint64_t lock_delay_ms = 0;  // applied if this session expires while holding it
   bool wait = false;           // queue behind the holders instead of answering Busy
   uint64_t wait_ms = 0;        // how long the master lets it wait (it times it)
+  uint64_t call = 0;           // see below
   friend bool operator==(const Acquire&, const Acquire&) = default;
 };
 struct Release {
   SessionId session = 0;
   std::string lock;
+  uint64_t call = 0;
   friend bool operator==(const Release&, const Release&) = default;
 };
+// `call`: the client's number for the call, increasing within a session; a
+// retry repeats it. An acquire or release of a lock with a lower number than
+// one already applied for the same session and lock is a late duplicate (a
+// delayed message) and changes nothing (kStaleCall): otherwise a release sent
+// long ago could free a later grant. 0: unordered.
 // Ends the lock-delay of `lock` started by the expiry that took `token` away.
 // Ignored when the lock is not in that delay (a duplicate, or a later expiry).
 struct EndDelay {
@@ -88,6 +95,7 @@ enum class Outcome : uint8_t {
   kNoSession,   // the session does not exist (expired or closed)
   kNotHeld,     // Release of a lock the session does not hold
   kConflict,    // Acquire of a lock the session holds in the other mode
+  kStaleCall,   // Acquire or Release older than a call already applied (see `call`)
 };
 std::string_view outcome_name(Outcome outcome);
 
@@ -173,11 +181,14 @@ class LockTable {
   void wake(const std::string& name, Effects& effects);
   // Drops the lock's entry when nothing about it is left to remember.
   void forget_if_idle(const std::string& name);
+  // Whether `call` is older than one applied for the session and lock (else records it).
+  bool stale_call(SessionId session, const std::string& lock, uint64_t call);
 
   SessionId next_session_ = 1;
   Token grant_counter_ = 0;
   std::set<SessionId> sessions_;
   std::map<std::string, LockState, std::less<>> locks_;
+  std::map<std::pair<SessionId, std::string>, uint64_t> calls_;  // the last call applied
 };
 
 }  // namespace palisade::quorum

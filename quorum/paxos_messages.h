@@ -48,7 +48,7 @@ struct Promise {
   Ballot promised = 0;
   uint64_t seq = 0;
   Slot snapshot_slot = 0;        // the acceptor has compacted the log through this slot
-  std::vector<Entry> accepted;   // accepted entries with slot >= the prepare's from_slot
+  std::vector<Entry> accepted{};  // accepted entries with slot >= the prepare's from_slot
   friend bool operator==(const Promise&, const Promise&) = default;
 };
 
@@ -58,7 +58,7 @@ struct Accept {
   Ballot ballot = 0;
   uint64_t seq = 0;
   Slot chosen_through = 0;
-  std::vector<Entry> entries;  // each with ballot == this ballot
+  std::vector<Entry> entries{};  // each with ballot == this ballot
   friend bool operator==(const Accept&, const Accept&) = default;
 };
 
@@ -68,7 +68,7 @@ struct Accepted {
   bool ok = false;
   Ballot promised = 0;       // ok=false: the higher ballot this acceptor promised
   uint64_t seq = 0;
-  std::vector<Slot> slots;   // the slots accepted
+  std::vector<Slot> slots{};  // the slots accepted
   Slot applied_through = 0;  // the follower's applied prefix (catch-up hint)
   friend bool operator==(const Accepted&, const Accepted&) = default;
 };

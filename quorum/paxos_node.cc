@@ -1,1 +1,451 @@
-// placeholder
+#include "quorum/paxos_node.h"
+
+#include <algorithm>
+
+#include "common/check.h"
+
+namespace palisade::quorum {
+
+namespace {
+
+constexpr uint64_t kMillion = 1'000'000;
+
+}  // namespace
+
+PaxosNode::PaxosNode(const PaxosOptions& options, PaxosStorage& storage)
+    : options_(options),
+      storage_(storage),
+      quorum_(options.members.size() / 2 + 1),
+      // The acceptor's promise lasts master_lease_ms on its clock, which may run
+      // max_drift_ppm slower than ours: end ours early enough (and 1 ms more for rounding).
+      lease_local_ms_(options.master_lease_ms * (kMillion - options.max_drift_ppm) /
+                          (kMillion + options.max_drift_ppm) -
+                      1),
+      rng_(options.seed ^ (uint64_t{options.self} * 0x9e3779b97f4a7c15ULL)) {}
+
+Result<std::unique_ptr<PaxosNode>> PaxosNode::start(const PaxosOptions& options, PaxosStorage& storage,
+                                                    uint64_t now_ms) {
+  PALISADE_CHECK(std::count(options.members.begin(), options.members.end(), options.self) == 1);
+  PALISADE_CHECK(options.heartbeat_ms > 0 && options.heartbeat_ms < options.master_lease_ms);
+  auto state = storage.load();
+  if (!state.is_ok()) return state.status();
+  std::unique_ptr<PaxosNode> node(new PaxosNode(options, storage));
+  DurableState& s = state.value();
+  node->promised_ = s.promised;
+  node->highest_seen_ = s.promised;
+  node->snapshot_slot_ = s.snapshot_slot;
+  node->snapshot_ = std::move(s.snapshot);
+  node->log_ = std::move(s.accepted);
+  node->applied_ = s.snapshot_slot;
+  if (s.snapshot_slot > 0) node->deliveries_.push_back({s.snapshot_slot, node->snapshot_, true});
+  // Whatever this node promised before it stopped is forgotten: it promises
+  // nobody for a whole lease, which outlasts any promise it may have made.
+  node->lease_owner_ = 0;
+  node->lease_owner_until_ = now_ms + options.master_lease_ms;
+  node->restart_election_timer(now_ms);
+  return node;
+}
+
+NodeId PaxosNode::master_hint() const {
+  if (role_ == Role::kMaster) return options_.self;
+  return master_hint_;
+}
+
+void PaxosNode::receive(const PeerMessage& message, uint64_t now_ms) {
+  if (message.group != options_.group || message.to != options_.self || message.from == options_.self ||
+      std::find(options_.members.begin(), options_.members.end(), message.from) == options_.members.end()) {
+    return;
+  }
+  const NodeId from = message.from;
+  std::visit(
+      [&](const auto& m) {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, Prepare>) on_prepare(from, m, now_ms);
+        if constexpr (std::is_same_v<T, Promise>) on_promise(from, m, now_ms);
+        if constexpr (std::is_same_v<T, Accept>) on_accept(from, m, now_ms);
+        if constexpr (std::is_same_v<T, Accepted>) on_accepted(from, m, now_ms);
+        if constexpr (std::is_same_v<T, CatchUpRequest>) on_catch_up_request(from, m);
+        if constexpr (std::is_same_v<T, CatchUp>) on_catch_up(m);
+      },
+      message.body);
+}
+
+void PaxosNode::tick(uint64_t now) {
+  for (auto it = sent_at_.begin(); it != sent_at_.end() && it->second + 2 * options_.master_lease_ms < now;) {
+    it = sent_at_.erase(it);
+  }
+  switch (role_) {
+    case Role::kMaster:
+      if (now >= lease_until_) {
+        step_down(now);  // a majority stopped answering: another node may be master soon
+      } else if (now >= next_heartbeat_) {
+        send_accepts(now, {});
+      }
+      break;
+    case Role::kCandidate:
+      if (now >= campaign_deadline_) lose_campaign(now);
+      break;
+    case Role::kFollower:
+      if (now >= election_at_) {
+        bool leased_elsewhere = lease_owner_ != options_.self && now < lease_owner_until_;
+        if (leased_elsewhere && !options_.ignore_master_lease) {
+          // Wait out the promise, plus jitter so that the nodes do not all try at once.
+          election_at_ = lease_owner_until_ +
+                         std::uniform_int_distribution<uint64_t>(0, options_.election_timeout_ms)(rng_);
+        } else {
+          campaign(now);
+        }
+      }
+      break;
+  }
+}
+
+bool PaxosNode::propose(std::string value, uint64_t now_ms) {
+  if (!is_master(now_ms)) return false;
+  Slot slot = next_slot_++;
+  accept_own(slot, std::move(value));
+  send_accepts(now_ms, {slot});
+  advance_chosen();
+  return true;
+}
+
+void PaxosNode::compact(Slot slot, std::string snapshot) {
+  PALISADE_CHECK(slot <= applied_);
+  if (slot <= snapshot_slot_) return;
+  storage_.put_snapshot(slot, snapshot);
+  snapshot_slot_ = slot;
+  snapshot_ = std::move(snapshot);
+  log_.erase(log_.begin(), log_.upper_bound(slot));
+}
+
+std::vector<PeerMessage> PaxosNode::take_messages() { return std::exchange(out_, {}); }
+std::vector<Delivery> PaxosNode::take_deliveries() { return std::exchange(deliveries_, {}); }
+
+uint64_t PaxosNode::next_timer_ms() const {
+  switch (role_) {
+    case Role::kMaster:
+      return std::min(next_heartbeat_, lease_until_);
+    case Role::kCandidate:
+      return campaign_deadline_;
+    case Role::kFollower:
+      return election_at_;
+  }
+  return election_at_;
+}
+
+// ---- Acceptor ----
+
+void PaxosNode::on_prepare(NodeId from, const Prepare& m, uint64_t now) {
+  highest_seen_ = std::max(highest_seen_, m.ballot);
+  bool repeat = m.ballot == promised_ && ballot_node(m.ballot) == from;  // a duplicated prepare
+  bool leased_elsewhere = lease_owner_ != from && now < lease_owner_until_ && !options_.ignore_master_lease;
+  if (ballot_node(m.ballot) != from || (m.ballot <= promised_ && !repeat) || leased_elsewhere) {
+    send(from, Promise{.ballot = m.ballot, .ok = false, .promised = promised_, .seq = m.seq});
+    return;
+  }
+  if (role_ != Role::kFollower && ballot_ < m.ballot) step_down(now);
+  promise_ballot(m.ballot);
+  lease_to(from, now);
+  restart_election_timer(now);
+  send(from, Promise{.ballot = m.ballot,
+                     .ok = true,
+                     .promised = promised_,
+                     .seq = m.seq,
+                     .snapshot_slot = snapshot_slot_,
+                     .accepted = accepted_from(m.from_slot)});
+}
+
+void PaxosNode::on_accept(NodeId from, const Accept& m, uint64_t now) {
+  highest_seen_ = std::max(highest_seen_, m.ballot);
+  if (ballot_node(m.ballot) != from || m.ballot < promised_) {
+    send(from, Accepted{.ballot = m.ballot, .ok = false, .promised = promised_, .seq = m.seq});
+    return;
+  }
+  if (role_ != Role::kFollower) step_down(now);  // m.ballot >= promised_ >= our own ballot
+  promise_ballot(m.ballot);
+  lease_to(from, now);
+  master_hint_ = from;
+  restart_election_timer(now);
+  Accepted reply{.ballot = m.ballot, .ok = true, .promised = promised_, .seq = m.seq};
+  for (const Entry& e : m.entries) {
+    if (e.ballot != m.ballot) continue;
+    // A slot applied here is chosen, and a master only ever proposes the chosen
+    // value for it: acknowledging it without storing is the same.
+    if (e.slot > applied_) store_accepted(e);
+    reply.slots.push_back(e.slot);
+  }
+  learn(m.chosen_through, m.ballot, from, now);
+  reply.applied_through = applied_;
+  send(from, std::move(reply));
+}
+
+void PaxosNode::promise_ballot(Ballot ballot) {
+  if (ballot == promised_) return;
+  PALISADE_CHECK(ballot > promised_);
+  promised_ = ballot;
+  storage_.set_promised(ballot);
+}
+
+void PaxosNode::lease_to(NodeId node, uint64_t now) {
+  lease_owner_ = node;
+  lease_owner_until_ = now + options_.master_lease_ms;
+}
+
+void PaxosNode::store_accepted(const Entry& entry) {
+  if (entry.slot <= snapshot_slot_) return;
+  log_[entry.slot] = entry;
+  storage_.put_accepted(entry);
+}
+
+std::vector<Entry> PaxosNode::accepted_from(Slot from) const {
+  std::vector<Entry> entries;
+  for (auto it = log_.lower_bound(from); it != log_.end(); ++it) entries.push_back(it->second);
+  return entries;
+}
+
+// ---- Learner ----
+
+void PaxosNode::learn(Slot chosen_through, Ballot ballot, NodeId master, uint64_t now) {
+  while (applied_ < chosen_through) {
+    auto it = log_.find(applied_ + 1);
+    // Only an entry of the master's ballot is the value it says is chosen.
+    if (it == log_.end() || it->second.ballot != ballot) {
+      if (!catch_up_pending_ || now >= catch_up_sent_at_ + options_.heartbeat_ms) {
+        catch_up_pending_ = true;
+        catch_up_sent_at_ = now;
+        send(master, CatchUpRequest{.from_slot = applied_ + 1});
+      }
+      return;
+    }
+    deliver(it->second);
+  }
+}
+
+void PaxosNode::deliver(const Entry& entry) {
+  PALISADE_CHECK(entry.slot == applied_ + 1);
+  applied_ = entry.slot;
+  deliveries_.push_back({entry.slot, entry.value, false});
+}
+
+void PaxosNode::on_catch_up_request(NodeId from, const CatchUpRequest& m) {
+  CatchUp reply;
+  Slot from_slot = m.from_slot;
+  if (from_slot <= snapshot_slot_) {
+    reply.snapshot_slot = snapshot_slot_;
+    reply.snapshot = snapshot_;
+    from_slot = snapshot_slot_ + 1;
+  }
+  // Only applied slots are known chosen here.
+  for (auto it = log_.lower_bound(from_slot);
+       it != log_.end() && it->first <= applied_ && reply.chosen.size() < options_.max_entries_per_message; ++it) {
+    reply.chosen.push_back(it->second);
+  }
+  if (reply.snapshot_slot == 0 && reply.chosen.empty()) return;
+  send(from, std::move(reply));
+}
+
+void PaxosNode::on_catch_up(const CatchUp& m) {
+  catch_up_pending_ = false;
+  if (m.snapshot_slot > applied_) {
+    storage_.put_snapshot(m.snapshot_slot, m.snapshot);
+    snapshot_slot_ = m.snapshot_slot;
+    snapshot_ = m.snapshot;
+    log_.erase(log_.begin(), log_.upper_bound(m.snapshot_slot));
+    applied_ = m.snapshot_slot;
+    deliveries_.push_back({m.snapshot_slot, m.snapshot, true});
+  }
+  for (const Entry& e : m.chosen) {
+    if (e.slot != applied_ + 1) continue;
+    // Storing a chosen value is safe under any ballot: a later prepare finds
+    // the chosen value as the highest-ballot one anyway.
+    store_accepted(e);
+    deliver(e);
+  }
+}
+
+// ---- Proposer ----
+
+void PaxosNode::lose_campaign(uint64_t now) {
+  role_ = Role::kFollower;
+  // This node's acceptor promised itself not to help anyone else for a lease.
+  // It never became master, so nothing depends on that promise: give it up, or
+  // rival candidates each hold their own acceptor and none gets a majority.
+  if (lease_owner_ == options_.self) lease_owner_until_ = now;
+  // Back off over a wider window, so that the rivals spread out.
+  uint64_t t = options_.election_timeout_ms;
+  election_at_ = now + t + std::uniform_int_distribution<uint64_t>(0, 3 * t)(rng_);
+}
+
+void PaxosNode::restart_election_timer(uint64_t now) {
+  uint64_t t = options_.election_timeout_ms;
+  election_at_ = now + t + std::uniform_int_distribution<uint64_t>(0, t)(rng_);
+}
+
+uint64_t PaxosNode::next_seq(uint64_t now) {
+  sent_at_[++seq_] = now;
+  return seq_;
+}
+
+void PaxosNode::send(NodeId to, PeerBody body) {
+  out_.push_back(PeerMessage{.from = options_.self, .to = to, .group = options_.group, .body = std::move(body)});
+}
+
+void PaxosNode::campaign(uint64_t now) {
+  uint64_t round = std::max(ballot_round(promised_), ballot_round(highest_seen_)) + 1;
+  ballot_ = make_ballot(round, options_.self);
+  highest_seen_ = ballot_;
+  promise_ballot(ballot_);
+  lease_to(options_.self, now);
+  role_ = Role::kCandidate;
+  ready_ = false;
+  campaign_deadline_ = now + options_.election_timeout_ms;
+  promises_.clear();
+  ack_time_.clear();
+  votes_.clear();
+  lease_until_ = 0;
+  master_hint_ = 0;
+  uint64_t seq = next_seq(now);
+  promises_[options_.self] = Promise{.ballot = ballot_,
+                                     .ok = true,
+                                     .promised = ballot_,
+                                     .seq = seq,
+                                     .snapshot_slot = snapshot_slot_,
+                                     .accepted = accepted_from(applied_ + 1)};
+  ack_time_[options_.self] = now;
+  for (NodeId m : options_.members) {
+    if (m != options_.self) send(m, Prepare{.ballot = ballot_, .from_slot = applied_ + 1, .seq = seq});
+  }
+  if (promises_.size() >= quorum_) become_master(now);
+}
+
+void PaxosNode::on_promise(NodeId from, const Promise& m, uint64_t now) {
+  highest_seen_ = std::max(highest_seen_, m.promised);
+  if (role_ != Role::kCandidate || m.ballot != ballot_) return;
+  if (!m.ok) {
+    if (m.promised > ballot_) lose_campaign(now);
+    return;  // else a lease elsewhere: other acceptors may still say yes
+  }
+  if (m.snapshot_slot > applied_) {
+    // It compacted slots this node never learned: catch up before leading.
+    lose_campaign(now);
+    catch_up_pending_ = true;
+    catch_up_sent_at_ = now;
+    send(from, CatchUpRequest{.from_slot = applied_ + 1});
+    return;
+  }
+  promises_[from] = m;
+  note_ack(from, m.seq);
+  if (promises_.size() >= quorum_) become_master(now);
+}
+
+void PaxosNode::become_master(uint64_t now) {
+  role_ = Role::kMaster;
+  master_hint_ = options_.self;
+  // Every slot some promiser accepted may have been chosen: propose the value of
+  // the highest ballot again. Slots nobody in the majority accepted were not
+  // chosen: fill them with no-ops.
+  std::map<Slot, const Entry*> best;
+  for (const auto& [node, promise] : promises_) {
+    for (const Entry& e : promise.accepted) {
+      if (e.slot <= applied_) continue;
+      auto& b = best[e.slot];
+      if (b == nullptr || e.ballot > b->ballot) b = &e;
+    }
+  }
+  Slot last = best.empty() ? applied_ : best.rbegin()->first;
+  std::vector<Slot> fresh;
+  for (Slot s = applied_ + 1; s <= last; ++s) {
+    auto it = best.find(s);
+    accept_own(s, it == best.end() ? std::string() : it->second->value);
+    fresh.push_back(s);
+  }
+  promises_.clear();
+  // A no-op of our own: once it is applied, so is everything before it.
+  ready_slot_ = last + 1;
+  accept_own(ready_slot_, std::string());
+  fresh.push_back(ready_slot_);
+  next_slot_ = ready_slot_ + 1;
+  send_accepts(now, fresh);
+  advance_chosen();
+}
+
+void PaxosNode::step_down(uint64_t now) {
+  role_ = Role::kFollower;
+  ready_ = false;
+  votes_.clear();
+  promises_.clear();
+  lease_until_ = 0;
+  master_hint_ = 0;
+  restart_election_timer(now);
+}
+
+void PaxosNode::accept_own(Slot slot, std::string value) {
+  Entry e{.slot = slot, .ballot = ballot_, .value = std::move(value)};
+  store_accepted(e);
+  votes_[slot] = {options_.self};
+}
+
+void PaxosNode::send_accepts(uint64_t now, const std::vector<Slot>& fresh) {
+  uint64_t seq = next_seq(now);
+  // This node's acceptor renews its promise to itself with every message.
+  lease_to(options_.self, now);
+  ack_time_[options_.self] = now;
+  for (NodeId m : options_.members) {
+    if (m == options_.self) continue;
+    Accept accept{.ballot = ballot_, .seq = seq, .chosen_through = applied_};
+    if (!fresh.empty()) {
+      for (Slot s : fresh) accept.entries.push_back(log_.at(s));
+    } else {
+      // A heartbeat carries again what this follower has not acknowledged.
+      for (const auto& [slot, voters] : votes_) {
+        if (accept.entries.size() >= options_.max_entries_per_message) break;
+        if (!voters.count(m)) accept.entries.push_back(log_.at(slot));
+      }
+    }
+    send(m, std::move(accept));
+  }
+  next_heartbeat_ = now + options_.heartbeat_ms;
+  note_ack(options_.self, seq);
+}
+
+void PaxosNode::note_ack(NodeId from, uint64_t seq) {
+  auto sent = sent_at_.find(seq);
+  if (sent == sent_at_.end()) return;
+  uint64_t& t = ack_time_[from];
+  t = std::max(t, sent->second);
+  // The lease holds from the quorum-th most recent vouched-for send time.
+  std::vector<uint64_t> times;
+  for (NodeId m : options_.members) {
+    auto it = ack_time_.find(m);
+    times.push_back(it == ack_time_.end() ? 0 : it->second);
+  }
+  std::sort(times.rbegin(), times.rend());
+  uint64_t start = times[quorum_ - 1];
+  if (start > 0) lease_until_ = std::max(lease_until_, start + lease_local_ms_);
+}
+
+void PaxosNode::on_accepted(NodeId from, const Accepted& m, uint64_t now) {
+  highest_seen_ = std::max(highest_seen_, m.promised);
+  if (role_ != Role::kMaster || m.ballot != ballot_) return;
+  if (!m.ok) {
+    if (m.promised > ballot_) step_down(now);
+    return;
+  }
+  note_ack(from, m.seq);
+  for (Slot s : m.slots) {
+    auto it = votes_.find(s);
+    if (it != votes_.end()) it->second.insert(from);
+  }
+  advance_chosen();
+}
+
+void PaxosNode::advance_chosen() {
+  for (auto it = votes_.find(applied_ + 1); it != votes_.end() && it->second.size() >= quorum_;
+       it = votes_.find(applied_ + 1)) {
+    votes_.erase(it);
+    deliver(log_.at(applied_ + 1));
+  }
+  if (role_ == Role::kMaster && applied_ >= ready_slot_) ready_ = true;
+}
+
+}  // namespace palisade::quorum

@@ -1,0 +1,132 @@
+#include "quorum/lockd_server.h"
+
+#include <time.h>
+
+#include <spdlog/spdlog.h>
+
+#include "quorum/paxos_messages.h"
+
+namespace palisade::quorum {
+
+uint64_t boottime_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1'000'000;
+}
+
+LockdServer::LockdServer(zmq::context_t& ctx, PaxosStorage& storage, LockdServerOptions options)
+    : ctx_(ctx),
+      storage_(storage),
+      options_(std::move(options)),
+      router_(transport::make_router(ctx, options_.listen_endpoint, options_.socket)) {
+  for (const auto& [id, endpoint] : options_.service.endpoints) {
+    if (id != options_.service.paxos.self) peers_.emplace(id, transport::make_dealer(ctx, endpoint, options_.socket));
+  }
+}
+
+Result<std::unique_ptr<LockdServer>> LockdServer::create(zmq::context_t& ctx, PaxosStorage& storage,
+                                                         LockdServerOptions options) {
+  std::unique_ptr<LockdServer> server(new LockdServer(ctx, storage, std::move(options)));
+  auto service = LockService::start(server->options_.service, storage, boottime_ms());
+  if (!service.is_ok()) return service.status();
+  server->service_ = std::move(service).value();
+  return server;
+}
+
+Status LockdServer::run(int stop_fd) {
+  zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, stop_fd, ZMQ_POLLIN, 0}};
+  for (;;) {
+    try {
+      uint64_t now = boottime_ms();
+      uint64_t next = service_->next_timer_ms();
+      auto wait = std::chrono::milliseconds(next > now ? std::min<uint64_t>(next - now, 1000) : 0);
+      zmq::poll(items, 2, wait);
+      if (items[1].revents & ZMQ_POLLIN) return Status::ok();
+      now = boottime_ms();
+      if (items[0].revents & ZMQ_POLLIN) receive(now);
+      if (service_->next_timer_ms() <= now) service_->tick(now);
+      service_->flush(now);
+      Status turn = finish_turn(now);
+      if (!turn.is_ok()) return turn;
+    } catch (const zmq::error_t& e) {
+      if (e.num() == ETERM) return Status::ok();
+      if (e.num() != EINTR) spdlog::error("transport error: {}", e.what());
+    }
+  }
+}
+
+void LockdServer::receive(uint64_t now) {
+  for (size_t n = 0; n < options_.max_batch; ++n) {
+    auto routed = transport::try_recv_routed(router_);
+    if (!routed) return;
+    handle(std::move(*routed), now);
+  }
+}
+
+void LockdServer::handle(transport::Routed routed, uint64_t now) {
+  std::string_view bytes(static_cast<const char*>(routed.payload.data()), routed.payload.size());
+  uint64_t id = 0;
+  auto request = routed.extra_frames
+                     ? Result<wire::LockRequest>(Status(Code::kMalformed, "a request is one ZeroMQ frame"))
+                     : wire::decode_lock_request(bytes, options_.limits, &id);
+  if (request.code() == Code::kUnknownType) {
+    // Not a client request: a peer's message, or a client's unknown type.
+    auto peer = decode_peer(bytes, options_.max_peer_message_bytes);
+    if (peer.is_ok()) {
+      service_->on_peer(peer.value(), now);
+      return;
+    }
+    if (peer.code() != Code::kUnknownType) {
+      spdlog::warn("refused a peer message ({} bytes): {}", bytes.size(), peer.status().to_string());
+      return;
+    }
+  }
+  if (!request.is_ok()) {
+    spdlog::warn("refused request id {} ({} bytes): {}", id, bytes.size(), request.status().to_string());
+    wire::LockReply reply;
+    reply.id = id;
+    reply.status = request.status();
+    reply.epoch = service_->node().epoch();
+    reply.master = service_->node().master_hint();
+    transport::send_routed(router_, routed, wire::encode_lock_reply(reply));
+    return;
+  }
+  uint64_t route = next_route_++;
+  routed.payload = zmq::message_t();
+  routes_.emplace(route, std::move(routed));
+  service_->on_request({route, std::move(request).value()}, now);
+}
+
+Status LockdServer::finish_turn(uint64_t now) {
+  if (storage_.dirty()) {
+    Status committed = storage_.commit();
+    if (!committed.is_ok()) {
+      // What this turn decided is not durable: say nothing of it, and start
+      // again from what is, like a node that crashed and came back.
+      spdlog::error("acceptor state not saved, restarting from disk: {}", committed.to_string());
+      service_->take_peer_messages();
+      service_->take_replies();
+      routes_.clear();
+      auto restarted = LockService::start(options_.service, storage_, now);
+      if (!restarted.is_ok()) return restarted.status();
+      service_ = std::move(restarted).value();
+      return Status::ok();
+    }
+  }
+  for (PeerMessage& m : service_->take_peer_messages()) {
+    auto peer = peers_.find(m.to);
+    if (peer == peers_.end()) continue;
+    std::string bytes = encode_peer(m);
+    // Dropped when the peer is down or slow: Paxos resends what matters.
+    (void)peer->second.send(zmq::buffer(bytes), zmq::send_flags::dontwait);
+  }
+  for (ClientReply& r : service_->take_replies()) {
+    auto route = routes_.find(r.route);
+    if (route == routes_.end()) continue;
+    transport::send_routed(router_, route->second, wire::encode_lock_reply(r.reply));
+    routes_.erase(route);
+  }
+  return Status::ok();
+}
+
+}  // namespace palisade::quorum

@@ -1,0 +1,71 @@
+// Wires a LockService to ZeroMQ and LMDB: the palisade-lockd loop.
+//
+// One ROUTER on the node's endpoint receives both client requests and peer
+// messages (peers send through one DEALER per peer). Each turn drains what is
+// waiting, feeds it to the service, proposes the batched commands, commits the
+// acceptor state with one sync (group commit), and only then sends the turn's
+// messages and replies. Time is CLOCK_BOOTTIME, which keeps counting through a
+// suspend, so a suspended master cannot believe in a lease that ran out.
+//
+// Concurrency: one thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <zmq.hpp>
+
+#include "common/envelope.h"
+#include "common/transport.h"
+#include "quorum/lock_service.h"
+#include "quorum/paxos_storage.h"
+
+namespace palisade::quorum {
+
+// Milliseconds of CLOCK_BOOTTIME.
+uint64_t boottime_ms();
+
+struct LockdServerOptions {
+  LockServiceOptions service;
+  std::string listen_endpoint;
+  wire::Limits limits;
+  transport::SocketOptions socket;
+  size_t max_batch = 4096;  // messages drained per turn
+  // Catch-up messages carry snapshots of the whole lock table.
+  size_t max_peer_message_bytes = size_t{64} << 20;
+};
+
+class LockdServer {
+ public:
+  // Binds the socket (throws zmq::error_t when it cannot) and starts the
+  // service from `storage` (Status when the storage cannot be read).
+  static Result<std::unique_ptr<LockdServer>> create(zmq::context_t& ctx, PaxosStorage& storage,
+                                                     LockdServerOptions options);
+
+  // Serves until `stop_fd` becomes readable (a signalfd in the daemon): ok. An
+  // error when the acceptor state can no longer be read back from disk.
+  Status run(int stop_fd);
+
+  const LockService& service() const { return *service_; }
+
+ private:
+  LockdServer(zmq::context_t& ctx, PaxosStorage& storage, LockdServerOptions options);
+  // Drains waiting messages into the service.
+  void receive(uint64_t now);
+  void handle(transport::Routed routed, uint64_t now);
+  // Commits, then sends; restarts the service from storage when the commit fails.
+  Status finish_turn(uint64_t now);
+
+  zmq::context_t& ctx_;
+  PaxosStorage& storage_;
+  LockdServerOptions options_;
+  zmq::socket_t router_;
+  std::map<NodeId, zmq::socket_t> peers_;
+  std::unique_ptr<LockService> service_;
+  std::map<uint64_t, transport::Routed> routes_;  // requests waiting for a reply
+  uint64_t next_route_ = 1;
+};
+
+}  // namespace palisade::quorum

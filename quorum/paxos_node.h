@@ -1,0 +1,165 @@
+// One node of the lock group's multi-Paxos (DESIGN "Lock group"): acceptor,
+// proposer and learner in one sans-I/O class. It takes peer messages and timer
+// ticks with the local monotonic time, and returns messages to send and chosen
+// values to apply; durable state goes through PaxosStorage.
+//
+// The driver's contract, after every call that may change state (receive, tick,
+// propose, compact): commit the storage, and only then send take_messages() and
+// apply take_deliveries(). When the commit fails, drop both and restart the node
+// from storage (it then acts like a node that crashed and came back).
+//
+// Master lease: an acceptor that promises or accepts ballot b of node p promises
+// no other node for master_lease_ms of its own clock. The master counts its lease
+// from the moment it sent the message a majority answered, shortened by the
+// clock drift bound, so it ends before any acceptor's promise does.
+//
+// Thread safety: none; one thread owns a node.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "palisade/status.h"
+#include "quorum/paxos_messages.h"
+#include "quorum/paxos_storage.h"
+
+namespace palisade::quorum {
+
+struct PaxosOptions {
+  NodeId self = 0;
+  std::vector<NodeId> members;  // every node, self included
+  uint64_t group = 0;           // messages of other groups are ignored
+  uint64_t master_lease_ms = 4000;
+  uint64_t heartbeat_ms = 500;
+  uint64_t election_timeout_ms = 1000;
+  uint64_t max_drift_ppm = 1000;
+  uint64_t seed = 0;                   // election jitter
+  size_t max_entries_per_message = 64;
+  // Negative control for the simulator: acceptors promise whoever asks and
+  // nodes campaign while another master's lease runs. Unsafe.
+  bool ignore_master_lease = false;
+};
+
+// A chosen value to apply, in slot order; or a snapshot of the state machine
+// through `slot` that replaces it (catch-up from a peer, or at start).
+struct Delivery {
+  Slot slot = 0;
+  std::string value;
+  bool snapshot = false;
+};
+
+class PaxosNode {
+ public:
+  enum class Role { kFollower, kCandidate, kMaster };
+
+  // Loads the durable state (its snapshot becomes the first delivery).
+  static Result<std::unique_ptr<PaxosNode>> start(const PaxosOptions& options, PaxosStorage& storage,
+                                                  uint64_t now_ms);
+
+  void receive(const PeerMessage& message, uint64_t now_ms);
+  void tick(uint64_t now_ms);
+  // Master only: puts `value` into the next slot. False when not master.
+  bool propose(std::string value, uint64_t now_ms);
+  // The state machine through `slot` (applied already) is `snapshot`: the log
+  // before it can go.
+  void compact(Slot slot, std::string snapshot);
+
+  std::vector<PeerMessage> take_messages();
+  std::vector<Delivery> take_deliveries();
+  // When tick() next has something to do.
+  uint64_t next_timer_ms() const;
+
+  Role role() const { return role_; }
+  // A master that holds a valid lease and has applied every slot before its
+  // own first one: it may answer from its state machine.
+  bool is_master(uint64_t now_ms) const { return role_ == Role::kMaster && ready_ && now_ms < lease_until_; }
+  // The epoch clients see: the master's ballot, or the highest this node promised.
+  Ballot epoch() const { return role_ == Role::kMaster ? ballot_ : promised_; }
+  // Who this node believes is master (0: nobody known).
+  NodeId master_hint() const;
+  uint64_t master_lease_until() const { return lease_until_; }
+  Slot applied_through() const { return applied_; }
+  // Accepted entries above the snapshot; those up to applied_through() are chosen.
+  const std::map<Slot, Entry>& log() const { return log_; }
+  Slot snapshot_slot() const { return snapshot_slot_; }
+  // Slots proposed by this master and not yet chosen.
+  size_t in_flight() const { return role_ == Role::kMaster ? next_slot_ - 1 - applied_ : 0; }
+
+ private:
+  PaxosNode(const PaxosOptions& options, PaxosStorage& storage);
+
+  void on_prepare(NodeId from, const Prepare& m, uint64_t now);
+  void on_promise(NodeId from, const Promise& m, uint64_t now);
+  void on_accept(NodeId from, const Accept& m, uint64_t now);
+  void on_accepted(NodeId from, const Accepted& m, uint64_t now);
+  void on_catch_up_request(NodeId from, const CatchUpRequest& m);
+  void on_catch_up(const CatchUp& m);
+
+  void campaign(uint64_t now);
+  void become_master(uint64_t now);
+  void step_down(uint64_t now);
+  void lose_campaign(uint64_t now);
+  void promise_ballot(Ballot ballot);
+  void lease_to(NodeId node, uint64_t now);
+  // This node's acceptor accepts `value` for `slot` in the master's ballot.
+  void accept_own(Slot slot, std::string value);
+  // Sends each follower the entries it has not acknowledged (or a heartbeat).
+  void send_accepts(uint64_t now, const std::vector<Slot>& fresh);
+  void note_ack(NodeId from, uint64_t seq);
+  void advance_chosen();
+  // Delivers the accepted entries of `ballot` through `chosen_through`.
+  void learn(Slot chosen_through, Ballot ballot, NodeId master, uint64_t now);
+  void deliver(const Entry& entry);
+  void store_accepted(const Entry& entry);
+  void restart_election_timer(uint64_t now);
+  uint64_t next_seq(uint64_t now);
+  void send(NodeId to, PeerBody body);
+  std::vector<Entry> accepted_from(Slot from) const;
+
+  PaxosOptions options_;
+  PaxosStorage& storage_;
+  size_t quorum_;
+  uint64_t lease_local_ms_;  // the master's lease on its own clock, drift taken off
+  std::mt19937_64 rng_;
+
+  // Acceptor (promised_, log_ and the snapshot are durable).
+  Ballot promised_ = 0;
+  NodeId lease_owner_ = 0;  // the node this acceptor promised not to undercut; 0: nobody may
+  uint64_t lease_owner_until_ = 0;
+  Slot snapshot_slot_ = 0;
+  std::string snapshot_;
+  std::map<Slot, Entry> log_;  // accepted entries above snapshot_slot_
+
+  // Learner.
+  Slot applied_ = 0;
+  NodeId master_hint_ = 0;
+  uint64_t election_at_ = 0;
+  uint64_t catch_up_sent_at_ = 0;
+  bool catch_up_pending_ = false;
+
+  // Proposer.
+  Role role_ = Role::kFollower;
+  Ballot ballot_ = 0;
+  Ballot highest_seen_ = 0;
+  uint64_t campaign_deadline_ = 0;
+  std::map<NodeId, Promise> promises_;
+  bool ready_ = false;
+  Slot ready_slot_ = 0;  // the master's first own slot: ready once it is applied
+  Slot next_slot_ = 1;
+  std::map<Slot, std::set<NodeId>> votes_;  // unchosen slots -> acceptors that accepted them
+  uint64_t seq_ = 0;
+  std::map<uint64_t, uint64_t> sent_at_;    // message seq -> local send time
+  std::map<NodeId, uint64_t> ack_time_;     // newest send time a node's reply vouches for
+  uint64_t lease_until_ = 0;                // the master lease, local clock
+  uint64_t next_heartbeat_ = 0;
+
+  std::vector<PeerMessage> out_;
+  std::vector<Delivery> deliveries_;
+};
+
+}  // namespace palisade::quorum
