@@ -29,6 +29,7 @@ struct Coordinator::WriteOp {
   int nonstores = 0;  // replicas that definitely did not store it
   bool fenced = false;
   bool stale = false;
+  Status bad_sequencer;  // a replica refused the sequencer (for good)
   uint64_t floor = 0;
   Status error;
   std::vector<int> unsent;  // replicas not connected when it was sent: sent again later
@@ -100,6 +101,7 @@ OpId Coordinator::start_write(std::string key, std::string value, bool tombstone
   WriteOp& op = writes_[id];
   op.ts = {fence.token, clock_.now()};
   op.write = wire::WriteRequest{std::move(key), std::move(value), tombstone, op.ts, fence.lock};
+  op.write.sequencer = fence.sequencer;
   op.request = op.write;
   op.deadline_ms = now_ms + options_.timeout_ms;
   for (int i = 0; i < options_.n; ++i) send(id, i, op.request);
@@ -116,7 +118,7 @@ OpId Coordinator::start_fence(const Fence& fence, uint64_t now_ms) {
   WriteOp& op = writes_[id];
   op.is_fence = true;
   op.ts = {fence.token, 0};
-  op.request = wire::FenceRequest{fence.lock, fence.token};
+  op.request = wire::FenceRequest{fence.lock, fence.token, fence.sequencer};
   op.deadline_ms = now_ms + options_.timeout_ms;
   for (int i = 0; i < options_.n; ++i) send(id, i, op.request);
   return id;
@@ -132,7 +134,8 @@ void Coordinator::on_write_reply(WriteOp& op, const wire::ReplicaReply& reply) {
     return;
   }
   // Refusals that hold for good count as replicas that never store it: fence
-  // floors and committed versions only rise, bad requests stay bad. Any other
+  // floors and committed versions only rise, bad requests and sequencers stay
+  // bad (a replica's key does not change while it runs). Any other
   // error (a full disk, clock skew, a busy key) may pass, and a duplicate of the
   // request could still be stored later.
   if (code == Code::kFenced) {
@@ -143,6 +146,8 @@ void Coordinator::on_write_reply(WriteOp& op, const wire::ReplicaReply& reply) {
     op.floor = std::max(op.floor, reply.stored_ts->token);
   } else if (code == Code::kStale) {
     op.stale = true;
+  } else if (code == Code::kBadSequencer) {
+    op.bad_sequencer = reply.status;
   } else if (code != Code::kBadRequest && code != Code::kTooLarge) {
     op.error = reply.status;
     return;
@@ -163,6 +168,12 @@ void Coordinator::decide_write(OpId id, WriteOp& op, uint64_t now_ms) {
     return finish_write(id, op, Status::ok());
   }
   if (n - op.nonstores < w) {  // W copies are impossible: it never becomes visible
+    // A refused sequencer first: whatever else replicas say, this holder's
+    // writes cannot succeed until it presents a valid one.
+    if (!op.bad_sequencer.is_ok()) {
+      return finish_write(id, op, Status(Code::kBadSequencer, "replicas refused the sequencer: " +
+                                                                  op.bad_sequencer.message()));
+    }
     if (op.fenced) {
       return finish_write(id, op, Status(Code::kFenced, "token " + std::to_string(op.ts.token) +
                                                             " was superseded (replicas report " +
@@ -181,6 +192,7 @@ void Coordinator::decide_write(OpId id, WriteOp& op, uint64_t now_ms) {
                        std::to_string(op.answered) + " of " + std::to_string(n) +
                        " replicas answered; the write may or may not take effect";
     if (op.fenced) what += "; a replica reports a newer token " + std::to_string(op.floor);
+    if (!op.bad_sequencer.is_ok()) what += "; a replica refused the sequencer: " + op.bad_sequencer.message();
     if (!op.error.is_ok()) what += "; last refusal: " + op.error.to_string();
     Code code = op.answered == n ? Code::kUnavailable : op.answered < w ? Code::kUnavailable : Code::kTimeout;
     finish_write(id, op, Status(code, what));
@@ -363,7 +375,7 @@ void Coordinator::choose(OpId id, ReadOp& op, const std::optional<wire::Version>
       send_untracked(i, wire::CommitRequest{op.key, v->ts, wire::content_hash(*v)});
       continue;
     }
-    send(id, i, wire::WriteRequest{op.key, v->value, v->tombstone, v->ts, v->lock, /*committed=*/true}, true);
+    send(id, i, wire::WriteRequest{op.key, v->value, v->tombstone, v->ts, v->lock, /*committed=*/true, v->sequencer}, true);
     ++op.repairs_outstanding;
   }
 }

@@ -14,6 +14,7 @@
 #include "client/coordinator.h"
 #include "client/lane.h"
 #include "common/physical_clock.h"
+#include "common/sequencer.h"
 
 namespace palisade {
 namespace {
@@ -223,6 +224,12 @@ Result<std::unique_ptr<QuorumStore>> QuorumStore::open(QuorumStoreOptions option
   }
 }
 
+Result<Fence> Fence::from_sequencer(std::string_view text) {
+  auto parsed = parse_sequencer(text);
+  if (!parsed.is_ok()) return parsed.status();
+  return Fence{parsed.value().lock, parsed.value().token, std::string(text)};
+}
+
 QuorumStore::QuorumStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 QuorumStore::~QuorumStore() = default;
 
@@ -238,6 +245,10 @@ Status check_sizes(const wire::Limits& limits, std::string_view key, std::string
                                        std::to_string(limits.max_value_bytes) + ")");
   }
   if (fence.lock.size() > limits.max_lock_bytes) return Status(Code::kTooLarge, "lock name too long");
+  if (fence.sequencer.size() > wire::Limits::kMaxSequencerBytes) {
+    return Status(Code::kTooLarge, "sequencer of " + std::to_string(fence.sequencer.size()) + " bytes (limit " +
+                                       std::to_string(wire::Limits::kMaxSequencerBytes) + ")");
+  }
   return Status::ok();
 }
 
@@ -300,5 +311,39 @@ ReadResult QuorumStore::get(std::string_view key) {
     return {Status(Code::kInternal, std::string("read failed: ") + e.what()), false, {}, {}, {}};
   }
 }
+
+namespace {
+
+// The fence a lease writes under, or why it cannot write.
+Result<Fence> fence_of(const Lease& lease) {
+  if (lease.mode() != LockMode::kExclusive) {
+    return Status(Code::kBadRequest, "lock '" + lease.name() + "' is held shared: fenced writes need an exclusive lease");
+  }
+  if (!lease.valid()) {
+    return Status(Code::kNoSession, "the lease is not valid: lock '" + lease.name() + "' (token " +
+                                         std::to_string(lease.token()) +
+                                         ") was released, or its session is in jeopardy or expired");
+  }
+  return Fence{lease.name(), lease.token(), lease.sequencer()};
+}
+
+}  // namespace
+
+std::future<WriteResult> QuorumStore::put_async(std::string_view key, std::string_view value, const Lease& lease) {
+  Result<Fence> fence = fence_of(lease);
+  if (!fence.is_ok()) return ready(fence.status());
+  return put_async(key, value, fence.value());
+}
+
+std::future<WriteResult> QuorumStore::del_async(std::string_view key, const Lease& lease) {
+  Result<Fence> fence = fence_of(lease);
+  if (!fence.is_ok()) return ready(fence.status());
+  return del_async(key, fence.value());
+}
+
+WriteResult QuorumStore::put(std::string_view key, std::string_view value, const Lease& lease) {
+  return put_async(key, value, lease).get();
+}
+WriteResult QuorumStore::del(std::string_view key, const Lease& lease) { return del_async(key, lease).get(); }
 
 }  // namespace palisade

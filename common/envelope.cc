@@ -5,13 +5,14 @@ namespace {
 
 constexpr size_t kMaxTypeBytes = 32;
 
-Result<msgpack::object_handle> unpack_one(std::string_view bytes, size_t max_bytes) {
+Result<msgpack::object_handle> unpack_one(std::string_view bytes, size_t max_bytes, size_t max_list) {
   if (bytes.size() > max_bytes) {
     return Status(Code::kTooLarge, "message of " + std::to_string(bytes.size()) + " bytes (limit " +
                                        std::to_string(max_bytes) + ")");
   }
-  // No palisade message nests deeper than a list of maps of scalars, nor holds ext types.
-  msgpack::unpack_limit limit(/*array=*/64, /*map=*/64, max_bytes, max_bytes, /*ext=*/0, /*depth=*/4);
+  // No palisade message nests deeper than a list of maps of lists, nor holds ext
+  // types; no map has more than 64 fields (FieldReader's checks are quadratic).
+  msgpack::unpack_limit limit(max_list, /*map=*/64, max_bytes, max_bytes, /*ext=*/0, /*depth=*/4);
   size_t offset = 0;
   msgpack::object_handle handle;
   try {
@@ -31,9 +32,9 @@ Result<msgpack::object_handle> unpack_one(std::string_view bytes, size_t max_byt
 
 }  // namespace
 
-Result<Envelope> open_envelope(std::string_view bytes, size_t max_bytes, uint64_t* id_out) {
+Result<Envelope> open_envelope(std::string_view bytes, size_t max_bytes, uint64_t* id_out, size_t max_list) {
   if (id_out != nullptr) *id_out = 0;
-  auto unpacked = unpack_one(bytes, max_bytes);
+  auto unpacked = unpack_one(bytes, max_bytes, max_list);
   if (!unpacked.is_ok()) return unpacked.status();
   Envelope env;
   env.handle = std::move(unpacked).value();

@@ -24,8 +24,12 @@ struct Limits {
   size_t max_lock_bytes = 256;
   // Versions a replica keeps per key at most: one committed, the rest pending.
   static constexpr size_t kMaxVersionsPerKey = 5;
+  // A sequencer (common/sequencer.h kMaxSequencerBytes, checked there).
+  static constexpr size_t kMaxSequencerBytes = 1024;
   // Whole request: the largest legal payload plus room for the other fields.
-  size_t max_message_bytes() const { return max_key_bytes + max_value_bytes + max_lock_bytes + 1024; }
+  size_t max_message_bytes() const {
+    return max_key_bytes + max_value_bytes + max_lock_bytes + kMaxSequencerBytes + 1024;
+  }
   // Whole reply: a read returns every version of a key.
   size_t max_reply_bytes() const { return kMaxVersionsPerKey * (max_value_bytes + 2 * max_lock_bytes + 128) + 4096; }
 };
@@ -39,9 +43,10 @@ struct Envelope {
   std::optional<FieldReader> fields;
 };
 
-// Unpacks exactly one map of at most `max_bytes` (trailing bytes are Malformed) and
-// reads its envelope. On failure *id_out holds the id when it could be read, else 0.
-Result<Envelope> open_envelope(std::string_view bytes, size_t max_bytes, uint64_t* id_out);
+// Unpacks exactly one map of at most `max_bytes`, with at most `max_list` items
+// in any list and 64 fields in any map (trailing bytes are Malformed), and reads
+// its envelope. On failure *id_out holds the id when it could be read, else 0.
+Result<Envelope> open_envelope(std::string_view bytes, size_t max_bytes, uint64_t* id_out, size_t max_list = 64);
 
 // Writes the envelope as the first three entries of a map of `field_count` entries in all.
 void write_envelope(msgpack::packer<msgpack::sbuffer>& pk, uint32_t field_count, uint64_t id,

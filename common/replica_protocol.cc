@@ -1,11 +1,14 @@
 #include "common/replica_protocol.h"
 
 #include "common/hash.h"
+#include "common/sequencer.h"
 
 namespace palisade::wire {
 namespace {
 
 using Packer = msgpack::packer<msgpack::sbuffer>;
+
+static_assert(Limits::kMaxSequencerBytes == palisade::kMaxSequencerBytes);
 
 constexpr std::string_view kReplyType = "reply";
 
@@ -17,7 +20,7 @@ struct RequestEncoder {
 
   void operator()(const PingRequest&) const { write_envelope(pk, 3, id, "ping"); }
   void operator()(const WriteRequest& r) const {
-    write_envelope(pk, (r.tombstone ? 7 : 8) + (r.committed ? 1 : 0), id, "write");
+    write_envelope(pk, (r.tombstone ? 7 : 8) + (r.committed ? 1 : 0) + (r.sequencer.empty() ? 0 : 1), id, "write");
     pack_text(pk, "key");
     pack_bytes(pk, r.key);
     if (!r.tombstone) {
@@ -34,13 +37,20 @@ struct RequestEncoder {
       pack_text(pk, "committed");
       pk.pack(true);
     }
+    pack_sequencer(r.sequencer);
   }
   void operator()(const FenceRequest& r) const {
-    write_envelope(pk, 5, id, "fence");
+    write_envelope(pk, r.sequencer.empty() ? 5 : 6, id, "fence");
     pack_text(pk, "lock");
     pack_text(pk, r.lock);
     pack_text(pk, "token");
     pk.pack_uint64(r.token);
+    pack_sequencer(r.sequencer);
+  }
+  void pack_sequencer(const std::string& sequencer) const {
+    if (sequencer.empty()) return;
+    pack_text(pk, "sequencer");
+    pack_text(pk, sequencer);
   }
   void key_and_ts(std::string_view type, const std::string& key, const FencedTimestamp& ts,
                   const std::optional<uint64_t>& hash) const {
@@ -77,6 +87,7 @@ Result<ReplicaRequestBody> read_body(const std::string& type, FieldReader& r, co
     r.timestamp("ts", w.ts, Need::kRequired);
     r.bytes("lock", w.lock, limits.max_lock_bytes, Need::kOptional);
     r.boolean("committed", w.committed, Need::kOptional);
+    r.bytes("sequencer", w.sequencer, kMaxSequencerBytes, Need::kOptional);
     if (r.status().is_ok() && w.tombstone && !w.value.empty()) {
       return Status(Code::kBadRequest, "a tombstone write carries no value");
     }
@@ -86,6 +97,7 @@ Result<ReplicaRequestBody> read_body(const std::string& type, FieldReader& r, co
     FenceRequest f;
     r.bytes("lock", f.lock, limits.max_lock_bytes, Need::kRequired);
     r.u64("token", f.token, Need::kRequired);
+    r.bytes("sequencer", f.sequencer, kMaxSequencerBytes, Need::kOptional);
     return ReplicaRequestBody{std::move(f)};
   }
   if (type == "commit" || type == "purge") {
@@ -119,7 +131,7 @@ uint32_t reply_field_count(const ReplicaReply& reply) {
 }
 
 void pack_version(Packer& pk, const Version& v) {
-  pk.pack_map(5);
+  pk.pack_map(v.sequencer.empty() ? 5 : 6);
   pack_text(pk, "ts");
   pack_timestamp(pk, v.ts);
   pack_text(pk, "lock");
@@ -130,6 +142,10 @@ void pack_version(Packer& pk, const Version& v) {
   pk.pack(v.tombstone);
   pack_text(pk, "value");
   pack_bytes(pk, v.value);
+  if (!v.sequencer.empty()) {
+    pack_text(pk, "sequencer");
+    pack_text(pk, v.sequencer);
+  }
 }
 
 void read_version(FieldReader& r, const Limits& limits, Version& v) {
@@ -139,6 +155,7 @@ void read_version(FieldReader& r, const Limits& limits, Version& v) {
   r.bytes("state", state, 16, Need::kRequired);
   r.boolean("tombstone", v.tombstone, Need::kRequired);
   r.bytes("value", v.value, limits.max_value_bytes, Need::kRequired);
+  r.bytes("sequencer", v.sequencer, Limits::kMaxSequencerBytes, Need::kOptional);
   if (r.status().is_ok() && state != "pending" && state != "committed") {
     r.fail(Code::kBadRequest, "unknown version state '" + state + "'");
   }

@@ -27,6 +27,9 @@ struct Version {
   VersionState state = VersionState::kPending;
   bool tombstone = false;
   std::string value;  // empty for a tombstone
+  // The sequencer the version was written under (empty without a lock): repair
+  // copies carry it, so that replicas can check them too.
+  std::string sequencer{};
 
   friend bool operator==(const Version&, const Version&) = default;
 };
@@ -51,11 +54,17 @@ struct WriteRequest {  // a put, or a delete when tombstone is set
   // Store it as committed: only for versions known to be acknowledged (read
   // repair and anti-entropy copying them). The fence floor does not refuse it.
   bool committed = false;
+  // The sequencer text of the lock grant (common/sequencer.h), at most
+  // kMaxSequencerBytes; empty when none. A replica that holds the cluster key
+  // requires a valid one on every fenced write, repair copies included.
+  std::string sequencer{};
   friend bool operator==(const WriteRequest&, const WriteRequest&) = default;
 };
 struct FenceRequest {
   std::string lock;
   uint64_t token = 0;
+  // As for WriteRequest: required by a replica that holds the cluster key.
+  std::string sequencer{};
   friend bool operator==(const FenceRequest&, const FenceRequest&) = default;
 };
 // Commit and purge name a version by timestamp and, since two writes can share

@@ -5,7 +5,7 @@
 namespace palisade {
 namespace {
 
-constexpr std::array<std::pair<Code, std::string_view>, 14> kNames = {{
+constexpr std::array<std::pair<Code, std::string_view>, 19> kNames = {{
     {Code::kOk, "ok"},
     {Code::kMalformed, "malformed"},
     {Code::kBadRequest, "bad_request"},
@@ -19,6 +19,11 @@ constexpr std::array<std::pair<Code, std::string_view>, 14> kNames = {{
     {Code::kStorageError, "storage_error"},
     {Code::kUnavailable, "unavailable"},
     {Code::kTimeout, "timeout"},
+    {Code::kBadSequencer, "bad_sequencer"},
+    {Code::kNotMaster, "not_master"},
+    {Code::kStaleEpoch, "stale_epoch"},
+    {Code::kNoSession, "no_session"},
+    {Code::kBusy, "busy"},
     {Code::kInternal, "internal"},
 }};
 

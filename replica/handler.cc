@@ -65,6 +65,29 @@ ReplicaReply ReplicaHandler::apply(const wire::ReplicaRequest& request, bool& ch
   return purge(std::get<wire::PurgeRequest>(body), changed);
 }
 
+Status ReplicaHandler::check_sequencer(std::string_view sequencer, std::string_view lock, uint64_t token,
+                                       std::string_view what) const {
+  if (!auth_) return Status::ok();
+  auto bad = [](std::string message) { return Status(Code::kBadSequencer, std::move(message)); };
+  const std::string subject = std::string(what) + " of lock '" + std::string(lock) + "' at token " +
+                              std::to_string(token);
+  if (sequencer.empty()) {
+    return bad("a " + subject + " needs the sequencer of its grant: this replica checks them");
+  }
+  auto verified = verify_sequencer(sequencer, auth_->key, auth_->group);
+  if (!verified.is_ok()) return bad(verified.status().message() + " (" + subject + ")");
+  const Sequencer& s = verified.value();
+  if (s.lock != lock || s.token != token) {
+    return bad("the sequencer grants lock '" + s.lock + "' at token " + std::to_string(s.token) + ", not the " +
+               subject);
+  }
+  if (s.mode != LockMode::kExclusive) {
+    return bad("the sequencer grants lock '" + s.lock + "' in shared mode: replicas accept fenced writes only "
+               "under exclusive locks");
+  }
+  return Status::ok();
+}
+
 ReplicaReply ReplicaHandler::apply_change(const Change& change, bool& changed, ReplicaReply ok_reply) {
   Status s = store_.apply(change);
   if (!s.is_ok()) return reply_with(s);
@@ -77,6 +100,11 @@ ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed) {
   if ((w.ts.token == 0) != w.lock.empty()) {
     return bad_request("a write names a lock exactly when its token is non-zero");
   }
+  // Repair copies (committed) carry the sequencer of the version they copy, so
+  // a forged committed write cannot plant a huge token either.
+  if (w.ts.token != 0) {
+    if (Status s = check_sequencer(w.sequencer, w.lock, w.ts.token, "fenced write"); !s.is_ok()) return reply_with(s);
+  }
   if (auto observed = clock_.observe(w.ts.hlc); !observed.is_ok()) return reply_with(observed.status());
 
   auto stored = store_.get(w.key);
@@ -86,7 +114,7 @@ ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed) {
   if (!stored.is_ok() && (stored.code() != Code::kCorrupt || !w.committed)) return reply_with(stored.status());
   Versions versions = stored.is_ok() ? std::move(stored).value() : Versions();
   Version incoming{w.ts, w.lock, w.committed ? VersionState::kCommitted : VersionState::kPending, w.tombstone,
-                   w.value};
+                   w.value, w.sequencer};
   // Already stored (a retry, a duplicate, a repair): the answer is ok, even if a
   // floor rose since, for a refusal would claim it is not stored.
   for (const Version& v : versions) {
@@ -138,6 +166,7 @@ ReplicaReply ReplicaHandler::commit_version(std::string_view key, Versions versi
 
 ReplicaReply ReplicaHandler::fence(const wire::FenceRequest& f, bool& changed) {
   if (f.lock.empty() || f.token == 0) return bad_request("a fence needs a lock name and a non-zero token");
+  if (Status s = check_sequencer(f.sequencer, f.lock, f.token, "fence"); !s.is_ok()) return reply_with(s);
   auto floor = store_.fence_floor(f.lock);
   if (!floor.is_ok()) return reply_with(floor.status());
   ReplicaReply ok;

@@ -6,24 +6,40 @@
 // Thread safety: none; one thread (the server loop or the simulator) owns it.
 #pragma once
 
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "common/hybrid_clock.h"
 #include "common/replica_protocol.h"
+#include "common/sequencer.h"
 #include "replica/store.h"
 
 namespace palisade::replica {
 
+// What a replica checks sequencers against: the cluster key and its lock group's
+// id (cluster file "group").
+struct SequencerAuth {
+  SequencerKey key;
+  std::string group;
+};
+
 class ReplicaHandler {
  public:
-  // `store` and `clock` must outlive the handler.
-  ReplicaHandler(ReplicaStore& store, HybridClock& clock) : store_(store), clock_(clock) {}
+  // `store` and `clock` must outlive the handler. With `auth`, every fence and
+  // every fenced write (token > 0), repair copies included, must carry a sequencer
+  // that verifies under auth (MAC, group) and names the request's lock and token
+  // under an exclusive lock; otherwise it is refused with bad_sequencer and
+  // changes nothing. Without `auth`, sequencers are ignored.
+  ReplicaHandler(ReplicaStore& store, HybridClock& clock, std::optional<SequencerAuth> auth = std::nullopt)
+      : store_(store), clock_(clock), auth_(std::move(auth)) {}
 
   // Applies `batch` in order and commits it with one durable commit. Returns one
   // reply per request, in order. Replies may be sent only after this returns.
   // Codes: write: ok, fenced (floor), stale (stored_ts), clock_skew, bad_request,
-  // unavailable (too many pending versions); fence: ok (floor); commit, purge:
+  // unavailable (too many pending versions), bad_sequencer; fence: ok (floor),
+  // bad_request, bad_sequencer; commit, purge:
   // ok (applied) or corrupt; read: ok (versions, floors) or corrupt; every
   // request: storage_error when the disk failed.
   std::vector<wire::ReplicaReply> handle_batch(std::span<const wire::ReplicaRequest> batch);
@@ -31,6 +47,8 @@ class ReplicaHandler {
   // After a failed commit the replica cannot know what reached the disk: it
   // refuses every change until restarted, and keeps serving reads.
   bool writes_refused() const { return !failure_.is_ok(); }
+  // Whether fenced writes and fences must carry a valid sequencer.
+  bool verifies_sequencers() const { return auth_.has_value(); }
 
  private:
   // Applies one request to the open batch. `changed` is set when the store changed.
@@ -40,6 +58,10 @@ class ReplicaHandler {
   wire::ReplicaReply commit(const wire::CommitRequest& c, bool& changed);
   wire::ReplicaReply purge(const wire::PurgeRequest& p, bool& changed);
   wire::ReplicaReply read(const wire::ReadRequest& r);
+  // With auth_: ok when `sequencer` verifies and grants `lock` at `token`
+  // exclusively; else bad_sequencer. `what` names the request in messages.
+  Status check_sequencer(std::string_view sequencer, std::string_view lock, uint64_t token,
+                         std::string_view what) const;
   wire::ReplicaReply apply_change(const Change& change, bool& changed, wire::ReplicaReply ok_reply);
   // Marks the version with `ts` committed and drops the older ones.
   wire::ReplicaReply commit_version(std::string_view key, Versions versions, const FencedTimestamp& ts,
@@ -47,6 +69,7 @@ class ReplicaHandler {
 
   ReplicaStore& store_;
   HybridClock& clock_;
+  std::optional<SequencerAuth> auth_;
   Status failure_;
 };
 

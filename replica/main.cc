@@ -6,10 +6,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/cluster_config.h"
 #include "common/dir_lock.h"
 #include "common/physical_clock.h"
 #include "replica/handler.h"
@@ -26,7 +28,47 @@ struct Flags {
   size_t map_size_bytes = size_t{8} << 30;
   uint64_t max_clock_offset_ms = 500;
   std::string log_level = "info";
+  // Sequencer verification: the cluster file, or the key file and group directly.
+  std::string cluster_file;
+  std::string key_file;
+  std::string group;
 };
+
+// The key and group to verify sequencers with, from the flags; nullopt in *auth
+// when none are configured. False (after logging why) when they cannot be loaded.
+bool load_auth(const Flags& flags, std::optional<replica::SequencerAuth>* auth) {
+  std::string key_file = flags.key_file, group = flags.group;
+  if (!flags.cluster_file.empty()) {
+    auto cluster = load_cluster_file(flags.cluster_file);
+    if (!cluster.is_ok()) {
+      spdlog::error("{}", cluster.status().message());
+      return false;
+    }
+    if (cluster.value().key_file.empty()) {
+      spdlog::error("cluster file {} names no key_file: replicas need the cluster key to check sequencers",
+                    flags.cluster_file);
+      return false;
+    }
+    key_file = cluster.value().key_file;
+    group = cluster.value().group;
+  }
+  if (key_file.empty() && !group.empty()) {
+    spdlog::error("--group needs a non-empty --key-file");
+    return false;
+  }
+  if (key_file.empty()) return true;
+  if (group.empty()) {
+    spdlog::error("the lock group's id (--group) must not be empty");
+    return false;
+  }
+  auto key = SequencerKey::load(key_file);
+  if (!key.is_ok()) {
+    spdlog::error("{}", key.status().message());
+    return false;
+  }
+  *auth = replica::SequencerAuth{key.value(), group};
+  return true;
+}
 
 // SIGTERM and SIGINT arrive on a descriptor the server polls: a clean stop
 // between batches. Blocked before any thread starts, so every thread inherits it.
@@ -39,7 +81,7 @@ int stop_signals_fd() {
   return signalfd(-1, &set, SFD_CLOEXEC);
 }
 
-int serve(const Flags& flags) {
+int serve(const Flags& flags, std::optional<replica::SequencerAuth> auth) {
   auto dir_lock = DirLock::acquire(flags.data_dir);
   if (!dir_lock.is_ok()) {
     spdlog::error("{}", dir_lock.status().message());
@@ -57,9 +99,15 @@ int serve(const Flags& flags) {
     spdlog::error("cannot watch for SIGTERM: signalfd: {}", std::strerror(errno));
     return 1;
   }
+  if (auth) {
+    spdlog::info("fenced writes and fences must carry a sequencer of lock group '{}'", auth->group);
+  } else {
+    spdlog::warn("no cluster key (--cluster, or --key-file and --group): fenced writes are not authenticated, "
+                 "any client can write under any fencing token");
+  }
   SystemClock wall_clock;
   HybridClock clock(wall_clock, {.max_clock_offset_ms = flags.max_clock_offset_ms});
-  replica::ReplicaHandler handler(*store.value(), clock);
+  replica::ReplicaHandler handler(*store.value(), clock, std::move(auth));
   zmq::context_t ctx(1);
   try {
     replica::ReplicaServer server(ctx, handler, clock, flags.server);
@@ -102,16 +150,31 @@ int main(int argc, char** argv) {
   app.add_option("--max-batch", flags.server.max_batch, "Most requests applied per synced commit")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
+  auto* cluster = app.add_option("--cluster", flags.cluster_file,
+                                 "Cluster file (TOML): check the sequencer of every fenced write and fence\n"
+                                 "against its lock group ('group') and cluster key ('key_file')");
+  auto* key_file = app.add_option("--key-file", flags.key_file,
+                                  "Instead of --cluster: the cluster key file (64 hex digits); needs --group");
+  auto* group = app.add_option("--group", flags.group,
+                               "Instead of --cluster: the lock group's id that sequencers must name; needs --key-file");
+  key_file->needs(group)->excludes(cluster);
+  group->needs(key_file)->excludes(cluster);
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")->capture_default_str();
+  app.footer("Without --cluster or --key-file, fenced writes are not authenticated: a client can write\n"
+             "under any fencing token (a forged token would fence a lock for ever). Give every replica\n"
+             "the cluster key in production.");
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e palisade-replica %l: %v");
   spdlog::set_level(spdlog::level::from_str(flags.log_level));
+  // The key first: a replica that cannot check sequencers as told must not start.
+  std::optional<replica::SequencerAuth> auth;
+  if (!load_auth(flags, &auth)) return 1;
   std::error_code ec;
   std::filesystem::create_directories(flags.data_dir, ec);
   if (ec) {
     spdlog::error("cannot create data dir {}: {}", flags.data_dir, ec.message());
     return 1;
   }
-  return serve(flags);
+  return serve(flags, std::move(auth));
 }

@@ -6,10 +6,12 @@
 namespace palisade::replica {
 namespace {
 
-// format(1) count(1), per version: flags(1) ts(16) lock_len(2) lock value_len(4) value; checksum(8)
+// format(1) count(1), per version: flags(1) ts(16) lock_len(2) lock
+// [sequencer_len(2) sequencer, when flags has kSequencerFlag] value_len(4) value; checksum(8)
 constexpr uint8_t kFormat = 1;
 constexpr uint8_t kCommittedFlag = 1;
 constexpr uint8_t kTombstoneFlag = 2;
+constexpr uint8_t kSequencerFlag = 4;  // records written before sequencers were kept lack it
 constexpr size_t kVersionFixedBytes = 1 + 16 + 2 + 4;
 
 
@@ -27,12 +29,17 @@ std::string encode_record(std::string_view key, const Versions& versions) {
   out.push_back(static_cast<char>(kFormat));
   out.push_back(static_cast<char>(versions.size()));
   for (const wire::Version& v : versions) {
-    uint8_t flags = (v.state == wire::VersionState::kCommitted ? kCommittedFlag : 0) | (v.tombstone ? kTombstoneFlag : 0);
+    uint8_t flags = (v.state == wire::VersionState::kCommitted ? kCommittedFlag : 0) | (v.tombstone ? kTombstoneFlag : 0) |
+                    (v.sequencer.empty() ? 0 : kSequencerFlag);
     out.push_back(static_cast<char>(flags));
     auto ts = v.ts.encode();
     out.append(reinterpret_cast<const char*>(ts.data()), ts.size());
     append_be(out, v.lock.size(), 2);
     out.append(v.lock);
+    if (!v.sequencer.empty()) {
+      append_be(out, v.sequencer.size(), 2);
+      out.append(v.sequencer);
+    }
     append_be(out, v.value.size(), 4);
     out.append(v.value);
   }
@@ -61,6 +68,14 @@ Result<Versions> decode_record(std::string_view key, std::string_view rec) {
     if (pos + lock_len + 4 > body.size()) return corrupt(key, "bad lock length");
     v.lock.assign(body.data() + pos, lock_len);
     pos += lock_len;
+    if (flags & kSequencerFlag) {
+      if (pos + 2 > body.size()) return corrupt(key, "truncated sequencer length");
+      size_t seq_len = read_be(body.data() + pos, 2);
+      pos += 2;
+      if (pos + seq_len + 4 > body.size()) return corrupt(key, "bad sequencer length");
+      v.sequencer.assign(body.data() + pos, seq_len);
+      pos += seq_len;
+    }
     size_t value_len = read_be(body.data() + pos, 4);
     pos += 4;
     if (pos + value_len > body.size()) return corrupt(key, "bad value length");

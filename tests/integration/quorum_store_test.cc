@@ -3,11 +3,13 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <fstream>
 #include <memory>
 #include <thread>
 
 #include "palisade/quorum_store.h"
 #include "client/replica_connection.h"
+#include "common/sequencer.h"
 #include "tests/support/replica_requests.h"
 #include "tests/support/replica_process.h"
 #include "tools/temp_dir.h"
@@ -22,8 +24,11 @@ struct Cluster {
   tools::TempDir dir;
   std::vector<std::unique_ptr<ReplicaProcess>> replicas;
 
-  Cluster() {
-    for (int i = 0; i < 3; ++i) replicas.push_back(std::make_unique<ReplicaProcess>(dir.sub("r" + std::to_string(i))));
+  // `replica_args` go to every replica.
+  explicit Cluster(std::vector<std::string> replica_args = {}) {
+    for (int i = 0; i < 3; ++i) {
+      replicas.push_back(std::make_unique<ReplicaProcess>(dir.sub("r" + std::to_string(i)), replica_args));
+    }
   }
 
   // A client; read_quorum 3 makes every read ask all replicas (and repair them all).
@@ -163,6 +168,12 @@ TEST_CASE("quorum store: a superseded holder's write of a key the new holder nev
   REQUIRE(a->get("fresh").status.is_ok());  // A has reconnected to replica 3 (R=3)
   WriteResult late = a->put("fresh", "late from A", old_fence);
   CHECK(late.status.code() == Code::kFenced);
+  // Fenced is answered once two refusals make W impossible; replica 3 may still
+  // be storing the write as pending.
+  auto stored_by = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!c.stored(2, "fresh") && std::chrono::steady_clock::now() < stored_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   REQUIRE(c.stored(2, "fresh"));  // replica 3 took it as pending
   for (int reads = 0; reads < 3; ++reads) {
     ReadResult r = c.store(reads == 0 ? 3 : 2)->get("fresh");
@@ -224,6 +235,41 @@ TEST_CASE("quorum store: oversize keys and values are refused before sending", "
   CHECK(store->put("k", std::string((1 << 20) + 1, 'v')).status.code() == Code::kTooLarge);
   CHECK(store->put("", "v").status.code() == Code::kBadRequest);
   CHECK(store->put("k", "v", Fence{"", 3}).status.code() == Code::kBadRequest);
+}
+
+TEST_CASE("quorum store: replicas with the cluster key take signed sequencers only", "[quorum][sequencer]") {
+  tools::TempDir keys;
+  const SequencerKey key = SequencerKey::generate();
+  std::ofstream(keys.sub("cluster.key")) << key.to_hex() << "\n";
+  Cluster c({"--key-file", keys.sub("cluster.key"), "--group", "qs"});
+  auto store = c.store();
+  auto good = Fence::from_sequencer(sign_sequencer({"qs", "L", LockMode::kExclusive, 4}, key));
+  REQUIRE(good.is_ok());
+  CHECK(good.value().lock == "L");
+  CHECK(good.value().token == 4);
+  REQUIRE(store->fence(good.value()).status.is_ok());
+  REQUIRE(store->put("k", "v", good.value()).status.is_ok());
+
+  auto forged = Fence::from_sequencer(sign_sequencer({"qs", "L", LockMode::kExclusive, 1ull << 62}, SequencerKey::generate()));
+  REQUIRE(forged.is_ok());
+  for (const Fence& bad : {forged.value(), Fence{"L", 5}}) {
+    CHECK(store->fence(bad).status.code() == Code::kBadSequencer);
+    WriteResult w = store->put("k", "evil", bad);
+    CHECK(w.status.code() == Code::kBadSequencer);
+    CHECK(store->del("k", bad).status.code() == Code::kBadSequencer);
+  }
+  CHECK(store->put("plain", "v").status.is_ok());  // unfenced: no sequencer
+  ReadResult r = store->get("k");
+  REQUIRE(r.status.is_ok());
+  CHECK(r.value == "v");
+  CHECK(r.ts.token == 4);
+  // The holder of the next grant fences and writes.
+  auto next = Fence::from_sequencer(sign_sequencer({"qs", "L", LockMode::kExclusive, 5}, key));
+  REQUIRE(store->fence(next.value()).status.is_ok());
+  REQUIRE(store->put("k", "v2", next.value()).status.is_ok());
+  CHECK(store->put("k", "late", good.value()).status.code() == Code::kFenced);
+  CHECK(Fence::from_sequencer("garbage").code() == Code::kBadSequencer);
+  CHECK(store->put("k", "x", Fence{"L", 5, std::string(1025, 's')}).status.code() == Code::kTooLarge);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 
 #include "common/envelope.h"
 #include "common/replica_protocol.h"
+#include "common/sequencer.h"
 #include "common/transport.h"
 #include "replica/lmdb_store.h"
 #include "tools/process.h"
@@ -36,6 +37,7 @@ using test::read_req;
 using client::ReplicaConnection;
 using test::ReplicaProcess;
 using test::ts_now;
+using test::with_sequencer;
 using test::write_req;
 using wire::ReplicaReply;
 
@@ -510,6 +512,126 @@ TEST_CASE("daemon: settings come from a config file, and flags override it", "[r
   REQUIRE(reply.is_ok());
   CHECK(reply.value().status.code() == Code::kTooLarge);
   CHECK(std::filesystem::exists(tmp.sub("data") + "/data.mdb"));
+}
+
+// A cluster file and key file for a replica that checks sequencers.
+struct KeyedCluster {
+  KeyedCluster() {
+    std::ofstream(tmp.sub("cluster.key")) << key.to_hex() << "\n";
+    std::ofstream(tmp.sub("cluster.toml")) << "group = \"it-1\"\nkey_file = \"cluster.key\"\n"
+                                           << "[[lockd]]\nid = 1\nendpoint = \"tcp://127.0.0.1:1\"\n"
+                                           << "[[replica]]\nendpoint = \"tcp://127.0.0.1:2\"\n";
+  }
+  std::string sign(const std::string& lock, uint64_t token, const SequencerKey& with) const {
+    return sign_sequencer({"it-1", lock, LockMode::kExclusive, token}, with);
+  }
+  tools::TempDir tmp;
+  SequencerKey key = SequencerKey::generate();
+};
+
+Code exit_code_and_log(const std::vector<std::string>& args, const std::string& log, std::string* text) {
+  tools::Process p(args, log);
+  auto status = p.wait(kExitTimeoutMs);
+  *text = p.log();
+  INFO(*text);
+  REQUIRE(status);
+  REQUIRE(WIFEXITED(*status));
+  return WEXITSTATUS(*status) == 0 ? Code::kOk : WEXITSTATUS(*status) == 1 ? Code::kBadRequest : Code::kInternal;
+}
+
+TEST_CASE("daemon: with the cluster key, it refuses forged sequencers and accepts signed ones",
+          "[replica][daemon][sequencer]") {
+  KeyedCluster cluster;
+  std::vector<std::string> args;
+  SECTION("--cluster") { args = {"--cluster", cluster.tmp.sub("cluster.toml")}; }
+  SECTION("--key-file and --group") { args = {"--key-file", cluster.tmp.sub("cluster.key"), "--group", "it-1"}; }
+  ReplicaProcess daemon(cluster.tmp.sub("data"), args);
+  ReplicaConnection conn(daemon.endpoint());
+  const SequencerKey forger = SequencerKey::generate();
+  const uint64_t huge = uint64_t{1} << 63;
+
+  ReplicaReply forged_fence = call(conn, with_sequencer(fence_req("L", huge), cluster.sign("L", huge, forger)));
+  CHECK(forged_fence.status.code() == Code::kBadSequencer);
+  CHECK_THAT(forged_fence.status.message(), Catch::Contains("MAC"));
+  CHECK(call(conn, fence_req("L", 5)).status.code() == Code::kBadSequencer);
+  ReplicaReply forged_write =
+      call(conn, with_sequencer(write_req("k", "evil", ts_now(huge), "L"), cluster.sign("L", huge, forger)));
+  CHECK(forged_write.status.code() == Code::kBadSequencer);
+  CHECK(call(conn, write_req("k", "evil", ts_now(5), "L")).status.code() == Code::kBadSequencer);
+  ReplicaReply nothing = call(conn, read_req("k"));
+  CHECK(nothing.status.is_ok());
+  CHECK(nothing.versions.empty());
+
+  ReplicaReply fenced = call(conn, with_sequencer(fence_req("L", 5), cluster.sign("L", 5, cluster.key)));
+  INFO(fenced.status.to_string());
+  CHECK(fenced.status.is_ok());
+  CHECK(fenced.floor == 5);
+  write_ok(conn, "plain", "v", ts_now(0), "");  // unfenced: no sequencer needed
+  ReplicaReply signed_write =
+      call(conn, with_sequencer(write_req("k", "good", ts_now(5), "L"), cluster.sign("L", 5, cluster.key)));
+  INFO(signed_write.status.to_string());
+  CHECK(signed_write.status.is_ok());
+  CHECK(read_value(conn, "k") == "good");
+  CHECK_THAT(daemon.process().log(), Catch::Contains("sequencer of lock group 'it-1'"));
+  stop(daemon);
+}
+
+TEST_CASE("daemon: without a cluster key it warns and takes any fenced write", "[replica][daemon][sequencer]") {
+  Fixture f;
+  CHECK(call(f.conn, with_sequencer(fence_req("L", 5), "ps1.not.genuine")).status.is_ok());
+  write_ok(f.conn, "k", "v", ts_now(5), "L");
+  CHECK_THAT(f.daemon.process().log(), Catch::Contains("not authenticated"));
+}
+
+TEST_CASE("daemon: an unreadable key or cluster file stops it with a clear error", "[replica][daemon][sequencer]") {
+  KeyedCluster cluster;
+  const std::string bin = test::replica_binary();
+  const std::string data = cluster.tmp.sub("data");
+  std::ofstream(cluster.tmp.sub("bad.key")) << "not a key\n";
+  std::ofstream(cluster.tmp.sub("bad.toml")) << "group = \"it-1\"\nkey_file = \"absent.key\"\n"
+                                             << "[[lockd]]\nid = 1\nendpoint = \"e1\"\n[[replica]]\nendpoint = \"e2\"\n";
+  std::ofstream(cluster.tmp.sub("nokey.toml")) << "group = \"it-1\"\n"
+                                               << "[[lockd]]\nid = 1\nendpoint = \"e1\"\n[[replica]]\nendpoint = \"e2\"\n";
+  struct Case {
+    const char* name;
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"missing key file", {"--key-file", cluster.tmp.sub("absent.key"), "--group", "g"}, "cannot read key file"},
+      {"not a key", {"--key-file", cluster.tmp.sub("bad.key"), "--group", "g"}, "bad.key"},
+      {"missing cluster file", {"--cluster", cluster.tmp.sub("absent.toml")}, "cannot read cluster file"},
+      {"cluster file naming a missing key file", {"--cluster", cluster.tmp.sub("bad.toml")}, "absent.key"},
+      {"cluster file naming no key file", {"--cluster", cluster.tmp.sub("nokey.toml")}, "names no key_file"},
+      {"empty group", {"--key-file", cluster.tmp.sub("cluster.key"), "--group", ""}, "--group"},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.name) {
+      std::vector<std::string> argv = {bin, "--data-dir", data, "--listen",
+                                       "tcp://127.0.0.1:" + std::to_string(tools::free_port())};
+      argv.insert(argv.end(), c.args.begin(), c.args.end());
+      std::string log;
+      CHECK(exit_code_and_log(argv, cluster.tmp.sub("daemon.log"), &log) == Code::kBadRequest);  // exit status 1
+      CHECK_THAT(log, Catch::Contains(c.says));
+    }
+  }
+  SECTION("--key-file without --group, or with --cluster, is a usage error") {
+    for (const auto& extra : std::vector<std::vector<std::string>>{
+             {"--key-file", cluster.tmp.sub("cluster.key")},
+             {"--group", "g"},
+             {"--cluster", cluster.tmp.sub("cluster.toml"), "--key-file", cluster.tmp.sub("cluster.key"), "--group", "g"}}) {
+      std::vector<std::string> argv = {bin, "--data-dir", data};
+      argv.insert(argv.end(), extra.begin(), extra.end());
+      std::string log;
+      CHECK(exit_code_and_log(argv, cluster.tmp.sub("usage.log"), &log) != Code::kOk);
+    }
+  }
+  SECTION("--help documents the options") {
+    std::string log;
+    CHECK(exit_code_and_log({bin, "--help"}, cluster.tmp.sub("help.log"), &log) == Code::kOk);
+    CHECK_THAT(log, Catch::Contains("--cluster") && Catch::Contains("--key-file") && Catch::Contains("--group") &&
+                        Catch::Contains("not authenticated"));
+  }
 }
 
 }  // namespace

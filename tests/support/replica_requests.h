@@ -15,6 +15,8 @@ wire::ReplicaRequest commit_req(std::string key, FencedTimestamp ts);
 wire::ReplicaRequest purge_req(std::string key, FencedTimestamp ts);
 wire::ReplicaRequest read_req(std::string key);
 wire::ReplicaRequest ping_req();
+// `r` (a write or a fence) carrying `sequencer`.
+wire::ReplicaRequest with_sequencer(wire::ReplicaRequest r, std::string sequencer);
 
 // A timestamp with `token` at the current wall-clock millisecond plus `logical`.
 FencedTimestamp ts_now(uint64_t token, uint64_t logical = 0);

@@ -8,12 +8,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 #include <variant>
 
 #include "client/coordinator.h"
 #include "common/hybrid_clock.h"
+#include "common/sequencer.h"
 #include "replica/handler.h"
 #include "replica/memory_store.h"
 #include "client/replica_connection.h"
@@ -64,6 +66,9 @@ uint64_t reported_floor(const ReplicaReply& r, const std::string& lock) {
 }
 
 struct FakeReplica {
+  explicit FakeReplica(std::optional<replica::SequencerAuth> auth = std::nullopt)
+      : handler{store, clock, std::move(auth)} {}
+
   ManualClock physical{kStartMs};
   HybridClock clock{physical};
   replica::MemoryStore store;
@@ -96,9 +101,11 @@ Filter to(int replica) {
 // replica is `unreachable` (the coordinator is told it could not be sent).
 class Cluster {
  public:
-  explicit Cluster(CoordinatorOptions options = {}) : options_(options) {
+  // With `auth`, every replica checks sequencers.
+  explicit Cluster(CoordinatorOptions options = {}, std::optional<replica::SequencerAuth> auth = std::nullopt)
+      : options_(options) {
     REQUIRE(client::validate(options).is_ok());
-    for (int i = 0; i < options.n; ++i) replicas_.push_back(std::make_unique<FakeReplica>());
+    for (int i = 0; i < options.n; ++i) replicas_.push_back(std::make_unique<FakeReplica>(auth));
     coord_ = std::make_unique<Coordinator>(options, clock_);
   }
 
@@ -447,6 +454,49 @@ TEST_CASE("a fence raises the floor on W replicas and reports the highest floor"
     WriteResult low = c.write_result(c.fence({"L", 4}));
     CHECK(low.status.is_ok());
     CHECK(low.floor == 9);
+  }
+}
+
+TEST_CASE("a write or fence whose sequencer replicas refuse is bad_sequencer, without waiting", "[coordinator][write][sequencer]") {
+  const SequencerKey key = SequencerKey::from_hex(std::string(64, '1')).value();
+  const SequencerKey forger = SequencerKey::from_hex(std::string(64, '2')).value();
+  Cluster c({}, replica::SequencerAuth{key, "g"});
+  const Fence good{"L", 3, sign_sequencer({"g", "L", LockMode::kExclusive, 3}, key)};
+  const Fence forged{"L", 3, sign_sequencer({"g", "L", LockMode::kExclusive, 3}, forger)};
+
+  CHECK(c.write_result(c.fence(good)).status.is_ok());
+  CHECK(c.write_result(c.put("k", "v", good)).status.is_ok());
+  CHECK(c.sent<wire::WriteRequest>().back().second.sequencer == good.sequencer);
+  CHECK(c.sent<wire::FenceRequest>().back().second.sequencer == good.sequencer);
+
+  c.hold = to(0);  // two refusals are enough: W copies are impossible
+  for (const Fence& bad : {forged, Fence{"L", 3}, Fence{"L", 4, good.sequencer}}) {
+    WriteResult put = c.write_result(c.put("k", "evil", bad));
+    CHECK(put.status.code() == Code::kBadSequencer);
+    CHECK_FALSE(put.status.message().empty());
+    CHECK(c.write_result(c.del("k", bad)).status.code() == Code::kBadSequencer);
+    CHECK(c.write_result(c.fence(bad)).status.code() == Code::kBadSequencer);
+  }
+  CHECK(c.elapsed() == 0);
+  for (int i : {1, 2}) {
+    CHECK(c.replica(i).stored("k")->value == "v");
+    CHECK(c.replica(i).floor("L") == 3);
+  }
+  // Unfenced writes need no sequencer.
+  c.hold = nullptr;
+  CHECK(c.write_result(c.put("plain", "v", {})).status.is_ok());
+}
+
+TEST_CASE("Fence::from_sequencer reads the lock and token without the key", "[coordinator][sequencer]") {
+  const std::string text = sign_sequencer({"g", "orders", LockMode::kExclusive, 42}, SequencerKey::generate());
+  auto fence = Fence::from_sequencer(text);
+  REQUIRE(fence.is_ok());
+  CHECK(fence.value().lock == "orders");
+  CHECK(fence.value().token == 42);
+  CHECK(fence.value().sequencer == text);
+  for (const std::string& bad : {std::string(), std::string("garbage"), text.substr(0, text.size() / 2),
+                                 std::string(2000, 'x')}) {
+    CHECK(Fence::from_sequencer(bad).code() == Code::kBadSequencer);
   }
 }
 

@@ -204,7 +204,9 @@ TEST_CASE("protocol.md size limits are the code's", "[wire]") {
        {std::string("default and maximum 511"), std::string("accepts 1..511"),
         "(" + std::to_string(limits.max_message_bytes()) + " by default)",
         "(" + std::to_string(limits.max_reply_bytes()) + " by default)",
-        "`max_key_bytes + max_value_bytes + " + std::to_string(limits.max_lock_bytes) + " + 1024`",
+        "`max_key_bytes + max_value_bytes + " + std::to_string(limits.max_lock_bytes) + " + " +
+            std::to_string(wire::Limits::kMaxSequencerBytes) + " + 1024`",
+        "| `sequencer` | " + std::to_string(wire::Limits::kMaxSequencerBytes) + " bytes | `too_large` |",
         "`" + std::to_string(wire::Limits::kMaxVersionsPerKey) + " * (max_value_bytes + 2 * " +
             std::to_string(limits.max_lock_bytes) + " + 128) + 4096`",
         "| " + std::to_string(wire::Limits::kMaxVersionsPerKey) + ": one committed and at most " +

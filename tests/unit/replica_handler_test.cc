@@ -16,6 +16,7 @@ using test::delete_req;
 using test::fence_req;
 using test::purge_req;
 using test::read_req;
+using test::with_sequencer;
 using test::write_req;
 using wire::ReplicaReply;
 using wire::ReplicaRequest;
@@ -28,6 +29,8 @@ FencedTimestamp ts(uint64_t token, uint64_t ms_offset = 0, uint64_t logical = 0)
 }
 
 struct Replica {
+  explicit Replica(std::optional<replica::SequencerAuth> auth = std::nullopt) : handler{store, clock, std::move(auth)} {}
+
   ManualClock physical{kNowMs};
   HybridClock clock{physical};
   replica::MemoryStore store;
@@ -48,6 +51,14 @@ struct Replica {
   std::optional<wire::Version> stored(const std::string& key) {
     auto v = versions(key);
     return v.empty() ? std::nullopt : std::optional(v.front());
+  }
+  // The fence floor of `lock`.
+  uint64_t floor(const std::string& lock) {
+    auto r = read_req("no such key");
+    std::get<wire::ReadRequest>(r.body).floor_of = lock;
+    ReplicaReply reply = call(r);
+    REQUIRE(reply.status.is_ok());
+    return reply.floors.at(lock);
   }
   // Writes and commits: an acknowledged version.
   void committed_write(ReplicaRequest w) {
@@ -383,6 +394,151 @@ TEST_CASE("a crash loses only what was never committed", "[replica]") {
   r.store.crash();
   CHECK(r.stored("k")->value == "x");
   CHECK(r.call(fence_req("L", 1)).floor == 1);
+}
+
+// ---- Sequencers: a replica that holds the cluster key authenticates fenced writes.
+
+const SequencerKey kKey = SequencerKey::from_hex(std::string(64, '5')).value();
+const SequencerKey kOtherKey = SequencerKey::from_hex(std::string(64, '6')).value();
+constexpr const char* kGroup = "grp";
+
+replica::SequencerAuth auth() { return {kKey, kGroup}; }
+
+std::string seq(std::string lock, uint64_t token, LockMode mode = LockMode::kExclusive, const SequencerKey& key = kKey,
+                std::string group = kGroup) {
+  return sign_sequencer({std::move(group), std::move(lock), mode, token}, key);
+}
+
+TEST_CASE("with a cluster key, fenced writes and fences need a valid sequencer of their grant", "[replica][sequencer]") {
+  const std::string good = seq("L", 5);
+  std::string altered_mac = good;
+  altered_mac.back() = altered_mac.back() == 'A' ? 'B' : 'A';
+  // A forged grant of token 2^63 (signed with a guessed key) would fence L for ever.
+  const uint64_t huge = uint64_t{1} << 63;
+  struct Case {
+    const char* name;
+    ReplicaRequest request;
+    Code code;
+  };
+  const std::vector<Case> cases = {
+      {"write with its sequencer", with_sequencer(write_req("k", "x", ts(5), "L"), good), Code::kOk},
+      {"delete with its sequencer", with_sequencer(delete_req("k", ts(5), "L"), good), Code::kOk},
+      {"fence with its sequencer", with_sequencer(fence_req("L", 5), good), Code::kOk},
+      {"write without a sequencer", write_req("k", "x", ts(5), "L"), Code::kBadSequencer},
+      {"delete without a sequencer", delete_req("k", ts(5), "L"), Code::kBadSequencer},
+      {"fence without a sequencer", fence_req("L", 5), Code::kBadSequencer},
+      {"write with a forged MAC", with_sequencer(write_req("k", "x", ts(huge), "L"), seq("L", huge, LockMode::kExclusive, kOtherKey)),
+       Code::kBadSequencer},
+      {"fence with a forged MAC", with_sequencer(fence_req("L", huge), seq("L", huge, LockMode::kExclusive, kOtherKey)),
+       Code::kBadSequencer},
+      {"write with an altered MAC", with_sequencer(write_req("k", "x", ts(5), "L"), altered_mac), Code::kBadSequencer},
+      {"write with another group's sequencer",
+       with_sequencer(write_req("k", "x", ts(5), "L"), seq("L", 5, LockMode::kExclusive, kKey, "other")), Code::kBadSequencer},
+      {"fence with another group's sequencer",
+       with_sequencer(fence_req("L", 5), seq("L", 5, LockMode::kExclusive, kKey, "other")), Code::kBadSequencer},
+      {"write under a shared lock", with_sequencer(write_req("k", "x", ts(5), "L"), seq("L", 5, LockMode::kShared)),
+       Code::kBadSequencer},
+      {"fence of a shared lock", with_sequencer(fence_req("L", 5), seq("L", 5, LockMode::kShared)), Code::kBadSequencer},
+      {"write with another lock's sequencer", with_sequencer(write_req("k", "x", ts(5), "L"), seq("M", 5)),
+       Code::kBadSequencer},
+      {"fence with another lock's sequencer", with_sequencer(fence_req("L", 5), seq("M", 5)), Code::kBadSequencer},
+      {"write of a higher token than its sequencer", with_sequencer(write_req("k", "x", ts(6), "L"), good),
+       Code::kBadSequencer},
+      {"write of a lower token than its sequencer", with_sequencer(write_req("k", "x", ts(4), "L"), good),
+       Code::kBadSequencer},
+      {"fence of another token", with_sequencer(fence_req("L", huge), good), Code::kBadSequencer},
+      {"write with garbage for a sequencer", with_sequencer(write_req("k", "x", ts(5), "L"), "ps1.garbage"),
+       Code::kBadSequencer},
+      {"unfenced write without a sequencer", write_req("k", "x", ts(0)), Code::kOk},
+      {"unfenced write with garbage for a sequencer", with_sequencer(write_req("k", "x", ts(0)), "garbage"), Code::kOk},
+      {"bad request before bad sequencer", write_req("k", "x", ts(5), ""), Code::kBadRequest},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.name) {
+      Replica r(auth());
+      REQUIRE(r.handler.verifies_sequencers());
+      ReplicaReply reply = r.call(c.request);
+      INFO(reply.status.to_string());
+      CHECK(reply.status.code() == c.code);
+      const bool fence = std::holds_alternative<wire::FenceRequest>(c.request.body);
+      if (c.code == Code::kOk) {
+        if (!fence) CHECK(r.stored("k"));
+        if (fence || std::get<wire::WriteRequest>(c.request.body).ts.token != 0) CHECK(r.floor("L") == 5);
+      } else {
+        // Nothing stored, no floor raised, and the refusal says why.
+        CHECK_FALSE(r.stored("k"));
+        CHECK(r.floor("L") == 0);
+        CHECK(r.floor("M") == 0);
+        CHECK_FALSE(reply.status.message().empty());
+        CHECK(reply.floor == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("with a cluster key, a refused sequencer leaves what is stored and the floor unchanged", "[replica][sequencer]") {
+  Replica r(auth());
+  REQUIRE(r.call(with_sequencer(fence_req("L", 5), seq("L", 5))).status.is_ok());
+  REQUIRE(r.call(with_sequencer(write_req("k", "x", ts(5), "L"), seq("L", 5))).status.is_ok());
+  const uint64_t huge = uint64_t{1} << 63;
+  auto forged = with_sequencer(write_req("k", "evil", ts(huge), "L"), seq("L", huge, LockMode::kExclusive, kOtherKey));
+  CHECK(r.call(forged).status.code() == Code::kBadSequencer);
+  CHECK(r.call(with_sequencer(fence_req("L", huge), seq("L", huge, LockMode::kExclusive, kOtherKey))).status.code() ==
+        Code::kBadSequencer);
+  CHECK(r.stored("k")->value == "x");
+  CHECK(r.versions("k").size() == 1);
+  CHECK(r.floor("L") == 5);
+  // The holder of the next grant still writes.
+  CHECK(r.call(with_sequencer(write_req("k", "y", ts(6), "L"), seq("L", 6))).status.is_ok());
+  CHECK(r.stored("k")->value == "y");
+  // A retry of a stored write needs its sequencer too, and gets ok with it.
+  CHECK(r.call(write_req("k", "y", ts(6), "L")).status.code() == Code::kBadSequencer);
+  CHECK(r.call(with_sequencer(write_req("k", "y", ts(6), "L"), seq("L", 6))).status.is_ok());
+  // A superseded holder with a valid sequencer is fenced, as without a key.
+  ReplicaReply old = r.call(with_sequencer(write_req("k2", "late", ts(5), "L"), seq("L", 5)));
+  CHECK(old.status.code() == Code::kFenced);
+  CHECK(old.floor == 6);
+}
+
+TEST_CASE("with a cluster key, repair copies need the version's sequencer too", "[replica][sequencer]") {
+  Replica r(auth());
+  // A forged committed write (a repair copy with no or a forged sequencer)
+  // must not plant a version with a huge token.
+  auto forged = write_req("k", "x", ts(uint64_t{1} << 63), "L");
+  std::get<wire::WriteRequest>(forged.body).committed = true;
+  CHECK(r.call(forged).status.code() == Code::kBadSequencer);
+  CHECK(r.call(with_sequencer(forged, seq("L", 5))).status.code() == Code::kBadSequencer);
+  CHECK_FALSE(r.stored("k"));
+  // A version keeps its sequencer, reads return it, and a copy carrying it is
+  // accepted as a repair.
+  CHECK(r.call(with_sequencer(write_req("k", "x", ts(4), "L"), seq("L", 4))).status.is_ok());
+  REQUIRE(r.stored("k"));
+  CHECK(r.stored("k")->sequencer == seq("L", 4));
+  Replica other(auth());
+  auto repair = with_sequencer(write_req("k", "x", ts(4), "L"), r.stored("k")->sequencer);
+  std::get<wire::WriteRequest>(repair.body).committed = true;
+  CHECK(other.call(repair).status.is_ok());
+  CHECK(other.stored("k")->state == VersionState::kCommitted);
+  CHECK(other.stored("k")->sequencer == seq("L", 4));
+  // Unfenced repair copies need none; a commit and a purge never carry one.
+  auto unfenced = write_req("u", "v", ts(0), "");
+  std::get<wire::WriteRequest>(unfenced.body).committed = true;
+  CHECK(other.call(unfenced).status.is_ok());
+  CHECK(r.call(with_sequencer(write_req("j", "y", ts(7), "L"), seq("L", 7))).status.is_ok());
+  CHECK(r.call(commit_req("j", ts(7))).applied);
+  CHECK(r.call(with_sequencer(write_req("j", "z", ts(7, 1), "L"), seq("L", 7))).status.is_ok());
+  CHECK(r.call(purge_req("j", ts(7, 1))).applied);
+}
+
+TEST_CASE("without a cluster key, sequencers are neither needed nor checked", "[replica][sequencer]") {
+  Replica r;
+  CHECK_FALSE(r.handler.verifies_sequencers());
+  CHECK(r.call(fence_req("L", 5)).status.is_ok());
+  CHECK(r.call(write_req("k", "x", ts(5), "L")).status.is_ok());
+  CHECK(r.call(with_sequencer(write_req("k2", "x", ts(6), "L"), "ps1.garbage")).status.is_ok());
+  CHECK(r.call(with_sequencer(write_req("k3", "x", ts(7), "L"), seq("M", 1, LockMode::kShared, kOtherKey))).status.is_ok());
+  CHECK(r.call(with_sequencer(fence_req("L", 9), "not a sequencer")).status.is_ok());
+  CHECK(r.floor("L") == 9);
 }
 
 }  // namespace

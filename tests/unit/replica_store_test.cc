@@ -26,6 +26,11 @@ using wire::VersionState;
 
 using namespace std::string_literals;
 
+Version with_seq(Version v, std::string sequencer) {
+  v.sequencer = std::move(sequencer);
+  return v;
+}
+
 Version version(std::string value, uint64_t token = 1, std::string lock = "L",
                 VersionState state = VersionState::kPending, bool tombstone = false) {
   return Version{FencedTimestamp{token, hlc::make(1'700'000'000'000, token)}, std::move(lock), state, tombstone,
@@ -486,7 +491,25 @@ std::vector<std::pair<std::string, Versions>> sample_records() {
        {version("newest", 9, "L"), version("", 8, "L", VersionState::kPending, true),
         version("committed", 7, "M", VersionState::kCommitted)}},
       {std::string(511, 'K'), {version(std::string(70000, 'v'), 2, "L")}},
+      {"with sequencers", {with_seq(version("b", 5, "L"), "ps1.b"), with_seq(version("a", 4, "L", VersionState::kCommitted), "ps1.a")}},
   };
+}
+
+TEST_CASE("record: a record written before versions kept sequencers still reads", "[replica][record]") {
+  // format 1, one version: flags 1 (committed), ts {3, 0}, lock "L", value "v", then the checksum.
+  std::string body("\x01\x01\x01", 3);
+  body += std::string("\0\0\0\0\0\0\0\x03", 8) + std::string(8, '\0');
+  body += std::string("\0\x01L", 3) + std::string("\0\0\0\x01v", 5);
+  std::string rec = body;
+  uint64_t sum = hash64(body, hash64("k"));
+  for (int i = 7; i >= 0; --i) rec.push_back(static_cast<char>(sum >> (8 * i)));
+  auto decoded = replica::decode_record("k", rec);
+  REQUIRE(decoded.is_ok());
+  REQUIRE(decoded.value().size() == 1);
+  CHECK(decoded.value()[0].value == "v");
+  CHECK(decoded.value()[0].lock == "L");
+  CHECK(decoded.value()[0].sequencer.empty());
+  CHECK(replica::encode_record("k", decoded.value()) == rec);
 }
 
 TEST_CASE("record: encode and decode round trip", "[replica][record]") {

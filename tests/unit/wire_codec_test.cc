@@ -208,6 +208,9 @@ TEST_CASE("wire: every request type round-trips", "[wire]") {
       {"committed tombstone write", {4, WriteRequest{"k", "", true, kTs, "L", true}}},
       {"fence", {5, FenceRequest{"L", 9}}},
       {"fence with the largest token", {6, FenceRequest{"L", UINT64_MAX}}},
+      {"fence with a sequencer", {6, FenceRequest{"L", 9, "ps1.abc.def"}}},
+      {"write with a sequencer", {4, WriteRequest{"k", "v", false, kTs, "L", false, "ps1.abc.def"}}},
+      {"committed tombstone with a sequencer", {4, WriteRequest{"k", "", true, kTs, "L", true, "ps1.x.y"}}},
       {"commit", {7, CommitRequest{"k", kTs}}},
       {"purge", {8, PurgeRequest{"k", {UINT64_MAX, UINT64_MAX}}}},
       {"read", {9, ReadRequest{"k"}}},
@@ -658,6 +661,17 @@ TEST_CASE("wire: size limits are TooLarge", "[wire]") {
     CHECK(decode(wire::encode_request({1, FenceRequest{at_limit, 1}}), limits).code == Code::kOk);
     CHECK(decode(wire::encode_request({1, FenceRequest{at_limit + "L", 1}}), limits).code == Code::kTooLarge);
     CHECK(decode(map_of(with(write_fields(), "lock", str(at_limit + "L"))), limits).code == Code::kTooLarge);
+  }
+  SECTION("sequencer") {
+    const std::string at_limit(Limits::kMaxSequencerBytes, 's');
+    CHECK(decode(wire::encode_request({1, FenceRequest{"L", 1, at_limit}}), limits).code == Code::kOk);
+    CHECK(decode(wire::encode_request({1, FenceRequest{"L", 1, at_limit + "s"}}), limits).code == Code::kTooLarge);
+    CHECK(decode(map_of(with(write_fields(), "sequencer", str(at_limit))), limits).code == Code::kOk);
+    CHECK(decode(map_of(with(write_fields(), "sequencer", str(at_limit + "s"))), limits).code == Code::kTooLarge);
+    // The largest key, value, lock and sequencer fit in one message.
+    WriteRequest w{std::string(limits.max_key_bytes, 'k'), std::string(limits.max_value_bytes, 'v'), false, kTs,
+                   std::string(limits.max_lock_bytes, 'L'), true, at_limit};
+    CHECK(decode(wire::encode_request({UINT64_MAX, w}), limits).code == Code::kOk);
   }
   SECTION("whole message") {
     // Small limits; every field within its own limit, the message over the total.

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "palisade/lease.h"
 #include "palisade/status.h"
 #include "palisade/timestamp.h"
 
@@ -29,6 +30,14 @@ namespace palisade {
 struct Fence {
   std::string lock;
   uint64_t token = 0;
+  // The sequencer text of the grant; replicas that hold the cluster key require
+  // it for fenced writes and fences (a missing or wrong one is bad_sequencer).
+  std::string sequencer{};
+
+  // The fence of a sequencer text (e.g. from PALISADE_SEQUENCER): its lock and
+  // token, read without checking its MAC (only replicas hold the key), and the
+  // text itself. BadSequencer when it is not a sequencer.
+  static Result<Fence> from_sequencer(std::string_view text);
 };
 
 struct QuorumStoreOptions {
@@ -45,8 +54,11 @@ struct QuorumStoreOptions {
 struct WriteResult {
   // ok: W replicas stored it. fenced: the lock was lost (a replica holds a
   // higher token), the write did not and never will take effect. stale: a newer
-  // write of the key won. unavailable / timeout: too few replicas answered in
-  // time; the write may or may not take effect. bad_request, too_large.
+  // write of the key won. bad_sequencer: replicas refused the fence's sequencer
+  // (missing, forged, another lock group, not this lock and token, or a shared
+  // lock); the write did not and never will take effect. unavailable / timeout:
+  // too few replicas answered in time; the write may or may not take effect.
+  // bad_request, too_large (also a sequencer over 1024 bytes).
   Status status;
   FencedTimestamp ts;  // the timestamp the write carried
   uint64_t floor = 0;  // the highest fence floor or newer token a replica reported
@@ -80,6 +92,15 @@ class QuorumStore {
   std::future<WriteResult> del_async(std::string_view key, const Fence& fence = {});
   std::future<ReadResult> get_async(std::string_view key);
   std::future<WriteResult> fence_async(const Fence& fence);
+
+  // Writes under a LockClient lease: the lease's lock, token and sequencer.
+  // no_session, without sending anything, when the lease is not valid (released,
+  // or its session in jeopardy or expired); bad_request for a shared lease
+  // (replicas take fenced writes only under exclusive locks).
+  WriteResult put(std::string_view key, std::string_view value, const Lease& lease);
+  WriteResult del(std::string_view key, const Lease& lease);
+  std::future<WriteResult> put_async(std::string_view key, std::string_view value, const Lease& lease);
+  std::future<WriteResult> del_async(std::string_view key, const Lease& lease);
 
  private:
   struct Impl;

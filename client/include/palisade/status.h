@@ -26,6 +26,11 @@ enum class Code : uint8_t {
   kStorageError,        // the disk refused (full, I/O error)
   kUnavailable,         // too few nodes answered
   kTimeout,             // no answer in time: the outcome is unknown
+  kBadSequencer,        // a sequencer failed its MAC, names another group, or does not match the write
+  kNotMaster,           // this lock node is not the master: ask the one the reply names
+  kStaleEpoch,          // the call carried an older epoch than the master's: a failover happened
+  kNoSession,           // the session expired or was closed: its leases are void
+  kBusy,                // the lock is held by another session, or in lock-delay
   kInternal,            // a bug on the answering side
 };
 
