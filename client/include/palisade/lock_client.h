@@ -1,0 +1,98 @@
+// LockClient: a session with the palisade lock group, and the leases it holds.
+//
+// A LockClient finds the master, opens a session and keeps it alive from a
+// background thread. Each acquire returns a Lease with a fencing token and a
+// sequencer; the lease is valid while the session is safe (see
+// docs/sessions.md: jeopardy, grace, expiry, lock-delay). Given a QuorumStore,
+// acquire also raises the lock's fence floor on a write quorum of replicas
+// before it returns, so every write of an earlier holder is refused from then on.
+//
+// Thread safety: every method may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "palisade/lease.h"
+#include "palisade/lock_mode.h"
+#include "palisade/status.h"
+
+namespace palisade {
+
+class QuorumStore;
+
+enum class SessionEvent : uint8_t {
+  kJeopardy,  // the local lease ran out without a KeepAlive answer: do not write
+  kSafe,      // a master answered again within the grace period: leases are back
+  kExpired,   // the session is gone: every lease from it is void, for good
+};
+
+struct LockClientOptions {
+  std::vector<std::string> nodes;                   // palisade-lockd endpoints
+  std::chrono::milliseconds request_timeout{1000};  // ask another node after this
+  std::chrono::milliseconds grace{45000};           // how long jeopardy may last
+  uint64_t max_clock_drift_ppm = 1000;
+  // A call no master answered for this long (after its wait) ends with timeout.
+  std::chrono::milliseconds call_timeout{10000};
+  // When set (and outliving the client), acquire writes the lock's fence to W
+  // replicas before it returns.
+  QuorumStore* store = nullptr;
+  // Called from the background thread, in order, for every change. It must
+  // not call the blocking methods of this client (they answer BadRequest there).
+  std::function<void(SessionEvent)> on_event;
+};
+
+struct AcquireOptions {
+  LockMode mode = LockMode::kExclusive;
+  std::chrono::milliseconds wait{0};        // 0: fail with busy at once when held
+  std::chrono::milliseconds lock_delay{0};  // 0..60 s, applied if this session expires holding it
+};
+
+class LockClient {
+ public:
+  // Opens a session. Unavailable when no master answers within `timeout`;
+  // BadRequest for bad options (no nodes, a malformed endpoint).
+  static Result<std::unique_ptr<LockClient>> connect(LockClientOptions options,
+                                                     std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // Closes the session: its locks are released at once, without lock-delay.
+  // Best effort: waits at most two request timeouts for the master's answer.
+  ~LockClient();
+  LockClient(const LockClient&) = delete;
+  LockClient& operator=(const LockClient&) = delete;
+
+  // Waits up to options.wait for the lock. busy (held, or in lock-delay),
+  // timeout (no grant within the wait), unavailable (no master answered within
+  // call_timeout; should the lock have been granted all the same, it is given
+  // back), no_session (the session expired or closed: a client does not open a
+  // second one), bad_request (the session holds it in the other mode, bad
+  // options). With a store, an exclusive grant is fenced first; when the fence
+  // fails the lock is released and the fence's error returned. Acquiring a lock
+  // the session holds returns the same grant.
+  Result<Lease> acquire(std::string_view lock, AcquireOptions options = {});
+  // acquire with wait 0.
+  Result<Lease> try_acquire(std::string_view lock, AcquireOptions options = {});
+  // Releases without lock-delay. The lease (and every copy, and every lease of
+  // the same grant) is invalid from the moment release is called. Idempotent;
+  // BadRequest for a lease of another client.
+  Status release(Lease& lease);
+  // Whether the sequencer names the lock's current grant (asks the master).
+  // bad_sequencer when its MAC or group is wrong.
+  Result<bool> check_sequencer(std::string_view sequencer);
+
+  uint64_t session() const;
+  uint64_t epoch() const;
+  // Whether leases from this session are valid now (the session is safe and its local deadline ahead).
+  bool safe() const;
+
+ private:
+  struct Impl;
+  explicit LockClient(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace palisade

@@ -1,0 +1,371 @@
+#include "palisade/lock_client.h"
+
+#include <algorithm>
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+#include <zmq.hpp>
+
+#include "client/lease_clock.h"
+#include "client/lock_session.h"
+#include "common/lock_protocol.h"
+#include "common/transport.h"
+#include "palisade/quorum_store.h"
+
+namespace palisade {
+namespace {
+
+constexpr size_t kMaxReplyBytes = size_t{16} << 20;  // a status reply lists up to 1000 locks
+constexpr long kMaxPollMs = 500;
+
+uint64_t ms(std::chrono::milliseconds d) { return d.count() > 0 ? static_cast<uint64_t>(d.count()) : 0; }
+
+std::atomic<uint64_t> next_instance{0};
+
+}  // namespace
+
+// Concurrency: callers queue tasks under `mu` and wake the I/O thread through
+// an inproc PAIR; the I/O thread alone owns `core`, the lockd sockets and
+// `waiting`. Leases read `clock` (atomics) from anywhere.
+struct LockClient::Impl {
+  using Task = std::function<void(uint64_t now)>;
+
+  LockClientOptions options;
+  zmq::context_t ctx{1};
+  std::vector<zmq::socket_t> sockets;  // one DEALER per lockd node
+  zmq::socket_t wake_recv;             // I/O thread
+  std::shared_ptr<LeaseClock> clock = std::make_shared<LeaseClock>();
+  std::atomic<uint64_t> session{0};
+  std::atomic<uint64_t> epoch{0};
+
+  std::mutex mu;
+  zmq::socket_t wake_send;  // guarded by mu
+  std::deque<Task> tasks;   // guarded by mu
+  bool stopping = false;    // guarded by mu
+
+  // I/O thread only.
+  client::LockSession core;
+  std::map<uint64_t, std::promise<client::CallDone>> waiting;
+  std::promise<Status> opened;
+  bool opened_set = false;
+
+  // The released flag of each grant, shared by every Lease of it.
+  std::mutex flags_mu;
+  std::map<std::string, std::pair<uint64_t, std::shared_ptr<std::atomic<bool>>>, std::less<>> flags;
+
+  std::thread io;
+
+  static client::LockSessionOptions core_options(const LockClientOptions& o) {
+    return {.nodes = o.nodes.size(),
+            .request_timeout_ms = std::max<uint64_t>(1, ms(o.request_timeout)),
+            .grace_ms = ms(o.grace),
+            .max_drift_ppm = o.max_clock_drift_ppm,
+            .call_timeout_ms = std::max<uint64_t>(1, ms(o.call_timeout)),
+            .retry_backoff_ms = std::clamp<uint64_t>(ms(o.request_timeout) / 20, 1, 50)};
+  }
+
+  explicit Impl(LockClientOptions o) : options(std::move(o)), core(core_options(options), boottime_ms()) {
+    core.set_endpoints(options.nodes);
+    // A request to a node that is not connected fails at once (and the session
+    // asks the next one) instead of waiting in a queue to arrive late.
+    transport::SocketOptions socket_options{.linger_ms = 0, .queue_until_connected = false};
+    for (const std::string& endpoint : options.nodes) {
+      sockets.push_back(transport::make_dealer(ctx, endpoint, socket_options));
+    }
+    const std::string wake_endpoint = "inproc://palisade-lock-client-" + std::to_string(next_instance++);
+    wake_recv = zmq::socket_t(ctx, zmq::socket_type::pair);
+    wake_recv.bind(wake_endpoint);
+    wake_send = zmq::socket_t(ctx, zmq::socket_type::pair);
+    wake_send.connect(wake_endpoint);
+  }
+
+  void start() {
+    io = std::thread([this] { run(); });
+  }
+
+  ~Impl() {
+    if (!io.joinable()) return;
+    // Best effort: close the session so that its locks are free at once.
+    std::future<client::CallDone> closing =
+        call([](client::LockSession& core, uint64_t now) { return core.close(now); });
+    closing.wait_for(std::min(options.request_timeout * 2, std::chrono::milliseconds(5000)));
+    {
+      std::lock_guard lock(mu);
+      stopping = true;
+      wake_locked();
+    }
+    io.join();
+  }
+
+  bool on_io_thread() const { return std::this_thread::get_id() == io.get_id(); }
+
+  void wake_locked() {
+    try {
+      (void)wake_send.send(zmq::message_t(), zmq::send_flags::dontwait);
+    } catch (const zmq::error_t&) {
+      // The I/O thread wakes at least every kMaxPollMs anyway.
+    }
+  }
+
+  // Runs `start` on the I/O thread; the future holds the call's end.
+  std::future<client::CallDone> call(std::function<uint64_t(client::LockSession&, uint64_t)> start) {
+    auto promise = std::make_shared<std::promise<client::CallDone>>();
+    std::future<client::CallDone> done = promise->get_future();
+    std::unique_lock lock(mu);
+    if (stopping) {
+      promise->set_value({0, Status(Code::kUnavailable, "the lock client is closing")});
+      return done;
+    }
+    const bool was_empty = tasks.empty();
+    tasks.push_back([this, start = std::move(start), promise](uint64_t now) {
+      const uint64_t id = start(core, now);
+      waiting.emplace(id, std::move(*promise));
+    });
+    if (was_empty) wake_locked();
+    return done;
+  }
+
+  // Returns false once stopping.
+  bool take_tasks(uint64_t now) {
+    zmq::message_t msg;
+    while (wake_recv.recv(msg, zmq::recv_flags::dontwait)) {
+    }
+    std::deque<Task> batch;
+    bool stop;
+    {
+      std::lock_guard lock(mu);
+      batch.swap(tasks);
+      stop = stopping;
+    }
+    for (Task& task : batch) task(now);
+    return !stop;
+  }
+
+  void flush(uint64_t now) {
+    for (client::Outgoing& o : core.take_outgoing()) {
+      const std::string bytes = wire::encode_lock_request(o.request);
+      bool sent = false;
+      try {
+        sent = sockets[o.node].send(zmq::buffer(bytes), zmq::send_flags::dontwait).has_value();
+      } catch (const zmq::error_t&) {
+      }
+      if (!sent) core.on_unreachable(o.node, o.request.id, now);
+    }
+    for (client::CallDone& d : core.take_done()) {
+      auto it = waiting.find(d.call);
+      if (it == waiting.end()) continue;
+      it->second.set_value(std::move(d));
+      waiting.erase(it);
+    }
+    publish();
+    for (client::SessionState state : core.take_events()) {
+      std::optional<SessionEvent> event;
+      switch (state) {
+        case client::SessionState::kSafe:
+          if (!opened_set) {
+            opened_set = true;
+            opened.set_value(Status::ok());
+          } else {
+            event = SessionEvent::kSafe;
+          }
+          break;
+        case client::SessionState::kJeopardy:
+          event = SessionEvent::kJeopardy;
+          break;
+        case client::SessionState::kExpired:
+          event = SessionEvent::kExpired;
+          break;
+        default:
+          break;
+      }
+      if (event && options.on_event) {
+        try {
+          options.on_event(*event);
+        } catch (...) {
+          // The application's callback must not stop the session.
+        }
+      }
+    }
+  }
+
+  void publish() {
+    const client::SessionState state = core.state();
+    if (state == client::SessionState::kExpired || state == client::SessionState::kClosed) {
+      clock->void_all();
+    } else {
+      clock->publish(state == client::SessionState::kSafe, core.lease_deadline());
+    }
+    session.store(core.session(), std::memory_order_relaxed);
+    epoch.store(core.epoch(), std::memory_order_relaxed);
+  }
+
+  void receive(size_t node, uint64_t now) {
+    zmq::message_t msg;
+    while (sockets[node].recv(msg, zmq::recv_flags::dontwait)) {
+      auto reply = wire::decode_lock_reply({static_cast<const char*>(msg.data()), msg.size()}, kMaxReplyBytes);
+      if (reply.is_ok()) core.on_reply(node, reply.value(), now);
+    }
+  }
+
+  void run() {
+    std::vector<zmq::pollitem_t> items;
+    for (zmq::socket_t& s : sockets) items.push_back({s.handle(), 0, ZMQ_POLLIN, 0});
+    items.push_back({wake_recv.handle(), 0, ZMQ_POLLIN, 0});
+    bool running = true;
+    while (running) {
+      // Nothing may escape this thread: what fails here ends as a call's timeout.
+      try {
+        uint64_t now = boottime_ms();
+        running = take_tasks(now);
+        core.tick(now);
+        flush(now);
+        if (!running) break;
+        const uint64_t next = core.next_timer_ms();
+        long timeout = kMaxPollMs;
+        if (next != client::LockSession::kNever) {
+          timeout = next > now ? static_cast<long>(std::min<uint64_t>(next - now, kMaxPollMs)) : 0;
+        }
+        zmq::poll(items.data(), items.size(), std::chrono::milliseconds(timeout));
+        now = boottime_ms();
+        for (size_t i = 0; i < sockets.size(); ++i) {
+          if (items[i].revents & ZMQ_POLLIN) receive(i, now);
+        }
+      } catch (const std::exception&) {
+      }
+    }
+    // Whoever still waits gets an answer.
+    for (auto& [id, promise] : waiting) {
+      promise.set_value({id, Status(Code::kUnavailable, "the lock client closed")});
+    }
+    waiting.clear();
+    if (!opened_set) {
+      opened_set = true;
+      opened.set_value(Status(Code::kUnavailable, "the lock client closed"));
+    }
+    clock->void_all();
+  }
+
+  std::shared_ptr<std::atomic<bool>> flag_for(const std::string& lock, uint64_t token) {
+    std::lock_guard guard(flags_mu);
+    auto& entry = flags[lock];
+    if (!entry.second || entry.first != token || entry.second->load()) {
+      entry = {token, std::make_shared<std::atomic<bool>>(false)};
+    }
+    return entry.second;
+  }
+
+  void forget_flag(const std::string& lock, const std::shared_ptr<std::atomic<bool>>& flag) {
+    std::lock_guard guard(flags_mu);
+    auto it = flags.find(lock);
+    if (it != flags.end() && it->second.second == flag) flags.erase(it);
+  }
+};
+
+Result<std::unique_ptr<LockClient>> LockClient::connect(LockClientOptions options, std::chrono::milliseconds timeout) {
+  if (options.nodes.empty()) return Status(Code::kBadRequest, "no lock group nodes given");
+  if (options.request_timeout.count() <= 0 || options.call_timeout.count() <= 0 || options.grace.count() < 0) {
+    return Status(Code::kBadRequest, "request_timeout and call_timeout must be positive, grace not negative");
+  }
+  if (options.max_clock_drift_ppm >= 1'000'000) return Status(Code::kBadRequest, "max_clock_drift_ppm must be < 1e6");
+  std::unique_ptr<Impl> impl;
+  try {
+    impl = std::make_unique<Impl>(std::move(options));
+  } catch (const zmq::error_t& e) {
+    return Status(Code::kBadRequest, std::string("cannot connect to a lock group node: ") + e.what());
+  } catch (const std::exception& e) {
+    return Status(Code::kInternal, std::string("cannot start the lock client: ") + e.what());
+  }
+  std::future<Status> opened = impl->opened.get_future();
+  impl->start();
+  if (opened.wait_for(timeout) != std::future_status::ready) {
+    return Status(Code::kUnavailable,
+                  "no lock group master answered within " + std::to_string(timeout.count()) + " ms");
+  }
+  Status s = opened.get();
+  if (!s.is_ok()) return s;
+  return std::unique_ptr<LockClient>(new LockClient(std::move(impl)));
+}
+
+LockClient::LockClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LockClient::~LockClient() = default;
+
+namespace {
+
+Status from_event_thread() {
+  return Status(Code::kBadRequest, "LockClient calls cannot be made from its on_event callback");
+}
+
+}  // namespace
+
+Result<Lease> LockClient::acquire(std::string_view lock, AcquireOptions options) {
+  if (impl_->on_io_thread()) return from_event_thread();
+  if (options.wait.count() < 0 || options.lock_delay.count() < 0) {
+    return Status(Code::kBadRequest, "wait and lock_delay must not be negative");
+  }
+  const uint64_t wait = ms(options.wait);
+  const uint64_t delay = ms(options.lock_delay);
+  client::CallDone done =
+      impl_
+          ->call([lock = std::string(lock), mode = options.mode, wait, delay](client::LockSession& core, uint64_t now) {
+            return core.acquire(lock, mode, delay, wait, now);
+          })
+          .get();
+  if (!done.status.is_ok()) return done.status;
+  if (!done.grant) return Status(Code::kInternal, "a grant without its fields");
+  client::GrantInfo& g = *done.grant;
+  Lease lease(g.lock, g.mode, g.token, g.sequencer, impl_->clock);
+  lease.released_ = impl_->flag_for(g.lock, g.token);
+  // Shared holders make no fenced writes (replicas refuse them): nothing to fence.
+  if (impl_->options.store != nullptr && g.mode == LockMode::kExclusive) {
+    WriteResult fenced = impl_->options.store->fence(Fence{g.lock, g.token, g.sequencer});
+    if (!fenced.status.is_ok()) {
+      (void)release(lease);
+      return Status(fenced.status.code(),
+                    "lock '" + g.lock + "' was granted (token " + std::to_string(g.token) +
+                        ") but its fence did not reach a write quorum, so it was released: " + fenced.status.message());
+    }
+  }
+  return lease;
+}
+
+Result<Lease> LockClient::try_acquire(std::string_view lock, AcquireOptions options) {
+  options.wait = std::chrono::milliseconds(0);
+  return acquire(lock, options);
+}
+
+Status LockClient::release(Lease& lease) {
+  if (impl_->on_io_thread()) return from_event_thread();
+  if (!lease.clock_ || lease.clock_ != impl_->clock)
+    return Status(Code::kBadRequest, "the lease is not from this client");
+  if (lease.released_->exchange(true)) return Status::ok();
+  impl_->forget_flag(lease.name(), lease.released_);
+  client::CallDone done =
+      impl_->call([lock = lease.name()](client::LockSession& core, uint64_t now) { return core.release(lock, now); })
+          .get();
+  return done.status;
+}
+
+Result<bool> LockClient::check_sequencer(std::string_view sequencer) {
+  if (impl_->on_io_thread()) return from_event_thread();
+  client::CallDone done = impl_
+                              ->call([seq = std::string(sequencer)](client::LockSession& core, uint64_t now) {
+                                return core.check_sequencer(seq, now);
+                              })
+                              .get();
+  if (!done.status.is_ok()) return done.status;
+  return done.current;
+}
+
+uint64_t LockClient::session() const { return impl_->session.load(std::memory_order_relaxed); }
+uint64_t LockClient::epoch() const { return impl_->epoch.load(std::memory_order_relaxed); }
+bool LockClient::safe() const { return impl_->clock->valid_at(boottime_ms()); }
+
+}  // namespace palisade

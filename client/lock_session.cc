@@ -1,0 +1,531 @@
+#include "client/lock_session.h"
+
+#include <algorithm>
+
+namespace palisade::client {
+namespace {
+
+// No lease is longer than this (a bad reply must not overflow the arithmetic).
+constexpr uint64_t kMaxLeaseMs = uint64_t{1} << 40;
+// How long a late answer to an open_session or a timed-out acquire is still
+// acted on (closing the stray session, releasing the stray grant).
+constexpr uint64_t kRememberStrayMs = 120'000;
+
+uint64_t add(uint64_t a, uint64_t b) { return a > LockSession::kNever - b ? LockSession::kNever : a + b; }
+
+}  // namespace
+
+std::string_view state_name(SessionState state) {
+  switch (state) {
+    case SessionState::kOpening:
+      return "opening";
+    case SessionState::kSafe:
+      return "safe";
+    case SessionState::kJeopardy:
+      return "jeopardy";
+    case SessionState::kExpired:
+      return "expired";
+    case SessionState::kClosed:
+      return "closed";
+  }
+  return "unknown";
+}
+
+uint64_t lease_end(uint64_t sent_ms, uint64_t lease_ms, uint64_t max_drift_ppm) {
+  const uint64_t ppm = std::min<uint64_t>(max_drift_ppm, 999'999);
+  const uint64_t lease = std::min(lease_ms, kMaxLeaseMs);
+  return add(sent_ms, lease * (1'000'000 - ppm) / (1'000'000 + ppm));
+}
+
+LockSession::LockSession(LockSessionOptions options, uint64_t now_ms) : options_(options) {
+  send_session_request(now_ms);
+}
+
+void LockSession::set_endpoints(std::vector<std::string> endpoints) { endpoints_ = std::move(endpoints); }
+
+// ---- Session requests: open_session, then keep_alive ----
+
+void LockSession::send_session_request(uint64_t now) {
+  if (options_.nodes == 0) return;
+  const uint64_t id = new_request_id();
+  wire::LockRequest request{.id = id, .body = wire::OpenSessionRequest{}};
+  Kind kind = Kind::kOpen;
+  if (session_ != 0) {
+    kind = Kind::kKeepAlive;
+    request.body = wire::KeepAliveRequest{.epoch = epoch_, .session = session_};
+  }
+  sent_[id] = Sent{.kind = kind, .call = 0, .at = now, .node = target_, .epoch = epoch_, .orphan = {}};
+  session_request_ = id;
+  session_retry_at_ = add(now, options_.request_timeout_ms);
+  out_.push_back({target_, std::move(request)});
+}
+
+void LockSession::on_session_reply(const Sent& sent, uint64_t request_id, size_t node, const wire::LockReply& reply,
+                                   uint64_t now) {
+  const Code code = reply.status.code();
+  const bool latest = request_id == session_request_;
+  if (code == Code::kNotMaster) {
+    if (!latest) return;  // an older request: its successor is on its way
+    ask_again(follow_hint(node, reply, sent.epoch), now);
+    return;
+  }
+  heard_master(node, reply, now);
+  if (code == Code::kStaleEpoch) {
+    if (!latest) return;
+    ask_again(reply.epoch > sent.epoch, now);
+    return;
+  }
+  if (code == Code::kNoSession && sent.kind == Kind::kKeepAlive) {
+    expire("the lock group does not know session " + std::to_string(session_) + ": " + reply.status.message());
+    return;
+  }
+  if (!reply.status.is_ok() || (sent.kind == Kind::kOpen && reply.session == 0)) {
+    // Not an answer we can use: ask again after the usual timeout.
+    return;
+  }
+  if (sent.kind == Kind::kOpen) {
+    if (session_ != 0) {
+      // A second open_session (sent to another node after a timeout) also
+      // succeeded: close the session nobody uses.
+      if (reply.session != session_) close_stray(node, reply.session);
+      return;
+    }
+    session_ = reply.session;
+  }
+  lease_ms_ = std::min(reply.lease_ms, kMaxLeaseMs);
+  deadline_ = std::max(deadline_, lease_end(sent.at, lease_ms_, options_.max_drift_ppm));
+  if (state_ == SessionState::kOpening || (state_ == SessionState::kJeopardy && now < deadline_)) {
+    set_state(SessionState::kSafe);
+  }
+  session_request_ = 0;
+  session_send_at_ = add(now, lease_ms_ / 3);
+  if (sent.kind == Kind::kOpen) {
+    for (auto& [id, call] : calls_) {
+      if (call.request == 0) send_call(call, id, now);
+    }
+  }
+}
+
+void LockSession::ask_again(bool at_once, uint64_t now) {
+  if (at_once) return send_session_request(now);
+  session_request_ = 0;
+  session_send_at_ = add(now, options_.retry_backoff_ms);
+}
+
+void LockSession::close_stray(size_t node, uint64_t session) {
+  wire::LockRequest request{.id = new_request_id(),
+                            .body = wire::CloseSessionRequest{.epoch = epoch_, .session = session}};
+  out_.push_back({node, std::move(request)});
+}
+
+// ---- Replies and timers ----
+
+void LockSession::on_reply(size_t node, const wire::LockReply& reply, uint64_t now_ms) {
+  auto it = sent_.find(reply.id);
+  if (it == sent_.end()) return;
+  const Sent sent = it->second;
+  if (!sent.orphan.empty()) {
+    // The answer to an acquire that already ended with Timeout: a grant nobody
+    // will use is given back.
+    sent_.erase(it);
+    if (reply.status.is_ok() && held_.count(sent.orphan) == 0 && session_ != 0 && live()) {
+      release_orphan(sent.orphan, now_ms);
+    }
+    return;
+  }
+  if (!live()) {
+    // Expired or closed: only a late open_session is still worth an answer.
+    if (sent.kind == Kind::kOpen && reply.status.is_ok() && reply.session != 0 && reply.session != session_) {
+      close_stray(node, reply.session);
+    }
+    sent_.erase(it);
+    return;
+  }
+  check_deadline(now_ms);
+  if (!live()) return;
+  if (sent.call == 0) {
+    on_session_reply(sent, reply.id, node, reply, now_ms);
+  } else {
+    on_call_reply(sent, reply.id, node, reply, now_ms);
+  }
+  check_deadline(now_ms);
+}
+
+void LockSession::on_unreachable(size_t node, uint64_t request_id, uint64_t now_ms) {
+  (void)node;
+  const uint64_t retry = add(now_ms, options_.retry_backoff_ms);
+  if (request_id == session_request_) {
+    session_retry_at_ = std::min(session_retry_at_, retry);
+    return;
+  }
+  auto it = sent_.find(request_id);
+  if (it == sent_.end() || it->second.call == 0) return;
+  auto c = calls_.find(it->second.call);
+  if (c != calls_.end() && c->second.request == request_id) {
+    c->second.resend_at = std::min(c->second.resend_at, retry);
+    c->second.rotate = true;
+  }
+}
+
+void LockSession::tick(uint64_t now_ms) {
+  check_deadline(now_ms);
+  if (!live()) return;
+  // Calls: give up, or ask again.
+  std::vector<uint64_t> ids;
+  ids.reserve(calls_.size());
+  for (const auto& [id, call] : calls_) ids.push_back(id);
+  for (uint64_t id : ids) {
+    auto it = calls_.find(id);
+    if (it == calls_.end()) continue;
+    Call& call = it->second;
+    if (now_ms >= call.give_up_at) {
+      give_up(id, now_ms);
+    } else if (call.request != 0 && now_ms >= call.resend_at) {
+      if (call.rotate) moved_away_from(call.node);
+      send_call(call, id, now_ms);
+    }
+    if (!live()) return;
+  }
+  // The session request.
+  if (session_request_ != 0) {
+    if (now_ms >= session_retry_at_) {
+      auto it = sent_.find(session_request_);
+      if (it != sent_.end()) moved_away_from(it->second.node);
+      send_session_request(now_ms);
+    }
+  } else if (now_ms >= session_send_at_) {
+    send_session_request(now_ms);
+  }
+  prune(now_ms);
+}
+
+uint64_t LockSession::next_timer_ms() const {
+  if (!live()) return kNever;
+  uint64_t t = session_request_ != 0 ? session_retry_at_ : session_send_at_;
+  if (state_ == SessionState::kSafe) t = std::min(t, deadline_);
+  if (state_ == SessionState::kJeopardy) t = std::min(t, jeopardy_end_);
+  for (const auto& [id, call] : calls_) {
+    t = std::min(t, call.give_up_at);
+    if (call.request != 0) t = std::min(t, call.resend_at);
+  }
+  return t;
+}
+
+// ---- Calls ----
+
+uint64_t LockSession::acquire(std::string lock, LockMode mode, uint64_t lock_delay_ms, uint64_t wait_ms,
+                              uint64_t now_ms) {
+  if (lock_delay_ms > wire::kMaxLockDelayMs) {
+    const uint64_t id = next_call_++;
+    done_.push_back({id, Status(Code::kBadRequest, "lock-delay of " + std::to_string(lock_delay_ms) + " ms (at most " +
+                                                       std::to_string(wire::kMaxLockDelayMs) + ")")});
+    return id;
+  }
+  // A clean-up release of the same lock still on its way would take the new grant away.
+  std::erase_if(calls_, [&](const auto& c) {
+    return c.second.internal && c.second.kind == Kind::kRelease && c.second.lock == lock;
+  });
+  Call call;
+  call.kind = Kind::kAcquire;
+  call.lock = std::move(lock);
+  call.mode = mode;
+  call.lock_delay_ms = lock_delay_ms;
+  call.wait_ms = wait_ms;
+  return start_call(std::move(call), now_ms);
+}
+
+uint64_t LockSession::release(std::string lock, uint64_t now_ms) {
+  held_.erase(lock);
+  Call call;
+  call.kind = Kind::kRelease;
+  call.lock = std::move(lock);
+  return start_call(std::move(call), now_ms);
+}
+
+uint64_t LockSession::check_sequencer(std::string sequencer, uint64_t now_ms) {
+  Call call;
+  call.kind = Kind::kCheck;
+  call.lock = std::move(sequencer);
+  return start_call(std::move(call), now_ms);
+}
+
+uint64_t LockSession::close(uint64_t now_ms) {
+  if (state_ == SessionState::kOpening || state_ == SessionState::kClosed) {
+    // Nothing to close on the lock group (a session opened later is closed as a stray).
+    const uint64_t id = next_call_++;
+    closed();
+    done_.push_back({id, Status::ok()});
+    return id;
+  }
+  Call call;
+  call.kind = Kind::kClose;
+  return start_call(std::move(call), now_ms);
+}
+
+uint64_t LockSession::start_call(Call call, uint64_t now) {
+  const uint64_t id = next_call_++;
+  if (state_ == SessionState::kExpired) {
+    done_.push_back({id, Status(Code::kNoSession, "the session expired")});
+    return id;
+  }
+  if (state_ == SessionState::kClosed) {
+    done_.push_back({id, Status(Code::kNoSession, "the session is closed")});
+    return id;
+  }
+  call.wait_end = add(now, call.wait_ms);
+  call.give_up_at = add(call.wait_end, options_.call_timeout_ms);
+  auto [it, inserted] = calls_.emplace(id, std::move(call));
+  send_call(it->second, id, now);
+  return id;
+}
+
+void LockSession::send_call(Call& call, uint64_t id, uint64_t now) {
+  if (call.kind != Kind::kCheck && session_ == 0) {
+    call.request = 0;  // sent once the session is open
+    return;
+  }
+  if (options_.nodes == 0) return;
+  const uint64_t rid = new_request_id();
+  wire::LockRequest request{.id = rid, .body = {}};
+  uint64_t wait = 0;
+  switch (call.kind) {
+    case Kind::kAcquire:
+      // A resent waiting acquire waits only what is left (at least 1 ms, so that
+      // the answer is still timeout rather than busy).
+      if (call.wait_ms > 0) wait = std::max<uint64_t>(1, call.wait_end > now ? call.wait_end - now : 0);
+      request.body = wire::AcquireRequest{.epoch = epoch_,
+                                          .session = session_,
+                                          .lock = call.lock,
+                                          .mode = call.mode,
+                                          .lock_delay_ms = call.lock_delay_ms,
+                                          .wait_ms = wait,
+                                          .call = id};
+      break;
+    case Kind::kRelease:
+      request.body = wire::ReleaseRequest{.epoch = epoch_, .session = session_, .lock = call.lock, .call = id};
+      break;
+    case Kind::kCheck:
+      request.body = wire::CheckSequencerRequest{.sequencer = call.lock};
+      break;
+    case Kind::kClose:
+      request.body = wire::CloseSessionRequest{.epoch = epoch_, .session = session_};
+      break;
+    case Kind::kOpen:
+    case Kind::kKeepAlive:
+      return;  // not calls
+  }
+  sent_[rid] = Sent{.kind = call.kind, .call = id, .at = now, .node = target_, .epoch = epoch_, .orphan = {}};
+  call.request = rid;
+  call.node = target_;
+  call.rotate = true;
+  // The master answers a waiting acquire only when granted or when the wait ran out.
+  call.resend_at = add(add(now, wait), options_.request_timeout_ms);
+  out_.push_back({target_, std::move(request)});
+}
+
+void LockSession::on_call_reply(const Sent& sent, uint64_t request_id, size_t node, const wire::LockReply& reply,
+                                uint64_t now) {
+  auto it = calls_.find(sent.call);
+  if (it == calls_.end()) return;
+  const uint64_t id = it->first;
+  const bool latest = it->second.request == request_id;
+  const Code code = reply.status.code();
+  if (code == Code::kNotMaster) {
+    if (!latest) return;
+    if (follow_hint(node, reply, sent.epoch)) {
+      send_call(it->second, id, now);
+    } else {
+      it->second.resend_at = add(now, options_.retry_backoff_ms);
+      it->second.rotate = false;
+    }
+    return;
+  }
+  heard_master(node, reply, now);  // may resend other calls, never erases one
+  Call& call = it->second;
+  if (code == Code::kStaleEpoch) {
+    if (!latest) return;
+    if (reply.epoch > sent.epoch) {
+      send_call(call, id, now);
+    } else {
+      call.resend_at = add(now, options_.retry_backoff_ms);
+      call.rotate = false;
+    }
+    return;
+  }
+  if (code == Code::kNoSession) {
+    expire("the lock group does not know session " + std::to_string(session_) + ": " + reply.status.message());
+    return;
+  }
+  if (!reply.status.is_ok()) return finish(id, reply.status);
+  switch (call.kind) {
+    case Kind::kAcquire: {
+      // The grant is no longer than the session lease the master had left.
+      deadline_ = std::min(deadline_, lease_end(sent.at, reply.lease_ms, options_.max_drift_ppm));
+      held_.insert(call.lock);
+      GrantInfo grant{.lock = call.lock, .mode = reply.mode, .token = reply.token, .sequencer = reply.sequencer};
+      return finish(id, Status::ok(), std::move(grant));
+    }
+    case Kind::kCheck:
+      return finish(id, Status::ok(), std::nullopt, reply.current);
+    case Kind::kClose:
+      finish(id, Status::ok());
+      return closed();
+    default:
+      return finish(id, Status::ok());
+  }
+}
+
+void LockSession::finish(uint64_t id, Status status, std::optional<GrantInfo> grant, bool current) {
+  auto it = calls_.find(id);
+  if (it == calls_.end()) return;
+  const bool internal = it->second.internal;
+  calls_.erase(it);
+  std::erase_if(sent_, [&](const auto& s) { return s.second.call == id && s.second.orphan.empty(); });
+  if (!internal) done_.push_back({id, std::move(status), std::move(grant), current});
+}
+
+void LockSession::give_up(uint64_t id, uint64_t now) {
+  auto it = calls_.find(id);
+  if (it == calls_.end()) return;
+  const Call& call = it->second;
+  // A waiting acquire ran out of its wait; any other call found no master.
+  const bool waited = call.kind == Kind::kAcquire && call.wait_ms > 0;
+  const Code code = waited ? Code::kTimeout : Code::kUnavailable;
+  std::string what = waited
+                         ? "no grant of '" + call.lock + "' within the wait of " + std::to_string(call.wait_ms) + " ms"
+                         : "no lock group master answered within " + std::to_string(options_.call_timeout_ms) + " ms";
+  if (call.kind == Kind::kAcquire && !call.internal && held_.count(call.lock) == 0) {
+    // The lock may have been granted all the same (the answer lost, or on its
+    // way): give it back, now and whenever a late grant turns up.
+    const std::string lock = call.lock;
+    for (auto& [rid, s] : sent_) {
+      if (s.call == id) s.orphan = lock;
+    }
+    finish(id, Status(code, std::move(what)));
+    release_orphan(lock, now);
+    return;
+  }
+  finish(id, Status(code, std::move(what)));
+}
+
+void LockSession::release_orphan(const std::string& lock, uint64_t now) {
+  for (const auto& [id, call] : calls_) {
+    if (call.kind == Kind::kRelease && call.lock == lock) return;  // one is on its way
+  }
+  Call call;
+  call.kind = Kind::kRelease;
+  call.lock = lock;
+  call.internal = true;
+  start_call(std::move(call), now);
+}
+
+// ---- Routing ----
+
+std::optional<size_t> LockSession::hinted_node(const wire::LockReply& reply) const {
+  if (reply.master_endpoint.empty()) return std::nullopt;
+  for (size_t i = 0; i < endpoints_.size() && i < options_.nodes; ++i) {
+    if (endpoints_[i] == reply.master_endpoint) return i;
+  }
+  return std::nullopt;
+}
+
+void LockSession::heard_master(size_t node, const wire::LockReply& reply, uint64_t now) {
+  epoch_ = std::max(epoch_, reply.epoch);
+  hops_ = 0;
+  target_ = node;
+  if (master_ == node) return;
+  master_ = node;
+  // The master moved: calls waiting for an answer elsewhere ask it at once.
+  for (auto& [id, call] : calls_) {
+    if (call.request != 0 && call.node != node) send_call(call, id, now);
+  }
+}
+
+bool LockSession::follow_hint(size_t node, const wire::LockReply& reply, uint64_t sent_epoch) {
+  const std::optional<size_t> hint = hinted_node(reply);
+  if (hint == node) {
+    // The node names itself master: it refused the epoch as too new (take its
+    // own), or it is not ready to serve yet (ask it again in a moment).
+    target_ = node;
+    if (reply.epoch != 0 && reply.epoch < sent_epoch) {
+      epoch_ = reply.epoch;
+      if (hops_ < options_.nodes) {
+        ++hops_;
+        return true;
+      }
+    }
+    hops_ = 0;
+    return false;
+  }
+  if (hint) {
+    target_ = *hint;
+    if (hops_ < options_.nodes) {
+      ++hops_;
+      return true;
+    }
+    hops_ = 0;
+    return false;
+  }
+  moved_away_from(node);
+  return false;
+}
+
+void LockSession::moved_away_from(size_t node) {
+  if (target_ == node) target_ = next_node(node);
+}
+
+// ---- State ----
+
+void LockSession::set_state(SessionState state) {
+  if (state == state_) return;
+  state_ = state;
+  events_.push_back(state);
+}
+
+void LockSession::check_deadline(uint64_t now) {
+  if (state_ == SessionState::kSafe && now >= deadline_) {
+    jeopardy_end_ = add(deadline_, options_.grace_ms);
+    set_state(SessionState::kJeopardy);
+    // Ask at once rather than at the next regular KeepAlive.
+    if (session_request_ == 0) session_send_at_ = std::min(session_send_at_, now);
+  }
+  if (state_ == SessionState::kJeopardy && now >= jeopardy_end_) {
+    expire("no KeepAlive was answered within the grace period of " + std::to_string(options_.grace_ms) + " ms");
+  }
+}
+
+void LockSession::end_all_calls(const std::string& why) {
+  for (const auto& [id, call] : calls_) {
+    if (!call.internal) done_.push_back({id, Status(Code::kNoSession, why)});
+  }
+  calls_.clear();
+  // Only answers to open_session are still worth reading (to close a stray session).
+  std::erase_if(sent_, [](const auto& s) { return s.second.kind != Kind::kOpen; });
+  session_request_ = 0;
+  held_.clear();
+}
+
+void LockSession::expire(std::string why) {
+  if (!live()) return;
+  set_state(SessionState::kExpired);
+  end_all_calls("session " + std::to_string(session_) + " expired: " + why);
+}
+
+void LockSession::closed() {
+  if (state_ == SessionState::kClosed) return;
+  set_state(SessionState::kClosed);
+  end_all_calls("the session was closed");
+}
+
+void LockSession::prune(uint64_t now) {
+  std::erase_if(sent_, [&](const auto& entry) {
+    const Sent& s = entry.second;
+    if (entry.first == session_request_) return false;
+    if (!s.orphan.empty() || s.kind == Kind::kOpen) return add(s.at, kRememberStrayMs) <= now;
+    // A late KeepAlive answer can extend the deadline only while it is ahead.
+    if (s.kind == Kind::kKeepAlive) return lease_end(s.at, lease_ms_, options_.max_drift_ppm) <= now;
+    return false;  // a call's: dropped when the call ends
+  });
+}
+
+}  // namespace palisade::client

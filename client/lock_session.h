@@ -1,0 +1,229 @@
+// The client side of a lock-group session, sans-I/O (DESIGN "Lock group",
+// client side): finds the master, opens the session, schedules KeepAlives, keeps
+// the local lease deadline, and runs acquire/release/check calls with retries
+// across failovers. LockClient wires it to ZeroMQ and CLOCK_BOOTTIME; the
+// simulator wires it to simulated nodes and clocks.
+//
+// The local deadline is started *before* each KeepAlive is sent and shortened by
+// the clock drift bound, so it never ends later than the master's. When it
+// passes, the session is in jeopardy; a KeepAlive answered within the grace
+// period makes it safe again, otherwise (or on no_session) it is expired.
+//
+// Routing: requests go to the current master guess (node 0 at first). A node
+// that is not master answers not_master with the master it knows of: the next
+// request goes there at once (when set_endpoints can map the hint; at most
+// `nodes` hops in a row, then after retry_backoff_ms), else to the next node
+// after retry_backoff_ms. A request unanswered for request_timeout_ms moves the
+// guess to the next node. Any other answer names the node that sent it master;
+// when the guess changes that way, calls waiting on another node are resent to
+// it at once.
+//
+// Epochs: replies from a master (every code but not_master) carry the master's
+// epoch, and the session keeps the highest it saw. Not_master replies carry what
+// a follower promised, which may be a ballot that never won, so they are not
+// adopted; except when a node names itself master and refuses the call's epoch
+// as too new: then its epoch is taken as is.
+//
+// Thread safety: none; one thread owns a session core.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/lock_protocol.h"
+#include "palisade/lock_mode.h"
+#include "palisade/status.h"
+
+namespace palisade::client {
+
+struct LockSessionOptions {
+  size_t nodes = 0;                    // lockd nodes, addressed by index 0..nodes-1
+  uint64_t request_timeout_ms = 1000;  // resend (to the next node) after this
+  uint64_t grace_ms = 45000;           // jeopardy lasts at most this long
+  uint64_t max_drift_ppm = 1000;
+  // A call still unanswered this long after it started (plus its wait, for a
+  // waiting acquire) ends: Timeout for a waiting acquire, else Unavailable. An
+  // acquire that ends so is given back (a release, and another for any grant
+  // that turns up later).
+  uint64_t call_timeout_ms = 10000;
+  // Pause before asking again after a not_master without a usable hint, or a
+  // send the driver could not make (on_unreachable).
+  uint64_t retry_backoff_ms = 50;
+};
+
+enum class SessionState : uint8_t { kOpening, kSafe, kJeopardy, kExpired, kClosed };
+std::string_view state_name(SessionState state);
+
+// A granted lock as the session core sees it.
+struct GrantInfo {
+  std::string lock;
+  LockMode mode = LockMode::kExclusive;
+  uint64_t token = 0;
+  std::string sequencer;
+};
+
+// The end of a call started by acquire/release/check_sequencer/close.
+struct CallDone {
+  uint64_t call = 0;
+  Status status;
+  std::optional<GrantInfo> grant{};  // acquire, ok
+  bool current = false;              // check_sequencer, ok
+};
+
+// A message to send to the node with index `node`.
+struct Outgoing {
+  size_t node = 0;
+  wire::LockRequest request;
+};
+
+// The local deadline a lease of `lease_ms` gives to a request sent at `sent_ms`:
+// sent_ms + lease_ms * (1e6 - ppm) / (1e6 + ppm), rounded down (the master's
+// clock may run `ppm` fast while ours runs `ppm` slow).
+uint64_t lease_end(uint64_t sent_ms, uint64_t lease_ms, uint64_t max_drift_ppm);
+
+class LockSession {
+ public:
+  static constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+
+  // Starts opening the session at once (take_outgoing has the first request).
+  LockSession(LockSessionOptions options, uint64_t now_ms);
+
+  // The driver maps endpoints in not_master hints to node indexes with this
+  // (set once at start): index of each endpoint.
+  void set_endpoints(std::vector<std::string> endpoints);
+
+  void on_reply(size_t node, const wire::LockReply& reply, uint64_t now_ms);
+  // The driver could not hand request `request_id` to `node` (not connected):
+  // treated as a timeout after retry_backoff_ms rather than request_timeout_ms.
+  void on_unreachable(size_t node, uint64_t request_id, uint64_t now_ms);
+  void tick(uint64_t now_ms);
+
+  // Calls; each ends with one CallDone (possibly at once, in take_done). wait_ms
+  // 0: answer busy at once. Calls made before the session is open wait for it;
+  // after it expired or closed they end with no_session.
+  uint64_t acquire(std::string lock, LockMode mode, uint64_t lock_delay_ms, uint64_t wait_ms, uint64_t now_ms);
+  uint64_t release(std::string lock, uint64_t now_ms);
+  uint64_t check_sequencer(std::string sequencer, uint64_t now_ms);
+  // Closes the session cleanly (its locks are released without lock-delay).
+  uint64_t close(uint64_t now_ms);
+
+  std::vector<Outgoing> take_outgoing() { return std::exchange(out_, {}); }
+  std::vector<CallDone> take_done() { return std::exchange(done_, {}); }
+  // State changes, in order (kSafe after kOpening or kJeopardy, kExpired, kClosed).
+  std::vector<SessionState> take_events() { return std::exchange(events_, {}); }
+  // When tick must run next; kNever when nothing is scheduled.
+  uint64_t next_timer_ms() const;
+
+  SessionState state() const { return state_; }
+  uint64_t session() const { return session_; }
+  uint64_t epoch() const { return epoch_; }
+  // The node requests go to now.
+  size_t master_guess() const { return target_; }
+  // Local lease deadline (same clock as now_ms); leases are valid before it.
+  uint64_t lease_deadline() const { return deadline_; }
+  bool lease_valid(uint64_t now_ms) const { return state_ == SessionState::kSafe && now_ms < deadline_; }
+  // Calls not yet ended (internal clean-up releases included).
+  size_t calls_in_flight() const { return calls_.size(); }
+
+ private:
+  enum class Kind : uint8_t { kOpen, kKeepAlive, kAcquire, kRelease, kCheck, kClose };
+
+  struct Call {
+    Kind kind = Kind::kAcquire;
+    std::string lock;  // acquire, release; check_sequencer: the sequencer
+    LockMode mode = LockMode::kExclusive;
+    uint64_t lock_delay_ms = 0;
+    uint64_t wait_ms = 0;
+    uint64_t wait_end = 0;    // acquire: when its wait runs out
+    uint64_t give_up_at = 0;  // ends with Timeout then
+    uint64_t resend_at = 0;   // kNever: not sent (waits for the session)
+    uint64_t request = 0;     // the latest request sent, 0 when none
+    size_t node = 0;          // where it went
+    bool rotate = true;       // at resend_at: a timeout (move the guess on), not a backoff
+    bool internal = false;    // no CallDone: a clean-up release
+  };
+
+  // A request in flight, by id.
+  struct Sent {
+    Kind kind = Kind::kOpen;
+    uint64_t call = 0;  // 0: a session request (open, keep_alive)
+    uint64_t at = 0;
+    size_t node = 0;
+    uint64_t epoch = 0;
+    std::string orphan;  // an acquire whose call timed out: release a late grant of this lock
+  };
+
+  // Session requests.
+  void send_session_request(uint64_t now);
+  void on_session_reply(const Sent& sent, uint64_t request_id, size_t node, const wire::LockReply& reply, uint64_t now);
+  // After a not_master or stale_epoch: the session request goes again now, or after the backoff.
+  void ask_again(bool at_once, uint64_t now);
+  // Closes a session opened by a duplicate open_session (fire and forget).
+  void close_stray(size_t node, uint64_t session);
+  // Calls.
+  uint64_t start_call(Call call, uint64_t now);
+  // Sends (again) to the master guess; a call that needs the session waits for it.
+  void send_call(Call& call, uint64_t id, uint64_t now);
+  void on_call_reply(const Sent& sent, uint64_t request_id, size_t node, const wire::LockReply& reply, uint64_t now);
+  void finish(uint64_t id, Status status, std::optional<GrantInfo> grant = std::nullopt, bool current = false);
+  void give_up(uint64_t id, uint64_t now);
+  void release_orphan(const std::string& lock, uint64_t now);
+
+  // Routing.
+  size_t next_node(size_t node) const { return options_.nodes == 0 ? 0 : (node + 1) % options_.nodes; }
+  std::optional<size_t> hinted_node(const wire::LockReply& reply) const;
+  // A master answered from `node`; resends calls waiting elsewhere when the guess moves.
+  void heard_master(size_t node, const wire::LockReply& reply, uint64_t now);
+  // After a not_master: where to ask next, and whether at once.
+  bool follow_hint(size_t node, const wire::LockReply& reply, uint64_t sent_epoch);
+  void moved_away_from(size_t node);
+
+  // State.
+  bool live() const {
+    return state_ == SessionState::kOpening || state_ == SessionState::kSafe || state_ == SessionState::kJeopardy;
+  }
+  void set_state(SessionState state);
+  void check_deadline(uint64_t now);
+  void end_all_calls(const std::string& why);
+  void expire(std::string why);
+  void closed();
+  void prune(uint64_t now);
+  uint64_t new_request_id() { return next_request_++; }
+
+  LockSessionOptions options_;
+  SessionState state_ = SessionState::kOpening;
+  uint64_t session_ = 0;
+  uint64_t epoch_ = 0;
+  uint64_t deadline_ = 0;
+  uint64_t jeopardy_end_ = 0;  // kJeopardy: expiry
+  uint64_t lease_ms_ = 0;      // from the last ok session reply
+
+  std::vector<std::string> endpoints_;
+  size_t target_ = 0;             // where requests go
+  std::optional<size_t> master_;  // the node a master answered from last
+  size_t hops_ = 0;               // hints followed at once in a row
+
+  // The session request in flight (open or keep_alive): 0 when none.
+  uint64_t session_request_ = 0;
+  uint64_t session_retry_at_ = 0;  // in flight: unanswered then, ask (the next node) again
+  uint64_t session_send_at_ = 0;   // none in flight: send the next one then
+
+  uint64_t next_request_ = 1;
+  uint64_t next_call_ = 1;
+  std::map<uint64_t, Sent> sent_;   // by request id
+  std::map<uint64_t, Call> calls_;  // by call id
+  std::set<std::string> held_;      // locks granted to this session and not released
+
+  std::vector<Outgoing> out_;
+  std::vector<CallDone> done_;
+  std::vector<SessionState> events_;
+};
+
+}  // namespace palisade::client

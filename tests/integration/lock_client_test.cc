@@ -1,0 +1,389 @@
+// LockClient against three real palisade-lockd processes (and, for fencing,
+// three palisade-replica processes that hold the cluster key): sessions,
+// grants, waits, failover, expiry and fenced writes on real sockets and disks.
+// The cluster runs with short timings (session lease 3 s, master lease 1 s) so
+// that failovers and expiries take seconds.
+#include "palisade/lock_client.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+
+#include "common/lock_protocol.h"
+#include "common/sequencer.h"
+#include "common/transport.h"
+#include "palisade/quorum_store.h"
+#include "tests/support/printers.h"
+#include "tests/support/replica_process.h"
+#include "tools/process.h"
+#include "tools/temp_dir.h"
+
+namespace palisade {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr char kGroup[] = "lock-client-test";
+
+// Three lockd nodes and three replicas sharing one cluster key.
+struct Cluster {
+  tools::TempDir dir;
+  std::string key_file = dir.sub("cluster.key");
+  std::string cluster_file = dir.sub("cluster.toml");
+  std::vector<std::unique_ptr<test::ReplicaProcess>> replicas;
+  std::vector<std::string> lockd_endpoints;
+  std::vector<std::unique_ptr<tools::Process>> lockd;
+
+  Cluster() {
+    std::ofstream(key_file) << SequencerKey::generate().to_hex() << "\n";
+    for (int i = 0; i < 3; ++i) {
+      replicas.push_back(std::make_unique<test::ReplicaProcess>(
+          dir.sub("r" + std::to_string(i)), std::vector<std::string>{"--key-file", key_file, "--group", kGroup}));
+    }
+    std::ofstream toml(cluster_file);
+    toml << "group = \"" << kGroup << "\"\nkey_file = \"" << key_file << "\"\n";
+    for (int i = 0; i < 3; ++i) {
+      lockd_endpoints.push_back("tcp://127.0.0.1:" + std::to_string(tools::free_port()));
+      toml << "[[lockd]]\nid = " << i + 1 << "\nendpoint = \"" << lockd_endpoints.back() << "\"\n";
+    }
+    for (auto& r : replicas) toml << "[[replica]]\nendpoint = \"" << r->endpoint() << "\"\n";
+    toml << "[timing]\nsession_lease_ms = 3000\nclient_grace_ms = 5000\nmaster_lease_ms = 1000\n"
+         << "heartbeat_ms = 100\nelection_timeout_ms = 300\n";
+    toml.close();
+    for (int i = 0; i < 3; ++i) {
+      lockd.push_back(nullptr);
+      start(i);
+    }
+    const bool elected = wait_for_master(15000);
+    INFO(logs());
+    REQUIRE(elected);
+  }
+
+  void start(int i) {
+    const std::string id = std::to_string(i + 1);
+    lockd[i] = std::make_unique<tools::Process>(
+        std::vector<std::string>{PALISADE_LOCKD_BIN, "--id", id, "--cluster", cluster_file, "--data-dir",
+                                 dir.sub("lockd" + id), "--log-level", "info"},
+        dir.sub("lockd" + id + ".log"));
+  }
+  void kill(int i) { lockd[i]->kill(); }
+
+  std::string logs() {
+    std::string all;
+    for (auto& p : lockd) {
+      if (p) all += p->log_path() + ":\n" + p->log() + "\n";
+    }
+    return all;
+  }
+
+  // Asks node i for its status; nullopt when it does not answer in time.
+  std::optional<wire::LockReply> status(size_t i) {
+    zmq::context_t ctx(1);
+    zmq::socket_t s = transport::make_dealer(ctx, lockd_endpoints[i], {.queue_until_connected = true});
+    const std::string bytes = wire::encode_lock_request({.id = 1, .body = wire::LockStatusRequest{}});
+    s.send(zmq::buffer(bytes), zmq::send_flags::none);
+    zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, 300ms) <= 0) return std::nullopt;
+    zmq::message_t msg;
+    if (!s.recv(msg)) return std::nullopt;
+    auto reply = wire::decode_lock_reply({static_cast<const char*>(msg.data()), msg.size()}, 16 << 20);
+    if (!reply.is_ok()) return std::nullopt;
+    return reply.value();
+  }
+
+  std::optional<size_t> master() {
+    for (size_t i = 0; i < lockd.size(); ++i) {
+      if (!lockd[i] || !lockd[i]->running()) continue;
+      auto s = status(i);
+      if (s && s->role == "master") return i;
+    }
+    return std::nullopt;
+  }
+
+  bool wait_for_master(int timeout_ms) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (master()) return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  }
+
+  LockClientOptions client_options() {
+    LockClientOptions o;
+    o.nodes = lockd_endpoints;
+    o.request_timeout = 300ms;
+    o.grace = 5000ms;
+    o.call_timeout = 5000ms;
+    return o;
+  }
+
+  std::unique_ptr<LockClient> client(LockClientOptions o) {
+    auto c = LockClient::connect(std::move(o), 10s);
+    INFO(logs());
+    REQUIRE(c.is_ok());
+    return std::move(c).value();
+  }
+  std::unique_ptr<LockClient> client() { return client(client_options()); }
+
+  std::unique_ptr<QuorumStore> store() {
+    QuorumStoreOptions o;
+    for (auto& r : replicas) o.replicas.push_back(r->endpoint());
+    auto s = QuorumStore::open(o);
+    REQUIRE(s.is_ok());
+    return std::move(s).value();
+  }
+};
+
+// Session events, recorded from the background thread.
+struct Events {
+  std::mutex mu;
+  std::vector<SessionEvent> seen;
+  std::function<void(SessionEvent)> callback() {
+    return [this](SessionEvent e) {
+      std::lock_guard lock(mu);
+      seen.push_back(e);
+    };
+  }
+  std::vector<SessionEvent> get() {
+    std::lock_guard lock(mu);
+    return seen;
+  }
+};
+
+template <class F>
+bool eventually(F&& f, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (f()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return f();
+}
+
+TEST_CASE("lock client: grants, busy, sequencers, release", "[lock_client]") {
+  Cluster cluster;
+  auto a = cluster.client();
+  auto b = cluster.client();
+  CHECK(a->session() != 0);
+  CHECK(b->session() != a->session());
+  CHECK(a->epoch() != 0);
+  CHECK(a->safe());
+
+  auto first = a->acquire("orders");
+  REQUIRE(first.is_ok());
+  Lease lease = first.value();
+  CHECK(lease.valid());
+  CHECK(lease.name() == "orders");
+  CHECK(lease.mode() == LockMode::kExclusive);
+  CHECK(lease.token() >= 1);
+  CHECK(lease.remaining() > 0ms);
+  CHECK(lease.remaining() <= 3000ms);
+  auto seq = parse_sequencer(lease.sequencer());
+  REQUIRE(seq.is_ok());
+  CHECK(seq.value().group == kGroup);
+  CHECK(seq.value().lock == "orders");
+  CHECK(seq.value().token == lease.token());
+
+  // The same session asking again gets the same grant.
+  auto again = a->acquire("orders");
+  REQUIRE(again.is_ok());
+  CHECK(again.value().token() == lease.token());
+
+  auto busy = b->try_acquire("orders");
+  CHECK(busy.code() == Code::kBusy);
+  auto check = b->check_sequencer(lease.sequencer());
+  REQUIRE(check.is_ok());
+  CHECK(check.value());
+  CHECK(b->check_sequencer("ps1.not-a-sequencer").code() == Code::kBadSequencer);
+
+  Lease copy = lease;
+  REQUIRE(a->release(lease).is_ok());
+  CHECK_FALSE(lease.valid());
+  CHECK_FALSE(copy.valid());
+  CHECK_FALSE(again.value().valid());  // the same grant
+  CHECK(a->release(lease).is_ok());    // idempotent
+
+  auto second = b->try_acquire("orders");
+  REQUIRE(second.is_ok());
+  CHECK(second.value().token() > lease.token());
+  auto stale = a->check_sequencer(lease.sequencer());
+  REQUIRE(stale.is_ok());
+  CHECK_FALSE(stale.value());
+
+  // Shared holders share a token; an exclusive acquire is then busy.
+  AcquireOptions shared{.mode = LockMode::kShared};
+  auto s1 = a->acquire("config", shared);
+  auto s2 = b->acquire("config", shared);
+  REQUIRE(s1.is_ok());
+  REQUIRE(s2.is_ok());
+  CHECK(s1.value().token() == s2.value().token());
+  CHECK(s2.value().mode() == LockMode::kShared);
+  auto c = cluster.client();
+  CHECK(c->try_acquire("config").code() == Code::kBusy);
+
+  // A lease from another client is refused.
+  CHECK(b->release(s1.value()).code() == Code::kBadRequest);
+}
+
+TEST_CASE("lock client: a waiting acquire is granted when the holder lets go", "[lock_client]") {
+  Cluster cluster;
+  auto a = cluster.client();
+  auto b = cluster.client();
+  auto held = a->acquire("jobs");
+  REQUIRE(held.is_ok());
+
+  // The wait runs out.
+  auto start = std::chrono::steady_clock::now();
+  auto timed_out = b->acquire("jobs", {.wait = 500ms});
+  CHECK(timed_out.code() == Code::kTimeout);
+  CHECK(std::chrono::steady_clock::now() - start >= 450ms);
+
+  // The holder releases during the wait.
+  std::atomic<bool> released{false};  // Catch2 assertions belong to the main thread
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(300ms);
+    Lease lease = held.value();
+    released = a->release(lease).is_ok();
+  });
+  auto granted = b->acquire("jobs", {.wait = 5000ms});
+  releaser.join();
+  CHECK(released);
+  REQUIRE(granted.is_ok());
+  CHECK(granted.value().token() > held.value().token());
+  CHECK(granted.value().valid());
+
+  // Closing a client releases its locks at once (no lock-delay).
+  auto c = cluster.client();
+  auto d = cluster.client();
+  REQUIRE(c->acquire("report", {.lock_delay = 30000ms}).is_ok());
+  CHECK(d->try_acquire("report").code() == Code::kBusy);
+  c.reset();
+  CHECK(d->try_acquire("report").is_ok());
+}
+
+TEST_CASE("lock client: the session and its leases live through a failover", "[lock_client]") {
+  Cluster cluster;
+  Events events;
+  LockClientOptions o = cluster.client_options();
+  o.on_event = events.callback();
+  auto a = cluster.client(std::move(o));
+  auto held = a->acquire("leader");
+  REQUIRE(held.is_ok());
+  const uint64_t session = a->session();
+  const uint64_t epoch = a->epoch();
+
+  auto m = cluster.master();
+  REQUIRE(m);
+  cluster.kill(static_cast<int>(*m));
+  INFO(cluster.logs());
+  // A new master; the client finds it and its KeepAlives are answered again.
+  REQUIRE(cluster.wait_for_master(10000));
+  CHECK(eventually([&] { return a->epoch() > epoch && a->safe(); }, 10s));
+  CHECK(a->session() == session);
+  CHECK(held.value().valid());
+  auto current = a->check_sequencer(held.value().sequencer());
+  REQUIRE(current.is_ok());
+  CHECK(current.value());
+  // New calls work, with tokens above the old ones.
+  auto next = a->acquire("follower");
+  REQUIRE(next.is_ok());
+  CHECK(next.value().token() > held.value().token());
+  for (SessionEvent e : events.get()) CHECK(e != SessionEvent::kExpired);
+  // The dead node comes back.
+  cluster.start(static_cast<int>(*m));
+}
+
+TEST_CASE("lock client: with no lock group, jeopardy, then expiry", "[lock_client]") {
+  Cluster cluster;
+  Events events;
+  LockClientOptions o = cluster.client_options();
+  o.on_event = events.callback();
+  o.grace = 1500ms;
+  auto a = cluster.client(std::move(o));
+  auto store = cluster.store();
+  auto held = a->acquire("x");
+  REQUIRE(held.is_ok());
+  for (int i = 0; i < 3; ++i) cluster.kill(i);
+
+  // Within a session lease (3 s), the lease is void.
+  CHECK(eventually([&] { return !held.value().valid(); }, 4s));
+  CHECK_FALSE(a->safe());
+  CHECK(store->put("k", "v", held.value()).status.code() == Code::kNoSession);
+  CHECK(eventually([&] { return events.get().size() >= 2; }, 5s));
+  CHECK(events.get() == std::vector{SessionEvent::kJeopardy, SessionEvent::kExpired});
+  CHECK(a->try_acquire("y").code() == Code::kNoSession);
+  CHECK(a->check_sequencer(held.value().sequencer()).code() == Code::kNoSession);
+  // Closing an expired client is quick.
+  auto start = std::chrono::steady_clock::now();
+  a.reset();
+  CHECK(std::chrono::steady_clock::now() - start < 1s);
+}
+
+TEST_CASE("lock client: acquire fences the store; a superseded holder's writes are refused", "[lock_client]") {
+  Cluster cluster;
+  auto store = cluster.store();
+  LockClientOptions o = cluster.client_options();
+  o.store = store.get();
+  auto a = cluster.client(o);
+  auto b = cluster.client(o);
+
+  auto la = a->acquire("account");
+  REQUIRE(la.is_ok());
+  WriteResult w = store->put("balance", "100", la.value());
+  REQUIRE(w.status.is_ok());
+  CHECK(w.ts.token == la.value().token());
+  const Fence old_fence{la.value().name(), la.value().token(), la.value().sequencer()};
+
+  Lease lease_a = la.value();
+  REQUIRE(a->release(lease_a).is_ok());
+  // Refused locally: the lease is no longer valid.
+  CHECK(store->put("balance", "90", lease_a).status.code() == Code::kNoSession);
+  CHECK(store->del("balance", lease_a).status.code() == Code::kNoSession);
+
+  auto lb = b->acquire("account");
+  REQUIRE(lb.is_ok());
+  // b's acquire raised the fence floor before it returned: a write with a's
+  // token (say, from a paused process) is fenced.
+  CHECK(store->put("balance", "90", old_fence).status.code() == Code::kFenced);
+  REQUIRE(store->put("balance", "200", lb.value()).status.is_ok());
+  ReadResult r = store->get("balance");
+  REQUIRE(r.status.is_ok());
+  CHECK(r.value == "200");
+  CHECK(r.lock == "account");
+  REQUIRE(store->del("balance", lb.value()).status.is_ok());
+
+  // Shared leases do not write.
+  auto shared = a->acquire("catalog", {.mode = LockMode::kShared});
+  REQUIRE(shared.is_ok());
+  CHECK(store->put("item", "1", shared.value()).status.code() == Code::kBadRequest);
+}
+
+TEST_CASE("lock client: connect gives up when no node answers", "[lock_client]") {
+  LockClientOptions o;
+  for (int i = 0; i < 3; ++i) o.nodes.push_back("tcp://127.0.0.1:" + std::to_string(tools::free_port()));
+  o.request_timeout = 100ms;
+  auto start = std::chrono::steady_clock::now();
+  auto c = LockClient::connect(o, 500ms);
+  CHECK(c.code() == Code::kUnavailable);
+  CHECK(std::chrono::steady_clock::now() - start < 2s);
+
+  CHECK(LockClient::connect(LockClientOptions{}).code() == Code::kBadRequest);
+  LockClientOptions bad;
+  bad.nodes = {"not an endpoint"};
+  CHECK(LockClient::connect(bad, 100ms).code() == Code::kBadRequest);
+}
+
+}  // namespace
+}  // namespace palisade

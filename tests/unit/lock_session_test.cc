@@ -1,0 +1,759 @@
+// The client side of a lock-group session (client/lock_session.h), driven by
+// hand: the test plays the lockd nodes (it reads what the session sends and
+// writes the replies a master or a follower would) and moves the clock itself.
+// Every number checked is worked out in the comments next to it.
+#include "client/lock_session.h"
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "client/lease_clock.h"
+#include "palisade/lease.h"
+#include "tests/support/printers.h"
+
+namespace palisade {
+namespace {
+
+using client::CallDone;
+using client::LockSession;
+using client::LockSessionOptions;
+using client::Outgoing;
+using client::SessionState;
+using wire::LockReply;
+
+constexpr uint64_t kStart = 1000;
+constexpr uint64_t kLease = 12000;
+// 12000 ms * (1e6 - 1000) / (1e6 + 1000), rounded down: 11976.02 -> 11976.
+constexpr uint64_t kLocalLease = 11976;
+constexpr uint64_t kEpoch = 5;
+constexpr uint64_t kSession = 77;
+const std::vector<std::string> kEndpoints = {"tcp://n0:7000", "tcp://n1:7000", "tcp://n2:7000"};
+
+LockSessionOptions options() {
+  return {.nodes = 3,
+          .request_timeout_ms = 1000,
+          .grace_ms = 45000,
+          .max_drift_ppm = 1000,
+          .call_timeout_ms = 10000,
+          .retry_backoff_ms = 50};
+}
+
+template <class T>
+bool is(const Outgoing& o) {
+  return std::holds_alternative<T>(o.request.body);
+}
+template <class T>
+const T& body(const Outgoing& o) {
+  REQUIRE(is<T>(o));
+  return std::get<T>(o.request.body);
+}
+
+// A fake lock group: the session under test plus a clock, and replies written
+// the way palisade-lockd writes them.
+struct Group {
+  uint64_t now = kStart;
+  LockSession s{options(), now};
+
+  explicit Group(LockSessionOptions o = options()) : s(o, kStart) { s.set_endpoints(kEndpoints); }
+
+  std::vector<Outgoing> out() { return s.take_outgoing(); }
+  Outgoing one() {
+    auto o = out();
+    REQUIRE(o.size() == 1);
+    return o[0];
+  }
+  void nothing_sent() { CHECK(s.take_outgoing().empty()); }
+  void at(uint64_t t) {
+    now = t;
+    s.tick(now);
+  }
+  void reply(const Outgoing& to, LockReply r) { s.on_reply(to.node, r, now); }
+
+  // What node `o.node` answers as master of `epoch`.
+  static LockReply master_reply(const Outgoing& o, Code code = Code::kOk, uint64_t epoch = kEpoch) {
+    LockReply r;
+    r.id = o.request.id;
+    r.status = code == Code::kOk ? Status::ok() : Status(code, "from the test");
+    r.epoch = epoch;
+    r.master = static_cast<uint32_t>(o.node + 1);
+    r.master_endpoint = kEndpoints[o.node];
+    return r;
+  }
+  static LockReply ok_session(const Outgoing& o, uint64_t lease = kLease) {
+    LockReply r = master_reply(o);
+    if (is<wire::OpenSessionRequest>(o)) r.session = kSession;
+    r.lease_ms = lease;
+    return r;
+  }
+  // A follower's not_master, naming `master` (or nobody).
+  static LockReply not_master(const Outgoing& o, std::optional<size_t> master, uint64_t epoch = kEpoch) {
+    LockReply r;
+    r.id = o.request.id;
+    r.status = Status(Code::kNotMaster, "ask the master");
+    r.epoch = epoch;
+    if (master) {
+      r.master = static_cast<uint32_t>(*master + 1);
+      r.master_endpoint = kEndpoints[*master];
+    }
+    return r;
+  }
+  static LockReply grant(const Outgoing& o, uint64_t token, uint64_t lease) {
+    LockReply r = master_reply(o);
+    r.token = token;
+    r.mode = body<wire::AcquireRequest>(o).mode;
+    r.sequencer = "ps1.seq-" + std::to_string(token);
+    r.lease_ms = lease;
+    return r;
+  }
+
+  // Opens the session on node 0 at kStart (answered at once): the deadline is
+  // kStart + kLocalLease.
+  void open() {
+    Outgoing o = one();
+    REQUIRE(is<wire::OpenSessionRequest>(o));
+    reply(o, ok_session(o));
+    REQUIRE(s.state() == SessionState::kSafe);
+    REQUIRE(s.take_events() == std::vector{SessionState::kSafe});
+  }
+  std::vector<CallDone> done() { return s.take_done(); }
+  CallDone one_done() {
+    auto d = done();
+    REQUIRE(d.size() == 1);
+    return d[0];
+  }
+};
+
+TEST_CASE("the session opens on the node a not_master hint names", "[lock_session]") {
+  Group g;
+  Outgoing first = g.one();
+  CHECK(first.node == 0);
+  CHECK(body<wire::OpenSessionRequest>(first).epoch == 0);
+
+  // Node 0 is a follower and knows the master is node 2: ask it at once.
+  g.reply(first, Group::not_master(first, 2));
+  Outgoing second = g.one();
+  CHECK(second.node == 2);
+  CHECK(is<wire::OpenSessionRequest>(second));
+  CHECK(second.request.id != first.request.id);
+  CHECK(g.s.state() == SessionState::kOpening);
+
+  g.now += 3;
+  g.reply(second, Group::ok_session(second));
+  CHECK(g.s.state() == SessionState::kSafe);
+  CHECK(g.s.take_events() == std::vector{SessionState::kSafe});
+  CHECK(g.s.session() == kSession);
+  CHECK(g.s.epoch() == kEpoch);
+  CHECK(g.s.master_guess() == 2);
+  // From the send time (kStart), not the answer's (kStart + 3).
+  CHECK(g.s.lease_deadline() == kStart + kLocalLease);
+  CHECK(g.s.lease_valid(g.now));
+}
+
+TEST_CASE("without a hint the session asks the next node after a pause", "[lock_session]") {
+  Group g;
+  Outgoing first = g.one();
+  g.reply(first, Group::not_master(first, std::nullopt));
+  g.nothing_sent();
+  CHECK(g.s.next_timer_ms() == kStart + 50);
+  g.at(kStart + 49);
+  g.nothing_sent();
+  g.at(kStart + 50);
+  Outgoing second = g.one();
+  CHECK(second.node == 1);
+  CHECK(is<wire::OpenSessionRequest>(second));
+
+  // No answer at all: the node after that, one request timeout later.
+  g.at(kStart + 50 + 999);
+  g.nothing_sent();
+  g.at(kStart + 50 + 1000);
+  Outgoing third = g.one();
+  CHECK(third.node == 2);
+  CHECK(is<wire::OpenSessionRequest>(third));
+}
+
+TEST_CASE("hints that point in a circle are followed only so far", "[lock_session]") {
+  Group g;
+  Outgoing o = g.one();
+  // Nodes 0 and 1 name each other: 3 hops at once, then a pause.
+  for (int hop = 0; hop < 3; ++hop) {
+    g.reply(o, Group::not_master(o, o.node == 0 ? 1 : 0));
+    o = g.one();
+  }
+  g.reply(o, Group::not_master(o, o.node == 0 ? 1 : 0));
+  g.nothing_sent();
+  g.at(g.now + 50);
+  CHECK(g.one().node == (o.node == 0 ? 1u : 0u));
+}
+
+TEST_CASE("KeepAlives go every third of the lease, and to the next node when unanswered", "[lock_session]") {
+  Group g;
+  g.open();
+  // The open was answered at kStart: the next KeepAlive at kStart + 12000 / 3.
+  CHECK(g.s.next_timer_ms() == kStart + 4000);
+  g.at(kStart + 3999);
+  g.nothing_sent();
+  g.at(kStart + 4000);
+  Outgoing ka = g.one();
+  CHECK(ka.node == 0);
+  CHECK(body<wire::KeepAliveRequest>(ka).session == kSession);
+  CHECK(body<wire::KeepAliveRequest>(ka).epoch == kEpoch);
+
+  // Unanswered for a request timeout: ask node 1.
+  g.at(kStart + 4999);
+  g.nothing_sent();
+  g.at(kStart + 5000);
+  Outgoing retry = g.one();
+  CHECK(retry.node == 1);
+  CHECK(is<wire::KeepAliveRequest>(retry));
+
+  // Node 1 became master (epoch 6) and answers 10 ms later.
+  g.now = kStart + 5010;
+  g.reply(retry, [&] {
+    LockReply r = Group::master_reply(retry, Code::kOk, 6);
+    r.lease_ms = kLease;
+    return r;
+  }());
+  CHECK(g.s.epoch() == 6);
+  CHECK(g.s.master_guess() == 1);
+  CHECK(g.s.lease_deadline() == kStart + 5000 + kLocalLease);
+  // The next one 4000 ms after that answer, to node 1.
+  g.at(kStart + 5010 + 3999);
+  g.nothing_sent();
+  g.at(kStart + 5010 + 4000);
+  Outgoing next = g.one();
+  CHECK(next.node == 1);
+  CHECK(body<wire::KeepAliveRequest>(next).epoch == 6);
+  CHECK(g.s.take_events().empty());
+}
+
+TEST_CASE("the local deadline starts at the send time and allows for drift", "[lock_session]") {
+  SECTION("exact numbers") {
+    CHECK(client::lease_end(1000, 12000, 1000) == 1000 + 11976);
+    CHECK(client::lease_end(1000, 12000, 0) == 13000);
+    // 12000 * 900000 / 1100000 = 9818.18 -> 9818
+    CHECK(client::lease_end(0, 12000, 100000) == 9818);
+    // 10 * 999000 / 1001000 = 9.98 -> 9: rounded down, never up.
+    CHECK(client::lease_end(0, 10, 1000) == 9);
+  }
+
+  SECTION("in a session") {
+    Group g;
+    Outgoing open = g.one();
+    g.now = kStart + 700;  // a slow answer
+    g.reply(open, Group::ok_session(open));
+    CHECK(g.s.lease_deadline() == kStart + kLocalLease);
+
+    // A KeepAlive sent at kStart + 4700, answered 2 s later: from its send time.
+    g.at(kStart + 4700);
+    Outgoing ka = g.one();
+    g.now = kStart + 6700;
+    g.reply(ka, Group::ok_session(ka));
+    CHECK(g.s.lease_deadline() == kStart + 4700 + kLocalLease);
+
+    // The answer to an older KeepAlive never moves the deadline back.
+    g.at(kStart + 10700);
+    Outgoing ka2 = g.one();
+    g.at(kStart + 11700);
+    Outgoing ka3 = g.one();  // ka2 timed out: to node 1
+    CHECK(ka3.node == 1);
+    g.reply(ka3, Group::ok_session(ka3));
+    CHECK(g.s.lease_deadline() == kStart + 11700 + kLocalLease);
+    g.now = kStart + 11800;
+    g.reply(ka2, Group::ok_session(ka2));
+    CHECK(g.s.lease_deadline() == kStart + 11700 + kLocalLease);
+  }
+
+  SECTION("a late answer to a KeepAlive that was sent again still counts") {
+    Group g;
+    g.open();
+    g.at(kStart + 4000);
+    Outgoing ka = g.one();
+    g.at(kStart + 5000);
+    Outgoing retry = g.one();
+    CHECK(retry.node == 1);
+    g.at(kStart + 5500);
+    g.reply(ka, Group::ok_session(ka));
+    CHECK(g.s.lease_deadline() == kStart + 4000 + kLocalLease);
+    CHECK(g.s.master_guess() == 0);
+  }
+}
+
+TEST_CASE("jeopardy at the deadline, safe again on an answer within the grace, expired after it", "[lock_session]") {
+  Group g;
+  g.open();
+  const uint64_t deadline = kStart + kLocalLease;  // 12976
+  const uint64_t check = g.s.check_sequencer("ps1.x", g.now);
+  g.out();
+
+  // Nobody answers from now on.
+  for (uint64_t t = g.now; t < deadline; t += 100) g.at(t);
+  g.out();
+  CHECK(g.s.state() == SessionState::kSafe);
+  CHECK(g.s.lease_valid(deadline - 1));
+  g.at(deadline - 1);
+  CHECK(g.s.take_events().empty());
+
+  g.at(deadline);
+  CHECK(g.s.state() == SessionState::kJeopardy);
+  CHECK(g.s.take_events() == std::vector{SessionState::kJeopardy});
+  CHECK_FALSE(g.s.lease_valid(deadline));
+  // The call ended on its own call timeout (10 s after it started), not on
+  // the jeopardy: jeopardy is not expiry.
+  auto d = g.done();
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].call == check);
+  CHECK(d[0].status.code() == Code::kUnavailable);
+
+  SECTION("an answer within the grace makes it safe again") {
+    // KeepAlives keep going, one request timeout apart, round the nodes.
+    std::vector<Outgoing> kas;
+    std::vector<uint64_t> sent_at;
+    for (uint64_t t = deadline; t <= deadline + 20000; t += 10) {
+      g.at(t);
+      for (Outgoing& o : g.out()) {
+        REQUIRE(is<wire::KeepAliveRequest>(o));
+        kas.push_back(o);
+        sent_at.push_back(t);
+      }
+    }
+    REQUIRE(kas.size() == 20);
+    for (size_t i = 1; i < kas.size(); ++i) {
+      CHECK(kas[i].node == (kas[i - 1].node + 1) % 3);
+      CHECK(sent_at[i] - sent_at[i - 1] >= 1000);
+      CHECK(sent_at[i] - sent_at[i - 1] < 1010);
+    }
+    const Outgoing& last = kas.back();
+    g.now += 5;
+    g.reply(last, Group::ok_session(last));
+    CHECK(g.s.state() == SessionState::kSafe);
+    CHECK(g.s.take_events() == std::vector{SessionState::kSafe});
+    CHECK(g.s.lease_deadline() == sent_at.back() + kLocalLease);
+    CHECK(g.s.lease_valid(g.now));
+  }
+
+  SECTION("no answer within the grace expires it") {
+    g.at(deadline + 44999);
+    g.out();
+    CHECK(g.s.state() == SessionState::kJeopardy);
+    uint64_t release = g.s.release("y", g.now);
+    g.out();
+    g.at(deadline + 45000);
+    CHECK(g.s.state() == SessionState::kExpired);
+    CHECK(g.s.take_events() == std::vector{SessionState::kExpired});
+    auto ended = g.done();
+    REQUIRE(ended.size() == 1);
+    CHECK(ended[0].call == release);
+    CHECK(ended[0].status.code() == Code::kNoSession);
+    // Nothing more is sent, and a late answer changes nothing.
+    g.at(deadline + 50000);
+    g.nothing_sent();
+    CHECK(g.s.next_timer_ms() == LockSession::kNever);
+  }
+}
+
+TEST_CASE("no_session expires the session and fails every call", "[lock_session]") {
+  Group g;
+  g.open();
+  uint64_t waiting = g.s.acquire("x", LockMode::kExclusive, 0, 30000, g.now);
+  g.out();
+  g.at(kStart + 4000);
+  Outgoing ka = g.one();
+  g.reply(ka, Group::master_reply(ka, Code::kNoSession));
+  CHECK(g.s.state() == SessionState::kExpired);
+  CHECK(g.s.take_events() == std::vector{SessionState::kExpired});
+  CallDone d = g.one_done();
+  CHECK(d.call == waiting);
+  CHECK(d.status.code() == Code::kNoSession);
+  CHECK_FALSE(g.s.lease_valid(g.now));
+
+  // Calls after expiry end at once, and nothing is sent.
+  uint64_t a = g.s.acquire("y", LockMode::kExclusive, 0, 0, g.now);
+  uint64_t c = g.s.check_sequencer("ps1.x", g.now);
+  uint64_t r = g.s.release("y", g.now);
+  auto after = g.done();
+  REQUIRE(after.size() == 3);
+  CHECK(after[0].call == a);
+  CHECK(after[1].call == c);
+  CHECK(after[2].call == r);
+  for (const CallDone& x : after) CHECK(x.status.code() == Code::kNoSession);
+  g.nothing_sent();
+}
+
+TEST_CASE("no_session in answer to a call expires the session too", "[lock_session]") {
+  Group g;
+  g.open();
+  uint64_t a = g.s.acquire("x", LockMode::kExclusive, 0, 0, g.now);
+  uint64_t b = g.s.acquire("y", LockMode::kExclusive, 0, 0, g.now);
+  auto sent = g.out();
+  REQUIRE(sent.size() == 2);
+  g.reply(sent[0], Group::master_reply(sent[0], Code::kNoSession));
+  CHECK(g.s.state() == SessionState::kExpired);
+  auto d = g.done();
+  REQUIRE(d.size() == 2);
+  CHECK(((d[0].call == a && d[1].call == b) || (d[0].call == b && d[1].call == a)));
+  CHECK(d[0].status.code() == Code::kNoSession);
+  CHECK(d[1].status.code() == Code::kNoSession);
+}
+
+TEST_CASE("stale_epoch: the session takes the master's epoch and asks again at once", "[lock_session]") {
+  Group g;
+  g.open();
+  g.s.acquire("x", LockMode::kExclusive, 0, 0, g.now);
+  Outgoing first = g.one();
+  CHECK(body<wire::AcquireRequest>(first).epoch == kEpoch);
+  g.reply(first, Group::master_reply(first, Code::kStaleEpoch, 9));
+  CHECK(g.s.epoch() == 9);
+  Outgoing again = g.one();
+  CHECK(again.node == first.node);
+  CHECK(body<wire::AcquireRequest>(again).epoch == 9);
+  CHECK(body<wire::AcquireRequest>(again).session == kSession);
+
+  // KeepAlives carry it too.
+  g.reply(again, Group::grant(again, 3, kLease));
+  g.at(kStart + 4000);
+  CHECK(body<wire::KeepAliveRequest>(g.one()).epoch == 9);
+}
+
+TEST_CASE("a follower's epoch is not taken; a master that finds ours too new gives its own", "[lock_session]") {
+  Group g;
+  g.open();
+  g.at(kStart + 4000);
+  Outgoing ka = g.one();
+  CHECK(ka.node == 0);
+  // A follower that promised a ballot which never won names node 1.
+  g.reply(ka, Group::not_master(ka, 1, 40));
+  CHECK(g.s.epoch() == kEpoch);
+  Outgoing again = g.one();  // to node 1, the hint, at once
+  CHECK(again.node == 1);
+
+  // Were a too new epoch taken anyway (here: from a master's stale_epoch), a
+  // master that names itself and refuses it gives its own.
+  g.reply(again, Group::master_reply(again, Code::kStaleEpoch, 40));
+  CHECK(g.s.epoch() == 40);
+  Outgoing third = g.one();
+  CHECK(third.node == 1);
+  CHECK(body<wire::KeepAliveRequest>(third).epoch == 40);
+  LockReply too_new = Group::not_master(third, third.node, 7);
+  g.reply(third, too_new);
+  CHECK(g.s.epoch() == 7);
+  Outgoing fourth = g.one();
+  CHECK(fourth.node == third.node);
+  CHECK(body<wire::KeepAliveRequest>(fourth).epoch == 7);
+}
+
+TEST_CASE("an acquire retried after a timeout gets the same grant, once", "[lock_session]") {
+  Group g;
+  g.open();
+  const uint64_t call = g.s.acquire("x", LockMode::kExclusive, 5000, 0, g.now);
+  Outgoing first = g.one();
+  const auto& a = body<wire::AcquireRequest>(first);
+  CHECK(first.node == 0);
+  CHECK(a.lock == "x");
+  CHECK(a.mode == LockMode::kExclusive);
+  CHECK(a.lock_delay_ms == 5000);
+  CHECK(a.wait_ms == 0);
+  CHECK(a.session == kSession);
+  CHECK(a.call == call);  // a retry below repeats the number
+
+  // The master applied it, but its answer is late: the call asks again after a
+  // request timeout, on the next node, which names node 0 master.
+  g.at(kStart + 1000);
+  Outgoing second = g.one();
+  CHECK(second.node == 1);
+  CHECK(body<wire::AcquireRequest>(second) == a);
+  g.reply(second, Group::not_master(second, 0));
+  Outgoing third = g.one();
+  CHECK(third.node == 0);
+  // Node 0 answers the retry with the grant it already made.
+  g.reply(third, Group::grant(third, 42, 11000));
+  CallDone d = g.one_done();
+  CHECK(d.call == call);
+  CHECK(d.status.is_ok());
+  REQUIRE(d.grant);
+  CHECK(d.grant->lock == "x");
+  CHECK(d.grant->token == 42);
+  CHECK(d.grant->sequencer == "ps1.seq-42");
+  // The late answer to the first request: the call already ended.
+  g.reply(first, Group::grant(first, 42, 11000));
+  CHECK(g.done().empty());
+  g.nothing_sent();  // and the lock is not given back: it is held
+}
+
+TEST_CASE("a grant shortens the local deadline to the session lease the master had left", "[lock_session]") {
+  Group g;
+  g.open();
+  CHECK(g.s.lease_deadline() == kStart + kLocalLease);  // 12976
+  g.at(kStart + 2000);
+  g.s.acquire("x", LockMode::kExclusive, 0, 0, g.now);
+  Outgoing o = g.one();
+  g.now = kStart + 2500;
+  // The master had 5000 ms of the session left at the grant:
+  // 3000 + 5000 * 999000 / 1001000 = 3000 + 4990.
+  g.reply(o, Group::grant(o, 1, 5000));
+  CHECK(g.s.lease_deadline() == kStart + 2000 + 4990);
+  CHECK(g.one_done().status.is_ok());
+
+  // A grant with more left does not lengthen it.
+  g.s.acquire("y", LockMode::kShared, 0, 0, g.now);
+  Outgoing o2 = g.one();
+  g.reply(o2, Group::grant(o2, 2, 60000));
+  CHECK(g.s.lease_deadline() == kStart + 2000 + 4990);
+  CallDone d = g.one_done();
+  CHECK(d.grant->mode == LockMode::kShared);
+
+  // The next KeepAlive answer lengthens it again.
+  g.at(kStart + 4000);
+  Outgoing ka = g.one();
+  g.reply(ka, Group::ok_session(ka));
+  CHECK(g.s.lease_deadline() == kStart + 4000 + kLocalLease);
+}
+
+TEST_CASE("a waiting acquire", "[lock_session]") {
+  Group g;
+  g.open();
+  const uint64_t call = g.s.acquire("x", LockMode::kExclusive, 0, 5000, g.now);
+  Outgoing first = g.one();
+  CHECK(body<wire::AcquireRequest>(first).wait_ms == 5000);
+
+  SECTION("the master's timeout ends it") {
+    g.now = kStart + 5000;
+    g.reply(first, Group::master_reply(first, Code::kTimeout));
+    CallDone d = g.one_done();
+    CHECK(d.call == call);
+    CHECK(d.status.code() == Code::kTimeout);
+  }
+
+  SECTION("it is not asked again before its wait and a request timeout passed") {
+    for (uint64_t t = kStart; t < kStart + 6000; t += 100) {
+      g.at(t);
+      for (const Outgoing& o : g.out()) CHECK_FALSE(is<wire::AcquireRequest>(o));
+      g.s.take_events();
+    }
+    g.at(kStart + 6000);
+    bool resent = false;
+    for (const Outgoing& o : g.out()) {
+      if (!is<wire::AcquireRequest>(o)) continue;
+      resent = true;
+      // What is left of the wait, at least 1 ms.
+      CHECK(body<wire::AcquireRequest>(o).wait_ms == 1);
+    }
+    CHECK(resent);
+    CHECK(g.done().empty());
+  }
+
+  SECTION("unanswered, it ends with timeout after its wait and the call timeout") {
+    // The session stays safe: answer every KeepAlive.
+    std::vector<Outgoing> acquires;
+    for (uint64_t t = kStart; t < kStart + 15000; t += 10) {
+      g.at(t);
+      for (const Outgoing& o : g.out()) {
+        if (is<wire::KeepAliveRequest>(o)) g.reply(o, Group::ok_session(o));
+        if (is<wire::AcquireRequest>(o)) acquires.push_back(o);
+      }
+      REQUIRE(g.done().empty());
+    }
+    g.at(kStart + 15000);
+    auto d = g.done();
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].call == call);
+    CHECK(d[0].status.code() == Code::kTimeout);
+    CHECK(g.s.state() == SessionState::kSafe);
+    // The lock may have been granted all the same: it is given back.
+    Outgoing release = g.one();
+    CHECK(body<wire::ReleaseRequest>(release).lock == "x");
+    g.reply(release, Group::master_reply(release));
+    CHECK(g.done().empty());  // an internal call: no CallDone
+
+    // A grant that turns up later is given back too.
+    g.reply(first, Group::grant(first, 8, kLease));
+    Outgoing again = g.one();
+    CHECK(body<wire::ReleaseRequest>(again).lock == "x");
+    CHECK(g.done().empty());
+  }
+}
+
+TEST_CASE("an acquire no master answers ends with unavailable and is given back", "[lock_session]") {
+  Group g;
+  g.open();
+  const uint64_t call = g.s.acquire("x", LockMode::kExclusive, 0, 0, g.now);
+  std::vector<Outgoing> acquires;
+  for (uint64_t t = kStart; t < kStart + 10000; t += 10) {
+    g.at(t);
+    for (const Outgoing& o : g.out()) {
+      if (is<wire::KeepAliveRequest>(o)) g.reply(o, Group::ok_session(o));
+      if (is<wire::AcquireRequest>(o)) acquires.push_back(o);
+    }
+    REQUIRE(g.done().empty());
+  }
+  // Asked again every request timeout, round the nodes.
+  CHECK(acquires.size() == 10);
+  g.at(kStart + 10000);
+  CallDone d = g.one_done();
+  CHECK(d.call == call);
+  CHECK(d.status.code() == Code::kUnavailable);
+  CHECK(body<wire::ReleaseRequest>(g.one()).lock == "x");
+}
+
+TEST_CASE("release, check_sequencer and close", "[lock_session]") {
+  Group g;
+  g.open();
+  const uint64_t r = g.s.release("x", g.now);
+  Outgoing rel = g.one();
+  // The call's number orders it against the session's other calls on the lock.
+  CHECK(body<wire::ReleaseRequest>(rel) ==
+        wire::ReleaseRequest{.epoch = kEpoch, .session = kSession, .lock = "x", .call = r});
+  g.reply(rel, Group::master_reply(rel));
+  CallDone d = g.one_done();
+  CHECK(d.call == r);
+  CHECK(d.status.is_ok());
+
+  const uint64_t c = g.s.check_sequencer("ps1.abc", g.now);
+  Outgoing check = g.one();
+  CHECK(body<wire::CheckSequencerRequest>(check).sequencer == "ps1.abc");
+  LockReply current = Group::master_reply(check);
+  current.current = true;
+  g.reply(check, current);
+  d = g.one_done();
+  CHECK(d.call == c);
+  CHECK(d.current);
+
+  const uint64_t bad = g.s.check_sequencer("nonsense", g.now);
+  Outgoing check2 = g.one();
+  g.reply(check2, Group::master_reply(check2, Code::kBadSequencer));
+  d = g.one_done();
+  CHECK(d.call == bad);
+  CHECK(d.status.code() == Code::kBadSequencer);
+
+  const uint64_t busy = g.s.acquire("held", LockMode::kExclusive, 0, 0, g.now);
+  Outgoing acq = g.one();
+  g.reply(acq, Group::master_reply(acq, Code::kBusy));
+  d = g.one_done();
+  CHECK(d.call == busy);
+  CHECK(d.status.code() == Code::kBusy);
+  CHECK(g.s.state() == SessionState::kSafe);
+
+  const uint64_t pending = g.s.acquire("y", LockMode::kExclusive, 0, 10000, g.now);
+  g.out();
+  const uint64_t cl = g.s.close(g.now);
+  Outgoing close = g.one();
+  CHECK(body<wire::CloseSessionRequest>(close) == wire::CloseSessionRequest{.epoch = kEpoch, .session = kSession});
+  g.reply(close, Group::master_reply(close));
+  CHECK(g.s.state() == SessionState::kClosed);
+  CHECK(g.s.take_events() == std::vector{SessionState::kClosed});
+  auto ended = g.done();
+  REQUIRE(ended.size() == 2);
+  CHECK(ended[0].call == cl);
+  CHECK(ended[0].status.is_ok());
+  CHECK(ended[1].call == pending);
+  CHECK(ended[1].status.code() == Code::kNoSession);
+  CHECK(g.s.next_timer_ms() == LockSession::kNever);
+}
+
+TEST_CASE("calls made while the session opens wait for it", "[lock_session]") {
+  Group g;
+  Outgoing open = g.one();
+  const uint64_t call = g.s.acquire("x", LockMode::kExclusive, 0, 0, g.now);
+  g.nothing_sent();
+  g.reply(open, Group::ok_session(open));
+  Outgoing acq = g.one();
+  CHECK(body<wire::AcquireRequest>(acq).session == kSession);
+  g.reply(acq, Group::grant(acq, 1, kLease));
+  CHECK(g.one_done().call == call);
+}
+
+TEST_CASE("when a KeepAlive finds the new master, waiting calls go there at once", "[lock_session]") {
+  Group g;
+  g.open();
+  g.s.acquire("x", LockMode::kExclusive, 0, 20000, g.now);
+  Outgoing acq = g.one();
+  CHECK(acq.node == 0);
+  g.at(kStart + 4000);
+  Outgoing ka = g.one();
+  g.at(kStart + 5000);
+  Outgoing ka2 = g.one();
+  CHECK(ka2.node == 1);
+  g.reply(ka2, [&] {
+    LockReply r = Group::master_reply(ka2, Code::kOk, 6);
+    r.lease_ms = kLease;
+    return r;
+  }());
+  Outgoing moved = g.one();
+  CHECK(moved.node == 1);
+  // 20000 ms of wait from kStart; 5000 ms went by.
+  CHECK(body<wire::AcquireRequest>(moved).wait_ms == 15000);
+  CHECK(body<wire::AcquireRequest>(moved).epoch == 6);
+  (void)ka;
+}
+
+TEST_CASE("a send the driver could not make is retried on the next node after a pause", "[lock_session]") {
+  Group g;
+  Outgoing open = g.one();
+  g.s.on_unreachable(open.node, open.request.id, g.now);
+  CHECK(g.s.next_timer_ms() == kStart + 50);
+  g.at(kStart + 50);
+  Outgoing again = g.one();
+  CHECK(again.node == 1);
+  CHECK(is<wire::OpenSessionRequest>(again));
+}
+
+TEST_CASE("a second session opened by a duplicate open_session is closed", "[lock_session]") {
+  Group g;
+  Outgoing first = g.one();
+  g.at(kStart + 1000);
+  Outgoing second = g.one();  // the first timed out: node 1
+  CHECK(second.node == 1);
+  g.reply(second, Group::ok_session(second));
+  CHECK(g.s.session() == kSession);
+  LockReply late = Group::ok_session(first);
+  late.session = kSession + 1;
+  g.reply(first, late);
+  CHECK(g.s.session() == kSession);
+  Outgoing close = g.one();
+  CHECK(close.node == 0);
+  CHECK(body<wire::CloseSessionRequest>(close).session == kSession + 1);
+}
+
+TEST_CASE("a lock-delay over the maximum is refused without asking", "[lock_session]") {
+  Group g;
+  g.open();
+  g.s.acquire("x", LockMode::kExclusive, wire::kMaxLockDelayMs + 1, 0, g.now);
+  CallDone d = g.one_done();
+  CHECK(d.status.code() == Code::kBadRequest);
+  g.nothing_sent();
+}
+
+// ---- Lease, against a LeaseClock the test sets ----
+
+std::atomic<uint64_t> fake_now{0};
+uint64_t fake_clock() { return fake_now.load(); }
+
+TEST_CASE("a lease is valid while the session is safe, before its deadline, and not released", "[lease]") {
+  auto clock = std::make_shared<LeaseClock>(&fake_clock);
+  Lease lease("x", LockMode::kExclusive, 7, "ps1.seq", clock);
+  Lease copy = lease;
+  fake_now = 100;
+  CHECK_FALSE(lease.valid());  // nothing published yet
+  clock->publish(true, 1000);
+  CHECK(lease.valid());
+  CHECK(lease.remaining() == std::chrono::milliseconds(900));
+  fake_now = 999;
+  CHECK(lease.valid());
+  fake_now = 1000;
+  CHECK_FALSE(lease.valid());
+  CHECK(lease.remaining() == std::chrono::milliseconds(0));
+  fake_now = 500;
+  clock->publish(false, 1000);  // jeopardy
+  CHECK_FALSE(lease.valid());
+  clock->publish(true, 2000);
+  CHECK(copy.valid());
+  clock->void_all();  // expired
+  clock->publish(true, 3000);
+  CHECK_FALSE(copy.valid());
+  CHECK_FALSE(Lease().valid());
+}
+
+}  // namespace
+}  // namespace palisade
