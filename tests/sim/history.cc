@@ -15,11 +15,11 @@ std::string describe(const WriteRecord& w) {
          std::to_string(w.start_ms) + ", " + std::to_string(w.end_ms) + "] answered " + std::string(code_name(w.result));
 }
 
-// The earliest time a fence with a token above `token` completed; UINT64_MAX if none.
-uint64_t superseded_at(const History& h, uint64_t token) {
+// The earliest time a fence of `lock` with a token above `token` completed; UINT64_MAX if none.
+uint64_t superseded_at(const History& h, const std::string& lock, uint64_t token) {
   uint64_t at = UINT64_MAX;
   for (const FenceRecord& f : h.fences) {
-    if (f.result == Code::kOk && f.token > token) at = std::min(at, f.end_ms);
+    if (f.result == Code::kOk && f.lock == lock && f.token > token) at = std::min(at, f.end_ms);
   }
   return at;
 }
@@ -33,7 +33,7 @@ std::vector<std::string> check(const History& h) {
   for (const WriteRecord& w : h.writes) by_ts.emplace(std::make_pair(w.key, w.ts), &w);
 
   for (const WriteRecord& w : h.writes) {
-    if (w.token != 0 && w.result == Code::kOk && w.start_ms > superseded_at(h, w.token)) {
+    if (w.token != 0 && w.result == Code::kOk && w.start_ms > superseded_at(h, w.lock, w.token)) {
       out.push_back("superseded holder acknowledged: " + describe(w));
     }
   }
@@ -52,7 +52,7 @@ std::vector<std::string> check(const History& h) {
     if (w.result == Code::kFenced || w.result == Code::kStale) {
       out.push_back("visible though refused: " + describe(r) + " of " + describe(w));
     }
-    if (w.token != 0 && w.start_ms > superseded_at(h, w.token)) {
+    if (w.token != 0 && w.start_ms > superseded_at(h, w.lock, w.token)) {
       out.push_back("superseded write visible: " + describe(r) + " of " + describe(w));
     }
   }

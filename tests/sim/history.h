@@ -16,6 +16,7 @@ struct WriteRecord {
   std::string key;
   std::string value;
   bool tombstone = false;
+  std::string lock;  // empty for a write without a lock
   uint64_t token = 0;
   uint64_t start_ms = 0, end_ms = 0;
   Code result = Code::kOk;
@@ -24,6 +25,7 @@ struct WriteRecord {
 
 struct FenceRecord {  // a lock acquisition's "make the fence" step
   int client = 0;
+  std::string lock;
   uint64_t token = 0;
   uint64_t start_ms = 0, end_ms = 0;
   Code result = Code::kOk;
@@ -48,7 +50,7 @@ struct History {
 // Every violation found, one line each; empty when the history is safe:
 //  - a read returns a version that was never written, or with another value;
 //  - a read returns a write that was answered Fenced or Stale;
-//  - a write started after a fence with a higher token completed is acknowledged,
+//  - a write started after a fence of its lock with a higher token completed is acknowledged,
 //    or returned by a read (a superseded holder's write);
 //  - a read started after a write was acknowledged returns an older version
 //    (an acknowledged write was lost);

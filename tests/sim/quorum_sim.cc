@@ -5,80 +5,12 @@
 #include <optional>
 
 #include "client/coordinator.h"
-#include "common/physical_clock.h"
-#include "replica/handler.h"
-#include "replica/memory_store.h"
+#include "tests/sim/replica_set.h"
 
 namespace palisade::sim {
 namespace {
 
-constexpr uint64_t kEpochMs = 1'700'000'000'000;
 constexpr const char* kLock = "L";
-
-// A node's wall clock: simulated time plus a fixed offset.
-class SkewedClock final : public PhysicalClock {
- public:
-  SkewedClock(const World& world, int64_t offset_ms) : world_(world), offset_ms_(offset_ms) {}
-  uint64_t now_ms() override { return kEpochMs + world_.now_ms() + offset_ms_; }
-
- private:
-  const World& world_;
-  int64_t offset_ms_;
-};
-
-// The negative control's disk: it forgets every fence floor.
-class FloorlessStore final : public replica::ReplicaStore {
- public:
-  Result<replica::Versions> get(std::string_view key) override { return inner.get(key); }
-  Result<uint64_t> fence_floor(std::string_view) override { return uint64_t{0}; }
-  Status apply(const replica::Change& c) override { return inner.apply(c); }
-  Status commit() override { return inner.commit(); }
-  void abort() override { inner.abort(); }
-  replica::MemoryStore inner;
-};
-
-std::string describe(const wire::Version& v) {
-  return v.ts.to_string() + (v.tombstone ? " tombstone" : " '" + v.value + "'") +
-         (v.state == wire::VersionState::kCommitted ? " committed" : " pending");
-}
-
-std::string describe(const wire::ReplicaRequest& r) {
-  std::string id = "#" + std::to_string(r.id) + " ";
-  if (auto* w = std::get_if<wire::WriteRequest>(&r.body)) {
-    return id + "write " + w->key + " " + w->ts.to_string() + (w->tombstone ? " tombstone" : " '" + w->value + "'") +
-           (w->committed ? " committed" : "");
-  }
-  if (auto* f = std::get_if<wire::FenceRequest>(&r.body)) return id + "fence " + f->lock + " " + std::to_string(f->token);
-  if (auto* c = std::get_if<wire::CommitRequest>(&r.body)) return id + "commit " + c->key + " " + c->ts.to_string();
-  if (auto* p = std::get_if<wire::PurgeRequest>(&r.body)) return id + "purge " + p->key + " " + p->ts.to_string();
-  if (auto* rd = std::get_if<wire::ReadRequest>(&r.body)) return id + "read " + rd->key + " floor_of " + rd->floor_of;
-  return id + "ping";
-}
-
-std::string describe(const wire::ReplicaReply& r) {
-  std::string out = "#" + std::to_string(r.id) + " " + r.status.to_string();
-  for (const auto& v : r.versions) out += " [" + describe(v) + "]";
-  for (const auto& [lock, floor] : r.floors) out += " floor " + lock + "=" + std::to_string(floor);
-  return out;
-}
-
-struct Replica {
-  int node;
-  std::unique_ptr<replica::ReplicaStore> store;  // the disk: survives crashes
-  replica::MemoryStore* disk = nullptr;          // the same disk, for injecting bit flips
-  std::unique_ptr<SkewedClock> physical;
-  std::unique_ptr<HybridClock> clock;            // memory: lost in a crash
-  std::unique_ptr<replica::ReplicaHandler> handler;
-  std::vector<std::pair<int, wire::ReplicaRequest>> inbox;  // not yet committed
-  bool up = true;
-  bool flush_scheduled = false;
-  uint64_t incarnation = 0;
-
-  void boot() {
-    clock = std::make_unique<HybridClock>(*physical);
-    handler = std::make_unique<replica::ReplicaHandler>(*store, *clock);
-  }
-};
 
 struct Client {
   int node;
@@ -97,26 +29,15 @@ struct Client {
 
 class QuorumSim {
  public:
-  explicit QuorumSim(const QuorumSimOptions& o) : o_(o), world_(o.seed, o.keep_trace) {
+  explicit QuorumSim(const QuorumSimOptions& o)
+      : o_(o),
+        world_(o.seed, o.keep_trace),
+        replicas_(world_, {.replicas = o.replicas,
+                           .max_clock_offset_ms = o.max_clock_offset_ms,
+                           .skip_fence_floor = o.broken_replicas_skip_fence_floor,
+                           .auth = std::nullopt}) {
     world_.faults() = o.faults;
     int quorum = o.replicas / 2 + 1;
-    for (int i = 0; i < o.replicas; ++i) {
-      Replica r;
-      r.node = i;
-      if (o.broken_replicas_skip_fence_floor) {
-        auto floorless = std::make_unique<FloorlessStore>();
-        r.disk = &floorless->inner;
-        r.store = std::move(floorless);
-      } else {
-        auto memory = std::make_unique<replica::MemoryStore>();
-        r.disk = memory.get();
-        r.store = std::move(memory);
-      }
-      r.physical = std::make_unique<SkewedClock>(world_, offset());
-      r.boot();
-      replicas_.push_back(std::move(r));
-      world_.attach(i, [this, i](int from, const std::string& bytes) { replica_receive(i, from, bytes); });
-    }
     for (int c = 0; c < o.clients; ++c) {
       Client cl;
       cl.node = o.replicas + c;
@@ -139,9 +60,7 @@ class QuorumSim {
     // Phase 2: heal, let every message in flight land, then read every key.
     world_.faults() = NetworkFaults{0, 0, world_.faults().max_delay_ms, 0, 0};
     healed_ = true;
-    for (size_t i = 0; i < replicas_.size(); ++i) {
-      if (!replicas_[i].up) restart(static_cast<int>(i));
-    }
+    replicas_.restart_all();
     world_.run(UINT64_MAX);
     for (int k = 0; k < o_.keys; ++k) {
       start_read(0, key(k));
@@ -176,37 +95,7 @@ class QuorumSim {
     return true;
   }
 
-  // ---- replicas ----
-
-  void replica_receive(int i, int from, const std::string& bytes) {
-    Replica& r = replicas_[i];
-    if (!r.up) return;
-    uint64_t id = 0;
-    auto request = wire::decode_request(bytes, wire::Limits{}, &id);
-    if (!request.is_ok()) {
-      world_.send(i, from, wire::encode_reply(wire::error_reply(id, request.status())));
-      return;
-    }
-    world_.record("replica " + std::to_string(i) + " <- " + std::to_string(from) + " " + describe(request.value()));
-    r.inbox.emplace_back(from, std::move(request).value());
-    if (r.flush_scheduled) return;
-    r.flush_scheduled = true;
-    uint64_t incarnation = r.incarnation;
-    // The batch commits (syncs) a little later; a crash before then loses it.
-    world_.at(world_.uniform(1, 5), "flush replica " + std::to_string(i), [this, i, incarnation] {
-      if (replicas_[i].incarnation == incarnation) flush(i);
-    });
-  }
-
-  void flush(int i) {
-    Replica& r = replicas_[i];
-    r.flush_scheduled = false;
-    std::vector<wire::ReplicaRequest> batch;
-    for (auto& [from, req] : r.inbox) batch.push_back(req);
-    auto replies = r.handler->handle_batch(batch);
-    for (size_t k = 0; k < replies.size(); ++k) world_.send(i, r.inbox[k].first, wire::encode_reply(replies[k]));
-    r.inbox.clear();
-  }
+  // ---- faults ----
 
   void schedule_crash() {
     if (healed_ || o_.crash_per_second <= 0) return;
@@ -214,34 +103,22 @@ class QuorumSim {
       if (healed_) return;
       if (world_.chance(o_.crash_per_second)) {
         int i = static_cast<int>(world_.uniform(0, replicas_.size() - 1));
-        if (replicas_[i].up) crash(i);
+        if (replicas_.up(i)) crash(i);
       }
       if (world_.chance(o_.corrupt_per_second)) {
         int i = static_cast<int>(world_.uniform(0, replicas_.size() - 1));
         std::string k = key(static_cast<int>(world_.uniform(0, o_.keys - 1)));
-        if (replicas_[i].disk->corrupt(k)) world_.record("bit flip in replica " + std::to_string(i) + " key " + k);
+        if (replicas_.corrupt(i, k)) world_.record("bit flip in replica " + std::to_string(i) + " key " + k);
       }
       schedule_crash();
     });
   }
 
   void crash(int i) {
-    Replica& r = replicas_[i];
-    world_.record("crash replica " + std::to_string(i) + " losing " + std::to_string(r.inbox.size()) + " requests");
-    r.up = false;
-    r.inbox.clear();
-    r.flush_scheduled = false;
-    ++r.incarnation;
-    r.store->abort();
+    replicas_.crash(i);
     world_.at(world_.uniform(100, 10000), "restart replica " + std::to_string(i), [this, i] {
-      if (!replicas_[i].up) restart(i);
+      if (!replicas_.up(i)) replicas_.restart(i);
     });
-  }
-
-  void restart(int i) {
-    Replica& r = replicas_[i];
-    r.up = true;
-    r.boot();
   }
 
   // ---- clients ----
@@ -259,7 +136,7 @@ class QuorumSim {
     Client& cl = clients_[c];
     for (auto sends = cl.coordinator->take_sends(); !sends.empty(); sends = cl.coordinator->take_sends()) {
       for (auto& s : sends) {
-        if (!replicas_[s.replica].up) {  // like ZeroMQ's immediate: no connection, no send
+        if (!replicas_.up(static_cast<int>(s.replica))) {  // like ZeroMQ's immediate: no connection, no send
           cl.coordinator->on_unreachable(s.replica, s.request.id, world_.now_ms());
           continue;
         }
@@ -335,7 +212,7 @@ class QuorumSim {
   void acquire(int c) {
     Client& cl = clients_[c];
     cl.token = ++tokens_;
-    history_.fences.push_back({c, cl.token, world_.now_ms(), 0, Code::kTimeout});
+    history_.fences.push_back({c, kLock, cl.token, world_.now_ms(), 0, Code::kTimeout});
     client::OpId op = cl.coordinator->start_fence(Fence{kLock, cl.token}, world_.now_ms());
     cl.ops[op] = {Client::Kind::kFence, history_.fences.size() - 1};
     world_.record("client " + std::to_string(c) + " fences token " + std::to_string(cl.token));
@@ -347,7 +224,7 @@ class QuorumSim {
     // Some writes go without a lock: plain last-writer-wins, losing to fenced ones.
     Fence fence = world_.chance(0.1) || cl.token == 0 ? Fence{} : Fence{kLock, cl.token};
     std::string value = tombstone ? "" : "c" + std::to_string(c) + "-" + std::to_string(++cl.counter);
-    history_.writes.push_back({c, k, value, tombstone, fence.token, world_.now_ms(), 0, Code::kTimeout, {}});
+    history_.writes.push_back({c, k, value, tombstone, fence.lock, fence.token, world_.now_ms(), 0, Code::kTimeout, {}});
     client::OpId op = cl.coordinator->start_write(k, value, tombstone, fence, world_.now_ms());
     cl.ops[op] = {Client::Kind::kWrite, history_.writes.size() - 1};
     world_.record("client " + std::to_string(c) + (tombstone ? " deletes " : " writes ") + k + " token " +
@@ -365,7 +242,7 @@ class QuorumSim {
 
   QuorumSimOptions o_;
   World world_;
-  std::vector<Replica> replicas_;
+  ReplicaSet replicas_;
   std::vector<Client> clients_;
   History history_;
   uint64_t tokens_ = 0;

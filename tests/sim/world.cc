@@ -10,7 +10,19 @@ void World::at(uint64_t delay_ms, std::string what, Action action) {
   queue_.emplace(std::make_pair(now_ms_ + delay_ms, seq_++), Event{std::move(what), std::move(action)});
 }
 
+void World::isolate(int node, uint64_t for_ms) {
+  isolated_until_[node] = now_ms_ + for_ms;
+  record("isolate " + std::to_string(node) + " for " + std::to_string(for_ms) + " ms");
+}
+
 void World::send(int from, int to, std::string bytes) {
+  for (int end : {from, to}) {
+    auto it = isolated_until_.find(end);
+    if (it != isolated_until_.end() && now_ms_ < it->second) {
+      record("cut " + std::to_string(from) + "->" + std::to_string(to));
+      return;
+    }
+  }
   if (chance(faults_.drop)) {
     record("drop " + std::to_string(from) + "->" + std::to_string(to));
     return;

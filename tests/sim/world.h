@@ -41,6 +41,9 @@ class World {
   void send(int from, int to, std::string bytes);
 
   NetworkFaults& faults() { return faults_; }
+  // Cuts `node` off from every other node for `for_ms`: what it sends and what
+  // is sent to it in that time is lost.
+  void isolate(int node, uint64_t for_ms);
   // Runs events until none is left or the clock passes `until_ms`.
   void run(uint64_t until_ms);
   bool idle() const { return queue_.empty(); }
@@ -62,6 +65,7 @@ class World {
   std::mt19937_64 rng_;
   std::map<std::pair<uint64_t, uint64_t>, Event> queue_;  // (time, seq) -> event
   std::map<int, Receiver> receivers_;
+  std::map<int, uint64_t> isolated_until_;
   NetworkFaults faults_;
   bool keep_trace_;
   std::string trace_;

@@ -1,0 +1,746 @@
+#include "tests/sim/lock_sim.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "client/coordinator.h"
+#include "client/lock_session.h"
+#include "common/hash.h"
+#include "common/lock_protocol.h"
+#include "common/sequencer.h"
+#include "quorum/lock_service.h"
+#include "quorum/memory_paxos_storage.h"
+#include "tests/sim/replica_set.h"
+
+namespace palisade::sim {
+namespace {
+
+constexpr int kLockdBase = 100;   // world node of lockd i (i from 1)
+constexpr int kClientBase = 200;    // world node of client c's store connection
+constexpr int kSessionBase = 1000;  // world node of client c's session: one per incarnation (a new socket)
+constexpr const char* kGroup = "sim";
+constexpr uint64_t kMaxRunMs = 30 * 60 * 1000;
+
+// A monotonic clock that starts at an offset and runs fast or slow by up to
+// half the drift bound, so any two clocks differ in rate by at most the bound.
+class DriftClock {
+ public:
+  DriftClock(uint64_t base, int64_t drift_ppm) : base_(base), drift_ppm_(drift_ppm) {}
+  uint64_t local(uint64_t global) const {
+    return base_ + global + static_cast<uint64_t>(static_cast<int64_t>(global) * drift_ppm_ / 1'000'000);
+  }
+  // The first global time at which the clock reads `local_ms` or more.
+  uint64_t global(uint64_t local_ms) const {
+    if (local_ms <= base_) return 0;
+    uint64_t g = (local_ms - base_) * 1'000'000 / static_cast<uint64_t>(1'000'000 + drift_ppm_);
+    g = g > 2 ? g - 2 : 0;
+    while (local(g) < local_ms) ++g;
+    return g;
+  }
+
+ private:
+  uint64_t base_;
+  int64_t drift_ppm_;
+};
+
+std::string describe_peer(const quorum::PeerMessage& m) {
+  std::string from = "lockd " + std::to_string(m.from) + " ";
+  return std::visit(
+      [&](const auto& b) -> std::string {
+        using T = std::decay_t<decltype(b)>;
+        if constexpr (std::is_same_v<T, quorum::Prepare>) return from + "prepare " + std::to_string(b.ballot);
+        if constexpr (std::is_same_v<T, quorum::Promise>) {
+          return from + "promise " + std::to_string(b.ballot) + (b.ok ? " ok" : " refused, promised " + std::to_string(b.promised));
+        }
+        if constexpr (std::is_same_v<T, quorum::Accept>) {
+          return from + "accept " + std::to_string(b.ballot) + " " + std::to_string(b.entries.size()) + " entries through " +
+                 std::to_string(b.chosen_through);
+        }
+        if constexpr (std::is_same_v<T, quorum::Accepted>) {
+          return from + "accepted " + std::to_string(b.ballot) + (b.ok ? " ok" : " refused, promised " + std::to_string(b.promised));
+        }
+        if constexpr (std::is_same_v<T, quorum::CatchUpRequest>) return from + "catch-up request from " + std::to_string(b.from_slot);
+        if constexpr (std::is_same_v<T, quorum::CatchUp>) {
+          return from + "catch-up " + std::to_string(b.chosen.size()) + " entries, snapshot " + std::to_string(b.snapshot_slot);
+        }
+        return from;
+      },
+      m.body);
+}
+
+struct Lockd {
+  quorum::NodeId id = 0;
+  DriftClock clock{0, 0};
+  std::unique_ptr<quorum::MemoryPaxosStorage> disk;
+  std::unique_ptr<quorum::LockService> service;  // memory: lost in a crash
+  std::vector<std::pair<int, std::string>> outbox;  // sent once the disk synced
+  bool sync_scheduled = false;
+  uint64_t incarnation = 0;
+  uint64_t tick_at = UINT64_MAX;
+  // Checker state for this incarnation.
+  std::map<std::string, uint64_t> tokens;
+  quorum::Slot checked_through = 0;
+  bool was_master = false;
+};
+
+struct Held {
+  std::string lock;
+  uint64_t token = 0;
+  std::string sequencer;
+};
+
+struct SimClient {
+  int index = 0;
+  DriftClock clock{0, 0};
+  std::unique_ptr<SkewedClock> wall;
+  std::unique_ptr<HybridClock> hlc;
+  std::unique_ptr<client::LockSession> session;
+  std::unique_ptr<client::Coordinator> coordinator;
+  uint64_t incarnation = 0;  // a new session after a crash or expiry
+  uint64_t paused_until = 0;
+  uint64_t session_tick_at = UINT64_MAX;
+  uint64_t store_tick_at = UINT64_MAX;
+  enum class Phase { kOpening, kIdle, kAcquiring, kFencing, kWriting, kReleasing, kDone };
+  Phase phase = Phase::kOpening;
+  int cycles_left = 0;
+  int writes_left = 0;
+  uint64_t call = 0;  // the session call in flight
+  std::optional<Held> held;
+  std::optional<Held> granting;  // granted, fence in flight
+  enum class Kind { kWrite, kFence, kRead };
+  std::map<client::OpId, std::pair<Kind, size_t>> ops;
+  int counter = 0;
+};
+
+class LockSim {
+ public:
+  explicit LockSim(const LockSimOptions& o)
+      : o_(o),
+        world_(o.seed, o.keep_trace),
+        key_(SequencerKey::from_hex(std::string(64, '7')).value()),
+        replicas_(world_, {.replicas = o.replicas,
+                           .max_clock_offset_ms = o.max_clock_offset_ms,
+                           .skip_fence_floor = o.broken_replicas_skip_fence_floor,
+                           .auth = replica::SequencerAuth{key_, kGroup}}) {
+    world_.faults() = o.faults;
+    for (int i = 1; i <= o.lockd; ++i) {
+      members_.push_back(static_cast<quorum::NodeId>(i));
+      endpoints_.push_back(endpoint(i));
+    }
+    for (int i = 1; i <= o.lockd; ++i) {
+      Lockd n;
+      n.id = static_cast<quorum::NodeId>(i);
+      n.clock = drift_clock();
+      n.disk = std::make_unique<quorum::MemoryPaxosStorage>();
+      lockd_.push_back(std::move(n));
+      world_.attach(kLockdBase + i, [this, i](int from, const std::string& bytes) { lockd_receive(i, from, bytes); });
+    }
+    for (int i = 1; i <= o.lockd; ++i) boot(i);
+    for (int c = 0; c < o.clients; ++c) {
+      SimClient cl;
+      cl.index = c;
+      cl.clock = drift_clock();
+      int64_t offset = static_cast<int64_t>(world_.uniform(0, 2 * o.max_clock_offset_ms)) -
+                       static_cast<int64_t>(o.max_clock_offset_ms);
+      cl.wall = std::make_unique<SkewedClock>(world_, offset);
+      cl.hlc = std::make_unique<HybridClock>(*cl.wall);
+      int quorum = o.replicas / 2 + 1;
+      cl.coordinator = std::make_unique<client::Coordinator>(
+          client::CoordinatorOptions{o.replicas, quorum, quorum, 2000, 50}, *cl.hlc);
+      cl.cycles_left = o.cycles_per_client;
+      clients_.push_back(std::move(cl));
+      world_.attach(kClientBase + c, [this, c](int from, const std::string& bytes) { client_receive(c, from, bytes); });
+    }
+  }
+
+  LockSimResult run() {
+    for (int c = 0; c < o_.clients; ++c) {
+      world_.at(world_.uniform(0, 100), "start client " + std::to_string(c), [this, c] { open_session(c); });
+    }
+    schedule_faults();
+    while (!world_.idle() && !workload_done() && world_.now_ms() < kMaxRunMs) {
+      world_.run(world_.now_ms() + 1000);
+    }
+    if (!workload_done()) violations_.push_back("the workload did not finish in " + std::to_string(kMaxRunMs) + " ms");
+    // Heal, let the messages in flight land, then read every key.
+    healed_ = true;
+    world_.faults() = NetworkFaults{0, 0, world_.faults().max_delay_ms, 0, 0};
+    replicas_.restart_all();
+    for (int k = 0; k < o_.locks; ++k) {
+      start_read(0, key_of(k));
+      world_.run(world_.now_ms() + 60000);
+    }
+
+    LockSimResult result;
+    for (auto& v : check(history_)) violations_.push_back(std::move(v));
+    result.violations = std::move(violations_);
+    result.trace_hash = world_.trace_hash();
+    result.trace = world_.trace();
+    result.events = world_.events();
+    result.end_ms = world_.now_ms();
+    result.grants = grants_;
+    result.epochs = epochs_.size();
+    result.expired_sessions = expired_sessions_;
+    for (const auto& w : history_.writes) {
+      if (w.result == Code::kOk) ++result.writes_ok;
+      if (w.result == Code::kFenced) ++result.writes_fenced;
+    }
+    for (const auto& r : history_.reads) result.reads_ok += r.result == Code::kOk;
+    result.history = std::move(history_);
+    return result;
+  }
+
+ private:
+  static std::string endpoint(int i) { return "sim://lockd/" + std::to_string(i); }
+  std::string lock_of(int k) const { return "lock" + std::to_string(k); }
+  std::string key_of(int k) const { return "key" + std::to_string(k); }  // written under lock k
+
+  DriftClock drift_clock() {
+    auto half = static_cast<int64_t>(o_.timing.max_clock_drift_ppm / 2);
+    int64_t drift = static_cast<int64_t>(world_.uniform(0, static_cast<uint64_t>(2 * half))) - half;
+    return DriftClock(1'000'000 + world_.uniform(0, 1'000'000), drift);
+  }
+  uint64_t local(const Lockd& n) const { return n.clock.local(world_.now_ms()); }
+  uint64_t local(const SimClient& c) const { return c.clock.local(world_.now_ms()); }
+  bool workload_done() const {
+    for (const SimClient& c : clients_) {
+      if (c.phase != SimClient::Phase::kDone) return false;
+    }
+    return true;
+  }
+
+  // ---- lockd nodes ----
+
+  quorum::LockServiceOptions service_options(int i) {
+    quorum::LockServiceOptions s;
+    s.paxos = quorum::PaxosOptions{.self = static_cast<quorum::NodeId>(i),
+                                   .members = members_,
+                                   .group = hash64(kGroup),
+                                   .master_lease_ms = o_.timing.master_lease_ms,
+                                   .heartbeat_ms = o_.timing.heartbeat_ms,
+                                   .election_timeout_ms = o_.timing.election_timeout_ms,
+                                   .max_drift_ppm = o_.timing.max_clock_drift_ppm,
+                                   .seed = world_.rng()(),
+                                   .max_entries_per_message = 64,
+                                   .ignore_master_lease = o_.broken_master_ignores_lease};
+    for (int k = 1; k <= o_.lockd; ++k) s.endpoints[static_cast<quorum::NodeId>(k)] = endpoint(k);
+    s.group = kGroup;
+    s.key = key_;
+    s.session_lease_ms = o_.timing.session_lease_ms;
+    s.snapshot_every = o_.snapshot_every;
+    s.seed = world_.rng()();
+    return s;
+  }
+
+  Lockd& node(int i) { return lockd_[static_cast<size_t>(i - 1)]; }
+
+  void boot(int i) {
+    Lockd& n = node(i);
+    auto service = quorum::LockService::start(service_options(i), *n.disk, local(n));
+    if (!service.is_ok()) {
+      violations_.push_back("lockd " + std::to_string(i) + " cannot start: " + service.status().to_string());
+      return;
+    }
+    n.service = std::move(service).value();
+    n.tokens.clear();
+    n.checked_through = 0;
+    n.was_master = false;
+    n.tick_at = UINT64_MAX;
+    after_input(i);
+  }
+
+  void lockd_receive(int i, int from, const std::string& bytes) {
+    Lockd& n = node(i);
+    if (!n.service) return;
+    uint64_t now = local(n);
+    uint64_t id = 0;
+    auto request = wire::decode_lock_request(bytes, wire::Limits{}, &id);
+    if (request.is_ok()) {
+      world_.record("lockd " + std::to_string(i) + " <- session " + std::to_string(from) + " #" +
+                    std::to_string(id));
+      n.service->on_request({static_cast<uint64_t>(from), std::move(request).value()}, now);
+    } else {
+      auto peer = quorum::decode_peer(bytes, size_t{64} << 20);
+      if (!peer.is_ok()) {
+        violations_.push_back("lockd " + std::to_string(i) + " cannot decode a message: " + peer.status().to_string());
+        return;
+      }
+      if (o_.keep_trace) world_.record("lockd " + std::to_string(i) + " <- " + describe_peer(peer.value()));
+      n.service->on_peer(peer.value(), now);
+    }
+    after_input(i);
+  }
+
+  // The daemon's turn: propose, then hold every output until the disk synced.
+  void after_input(int i) {
+    Lockd& n = node(i);
+    uint64_t now = local(n);
+    n.service->flush(now);
+    for (auto& m : n.service->take_peer_messages()) {
+      n.outbox.emplace_back(kLockdBase + static_cast<int>(m.to), quorum::encode_peer(m));
+    }
+    for (auto& r : n.service->take_replies()) {
+      n.outbox.emplace_back(static_cast<int>(r.route), wire::encode_lock_reply(r.reply));
+    }
+    if ((!n.outbox.empty() || n.disk->dirty()) && !n.sync_scheduled) {
+      n.sync_scheduled = true;
+      uint64_t incarnation = n.incarnation;
+      world_.at(world_.uniform(1, 4), "sync lockd " + std::to_string(i), [this, i, incarnation] {
+        if (node(i).incarnation == incarnation) sync(i);
+      });
+    }
+    check_lockd(i);
+    schedule_lockd_tick(i);
+  }
+
+  void sync(int i) {
+    Lockd& n = node(i);
+    n.sync_scheduled = false;
+    if (!n.disk->commit().is_ok()) return;
+    for (auto& [to, bytes] : n.outbox) world_.send(kLockdBase + i, to, std::move(bytes));
+    n.outbox.clear();
+  }
+
+  void schedule_lockd_tick(int i) {
+    Lockd& n = node(i);
+    uint64_t at = std::max(n.clock.global(n.service->next_timer_ms()), world_.now_ms() + 1);
+    if (at >= n.tick_at) return;
+    n.tick_at = at;
+    uint64_t incarnation = n.incarnation;
+    world_.at(at - world_.now_ms(), "tick lockd " + std::to_string(i), [this, i, incarnation] {
+      Lockd& me = node(i);
+      if (me.incarnation != incarnation || me.tick_at > world_.now_ms()) return;
+      me.tick_at = UINT64_MAX;
+      me.service->tick(local(me));
+      after_input(i);
+    });
+  }
+
+  void crash_lockd(int i) {
+    Lockd& n = node(i);
+    if (!n.service) return;
+    world_.record("crash lockd " + std::to_string(i) + " losing " + std::to_string(n.outbox.size()) + " messages");
+    n.disk->crash();
+    n.service.reset();
+    n.outbox.clear();
+    n.sync_scheduled = false;
+    ++n.incarnation;
+    world_.at(world_.uniform(500, 15000), "restart lockd " + std::to_string(i), [this, i] {
+      if (!node(i).service) boot(i);
+    });
+  }
+
+  // ---- checkers over the lock group ----
+
+  void check_lockd(int i) {
+    Lockd& n = node(i);
+    const quorum::PaxosNode& paxos = n.service->node();
+    // One value per slot, on every node.
+    for (auto it = paxos.log().upper_bound(n.checked_through);
+         it != paxos.log().end() && it->first <= paxos.applied_through(); ++it) {
+      auto [chosen, fresh] = chosen_.emplace(it->first, hash64(it->second.value));
+      if (chosen->second != hash64(it->second.value)) {
+        violations_.push_back("slot " + std::to_string(it->first) + " chosen with two values (lockd " +
+                              std::to_string(i) + ")");
+      }
+    }
+    n.checked_through = std::max(n.checked_through, paxos.applied_through());
+    // Tokens only grow, lock by lock, as the table applies the log.
+    for (const auto& [name, lock] : n.service->table().locks()) {
+      uint64_t& last = n.tokens[name];
+      if (lock.token < last) {
+        violations_.push_back("lock " + name + " token went from " + std::to_string(last) + " to " +
+                              std::to_string(lock.token) + " on lockd " + std::to_string(i));
+      }
+      last = std::max(last, lock.token);
+    }
+    // At most one node believes it holds a valid master lease.
+    std::vector<int> masters;
+    for (int k = 1; k <= o_.lockd; ++k) {
+      Lockd& other = node(k);
+      if (other.service && other.service->is_master(local(other))) masters.push_back(k);
+    }
+    if (masters.size() > 1 && !two_masters_reported_) {
+      two_masters_reported_ = true;  // once per run: it stays true for a while
+      violations_.push_back("two masters at " + std::to_string(world_.now_ms()) + " ms: lockd " +
+                            std::to_string(masters[0]) + " and " + std::to_string(masters[1]));
+    }
+    if (masters.size() == 1) epochs_.insert(node(masters[0]).service->node().epoch());
+    bool master_now = n.service->is_master(local(n));
+    if (master_now != n.was_master) {
+      n.was_master = master_now;
+      world_.record("lockd " + std::to_string(i) + (master_now ? " is master, epoch " : " is no longer master, epoch ") +
+                    std::to_string(paxos.epoch()));
+    }
+  }
+
+  // ---- faults ----
+
+  void schedule_faults() {
+    world_.at(1000, "faults", [this] {
+      if (healed_) return;
+      if (world_.chance(o_.lockd_crash_per_second)) crash_lockd(static_cast<int>(world_.uniform(1, o_.lockd)));
+      if (world_.chance(o_.replica_crash_per_second)) {
+        int r = static_cast<int>(world_.uniform(0, o_.replicas - 1));
+        if (replicas_.up(r)) {
+          replicas_.crash(r);
+          world_.at(world_.uniform(100, 10000), "restart replica " + std::to_string(r), [this, r] {
+            if (!replicas_.up(r)) replicas_.restart(r);
+          });
+        }
+      }
+      if (world_.chance(o_.isolate_per_second)) {
+        // Mostly a lockd node (often the master), sometimes a client.
+        int victim = world_.chance(0.7) ? kLockdBase + static_cast<int>(world_.uniform(1, o_.lockd))
+                                        : session_node(static_cast<int>(world_.uniform(0, o_.clients - 1)));
+        world_.isolate(victim, world_.uniform(1000, 20000));
+      }
+      schedule_faults();
+    });
+  }
+
+  // ---- clients ----
+
+  SimClient& cl(int c) { return clients_[static_cast<size_t>(c)]; }
+  int session_node(int c) { return kSessionBase + c * 1000 + static_cast<int>(cl(c).incarnation % 1000); }
+
+  // Runs `action` now, or when the client's pause ends.
+  void as_client(int c, const std::string& what, std::function<void()> action) {
+    SimClient& me = cl(c);
+    if (world_.now_ms() < me.paused_until) {
+      world_.at(me.paused_until - world_.now_ms(), what, std::move(action));
+      return;
+    }
+    action();
+  }
+
+  void open_session(int c) {
+    SimClient& me = cl(c);
+    // A new session comes with a new socket: replies meant for the old one never reach it.
+    world_.attach(session_node(c), [](int, const std::string&) {});
+    ++me.incarnation;
+    world_.attach(session_node(c), [this, c](int from, const std::string& bytes) { client_receive(c, from, bytes); });
+    me.session = std::make_unique<client::LockSession>(
+        client::LockSessionOptions{.nodes = static_cast<size_t>(o_.lockd),
+                                   .request_timeout_ms = 1000,
+                                   .grace_ms = o_.timing.client_grace_ms,
+                                   .max_drift_ppm = o_.timing.max_clock_drift_ppm},
+        local(me));
+    me.session->set_endpoints(endpoints_);
+    me.session_tick_at = UINT64_MAX;
+    me.phase = SimClient::Phase::kOpening;
+    me.held.reset();
+    me.granting.reset();
+    pump_session(c);
+  }
+
+  void client_receive(int c, int from, const std::string& bytes) {
+    uint64_t incarnation = cl(c).incarnation;
+    as_client(c, "paused delivery to client " + std::to_string(c), [this, c, from, bytes, incarnation] {
+      SimClient& me = cl(c);
+      if (from >= kLockdBase && from < kClientBase) {
+        if (me.incarnation != incarnation || !me.session) return;
+        auto reply = wire::decode_lock_reply(bytes, size_t{64} << 20);
+        if (!reply.is_ok()) return;
+        world_.record("client " + std::to_string(c) + " <- lockd " + std::to_string(from - kLockdBase) + " #" +
+                      std::to_string(reply.value().id) + " " + std::string(code_name(reply.value().status.code())) +
+                      " epoch " + std::to_string(reply.value().epoch) + " master " +
+                      std::to_string(reply.value().master));
+        me.session->on_reply(static_cast<size_t>(from - kLockdBase - 1), reply.value(), local(me));
+        pump_session(c);
+      } else {
+        auto reply = wire::decode_reply(bytes, wire::Limits{});
+        if (!reply.is_ok()) return;
+        world_.record("client " + std::to_string(c) + " <- replica " + std::to_string(from) + " " +
+                      describe(reply.value()));
+        me.coordinator->on_reply(from, reply.value(), world_.now_ms());
+        pump_store(c);
+      }
+    });
+  }
+
+  void pump_session(int c) {
+    SimClient& me = cl(c);
+    if (!me.session) return;
+    for (auto& out : me.session->take_outgoing()) {
+      world_.send(session_node(c), kLockdBase + static_cast<int>(out.node) + 1, wire::encode_lock_request(out.request));
+    }
+    for (auto state : me.session->take_events()) {
+      world_.record("client " + std::to_string(c) + " session " + std::string(client::state_name(state)));
+      if (state == client::SessionState::kExpired) ++expired_sessions_;
+    }
+    for (auto& done : me.session->take_done()) call_done(c, done);
+    if (!me.session) return;
+    if (me.phase == SimClient::Phase::kOpening && me.session->state() == client::SessionState::kSafe) {
+      me.phase = SimClient::Phase::kIdle;
+      next_action(c, world_.uniform(0, 500));
+    }
+    if (me.session->state() == client::SessionState::kExpired && me.phase != SimClient::Phase::kDone &&
+        me.phase != SimClient::Phase::kFencing && me.phase != SimClient::Phase::kWriting && me.ops.empty()) {
+      open_session(c);  // a new session; the old one's leases are void
+      return;
+    }
+    uint64_t next = me.session->next_timer_ms();
+    if (next == client::LockSession::kNever) return;
+    uint64_t at = std::max(me.clock.global(next), world_.now_ms() + 1);
+    if (at >= me.session_tick_at) return;
+    me.session_tick_at = at;
+    uint64_t incarnation = me.incarnation;
+    world_.at(at - world_.now_ms(), "tick session " + std::to_string(c), [this, c, incarnation] {
+      as_client(c, "paused session tick " + std::to_string(c), [this, c, incarnation] {
+        SimClient& s = cl(c);
+        if (s.incarnation != incarnation || !s.session) return;
+        if (s.session_tick_at > world_.now_ms()) return;
+        s.session_tick_at = UINT64_MAX;
+        s.session->tick(local(s));
+        pump_session(c);
+      });
+    });
+  }
+
+  void pump_store(int c) {
+    SimClient& me = cl(c);
+    for (auto sends = me.coordinator->take_sends(); !sends.empty(); sends = me.coordinator->take_sends()) {
+      for (auto& s : sends) {
+        if (!replicas_.up(static_cast<int>(s.replica))) {
+          me.coordinator->on_unreachable(s.replica, s.request.id, world_.now_ms());
+          continue;
+        }
+        world_.send(kClientBase + c, s.replica, wire::encode_request(s.request));
+      }
+    }
+    for (auto& done : me.coordinator->take_completions()) store_done(c, done);
+    auto next = me.coordinator->next_deadline_ms();
+    if (next && *next < me.store_tick_at) {
+      me.store_tick_at = *next;
+      world_.at(*next - std::min(*next, world_.now_ms()), "tick store " + std::to_string(c), [this, c] {
+        as_client(c, "paused store tick " + std::to_string(c), [this, c] {
+          SimClient& s = cl(c);
+          if (s.store_tick_at > world_.now_ms()) return;
+          s.store_tick_at = UINT64_MAX;
+          s.coordinator->on_tick(world_.now_ms());
+          pump_store(c);
+        });
+      });
+    }
+  }
+
+  void next_action(int c, uint64_t delay) {
+    uint64_t incarnation = cl(c).incarnation;
+    world_.at(delay, "act client " + std::to_string(c), [this, c, incarnation] {
+      as_client(c, "paused action " + std::to_string(c), [this, c, incarnation] {
+        if (cl(c).incarnation == incarnation) act(c);
+      });
+    });
+  }
+
+  // The client's script: acquire a lock, fence, write under it, release.
+  void act(int c) {
+    SimClient& me = cl(c);
+    if (healed_ && me.phase != SimClient::Phase::kDone) {
+      me.phase = SimClient::Phase::kDone;
+      return;
+    }
+    switch (me.phase) {
+      case SimClient::Phase::kIdle: {
+        if (me.cycles_left <= 0) {
+          me.session->close(local(me));
+          me.phase = SimClient::Phase::kDone;
+          pump_session(c);
+          return;
+        }
+        if (world_.chance(0.2)) {
+          start_read(c, key_of(static_cast<int>(world_.uniform(0, o_.locks - 1))));
+          next_action(c, world_.uniform(0, 300));
+          return;
+        }
+        std::string lock = lock_of(static_cast<int>(world_.uniform(0, o_.locks - 1)));
+        uint64_t delay = world_.chance(0.5) ? 0 : world_.uniform(1, 15000);
+        uint64_t wait = world_.chance(0.5) ? 0 : world_.uniform(500, 20000);
+        me.phase = SimClient::Phase::kAcquiring;
+        me.call = me.session->acquire(lock, LockMode::kExclusive, delay, wait, local(me));
+        world_.record("client " + std::to_string(c) + " acquires " + lock + " delay " + std::to_string(delay) +
+                      " wait " + std::to_string(wait));
+        pump_session(c);
+        return;
+      }
+      case SimClient::Phase::kWriting: {
+        if (!me.held || !me.session->lease_valid(local(me))) {
+          world_.record("client " + std::to_string(c) + " sees its lease is no longer valid");
+          me.held.reset();
+          me.phase = SimClient::Phase::kIdle;
+          --me.cycles_left;
+          next_action(c, world_.uniform(0, 300));
+          return;
+        }
+        if (me.writes_left <= 0) return release(c);
+        --me.writes_left;
+        Held h = *me.held;
+        // The classic failure: the lease was valid when checked, then the
+        // process stops for longer than the lease, then it writes.
+        if (world_.chance(o_.pause)) {
+          me.paused_until = world_.now_ms() + world_.uniform(0, o_.pause_ms_max);
+          world_.record("client " + std::to_string(c) + " pauses until " + std::to_string(me.paused_until));
+        }
+        as_client(c, "write after pause " + std::to_string(c), [this, c, h] { start_write(c, h); });
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  void release(int c) {
+    SimClient& me = cl(c);
+    if (world_.chance(o_.client_crash)) {
+      // The process dies holding the lock: no release, no KeepAlives; its
+      // session expires and the lock-delay applies. It comes back later.
+      world_.record("client " + std::to_string(c) + " crashes holding " + me.held->lock);
+      me.session.reset();
+      me.held.reset();
+      me.phase = SimClient::Phase::kIdle;
+      --me.cycles_left;
+      world_.attach(session_node(c), [](int, const std::string&) {});
+      ++me.incarnation;
+      world_.at(world_.uniform(1000, 30000), "restart client " + std::to_string(c), [this, c] { open_session(c); });
+      return;
+    }
+    std::string lock = me.held->lock;
+    me.held.reset();  // invalid from the moment the release is sent
+    me.phase = SimClient::Phase::kReleasing;
+    me.call = me.session->release(lock, local(me));
+    pump_session(c);
+  }
+
+  void call_done(int c, const client::CallDone& done) {
+    SimClient& me = cl(c);
+    if (done.call != me.call) return;
+    world_.record("client " + std::to_string(c) + " call done: " + done.status.to_string());
+    if (me.phase == SimClient::Phase::kAcquiring) {
+      if (!done.status.is_ok() || !done.grant) {
+        me.phase = SimClient::Phase::kIdle;
+        next_action(c, world_.uniform(0, 1000));
+        return;
+      }
+      const client::GrantInfo& g = *done.grant;
+      ++grants_;
+      check_grant(c, g);
+      me.granting = Held{g.lock, g.token, g.sequencer};
+      me.phase = SimClient::Phase::kFencing;
+      history_.fences.push_back({c, g.lock, g.token, world_.now_ms(), 0, Code::kTimeout});
+      client::OpId op = me.coordinator->start_fence(Fence{g.lock, g.token, g.sequencer}, world_.now_ms());
+      me.ops[op] = {SimClient::Kind::kFence, history_.fences.size() - 1};
+      pump_store(c);
+    } else if (me.phase == SimClient::Phase::kReleasing) {
+      me.phase = SimClient::Phase::kIdle;
+      --me.cycles_left;
+      next_action(c, world_.uniform(0, 1000));
+    }
+  }
+
+  // No exclusive grant while another client still considers an earlier grant
+  // of the lock valid (its session safe and its local deadline ahead).
+  void check_grant(int c, const client::GrantInfo& g) {
+    world_.record("client " + std::to_string(c) + " granted " + g.lock + " token " + std::to_string(g.token));
+    for (int d = 0; d < o_.clients; ++d) {
+      SimClient& other = cl(d);
+      if (d == c || !other.session) continue;
+      for (const auto* h : {&other.held, &other.granting}) {
+        if (*h && (*h)->lock == g.lock && other.session->lease_valid(local(other))) {
+          violations_.push_back("client " + std::to_string(c) + " granted " + g.lock + " token " +
+                                std::to_string(g.token) + " at " + std::to_string(world_.now_ms()) +
+                                " ms while client " + std::to_string(d) + " holds a valid lease with token " +
+                                std::to_string((*h)->token));
+        }
+      }
+    }
+  }
+
+  void start_write(int c, const Held& h) {
+    SimClient& me = cl(c);
+    std::string key = key_of(std::stoi(h.lock.substr(4)));
+    std::string value = "c" + std::to_string(c) + "-" + std::to_string(++me.counter);
+    history_.writes.push_back({c, key, value, false, h.lock, h.token, world_.now_ms(), 0, Code::kTimeout, {}});
+    client::OpId op = me.coordinator->start_write(key, value, false, Fence{h.lock, h.token, h.sequencer},
+                                                  world_.now_ms());
+    me.ops[op] = {SimClient::Kind::kWrite, history_.writes.size() - 1};
+    world_.record("client " + std::to_string(c) + " writes " + key + " token " + std::to_string(h.token));
+    pump_store(c);
+  }
+
+  void start_read(int c, const std::string& key) {
+    SimClient& me = cl(c);
+    history_.reads.push_back({c, key, world_.now_ms(), 0, Code::kTimeout, false, "", {}});
+    client::OpId op = me.coordinator->start_read(key, world_.now_ms());
+    me.ops[op] = {SimClient::Kind::kRead, history_.reads.size() - 1};
+    pump_store(c);
+  }
+
+  void store_done(int c, const client::Completion& done) {
+    SimClient& me = cl(c);
+    auto it = me.ops.find(done.op);
+    if (it == me.ops.end()) return;
+    auto [kind, record] = it->second;
+    me.ops.erase(it);
+    uint64_t now = world_.now_ms();
+    if (kind == SimClient::Kind::kRead) {
+      const auto& r = std::get<ReadResult>(done.result);
+      ReadRecord& rec = history_.reads[record];
+      rec.end_ms = now;
+      rec.result = r.status.code();
+      rec.found = r.found;
+      rec.value = r.value;
+      rec.ts = r.ts;
+      return;
+    }
+    const auto& w = std::get<WriteResult>(done.result);
+    world_.record("client " + std::to_string(c) + " store -> " + w.status.to_string());
+    if (kind == SimClient::Kind::kFence) {
+      history_.fences[record].end_ms = now;
+      history_.fences[record].result = w.status.code();
+      if (me.phase != SimClient::Phase::kFencing) return;
+      if (w.status.is_ok()) {
+        me.held = me.granting;  // acquire returns only now
+        me.writes_left = static_cast<int>(world_.uniform(1, 4));
+        me.phase = SimClient::Phase::kWriting;
+      } else {
+        me.held = me.granting;
+        me.writes_left = 0;  // could not fence: give the lock back
+        me.phase = SimClient::Phase::kWriting;
+      }
+      me.granting.reset();
+      next_action(c, world_.uniform(0, 200));
+      return;
+    }
+    WriteRecord& rec = history_.writes[record];
+    rec.end_ms = now;
+    rec.result = w.status.code();
+    rec.ts = w.ts;
+    if (me.phase == SimClient::Phase::kWriting) next_action(c, world_.uniform(0, 200));
+  }
+
+  LockSimOptions o_;
+  World world_;
+  SequencerKey key_;
+  ReplicaSet replicas_;
+  std::vector<quorum::NodeId> members_;
+  std::vector<std::string> endpoints_;
+  std::vector<Lockd> lockd_;
+  std::vector<SimClient> clients_;
+  History history_;
+  std::map<quorum::Slot, uint64_t> chosen_;
+  std::set<uint64_t> epochs_;
+  std::vector<std::string> violations_;
+  uint64_t grants_ = 0, expired_sessions_ = 0;
+  bool healed_ = false;
+  bool two_masters_reported_ = false;
+};
+
+}  // namespace
+
+LockSimResult run_lock_sim(const LockSimOptions& options) { return LockSim(options).run(); }
+
+}  // namespace palisade::sim

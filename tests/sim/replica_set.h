@@ -1,0 +1,78 @@
+// The simulated replicas shared by the simulations: replica cores on simulated
+// disks that commit a little after a batch arrives (a crash before then loses
+// it), crash and restart, and suffer bit flips.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/physical_clock.h"
+#include "replica/handler.h"
+#include "replica/memory_store.h"
+#include "tests/sim/world.h"
+
+namespace palisade::sim {
+
+constexpr uint64_t kEpochMs = 1'700'000'000'000;
+
+// A node's wall clock: simulated time plus a fixed offset.
+class SkewedClock final : public PhysicalClock {
+ public:
+  SkewedClock(const World& world, int64_t offset_ms) : world_(world), offset_ms_(offset_ms) {}
+  uint64_t now_ms() override { return kEpochMs + world_.now_ms() + offset_ms_; }
+
+ private:
+  const World& world_;
+  int64_t offset_ms_;
+};
+
+std::string describe(const wire::ReplicaRequest& r);
+std::string describe(const wire::ReplicaReply& r);
+
+class ReplicaSet {
+ public:
+  struct Options {
+    int replicas = 3;
+    uint64_t max_clock_offset_ms = 200;
+    // Negative control: replicas that ignore fence floors.
+    bool skip_fence_floor = false;
+    std::optional<replica::SequencerAuth> auth;
+  };
+
+  // Replica i is world node i.
+  ReplicaSet(World& world, Options options);
+
+  bool up(int i) const { return replicas_[i].up; }
+  int size() const { return static_cast<int>(replicas_.size()); }
+  void crash(int i);
+  void restart(int i);
+  // Flips a bit in the record of `key` on replica i; false when it holds none.
+  bool corrupt(int i, const std::string& key);
+  // Restarts every replica that is down.
+  void restart_all();
+
+ private:
+  struct Replica {
+    std::unique_ptr<replica::ReplicaStore> store;  // the disk: survives crashes
+    replica::MemoryStore* disk = nullptr;          // the same disk, for injecting bit flips
+    std::unique_ptr<SkewedClock> physical;
+    std::unique_ptr<HybridClock> clock;            // memory: lost in a crash
+    std::unique_ptr<replica::ReplicaHandler> handler;
+    std::vector<std::pair<int, wire::ReplicaRequest>> inbox;  // not yet committed
+    bool up = true;
+    bool flush_scheduled = false;
+    uint64_t incarnation = 0;
+  };
+
+  void receive(int i, int from, const std::string& bytes);
+  void flush(int i);
+
+  World& world_;
+  Options options_;
+  std::vector<Replica> replicas_;
+};
+
+}  // namespace palisade::sim
