@@ -48,6 +48,7 @@ Status LockdServer::run(int stop_fd) {
       service_->flush(now);
       Status turn = finish_turn(now);
       if (!turn.is_ok()) return turn;
+      log_changes(now);
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) return Status::ok();
       if (e.num() != EINTR) spdlog::error("transport error: {}", e.what());
@@ -95,6 +96,22 @@ void LockdServer::handle(transport::Routed routed, uint64_t now) {
   routed.payload = zmq::message_t();
   routes_.emplace(route, std::move(routed));
   service_->on_request({route, std::move(request).value()}, now);
+}
+
+void LockdServer::log_changes(uint64_t now) {
+  bool master = service_->is_master(now);
+  NodeId hint = service_->node().master_hint();
+  if (master == was_master_ && hint == last_hint_) return;
+  if (master) {
+    spdlog::info("master now, epoch {}, {} sessions, applied through slot {}", service_->node().epoch(),
+                 service_->table().sessions().size(), service_->node().applied_through());
+  } else if (was_master_) {
+    spdlog::warn("no longer master (epoch {}): the lease ran out or a higher ballot won", service_->node().epoch());
+  } else if (hint != 0) {
+    spdlog::info("following master {} (epoch {})", hint, service_->node().epoch());
+  }
+  was_master_ = master;
+  last_hint_ = hint;
 }
 
 Status LockdServer::finish_turn(uint64_t now) {

@@ -57,6 +57,8 @@ class LockdServer {
   void handle(transport::Routed routed, uint64_t now);
   // Commits, then sends; restarts the service from storage when the commit fails.
   Status finish_turn(uint64_t now);
+  // Logs becoming master, losing it, and following a new one.
+  void log_changes(uint64_t now);
 
   zmq::context_t& ctx_;
   PaxosStorage& storage_;
@@ -66,6 +68,8 @@ class LockdServer {
   std::unique_ptr<LockService> service_;
   std::map<uint64_t, transport::Routed> routes_;  // requests waiting for a reply
   uint64_t next_route_ = 1;
+  bool was_master_ = false;
+  NodeId last_hint_ = 0;
 };
 
 }  // namespace palisade::quorum

@@ -1,16 +1,12 @@
 // palisade-lockd: one node of the palisade lock group. Reads the cluster file
 // and the cluster key, takes the data directory, and wires LMDB, the lock
 // service and ZeroMQ together.
-#include <signal.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -18,6 +14,7 @@
 #include "common/cluster_config.h"
 #include "common/dir_lock.h"
 #include "common/hash.h"
+#include "common/stop_signals.h"
 #include "quorum/lmdb_paxos_storage.h"
 #include "quorum/lockd_server.h"
 
@@ -34,31 +31,15 @@ struct Flags {
   std::string log_level = "info";
 };
 
-int stop_signals_fd() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return signalfd(-1, &set, SFD_CLOEXEC);
-}
-
-Result<SequencerKey> read_key(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status(Code::kStorageError, "cannot read the cluster key file " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  auto key = SequencerKey::from_hex(text.str());
-  if (!key.is_ok()) return Status(Code::kBadRequest, "cluster key file " + path + ": " + key.status().message());
-  return key;
-}
-
 Result<quorum::LockdServerOptions> server_options(const Flags& flags, const ClusterConfig& cluster) {
   const LockdNode* self = cluster.lockd_node(flags.id);
   if (self == nullptr) {
     return Status(Code::kBadRequest, "node " + std::to_string(flags.id) + " is not a lockd node of " + cluster.path);
   }
-  auto key = read_key(cluster.key_file);
+  if (cluster.key_file.empty()) {
+    return Status(Code::kBadRequest, cluster.path + " names no key_file: lockd signs sequencers with the cluster key");
+  }
+  auto key = SequencerKey::load(cluster.key_file);
   if (!key.is_ok()) return key.status();
   quorum::LockdServerOptions o;
   o.listen_endpoint = self->endpoint;

@@ -1,7 +1,5 @@
 // palisade-replica: one storage replica of the quorum store. Parses flags, takes
 // the data directory, and wires LMDB, the handler and ZeroMQ together.
-#include <signal.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +12,7 @@
 #include "common/cluster_config.h"
 #include "common/dir_lock.h"
 #include "common/physical_clock.h"
+#include "common/stop_signals.h"
 #include "replica/handler.h"
 #include "replica/lmdb_store.h"
 #include "replica/server.h"
@@ -68,17 +67,6 @@ bool load_auth(const Flags& flags, std::optional<replica::SequencerAuth>* auth) 
   }
   *auth = replica::SequencerAuth{key.value(), group};
   return true;
-}
-
-// SIGTERM and SIGINT arrive on a descriptor the server polls: a clean stop
-// between batches. Blocked before any thread starts, so every thread inherits it.
-int stop_signals_fd() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return signalfd(-1, &set, SFD_CLOEXEC);
 }
 
 int serve(const Flags& flags, std::optional<replica::SequencerAuth> auth) {

@@ -331,7 +331,7 @@ TEST_CASE("lock client: with no lock group, jeopardy, then expiry", "[lock_clien
   CHECK(std::chrono::steady_clock::now() - start < 1s);
 }
 
-TEST_CASE("lock client: acquire fences the store; a superseded holder's writes are refused", "[lock_client]") {
+TEST_CASE("lock client: acquire fences the store, and a superseded holder's writes are refused", "[lock_client]") {
   Cluster cluster;
   auto store = cluster.store();
   LockClientOptions o = cluster.client_options();

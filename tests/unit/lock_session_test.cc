@@ -417,7 +417,7 @@ TEST_CASE("stale_epoch: the session takes the master's epoch and asks again at o
   CHECK(body<wire::KeepAliveRequest>(g.one()).epoch == 9);
 }
 
-TEST_CASE("a follower's epoch is not taken; a master that finds ours too new gives its own", "[lock_session]") {
+TEST_CASE("a follower's epoch is not taken, and a master that finds ours too new gives its own", "[lock_session]") {
   Group g;
   g.open();
   g.at(kStart + 4000);

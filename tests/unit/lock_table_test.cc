@@ -198,7 +198,7 @@ TEST_CASE("lock table: queued acquires are granted in FIFO order", "[lock_table]
   CHECK(t.table.lock("x") == nullptr);
 }
 
-TEST_CASE("lock table: shared holders join; a queued exclusive is not overtaken", "[lock_table]") {
+TEST_CASE("lock table: shared holders join, and a queued exclusive is not overtaken", "[lock_table]") {
   Table t;
   SessionId a = t.open(), b = t.open(), c = t.open(), d = t.open();
   Grant ga = t.grant(acquire(a, "x", kSh));
@@ -437,7 +437,7 @@ Command random_command(std::mt19937_64& rng, SessionId next_session, const std::
   }
 }
 
-TEST_CASE("lock table: a random run keeps every invariant; batching changes nothing", "[lock_table]") {
+TEST_CASE("lock table: a random run keeps every invariant, and batching changes nothing", "[lock_table]") {
   std::mt19937_64 rng(kSeed);
   LockTable one_by_one, batched;
   Model m;

@@ -186,7 +186,7 @@ TEST_CASE("equal timestamps with different content are ordered the same on every
   CHECK(ab.versions("k") == ba.versions("k"));
 }
 
-TEST_CASE("writes are pending until committed; commit of another timestamp changes nothing", "[replica]") {
+TEST_CASE("writes are pending until committed, and commit of another timestamp changes nothing", "[replica]") {
   Replica r;
   r.call(write_req("k", "x", ts(1), "L"));
   CHECK(r.stored("k")->state == VersionState::kPending);
