@@ -161,6 +161,11 @@ void LockService::flush(uint64_t now) {
   settle(now);
 }
 
+void LockService::synced(uint64_t now) {
+  node_->on_synced();
+  settle(now);
+}
+
 // ---- Time ----
 
 void LockService::on_peer(const PeerMessage& message, uint64_t now) {

@@ -5,9 +5,10 @@
 //
 // Driver contract (the daemon's loop and the simulator both follow it): feed
 // requests, peer messages and ticks; call flush() once per loop turn (it
-// proposes the commands batched so far: group commit); commit the storage; then
-// send take_peer_messages() and take_replies(). If the commit fails, drop the
-// outputs and rebuild the service from storage.
+// proposes the commands batched so far: group commit); send
+// take_early_peer_messages() if it likes; commit the storage; call synced();
+// then send take_peer_messages() and take_replies(). If the commit fails, drop
+// the outputs and rebuild the service from storage.
 //
 // Thread safety: none; one thread owns a service.
 #pragma once
@@ -61,6 +62,10 @@ class LockService {
   // Proposes the batched commands (when master and the pipeline has room).
   void flush(uint64_t now_ms);
 
+  // The storage committed: this node's own accepts count as votes now.
+  void synced(uint64_t now_ms);
+
+  std::vector<PeerMessage> take_early_peer_messages() { return node_->take_early_messages(); }
   std::vector<PeerMessage> take_peer_messages() { return node_->take_messages(); }
   std::vector<ClientReply> take_replies() { return std::exchange(replies_, {}); }
   uint64_t next_timer_ms() const;

@@ -98,6 +98,14 @@ void LockdServer::handle(transport::Routed routed, uint64_t now) {
   service_->on_request({route, std::move(request).value()}, now);
 }
 
+void LockdServer::send_peer(const PeerMessage& m) {
+  auto peer = peers_.find(m.to);
+  if (peer == peers_.end()) return;
+  std::string bytes = encode_peer(m);
+  // Dropped when the peer is down or slow: Paxos resends what matters.
+  (void)peer->second.send(zmq::buffer(bytes), zmq::send_flags::dontwait);
+}
+
 void LockdServer::log_changes(uint64_t now) {
   bool master = service_->is_master(now);
   NodeId hint = service_->node().master_hint();
@@ -115,12 +123,15 @@ void LockdServer::log_changes(uint64_t now) {
 }
 
 Status LockdServer::finish_turn(uint64_t now) {
+  // The master's accepts go out before its own sync, so that both overlap.
+  for (PeerMessage& m : service_->take_early_peer_messages()) send_peer(m);
   if (storage_.dirty()) {
     Status committed = storage_.commit();
     if (!committed.is_ok()) {
       // What this turn decided is not durable: say nothing of it, and start
       // again from what is, like a node that crashed and came back.
       spdlog::error("acceptor state not saved, restarting from disk: {}", committed.to_string());
+      service_->take_early_peer_messages();
       service_->take_peer_messages();
       service_->take_replies();
       routes_.clear();
@@ -130,13 +141,9 @@ Status LockdServer::finish_turn(uint64_t now) {
       return Status::ok();
     }
   }
-  for (PeerMessage& m : service_->take_peer_messages()) {
-    auto peer = peers_.find(m.to);
-    if (peer == peers_.end()) continue;
-    std::string bytes = encode_peer(m);
-    // Dropped when the peer is down or slow: Paxos resends what matters.
-    (void)peer->second.send(zmq::buffer(bytes), zmq::send_flags::dontwait);
-  }
+  service_->synced(now);
+  for (PeerMessage& m : service_->take_early_peer_messages()) send_peer(m);
+  for (PeerMessage& m : service_->take_peer_messages()) send_peer(m);
   for (ClientReply& r : service_->take_replies()) {
     auto route = routes_.find(r.route);
     if (route == routes_.end()) continue;

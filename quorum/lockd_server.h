@@ -57,6 +57,7 @@ class LockdServer {
   void handle(transport::Routed routed, uint64_t now);
   // Commits, then sends; restarts the service from storage when the commit fails.
   Status finish_turn(uint64_t now);
+  void send_peer(const PeerMessage& m);
   // Logs becoming master, losing it, and following a new one.
   void log_changes(uint64_t now);
 

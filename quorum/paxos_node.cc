@@ -32,6 +32,7 @@ Result<std::unique_ptr<PaxosNode>> PaxosNode::start(const PaxosOptions& options,
   std::unique_ptr<PaxosNode> node(new PaxosNode(options, storage));
   DurableState& s = state.value();
   node->promised_ = s.promised;
+  node->durable_promised_ = s.promised;
   node->highest_seen_ = s.promised;
   node->snapshot_slot_ = s.snapshot_slot;
   node->snapshot_ = std::move(s.snapshot);
@@ -118,7 +119,18 @@ void PaxosNode::compact(Slot slot, std::string snapshot) {
   log_.erase(log_.begin(), log_.upper_bound(slot));
 }
 
+std::vector<PeerMessage> PaxosNode::take_early_messages() { return std::exchange(early_out_, {}); }
 std::vector<PeerMessage> PaxosNode::take_messages() { return std::exchange(out_, {}); }
+
+void PaxosNode::on_synced() {
+  durable_promised_ = promised_;
+  for (Slot s : unsynced_own_) {
+    auto it = votes_.find(s);
+    if (role_ == Role::kMaster && it != votes_.end()) it->second.insert(options_.self);
+  }
+  unsynced_own_.clear();
+  advance_chosen();
+}
 std::vector<Delivery> PaxosNode::take_deliveries() { return std::exchange(deliveries_, {}); }
 
 uint64_t PaxosNode::next_timer_ms() const {
@@ -213,7 +225,7 @@ void PaxosNode::learn(Slot chosen_through, Ballot ballot, NodeId master, uint64_
       if (!catch_up_pending_ || now >= catch_up_sent_at_ + options_.heartbeat_ms) {
         catch_up_pending_ = true;
         catch_up_sent_at_ = now;
-        send(master, CatchUpRequest{.from_slot = applied_ + 1});
+        send_early(master, CatchUpRequest{.from_slot = applied_ + 1});
       }
       return;
     }
@@ -241,7 +253,7 @@ void PaxosNode::on_catch_up_request(NodeId from, const CatchUpRequest& m) {
     reply.chosen.push_back(it->second);
   }
   if (reply.snapshot_slot == 0 && reply.chosen.empty()) return;
-  send(from, std::move(reply));
+  send_early(from, std::move(reply));  // chosen values: nothing here needs to be on this node's disk first
 }
 
 void PaxosNode::on_catch_up(const CatchUp& m) {
@@ -288,6 +300,10 @@ uint64_t PaxosNode::next_seq(uint64_t now) {
 
 void PaxosNode::send(NodeId to, PeerBody body) {
   out_.push_back(PeerMessage{.from = options_.self, .to = to, .group = options_.group, .body = std::move(body)});
+}
+
+void PaxosNode::send_early(NodeId to, PeerBody body) {
+  early_out_.push_back(PeerMessage{.from = options_.self, .to = to, .group = options_.group, .body = std::move(body)});
 }
 
 void PaxosNode::campaign(uint64_t now) {
@@ -382,7 +398,8 @@ void PaxosNode::step_down(uint64_t now) {
 void PaxosNode::accept_own(Slot slot, std::string value) {
   Entry e{.slot = slot, .ballot = ballot_, .value = std::move(value)};
   store_accepted(e);
-  votes_[slot] = {options_.self};
+  votes_[slot] = {};  // this node's vote counts once the accept is synced
+  unsynced_own_.push_back(slot);
 }
 
 void PaxosNode::send_accepts(uint64_t now, const std::vector<Slot>& fresh) {
@@ -402,7 +419,13 @@ void PaxosNode::send_accepts(uint64_t now, const std::vector<Slot>& fresh) {
         if (!voters.count(m)) accept.entries.push_back(log_.at(slot));
       }
     }
-    send(m, std::move(accept));
+    // Safe before this node's own sync only when its ballot's promise is on
+    // disk: a node that forgot its promise could reuse the ballot after a restart.
+    if (durable_promised_ == ballot_) {
+      send_early(m, std::move(accept));
+    } else {
+      send(m, std::move(accept));
+    }
   }
   next_heartbeat_ = now + options_.heartbeat_ms;
   note_ack(options_.self, seq);

@@ -4,9 +4,15 @@
 // values to apply; durable state goes through PaxosStorage.
 //
 // The driver's contract, after every call that may change state (receive, tick,
-// propose, compact): commit the storage, and only then send take_messages() and
-// apply take_deliveries(). When the commit fails, drop both and restart the node
+// propose, compact): send take_early_messages() at once if it likes; commit the
+// storage; call on_synced(); only then send take_messages() and apply
+// take_deliveries(). When the commit fails, drop the rest and restart the node
 // from storage (it then acts like a node that crashed and came back).
+//
+// Early messages are the master's accepts under a ballot whose promise is
+// already durable, and catch-up traffic: sending them before the master's own
+// accept is synced lets its sync and the followers' overlap. The master counts
+// its own vote only once on_synced() says the accept is on disk.
 //
 // Master lease: an acceptor that promises or accepts ballot b of node p promises
 // no other node for master_lease_ms of its own clock. The master counts its lease
@@ -69,6 +75,10 @@ class PaxosNode {
   // before it can go.
   void compact(Slot slot, std::string snapshot);
 
+  // The storage committed everything this node wrote so far.
+  void on_synced();
+
+  std::vector<PeerMessage> take_early_messages();
   std::vector<PeerMessage> take_messages();
   std::vector<Delivery> take_deliveries();
   // When tick() next has something to do.
@@ -119,6 +129,7 @@ class PaxosNode {
   void restart_election_timer(uint64_t now);
   uint64_t next_seq(uint64_t now);
   void send(NodeId to, PeerBody body);
+  void send_early(NodeId to, PeerBody body);
   std::vector<Entry> accepted_from(Slot from) const;
 
   PaxosOptions options_;
@@ -158,6 +169,9 @@ class PaxosNode {
   uint64_t lease_until_ = 0;                // the master lease, local clock
   uint64_t next_heartbeat_ = 0;
 
+  Ballot durable_promised_ = 0;      // promised_ as of the last on_synced()
+  std::vector<Slot> unsynced_own_;    // this master's accepts not yet on disk: not yet its votes
+  std::vector<PeerMessage> early_out_;
   std::vector<PeerMessage> out_;
   std::vector<Delivery> deliveries_;
 };

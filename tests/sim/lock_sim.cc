@@ -279,6 +279,10 @@ class LockSim {
     Lockd& n = node(i);
     uint64_t now = local(n);
     n.service->flush(now);
+    // Accepts of a master whose promise is on disk leave before its own sync.
+    for (auto& m : n.service->take_early_peer_messages()) {
+      world_.send(kLockdBase + i, kLockdBase + static_cast<int>(m.to), quorum::encode_peer(m));
+    }
     for (auto& m : n.service->take_peer_messages()) {
       n.outbox.emplace_back(kLockdBase + static_cast<int>(m.to), quorum::encode_peer(m));
     }
@@ -300,8 +304,21 @@ class LockSim {
     Lockd& n = node(i);
     n.sync_scheduled = false;
     if (!n.disk->commit().is_ok()) return;
+    uint64_t now = local(n);
+    n.service->synced(now);
+    for (auto& m : n.service->take_early_peer_messages()) {
+      n.outbox.emplace_back(kLockdBase + static_cast<int>(m.to), quorum::encode_peer(m));
+    }
+    for (auto& m : n.service->take_peer_messages()) {
+      n.outbox.emplace_back(kLockdBase + static_cast<int>(m.to), quorum::encode_peer(m));
+    }
+    for (auto& r : n.service->take_replies()) {
+      n.outbox.emplace_back(static_cast<int>(r.route), wire::encode_lock_reply(r.reply));
+    }
     for (auto& [to, bytes] : n.outbox) world_.send(kLockdBase + i, to, std::move(bytes));
     n.outbox.clear();
+    check_lockd(i);
+    schedule_lockd_tick(i);
   }
 
   void schedule_lockd_tick(int i) {
@@ -570,6 +587,11 @@ class LockSim {
       case SimClient::Phase::kWriting: {
         if (!me.held || !me.session->lease_valid(local(me))) {
           world_.record("client " + std::to_string(c) + " sees its lease is no longer valid");
+          if (me.held && me.session->state() != client::SessionState::kExpired) {
+            // The session may be safe again later, still holding the lock: give it back.
+            me.writes_left = 0;
+            return release(c, /*may_crash=*/false);
+          }
           me.held.reset();
           me.phase = SimClient::Phase::kIdle;
           --me.cycles_left;
@@ -593,9 +615,9 @@ class LockSim {
     }
   }
 
-  void release(int c) {
+  void release(int c, bool may_crash = true) {
     SimClient& me = cl(c);
-    if (world_.chance(o_.client_crash)) {
+    if (may_crash && world_.chance(o_.client_crash)) {
       // The process dies holding the lock: no release, no KeepAlives; its
       // session expires and the lock-delay applies. It comes back later.
       world_.record("client " + std::to_string(c) + " crashes holding " + me.held->lock);

@@ -55,7 +55,10 @@ struct Cluster {
   // The driver's contract: commit, then send and apply.
   void settle(NodeId id) {
     PaxosNode& node = *nodes[id];
+    for (auto& m : node.take_early_messages()) wire.push_back(std::move(m));
     REQUIRE(disks[id]->commit().is_ok());
+    node.on_synced();
+    for (auto& m : node.take_early_messages()) wire.push_back(std::move(m));
     for (auto& m : node.take_messages()) wire.push_back(std::move(m));
     for (auto& d : node.take_deliveries()) {
       if (d.snapshot) {
@@ -162,6 +165,76 @@ TEST_CASE("three nodes elect one master and apply the same values in order", "[p
     CHECK(c.nodes[id]->master_hint() == *m);
   }
   CHECK(c.max_masters == 1);
+}
+
+TEST_CASE("a master's accepts leave before its own sync; its vote counts only after it", "[paxos]") {
+  Cluster c(3);
+  c.run(kLease + 3000);
+  auto m = c.master();
+  REQUIRE(m);
+  PaxosNode& master = *c.nodes[*m];
+  REQUIRE(master.propose("x", c.now));
+  // Its ballot's promise is on disk, so the accepts may go out before the sync.
+  auto early = master.take_early_messages();
+  CHECK(early.size() == 2);
+  for (const auto& msg : early) CHECK(std::holds_alternative<Accept>(msg.body));
+  CHECK(master.take_messages().empty());
+  // One follower's vote is not a majority while this node's accept is unsynced.
+  PeerMessage to_f = early.front();
+  c.nodes[to_f.to]->receive(to_f, c.now);
+  c.settle(to_f.to);
+  auto reply = std::find_if(c.wire.begin(), c.wire.end(), [&](const PeerMessage& p) { return p.to == *m; });
+  REQUIRE(reply != c.wire.end());
+  master.receive(*reply, c.now);
+  c.wire.erase(reply);
+  CHECK(master.take_deliveries().empty());
+  // Once the storage committed, its own vote makes the majority.
+  REQUIRE(c.disks[*m]->commit().is_ok());
+  master.on_synced();
+  auto delivered = master.take_deliveries();
+  REQUIRE(delivered.size() == 1);
+  CHECK(delivered[0].value == "x");
+}
+
+TEST_CASE("a lone master chooses only once its own accept is synced", "[paxos]") {
+  Cluster c(1);
+  PaxosNode& node = *c.nodes[1];
+  c.now = kLease + 10;
+  node.tick(c.now);  // campaigns and, alone, becomes master at once
+  CHECK(node.role() == PaxosNode::Role::kMaster);
+  CHECK(node.take_deliveries().empty());  // its no-op needs its own, synced, vote
+  REQUIRE(c.disks[1]->commit().is_ok());
+  node.on_synced();
+  CHECK(node.take_deliveries().size() == 1);
+  CHECK(node.is_master(c.now));
+}
+
+TEST_CASE("a new master's first accepts wait until its promise is synced", "[paxos]") {
+  Cluster c(3);
+  c.now = kLease + 10;  // every boot-time promise has run out
+  PaxosNode& n1 = *c.nodes[1];
+  n1.tick(c.now);
+  REQUIRE(n1.role() == PaxosNode::Role::kCandidate);
+  CHECK(n1.take_early_messages().empty());  // a prepare never leaves before the sync
+  auto prepares = n1.take_messages();
+  REQUIRE(prepares.size() == 2);
+  // Answer as the other two would, without syncing node 1.
+  for (const PeerMessage& p : prepares) {
+    c.nodes[p.to]->receive(p, c.now);
+    c.settle(p.to);
+  }
+  while (!c.wire.empty()) {
+    PeerMessage promise = c.wire.front();
+    c.wire.pop_front();
+    if (promise.to == 1) n1.receive(promise, c.now);
+  }
+  REQUIRE(n1.role() == PaxosNode::Role::kMaster);
+  // Its promise of the new ballot is not on disk yet: a crash now could make it
+  // reuse the ballot with other values, so its accepts wait for the sync.
+  CHECK(n1.take_early_messages().empty());
+  auto accepts = n1.take_messages();
+  CHECK(accepts.size() == 2);
+  for (const auto& msg : accepts) CHECK(std::holds_alternative<Accept>(msg.body));
 }
 
 TEST_CASE("a follower does not propose", "[paxos]") {
@@ -290,6 +363,7 @@ TEST_CASE("a node whose commit failed restarts from disk and rejoins", "[paxos]"
   c.wire.erase(it);
   c.nodes[f]->receive(to_f, c.now);
   REQUIRE_FALSE(c.disks[f]->commit().is_ok());
+  c.nodes[f]->take_early_messages();
   c.nodes[f]->take_messages();
   c.nodes[f]->take_deliveries();
   c.nodes.erase(f);
