@@ -65,6 +65,27 @@ void write_envelope(msgpack::packer<msgpack::sbuffer>& pk, uint32_t field_count,
   pack_text(pk, type);
 }
 
+void pack_status(msgpack::packer<msgpack::sbuffer>& pk, const Status& status) {
+  pack_text(pk, "code");
+  pack_text(pk, code_name(status.code()));
+  if (!status.message().empty()) {
+    pack_text(pk, "message");
+    pack_text(pk, status.message());
+  }
+}
+
+void StatusFields::read(FieldReader& r, size_t max_message_bytes) {
+  r.bytes("code", code, 32, Need::kRequired);
+  r.bytes("message", message, max_message_bytes, Need::kOptional);
+}
+
+Status StatusFields::parse(Status* out) const {
+  auto parsed = code_from_name(code);
+  if (!parsed) return Status(Code::kBadRequest, "reply has unknown code '" + code + "'");
+  *out = Status(*parsed, message);
+  return Status::ok();
+}
+
 void pack_bytes(msgpack::packer<msgpack::sbuffer>& pk, std::string_view bytes) {
   pk.pack_bin(static_cast<uint32_t>(bytes.size()));
   pk.pack_bin_body(bytes.data(), static_cast<uint32_t>(bytes.size()));

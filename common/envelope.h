@@ -53,6 +53,17 @@ void write_envelope(msgpack::packer<msgpack::sbuffer>& pk, uint32_t field_count,
                     std::string_view type);
 
 void pack_bytes(msgpack::packer<msgpack::sbuffer>& pk, std::string_view bytes);
+// A reply's status: "code" (its wire name), and "message" when not empty.
+// Two fields, or one without a message.
+void pack_status(msgpack::packer<msgpack::sbuffer>& pk, const Status& status);
+
+// Reads what pack_status wrote.
+struct StatusFields {
+  std::string code, message;
+  void read(FieldReader& r, size_t max_message_bytes);
+  // Ok with the status in *out, or BadRequest for an unknown code.
+  Status parse(Status* out) const;
+};
 void pack_text(msgpack::packer<msgpack::sbuffer>& pk, std::string_view text);
 void pack_timestamp(msgpack::packer<msgpack::sbuffer>& pk, const FencedTimestamp& ts);
 

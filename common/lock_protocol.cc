@@ -245,12 +245,7 @@ std::string encode_lock_reply(const LockReply& reply) {
   msgpack::sbuffer buf;
   Packer pk(buf);
   write_envelope(pk, reply_field_count(reply), reply.id, kReplyType);
-  pack_text(pk, "code");
-  pack_text(pk, code_name(reply.status.code()));
-  if (!reply.status.message().empty()) {
-    pack_text(pk, "message");
-    pack_text(pk, reply.status.message());
-  }
+  pack_status(pk, reply.status);
   pack_u64_field(pk, "epoch", reply.epoch);
   pack_u64_field(pk, "master", reply.master);
   if (!reply.master_endpoint.empty()) {
@@ -314,9 +309,8 @@ Result<LockReply> decode_lock_reply(std::string_view bytes, size_t max_bytes) {
   const Limits limits;
   LockReply reply;
   reply.id = env.id;
-  std::string code, message;
-  r.bytes("code", code, 32, Need::kRequired);
-  r.bytes("message", message, max_bytes, Need::kOptional);
+  StatusFields status;
+  status.read(r, max_bytes);
   r.u64("epoch", reply.epoch, Need::kRequired);
   read_u32(r, "master", reply.master, Need::kRequired);
   r.bytes("master_endpoint", reply.master_endpoint, kMaxEndpointBytes, Need::kOptional);
@@ -334,9 +328,7 @@ Result<LockReply> decode_lock_reply(std::string_view bytes, size_t max_bytes) {
   read_locks(r, limits, reply.locks);
   Status s = r.finish();
   if (!s.is_ok()) return s;
-  auto parsed = code_from_name(code);
-  if (!parsed) return Status(Code::kBadRequest, "reply has unknown code '" + code + "'");
-  reply.status = Status(*parsed, std::move(message));
+  if (Status parsed = status.parse(&reply.status); !parsed.is_ok()) return parsed;
   return reply;
 }
 

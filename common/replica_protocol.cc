@@ -227,12 +227,7 @@ std::string encode_reply(const ReplicaReply& reply) {
   msgpack::sbuffer buf;
   Packer pk(buf);
   write_envelope(pk, reply_field_count(reply), reply.id, kReplyType);
-  pack_text(pk, "code");
-  pack_text(pk, code_name(reply.status.code()));
-  if (!reply.status.message().empty()) {
-    pack_text(pk, "message");
-    pack_text(pk, reply.status.message());
-  }
+  pack_status(pk, reply.status);
   pack_text(pk, "clock");
   pk.pack_uint64(reply.clock);
   if (reply.floor != 0) {
@@ -283,9 +278,8 @@ Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits) 
   FieldReader& r = *env.fields;
   ReplicaReply reply;
   reply.id = env.id;
-  std::string code, message;
-  r.bytes("code", code, 32, Need::kRequired);
-  r.bytes("message", message, limits.max_value_bytes, Need::kOptional);
+  StatusFields status;
+  status.read(r, limits.max_value_bytes);
   r.u64("clock", reply.clock, Need::kRequired);
   r.u64("floor", reply.floor, Need::kOptional);
   if (r.has("stored_ts")) r.timestamp("stored_ts", reply.stored_ts.emplace(), Need::kRequired);
@@ -294,9 +288,7 @@ Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits) 
   read_floors(r, limits, reply.floors);
   Status s = r.finish();
   if (!s.is_ok()) return s;
-  auto parsed = code_from_name(code);
-  if (!parsed) return Status(Code::kBadRequest, "reply has unknown code '" + code + "'");
-  reply.status = Status(*parsed, std::move(message));
+  if (Status parsed = status.parse(&reply.status); !parsed.is_ok()) return parsed;
   return reply;
 }
 

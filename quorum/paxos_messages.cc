@@ -89,7 +89,7 @@ struct BodyEncoder {
     pack_entries(pk, "entries", b.entries);
   }
   void operator()(const Accepted& b) const {
-    common(6, kAccepted);
+    common(5, kAccepted);
     pack_u64(pk, "ballot", b.ballot);
     pack_bool(pk, "ok", b.ok);
     pack_u64(pk, "promised", b.promised);
@@ -97,7 +97,6 @@ struct BodyEncoder {
     pack_text(pk, "slots");
     pk.pack_array(static_cast<uint32_t>(b.slots.size()));
     for (Slot s : b.slots) pk.pack_uint64(s);
-    pack_u64(pk, "applied_through", b.applied_through);
   }
   void operator()(const CatchUpRequest& b) const {
     common(1, kCatchUpRequest);
@@ -196,7 +195,6 @@ Result<PeerBody> read_body(const std::string& type, FieldReader& r, size_t max_b
     r.u64("promised", b.promised, Need::kRequired);
     r.u64("seq", b.seq, Need::kRequired);
     read_slots(r, "slots", b.slots);
-    r.u64("applied_through", b.applied_through, Need::kRequired);
     return PeerBody{std::move(b)};
   }
   if (type == kCatchUpRequest) {

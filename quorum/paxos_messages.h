@@ -69,7 +69,6 @@ struct Accepted {
   Ballot promised = 0;       // ok=false: the higher ballot this acceptor promised
   uint64_t seq = 0;
   std::vector<Slot> slots{};  // the slots accepted
-  Slot applied_through = 0;  // the follower's applied prefix (catch-up hint)
   friend bool operator==(const Accepted&, const Accepted&) = default;
 };
 

@@ -187,7 +187,6 @@ void PaxosNode::on_accept(NodeId from, const Accept& m, uint64_t now) {
     reply.slots.push_back(e.slot);
   }
   learn(m.chosen_through, m.ballot, from, now);
-  reply.applied_through = applied_;
   send(from, std::move(reply));
 }
 
