@@ -8,7 +8,7 @@ packages=(
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev liblmdb-dev lmdb-utils libxxhash-dev
   libcli11-dev libspdlog-dev libfmt-dev
   catch2 libbenchmark-dev
-  libsodium-dev libtomlplusplus-dev
+  libsodium-dev libtomlplusplus-dev nlohmann-json3-dev
   python3 python3-zmq python3-msgpack
 )
 

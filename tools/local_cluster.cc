@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +23,7 @@
 #include "client/replica_connection.h"
 #include "common/sequencer.h"
 #include "common/transport.h"
+#include "tools/lockd_call.h"
 #include "tools/replica_process.h"
 
 namespace palisade::tools {
@@ -32,8 +32,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-constexpr size_t kMaxReplyBytes = size_t{16} << 20;  // a status reply lists up to 1000 locks
 
 int ms_left(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
@@ -101,33 +99,6 @@ Status write_file(const std::string& path, const std::string& text, mode_t mode)
   return Status::ok();
 }
 
-// Sends one lock request on a fresh DEALER and waits for the reply with its id.
-std::optional<wire::LockReply> call_endpoint(zmq::context_t& ctx, const std::string& endpoint,
-                                             const wire::LockRequest& request, milliseconds timeout) {
-  try {
-    zmq::socket_t s = transport::make_dealer(ctx, endpoint, {.queue_until_connected = true});
-    const std::string bytes = wire::encode_lock_request(request);
-    if (!s.send(zmq::buffer(bytes), zmq::send_flags::dontwait)) return std::nullopt;
-    auto deadline = Clock::now() + timeout;
-    for (;;) {
-      zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLIN, 0};
-      zmq::poll(&item, 1, milliseconds(ms_left(deadline)));
-      if (!(item.revents & ZMQ_POLLIN)) return std::nullopt;
-      zmq::message_t msg;
-      if (!s.recv(msg)) return std::nullopt;
-      auto reply = wire::decode_lock_reply({static_cast<const char*>(msg.data()), msg.size()}, kMaxReplyBytes);
-      if (reply.is_ok() && reply.value().id == request.id) return std::move(reply).value();
-    }
-  } catch (const zmq::error_t&) {
-    return std::nullopt;
-  }
-}
-
-uint64_t next_request_id() {
-  static std::atomic<uint64_t> next{1};
-  return next++;
-}
-
 }  // namespace
 
 std::string sibling_lockd_binary() {
@@ -156,10 +127,10 @@ bool Daemon::running() { return process_ != nullptr && process_->running(); }
 
 std::string Daemon::log() const { return read_text(log_path_); }
 
-void Daemon::start() {
+void Daemon::start(bool detached) {
   if (running()) return;
   paused_ = false;
-  process_ = std::make_unique<Process>(argv_, log_path_);
+  process_ = std::make_unique<Process>(argv_, log_path_, detached);
 }
 
 Status Daemon::start_and_wait(milliseconds timeout) {
@@ -220,8 +191,19 @@ LocalCluster::LocalCluster(LocalClusterOptions options)
     : options_(std::move(options)), ctx_(std::make_shared<zmq::context_t>(1)) {}
 
 LocalCluster::~LocalCluster() {
+  if (released_) return;
   for (auto& d : lockd_) d->kill();
   for (auto& d : replicas_) d->kill();
+}
+
+void LocalCluster::release() {
+  if (!options_.detached) return;
+  released_ = true;
+  for (const auto* list : {&lockd_, &replicas_}) {
+    for (const auto& d : *list) {
+      if (d->process() != nullptr) d->process()->release();
+    }
+  }
 }
 
 void LocalCluster::stop(milliseconds grace) {
@@ -244,6 +226,10 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::start(LocalClusterOptions op
     return Status(Code::kBadRequest, "a lock group has 1..7 nodes, not " + std::to_string(options.lockd));
   }
   if (options.replicas < 1) return Status(Code::kBadRequest, "the cluster needs at least one replica");
+  if (options.base_port != 0 && (options.base_port < 1024 || options.base_port + options.lockd + options.replicas > 65536)) {
+    return Status(Code::kBadRequest, "the base port must leave room for every node in 1024..65535, not " +
+                                         std::to_string(options.base_port));
+  }
   if (options.lockd_binary.empty()) options.lockd_binary = sibling_lockd_binary();
   if (options.replica_binary.empty()) options.replica_binary = sibling_replica_binary();
   for (std::string* binary : {&options.lockd_binary, &options.replica_binary}) {
@@ -265,29 +251,10 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::start(LocalClusterOptions op
 
 Status LocalCluster::launch() {
   const LocalClusterOptions& o = options_;
-  // Ports: free a moment ago, and distinct.
-  std::set<int> ports;
-  auto endpoint = [&] {
-    for (;;) {
-      int port = free_port();
-      if (ports.insert(port).second) return "tcp://127.0.0.1:" + std::to_string(port);
-    }
-  };
-
-  ClusterConfig config;
-  config.group = o.group;
-  config.key_file = "cluster.key";  // relative to the cluster file: the directory can be moved
-  for (int i = 1; i <= o.lockd; ++i) config.lockd.push_back({static_cast<uint32_t>(i), endpoint()});
-  for (int i = 0; i < o.replicas; ++i) config.replicas.push_back(endpoint());
-  config.read_quorum = o.read_quorum;
-  config.write_quorum = o.write_quorum;
-  config.timing = o.timing;
-
   cluster_file_ = o.dir + "/cluster.toml";
-  if (Status s = write_file(o.dir + "/cluster.key", SequencerKey::generate().to_hex() + "\n", 0600); !s.is_ok()) {
-    return s;
+  if (!o.reuse_cluster_file || !fs::exists(cluster_file_)) {
+    if (Status s = write_cluster_files(); !s.is_ok()) return s;
   }
-  if (Status s = write_file(cluster_file_, format_cluster_config(config), 0644); !s.is_ok()) return s;
   auto loaded = load_cluster_file(cluster_file_);
   if (!loaded.is_ok()) return Status(Code::kBadRequest, "bad cluster options: " + loaded.status().message());
   config_ = std::move(loaded).value();
@@ -315,15 +282,14 @@ Status LocalCluster::launch() {
     argv.insert(argv.end(), o.lockd_args.begin(), o.lockd_args.end());
     const std::string ep = node.endpoint;
     auto probe = [ctx, ep](int timeout_ms) {
-      wire::LockRequest request{.id = next_request_id(), .body = wire::LockStatusRequest{}};
-      return call_endpoint(*ctx, ep, request, milliseconds(timeout_ms)).has_value();
+      return call_lockd_endpoint(*ctx, ep, wire::LockStatusRequest{}, milliseconds(timeout_ms)).has_value();
     };
     lockd_.push_back(
         std::make_unique<Daemon>(name, std::move(argv), ep, o.dir + "/" + name, o.dir + "/" + name + ".log", probe));
   }
 
-  for (auto& d : replicas_) d->start();
-  for (auto& d : lockd_) d->start();
+  for (auto& d : replicas_) d->start(o.detached);
+  for (auto& d : lockd_) d->start(o.detached);
 
   const auto deadline = Clock::now() + o.start_timeout;
   for (auto& d : replicas_) {
@@ -344,6 +310,32 @@ Status LocalCluster::launch() {
     }
     std::this_thread::sleep_for(milliseconds(20));
   }
+}
+
+Status LocalCluster::write_cluster_files() {
+  const LocalClusterOptions& o = options_;
+  // Ports: consecutive from base_port, or free a moment ago and distinct.
+  std::set<int> ports;
+  int next_port = o.base_port;
+  auto endpoint = [&] {
+    if (o.base_port != 0) return "tcp://127.0.0.1:" + std::to_string(next_port++);
+    for (;;) {
+      int port = free_port();
+      if (ports.insert(port).second) return "tcp://127.0.0.1:" + std::to_string(port);
+    }
+  };
+  ClusterConfig config;
+  config.group = o.group;
+  config.key_file = "cluster.key";  // relative to the cluster file: the directory can be moved
+  for (int i = 1; i <= o.lockd; ++i) config.lockd.push_back({static_cast<uint32_t>(i), endpoint()});
+  for (int i = 0; i < o.replicas; ++i) config.replicas.push_back(endpoint());
+  config.read_quorum = o.read_quorum;
+  config.write_quorum = o.write_quorum;
+  config.timing = o.timing;
+  if (Status s = write_file(o.dir + "/cluster.key", SequencerKey::generate().to_hex() + "\n", 0600); !s.is_ok()) {
+    return s;
+  }
+  return write_file(cluster_file_, format_cluster_config(config), 0644);
 }
 
 std::vector<std::string> LocalCluster::lockd_endpoints() const {
@@ -382,7 +374,7 @@ std::optional<wire::LockReply> LocalCluster::call_lockd(uint32_t id, const wire:
                                                         milliseconds timeout) {
   Daemon& d = lockd(id);
   if (!d.running() || d.paused()) return std::nullopt;
-  return call_endpoint(*ctx_, d.endpoint(), {.id = next_request_id(), .body = request}, timeout);
+  return call_lockd_endpoint(*ctx_, d.endpoint(), request, timeout);
 }
 
 std::optional<wire::LockReply> LocalCluster::lock_status(uint32_t id, milliseconds timeout) {
@@ -401,7 +393,7 @@ std::vector<LocalCluster::MasterAnswer> LocalCluster::masters(milliseconds timeo
   std::vector<MasterAnswer> found;
   try {
     for (uint32_t id : live_lockd_ids()) {
-      Asked a{id, next_request_id(),
+      Asked a{id, next_lock_request_id(),
               transport::make_dealer(*ctx_, lockd(id).endpoint(), {.queue_until_connected = true})};
       const std::string bytes = wire::encode_lock_request({.id = a.request_id, .body = wire::FindMasterRequest{}});
       if (a.socket.send(zmq::buffer(bytes), zmq::send_flags::dontwait)) asked.push_back(std::move(a));
@@ -421,7 +413,7 @@ std::vector<LocalCluster::MasterAnswer> LocalCluster::masters(milliseconds timeo
         if (!(items[i].revents & ZMQ_POLLIN)) continue;
         zmq::message_t msg;
         if (!who[i]->socket.recv(msg, zmq::recv_flags::dontwait)) continue;
-        auto reply = wire::decode_lock_reply({static_cast<const char*>(msg.data()), msg.size()}, kMaxReplyBytes);
+        auto reply = wire::decode_lock_reply({static_cast<const char*>(msg.data()), msg.size()}, kMaxLockReplyBytes);
         if (!reply.is_ok() || reply.value().id != who[i]->request_id) continue;
         who[i]->answered = true;
         --waiting;

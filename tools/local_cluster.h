@@ -59,6 +59,15 @@ struct LocalClusterOptions {
   std::vector<std::string> lockd_args;    // extra flags for every lockd, e.g. {"--snapshot-every", "20"}
   std::vector<std::string> replica_args;  // extra flags for every replica
   std::string log_level = "info";
+  // 0: free ports. Else lockd nodes listen on base_port, base_port+1, ... and
+  // the replicas on the ports after them.
+  int base_port = 0;
+  // When dir/cluster.toml exists, start the cluster it describes (its nodes,
+  // ports, key and timing; lockd, replicas, base_port and timing above are
+  // ignored) on the data already in dir: a cluster stopped and started again.
+  bool reuse_cluster_file = false;
+  // Daemons in sessions of their own that outlive this process after release().
+  bool detached = false;
   // start() fails when the cluster is not healthy by then.
   std::chrono::milliseconds start_timeout{20000};
 };
@@ -88,8 +97,8 @@ class Daemon {
   // The process of the current run; null before the first start.
   Process* process() { return process_.get(); }
 
-  // Starts it (when not running) without waiting.
-  void start();
+  // Starts it (when not running) without waiting; `detached` as for Process.
+  void start(bool detached = false);
   // Starts it when not running and waits until it answers. Unavailable (with
   // the end of its log) when it exits or does not answer within `timeout`.
   Status start_and_wait(std::chrono::milliseconds timeout = std::chrono::seconds(10));
@@ -124,8 +133,10 @@ class LocalCluster {
   // Unavailable (with the end of the daemons' logs) when the cluster does not
   // become healthy within options.start_timeout. Nothing is left running on failure.
   static Result<std::unique_ptr<LocalCluster>> start(LocalClusterOptions options);
-  // Kills every daemon still running (SIGKILL).
+  // Kills every daemon still running (SIGKILL), unless release()d.
   ~LocalCluster();
+  // Leaves a detached cluster's daemons running when this object dies.
+  void release();
   // Stops every daemon cleanly (SIGTERM; SIGKILL after `grace`), lockd nodes first.
   void stop(std::chrono::milliseconds grace = std::chrono::seconds(5));
   LocalCluster(const LocalCluster&) = delete;
@@ -179,6 +190,8 @@ class LocalCluster {
  private:
   explicit LocalCluster(LocalClusterOptions options);
   Status launch();
+  // A new key and a cluster file from the options.
+  Status write_cluster_files();
 
   LocalClusterOptions options_;
   std::shared_ptr<zmq::context_t> ctx_;  // for probes and calls; shared with the daemons' probes
@@ -186,6 +199,7 @@ class LocalCluster {
   ClusterConfig config_;
   std::vector<std::unique_ptr<Daemon>> lockd_;  // index id - 1
   std::vector<std::unique_ptr<Daemon>> replicas_;
+  bool released_ = false;
 };
 
 }  // namespace palisade::tools

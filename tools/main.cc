@@ -1,21 +1,38 @@
-// palisade: the command line. It parses flags and wires library objects; the
-// work lives in tools/*.cc.
+// palisade: the command line. Each subcommand lives in tools/*_command.cc;
+// tools/command.h holds what they share (flags, exit codes, the cluster file).
 #include <CLI/CLI.hpp>
 
+#include "tools/command.h"
 #include "tools/demo.h"
 #include "tools/replica_process.h"
 
 int main(int argc, char** argv) {
+  using namespace palisade::tools;
   CLI::App app{"palisade: fenced locks and a quorum store that refuses the writes of lost lock holders"};
+  app.fallthrough();  // --cluster and -o also after the subcommand
   app.require_subcommand(1);
+  app.footer(
+      "Exit codes: 0 ok, 1 error, 2 usage, 3 fenced, 4 unavailable, 5 no such key, 6 timeout,\n"
+      "7 lease lost (lock), 8 replicas differed (repair). docs/cli.md has a tour.");
+  CommonOptions common;
+  add_common_options(app, common);
+  int exit_code = kExitOk;
+  add_cluster_command(app, common, exit_code);
+  add_lock_command(app, common, exit_code);
+  add_kv_commands(app, common, exit_code);
+  add_status_command(app, common, exit_code);
 
-  palisade::tools::DemoOptions demo;
-  demo.replica_binary = palisade::tools::sibling_replica_binary();
+  DemoOptions demo;
+  demo.replica_binary = sibling_replica_binary();
   auto* demo_cmd = app.add_subcommand("demo", "Replay the fencing failure scenarios on a private local cluster");
   demo_cmd->add_option("--replica-bin", demo.replica_binary, "palisade-replica to run")->capture_default_str();
   demo_cmd->add_flag("-v,--verbose", demo.verbose, "Show where each replica listens and logs");
+  demo_cmd->callback([&] { exit_code = run_demo(demo) == 0 ? kExitOk : kExitFailure; });
 
-  CLI11_PARSE(app, argc, argv);
-  if (demo_cmd->parsed()) return palisade::tools::run_demo(demo) == 0 ? 0 : 1;
-  return 0;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  return exit_code;
 }

@@ -16,7 +16,8 @@
 
 namespace palisade::tools {
 
-Process::Process(std::vector<std::string> argv, std::string log_path) : log_path_(std::move(log_path)) {
+Process::Process(std::vector<std::string> argv, std::string log_path, bool detached)
+    : log_path_(std::move(log_path)), detached_(detached) {
   std::vector<char*> args;
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
@@ -24,8 +25,14 @@ Process::Process(std::vector<std::string> argv, std::string log_path) : log_path
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {  // only async-signal-safe calls until exec
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);  // the parent died before prctl
+    if (detached) {
+      setsid();  // no terminal signals (Ctrl-C in the shell that ran `cluster up`)
+      int null = open("/dev/null", O_RDONLY);
+      if (null >= 0) dup2(null, 0);
+    } else {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);  // the parent died before prctl
+    }
     int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
       dup2(fd, 1);
@@ -40,7 +47,11 @@ Process::Process(std::vector<std::string> argv, std::string log_path) : log_path
 }
 
 Process::~Process() {
-  if (running()) kill();
+  if (!released_ && running()) kill();
+}
+
+void Process::release() {
+  if (detached_) released_ = true;
 }
 
 bool Process::running() {

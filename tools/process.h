@@ -2,6 +2,9 @@
 // to a log file, killed with SIGKILL if still running when the object dies, and also when this
 // process dies without destroying it (PR_SET_PDEATHSIG: strictly, when the thread that started it
 // exits, so start long-lived children from a long-lived thread).
+//
+// A detached child (`palisade cluster up`) is in a session of its own, reads
+// /dev/null, and outlives this process once release()d.
 #pragma once
 
 #include <sys/types.h>
@@ -15,7 +18,7 @@ namespace palisade::tools {
 class Process {
  public:
   // Starts argv[0] (a path) with its stdout and stderr appended to `log_path`.
-  Process(std::vector<std::string> argv, std::string log_path);
+  Process(std::vector<std::string> argv, std::string log_path, bool detached = false);
   ~Process();
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
@@ -27,6 +30,8 @@ class Process {
   std::optional<int> wait(int timeout_ms);
   // SIGKILL and reap.
   void kill();
+  // Forgets the child: the destructor leaves it running. Only for a detached one.
+  void release();
   const std::string& log_path() const { return log_path_; }
   std::string log() const;
 
@@ -34,6 +39,8 @@ class Process {
   pid_t pid_ = -1;
   std::optional<int> status_;
   std::string log_path_;
+  bool detached_ = false;
+  bool released_ = false;
 };
 
 // A TCP port on 127.0.0.1 that was free a moment ago.

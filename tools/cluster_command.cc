@@ -1,0 +1,238 @@
+// `palisade cluster up|down|status`: a local cluster on loopback whose daemons
+// run in the background, in a directory that holds the cluster file, the key,
+// the data, the logs, and the list of daemons (tools/daemon_records.h).
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+#include <zmq.hpp>
+
+#include "client/replica_connection.h"
+#include "tools/command.h"
+#include "tools/daemon_records.h"
+#include "tools/local_cluster.h"
+#include "tools/lockd_call.h"
+
+namespace palisade::tools {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+struct ClusterFlags {
+  std::string dir;
+  int lockd = 3;
+  int replicas = 3;
+  int base_port = 0;
+  bool purge = false;
+  std::string records_path() const { return dir + "/daemons"; }
+  std::string cluster_file() const { return dir + "/cluster.toml"; }
+};
+
+std::vector<DaemonRecord> alive(const std::vector<DaemonRecord>& records) {
+  std::vector<DaemonRecord> out;
+  for (const DaemonRecord& r : records) {
+    if (is_alive(r)) out.push_back(r);
+  }
+  return out;
+}
+
+int up(ClusterFlags flags, const CommonOptions& common, bool sizes_given) {
+  auto records = read_daemon_records(flags.records_path());
+  if (!records.is_ok()) return report_error("cluster up", records.status());
+  const auto running = alive(records.value());
+  if (!running.empty()) {
+    if (running.size() == records.value().size()) {
+      std::fprintf(stderr, "palisade: the cluster in %s is already up\n", flags.dir.c_str());
+      std::printf("%s\n", flags.cluster_file().c_str());
+      return kExitOk;
+    }
+    std::fprintf(stderr,
+                 "palisade: cluster up: the cluster in %s is partly running (%zu of %zu daemons); "
+                 "run `palisade cluster down --dir %s` first\n",
+                 flags.dir.c_str(), running.size(), records.value().size(), flags.dir.c_str());
+    return kExitFailure;
+  }
+  const bool existing = fs::exists(flags.cluster_file());
+  if (existing && sizes_given) {
+    std::fprintf(stderr,
+                 "palisade: cluster up: %s already holds a cluster; start it as it is (without --lockd, "
+                 "--replicas, --base-port), or remove it first with `palisade cluster down --purge --dir %s`\n",
+                 flags.dir.c_str(), flags.dir.c_str());
+    return kExitUsage;
+  }
+
+  LocalClusterOptions options;
+  options.dir = flags.dir;
+  options.lockd = flags.lockd;
+  options.replicas = flags.replicas;
+  options.base_port = flags.base_port;
+  options.reuse_cluster_file = true;
+  options.detached = true;
+  options.start_timeout = 30s;
+  auto cluster = LocalCluster::start(options);
+  if (!cluster.is_ok()) return report_error("cluster up", cluster.status());
+  LocalCluster& c = *cluster.value();
+
+  std::vector<DaemonRecord> started;
+  auto record = [&](Daemon& d) {
+    started.push_back({d.name(), d.pid(), process_start_time(d.pid()).value_or(0), d.endpoint()});
+  };
+  for (uint32_t id : c.lockd_ids()) record(c.lockd(id));
+  for (size_t i = 0; i < c.replica_count(); ++i) record(c.replica(i));
+  if (Status s = write_daemon_records(flags.records_path(), started); !s.is_ok()) {
+    return report_error("cluster up", s);  // the cluster object kills the daemons
+  }
+  const auto master = c.master_id();
+  c.release();
+
+  if (common.json()) {
+    nlohmann::json out{{"dir", c.options().dir}, {"cluster_file", c.cluster_file()}, {"reused", existing}};
+    out["master"] = master ? nlohmann::json("lockd-" + std::to_string(*master)) : nlohmann::json(nullptr);
+    for (const DaemonRecord& r : started) {
+      out["daemons"].push_back({{"name", r.name}, {"pid", r.pid}, {"endpoint", r.endpoint}});
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return kExitOk;
+  }
+  std::printf("%s a cluster in %s: %zu lockd, %zu replicas\n", existing ? "started again" : "started",
+              c.options().dir.c_str(), c.lockd_ids().size(), c.replica_count());
+  for (const DaemonRecord& r : started) {
+    std::printf("  %-10s pid %-7d %s\n", r.name.c_str(), static_cast<int>(r.pid), r.endpoint.c_str());
+  }
+  if (master) std::printf("master: lockd-%u\n", *master);
+  std::printf("logs: %s/*.log; stop it with: palisade cluster down%s\n", c.options().dir.c_str(),
+              flags.dir == default_cluster_dir() ? "" : (" --dir " + flags.dir).c_str());
+  std::printf("%s\n", c.cluster_file().c_str());
+  return kExitOk;
+}
+
+int down(const ClusterFlags& flags, const CommonOptions& common) {
+  auto records = read_daemon_records(flags.records_path());
+  if (!records.is_ok()) return report_error("cluster down", records.status());
+  const auto running = alive(records.value());
+  for (const DaemonRecord& r : running) {
+    ::kill(r.pid, SIGCONT);  // a paused daemon cannot act on SIGTERM
+    ::kill(r.pid, SIGTERM);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  size_t killed = 0;
+  for (const DaemonRecord& r : running) {
+    while (is_alive(r) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+    if (is_alive(r)) {
+      ::kill(r.pid, SIGKILL);
+      ++killed;
+    }
+  }
+  std::error_code ec;
+  fs::remove(flags.records_path(), ec);
+  bool purged = false;
+  if (flags.purge && fs::exists(flags.cluster_file())) {  // only a directory that holds a cluster
+    fs::remove_all(flags.dir, ec);
+    if (ec) return report_error("cluster down", Status(Code::kStorageError, "cannot remove " + flags.dir + ": " + ec.message()));
+    purged = true;
+  }
+  if (common.json()) {
+    nlohmann::json out{{"dir", flags.dir}, {"stopped", running.size()}, {"killed", killed}, {"purged", purged}};
+    std::printf("%s\n", out.dump(2).c_str());
+  } else if (running.empty()) {
+    std::printf("no daemons of %s were running%s\n", flags.dir.c_str(), purged ? "; removed it" : "");
+  } else {
+    std::printf("stopped %zu daemons of %s%s%s\n", running.size(), flags.dir.c_str(),
+                killed > 0 ? (" (" + std::to_string(killed) + " needed SIGKILL)").c_str() : "",
+                purged ? "; removed it" : "");
+  }
+  return kExitOk;
+}
+
+int status(const ClusterFlags& flags, const CommonOptions& common) {
+  auto records = read_daemon_records(flags.records_path());
+  if (!records.is_ok()) return report_error("cluster status", records.status());
+  if (records.value().empty()) {
+    if (common.json()) {
+      std::printf("%s\n", nlohmann::json{{"dir", flags.dir}, {"daemons", nlohmann::json::array()}}.dump(2).c_str());
+    } else {
+      std::printf("no cluster was started in %s\n", flags.dir.c_str());
+    }
+    return kExitUnavailable;
+  }
+  zmq::context_t ctx(1);
+  nlohmann::json daemons = nlohmann::json::array();
+  bool all_up = true;
+  for (const DaemonRecord& r : records.value()) {
+    std::string state = !is_alive(r) ? "exited" : is_paused(r) ? "paused" : "running";
+    std::string role;
+    if (state == "running") {
+      if (r.name.starts_with("lockd-")) {
+        auto reply = call_lockd_endpoint(ctx, r.endpoint, wire::LockStatusRequest{}, 500ms);
+        role = reply ? reply->role + " epoch " + std::to_string(reply->epoch) : "not answering";
+      } else {
+        client::ReplicaConnection conn(ctx, r.endpoint);
+        auto reply = conn.call({0, wire::PingRequest{}}, 500);
+        role = reply.is_ok() && reply.value().status.is_ok() ? "answering" : "not answering";
+      }
+    }
+    all_up = all_up && state == "running" && role != "not answering";
+    daemons.push_back({{"name", r.name}, {"pid", r.pid}, {"state", state}, {"endpoint", r.endpoint}, {"role", role}});
+  }
+  if (common.json()) {
+    std::printf("%s\n", nlohmann::json{{"dir", flags.dir}, {"cluster_file", flags.cluster_file()}, {"healthy", all_up},
+                                       {"daemons", daemons}}
+                            .dump(2)
+                            .c_str());
+  } else {
+    std::printf("%s (%s)\n", flags.cluster_file().c_str(), all_up ? "healthy" : "NOT healthy");
+    std::printf("  %-10s %-8s %-8s %-24s %s\n", "NAME", "PID", "STATE", "ENDPOINT", "ROLE");
+    for (const auto& d : daemons) {
+      std::printf("  %-10s %-8d %-8s %-24s %s\n", d["name"].get<std::string>().c_str(), d["pid"].get<int>(),
+                  d["state"].get<std::string>().c_str(), d["endpoint"].get<std::string>().c_str(),
+                  d["role"].get<std::string>().c_str());
+    }
+  }
+  return all_up ? kExitOk : kExitUnavailable;
+}
+
+}  // namespace
+
+void add_cluster_command(CLI::App& app, const CommonOptions& common, int& exit_code) {
+  auto* cluster = app.add_subcommand("cluster", "Start, stop and inspect a local cluster on this machine");
+  cluster->require_subcommand(1);
+  auto flags = std::make_shared<ClusterFlags>();
+  flags->dir = default_cluster_dir();
+  auto add_dir = [&](CLI::App* sub) {
+    sub->add_option("--dir", flags->dir, "The cluster's directory: cluster file, key, data and logs")
+        ->capture_default_str();
+  };
+
+  auto* up_cmd = cluster->add_subcommand(
+      "up", "Start lockd nodes and replicas in the background; print the cluster file's path last");
+  add_dir(up_cmd);
+  auto* lockd = up_cmd->add_option("--lockd", flags->lockd, "Lock group nodes (3 or 5 tolerate 1 or 2 failures)")
+                    ->check(CLI::Range(1, 7))
+                    ->capture_default_str();
+  auto* replicas = up_cmd->add_option("--replicas", flags->replicas, "Store replicas")
+                       ->check(CLI::Range(1, 15))
+                       ->capture_default_str();
+  auto* base_port = up_cmd->add_option("--base-port", flags->base_port,
+                                       "First port: lockd nodes on P, P+1, ..., replicas on the ports after them "
+                                       "(default: free ports)")
+                        ->check(CLI::Range(1024, 65535));
+  up_cmd->callback([flags, &common, &exit_code, lockd, replicas, base_port] {
+    exit_code = up(*flags, common, lockd->count() + replicas->count() + base_port->count() > 0);
+  });
+
+  auto* down_cmd = cluster->add_subcommand("down", "Stop exactly the daemons `cluster up` started (SIGTERM)");
+  add_dir(down_cmd);
+  down_cmd->add_flag("--purge", flags->purge, "Also remove the directory: data, logs, key and cluster file");
+  down_cmd->callback([flags, &common, &exit_code] { exit_code = down(*flags, common); });
+
+  auto* status_cmd = cluster->add_subcommand("status", "Show the local cluster's daemons: pid, state, role");
+  add_dir(status_cmd);
+  status_cmd->callback([flags, &common, &exit_code] { exit_code = status(*flags, common); });
+}
+
+}  // namespace palisade::tools

@@ -1,0 +1,81 @@
+// What every `palisade` subcommand shares: the flags every command takes
+// (--cluster, -o), the exit codes, how the cluster file is found, and how a
+// Status becomes an exit code and a message. Each subcommand lives in its own
+// tools/*_command.cc and registers itself with an add_*_command function:
+//
+//   void add_get_command(CLI::App& app, const CommonOptions& common, int& exit_code);
+//
+// which adds the subcommand, its flags and a callback that runs it and stores
+// its exit code.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <CLI/CLI.hpp>
+
+#include "common/cluster_config.h"
+#include "palisade/status.h"
+
+namespace palisade::tools {
+
+// docs/cli.md lists these; scripts rely on them.
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitFailure = 1,      // any other error (a bad cluster file, a storage error, ...)
+  kExitUsage = 2,        // bad flags or arguments
+  kExitFenced = 3,       // a write was refused: its lock has a newer holder
+  kExitUnavailable = 4,  // too few nodes answered
+  kExitNotFound = 5,     // get: no such key
+  kExitTimeout = 6,      // no answer in time, or `lock --wait` ran out: the outcome may be unknown
+  kExitLeaseLost = 7,    // lock: the lease was lost while COMMAND ran (COMMAND got SIGTERM)
+  kExitDiffered = 8,     // repair: replicas differed (repaired; with --dry-run, left as they are)
+  kExitCannotRun = 126,  // lock: COMMAND exists but could not be run
+  kExitNotFoundCommand = 127,  // lock: COMMAND was not found
+};
+
+enum class OutputFormat { kText, kJson };
+
+struct CommonOptions {
+  std::string cluster_file;  // --cluster; empty: $PALISADE_CLUSTER, else the local cluster's
+  OutputFormat output = OutputFormat::kText;
+  bool json() const { return output == OutputFormat::kJson; }
+};
+
+// Where `palisade cluster up` keeps a cluster when no --dir is given:
+// $PALISADE_HOME, else $XDG_STATE_HOME/palisade, else ~/.local/state/palisade;
+// then /local.
+std::string default_cluster_dir();
+// --cluster, else $PALISADE_CLUSTER, else default_cluster_dir()/cluster.toml.
+std::string resolve_cluster_file(const CommonOptions& common);
+// Loads the cluster file resolve_cluster_file() names; the error says which
+// file and how it was chosen, and how to start a local cluster.
+Result<ClusterConfig> load_cluster(const CommonOptions& common);
+
+// The exit code for a failed Status: fenced, unavailable, timeout, usage
+// (bad request, too large), else failure.
+int exit_code_for(const Status& status);
+// Prints "palisade: <what>: <status>" to stderr and returns exit_code_for(status).
+int report_error(std::string_view what, const Status& status);
+
+// "500ms", "2s", "1m", "1h", "1m30s"; a bare number is rejected (say the unit).
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+// 1500ms -> "1.5s", 60000ms -> "1m", 250ms -> "250ms".
+std::string format_duration(std::chrono::milliseconds d);
+
+// A flag that takes a duration with its unit, checked by parse_duration.
+CLI::Option* add_duration_option(CLI::App* app, const std::string& name, std::chrono::milliseconds& target,
+                                 const std::string& description);
+// --cluster and -o/--output, given before or after the subcommand.
+void add_common_options(CLI::App& app, CommonOptions& common);
+
+// The subcommands, each in tools/<name>_command.cc.
+void add_cluster_command(CLI::App& app, const CommonOptions& common, int& exit_code);  // cluster up|down|status
+void add_kv_commands(CLI::App& app, const CommonOptions& common, int& exit_code);      // put, get, del
+void add_lock_command(CLI::App& app, const CommonOptions& common, int& exit_code);
+void add_status_command(CLI::App& app, const CommonOptions& common, int& exit_code);
+
+}  // namespace palisade::tools

@@ -1,0 +1,170 @@
+// `palisade lock NAME -- COMMAND ...`: runs COMMAND while holding a lock, with
+// the grant in its environment (PALISADE_LOCK, PALISADE_TOKEN,
+// PALISADE_SEQUENCER, and PALISADE_CLUSTER so that `palisade put` inside it
+// writes to the same cluster, fenced). When the session expires meanwhile,
+// COMMAND gets SIGTERM (SIGKILL after --kill-after) and this exits with
+// kExitLeaseLost; else it releases the lock and exits with COMMAND's code.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "tools/cluster_clients.h"
+#include "tools/command.h"
+
+namespace palisade::tools {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+struct LockFlags {
+  std::string name;
+  std::vector<std::string> command;
+  std::chrono::milliseconds wait = 24h;  // in effect: until granted
+  std::chrono::milliseconds lock_delay{0};
+  std::chrono::milliseconds kill_after = 10s;
+  bool shared = false;
+  bool verbose = false;
+};
+
+// Forks and execs COMMAND with `env` added; the child's pid, or the exit code
+// that says why it could not start (126, 127).
+struct Child {
+  pid_t pid = -1;
+  int start_error = 0;
+};
+
+Child spawn(const std::vector<std::string>& command, const std::vector<std::pair<std::string, std::string>>& env) {
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) return {.start_error = kExitCannotRun};
+  std::vector<char*> argv;
+  for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(report[0]);
+    close(report[1]);
+    return {.start_error = kExitCannotRun};
+  }
+  if (pid == 0) {
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execvp(argv[0], argv.data());
+    const int err = errno;
+    (void)!write(report[1], &err, sizeof err);
+    _exit(kExitCannotRun);
+  }
+  close(report[1]);
+  int err = 0;
+  const bool failed = read(report[0], &err, sizeof err) == sizeof err;
+  close(report[0]);
+  if (!failed) return {.pid = pid};
+  waitpid(pid, nullptr, 0);
+  std::fprintf(stderr, "palisade: lock: cannot run %s: %s\n", command[0].c_str(), std::strerror(err));
+  return {.start_error = err == ENOENT ? kExitNotFoundCommand : kExitCannotRun};
+}
+
+int exit_code_of(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return kExitFailure;
+}
+
+int run(const LockFlags& flags, const CommonOptions& common) {
+  // Before any thread starts, so that only sigtimedwait below takes these.
+  sigset_t handled;
+  sigemptyset(&handled);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&handled, sig);
+  pthread_sigmask(SIG_BLOCK, &handled, nullptr);
+
+  auto config = load_cluster(common);
+  if (!config.is_ok()) return report_error("lock", config.status());
+  auto store = open_store(config.value());
+  if (!store.is_ok()) return report_error("lock", store.status());
+  auto expired = std::make_shared<std::atomic<bool>>(false);
+  LockClientOptions options = lock_client_options(config.value());
+  options.store = store.value().get();  // the acquire fences a write quorum of replicas before it returns
+  options.on_event = [expired, verbose = flags.verbose](SessionEvent e) {
+    if (e == SessionEvent::kExpired) expired->store(true);
+    if (e == SessionEvent::kJeopardy) std::fprintf(stderr, "palisade: lock: session in jeopardy: no master answers\n");
+    if (e == SessionEvent::kSafe && verbose) std::fprintf(stderr, "palisade: lock: session safe again\n");
+  };
+  auto client = LockClient::connect(options);
+  if (!client.is_ok()) return report_error("lock", client.status());
+  auto lease = client.value()->acquire(
+      flags.name, {.mode = flags.shared ? LockMode::kShared : LockMode::kExclusive,
+                   .wait = flags.wait,
+                   .lock_delay = flags.lock_delay});
+  if (!lease.is_ok()) return report_error("lock '" + flags.name + "'", lease.status());
+  if (flags.verbose) {
+    std::fprintf(stderr, "palisade: lock: holding '%s' (token %llu, session %llu)\n", flags.name.c_str(),
+                 static_cast<unsigned long long>(lease.value().token()),
+                 static_cast<unsigned long long>(client.value()->session()));
+  }
+
+  const std::string cluster_file = std::filesystem::absolute(config.value().path).string();
+  const Child child = spawn(flags.command, {{"PALISADE_LOCK", flags.name},
+                                            {"PALISADE_TOKEN", std::to_string(lease.value().token())},
+                                            {"PALISADE_SEQUENCER", lease.value().sequencer()},
+                                            {"PALISADE_CLUSTER", cluster_file}});
+  if (child.pid < 0) {
+    client.value()->release(lease.value());
+    return child.start_error;
+  }
+
+  std::optional<Clock::time_point> kill_at;
+  int wait_status = 0;
+  for (;;) {
+    if (waitpid(child.pid, &wait_status, WNOHANG) == child.pid) break;
+    if (expired->load() && !kill_at) {
+      std::fprintf(stderr, "palisade: lock: lost '%s': the session expired; stopping the command (SIGTERM)\n",
+                   flags.name.c_str());
+      kill(child.pid, SIGTERM);
+      kill_at = Clock::now() + flags.kill_after;
+    }
+    if (kill_at && Clock::now() >= *kill_at) kill(child.pid, SIGKILL);
+    const timespec tick{0, 100'000'000};
+    const int sig = sigtimedwait(&handled, nullptr, &tick);
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) kill(child.pid, sig);  // the command decides
+  }
+  if (expired->load() || kill_at) return kExitLeaseLost;
+  if (Status s = client.value()->release(lease.value()); !s.is_ok() && flags.verbose) {
+    std::fprintf(stderr, "palisade: lock: release: %s\n", s.to_string().c_str());
+  }
+  return exit_code_of(wait_status);
+}
+
+}  // namespace
+
+void add_lock_command(CLI::App& app, const CommonOptions& common, int& exit_code) {
+  auto flags = std::make_shared<LockFlags>();
+  auto* lock = app.add_subcommand("lock", "Run COMMAND while holding lock NAME; exit with COMMAND's code");
+  lock->add_option("NAME", flags->name, "The lock")->required();
+  lock->add_option("COMMAND", flags->command, "The command and its arguments (after --)")->required();
+  add_duration_option(lock, "--wait", flags->wait, "How long to wait for the lock (0s: fail at once when held)")
+      ->default_str("until granted");
+  add_duration_option(lock, "--lock-delay", flags->lock_delay,
+                      "Keep the lock from others this long should our session expire holding it (at most 1m)");
+  add_duration_option(lock, "--kill-after", flags->kill_after,
+                      "After a lost lease, SIGKILL the command if it has not exited this long after SIGTERM");
+  lock->add_flag("--shared", flags->shared, "A shared (reader) lock instead of an exclusive one");
+  lock->add_flag("-v,--verbose", flags->verbose, "Say on stderr what is held, with its token");
+  lock->footer(
+      "COMMAND runs with PALISADE_LOCK, PALISADE_TOKEN (decimal), PALISADE_SEQUENCER and PALISADE_CLUSTER set;\n"
+      "`palisade put` and `palisade del` inside it are fenced by the grant.\n"
+      "Exit: COMMAND's code; 7 when the lease was lost (COMMAND got SIGTERM); 6 when --wait ran out;\n"
+      "4 when the cluster is unavailable; 126/127 when COMMAND cannot be run / is not found.");
+  lock->callback([flags, &common, &exit_code] { exit_code = run(*flags, common); });
+}
+
+}  // namespace palisade::tools

@@ -1,0 +1,29 @@
+// One request to one palisade-lockd node, for tools that ask a particular node
+// on purpose (status, health checks); applications use LockClient, which finds
+// the master and retries.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "common/lock_protocol.h"
+
+namespace zmq {
+class context_t;
+}
+
+namespace palisade::tools {
+
+// A status reply lists up to 1000 locks.
+constexpr size_t kMaxLockReplyBytes = size_t{16} << 20;
+
+// Sends `body` on a fresh DEALER to `endpoint` and waits for its reply; nullopt
+// when none comes within `timeout`.
+std::optional<wire::LockReply> call_lockd_endpoint(zmq::context_t& ctx, const std::string& endpoint,
+                                                   const wire::LockRequestBody& body,
+                                                   std::chrono::milliseconds timeout);
+// A fresh request id, unique in this process.
+uint64_t next_lock_request_id();
+
+}  // namespace palisade::tools

@@ -1,0 +1,115 @@
+// `palisade status`: the lock group as each node sees it (role, epoch, applied
+// slot, sessions; the master's locks with holders and tokens) and whether each
+// replica answers. Exit 0 when a master answers and a write quorum of replicas
+// does, kExitUnavailable otherwise.
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+#include <zmq.hpp>
+
+#include "client/replica_connection.h"
+#include "tools/command.h"
+#include "tools/lockd_call.h"
+
+namespace palisade::tools {
+namespace {
+
+using namespace std::chrono_literals;
+
+int run(const CommonOptions& common) {
+  auto loaded = load_cluster(common);
+  if (!loaded.is_ok()) return report_error("status", loaded.status());
+  const ClusterConfig& config = loaded.value();
+  zmq::context_t ctx(1);
+
+  nlohmann::json nodes = nlohmann::json::array();
+  std::optional<wire::LockReply> master;
+  for (const LockdNode& n : config.lockd) {
+    auto reply = call_lockd_endpoint(ctx, n.endpoint, wire::LockStatusRequest{}, 1000ms);
+    nlohmann::json node{{"id", n.id}, {"endpoint", n.endpoint}, {"reachable", reply.has_value()}};
+    if (reply) {
+      node.update({{"role", reply->role}, {"epoch", reply->epoch}, {"applied_slot", reply->applied_slot},
+                   {"sessions", reply->sessions}});
+      if (reply->role == "master" && (!master || reply->epoch > master->epoch)) master = reply;
+    }
+    nodes.push_back(node);
+  }
+  nlohmann::json locks = nlohmann::json::array();
+  if (master) {
+    for (const wire::LockInfo& l : master->locks) {
+      locks.push_back({{"name", l.name}, {"mode", std::string(mode_name(l.mode))}, {"token", l.token},
+                       {"holders", l.holders}, {"waiters", l.waiters}, {"delay_ms", l.delay_ms}});
+    }
+  }
+
+  nlohmann::json replicas = nlohmann::json::array();
+  int answering = 0;
+  for (const std::string& endpoint : config.replicas) {
+    client::ReplicaConnection conn(ctx, endpoint);
+    auto reply = conn.call({0, wire::PingRequest{}}, 1000);
+    const bool ok = reply.is_ok() && reply.value().status.is_ok();
+    answering += ok ? 1 : 0;
+    replicas.push_back({{"endpoint", endpoint}, {"reachable", ok}});
+  }
+  const int majority = static_cast<int>(config.replicas.size()) / 2 + 1;
+  const int write_quorum = config.write_quorum != 0 ? config.write_quorum : majority;
+  const bool healthy = master.has_value() && answering >= write_quorum;
+
+  if (common.json()) {
+    nlohmann::json out{{"cluster_file", config.path}, {"group", config.group}, {"healthy", healthy}};
+    out["lock_group"] = {{"master", master ? nlohmann::json(master->node) : nlohmann::json(nullptr)},
+                         {"epoch", master ? master->epoch : 0},
+                         {"nodes", nodes},
+                         {"locks", locks}};
+    out["replicas"] = replicas;
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return healthy ? kExitOk : kExitUnavailable;
+  }
+  std::printf("cluster %s (group '%s'): %s\n", config.path.c_str(), config.group.c_str(),
+              healthy ? "healthy" : "NOT healthy");
+  std::printf("\nlock group: %s\n", master ? ("master lockd-" + std::to_string(master->node) + ", epoch " +
+                                              std::to_string(master->epoch) + ", " + std::to_string(master->sessions) +
+                                              " sessions")
+                                                 .c_str()
+                                           : "no master answers");
+  std::printf("  %-4s %-24s %-10s %-8s %-8s %s\n", "ID", "ENDPOINT", "ROLE", "EPOCH", "SLOT", "SESSIONS");
+  for (const auto& n : nodes) {
+    if (!n["reachable"].get<bool>()) {
+      std::printf("  %-4u %-24s %s\n", n["id"].get<unsigned>(), n["endpoint"].get<std::string>().c_str(),
+                  "not answering");
+      continue;
+    }
+    std::printf("  %-4u %-24s %-10s %-8llu %-8llu %llu\n", n["id"].get<unsigned>(),
+                n["endpoint"].get<std::string>().c_str(), n["role"].get<std::string>().c_str(),
+                n["epoch"].get<unsigned long long>(), n["applied_slot"].get<unsigned long long>(),
+                n["sessions"].get<unsigned long long>());
+  }
+  if (master) {
+    std::printf("\nlocks: %zu%s\n", locks.size(), locks.empty() ? "" : " (holders are session ids)");
+    for (const auto& l : locks) {
+      std::string holders;
+      for (const auto& h : l["holders"]) holders += (holders.empty() ? "" : ",") + std::to_string(h.get<uint64_t>());
+      std::printf("  %-24s %-9s token %-8llu holders [%s]%s%s\n", l["name"].get<std::string>().c_str(),
+                  l["mode"].get<std::string>().c_str(), l["token"].get<unsigned long long>(), holders.c_str(),
+                  l["waiters"].get<uint64_t>() > 0 ? (" waiters " + std::to_string(l["waiters"].get<uint64_t>())).c_str() : "",
+                  l["delay_ms"].get<uint64_t>() > 0
+                      ? (" lock-delay " + format_duration(std::chrono::milliseconds(l["delay_ms"].get<uint64_t>()))).c_str()
+                      : "");
+    }
+  }
+  std::printf("\nreplicas: %d of %zu answer (write quorum %d)\n", answering, config.replicas.size(), write_quorum);
+  for (const auto& r : replicas) {
+    std::printf("  %-24s %s\n", r["endpoint"].get<std::string>().c_str(),
+                r["reachable"].get<bool>() ? "answering" : "not answering");
+  }
+  return healthy ? kExitOk : kExitUnavailable;
+}
+
+}  // namespace
+
+void add_status_command(CLI::App& app, const CommonOptions& common, int& exit_code) {
+  auto* status = app.add_subcommand("status", "Show the lock group (master, epoch, sessions, locks) and the replicas");
+  status->callback([&common, &exit_code] { exit_code = run(common); });
+}
+
+}  // namespace palisade::tools
