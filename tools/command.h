@@ -77,5 +77,6 @@ void add_cluster_command(CLI::App& app, const CommonOptions& common, int& exit_c
 void add_kv_commands(CLI::App& app, const CommonOptions& common, int& exit_code);      // put, get, del
 void add_lock_command(CLI::App& app, const CommonOptions& common, int& exit_code);
 void add_status_command(CLI::App& app, const CommonOptions& common, int& exit_code);
+void add_holder_command(CLI::App& app, const CommonOptions& common, int& exit_code);   // demo-holder, hidden
 
 }  // namespace palisade::tools

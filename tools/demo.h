@@ -1,7 +1,8 @@
-// `palisade demo`: fencing scenarios of DDIA chapter 9 replayed with real
-// palisade-replica processes on loopback, printed as a timeline with a verdict
-// for each. Until palisade-lockd exists, the demo itself plays the lock service:
-// it hands out strictly increasing fencing tokens.
+// `palisade demo`: the fencing scenarios of DDIA chapter 9 replayed on a
+// private local cluster (three palisade-lockd, three palisade-replica) with
+// real processes: the old lock holder is a `palisade demo-holder` process that
+// the demo stops with SIGSTOP, resumes, and whose traffic it holds back in a
+// delaying proxy. It prints a timeline with a verdict for each scenario.
 #pragma once
 
 #include <string>
@@ -9,8 +10,10 @@
 namespace palisade::tools {
 
 struct DemoOptions {
-  std::string replica_binary;  // palisade-replica to start
-  bool verbose = false;        // print each replica's log path
+  std::string replica_binary;   // empty: beside this program
+  std::string lockd_binary;     // empty: beside this program
+  std::string palisade_binary;  // runs the holders; empty: this program
+  bool verbose = false;         // print where the cluster and its logs are
 };
 
 // Runs every scenario; returns the number of failed verdicts (0: all held).

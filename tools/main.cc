@@ -4,7 +4,6 @@
 
 #include "tools/command.h"
 #include "tools/demo.h"
-#include "tools/replica_process.h"
 
 int main(int argc, char** argv) {
   using namespace palisade::tools;
@@ -22,11 +21,14 @@ int main(int argc, char** argv) {
   add_kv_commands(app, common, exit_code);
   add_status_command(app, common, exit_code);
 
+  add_holder_command(app, common, exit_code);
+
   DemoOptions demo;
-  demo.replica_binary = sibling_replica_binary();
-  auto* demo_cmd = app.add_subcommand("demo", "Replay the fencing failure scenarios on a private local cluster");
-  demo_cmd->add_option("--replica-bin", demo.replica_binary, "palisade-replica to run")->capture_default_str();
-  demo_cmd->add_flag("-v,--verbose", demo.verbose, "Show where each replica listens and logs");
+  auto* demo_cmd = app.add_subcommand(
+      "demo", "Replay the fencing failure scenarios of DDIA chapter 9 on a private local cluster");
+  demo_cmd->add_option("--replica-bin", demo.replica_binary, "palisade-replica to run (default: beside palisade)");
+  demo_cmd->add_option("--lockd-bin", demo.lockd_binary, "palisade-lockd to run (default: beside palisade)");
+  demo_cmd->add_flag("-v,--verbose", demo.verbose, "Say where the cluster file and the daemons' logs are");
   demo_cmd->callback([&] { exit_code = run_demo(demo) == 0 ? kExitOk : kExitFailure; });
 
   try {

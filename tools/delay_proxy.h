@@ -1,0 +1,40 @@
+// A TCP proxy on loopback that can hold traffic back: the demo's "delayed
+// request". Clients connect to endpoint(); each connection is forwarded to the
+// target. While held, the proxy reads nothing, so what clients send waits in
+// the kernel's buffers (ZeroMQ over TCP cannot tell a held link from a slow
+// one); release() lets it all through, in order.
+//
+// Thread safety: hold() and release() from any thread.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <thread>
+
+namespace palisade::tools {
+
+class DelayProxy {
+ public:
+  // Forwards to `target` ("tcp://127.0.0.1:PORT"); listens on a free loopback port.
+  explicit DelayProxy(const std::string& target);
+  ~DelayProxy();
+  DelayProxy(const DelayProxy&) = delete;
+  DelayProxy& operator=(const DelayProxy&) = delete;
+
+  // "tcp://127.0.0.1:PORT": where clients connect.
+  const std::string& endpoint() const { return endpoint_; }
+  void hold() { held_ = true; }
+  void release() { held_ = false; }
+
+ private:
+  void run();
+
+  int listen_fd_ = -1;
+  int target_port_ = 0;
+  std::string endpoint_;
+  std::atomic<bool> held_{false};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace palisade::tools
