@@ -69,7 +69,8 @@ struct LockClient::Impl {
             .grace_ms = ms(o.grace),
             .max_drift_ppm = o.max_clock_drift_ppm,
             .call_timeout_ms = std::max<uint64_t>(1, ms(o.call_timeout)),
-            .retry_backoff_ms = std::clamp<uint64_t>(ms(o.request_timeout) / 20, 1, 50)};
+            .retry_backoff_ms = std::clamp<uint64_t>(ms(o.request_timeout) / 20, 1, 50),
+            .session_lease_ms = ms(o.session_ttl)};
   }
 
   explicit Impl(LockClientOptions o) : options(std::move(o)), core(core_options(options), boottime_ms()) {
@@ -181,7 +182,14 @@ struct LockClient::Impl {
           event = SessionEvent::kJeopardy;
           break;
         case client::SessionState::kExpired:
-          event = SessionEvent::kExpired;
+          if (!opened_set) {
+            // Never opened: the master refused it (connect returns why).
+            opened_set = true;
+            const Status& why = core.open_error();
+            opened.set_value(why.is_ok() ? Status(Code::kUnavailable, "the session could not be opened") : why);
+          } else {
+            event = SessionEvent::kExpired;
+          }
           break;
         default:
           break;
@@ -275,6 +283,14 @@ Result<std::unique_ptr<LockClient>> LockClient::connect(LockClientOptions option
     return Status(Code::kBadRequest, "request_timeout and call_timeout must be positive, grace not negative");
   }
   if (options.max_clock_drift_ppm >= 1'000'000) return Status(Code::kBadRequest, "max_clock_drift_ppm must be < 1e6");
+  const auto ttl = options.session_ttl.count();
+  if (ttl != 0 && (ttl < static_cast<int64_t>(wire::kMinSessionLeaseMs) ||
+                   ttl > static_cast<int64_t>(wire::kMaxSessionLeaseMs))) {
+    // The master checks again, with its own heartbeat in the lower bound.
+    return Status(Code::kBadRequest, "session_ttl " + std::to_string(ttl) + " ms is outside " +
+                                         std::to_string(wire::kMinSessionLeaseMs) + " to " +
+                                         std::to_string(wire::kMaxSessionLeaseMs) + " ms (0: the cluster's default)");
+  }
   std::unique_ptr<Impl> impl;
   try {
     impl = std::make_unique<Impl>(std::move(options));

@@ -48,7 +48,7 @@ void LockSession::set_endpoints(std::vector<std::string> endpoints) { endpoints_
 void LockSession::send_session_request(uint64_t now) {
   if (options_.nodes == 0) return;
   const uint64_t id = new_request_id();
-  wire::LockRequest request{.id = id, .body = wire::OpenSessionRequest{}};
+  wire::LockRequest request{.id = id, .body = wire::OpenSessionRequest{.lease_ms = options_.session_lease_ms}};
   Kind kind = Kind::kOpen;
   if (session_ != 0) {
     kind = Kind::kKeepAlive;
@@ -56,7 +56,11 @@ void LockSession::send_session_request(uint64_t now) {
   }
   sent_[id] = Sent{.kind = kind, .call = 0, .at = now, .node = target_, .epoch = epoch_, .orphan = {}};
   session_request_ = id;
-  session_retry_at_ = add(now, options_.request_timeout_ms);
+  // A KeepAlive unanswered for a third of a short lease already goes to the
+  // next node, so that two more tries fit before the deadline.
+  uint64_t timeout = options_.request_timeout_ms;
+  if (kind == Kind::kKeepAlive && lease_ms_ > 0) timeout = std::min(timeout, std::max<uint64_t>(1, lease_ms_ / 3));
+  session_retry_at_ = add(now, timeout);
   out_.push_back({target_, std::move(request)});
 }
 
@@ -73,6 +77,14 @@ void LockSession::on_session_reply(const Sent& sent, uint64_t request_id, size_t
   if (code == Code::kStaleEpoch) {
     if (!latest) return;
     ask_again(reply.epoch > sent.epoch, now);
+    return;
+  }
+  if (code == Code::kBadRequest && sent.kind == Kind::kOpen && session_ == 0) {
+    // The master will not open the session we ask for (a lease out of its
+    // range, or a master that predates per-session leases): asking again
+    // cannot help.
+    open_error_ = reply.status;
+    expire("the lock group refused to open the session: " + reply.status.message());
     return;
   }
   if (code == Code::kNoSession && sent.kind == Kind::kKeepAlive) {

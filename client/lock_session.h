@@ -8,6 +8,8 @@
 // the clock drift bound, so it never ends later than the master's. When it
 // passes, the session is in jeopardy; a KeepAlive answered within the grace
 // period makes it safe again, otherwise (or on no_session) it is expired.
+// KeepAlives go a third of the session's lease apart (the lease the master
+// answered with, the session's own length when it chose one).
 //
 // Routing: requests go to the current master guess (node 0 at first). A node
 // that is not master answers not_master with the master it knows of: the next
@@ -56,6 +58,10 @@ struct LockSessionOptions {
   // Pause before asking again after a not_master without a usable hint, or a
   // send the driver could not make (on_unreachable).
   uint64_t retry_backoff_ms = 50;
+  // The session lease to ask for (wire::kMinSessionLeaseMs..kMaxSessionLeaseMs,
+  // and at least twice the group's heartbeat); 0: the cluster's default. The
+  // session follows whatever lease the master answers with.
+  uint64_t session_lease_ms = 0;
 };
 
 enum class SessionState : uint8_t { kOpening, kSafe, kJeopardy, kExpired, kClosed };
@@ -122,6 +128,10 @@ class LockSession {
   uint64_t next_timer_ms() const;
 
   SessionState state() const { return state_; }
+  // Why the session could not be opened (the master refused the open_session
+  // as bad_request, e.g. a lease out of its range: the session is kExpired);
+  // ok otherwise.
+  const Status& open_error() const { return open_error_; }
   uint64_t session() const { return session_; }
   uint64_t epoch() const { return epoch_; }
   // The node requests go to now.
@@ -204,6 +214,7 @@ class LockSession {
   uint64_t deadline_ = 0;
   uint64_t jeopardy_end_ = 0;  // kJeopardy: expiry
   uint64_t lease_ms_ = 0;      // from the last ok session reply
+  Status open_error_;
 
   std::vector<std::string> endpoints_;
   size_t target_ = 0;             // where requests go

@@ -31,9 +31,15 @@ struct RequestEncoder {
 
   void operator()(const FindMasterRequest&) const { write_envelope(pk, 3, id, "find_master"); }
   void operator()(const OpenSessionRequest& r) const {
-    write_envelope(pk, 4, id, "open_session");
+    // lease_ms only when chosen: a request for the default is what masters
+    // from before per-session leases accept.
+    write_envelope(pk, r.lease_ms != 0 ? 5 : 4, id, "open_session");
     pack_text(pk, "epoch");
     pk.pack_uint64(r.epoch);
+    if (r.lease_ms != 0) {
+      pack_text(pk, "lease_ms");
+      pk.pack_uint64(r.lease_ms);
+    }
   }
   void operator()(const KeepAliveRequest& r) const { epoch_and_session(0, "keep_alive", r.epoch, r.session); }
   void operator()(const CloseSessionRequest& r) const { epoch_and_session(0, "close_session", r.epoch, r.session); }
@@ -94,6 +100,7 @@ Status read_body(const std::string& type, FieldReader& r, const Limits& limits, 
   if (type == "open_session") {
     OpenSessionRequest o;
     r.u64("epoch", o.epoch, Need::kRequired);
+    r.u64("lease_ms", o.lease_ms, Need::kOptional);
     out = o;
     return Status::ok();
   }

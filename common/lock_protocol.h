@@ -19,6 +19,13 @@
 namespace palisade::wire {
 
 constexpr uint64_t kMaxLockDelayMs = 60'000;  // DESIGN: lock-delay is at most 60 s
+// The session lease a client may choose (OpenSessionRequest::lease_ms); the
+// master also asks for at least twice its heartbeat_ms. Shorter leases mean
+// KeepAlives (a third of the lease apart) faster than the group's own
+// heartbeats and jeopardy after one slow round trip; longer ones keep the locks
+// of a dead client from everybody for too long.
+constexpr uint64_t kMinSessionLeaseMs = 1'000;
+constexpr uint64_t kMaxSessionLeaseMs = 600'000;
 
 // Who is master? Any node answers (ok, or not_master with a hint).
 struct FindMasterRequest {
@@ -26,6 +33,9 @@ struct FindMasterRequest {
 };
 struct OpenSessionRequest {
   uint64_t epoch = 0;
+  // The session lease the client wants; 0 (and absent on the wire): the
+  // cluster's session_lease_ms. Checked by the master, not by the codec.
+  uint64_t lease_ms = 0;
   friend bool operator==(const OpenSessionRequest&, const OpenSessionRequest&) = default;
 };
 struct KeepAliveRequest {

@@ -68,13 +68,15 @@ void LockService::on_request(ClientRequest r, uint64_t now) {
           handle_check_sequencer(r, m);
         } else if constexpr (std::is_same_v<T, wire::OpenSessionRequest>) {
           if (m.epoch > node_->epoch()) return refuse(Status(Code::kNotMaster, "the call names a newer epoch"));
-          propose(OpenSession{}, pending(0));
+          if (Status s = check_lease_request(m.lease_ms); !s.is_ok()) return refuse(std::move(s));
+          propose(OpenSession{.lease_ms = m.lease_ms}, pending(0));
         } else if constexpr (std::is_same_v<T, wire::KeepAliveRequest>) {
           Status s = check_session(m.epoch, m.session, now);
           if (!s.is_ok()) return refuse(std::move(s));
-          set_deadline(m.session, now + options_.session_lease_ms);
+          const uint64_t lease = lease_of(m.session);
+          set_deadline(m.session, now + lease);
           wire::LockReply reply = reply_to(id, Status::ok());
-          reply.lease_ms = options_.session_lease_ms;
+          reply.lease_ms = lease;
           replies_.push_back({r.route, std::move(reply)});
         } else if constexpr (std::is_same_v<T, wire::CloseSessionRequest>) {
           Status s = check_session(m.epoch, m.session, now);
@@ -98,6 +100,21 @@ void LockService::on_request(ClientRequest r, uint64_t now) {
         }
       },
       r.request.body);
+}
+
+Status LockService::check_lease_request(uint64_t lease_ms) const {
+  if (lease_ms == 0) return Status::ok();  // the cluster's default
+  const uint64_t min = std::max(wire::kMinSessionLeaseMs, 2 * options_.paxos.heartbeat_ms);
+  const uint64_t max = wire::kMaxSessionLeaseMs;
+  if (lease_ms >= min && lease_ms <= max) return Status::ok();
+  return Status(Code::kBadRequest, "lease_ms " + std::to_string(lease_ms) +
+                                       " is outside the range this lock group allows, " + std::to_string(min) +
+                                       " to " + std::to_string(max) + " ms");
+}
+
+uint64_t LockService::lease_of(SessionId session) const {
+  const uint64_t own = table_.session_lease_ms(session);
+  return own != 0 ? own : options_.session_lease_ms;
 }
 
 Status LockService::check_session(uint64_t epoch, uint64_t session, uint64_t now) const {
@@ -241,9 +258,9 @@ void LockService::settle(uint64_t now) {
 void LockService::became_master(uint64_t now) {
   master_ = true;
   // Deadlines were in the old master's memory only: every session gets a fresh
-  // lease (the grace that lets sessions live through a failover), and every
-  // delay and wait restarts in full.
-  for (SessionId s : table_.sessions()) set_deadline(s, now + options_.session_lease_ms);
+  // lease of its own length (the grace that lets sessions live through a
+  // failover), and every delay and wait restarts in full.
+  for (const auto& entry : table_.sessions()) set_deadline(entry.first, now + lease_of(entry.first));
   for (const auto& [name, lock] : table_.locks()) {
     if (lock.delay_ms > 0) delay_timers_.push_back({.at = now + lock.delay_ms, .lock = name, .token = lock.token});
     for (const Waiter& w : lock.waiters) {
@@ -318,9 +335,10 @@ void LockService::apply(const Delivery& delivery, uint64_t now) {
         [&](const auto& c) {
           using T = std::decay_t<decltype(c)>;
           if constexpr (std::is_same_v<T, OpenSession>) {
-            set_deadline(result.session, now + options_.session_lease_ms);
+            const uint64_t lease = lease_of(result.session);
+            set_deadline(result.session, now + lease);
             reply.session = result.session;
-            reply.lease_ms = options_.session_lease_ms;
+            reply.lease_ms = lease;
             answer(p, std::move(reply));
           } else if constexpr (std::is_same_v<T, CloseSession> || std::is_same_v<T, ExpireSession>) {
             drop_session(c.session);

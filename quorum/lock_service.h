@@ -34,7 +34,7 @@ struct LockServiceOptions {
   std::map<NodeId, std::string> endpoints;  // for not_master hints
   std::string group;               // the lock group id, in every sequencer
   SequencerKey key;                // signs sequencers
-  uint64_t session_lease_ms = 12000;
+  uint64_t session_lease_ms = 12000;  // for sessions that do not choose their own
   size_t snapshot_every = 10000;   // applied slots between snapshots
   size_t max_in_flight = 4;        // slots proposed and not yet chosen
   size_t max_batch = 4096;         // commands per slot
@@ -98,6 +98,10 @@ class LockService {
   void lost_mastership();
   void propose(Command command, Pending pending);
   void set_deadline(SessionId session, uint64_t at);
+  // The session's lease length: its own choice, else session_lease_ms.
+  uint64_t lease_of(SessionId session) const;
+  // Ok, or bad_request naming the range, for the lease an open_session asks for.
+  Status check_lease_request(uint64_t lease_ms) const;
   void drop_session(SessionId session);
   void answer(const Pending& p, wire::LockReply reply);
   void answer_grant(const Pending& p, const Grant& grant, uint64_t now);

@@ -87,6 +87,9 @@ class ArrayReader {
   void close(const Cursor& c) {
     if (c.next != c.size) fail("an array has " + std::to_string(c.size - c.next) + " elements too many");
   }
+  // Whether `c` has an element left: optional trailing elements, added to a
+  // format later, are read only when present.
+  bool more(const Cursor& c) const { return ok() && c.next < c.size; }
   Cursor array(Cursor& c) {
     const msgpack::object* o = take(c);
     return o == nullptr ? Cursor{} : open(*o);
@@ -144,7 +147,13 @@ struct CommandEncoder {
     pk.pack_uint64(tag);
     pk.pack_uint64(static_cast<uint64_t>(kind));
   }
-  void operator()(const OpenSession&) const { head(Kind::kOpenSession, 0); }
+  // [tag, 0] for the cluster's default lease (the only form before per-session
+  // leases, so old logs decode as the default), else [tag, 0, lease_ms].
+  void operator()(const OpenSession& c) const {
+    if (c.lease_ms == 0) return head(Kind::kOpenSession, 0);
+    head(Kind::kOpenSession, 1);
+    pk.pack_uint64(c.lease_ms);
+  }
   void operator()(const CloseSession& c) const {
     head(Kind::kCloseSession, 1);
     pk.pack_uint64(c.session);
@@ -184,7 +193,7 @@ struct CommandEncoder {
 Command read_command(ArrayReader& r, ArrayReader::Cursor& c, uint64_t kind) {
   switch (static_cast<Kind>(kind)) {
     case Kind::kOpenSession:
-      return OpenSession{};
+      return OpenSession{r.more(c) ? r.u64(c) : 0};
     case Kind::kCloseSession:
       return CloseSession{r.u64(c)};
     case Kind::kExpireSession:
@@ -225,10 +234,10 @@ Command read_command(ArrayReader& r, ArrayReader::Cursor& c, uint64_t kind) {
 }
 
 // The invariants every state reached by apply() keeps; a snapshot that breaks one is corrupt.
-std::string check_state(SessionId next_session, Token grant_counter, const std::set<SessionId>& sessions,
+std::string check_state(SessionId next_session, Token grant_counter, const Sessions& sessions,
                         const std::map<std::string, LockState, std::less<>>& locks) {
   if (next_session == 0) return "next session id 0";
-  if (!sessions.empty() && (*sessions.begin() == 0 || *sessions.rbegin() >= next_session)) {
+  if (!sessions.empty() && (sessions.begin()->first == 0 || sessions.rbegin()->first >= next_session)) {
     return "a session id out of range";
   }
   for (const auto& [name, l] : locks) {
@@ -365,9 +374,9 @@ CommandResult LockTable::apply_one(uint64_t tag, const Command& command, Effects
     }
   };
 
-  if (std::holds_alternative<OpenSession>(command)) {
+  if (const auto* open = std::get_if<OpenSession>(&command)) {
     result.session = next_session_++;
-    sessions_.insert(result.session);
+    sessions_.emplace(result.session, open->lease_ms);
   } else if (const auto* close = std::get_if<CloseSession>(&command)) {
     drop_session(close->session, /*expired=*/false);
   } else if (const auto* expire = std::get_if<ExpireSession>(&command)) {
@@ -468,6 +477,11 @@ void LockTable::forget_if_idle(const std::string& name) {
   if (l.holders.empty() && l.delay_ms == 0 && l.waiters.empty()) locks_.erase(it);
 }
 
+uint64_t LockTable::session_lease_ms(SessionId session) const {
+  auto it = sessions_.find(session);
+  return it == sessions_.end() ? 0 : it->second;
+}
+
 const LockState* LockTable::lock(std::string_view name) const {
   auto it = locks_.find(name);
   return it == locks_.end() ? nullptr : &it->second;
@@ -496,19 +510,27 @@ bool LockTable::is_current(std::string_view lock, LockMode mode, Token token) co
   return l != nullptr && !l->holders.empty() && l->mode == mode && l->token == token;
 }
 
-// [magic, version, next_session, grant_counter, [session...], [lock...], [[session, lock, call]...]]
+// [magic, version, next_session, grant_counter, [session...], [lock...], [[session, lock, call]...],
+//  [[session, lease_ms]...]]
 // where a lock is [name, mode, token, delay_ms, [[session, lock_delay_ms]...],
-// [[session, mode, lock_delay_ms, wait_ms]...]].
+// [[session, mode, lock_delay_ms, wait_ms]...]]. The last element lists the
+// sessions that chose their own lease length, and is left out when there are
+// none: snapshots from before per-session leases end after the calls, and
+// their sessions all have the cluster's default.
 std::string LockTable::snapshot() const {
+  std::vector<std::pair<SessionId, uint64_t>> own_leases;
+  for (const auto& [s, lease_ms] : sessions_) {
+    if (lease_ms != 0) own_leases.emplace_back(s, lease_ms);
+  }
   msgpack::sbuffer buf;
   Packer pk(buf);
-  pk.pack_array(7);
+  pk.pack_array(own_leases.empty() ? 7 : 8);
   pack_text(pk, kSnapshotMagic);
   pk.pack_uint64(kSnapshotVersion);
   pk.pack_uint64(next_session_);
   pk.pack_uint64(grant_counter_);
   pk.pack_array(static_cast<uint32_t>(sessions_.size()));
-  for (SessionId s : sessions_) pk.pack_uint64(s);
+  for (const auto& entry : sessions_) pk.pack_uint64(entry.first);
   pk.pack_array(static_cast<uint32_t>(locks_.size()));
   for (const auto& [name, l] : locks_) {
     pk.pack_array(6);
@@ -538,6 +560,14 @@ std::string LockTable::snapshot() const {
     pack_text(pk, key.second);
     pk.pack_uint64(call);
   }
+  if (!own_leases.empty()) {
+    pk.pack_array(static_cast<uint32_t>(own_leases.size()));
+    for (const auto& [s, lease_ms] : own_leases) {
+      pk.pack_array(2);
+      pk.pack_uint64(s);
+      pk.pack_uint64(lease_ms);
+    }
+  }
   return to_string(buf);
 }
 
@@ -558,8 +588,8 @@ Status LockTable::restore(std::string_view bytes) {
   for (uint32_t i = 0; i < sessions.size && r.ok(); ++i) {
     SessionId s = r.u64(sessions);
     // Written in order; out of order or twice means the bytes are damaged.
-    if (r.ok() && !t.sessions_.empty() && s <= *t.sessions_.rbegin()) r.fail("sessions out of order");
-    t.sessions_.insert(t.sessions_.end(), s);
+    if (r.ok() && !t.sessions_.empty() && s <= t.sessions_.rbegin()->first) r.fail("sessions out of order");
+    t.sessions_.emplace_hint(t.sessions_.end(), s, 0);
   }
   r.close(sessions);
   ArrayReader::Cursor locks = r.array(top);
@@ -606,6 +636,25 @@ Status LockTable::restore(std::string_view bytes) {
     if (r.ok() && !t.calls_.emplace(std::make_pair(s, std::move(lock)), call).second) r.fail("a call listed twice");
   }
   r.close(calls);
+  if (r.more(top)) {
+    ArrayReader::Cursor leases = r.array(top);
+    SessionId last = 0;
+    for (uint32_t i = 0; i < leases.size && r.ok(); ++i) {
+      ArrayReader::Cursor lc = r.array(leases);
+      SessionId s = r.u64(lc);
+      uint64_t lease_ms = r.u64(lc);
+      r.close(lc);
+      if (!r.ok()) break;
+      auto it = t.sessions_.find(s);
+      // Written in order, for known sessions, only when not the default (so one form per table).
+      if (s <= last) r.fail("session leases out of order");
+      if (it == t.sessions_.end()) r.fail("a lease of unknown session " + std::to_string(s));
+      if (lease_ms == 0) r.fail("a session lease of 0 listed");
+      if (r.ok()) it->second = lease_ms;
+      last = s;
+    }
+    r.close(leases);
+  }
   r.close(top);
   if (!r.ok()) return r.status();
   if (std::string problem = check_state(t.next_session_, t.grant_counter_, t.sessions_, t.locks_); !problem.empty()) {

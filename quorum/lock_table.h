@@ -24,7 +24,11 @@ using SessionId = uint64_t;  // from 1; 0 means none
 using Token = uint64_t;      // from 1
 
 // ---- Commands (the master proposes them; every node applies them) ----
+// `lease_ms`: the session lease the client chose; 0 means the cluster's
+// default (`session_lease_ms`). The master checked its range before proposing;
+// the table keeps it so that any later master renews the session with it.
 struct OpenSession {
+  uint64_t lease_ms = 0;
   friend bool operator==(const OpenSession&, const OpenSession&) = default;
 };
 // A clean close: the session's locks are released without lock-delay.
@@ -151,13 +155,18 @@ struct LockState {
   friend bool operator==(const LockState&, const LockState&) = default;
 };
 
+// The open sessions, each with the lease length it chose (0: the cluster's default).
+using Sessions = std::map<SessionId, uint64_t>;
+
 class LockTable {
  public:
   // Applies one chosen batch. Deterministic.
   Effects apply(const std::vector<TaggedCommand>& batch);
 
   bool has_session(SessionId session) const { return sessions_.count(session) != 0; }
-  const std::set<SessionId>& sessions() const { return sessions_; }
+  const Sessions& sessions() const { return sessions_; }
+  // The lease length `session` chose; 0 for the cluster's default or an unknown session.
+  uint64_t session_lease_ms(SessionId session) const;
   const std::map<std::string, LockState, std::less<>>& locks() const { return locks_; }
   // The lock's state; nullptr when it is free, not delayed and has no waiters.
   const LockState* lock(std::string_view name) const;
@@ -186,7 +195,7 @@ class LockTable {
 
   SessionId next_session_ = 1;
   Token grant_counter_ = 0;
-  std::set<SessionId> sessions_;
+  Sessions sessions_;
   std::map<std::string, LockState, std::less<>> locks_;
   std::map<std::pair<SessionId, std::string>, uint64_t> calls_;  // the last call applied
 };

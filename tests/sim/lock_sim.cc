@@ -440,11 +440,14 @@ class LockSim {
     world_.attach(session_node(c), [](int, const std::string&) {});
     ++me.incarnation;
     world_.attach(session_node(c), [this, c](int from, const std::string& bytes) { client_receive(c, from, bytes); });
+    const uint64_t ttl = session_ttl();
+    world_.record("client " + std::to_string(c) + " opens a session, ttl " + std::to_string(ttl));
     me.session = std::make_unique<client::LockSession>(
         client::LockSessionOptions{.nodes = static_cast<size_t>(o_.lockd),
                                    .request_timeout_ms = 1000,
                                    .grace_ms = o_.timing.client_grace_ms,
-                                   .max_drift_ppm = o_.timing.max_clock_drift_ppm},
+                                   .max_drift_ppm = o_.timing.max_clock_drift_ppm,
+                                   .session_lease_ms = ttl},
         local(me));
     me.session->set_endpoints(endpoints_);
     me.session_tick_at = UINT64_MAX;
@@ -452,6 +455,24 @@ class LockSim {
     me.held.reset();
     me.granting.reset();
     pump_session(c);
+  }
+
+  // The lease a new session asks for: often the cluster's default (0), else its
+  // own, from the shortest the group allows (twice the heartbeat) to well past
+  // the default, but still shorter than the longest pause.
+  uint64_t session_ttl() {
+    const uint64_t shortest = std::max(wire::kMinSessionLeaseMs, 2 * o_.timing.heartbeat_ms);
+    switch (world_.uniform(0, 9)) {
+      case 0:
+      case 1:
+      case 2:
+      case 3:
+        return 0;
+      case 4:
+        return shortest;
+      default:
+        return world_.uniform(shortest, o_.pause_ms_max * 3 / 4);
+    }
   }
 
   void client_receive(int c, int from, const std::string& bytes) {

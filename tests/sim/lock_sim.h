@@ -3,7 +3,8 @@
 // coordinator, and replica cores, over a network that drops, duplicates, delays
 // by minutes and partitions; nodes crash and restart keeping only what they
 // synced; clocks are offset and drift within the configured bound; clients
-// pause for longer than their leases. Deterministic per seed.
+// pause for longer than their leases, and many sessions choose their own lease
+// length (TTL) instead of the cluster's. Deterministic per seed.
 #pragma once
 
 #include <cstdint>

@@ -216,6 +216,8 @@ TEST_CASE("lock wire: every request type round-trips", "[wire][lockgroup]") {
       {"find_master with id 0", {0, FindMasterRequest{}}},
       {"open_session", {2, OpenSessionRequest{0x301}}},
       {"open_session knowing no epoch", {3, OpenSessionRequest{0}}},
+      {"open_session with its own lease", {3, OpenSessionRequest{0x301, 30'000}}},
+      {"open_session with the largest lease", {3, OpenSessionRequest{0, UINT64_MAX}}},
       {"keep_alive", {4, KeepAliveRequest{0x301, 17}}},
       {"close_session", {5, CloseSessionRequest{0x301, 17}}},
       {"acquire exclusive", {6, kAcquire}},
@@ -247,7 +249,7 @@ TEST_CASE("lock wire: random requests round-trip", "[wire][lockgroup]") {
     const LockMode mode = rng() % 2 == 0 ? LockMode::kExclusive : LockMode::kShared;
     switch (rng() % 8) {
       case 0: r.body = FindMasterRequest{}; break;
-      case 1: r.body = OpenSessionRequest{rng()}; break;
+      case 1: r.body = OpenSessionRequest{rng(), rng() % 2 == 0 ? 0 : rng()}; break;
       case 2: r.body = KeepAliveRequest{rng(), rng()}; break;
       case 3: r.body = CloseSessionRequest{rng(), rng()}; break;
       case 4: r.body = AcquireRequest{rng(), rng(), lock, mode, rng() % (wire::kMaxLockDelayMs + 1), rng()}; break;
@@ -443,6 +445,8 @@ TEST_CASE("lock wire: bad fields are BadRequest", "[wire][lockgroup]") {
       {"wait_ms as bool", with(acquire_fields(), "wait_ms", boolean(false))},
       {"keep_alive session as string", with(keep_alive, "session", str("2"))},
       {"open_session epoch as nil", with(open, "epoch", nil())},
+      {"open_session lease_ms as string", with(open, "lease_ms", str("30000"))},
+      {"open_session negative lease_ms", with(open, "lease_ms", i64(-1))},
       {"sequencer as int", with(check, "sequencer", u64(7))},
       {"release lock as array", with(release, "lock", raw("\x91\x01"))},
       // Missing required fields.
@@ -497,6 +501,24 @@ TEST_CASE("lock wire: lock_delay_ms is at most 60 s, with a clear message", "[wi
   auto shared = wire::decode_lock_request(map_of(with(acquire_fields(), "mode", bin("shared"))), Limits{});
   REQUIRE(shared.is_ok());
   CHECK(std::get<AcquireRequest>(shared.value().body).mode == LockMode::kShared);
+}
+
+TEST_CASE("lock wire: open_session's lease_ms is optional, and left out when 0", "[wire][lockgroup]") {
+  const Fields old = plus(envelope("open_session"), {{"epoch", u64(0x301)}});
+  // What clients wrote before the field existed: decodes as the default (0).
+  auto decoded = wire::decode_lock_request(map_of(old), Limits{});
+  REQUIRE(decoded.is_ok());
+  CHECK(std::get<OpenSessionRequest>(decoded.value().body) == OpenSessionRequest{0x301, 0});
+  // And the default is still written that way, so older masters accept it.
+  CHECK(wire::encode_lock_request({kId, OpenSessionRequest{0x301, 0}}) == map_of(old));
+  CHECK(wire::encode_lock_request({kId, OpenSessionRequest{0x301, 30'000}}) ==
+        map_of(plus(old, {{"lease_ms", u64(30'000)}})));
+  // An explicit 0 means the default too. The range is the master's to check, not the codec's.
+  for (uint64_t lease : {uint64_t{0}, uint64_t{1}, UINT64_MAX}) {
+    auto d = wire::decode_lock_request(map_of(plus(old, {{"lease_ms", u64(lease)}})), Limits{});
+    REQUIRE(d.is_ok());
+    CHECK(std::get<OpenSessionRequest>(d.value().body).lease_ms == lease);
+  }
 }
 
 TEST_CASE("lock wire: size limits are TooLarge", "[wire][lockgroup]") {

@@ -725,6 +725,80 @@ TEST_CASE("a lock-delay over the maximum is refused without asking", "[lock_sess
   g.nothing_sent();
 }
 
+TEST_CASE("a session asks for its own lease and keeps time by the lease it gets", "[lock_session]") {
+  SECTION("the default: no lease_ms asked for") {
+    Group g;
+    CHECK(body<wire::OpenSessionRequest>(g.one()).lease_ms == 0);
+  }
+  SECTION("its own") {
+    LockSessionOptions o = options();
+    o.session_lease_ms = 1500;
+    Group g(o);
+    Outgoing open = g.one();
+    CHECK(body<wire::OpenSessionRequest>(open).lease_ms == 1500);
+    // The master answers with the session's lease, here not quite what was
+    // asked: the answer is what counts.
+    g.reply(open, Group::ok_session(open, 2400));
+    REQUIRE(g.s.state() == SessionState::kSafe);
+    // 2400 * 999000 / 1001000 = 2395.2 -> 2395.
+    CHECK(g.s.lease_deadline() == kStart + 2395);
+    // KeepAlives a third of that apart: 800 ms, not 12000 / 3.
+    CHECK(g.s.next_timer_ms() == kStart + 800);
+    g.at(kStart + 800);
+    Outgoing ka = g.one();
+    CHECK(is<wire::KeepAliveRequest>(ka));
+    // Unanswered for a third of the lease (800 < the 1000 ms request timeout):
+    // the next node, so that two more tries fit before the deadline.
+    g.at(kStart + 1599);
+    g.nothing_sent();
+    g.at(kStart + 1600);
+    Outgoing retry = g.one();
+    CHECK(retry.node == 1);
+    CHECK(is<wire::KeepAliveRequest>(retry));
+    g.reply(retry, Group::ok_session(retry, 2400));
+    CHECK(g.s.lease_deadline() == kStart + 1600 + 2395);
+    CHECK(g.s.next_timer_ms() == kStart + 1600 + 800);
+  }
+  SECTION("a long lease keeps the usual request timeout") {
+    LockSessionOptions o = options();
+    o.session_lease_ms = 60000;
+    Group g(o);
+    Outgoing open = g.one();
+    g.reply(open, Group::ok_session(open, 60000));
+    CHECK(g.s.next_timer_ms() == kStart + 20000);
+    g.at(kStart + 20000);
+    CHECK(g.one().node == 0);
+    g.at(kStart + 20999);
+    g.nothing_sent();
+    g.at(kStart + 21000);
+    CHECK(g.one().node == 1);
+  }
+}
+
+TEST_CASE("a lease the master refuses ends the session at once, saying why", "[lock_session]") {
+  LockSessionOptions o = options();
+  o.session_lease_ms = 700;
+  Group g(o);
+  Outgoing open = g.one();
+  const uint64_t call = g.s.acquire("x", LockMode::kExclusive, 0, 0, g.now);
+  g.nothing_sent();  // waits for the session
+  LockReply refused = Group::master_reply(open, Code::kBadRequest);
+  refused.status =
+      Status(Code::kBadRequest, "lease_ms 700 is outside the range this lock group allows, 1000 to 600000 ms");
+  g.reply(open, refused);
+  CHECK(g.s.state() == SessionState::kExpired);
+  CHECK(g.s.take_events() == std::vector{SessionState::kExpired});
+  CHECK(g.s.open_error().code() == Code::kBadRequest);
+  CHECK(g.s.open_error().message() == refused.status.message());
+  CallDone d = g.one_done();
+  CHECK(d.call == call);
+  CHECK(d.status.code() == Code::kNoSession);
+  // Asking again would get the same answer: nothing more is sent.
+  g.at(kStart + 60000);
+  g.nothing_sent();
+  CHECK(g.s.next_timer_ms() == LockSession::kNever);
+}
+
 // ---- Lease, against a LeaseClock the test sets ----
 
 std::atomic<uint64_t> fake_now{0};

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -78,9 +79,56 @@ TEST_CASE("lock table: session ids start at 1 and are never reused", "[lock_tabl
   CHECK(t.outcome(CloseSession{2}) == Outcome::kOk);
   CHECK(t.outcome(ExpireSession{1}) == Outcome::kOk);
   CHECK(t.open() == 3);
-  CHECK(t.table.sessions() == std::set<SessionId>{3});
+  CHECK(t.table.sessions() == Sessions{{3, 0}});
   CHECK(t.outcome(CloseSession{2}) == Outcome::kNoSession);
   CHECK(t.outcome(ExpireSession{1}) == Outcome::kNoSession);
+}
+
+TEST_CASE("lock table: a session keeps the lease length it opened with", "[lock_table]") {
+  Table t;
+  SessionId a = t.run(OpenSession{}).session;
+  SessionId b = t.run(OpenSession{30000}).session;
+  CHECK(t.table.sessions() == Sessions{{a, 0}, {b, 30000}});
+  CHECK(t.table.session_lease_ms(a) == 0);  // the cluster's default
+  CHECK(t.table.session_lease_ms(b) == 30000);
+  CHECK(t.table.session_lease_ms(99) == 0);
+  // Through a snapshot, and through the log (a node that replays it, as a new
+  // master does, knows each session's length).
+  LockTable restored;
+  REQUIRE(restored.restore(t.table.snapshot()).is_ok());
+  CHECK(restored == t.table);
+  CHECK(restored.session_lease_ms(b) == 30000);
+  auto replayed = decode_batch(encode_batch({{1, OpenSession{}}, {2, OpenSession{30000}}}));
+  REQUIRE(replayed.is_ok());
+  LockTable follower;
+  follower.apply(replayed.value());
+  CHECK(follower == t.table);
+  // The length goes with the session.
+  CHECK(t.outcome(CloseSession{b}) == Outcome::kOk);
+  CHECK(t.table.session_lease_ms(b) == 0);
+}
+
+TEST_CASE("lock table: logs and snapshots from before per-session leases read as the default", "[lock_table]") {
+  // An OpenSession was [tag, 0]; it still is for the default, and [tag, 0, lease_ms] otherwise.
+  CHECK(encode_batch({{7, OpenSession{}}}) == std::string("\x91\x92\x07\x00", 4));
+  CHECK(encode_batch({{7, OpenSession{3000}}}) == std::string("\x91\x93\x07\x00\xcd\x0b\xb8", 7));
+  auto old = decode_batch(std::string("\x91\x92\x07\x00", 4));
+  REQUIRE(old.is_ok());
+  CHECK(old.value() == std::vector<TaggedCommand>{{7, OpenSession{0}}});
+  // A snapshot whose sessions all have the default is written as before: no
+  // list of leases at the end.
+  LockTable t;
+  t.apply({{1, OpenSession{}}, {2, OpenSession{}}});
+  const std::string plain = t.snapshot();
+  t.apply({{3, OpenSession{5000}}});
+  const std::string with_leases = t.snapshot();
+  CHECK(static_cast<uint8_t>(plain[0]) == 0x97);  // an array of 7
+  CHECK(static_cast<uint8_t>(with_leases[0]) == 0x98);
+  LockTable restored;
+  REQUIRE(restored.restore(with_leases).is_ok());
+  CHECK(restored == t);
+  REQUIRE(restored.restore(plain).is_ok());
+  CHECK(restored.sessions() == Sessions{{1, 0}, {2, 0}});
 }
 
 TEST_CASE("lock table: a late duplicate of an older call changes nothing", "[lock_table]") {
@@ -414,7 +462,7 @@ Command random_command(std::mt19937_64& rng, SessionId next_session, const std::
   switch (live.size() < 2 ? 0 : rng() % 10) {
     case 0:
       if (live.size() > 8) return CloseSession{session()};
-      return OpenSession{};
+      return OpenSession{rng() % 2 ? 0 : 1000 + rng() % 60000};
     case 1:
       return rng() % 2 ? Command{CloseSession{session()}} : Command{ExpireSession{session()}};
     case 2:
@@ -520,7 +568,9 @@ std::vector<TaggedCommand> every_command() {
           {5, Acquire{1, "", kSh, 1, true, 2}},
           {6, Release{3, "locks/x"}},
           {7, EndDelay{"locks/x", UINT64_MAX}},
-          {8, CancelWait{4, "y"}}};
+          {8, CancelWait{4, "y"}},
+          {9, OpenSession{1}},
+          {10, OpenSession{UINT64_MAX}}};
 }
 
 using Packer = msgpack::packer<msgpack::sbuffer>;
@@ -575,7 +625,10 @@ TEST_CASE("lock table: decode_batch refuses what is not a batch", "[lock_table][
       {command([](Packer& pk) { pk.pack_uint64(1); }, 1), Code::kBadRequest},  // no kind
       {command([](Packer& pk) { pk.pack_uint64(1).pack_uint64(7); }, 2), Code::kBadRequest},  // unknown kind
       {command([](Packer& pk) { pk.pack_int64(-1).pack_uint64(0); }, 2), Code::kBadRequest},  // negative tag
-      {command([](Packer& pk) { pk.pack_uint64(1).pack_uint64(0).pack_uint64(0); }, 3), Code::kBadRequest},
+      // OpenSession: [tag, 0] or [tag, 0, lease_ms], nothing more, and the lease an integer.
+      {command([](Packer& pk) { pk.pack_uint64(1).pack_uint64(0).pack_uint64(0).pack_uint64(0); }, 4),
+       Code::kBadRequest},
+      {command([](Packer& pk) { pk.pack_uint64(1).pack_uint64(0).pack(true); }, 3), Code::kBadRequest},
       {command([](Packer& pk) { pk.pack_uint64(1).pack_uint64(1); }, 2), Code::kBadRequest},  // no session
       {command([](Packer& pk) { pk.pack_uint64(1).pack_uint64(1).pack(std::string("5")); }, 3), Code::kBadRequest},
       {command([](Packer& pk) { pk.pack_uint64(1).pack_uint64(4).pack_uint64(1).pack_uint64(9); }, 4),
@@ -645,8 +698,8 @@ TEST_CASE("lock table: decode_batch survives random and damaged bytes", "[lock_t
 LockTable busy_table() {
   LockTable t;
   t.apply({{1, OpenSession{}},
-           {2, OpenSession{}},
-           {3, OpenSession{}},
+           {2, OpenSession{45000}},
+           {3, OpenSession{1000}},
            {4, OpenSession{}},
            {5, acquire(1, "ex", kEx, false, 2000)},
            {6, acquire(2, "ex", kSh, kWait, 500)},
@@ -699,9 +752,11 @@ struct RawSnapshot {
   std::vector<Lock> locks = {{"a", 0, 5, 0, {{1, 0}}, {{2, 1, 0, 1000}, {3, 0, 0, 1000}}},
                              {"b", 1, 4, 0, {{2, 0}, {3, 0}}, {}}};
   std::vector<std::tuple<uint64_t, std::string, uint64_t>> calls = {{1, "a", 7}, {2, "b", 3}};
+  // [session, lease_ms] of the sessions with their own lease; written only when set.
+  std::optional<std::vector<std::vector<uint64_t>>> leases;
   std::string bytes() const {
     return packed([&](Packer& pk) {
-      pk.pack_array(7);
+      pk.pack_array(leases ? 8 : 7);
       pk.pack(magic);
       pk.pack_uint64(version).pack_uint64(next_session).pack_uint64(counter);
       pk.pack_array(static_cast<uint32_t>(sessions.size()));
@@ -721,6 +776,13 @@ struct RawSnapshot {
       }
       pk.pack_array(static_cast<uint32_t>(calls.size()));
       for (const auto& [session, lock, call] : calls) pk.pack_array(3).pack_uint64(session).pack(lock).pack_uint64(call);
+      if (leases) {
+        pk.pack_array(static_cast<uint32_t>(leases->size()));
+        for (const auto& l : *leases) {
+          pk.pack_array(static_cast<uint32_t>(l.size()));
+          for (uint64_t v : l) pk.pack_uint64(v);
+        }
+      }
     });
   }
 };
@@ -741,6 +803,10 @@ TEST_CASE("lock table: restore refuses garbage and leaves the table unchanged", 
   LockTable scratch;
   REQUIRE(scratch.restore(raw.bytes()).is_ok());
   CHECK(scratch.snapshot() == raw.bytes());
+  raw.leases = {{1, 5000}, {3, 600000}};
+  REQUIRE(scratch.restore(raw.bytes()).is_ok());
+  CHECK(scratch.snapshot() == raw.bytes());
+  CHECK(scratch.sessions() == Sessions{{1, 5000}, {2, 0}, {3, 600000}});
 
   std::vector<std::function<void(RawSnapshot&)>> spoil = {
       [](RawSnapshot& r) { r.magic = "palisade.kv"; },
@@ -773,6 +839,12 @@ TEST_CASE("lock table: restore refuses garbage and leaves the table unchanged", 
       [](RawSnapshot& r) { r.locks[0].waiters[0].push_back(1); },
       [](RawSnapshot& r) { r.locks[0].waiters[0].pop_back(); },
       [](RawSnapshot& r) { r.locks[1].waiters = {{1, 1, 0, 0}}; },  // a shared head behind shared holders
+      [](RawSnapshot& r) { r.leases = {{9, 5000}}; },                  // a lease of an unknown session
+      [](RawSnapshot& r) { r.leases = {{2, 5000}, {1, 5000}}; },       // out of order
+      [](RawSnapshot& r) { r.leases = {{1, 5000}, {1, 6000}}; },       // listed twice
+      [](RawSnapshot& r) { r.leases = {{1, 0}}; },                     // the default, listed
+      [](RawSnapshot& r) { r.leases = {{1, 5000, 1}}; },
+      [](RawSnapshot& r) { r.leases = std::vector<std::vector<uint64_t>>{std::vector<uint64_t>{1}}; },
   };
   for (size_t i = 0; i < spoil.size(); ++i) {
     INFO("spoilt snapshot " << i);

@@ -36,6 +36,12 @@ struct LockClientOptions {
   std::vector<std::string> nodes;                   // palisade-lockd endpoints
   std::chrono::milliseconds request_timeout{1000};  // ask another node after this
   std::chrono::milliseconds grace{45000};           // how long jeopardy may last
+  // The session's lease (its TTL): how long the lock group keeps the session,
+  // and its locks, after the last KeepAlive it answered. 0: the cluster's
+  // session_lease_ms. Otherwise 1 s to 10 min, and at least twice the cluster's
+  // heartbeat_ms (connect answers bad_request when the lock group refuses it).
+  // KeepAlives go every third of it. See docs/sessions.md, "Choosing a TTL".
+  std::chrono::milliseconds session_ttl{0};
   uint64_t max_clock_drift_ppm = 1000;
   // A call no master answered for this long (after its wait) ends with timeout.
   std::chrono::milliseconds call_timeout{10000};
@@ -56,7 +62,8 @@ struct AcquireOptions {
 class LockClient {
  public:
   // Opens a session. Unavailable when no master answers within `timeout`;
-  // BadRequest for bad options (no nodes, a malformed endpoint).
+  // BadRequest for bad options (no nodes, a malformed endpoint, a session_ttl
+  // out of range, also when the master finds it so).
   static Result<std::unique_ptr<LockClient>> connect(LockClientOptions options,
                                                      std::chrono::milliseconds timeout = std::chrono::seconds(10));
   // Closes the session: its locks are released at once, without lock-delay.

@@ -1,0 +1,232 @@
+// The lock service of palisade-lockd (quorum/lock_service.h) with its Paxos
+// group: three services on simulated disks, peer messages delivered in order at
+// once, one manual clock. Here: the session lease a client chooses (its range,
+// what the replies report, and that a new master renews each session by its
+// own length). The simulator (tests/sim) covers the rest under faults.
+#include "quorum/lock_service.h"
+
+#include <catch2/catch.hpp>
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "quorum/memory_paxos_storage.h"
+#include "tests/support/printers.h"
+
+namespace palisade::quorum {
+namespace {
+
+constexpr uint64_t kDefaultLease = 12000;  // the cluster's session_lease_ms
+constexpr uint64_t kHeartbeat = 600;       // so the shortest lease is 2 x 600 = 1200 ms
+constexpr uint64_t kMasterLease = 4000;
+
+struct Group {
+  Group() {
+    for (NodeId id : members) {
+      disks[id] = std::make_unique<MemoryPaxosStorage>();
+      boot(id);
+    }
+  }
+
+  LockServiceOptions options(NodeId id) const {
+    LockServiceOptions o;
+    o.paxos = PaxosOptions{.self = id,
+                           .members = members,
+                           .group = 7,
+                           .master_lease_ms = kMasterLease,
+                           .heartbeat_ms = kHeartbeat,
+                           .election_timeout_ms = 1000,
+                           .max_drift_ppm = 1000,
+                           .seed = 42 + id};
+    for (NodeId m : members) o.endpoints[m] = "tcp://n" + std::to_string(m);
+    o.group = "test";
+    o.key = SequencerKey::from_hex(std::string(64, '5')).value();
+    o.session_lease_ms = kDefaultLease;
+    o.seed = id;
+    return o;
+  }
+
+  void boot(NodeId id) {
+    auto s = LockService::start(options(id), *disks[id], now);
+    REQUIRE(s.is_ok());
+    services[id] = std::move(s).value();
+    turn(id);
+  }
+  // The process dies: what it did not sync is lost, and nobody hears from it.
+  void crash(NodeId id) {
+    disks[id]->crash();
+    services.erase(id);
+  }
+
+  // The driver's contract: propose, commit, then send.
+  void turn(NodeId id) {
+    LockService& s = *services[id];
+    s.flush(now);
+    for (auto& m : s.take_early_peer_messages()) net.push_back(std::move(m));
+    REQUIRE(disks[id]->commit().is_ok());
+    s.synced(now);
+    for (auto& m : s.take_early_peer_messages()) net.push_back(std::move(m));
+    for (auto& m : s.take_peer_messages()) net.push_back(std::move(m));
+    for (auto& r : s.take_replies()) replies[r.reply.id] = std::move(r.reply);
+  }
+  void deliver() {
+    while (!net.empty()) {
+      PeerMessage m = std::move(net.front());
+      net.pop_front();
+      if (services.count(m.to) == 0 || services.count(m.from) == 0) continue;
+      services[m.to]->on_peer(m, now);
+      turn(m.to);
+    }
+  }
+  // Advances the clock in 10 ms steps, ticking every node.
+  void run(uint64_t ms) {
+    for (uint64_t end = now + ms; now < end;) {
+      now += 10;
+      for (auto& [id, s] : services) {
+        s->tick(now);
+        turn(id);
+      }
+      deliver();
+    }
+  }
+  std::optional<NodeId> master() const {
+    for (const auto& [id, s] : services) {
+      if (s->is_master(now)) return id;
+    }
+    return std::nullopt;
+  }
+  // Runs until some node is master; returns it.
+  NodeId elect() {
+    for (int i = 0; i < 2000 && !master(); ++i) run(10);
+    REQUIRE(master());
+    return *master();
+  }
+
+  // Sends a request to `node` and runs until it is answered.
+  wire::LockReply call(NodeId node, wire::LockRequestBody body) {
+    const uint64_t id = next_id++;
+    services[node]->on_request({.route = 1, .request = {id, std::move(body)}}, now);
+    turn(node);
+    deliver();
+    for (int i = 0; i < 100 && replies.count(id) == 0; ++i) run(10);
+    REQUIRE(replies.count(id) == 1);
+    return replies[id];
+  }
+  uint64_t epoch(NodeId node) const { return services.at(node)->node().epoch(); }
+  wire::LockReply open(NodeId node, uint64_t lease_ms) {
+    return call(node, wire::OpenSessionRequest{.epoch = epoch(node), .lease_ms = lease_ms});
+  }
+  wire::LockReply keep_alive(NodeId node, uint64_t session) {
+    return call(node, wire::KeepAliveRequest{.epoch = epoch(node), .session = session});
+  }
+
+  std::vector<NodeId> members = {1, 2, 3};
+  std::map<NodeId, std::unique_ptr<MemoryPaxosStorage>> disks;
+  std::map<NodeId, std::unique_ptr<LockService>> services;
+  std::deque<PeerMessage> net;
+  std::map<uint64_t, wire::LockReply> replies;  // by request id
+  uint64_t now = 0;
+  uint64_t next_id = 1;
+};
+
+TEST_CASE("lock service: a session lease out of range is refused, naming the range", "[lock_service]") {
+  Group g;
+  const NodeId m = g.elect();
+  const std::string range = "1200 to 600000 ms";  // max(1000, 2 x heartbeat 600) to 10 min
+  for (uint64_t lease : {uint64_t{1}, uint64_t{999}, uint64_t{1000}, uint64_t{1199}, wire::kMaxSessionLeaseMs + 1,
+                         UINT64_MAX}) {
+    INFO("lease_ms " << lease);
+    wire::LockReply r = g.open(m, lease);
+    CHECK(r.status.code() == Code::kBadRequest);
+    CHECK(r.status.message() == "lease_ms " + std::to_string(lease) +
+                                    " is outside the range this lock group allows, " + range);
+    CHECK(r.session == 0);
+  }
+  CHECK(g.services[m]->table().sessions().empty());
+  // The bounds themselves are fine.
+  for (uint64_t lease : {uint64_t{1200}, wire::kMaxSessionLeaseMs}) {
+    wire::LockReply r = g.open(m, lease);
+    REQUIRE(r.status.is_ok());
+    CHECK(r.lease_ms == lease);
+  }
+}
+
+TEST_CASE("lock service: replies report the session's own lease", "[lock_service]") {
+  Group g;
+  const NodeId m = g.elect();
+  wire::LockReply own = g.open(m, 30000);
+  wire::LockReply dflt = g.open(m, 0);
+  REQUIRE(own.status.is_ok());
+  REQUIRE(dflt.status.is_ok());
+  CHECK(own.lease_ms == 30000);
+  CHECK(dflt.lease_ms == kDefaultLease);
+  // Replicated: every node's table knows each session's choice.
+  for (const auto& [id, s] : g.services) {
+    CHECK(s->table().session_lease_ms(own.session) == 30000);
+    CHECK(s->table().session_lease_ms(dflt.session) == 0);
+  }
+
+  g.run(5000);
+  CHECK(g.keep_alive(m, own.session).lease_ms == 30000);
+  CHECK(g.keep_alive(m, dflt.session).lease_ms == kDefaultLease);
+
+  // A grant reports what is left of the session's lease: more than the default
+  // for the long session, right after its KeepAlive.
+  g.run(100);
+  wire::LockReply grant = g.call(m, wire::AcquireRequest{.epoch = g.epoch(m),
+                                                         .session = own.session,
+                                                         .lock = "x",
+                                                         .mode = LockMode::kExclusive,
+                                                         .lock_delay_ms = 0,
+                                                         .wait_ms = 0,
+                                                         .call = 1});
+  REQUIRE(grant.status.is_ok());
+  CHECK(grant.lease_ms > kDefaultLease);
+  CHECK(grant.lease_ms <= 30000 - 100);
+
+  // The long session outlives the default one without KeepAlives.
+  g.run(kDefaultLease + 200);
+  CHECK_FALSE(g.services[m]->table().has_session(dflt.session));
+  CHECK(g.services[m]->table().has_session(own.session));
+  CHECK(g.keep_alive(m, dflt.session).status.code() == Code::kNoSession);
+  CHECK(g.keep_alive(m, own.session).status.is_ok());
+}
+
+TEST_CASE("lock service: a new master renews each session by its own lease", "[lock_service]") {
+  Group g;
+  const NodeId old_master = g.elect();
+  wire::LockReply shortest = g.open(old_master, 2000);
+  wire::LockReply dflt = g.open(old_master, 0);
+  wire::LockReply longest = g.open(old_master, 40000);
+  for (const auto* r : {&shortest, &dflt, &longest}) REQUIRE(r->status.is_ok());
+
+  g.crash(old_master);
+  // Runs until another node is master, noting when it took over.
+  for (int i = 0; i < 2000 && !g.master(); ++i) g.run(10);
+  REQUIRE(g.master());
+  const NodeId m = *g.master();
+  const uint64_t took_over = g.now;
+  REQUIRE(m != old_master);
+  const LockTable& table = g.services[m]->table();
+  REQUIRE(table.sessions().size() == 3);
+
+  // The KeepAlive reply names the session's own lease, also at the new master.
+  CHECK(g.keep_alive(m, longest.session).lease_ms == 40000);
+
+  // Each session expires its own lease after the takeover (plus a little for
+  // the expiry to be chosen), not the cluster's default.
+  g.run(took_over + 2000 + 200 - g.now);
+  CHECK_FALSE(table.has_session(shortest.session));
+  CHECK(table.has_session(dflt.session));
+  g.run(took_over + kDefaultLease - 200 - g.now);
+  CHECK(table.has_session(dflt.session));
+  g.run(400);
+  CHECK_FALSE(table.has_session(dflt.session));
+  CHECK(table.has_session(longest.session));
+}
+
+}  // namespace
+}  // namespace palisade::quorum
