@@ -1,5 +1,6 @@
 #include "common/replica_protocol.h"
 
+#include "common/big_endian.h"
 #include "common/hash.h"
 #include "common/sequencer.h"
 
@@ -13,6 +14,143 @@ static_assert(Limits::kMaxSequencerBytes == palisade::kMaxSequencerBytes);
 constexpr std::string_view kReplyType = "reply";
 
 std::string to_string(const msgpack::sbuffer& buf) { return {buf.data(), buf.size()}; }
+
+// Lists of numbers and leaf entries travel as one `bin` each (big-endian,
+// docs/protocol.md "Anti-entropy"): far more compact than MessagePack arrays,
+// and free of the 64-entry limit on arrays.
+std::string pack_u64s(const std::vector<uint64_t>& values) {
+  std::string out;
+  out.reserve(values.size() * 8);
+  for (uint64_t v : values) append_be(out, v, 8);
+  return out;
+}
+
+// Reads big-endian fields from a `bin`; the first overrun makes ok() false.
+class BinReader {
+ public:
+  explicit BinReader(std::string_view bytes) : bytes_(bytes) {}
+  bool ok() const { return ok_; }
+  bool at_end() const { return pos_ == bytes_.size(); }
+  uint64_t number(int width) {
+    if (!take(width)) return 0;
+    return read_be(bytes_.data() + pos_ - width, width);
+  }
+  std::string text(size_t length) {
+    if (!take(length)) return {};
+    return std::string(bytes_.substr(pos_ - length, length));
+  }
+
+ private:
+  bool take(size_t n) {
+    if (!ok_ || bytes_.size() - pos_ < n) return ok_ = false;
+    pos_ += n;
+    return true;
+  }
+  std::string_view bytes_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+void read_u64s(FieldReader& r, std::string_view name, size_t max_count, std::vector<uint64_t>& out) {
+  std::string raw;
+  r.bytes(name, raw, max_count * 8, Need::kRequired);
+  if (!r.status().is_ok()) return;
+  if (raw.empty() || raw.size() % 8 != 0) {
+    return r.fail(Code::kBadRequest, "field '" + std::string(name) + "' must hold 1 to " +
+                                         std::to_string(max_count) + " big-endian u64s");
+  }
+  for (size_t i = 0; i < raw.size(); i += 8) out.push_back(read_be(raw.data() + i, 8));
+}
+
+constexpr uint8_t kCorruptEntry = 1;
+constexpr uint8_t kCommittedHead = 1, kTombstoneHead = 2;
+
+void append_text(std::string& out, std::string_view text, int length_bytes) {
+  append_be(out, text.size(), length_bytes);
+  out.append(text);
+}
+
+std::string pack_entries(const std::vector<LeafEntry>& entries) {
+  std::string out;
+  for (const LeafEntry& e : entries) {
+    out.push_back(static_cast<char>(e.kind));
+    append_text(out, e.name, 2);
+    append_be(out, e.digest, 8);
+    if (e.kind == LeafEntry::Kind::kFloor) {
+      append_be(out, e.floor, 8);
+      append_text(out, e.sequencer, 2);
+      continue;
+    }
+    out.push_back(static_cast<char>(e.corrupt ? kCorruptEntry : 0));
+    out.push_back(static_cast<char>(e.heads.size()));
+    for (const VersionHead& h : e.heads) {
+      out.push_back(static_cast<char>((h.state == VersionState::kCommitted ? kCommittedHead : 0) |
+                                      (h.tombstone ? kTombstoneHead : 0)));
+      append_be(out, h.ts.token, 8);
+      append_be(out, h.ts.hlc, 8);
+      append_be(out, h.hash, 8);
+      append_text(out, h.lock, 2);
+    }
+  }
+  return out;
+}
+
+Status unpack_entries(std::string_view raw, const Limits& limits, std::vector<LeafEntry>& out) {
+  BinReader in(raw);
+  auto bad = [](std::string why) { return Status(Code::kBadRequest, "field 'entries': " + why); };
+  while (in.ok() && !in.at_end()) {
+    LeafEntry& e = out.emplace_back();
+    auto kind = in.number(1);
+    if (kind != 1 && kind != 2) return bad("unknown entry kind " + std::to_string(kind));
+    e.kind = static_cast<LeafEntry::Kind>(kind);
+    size_t name_len = in.number(2);
+    if (name_len > std::max(limits.max_key_bytes, limits.max_lock_bytes)) return bad("name too long");
+    e.name = in.text(name_len);
+    e.digest = in.number(8);
+    if (e.kind == LeafEntry::Kind::kFloor) {
+      e.floor = in.number(8);
+      size_t seq_len = in.number(2);
+      if (seq_len > Limits::kMaxSequencerBytes) return bad("sequencer too long");
+      e.sequencer = in.text(seq_len);
+      continue;
+    }
+    e.corrupt = (in.number(1) & kCorruptEntry) != 0;
+    size_t count = in.number(1);
+    if (count > Limits::kMaxVersionsPerKey) return bad("more than " + std::to_string(Limits::kMaxVersionsPerKey) + " versions");
+    for (size_t i = 0; i < count && in.ok(); ++i) {
+      VersionHead& h = e.heads.emplace_back();
+      auto flags = in.number(1);
+      h.state = (flags & kCommittedHead) ? VersionState::kCommitted : VersionState::kPending;
+      h.tombstone = (flags & kTombstoneHead) != 0;
+      h.ts.token = in.number(8);
+      h.ts.hlc = in.number(8);
+      h.hash = in.number(8);
+      size_t lock_len = in.number(2);
+      if (lock_len > limits.max_lock_bytes) return bad("lock name too long");
+      h.lock = in.text(lock_len);
+    }
+  }
+  if (!in.ok()) return bad("truncated");
+  return Status::ok();
+}
+
+std::string pack_nodes(const std::vector<TreeNode>& nodes) {
+  std::string out;
+  out.reserve(nodes.size() * 12);
+  for (const TreeNode& n : nodes) {
+    append_be(out, n.digest, 8);
+    append_be(out, n.tombstones, 4);
+  }
+  return out;
+}
+
+Status unpack_nodes(std::string_view raw, std::vector<TreeNode>& out) {
+  if (raw.size() % 12 != 0) return Status(Code::kBadRequest, "field 'nodes' must hold 12-byte nodes");
+  for (size_t i = 0; i < raw.size(); i += 12) {
+    out.push_back({read_be(raw.data() + i, 8), static_cast<uint32_t>(read_be(raw.data() + i + 8, 4))});
+  }
+  return Status::ok();
+}
 
 struct RequestEncoder {
   Packer& pk;
@@ -66,6 +204,19 @@ struct RequestEncoder {
   }
   void operator()(const CommitRequest& r) const { key_and_ts("commit", r.key, r.ts, r.hash); }
   void operator()(const PurgeRequest& r) const { key_and_ts("purge", r.key, r.ts, r.hash); }
+  void operator()(const DropTombstoneRequest& r) const { key_and_ts("drop_tombstone", r.key, r.ts, r.hash); }
+  void operator()(const TreeRequest& r) const {
+    write_envelope(pk, 5, id, "tree");
+    pack_text(pk, "level");
+    pk.pack_uint32(r.level);
+    pack_text(pk, "nodes");
+    pack_bytes(pk, pack_u64s(r.nodes));
+  }
+  void operator()(const LeafRequest& r) const {
+    write_envelope(pk, 4, id, "leaf");
+    pack_text(pk, "leaves");
+    pack_bytes(pk, pack_u64s(r.leaves));
+  }
   void operator()(const ReadRequest& r) const {
     write_envelope(pk, r.floor_of.empty() ? 4 : 5, id, "read");
     pack_text(pk, "key");
@@ -100,7 +251,34 @@ Result<ReplicaRequestBody> read_body(const std::string& type, FieldReader& r, co
     r.bytes("sequencer", f.sequencer, kMaxSequencerBytes, Need::kOptional);
     return ReplicaRequestBody{std::move(f)};
   }
-  if (type == "commit" || type == "purge") {
+  if (type == "tree") {
+    TreeRequest t;
+    uint64_t level = 0;
+    r.u64("level", level, Need::kRequired);
+    read_u64s(r, "nodes", kMaxTreeNodesPerRequest, t.nodes);
+    if (!r.status().is_ok()) return r.status();
+    if (level > kTreeLeafLevel) {
+      return Status(Code::kBadRequest, "tree level " + std::to_string(level) + " is beyond the leaves (level " +
+                                           std::to_string(kTreeLeafLevel) + ")");
+    }
+    t.level = static_cast<uint32_t>(level);
+    for (uint64_t node : t.nodes) {
+      if (node >= tree_width(t.level)) {
+        return Status(Code::kBadRequest, "tree level " + std::to_string(level) + " has no node " + std::to_string(node));
+      }
+    }
+    return ReplicaRequestBody{std::move(t)};
+  }
+  if (type == "leaf") {
+    LeafRequest l;
+    read_u64s(r, "leaves", kMaxLeavesPerRequest, l.leaves);
+    if (!r.status().is_ok()) return r.status();
+    for (uint64_t leaf : l.leaves) {
+      if (leaf >= tree_width(kTreeLeafLevel)) return Status(Code::kBadRequest, "there is no leaf " + std::to_string(leaf));
+    }
+    return ReplicaRequestBody{std::move(l)};
+  }
+  if (type == "commit" || type == "purge" || type == "drop_tombstone") {
     std::string key;
     FencedTimestamp ts;
     std::optional<uint64_t> hash;
@@ -108,6 +286,7 @@ Result<ReplicaRequestBody> read_body(const std::string& type, FieldReader& r, co
     r.timestamp("ts", ts, Need::kRequired);
     if (r.has("hash")) r.u64("hash", hash.emplace(), Need::kRequired);
     if (type == "commit") return ReplicaRequestBody{CommitRequest{std::move(key), ts, hash}};
+    if (type == "drop_tombstone") return ReplicaRequestBody{DropTombstoneRequest{std::move(key), ts, hash}};
     return ReplicaRequestBody{PurgeRequest{std::move(key), ts, hash}};
   }
   if (type == "read") {
@@ -127,6 +306,9 @@ uint32_t reply_field_count(const ReplicaReply& reply) {
   if (reply.applied) ++n;
   if (!reply.versions.empty()) ++n;
   if (!reply.floors.empty()) ++n;
+  if (!reply.nodes.empty()) ++n;
+  if (!reply.entries.empty()) ++n;
+  if (reply.leaves_done != 0) ++n;
   return n;
 }
 
@@ -212,6 +394,8 @@ bool names(const Version& v, const FencedTimestamp& ts, const std::optional<uint
   return v.ts == ts && (!hash || content_hash(v) == *hash);
 }
 
+VersionHead head_of(const Version& v) { return {v.ts, content_hash(v), v.state, v.tombstone, v.lock}; }
+
 bool same_write(const Version& a, const Version& b) {
   return a.ts == b.ts && a.lock == b.lock && a.tombstone == b.tombstone && a.value == b.value;
 }
@@ -255,6 +439,18 @@ std::string encode_reply(const ReplicaReply& reply) {
       pk.pack_uint64(floor);
     }
   }
+  if (!reply.nodes.empty()) {
+    pack_text(pk, "nodes");
+    pack_bytes(pk, pack_nodes(reply.nodes));
+  }
+  if (!reply.entries.empty()) {
+    pack_text(pk, "entries");
+    pack_bytes(pk, pack_entries(reply.entries));
+  }
+  if (reply.leaves_done != 0) {
+    pack_text(pk, "leaves_done");
+    pk.pack_uint64(reply.leaves_done);
+  }
   return to_string(buf);
 }
 
@@ -286,8 +482,14 @@ Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits) 
   r.boolean("applied", reply.applied, Need::kOptional);
   read_versions(r, limits, reply.versions);
   read_floors(r, limits, reply.floors);
+  std::string nodes, entries;
+  r.bytes("nodes", nodes, kMaxTreeNodesPerRequest * 12, Need::kOptional);
+  r.bytes("entries", entries, limits.max_reply_bytes(), Need::kOptional);
+  r.u64("leaves_done", reply.leaves_done, Need::kOptional);
   Status s = r.finish();
   if (!s.is_ok()) return s;
+  if (Status n = unpack_nodes(nodes, reply.nodes); !n.is_ok()) return n;
+  if (Status e = unpack_entries(entries, limits, reply.entries); !e.is_ok()) return e;
   if (Status parsed = status.parse(&reply.status); !parsed.is_ok()) return parsed;
   return reply;
 }

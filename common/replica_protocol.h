@@ -83,6 +83,76 @@ struct PurgeRequest {  // drop a pending version found superseded (DESIGN "Fence
 };
 // Whether `v` is the version a commit or purge names.
 bool names(const Version& v, const FencedTimestamp& ts, const std::optional<uint64_t>& hash);
+// Anti-entropy (docs/anti-entropy.md). Each replica keeps a Merkle tree over
+// the 64-bit positions of its entries (keys and fence floors): a node at
+// `level` covers the positions whose top 4 * level bits are its index; the
+// leaves are at kTreeLeafLevel. A node's digest is the XOR of its entries'
+// digests, so equal digests mean (but for a 2^-64 chance) equal contents.
+constexpr uint32_t kTreeFanoutBits = 4;
+constexpr uint32_t kTreeLeafLevel = 5;
+// Most nodes a tree request names, and leaves a leaf request names.
+constexpr size_t kMaxTreeNodesPerRequest = 4096;
+constexpr size_t kMaxLeavesPerRequest = 4096;
+// A leaf reply stops listing once its entries pass this size (after at least one
+// leaf), well within a reply's limit; the client asks again for the rest.
+constexpr size_t kLeafReplyBudgetBytes = size_t{256} << 10;
+// Nodes at a level: 16^level.
+constexpr uint64_t tree_width(uint32_t level) { return uint64_t{1} << (kTreeFanoutBits * level); }
+// The node at `level` that covers `position`.
+constexpr uint64_t tree_node_of(uint64_t position, uint32_t level) {
+  return level == 0 ? 0 : position >> (64 - kTreeFanoutBits * level);
+}
+
+struct TreeNode {
+  uint64_t digest = 0;
+  // Keys under the node whose only version is a committed tombstone: where
+  // tombstone collection must look even when replicas agree.
+  uint32_t tombstones = 0;
+  friend bool operator==(const TreeNode&, const TreeNode&) = default;
+};
+
+// What a version is, without its value: enough to decide which replicas lack it.
+struct VersionHead {
+  FencedTimestamp ts;
+  uint64_t hash = 0;  // content_hash()
+  VersionState state = VersionState::kPending;
+  bool tombstone = false;
+  std::string lock;
+  friend bool operator==(const VersionHead&, const VersionHead&) = default;
+};
+VersionHead head_of(const Version& v);
+
+// One entry of a leaf: a key with the heads of its versions, or a lock's fence floor.
+struct LeafEntry {
+  enum class Kind : uint8_t { kKey = 1, kFloor = 2 };
+  Kind kind = Kind::kKey;
+  std::string name;  // the key, or the lock
+  uint64_t digest = 0;
+  bool corrupt = false;            // key: its record failed its checksum (no heads)
+  std::vector<VersionHead> heads;  // key: newest first
+  uint64_t floor = 0;              // floor
+  std::string sequencer{};         // floor: the sequencer that raised it, when kept
+  friend bool operator==(const LeafEntry&, const LeafEntry&) = default;
+};
+
+struct TreeRequest {  // digests of nodes at one level
+  uint32_t level = 0;
+  std::vector<uint64_t> nodes;
+  friend bool operator==(const TreeRequest&, const TreeRequest&) = default;
+};
+struct LeafRequest {  // the entries of leaves
+  std::vector<uint64_t> leaves;
+  friend bool operator==(const LeafRequest&, const LeafRequest&) = default;
+};
+// Forgets a key whose only version is the committed tombstone named (the
+// anti-entropy driver sends it once every replica holds it and gc_grace passed).
+struct DropTombstoneRequest {
+  std::string key;
+  FencedTimestamp ts;
+  std::optional<uint64_t> hash{};
+  friend bool operator==(const DropTombstoneRequest&, const DropTombstoneRequest&) = default;
+};
+
 struct ReadRequest {
   std::string key;
   // When set, the reply's floors include this lock's, also when no version of
@@ -91,8 +161,8 @@ struct ReadRequest {
   friend bool operator==(const ReadRequest&, const ReadRequest&) = default;
 };
 
-using ReplicaRequestBody =
-    std::variant<PingRequest, WriteRequest, FenceRequest, CommitRequest, ReadRequest, PurgeRequest>;
+using ReplicaRequestBody = std::variant<PingRequest, WriteRequest, FenceRequest, CommitRequest, ReadRequest,
+                                        PurgeRequest, TreeRequest, LeafRequest, DropTombstoneRequest>;
 
 struct ReplicaRequest {
   uint64_t id = 0;
@@ -112,7 +182,10 @@ struct ReplicaReply {
   std::map<std::string, uint64_t> floors;    // read: fence floor of each lock named by versions or floor_of
 
   const Version* newest() const { return versions.empty() ? nullptr : &versions.front(); }
-  bool applied = false;                      // commit, purge: whether it changed anything
+  bool applied = false;                      // commit, purge, drop_tombstone: whether it changed anything
+  std::vector<TreeNode> nodes;               // tree: one per node asked, in order
+  std::vector<LeafEntry> entries;            // leaf: the entries of the leaves listed, by position
+  uint64_t leaves_done = 0;                  // leaf: how many of the leaves asked are listed (a prefix)
 };
 
 std::string encode_request(const ReplicaRequest& request);

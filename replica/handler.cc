@@ -58,7 +58,10 @@ ReplicaReply ReplicaHandler::apply(const wire::ReplicaRequest& request, bool& ch
   const auto& body = request.body;
   if (std::holds_alternative<wire::PingRequest>(body)) return {};
   if (const auto* r = std::get_if<wire::ReadRequest>(&body)) return read(*r);
+  if (const auto* t = std::get_if<wire::TreeRequest>(&body)) return tree(*t);
+  if (const auto* l = std::get_if<wire::LeafRequest>(&body)) return leaf(*l);
   if (!failure_.is_ok()) return reply_with(failure_);
+  if (const auto* d = std::get_if<wire::DropTombstoneRequest>(&body)) return drop_tombstone(*d, changed);
   if (const auto* w = std::get_if<wire::WriteRequest>(&body)) return write(*w, changed);
   if (const auto* f = std::get_if<wire::FenceRequest>(&body)) return fence(*f, changed);
   if (const auto* c = std::get_if<wire::CommitRequest>(&body)) return commit(*c, changed);
@@ -149,7 +152,11 @@ ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed) {
                                                      " unresolved writes; retry after they are committed or purged"));
   }
   insert(versions, incoming);
-  Change c{.key = w.key, .put = &versions, .lock = w.lock, .floor = w.ts.token > floor ? w.ts.token : 0};
+  Change c{.key = w.key,
+           .put = &versions,
+           .lock = w.lock,
+           .floor = w.ts.token > floor ? w.ts.token : 0,
+           .floor_sequencer = w.sequencer};
   return apply_change(c, changed, {});
 }
 
@@ -172,7 +179,7 @@ ReplicaReply ReplicaHandler::fence(const wire::FenceRequest& f, bool& changed) {
   ReplicaReply ok;
   ok.floor = std::max(floor.value(), f.token);
   if (f.token <= floor.value()) return ok;
-  return apply_change(Change{.lock = f.lock, .floor = f.token}, changed, ok);
+  return apply_change(Change{.lock = f.lock, .floor = f.token, .floor_sequencer = f.sequencer}, changed, ok);
 }
 
 ReplicaReply ReplicaHandler::commit(const wire::CommitRequest& c, bool& changed) {
@@ -210,6 +217,49 @@ ReplicaReply ReplicaHandler::read(const wire::ReadRequest& r) {
     reply.floors[std::string(lock)] = floor.value();
   }
   return reply;
+}
+
+ReplicaReply ReplicaHandler::tree(const wire::TreeRequest& t) {
+  ReplicaReply reply;
+  for (uint64_t index : t.nodes) {
+    auto node = store_.tree_node(t.level, index);
+    if (!node.is_ok()) return reply_with(node.status());
+    reply.nodes.push_back(node.value());
+  }
+  return reply;
+}
+
+ReplicaReply ReplicaHandler::leaf(const wire::LeafRequest& l) {
+  ReplicaReply reply;
+  size_t bytes = 0;
+  // Whole leaves only, until the reply is big enough; the asker asks again for the rest.
+  for (uint64_t index : l.leaves) {
+    if (bytes >= wire::kLeafReplyBudgetBytes) break;
+    size_t before = reply.entries.size();
+    if (Status s = store_.list_leaf(index, reply.entries); !s.is_ok()) return reply_with(s);
+    for (size_t i = before; i < reply.entries.size(); ++i) {
+      const wire::LeafEntry& e = reply.entries[i];
+      bytes += 32 + e.name.size() + e.sequencer.size() + e.heads.size() * 48;
+    }
+    ++reply.leaves_done;
+  }
+  return reply;
+}
+
+ReplicaReply ReplicaHandler::drop_tombstone(const wire::DropTombstoneRequest& d, bool& changed) {
+  auto stored = store_.get(d.key);
+  if (!stored.is_ok()) return reply_with(stored.status());
+  const Versions& versions = stored.value();
+  // Only a key whose one version is this committed tombstone: anything newer
+  // written since keeps the key.
+  if (versions.size() != 1 || !versions[0].tombstone || versions[0].state != VersionState::kCommitted ||
+      !wire::names(versions[0], d.ts, d.hash)) {
+    return {};
+  }
+  const Versions none;
+  ReplicaReply ok;
+  ok.applied = true;
+  return apply_change(Change{.key = d.key, .put = &none}, changed, ok);
 }
 
 }  // namespace palisade::replica

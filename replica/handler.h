@@ -39,9 +39,10 @@ class ReplicaHandler {
   // reply per request, in order. Replies may be sent only after this returns.
   // Codes: write: ok, fenced (floor), stale (stored_ts), clock_skew, bad_request,
   // unavailable (too many pending versions), bad_sequencer; fence: ok (floor),
-  // bad_request, bad_sequencer; commit, purge:
-  // ok (applied) or corrupt; read: ok (versions, floors) or corrupt; every
-  // request: storage_error when the disk failed.
+  // bad_request, bad_sequencer; commit, purge, drop_tombstone:
+  // ok (applied) or corrupt; read: ok (versions, floors) or corrupt; tree: ok
+  // (nodes); leaf: ok (entries, leaves_done); every request: storage_error when
+  // the disk failed.
   std::vector<wire::ReplicaReply> handle_batch(std::span<const wire::ReplicaRequest> batch);
 
   // After a failed commit the replica cannot know what reached the disk: it
@@ -58,6 +59,10 @@ class ReplicaHandler {
   wire::ReplicaReply commit(const wire::CommitRequest& c, bool& changed);
   wire::ReplicaReply purge(const wire::PurgeRequest& p, bool& changed);
   wire::ReplicaReply read(const wire::ReadRequest& r);
+  // Anti-entropy (docs/anti-entropy.md).
+  wire::ReplicaReply tree(const wire::TreeRequest& t);
+  wire::ReplicaReply leaf(const wire::LeafRequest& l);
+  wire::ReplicaReply drop_tombstone(const wire::DropTombstoneRequest& d, bool& changed);
   // With auth_: ok when `sequencer` verifies and grants `lock` at `token`
   // exclusively; else bad_sequencer. `what` names the request in messages.
   Status check_sequencer(std::string_view sequencer, std::string_view lock, uint64_t token,

@@ -2,28 +2,18 @@
 
 #include <lmdb.h>
 
-#include "common/big_endian.h"
-#include "common/hash.h"
+#include "replica/lmdb_util.h"
 #include "replica/record.h"
 
 namespace palisade::replica {
 namespace {
 
 constexpr std::string_view kFormatKey = "format";
-constexpr std::string_view kFormat = "1";
+// Format 2 added the digests database and sequencers in floor records; a format
+// 1 directory is upgraded when opened (its digests are built then).
+constexpr std::string_view kFormat = "2";
+constexpr std::string_view kFormatBeforeDigests = "1";
 
-Status lmdb_error(const char* what, int rc) {
-  return Status(Code::kStorageError, std::string(what) + ": " + mdb_strerror(rc));
-}
-
-MDB_val val(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
-std::string_view view(const MDB_val& v) { return {static_cast<const char*>(v.mv_data), v.mv_size}; }
-
-
-// A floor is stored as 8 bytes big-endian and a checksum of them and the lock name.
-uint64_t floor_checksum(std::string_view lock, std::string_view floor_bytes) {
-  return hash64(floor_bytes, hash64(lock));
-}
 
 // Whether LMDB can hold `key` as a key at all.
 bool storable(std::string_view key) { return !key.empty() && key.size() <= LmdbStore::kMaxKeyBytes; }
@@ -63,18 +53,21 @@ Status LmdbStore::init(const std::string& dir, Options options) {
   floors_ = dbi;
   if ((rc = mdb_dbi_open(txn_, "meta", MDB_CREATE, &dbi)) != 0) return lmdb_error("open meta", rc);
   meta_ = dbi;
+  if ((rc = mdb_dbi_open(txn_, "digests", MDB_CREATE, &dbi)) != 0) return lmdb_error("open digests", rc);
+  digests_ = dbi;
   MDB_val k = val(kFormatKey), v;
   rc = mdb_get(txn_, meta_, &k, &v);
-  if (rc == MDB_NOTFOUND) {
+  if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error("read format", rc);
+  if (rc == 0 && view(v) != kFormat && view(v) != kFormatBeforeDigests) {
+    return Status(Code::kStorageError, "data directory " + dir + " has storage format '" + std::string(view(v)) +
+                                           "', this palisade-replica reads formats " +
+                                           std::string(kFormatBeforeDigests) + " and " + std::string(kFormat));
+  }
+  if (rc == MDB_NOTFOUND || view(v) != kFormat) {
     MDB_val f = val(kFormat);
     if ((rc = mdb_put(txn_, meta_, &k, &f, 0)) != 0) return lmdb_error("write format", rc);
-    dirty_ = true;
-  } else if (rc != 0) {
-    return lmdb_error("read format", rc);
-  } else if (view(v) != kFormat) {
-    return Status(Code::kStorageError, "data directory " + dir + " has storage format '" + std::string(view(v)) +
-                                           "', this palisade-replica reads format " + std::string(kFormat));
   }
+  if (Status s = check_digests(); !s.is_ok()) return s;
   // Committed even when nothing was written: aborting the transaction that
   // opened the database handles would close them again.
   dirty_ = true;
@@ -118,30 +111,35 @@ Result<uint64_t> LmdbStore::fence_floor(std::string_view lock) {
   int rc = mdb_get(txn_, floors_, &k, &v);
   if (rc == MDB_NOTFOUND) return uint64_t{0};
   if (rc != 0) return lmdb_error("read fence floor", rc);
-  std::string_view stored = view(v);
-  if (stored.size() != 16 || read_be(stored.data() + 8, 8) != floor_checksum(lock, stored.substr(0, 8))) {
-    return Status(Code::kCorrupt, "fence floor of lock '" + std::string(lock) + "' is corrupt");
-  }
-  return read_be(stored.data(), 8);
+  auto floor = decode_floor_record(lock, view(v));
+  if (!floor.is_ok()) return floor.status();
+  return floor.value().floor;
 }
 
-Status LmdbStore::apply_in(MDB_txn* txn, const Change& c) {
+Status LmdbStore::apply_in(MDB_txn* txn, const Change& c, std::vector<TreeDelta>* deltas) {
   MDB_val k = val(c.key);
   int rc = 0;
-  if (c.put != nullptr && !c.put->empty()) {
-    std::string rec = encode_record(c.key, *c.put);
-    MDB_val v = val(rec);
-    if ((rc = mdb_put(txn, versions_, &k, &v, 0)) != 0) return lmdb_error("write versions", rc);
-  } else if (c.put != nullptr) {
-    rc = mdb_del(txn, versions_, &k, nullptr);
-    if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error("erase versions", rc);
+  if (c.put != nullptr) {
+    if (!c.put->empty()) {
+      std::string rec = encode_record(c.key, *c.put);
+      MDB_val v = val(rec);
+      if ((rc = mdb_put(txn, versions_, &k, &v, 0)) != 0) return lmdb_error("write versions", rc);
+    } else {
+      rc = mdb_del(txn, versions_, &k, nullptr);
+      if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error("erase versions", rc);
+    }
+    uint64_t digest = c.put->empty() ? 0 : versions_digest(c.key, *c.put);
+    auto delta = index_entry(txn, wire::LeafEntry::Kind::kKey, c.key, digest, lone_tombstone(*c.put));
+    if (!delta.is_ok()) return delta.status();
+    deltas->push_back(delta.value());
   }
   if (c.floor != 0) {
-    std::string f;
-    append_be(f, c.floor, 8);
-    append_be(f, floor_checksum(c.lock, f), 8);
+    std::string f = encode_floor_record(c.lock, {c.floor, std::string(c.floor_sequencer)});
     MDB_val lk = val(c.lock), fv = val(f);
     if ((rc = mdb_put(txn, floors_, &lk, &fv, 0)) != 0) return lmdb_error("write fence floor", rc);
+    auto delta = index_entry(txn, wire::LeafEntry::Kind::kFloor, c.lock, floor_digest(c.lock, c.floor), false);
+    if (!delta.is_ok()) return delta.status();
+    deltas->push_back(delta.value());
   }
   return Status::ok();
 }
@@ -155,12 +153,14 @@ Status LmdbStore::apply(const Change& c) {
   MDB_txn* child = nullptr;
   int rc = mdb_txn_begin(env_, txn_, 0, &child);
   if (rc != 0) return lmdb_error("begin nested transaction", rc);
-  Status s = apply_in(child, c);
+  std::vector<TreeDelta> deltas;
+  Status s = apply_in(child, c, &deltas);
   if (!s.is_ok()) {
     mdb_txn_abort(child);
     return s;
   }
   if ((rc = mdb_txn_commit(child)) != 0) return lmdb_error("commit nested transaction", rc);
+  for (const TreeDelta& d : deltas) tree_.update(d);
   dirty_ = true;
   return Status::ok();
 }
@@ -175,11 +175,16 @@ Status LmdbStore::commit() {
   txn_ = nullptr;
   dirty_ = false;
   writable_ = false;
-  if (rc != 0) return lmdb_error("commit", rc);
+  if (rc != 0) {
+    tree_.abort();
+    return lmdb_error("commit", rc);
+  }
+  tree_.commit();
   return Status::ok();
 }
 
 void LmdbStore::abort() {
+  tree_.abort();
   if (txn_ != nullptr) mdb_txn_abort(txn_);
   txn_ = nullptr;
   dirty_ = false;

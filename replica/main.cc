@@ -4,6 +4,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <optional>
 
 #include <CLI/CLI.hpp>
@@ -13,6 +15,7 @@
 #include "common/dir_lock.h"
 #include "common/physical_clock.h"
 #include "common/stop_signals.h"
+#include "replica/background_repair.h"
 #include "replica/handler.h"
 #include "replica/lmdb_store.h"
 #include "replica/server.h"
@@ -31,7 +34,23 @@ struct Flags {
   std::string cluster_file;
   std::string key_file;
   std::string group;
+  // Background anti-entropy over the cluster file's replicas; 0: off.
+  uint64_t anti_entropy_interval_ms = 0;
+  std::optional<uint64_t> gc_grace_ms;
 };
+
+// The background anti-entropy of --anti-entropy-interval, or none.
+std::unique_ptr<replica::BackgroundRepair> background_repair(const Flags& flags) {
+  if (flags.anti_entropy_interval_ms == 0) return nullptr;
+  auto cluster = load_cluster_file(flags.cluster_file);
+  if (!cluster.is_ok()) return nullptr;  // load_auth reported it already
+  AntiEntropyOptions o;
+  o.replicas = cluster.value().replicas;
+  o.write_quorum = cluster.value().write_quorum;
+  if (flags.gc_grace_ms) o.gc_grace = std::chrono::milliseconds(*flags.gc_grace_ms);
+  spdlog::info("anti-entropy every {} ms over {} replicas", flags.anti_entropy_interval_ms, o.replicas.size());
+  return std::make_unique<replica::BackgroundRepair>(o, std::chrono::milliseconds(flags.anti_entropy_interval_ms));
+}
 
 // The key and group to verify sequencers with, from the flags; nullopt in *auth
 // when none are configured. False (after logging why) when they cannot be loaded.
@@ -82,6 +101,10 @@ int serve(const Flags& flags, std::optional<replica::SequencerAuth> auth) {
   }
   auto keys = store.value()->key_count();
   store.value()->abort();
+  if (store.value()->digests_rebuilt() != 0) {
+    spdlog::warn("rebuilt the anti-entropy digests of {} entries: damaged records, or a data dir of an older format",
+                 store.value()->digests_rebuilt());
+  }
   int stop_fd = stop_signals_fd();
   if (stop_fd < 0) {
     spdlog::error("cannot watch for SIGTERM: signalfd: {}", std::strerror(errno));
@@ -101,6 +124,7 @@ int serve(const Flags& flags, std::optional<replica::SequencerAuth> auth) {
     replica::ReplicaServer server(ctx, handler, clock, flags.server);
     spdlog::info("started: pid {}, listening on {}, data dir {}, {} keys", getpid(), flags.server.listen_endpoint,
                  flags.data_dir, keys.is_ok() ? keys.value() : 0);
+    auto repair = background_repair(flags);
     server.run(stop_fd);
     spdlog::info("stopped cleanly after {} requests", server.requests_served());
   } catch (const zmq::error_t& e) {
@@ -147,6 +171,18 @@ int main(int argc, char** argv) {
                                "Instead of --cluster: the lock group's id that sequencers must name; needs --key-file");
   key_file->needs(group)->excludes(cluster);
   group->needs(key_file)->excludes(cluster);
+  const auto kUnitRequired = static_cast<CLI::AsNumberWithUnit::Options>(CLI::AsNumberWithUnit::CASE_SENSITIVE |
+                                                                        CLI::AsNumberWithUnit::UNIT_REQUIRED);
+  const std::map<std::string, uint64_t> ms_units{{"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}};
+  auto* interval = app.add_option("--anti-entropy-interval", flags.anti_entropy_interval_ms,
+                                  "Run anti-entropy over the cluster file's replicas this often, e.g. 10m\n"
+                                  "(needs --cluster; default: never, run `palisade repair` instead)")
+                       ->transform(CLI::AsNumberWithUnit(ms_units, kUnitRequired, "DURATION"))
+                       ->needs(cluster);
+  app.add_option("--gc-grace", flags.gc_grace_ms,
+                 "With --anti-entropy-interval: drop tombstones every replica holds committed once older than this")
+      ->transform(CLI::AsNumberWithUnit(ms_units, kUnitRequired, "DURATION"))
+      ->needs(interval);
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")->capture_default_str();
   app.footer("Without --cluster or --key-file, fenced writes are not authenticated: a client can write\n"
              "under any fencing token (a forged token would fence a lock for ever). Give every replica\n"

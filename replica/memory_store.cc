@@ -1,5 +1,9 @@
 #include "replica/memory_store.h"
 
+#include <algorithm>
+#include <tuple>
+
+#include "replica/merkle.h"
 #include "replica/record.h"
 
 namespace palisade::replica {
@@ -17,9 +21,49 @@ Result<Versions> MemoryStore::get(std::string_view key) {
 }
 
 Result<uint64_t> MemoryStore::fence_floor(std::string_view lock) {
-  if (auto it = batch_.floors.find(lock); it != batch_.floors.end()) return it->second;
-  if (auto it = durable_.floors.find(lock); it != durable_.floors.end()) return it->second;
-  return uint64_t{0};
+  const std::string* rec = nullptr;
+  if (auto it = durable_.floors.find(lock); it != durable_.floors.end()) rec = &it->second;
+  if (auto it = batch_.floors.find(lock); it != batch_.floors.end()) rec = &it->second;
+  if (rec == nullptr) return uint64_t{0};
+  auto floor = decode_floor_record(lock, *rec);
+  if (!floor.is_ok()) return floor.status();
+  return floor.value().floor;
+}
+
+std::vector<std::pair<uint64_t, wire::LeafEntry>> MemoryStore::entries() const {
+  std::vector<std::pair<uint64_t, wire::LeafEntry>> out;
+  for (const State* state : {&durable_, &batch_}) {
+    for (const auto& [key, rec] : state->records) {
+      if (state == &durable_ && batch_.records.count(key) != 0) continue;  // the batch's version wins
+      if (rec) out.emplace_back(key_position(key), key_entry(key, *rec));
+    }
+    for (const auto& [lock, rec] : state->floors) {
+      if (state == &durable_ && batch_.floors.count(lock) != 0) continue;
+      out.emplace_back(floor_position(lock), floor_entry(lock, rec));
+    }
+  }
+  return out;
+}
+
+Result<wire::TreeNode> MemoryStore::tree_node(uint32_t level, uint64_t index) {
+  wire::TreeNode node;
+  for (const auto& [position, e] : entries()) {
+    if (wire::tree_node_of(position, level) != index) continue;
+    node.digest ^= e.digest;
+    if (lone_tombstone(e)) ++node.tombstones;
+  }
+  return node;
+}
+
+Status MemoryStore::list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) {
+  auto all = entries();
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first, a.second.name) < std::tie(b.first, b.second.name);
+  });
+  for (auto& [position, e] : all) {
+    if (wire::tree_node_of(position, wire::kTreeLeafLevel) == leaf) out.push_back(std::move(e));
+  }
+  return Status::ok();
 }
 
 size_t MemoryStore::stored_bytes() const {
@@ -36,7 +80,9 @@ Status MemoryStore::apply(const Change& c) {
     return Status(Code::kStorageError, "disk full");
   }
   if (c.put != nullptr) batch_.records[std::string(c.key)] = std::move(rec);
-  if (c.floor != 0) batch_.floors[std::string(c.lock)] = c.floor;
+  if (c.floor != 0) {
+    batch_.floors[std::string(c.lock)] = encode_floor_record(c.lock, {c.floor, std::string(c.floor_sequencer)});
+  }
   return Status::ok();
 }
 

@@ -19,6 +19,9 @@ class MemoryStore final : public ReplicaStore {
   Status apply(const Change& change) override;
   Status commit() override;
   void abort() override { batch_ = {}; }
+  // By scanning every entry: this store is for tests and the simulator.
+  Result<wire::TreeNode> tree_node(uint32_t level, uint64_t index) override;
+  Status list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) override;
 
   // The node crashed: what was not committed is gone.
   void crash() { abort(); }
@@ -32,9 +35,11 @@ class MemoryStore final : public ReplicaStore {
  private:
   struct State {
     std::map<std::string, std::optional<std::string>, std::less<>> records;  // nullopt: erased in the batch
-    std::map<std::string, uint64_t, std::less<>> floors;
+    std::map<std::string, std::string, std::less<>> floors;  // lock -> floor record
   };
   std::optional<std::string> record(std::string_view key) const;
+  // Every entry of the store as the batch sees it, unordered.
+  std::vector<std::pair<uint64_t, wire::LeafEntry>> entries() const;
   size_t stored_bytes() const;
 
   State durable_;

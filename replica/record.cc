@@ -86,4 +86,30 @@ Result<Versions> decode_record(std::string_view key, std::string_view rec) {
   return versions;
 }
 
+std::string encode_floor_record(std::string_view lock, const FloorRecord& f) {
+  std::string out;
+  append_be(out, f.floor, 8);
+  if (!f.sequencer.empty()) {
+    append_be(out, f.sequencer.size(), 2);
+    out.append(f.sequencer);
+  }
+  append_be(out, checksum(lock, out), 8);
+  return out;
+}
+
+Result<FloorRecord> decode_floor_record(std::string_view lock, std::string_view rec) {
+  auto corrupt_floor = [&] {
+    return Status(Code::kCorrupt, "fence floor of lock '" + std::string(lock) + "' is corrupt");
+  };
+  if (rec.size() < 16 || rec.size() == 17) return corrupt_floor();
+  std::string_view body = rec.substr(0, rec.size() - 8);
+  if (read_be(rec.data() + body.size(), 8) != checksum(lock, body)) return corrupt_floor();
+  FloorRecord f{read_be(body.data(), 8), {}};
+  if (body.size() > 8) {
+    if (read_be(body.data() + 8, 2) != body.size() - 10) return corrupt_floor();
+    f.sequencer.assign(body.substr(10));
+  }
+  return f;
+}
+
 }  // namespace palisade::replica

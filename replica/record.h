@@ -19,4 +19,14 @@ std::string encode_record(std::string_view key, const Versions& versions);
 // Corrupt when the checksum, the lengths or the format byte are wrong.
 Result<Versions> decode_record(std::string_view key, std::string_view record);
 
+// A lock's fence floor as the "floors" database stores it, with the sequencer
+// that raised it when one was given (anti-entropy copies floors with it).
+struct FloorRecord {
+  uint64_t floor = 0;
+  std::string sequencer;
+};
+std::string encode_floor_record(std::string_view lock, const FloorRecord& floor);
+// Reads both layouts: floor + checksum (format 1), floor + sequencer + checksum.
+Result<FloorRecord> decode_floor_record(std::string_view lock, std::string_view record);
+
 }  // namespace palisade::replica

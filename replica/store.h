@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "common/replica_protocol.h"
 #include "palisade/status.h"
@@ -22,6 +23,7 @@ struct Change {
   const Versions* put = nullptr;  // the key's new versions (none: the key is erased)
   std::string_view lock{};
   uint64_t floor = 0;  // when non-zero: the lock's new fence floor
+  std::string_view floor_sequencer{};  // the sequencer that raised it, kept with it
 };
 
 class ReplicaStore {
@@ -38,6 +40,12 @@ class ReplicaStore {
   // Makes the batch durable (synced to disk) before it returns ok.
   virtual Status commit() = 0;
   virtual void abort() = 0;
+
+  // Anti-entropy (replica/merkle.h): a node of the Merkle tree over the store's
+  // keys and floors, the batch's changes included.
+  virtual Result<wire::TreeNode> tree_node(uint32_t level, uint64_t index) = 0;
+  // Appends the entries of `leaf`, by position, to `out`.
+  virtual Status list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) = 0;
 };
 
 }  // namespace palisade::replica

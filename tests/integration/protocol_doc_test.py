@@ -331,6 +331,26 @@ def run(replica):
         check.reply("clock skew", c.call("write", key=b"s", value=b"1", ts=encode_ts(6, now_ms() + 60000), lock="L"),
                     "clock_skew")
 
+        # anti-entropy: tree digests, leaf listings, dropping a tombstone
+        r = c.call("tree", level=0, nodes=struct.pack(">Q", 0))
+        check.reply("tree: the root", r, "ok", nodes=r.get("nodes"))
+        assert isinstance(r["nodes"], bytes) and len(r["nodes"]) == 12 and r["nodes"][:8] != bytes(8), r
+        r = c.call("tree", level=1, nodes=struct.pack(">16Q", *range(16)))
+        check.reply("tree: the root's 16 children", r, "ok", nodes=r.get("nodes"))
+        assert len(r["nodes"]) == 16 * 12, r
+        check.reply("tree level beyond the leaves", c.call("tree", level=6, nodes=struct.pack(">Q", 0)),
+                    "bad_request")
+        check.reply("tree node out of range", c.call("tree", level=1, nodes=struct.pack(">Q", 16)), "bad_request")
+        check.reply("tree nodes not 8-byte numbers", c.call("tree", level=1, nodes=b"\x00" * 7), "bad_request")
+        r = c.call("leaf", leaves=struct.pack(">2Q", 0, (1 << 20) - 1))
+        check.reply("leaf: two leaves", r, "ok", leaves_done=2, **({"entries": r["entries"]} if "entries" in r else {}))
+        check.reply("leaf out of range", c.call("leaf", leaves=struct.pack(">Q", 1 << 20)), "bad_request")
+        check.reply("drop_tombstone of a key whose version is no tombstone", c.call("drop_tombstone", key=b"u", ts=tsu),
+                    "ok")
+        check.reply("drop_tombstone of k1's committed tombstone", c.call("drop_tombstone", key=b"k1", ts=ts6), "ok",
+                    applied=True)
+        check.reply("k1 is forgotten", c.call("read", key=b"k1"), "ok")
+
         # errors
         check.reply("unknown type", c.call("frobnicate"), "unknown_type")
         check.reply("garbage", c.call_raw(b"\xc1\xff\x00garbage", 0), "malformed")

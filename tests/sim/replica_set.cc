@@ -11,6 +11,8 @@ class FloorlessStore final : public replica::ReplicaStore {
   Status apply(const replica::Change& c) override { return inner.apply(c); }
   Status commit() override { return inner.commit(); }
   void abort() override { inner.abort(); }
+  Result<wire::TreeNode> tree_node(uint32_t level, uint64_t index) override { return inner.tree_node(level, index); }
+  Status list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) override { return inner.list_leaf(leaf, out); }
   replica::MemoryStore inner;
 };
 

@@ -31,6 +31,8 @@ class BatchCountingStore final : public replica::ReplicaStore {
     return inner_.commit();
   }
   void abort() override { inner_.abort(); }
+  Result<wire::TreeNode> tree_node(uint32_t level, uint64_t index) override { return inner_.tree_node(level, index); }
+  Status list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) override { return inner_.list_leaf(leaf, out); }
   std::vector<int> batches;
 
  private:

@@ -310,16 +310,16 @@ TEST_CASE("LmdbStore: a data dir of another storage format is refused and left a
   }
   {
     test::RawLmdb raw(dir.path());
-    REQUIRE(raw.get("meta", "format") == "1");
-    raw.put("meta", "format", "2");
+    REQUIRE(raw.get("meta", "format") == "2");
+    raw.put("meta", "format", "3");
     raw.commit();
   }
   auto refused = LmdbStore::open(dir.path(), {});
   REQUIRE(refused.code() == Code::kStorageError);
-  CHECK_THAT(refused.status().message(), Catch::Contains(dir.path()) && Catch::Contains("format '2'") &&
-                                             Catch::Contains("reads format 1"));
+  CHECK_THAT(refused.status().message(), Catch::Contains(dir.path()) && Catch::Contains("format '3'") &&
+                                             Catch::Contains("reads formats 1 and 2"));
   test::RawLmdb raw(dir.path());
-  CHECK(raw.get("meta", "format") == "2");
+  CHECK(raw.get("meta", "format") == "3");
   CHECK(raw.get("versions", "k").has_value());
 }
 

@@ -1,0 +1,82 @@
+// Anti-entropy: brings palisade-replica daemons to the same contents
+// (docs/anti-entropy.md). Replicas compare Merkle trees of their keys and fence
+// floors, descend only into the ranges whose digests differ, and copy only the
+// versions that differ, by the fence rules: committed versions (and pending ones
+// that W replicas hold) are copied as committed with their original timestamps;
+// a pending version that can no longer reach W copies is purged, never spread;
+// fence floors are raised to the highest any replica holds; a corrupt record is
+// replaced from a healthy replica; a tombstone is dropped only once every
+// replica of the cluster holds it committed and gc_grace has passed.
+//
+// Thread safety: run_anti_entropy may run on many threads at once; each call
+// has its own sockets.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "palisade/status.h"
+
+namespace palisade {
+
+struct AntiEntropyReport {
+  // The key space is cut into 256 ranges; a range is done when every
+  // difference in it was handled.
+  uint64_t ranges_total = 256;
+  uint64_t ranges_done = 0;
+  uint64_t keys_compared = 0;      // entries (keys and floors) listed from differing leaves
+  uint64_t keys_differing = 0;     // of those, the ones not alike on every replica
+  uint64_t versions_sent = 0;      // committed copies written to replicas that lacked them
+  uint64_t versions_committed = 0; // pending copies committed (the version had W copies, or a committed one)
+  uint64_t floors_raised = 0;      // fences sent to replicas with a lower floor
+  uint64_t purged = 0;             // pending versions that can never reach W copies, dropped
+  uint64_t tombstones_dropped = 0; // keys forgotten by tombstone collection
+  uint64_t corrupt_replaced = 0;   // corrupt records replaced from healthy replicas
+  uint64_t undecided = 0;          // pending versions left alone: a replica not heard from could hold them
+  uint64_t refused = 0;            // repairs a replica refused (first_refusal says why)
+  std::string first_refusal;
+  // Traffic, both directions, counted by the driver: everything, and the part
+  // spent on tree digests and leaf listings.
+  uint64_t messages = 0;
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+  uint64_t tree_bytes = 0;
+  // The replicas compared were alike from the start: no difference found.
+  bool equal = false;
+  bool dry_run = false;
+  std::vector<std::string> unreachable;  // endpoints that did not answer in time
+
+  uint64_t bytes_moved() const { return bytes_sent + bytes_received; }
+  // Something differed (and, unless dry_run, was repaired).
+  bool differed() const { return !equal; }
+};
+
+struct AntiEntropyOptions {
+  std::vector<std::string> replicas;  // ZeroMQ endpoints to compare: two, or all N
+  // N, for the rules that count copies over the whole cluster (0: the number of
+  // `replicas`). Comparing fewer than N leaves the others as "not heard from".
+  int cluster_size = 0;
+  int write_quorum = 0;  // W; 0: a majority of cluster_size
+  // Tombstones are dropped only when set, and once older than this (by their
+  // timestamp's physical clock). It must exceed the longest time a write can
+  // stay in flight (client timeouts and retries), or an old write arriving
+  // after the drop could bring the key back.
+  std::optional<std::chrono::milliseconds> gc_grace;
+  bool dry_run = false;  // compare and report, change nothing
+  // A replica that does not answer a request within this is unreachable for the
+  // rest of the run.
+  std::chrono::milliseconds timeout{5000};
+  // Called now and then from the calling thread, and once at the end.
+  std::function<void(const AntiEntropyReport&)> progress;
+};
+
+// Compares and repairs. Unavailable when fewer than two replicas answer;
+// BadRequest for bad options. Otherwise ok, with what was found and done
+// (unreachable replicas are listed in the report).
+Result<AntiEntropyReport> run_anti_entropy(const AntiEntropyOptions& options);
+
+}  // namespace palisade

@@ -1,0 +1,253 @@
+// The anti-entropy session core (client/anti_entropy_core.h) against in-process
+// replicas: a ReplicaHandler on a MemoryStore each, messages delivered at once.
+#include <catch2/catch.hpp>
+
+#include <memory>
+
+#include "client/anti_entropy_core.h"
+#include "common/hybrid_clock.h"
+#include "common/physical_clock.h"
+#include "replica/handler.h"
+#include "replica/memory_store.h"
+
+namespace palisade {
+namespace {
+
+using client::AntiEntropyConfig;
+using client::AntiEntropyCore;
+using wire::ReplicaRequest;
+using wire::VersionState;
+
+constexpr uint64_t kNowMs = 1'800'000'000'000;
+
+struct Replica {
+  ManualClock wall{kNowMs};
+  HybridClock clock{wall};
+  replica::MemoryStore store;
+  replica::ReplicaHandler handler{store, clock};
+
+  wire::ReplicaReply call(wire::ReplicaRequestBody body) {
+    ReplicaRequest r{1, std::move(body)};
+    return handler.handle_batch(std::span<const ReplicaRequest>(&r, 1)).at(0);
+  }
+  std::vector<wire::Version> versions(const std::string& key) { return call(wire::ReadRequest{key}).versions; }
+  uint64_t floor(const std::string& lock) { return call(wire::ReadRequest{"x", lock}).floors.at(lock); }
+};
+
+struct Cluster {
+  explicit Cluster(int n) {
+    for (int i = 0; i < n; ++i) replicas.push_back(std::make_unique<Replica>());
+  }
+  std::vector<std::unique_ptr<Replica>> replicas;
+  size_t requests = 0;
+
+  // Runs a session over the first `compared` replicas (0: all); `down` never answers.
+  AntiEntropyReport run(AntiEntropyConfig config, int down = -1, int compared = 0) {
+    config.cluster_size = static_cast<int>(replicas.size());
+    config.replicas = compared > 0 ? compared : config.cluster_size;
+    config.write_quorum = config.cluster_size / 2 + 1;
+    config.now_wall_ms = kNowMs;
+    AntiEntropyCore core(config);
+    requests = 0;
+    while (!core.done()) {
+      auto sends = core.take_sends();
+      REQUIRE(!sends.empty());
+      for (auto& s : sends) {
+        ++requests;
+        if (s.replica == down) {
+          core.on_unreachable(s.replica, s.request.id);
+          continue;
+        }
+        auto reply = replicas[s.replica]->handler.handle_batch(std::span<const ReplicaRequest>(&s.request, 1));
+        reply.at(0).id = s.request.id;
+        // Through the codec, as on the wire.
+        auto decoded = wire::decode_reply(wire::encode_reply(reply[0]), wire::Limits{});
+        REQUIRE(decoded.is_ok());
+        core.on_reply(s.replica, decoded.value());
+      }
+    }
+    return core.report();
+  }
+};
+
+FencedTimestamp ts(uint64_t token, uint64_t logical = 0) { return {token, hlc::make(kNowMs - 60'000, logical)}; }
+
+wire::WriteRequest put(std::string key, std::string value, FencedTimestamp t, bool committed = true) {
+  return wire::WriteRequest{std::move(key), std::move(value), false, t, t.token ? "L" : "", committed};
+}
+
+TEST_CASE("anti-entropy wire: tree, leaf and drop_tombstone round trip, bad input is refused", "[anti_entropy]") {
+  const wire::Limits limits;
+  for (const ReplicaRequest& r :
+       {ReplicaRequest{1, wire::TreeRequest{3, {0, 4095}}}, ReplicaRequest{2, wire::LeafRequest{{7, (1u << 20) - 1}}},
+        ReplicaRequest{3, wire::DropTombstoneRequest{"k", ts(2), 99}}}) {
+    auto decoded = wire::decode_request(wire::encode_request(r), limits);
+    REQUIRE(decoded.is_ok());
+    CHECK(decoded.value() == r);
+  }
+  CHECK(wire::decode_request(wire::encode_request({4, wire::TreeRequest{6, {0}}}), limits).code() ==
+        Code::kBadRequest);
+  CHECK(wire::decode_request(wire::encode_request({5, wire::TreeRequest{1, {16}}}), limits).code() ==
+        Code::kBadRequest);
+  CHECK(wire::decode_request(wire::encode_request({6, wire::LeafRequest{{}}}), limits).code() == Code::kBadRequest);
+  CHECK(wire::decode_request(wire::encode_request({7, wire::TreeRequest{5, std::vector<uint64_t>(4097, 0)}}), limits)
+            .code() == Code::kTooLarge);
+
+  wire::ReplicaReply reply;
+  reply.id = 8;
+  reply.nodes = {{1, 2}, {3, 0}};
+  reply.leaves_done = 2;
+  wire::LeafEntry key;
+  key.name = "k";
+  key.digest = 5;
+  key.heads = {wire::VersionHead{ts(1), 6, VersionState::kCommitted, true, "L"}};
+  wire::LeafEntry floor;
+  floor.kind = wire::LeafEntry::Kind::kFloor;
+  floor.name = "L";
+  floor.floor = 9;
+  floor.sequencer = "ps1.x";
+  wire::LeafEntry corrupt;
+  corrupt.name = "bad";
+  corrupt.corrupt = true;
+  reply.entries = {key, floor, corrupt};
+  const std::string bytes = wire::encode_reply(reply);
+  auto decoded = wire::decode_reply(bytes, limits);
+  REQUIRE(decoded.is_ok());
+  CHECK(decoded.value().nodes == reply.nodes);
+  CHECK(decoded.value().entries == reply.entries);
+  CHECK(decoded.value().leaves_done == 2);
+  // An entries field cut short is refused, not read past its end.
+  const size_t at = bytes.find("ps1.x");
+  REQUIRE(at != std::string::npos);
+  std::string cut = bytes;
+  cut[at - 1] = static_cast<char>(0x7f);  // the sequencer's length now runs past the end
+  CHECK(wire::decode_reply(cut, limits).code() == Code::kBadRequest);
+}
+
+TEST_CASE("anti-entropy core: equal replicas exchange one root digest each", "[anti_entropy]") {
+  Cluster c(3);
+  for (auto& r : c.replicas) {
+    for (int i = 0; i < 20; ++i) REQUIRE(r->call(put("k" + std::to_string(i), "v", ts(1))).status.is_ok());
+  }
+  auto report = c.run({});
+  CHECK(report.equal);
+  CHECK(c.requests == 3);
+  CHECK(report.ranges_done == report.ranges_total);
+  CHECK(report.keys_compared == 0);
+}
+
+TEST_CASE("anti-entropy core: a missing committed version is copied with its timestamp, then all are equal",
+          "[anti_entropy]") {
+  Cluster c(3);
+  for (int r : {0, 1}) REQUIRE(c.replicas[r]->call(put("k", "v", ts(1))).status.is_ok());
+  auto report = c.run({});
+  CHECK_FALSE(report.equal);
+  CHECK(report.keys_differing == 2);  // the key, and the floor of its lock
+  CHECK(report.floors_raised == 1);
+  CHECK(report.versions_sent == 1);
+  CHECK(report.ranges_done == report.ranges_total);
+  auto v = c.replicas[2]->versions("k");
+  REQUIRE(v.size() == 1);
+  CHECK(v[0].ts == ts(1));
+  CHECK(v[0].value == "v");
+  CHECK(v[0].state == VersionState::kCommitted);
+  CHECK(c.run({}).equal);
+}
+
+TEST_CASE("anti-entropy core: a pending version on W replicas is committed everywhere", "[anti_entropy]") {
+  Cluster c(3);
+  for (int r : {0, 1}) REQUIRE(c.replicas[r]->call(put("k", "v", ts(1), false)).status.is_ok());
+  auto report = c.run({});
+  CHECK(report.versions_committed == 2);
+  CHECK(report.versions_sent == 1);
+  for (auto& r : c.replicas) CHECK(r->versions("k").at(0).state == VersionState::kCommitted);
+}
+
+TEST_CASE("anti-entropy core: a superseded holder's pending write is purged, not spread", "[anti_entropy]") {
+  Cluster c(3);
+  for (int r : {0, 1}) REQUIRE(c.replicas[r]->call(wire::FenceRequest{"L", 2}).floor == 2);
+  REQUIRE(c.replicas[2]->call(put("k", "late", ts(1), false)).status.is_ok());
+  auto report = c.run({});
+  CHECK(report.purged == 1);
+  CHECK(report.versions_sent == 0);
+  CHECK(report.floors_raised == 1);
+  for (auto& r : c.replicas) {
+    CHECK(r->versions("k").empty());
+    CHECK(r->floor("L") == 2);
+  }
+}
+
+TEST_CASE("anti-entropy core: a pending write that may still reach W copies is left alone", "[anti_entropy]") {
+  Cluster c(3);
+  REQUIRE(c.replicas[2]->call(put("k", "in flight", ts(1), false)).status.is_ok());
+  auto report = c.run({});
+  CHECK(report.purged == 0);
+  CHECK(report.versions_sent == 0);
+  CHECK(c.replicas[2]->versions("k").size() == 1);
+  CHECK(c.replicas[0]->versions("k").empty());
+}
+
+TEST_CASE("anti-entropy core: with a replica not heard from, a pending write that it could hold stays",
+          "[anti_entropy]") {
+  Cluster c(3);
+  for (int r : {0, 1}) REQUIRE(c.replicas[r]->call(wire::FenceRequest{"L", 2}).floor == 2);
+  REQUIRE(c.replicas[0]->call(put("k", "late", ts(1), true)).status.is_ok());  // a committed copy elsewhere
+  REQUIRE(c.replicas[2]->call(put("j", "late", ts(1), false)).status.is_ok());
+  auto report = c.run({}, /*down=*/1);
+  CHECK(report.purged == 0);  // j: 1 copy + 1 replica not heard from could make W
+  CHECK(report.undecided == 1);
+  CHECK(c.replicas[2]->versions("k").at(0).value == "late");  // committed versions still flow
+}
+
+TEST_CASE("anti-entropy core: a dry run changes nothing and says what it would do", "[anti_entropy]") {
+  Cluster c(3);
+  for (int r : {0, 1}) REQUIRE(c.replicas[r]->call(put("k", "v", ts(1))).status.is_ok());
+  AntiEntropyConfig dry;
+  dry.dry_run = true;
+  auto report = c.run(dry);
+  CHECK_FALSE(report.equal);
+  CHECK(report.versions_sent == 1);
+  CHECK(c.replicas[2]->versions("k").empty());
+}
+
+TEST_CASE("anti-entropy core: a corrupt record is replaced from a healthy replica", "[anti_entropy]") {
+  Cluster c(3);
+  for (auto& r : c.replicas) REQUIRE(r->call(put("k", "v", ts(1))).status.is_ok());
+  REQUIRE(c.replicas[1]->store.corrupt("k"));
+  auto report = c.run({});
+  CHECK(report.corrupt_replaced == 1);
+  CHECK(c.replicas[1]->versions("k").at(0).value == "v");
+}
+
+TEST_CASE("anti-entropy core: tombstones are dropped only when all N hold them and gc_grace passed",
+          "[anti_entropy]") {
+  Cluster c(3);
+  wire::WriteRequest del{"k", "", true, ts(1), "L", true};
+  for (auto& r : c.replicas) REQUIRE(r->call(del).status.is_ok());
+  AntiEntropyConfig config;
+  config.gc_grace_ms = 120'000;  // the tombstone is a minute old
+  CHECK(c.run(config).tombstones_dropped == 0);
+  config.gc_grace_ms = 30'000;
+  CHECK(c.run(config, -1, /*compared=*/2).tombstones_dropped == 0);  // not every replica compared
+  auto report = c.run(config);
+  CHECK(report.tombstones_dropped == 1);
+  CHECK(report.equal);
+  for (auto& r : c.replicas) CHECK(r->versions("k").empty());
+}
+
+TEST_CASE("anti-entropy core: a deleted key's tombstone reaches the replica that missed it", "[anti_entropy]") {
+  Cluster c(3);
+  for (auto& r : c.replicas) REQUIRE(r->call(put("k", "v", ts(1))).status.is_ok());
+  wire::WriteRequest del{"k", "", true, ts(1, 5), "L", true};
+  for (int r : {0, 1}) REQUIRE(c.replicas[r]->call(del).status.is_ok());
+  AntiEntropyConfig config;
+  config.gc_grace_ms = 0;
+  auto report = c.run(config);
+  CHECK(report.versions_sent == 1);
+  CHECK(report.tombstones_dropped == 0);  // replica 2 held the value until this run
+  CHECK(c.replicas[2]->versions("k").at(0).tombstone);
+  CHECK(c.run(config).tombstones_dropped == 1);
+}
+
+}  // namespace
+}  // namespace palisade

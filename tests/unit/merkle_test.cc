@@ -1,0 +1,199 @@
+// The anti-entropy Merkle tree of a replica (replica/merkle.h): what both
+// stores report through tree_node and list_leaf, how LmdbStore keeps it in the
+// same transaction as each change, and how it checks it when it opens.
+#include <catch2/catch.hpp>
+
+#include <memory>
+
+#include "common/big_endian.h"
+#include "replica/lmdb_store.h"
+#include "replica/memory_store.h"
+#include "replica/merkle.h"
+#include "tests/support/raw_lmdb.h"
+#include "tools/temp_dir.h"
+
+namespace palisade {
+namespace {
+
+using replica::Change;
+using replica::LmdbStore;
+using replica::ReplicaStore;
+using replica::Versions;
+using wire::Version;
+using wire::VersionState;
+
+Version version(std::string value, uint64_t token, VersionState state = VersionState::kCommitted,
+                bool tombstone = false) {
+  return Version{FencedTimestamp{token, hlc::make(1'700'000'000'000, 1)}, token ? "L" : "", state, tombstone,
+                 std::move(value)};
+}
+
+void put(ReplicaStore& s, std::string_view key, const Versions& versions) {
+  REQUIRE(s.apply(Change{.key = key, .put = &versions}).is_ok());
+}
+
+wire::TreeNode root(ReplicaStore& s) { return s.tree_node(0, 0).value(); }
+
+std::unique_ptr<LmdbStore> open(const tools::TempDir& dir) {
+  auto s = LmdbStore::open(dir.path(), {.map_size_bytes = size_t{64} << 20});
+  INFO(s.status().to_string());
+  REQUIRE(s.is_ok());
+  return std::move(s).value();
+}
+
+uint64_t leaf_of_key(std::string_view key) { return wire::tree_node_of(replica::key_position(key), wire::kTreeLeafLevel); }
+
+TEST_CASE("merkle: the same contents give the same digests, in whatever order they were written",
+          "[anti_entropy][replica]") {
+  tools::TempDir d1, d2;
+  auto a = open(d1);
+  replica::MemoryStore b;
+  CHECK(root(*a) == root(b));
+  CHECK(root(*a).digest == 0);
+  for (int i = 0; i < 50; ++i) put(*a, "k" + std::to_string(i), {version("v", 1)});
+  for (int i = 49; i >= 0; --i) put(b, "k" + std::to_string(i), {version("v", 1)});
+  REQUIRE(a->commit().is_ok());
+  REQUIRE(b.commit().is_ok());
+  CHECK(root(*a) == root(b));
+  CHECK(root(*a).digest != 0);
+}
+
+TEST_CASE("merkle: one changed key changes exactly the nodes on its path", "[anti_entropy][replica]") {
+  tools::TempDir d1, d2;
+  auto a = open(d1);
+  auto b = open(d2);
+  for (int i = 0; i < 200; ++i) {
+    put(*a, "k" + std::to_string(i), {version("v", 1)});
+    put(*b, "k" + std::to_string(i), {version("v", 1)});
+  }
+  put(*b, "k7", {version("v", 1, VersionState::kPending), version("old", 0)});  // a pending version more
+  const uint64_t position = replica::key_position("k7");
+  for (uint32_t level = 0; level <= wire::kTreeLeafLevel; ++level) {
+    const uint64_t on_path = wire::tree_node_of(position, level);
+    INFO("level " << level);
+    CHECK(a->tree_node(level, on_path).value() != b->tree_node(level, on_path).value());
+    if (level > 0) {
+      const uint64_t beside = on_path ^ 1;  // a sibling
+      CHECK(a->tree_node(level, beside).value() == b->tree_node(level, beside).value());
+    }
+  }
+}
+
+TEST_CASE("merkle: an aborted batch leaves the tree as it was; a committed one survives reopening",
+          "[anti_entropy][replica]") {
+  tools::TempDir dir;
+  auto s = open(dir);
+  put(*s, "a", {version("1", 1)});
+  REQUIRE(s->commit().is_ok());
+  const wire::TreeNode before = root(*s);
+  put(*s, "b", {version("2", 1)});
+  CHECK(root(*s) != before);  // the batch's changes are visible within it
+  s->abort();
+  CHECK(root(*s) == before);
+  put(*s, "c", {version("3", 2)});
+  REQUIRE(s->commit().is_ok());
+  const wire::TreeNode after = root(*s);
+  s.reset();
+  s = open(dir);
+  CHECK(root(*s) == after);
+  CHECK(s->digests_rebuilt() == 0);
+}
+
+TEST_CASE("merkle: a key's only committed tombstone is counted up the tree", "[anti_entropy][replica]") {
+  tools::TempDir dir;
+  auto s = open(dir);
+  put(*s, "gone", {version("", 3, VersionState::kCommitted, true)});
+  put(*s, "pending-gone", {version("", 4, VersionState::kPending, true)});
+  put(*s, "kept", {version("v", 3)});
+  CHECK(root(*s).tombstones == 1);
+  CHECK(s->tree_node(wire::kTreeLeafLevel, leaf_of_key("gone")).value().tombstones == 1);
+  put(*s, "gone", {});
+  CHECK(root(*s).tombstones == 0);
+}
+
+TEST_CASE("merkle: a leaf lists its keys with their version heads, and floors with their sequencer",
+          "[anti_entropy][replica]") {
+  tools::TempDir dir;
+  auto s = open(dir);
+  const Version pending = version("new", 5, VersionState::kPending);
+  const Version committed = version("old", 4);
+  put(*s, "k", {pending, committed});
+  REQUIRE(s->apply(Change{.lock = "L", .floor = 5, .floor_sequencer = "ps1.seq"}).is_ok());
+  std::vector<wire::LeafEntry> entries;
+  REQUIRE(s->list_leaf(leaf_of_key("k"), entries).is_ok());
+  REQUIRE(entries.size() == 1);
+  CHECK(entries[0].name == "k");
+  CHECK(entries[0].heads == std::vector<wire::VersionHead>{wire::head_of(pending), wire::head_of(committed)});
+  CHECK(entries[0].digest == replica::versions_digest("k", {pending, committed}));
+  entries.clear();
+  REQUIRE(s->list_leaf(wire::tree_node_of(replica::floor_position("L"), wire::kTreeLeafLevel), entries).is_ok());
+  REQUIRE(entries.size() == 1);
+  CHECK(entries[0].kind == wire::LeafEntry::Kind::kFloor);
+  CHECK(entries[0].floor == 5);
+  CHECK(entries[0].sequencer == "ps1.seq");
+}
+
+TEST_CASE("merkle: opening finds a record damaged on disk and lists it as corrupt", "[anti_entropy][replica]") {
+  tools::TempDir dir;
+  wire::TreeNode healthy;
+  {
+    auto s = open(dir);
+    put(*s, "k", {version("value", 1)});
+    put(*s, "other", {version("x", 1)});
+    REQUIRE(s->commit().is_ok());
+    healthy = root(*s);
+  }
+  {
+    test::RawLmdb raw(dir.path());
+    std::string rec = raw.get("versions", "k").value();
+    rec[rec.size() - 9] ^= 0x01;
+    raw.put("versions", "k", rec);
+    raw.commit();
+  }
+  auto s = open(dir);
+  CHECK(s->digests_rebuilt() == 2);
+  CHECK(root(*s) != healthy);
+  std::vector<wire::LeafEntry> entries;
+  REQUIRE(s->list_leaf(leaf_of_key("k"), entries).is_ok());
+  REQUIRE(entries.size() == 1);
+  CHECK(entries[0].corrupt);
+  CHECK(entries[0].heads.empty());
+  // A repair replaces it: the tree matches the healthy one again.
+  put(*s, "k", {version("value", 1)});
+  CHECK(root(*s) == healthy);
+}
+
+TEST_CASE("merkle: a data dir of format 1 is upgraded, its digests built", "[anti_entropy][replica]") {
+  tools::TempDir dir;
+  wire::TreeNode expected;
+  {
+    auto s = open(dir);
+    put(*s, "k", {version("value", 1)});
+    REQUIRE(s->apply(Change{.lock = "L", .floor = 3}).is_ok());
+    REQUIRE(s->commit().is_ok());
+    expected = root(*s);
+  }
+  {
+    // Format 1 had no digests: an index that lists nothing of what is stored.
+    test::RawLmdb raw(dir.path());
+    raw.put("meta", "format", "1");
+    for (uint64_t position : {replica::key_position("k"), replica::floor_position("L")}) {
+      std::string key;
+      append_be(key, position, 8);
+      raw.put("digests", key, "");
+    }
+    raw.commit();
+  }
+  auto s = open(dir);
+  CHECK(s->digests_rebuilt() == 2);
+  CHECK(root(*s) == expected);
+  std::vector<wire::LeafEntry> entries;
+  REQUIRE(s->list_leaf(leaf_of_key("k"), entries).is_ok());
+  CHECK(entries.size() == 1);
+  s.reset();
+  test::RawLmdb raw(dir.path());
+  CHECK(raw.get("meta", "format") == "2");
+}
+
+}  // namespace
+}  // namespace palisade
