@@ -103,7 +103,8 @@ Status reply_status(const Result<wire::ReplicaReply>& reply) {
   return reply.is_ok() ? reply.value().status : reply.status();
 }
 
-LoadResult run_load(int clients, double seconds, const std::function<Operation(int)>& make_operation) {
+LoadResult run_load(int clients, double seconds, const std::function<Operation(int)>& make_operation,
+                    const LoadMarks& marks) {
   std::vector<std::vector<double>> latencies(clients);
   std::vector<uint64_t> errors(clients, 0);
   std::vector<std::string> first_errors(clients), failures(clients);
@@ -130,11 +131,13 @@ LoadResult run_load(int clients, double seconds, const std::function<Operation(i
     });
   }
   while (ready.load() < clients) std::this_thread::sleep_for(1ms);
+  if (marks.start) marks.start();
   start = Clock::now();
   end = start + seconds_duration(seconds);
   go.store(true);
   for (auto& t : threads) t.join();
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  if (marks.stop) marks.stop();
   for (const auto& f : failures) {
     if (!f.empty()) throw std::runtime_error(f);
   }

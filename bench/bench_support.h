@@ -80,10 +80,18 @@ struct LoadResult {
 // One operation of a load thread, timed; a status that is not ok counts as an error.
 using Operation = std::function<Status()>;
 
+// Called on the calling thread right before the clock starts and right after
+// every thread stopped (e.g. to read the servers' CPU time of exactly the timed part).
+struct LoadMarks {
+  std::function<void()> start;
+  std::function<void()> stop;
+};
+
 // Runs `clients` threads. Each first calls make_operation(thread index), untimed
 // (connect, fence, warm up; throwing aborts the run with that message); once every
 // thread is set up, all repeat their operation for `seconds`.
-LoadResult run_load(int clients, double seconds, const std::function<Operation(int)>& make_operation);
+LoadResult run_load(int clients, double seconds, const std::function<Operation(int)>& make_operation,
+                    const LoadMarks& marks = {});
 
 // What bounds the end-to-end latencies from below.
 struct Floor {

@@ -10,6 +10,7 @@ packages=(
   catch2 libbenchmark-dev
   libsodium-dev libtomlplusplus-dev nlohmann-json3-dev
   python3 python3-zmq python3-msgpack
+  libhiredis-dev libzookeeper-mt-dev libcurl4-openssl-dev  # palisade-peer-bench's clients of the peers
 )
 
 missing=()
