@@ -78,5 +78,9 @@ void add_kv_commands(CLI::App& app, const CommonOptions& common, int& exit_code)
 void add_lock_command(CLI::App& app, const CommonOptions& common, int& exit_code);
 void add_status_command(CLI::App& app, const CommonOptions& common, int& exit_code);
 void add_holder_command(CLI::App& app, const CommonOptions& common, int& exit_code);   // demo-holder, hidden
+// repair: kExitOk when the replicas were already equal, kExitDiffered when they
+// differed (repaired, or with --dry-run left as they are), kExitUnavailable when
+// a replica could not be reached (after repairing what the others allowed).
+void add_repair_command(CLI::App& app, const CommonOptions& common, int& exit_code);
 
 }  // namespace palisade::tools

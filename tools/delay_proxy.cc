@@ -61,6 +61,12 @@ DelayProxy::~DelayProxy() {
   ::close(listen_fd_);
 }
 
+void DelayProxy::set_held(bool held) {
+  std::unique_lock lock(mu_);
+  held_ = held;
+  changed_.wait(lock, [&] { return applied_ == held; });
+}
+
 void DelayProxy::run() {
   struct Link {
     int client;
@@ -69,7 +75,12 @@ void DelayProxy::run() {
   std::vector<Link> links;
   while (!stop_) {
     std::vector<pollfd> fds{{listen_fd_, POLLIN, 0}};
-    const bool held = held_;
+    bool held;
+    {
+      std::lock_guard lock(mu_);
+      held = applied_ = held_;
+    }
+    changed_.notify_all();
     for (const Link& l : links) {
       fds.push_back({l.client, static_cast<short>(held ? 0 : POLLIN), 0});
       fds.push_back({l.server, static_cast<short>(held ? 0 : POLLIN), 0});

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -23,16 +25,22 @@ class DelayProxy {
 
   // "tcp://127.0.0.1:PORT": where clients connect.
   const std::string& endpoint() const { return endpoint_; }
-  void hold() { held_ = true; }
-  void release() { held_ = false; }
+  // Both return once the proxy acts on it: nothing sent after hold() returns
+  // gets through until release().
+  void hold() { set_held(true); }
+  void release() { set_held(false); }
 
  private:
   void run();
+  void set_held(bool held);
 
   int listen_fd_ = -1;
   int target_port_ = 0;
   std::string endpoint_;
-  std::atomic<bool> held_{false};
+  std::mutex mu_;
+  std::condition_variable changed_;
+  bool held_ = false;     // what hold() and release() asked for
+  bool applied_ = false;  // what the proxy thread acts on now
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -22,17 +22,6 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// Short leases, so that a paused holder loses its lock within seconds.
-ClusterTiming demo_timing() {
-  ClusterTiming t;
-  t.session_lease_ms = 3000;
-  t.client_grace_ms = 10000;
-  t.master_lease_ms = 1500;
-  t.heartbeat_ms = 200;
-  t.election_timeout_ms = 500;
-  return t;
-}
-
 // The cluster, client B (in this process), the holders, and the timeline.
 class Stage {
  public:
@@ -41,19 +30,11 @@ class Stage {
     c.dir = dir_.sub("cluster");
     c.lockd_binary = o.lockd_binary;
     c.replica_binary = o.replica_binary;
-    c.timing = demo_timing();
+    c.timing = short_lease_timing();
     c.group = "demo";
     auto cluster = LocalCluster::start(c);
     if (!cluster.is_ok()) throw std::runtime_error("the cluster did not start: " + cluster.status().to_string());
     cluster_ = std::move(cluster).value();
-    auto store = open_store(cluster_->config());
-    if (!store.is_ok()) throw std::runtime_error(store.status().to_string());
-    store_ = std::move(store).value();
-    LockClientOptions lo = lock_client_options(cluster_->config());
-    lo.store = store_.get();
-    auto b = LockClient::connect(lo);
-    if (!b.is_ok()) throw std::runtime_error("client B cannot connect: " + b.status().to_string());
-    b_ = std::move(b).value();
     say("a local cluster is up: 3 palisade-lockd (master lockd-%u), 3 palisade-replica (N=3, W=2, R=2)",
         cluster_->master_id().value_or(0));
     if (o.verbose) say("cluster file %s; daemon logs beside it", cluster_->cluster_file().c_str());
@@ -69,7 +50,6 @@ class Stage {
   }
 
   LocalCluster& cluster() { return *cluster_; }
-  QuorumStore& store() { return *store_; }
 
   // Client A: a lock holder in a process of its own, on `cluster_file` (the
   // cluster's own unless A's traffic goes through proxies).
@@ -84,13 +64,30 @@ class Stage {
     return h;
   }
 
-  // Client B takes `lock`, waiting for the old holder's session to expire.
-  Lease acquire_b(const std::string& lock) {
-    auto lease = b_->acquire(lock, {.wait = 20s});
+  // Client B, in this process, takes `lock`, waiting for the old holder's
+  // session to expire. B goes away with the object (and so stops sending:
+  // its store would otherwise keep resending to a replica that was down).
+  struct ClientB {
+    std::unique_ptr<QuorumStore> store;
+    std::unique_ptr<LockClient> locks;  // closed first: it fences through `store`
+    Lease lease;
+    WriteResult put(const std::string& key, const std::string& value) { return store->put(key, value, lease); }
+  };
+  std::unique_ptr<ClientB> client_b(const std::string& lock) {
+    auto b = std::make_unique<ClientB>();
+    auto store = open_store(cluster_->config());
+    if (!store.is_ok()) throw std::runtime_error(store.status().to_string());
+    b->store = std::move(store).value();
+    LockClientOptions lo = lock_client_options(cluster_->config());
+    lo.store = b->store.get();
+    auto locks = LockClient::connect(lo);
+    if (!locks.is_ok()) throw std::runtime_error("client B cannot connect: " + locks.status().to_string());
+    b->locks = std::move(locks).value();
+    auto lease = b->locks->acquire(lock, {.wait = 20s});
     if (!lease.is_ok()) throw std::runtime_error("B cannot take " + lock + ": " + lease.status().to_string());
-    return std::move(lease).value();
+    b->lease = std::move(lease).value();
+    return b;
   }
-  void release_b(Lease& lease) { b_->release(lease); }
 
   // A reader that asks every replica (and so repairs every one that answered older).
   ReadResult read_all(const std::string& key) {
@@ -135,8 +132,6 @@ class Stage {
   Clock::time_point start_;
   TempDir dir_;
   std::unique_ptr<LocalCluster> cluster_;
-  std::unique_ptr<QuorumStore> store_;
-  std::unique_ptr<LockClient> b_;
 };
 
 std::string describe(const WriteResult& w) { return w.status.is_ok() ? "ok" : w.status.to_string(); }
@@ -157,9 +152,9 @@ int process_pause(Stage& s) {
   s.say("client A (pid %d) takes lock 'ledger': token %llu", a->process().pid(), u(a->token()));
   a->process().signal(SIGSTOP);
   s.say("A is stopped with SIGSTOP (a long GC pause): its KeepAlives stop, its lease runs out");
-  Lease lb = s.acquire_b("ledger");
-  s.say("the lock group expires A's session; client B takes 'ledger': token %llu", u(lb.token()));
-  s.say("B writes balance=70: %s", describe(s.store().put("balance", "70", lb)).c_str());
+  auto b = s.client_b("ledger");
+  s.say("the lock group expires A's session; client B takes 'ledger': token %llu", u(b->lease.token()));
+  s.say("B writes balance=70: %s", describe(b->put("balance", "70")).c_str());
   a->process().signal(SIGCONT);
   a->process().signal(SIGUSR1);
   s.say("A is resumed and, believing it still holds the lock, writes balance=130 with token %llu", u(a->token()));
@@ -167,7 +162,6 @@ int process_pause(Stage& s) {
   s.say("A's write: %s", describe_put(put).c_str());
   const ReadResult r = s.read_all("balance");
   s.say("a reader gets balance=%s", r.value.c_str());
-  s.release_b(lb);
   return verdict(s, fenced(put) && r.value == "70", "A's write is refused and the store keeps B's value");
 }
 
@@ -188,30 +182,32 @@ int delayed_request(Stage& s) {
   a->process().signal(SIGUSR1);
   s.say("A writes stock=5 with token %llu: the request waits in the network, and so do A's KeepAlives",
         u(a->token()));
-  Lease lb = s.acquire_b("inventory");
-  s.say("the lock group expires A's session; client B takes 'inventory': token %llu", u(lb.token()));
-  s.say("B writes stock=3: %s", describe(s.store().put("stock", "3", lb)).c_str());
+  auto b = s.client_b("inventory");
+  s.say("the lock group expires A's session; client B takes 'inventory': token %llu", u(b->lease.token()));
+  s.say("B writes stock=3: %s", describe(b->put("stock", "3")).c_str());
   for (auto& p : proxies) p->release();
   s.say("the network delivers A's delayed write");
   const auto put = a->wait_for("put", 30s);
   s.say("A's write: %s", describe_put(put).c_str());
   const ReadResult r = s.read_all("stock");
   s.say("a reader gets stock=%s", r.value.c_str());
-  s.release_b(lb);
   return verdict(s, fenced(put) && r.value == "3", "the delayed write is refused and the store keeps B's value");
 }
 
 // Stops replica 3 and A, lets B take `lock` (its fence reaches replicas 1 and
-// 2 only) and run `b_writes`, restarts replica 3, and lets A write.
+// 2 only), run `b_writes` and finish, restarts replica 3, and lets A write.
 std::optional<std::string> replica_down_then_late_write(Stage& s, HolderProcess& a, const std::string& lock,
-                                                        const std::function<void(Lease&)>& b_writes) {
+                                                        const std::function<void(Stage::ClientB&)>& b_writes) {
   s.cluster().replica(2).kill();
   s.say("replica 3 is stopped");
   a.process().signal(SIGSTOP);
   s.say("A is stopped with SIGSTOP; its lease runs out");
-  Lease lb = s.acquire_b(lock);
-  s.say("client B takes '%s': token %llu; its fence reaches replicas 1 and 2 only", lock.c_str(), u(lb.token()));
-  b_writes(lb);
+  auto b = s.client_b(lock);
+  s.say("client B takes '%s': token %llu; its fence reaches replicas 1 and 2 only", lock.c_str(),
+        u(b->lease.token()));
+  b_writes(*b);
+  b.reset();
+  s.say("client B is done and exits");
   if (Status st = s.cluster().replica(2).start_and_wait(); !st.is_ok()) throw std::runtime_error(st.to_string());
   s.say("replica 3 is back: it missed B's fence");
   a.process().signal(SIGCONT);
@@ -219,16 +215,15 @@ std::optional<std::string> replica_down_then_late_write(Stage& s, HolderProcess&
   s.say("A is resumed and writes with its old token %llu", u(a.token()));
   const auto put = a.wait_for("put", 15s);
   s.say("A's write: %s (replicas 1 and 2 refuse it)", describe_put(put).c_str());
-  s.release_b(lb);
   return put;
 }
 
 // 3. DDIA figure 9-7: a replica misses the new holder's fence and write.
 int replica_down(Stage& s) {
-  auto a = s.holder("A3", {"--lock", "owner-lock", "--key", "owner", "--value", "A again", "--stay"});
+  auto a = s.holder("A3", {"--lock", "owner-lock", "--key", "owner", "--value", "A again", "--reach-all", "--stay"});
   s.say("client A takes lock 'owner-lock': token %llu", u(a->token()));
-  const auto put = replica_down_then_late_write(s, *a, "owner-lock", [&](Lease& lb) {
-    s.say("B writes owner=B: %s", describe(s.store().put("owner", "B", lb)).c_str());
+  const auto put = replica_down_then_late_write(s, *a, "owner-lock", [&](Stage::ClientB& b) {
+    s.say("B writes owner=B: %s", describe(b.put("owner", "B")).c_str());
   });
   const bool reached = s.wait_stored(2, "owner", "A again", 10s);
   s.say("replica 3 %s", reached ? "took A's write (pending: nothing there says it is superseded)"
@@ -244,9 +239,9 @@ int replica_down(Stage& s) {
 
 // 4. The superseded holder writes a key that the new holder never wrote.
 int fresh_key(Stage& s) {
-  auto a = s.holder("A4", {"--lock", "audit-lock", "--key", "audit", "--value", "A was here", "--stay"});
+  auto a = s.holder("A4", {"--lock", "audit-lock", "--key", "audit", "--value", "A was here", "--reach-all", "--stay"});
   s.say("client A takes lock 'audit-lock': token %llu", u(a->token()));
-  const auto put = replica_down_then_late_write(s, *a, "audit-lock", [&](Lease&) {
+  const auto put = replica_down_then_late_write(s, *a, "audit-lock", [&](Stage::ClientB&) {
     s.say("B writes nothing to key 'audit'");
   });
   const bool reached = s.wait_stored(2, "audit", "A was here", 10s);

@@ -10,12 +10,15 @@
 // the grant as it knew it, without asking whether its lease is still valid (as
 // a process paused between that check and its write would), and prints
 //   put CODE floor N
-// (CODE a wire code name: ok, fenced, ...). With --stay it then waits for
+// (CODE a wire code name: ok, fenced, ...). With --reach-all it first waits
+// (up to 10 s) until a read reaches every replica, as a client that has just
+// woken up reconnects before it writes. With --stay it then waits for
 // SIGTERM, keeping its connections open so that a write still queued for a
 // replica that was down gets there. Exit 2 when it cannot connect or acquire.
 #include <signal.h>
 
 #include <cstdio>
+#include <thread>
 
 #include "tools/cluster_clients.h"
 #include "tools/command.h"
@@ -30,6 +33,7 @@ struct HolderFlags {
   std::chrono::milliseconds lock_delay{0};
   std::chrono::milliseconds wait{10000};
   std::chrono::milliseconds store_timeout{5000};
+  bool reach_all = false;
   bool stay = false;
 };
 
@@ -61,6 +65,7 @@ int run(const HolderFlags& flags, const CommonOptions& common) {
     say("cluster file: " + config.status().to_string());
     return 2;
   }
+  if (flags.reach_all) config.value().read_quorum = static_cast<int>(config.value().replicas.size());
   auto store = open_store(config.value(), flags.store_timeout);
   if (!store.is_ok()) {
     say("store: " + store.status().to_string());
@@ -87,6 +92,11 @@ int run(const HolderFlags& flags, const CommonOptions& common) {
 
   wait_for_signal(SIGUSR1);
   if (flags.key.empty()) return 0;
+  const auto reach_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (flags.reach_all && !store.value()->get("palisade-demo-holder").status.is_ok() &&
+         std::chrono::steady_clock::now() < reach_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   const Fence fence{lease.value().name(), lease.value().token(), lease.value().sequencer()};
   WriteResult w = store.value()->put(flags.key, flags.value, fence);
   say("put " + std::string(code_name(w.status.code())) + " floor " + std::to_string(w.floor));
@@ -106,6 +116,7 @@ void add_holder_command(CLI::App& app, const CommonOptions& common, int& exit_co
   add_duration_option(holder, "--lock-delay", flags->lock_delay, "The acquire's lock-delay");
   add_duration_option(holder, "--wait", flags->wait, "How long the acquire waits for the lock");
   add_duration_option(holder, "--store-timeout", flags->store_timeout, "How long the write waits for its quorum");
+  holder->add_flag("--reach-all", flags->reach_all, "Before the write, wait until a read reaches every replica");
   holder->add_flag("--stay", flags->stay, "After the write, wait for SIGTERM");
   holder->callback([flags, &common, &exit_code] { exit_code = run(*flags, common); });
 }

@@ -112,6 +112,16 @@ std::string sibling_lockd_binary() {
   return "palisade-lockd";
 }
 
+ClusterTiming short_lease_timing() {
+  ClusterTiming t;
+  t.session_lease_ms = 3000;
+  t.client_grace_ms = 10000;
+  t.master_lease_ms = 1500;
+  t.heartbeat_ms = 200;
+  t.election_timeout_ms = 500;
+  return t;
+}
+
 // ---- Daemon ----
 
 Daemon::Daemon(std::string name, std::vector<std::string> argv, std::string endpoint, std::string data_dir,

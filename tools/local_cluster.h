@@ -43,6 +43,10 @@ namespace palisade::tools {
 // ../quorum/ in a build tree), else "palisade-lockd" from PATH.
 std::string sibling_lockd_binary();
 
+// Short leases, for the demo and tests: a paused holder loses its lock within
+// seconds, and a new master is elected within about two.
+ClusterTiming short_lease_timing();
+
 struct LocalClusterOptions {
   std::string dir;  // created if missing; should be empty (its data dirs are reused as they are)
   int lockd = 3;    // 1..7 lock group nodes, ids 1..lockd

@@ -29,6 +29,7 @@ struct LockFlags {
   std::string name;
   std::vector<std::string> command;
   std::chrono::milliseconds wait = 24h;  // in effect: until granted
+  std::chrono::milliseconds ttl{0};  // 0: the cluster's session lease
   std::chrono::milliseconds lock_delay{0};
   std::chrono::milliseconds kill_after = 10s;
   bool shared = false;
@@ -93,10 +94,13 @@ int run(const LockFlags& flags, const CommonOptions& common) {
   if (!store.is_ok()) return report_error("lock", store.status());
   auto expired = std::make_shared<std::atomic<bool>>(false);
   LockClientOptions options = lock_client_options(config.value());
+  options.session_ttl = flags.ttl;
   options.store = store.value().get();  // the acquire fences a write quorum of replicas before it returns
   options.on_event = [expired, verbose = flags.verbose](SessionEvent e) {
     if (e == SessionEvent::kExpired) expired->store(true);
-    if (e == SessionEvent::kJeopardy) std::fprintf(stderr, "palisade: lock: session in jeopardy: no master answers\n");
+    if (e == SessionEvent::kJeopardy) {
+      std::fprintf(stderr, "palisade: lock: session in jeopardy: its lease ran out without a KeepAlive answer\n");
+    }
     if (e == SessionEvent::kSafe && verbose) std::fprintf(stderr, "palisade: lock: session safe again\n");
   };
   auto client = LockClient::connect(options);
@@ -153,6 +157,9 @@ void add_lock_command(CLI::App& app, const CommonOptions& common, int& exit_code
   lock->add_option("COMMAND", flags->command, "The command and its arguments (after --)")->required();
   add_duration_option(lock, "--wait", flags->wait, "How long to wait for the lock (0s: fail at once when held)")
       ->default_str("until granted");
+  add_duration_option(lock, "--ttl", flags->ttl,
+                      "The session's lease: how long the lock outlives this process's last KeepAlive (1s..10m)")
+      ->default_str("the cluster's session_lease_ms");
   add_duration_option(lock, "--lock-delay", flags->lock_delay,
                       "Keep the lock from others this long should our session expire holding it (at most 1m)");
   add_duration_option(lock, "--kill-after", flags->kill_after,

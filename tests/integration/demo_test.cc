@@ -1,5 +1,6 @@
 // `palisade demo` as a person runs it: a real process that starts its own
-// replicas, with every verdict holding.
+// cluster (three palisade-lockd, three palisade-replica), with every verdict
+// holding.
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
@@ -10,18 +11,24 @@
 namespace palisade {
 namespace {
 
-TEST_CASE("palisade demo: every fencing scenario holds on real replicas", "[demo]") {
+TEST_CASE("palisade demo: every fencing scenario holds on a real lock group and replicas", "[demo]") {
   tools::TempDir tmp;
-  tools::Process demo({PALISADE_BIN, "demo", "--replica-bin", PALISADE_REPLICA_BIN}, tmp.sub("demo.log"));
-  auto status = demo.wait(60000);
+  tools::Process demo({PALISADE_BIN, "demo"}, tmp.sub("demo.log"));
+  auto status = demo.wait(180000);
   REQUIRE(status.has_value());
   std::string out = demo.log();
   INFO(out);
   CHECK(WIFEXITED(*status));
   CHECK(WEXITSTATUS(*status) == 0);
-  CHECK(out.find("3 of 3 verdicts held.") != std::string::npos);
+  CHECK(out.find("4 of 4 verdicts held.") != std::string::npos);
   CHECK(out.find("VERDICT FAIL") == std::string::npos);
-  CHECK(out.find("fenced: token 1 was superseded") != std::string::npos);
+  // Each refusal came from the replicas, naming the newer holder's token.
+  size_t refused = 0;
+  for (size_t at = out.find("A's write: fenced floor"); at != std::string::npos;
+       at = out.find("A's write: fenced floor", at + 1)) {
+    ++refused;
+  }
+  CHECK(refused == 4);
 }
 
 TEST_CASE("palisade demo: a missing replica binary fails the verdicts and the exit code", "[demo]") {
@@ -32,6 +39,7 @@ TEST_CASE("palisade demo: a missing replica binary fails the verdicts and the ex
   INFO(demo.log());
   CHECK(WEXITSTATUS(*status) == 1);
   CHECK(demo.log().find("VERDICT FAIL") != std::string::npos);
+  CHECK(demo.log().find("0 of 4 verdicts held.") != std::string::npos);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The lock group as a whole, on real processes: three palisade-lockd nodes and
 // three palisade-replica daemons (verifying sequencers) started by
 // tools::LocalCluster, clients in this process and lock holders in processes of
-// their own (palisade_lock_holder) that the tests pause and kill. DESIGN "Lock
+// their own (`palisade demo-holder`) that the tests pause and kill. DESIGN "Lock
 // group", "Client" and "Fence safety"; docs/sessions.md.
 //
 // The cluster runs with short timings (session lease 3 s, master lease 1.5 s,
@@ -45,6 +45,7 @@
 #include "tests/support/local_cluster.h"
 #include "tests/support/printers.h"
 #include "tests/support/replica_requests.h"
+#include "tools/holder_process.h"
 #include "tools/process.h"
 #include "tools/temp_dir.h"
 
@@ -56,16 +57,6 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr char kGroup[] = "lock-group-test";
-
-ClusterTiming fast_timing() {
-  ClusterTiming t;
-  t.session_lease_ms = 3000;
-  t.client_grace_ms = 10000;
-  t.master_lease_ms = 1500;
-  t.heartbeat_ms = 200;
-  t.election_timeout_ms = 500;
-  return t;
-}
 
 int64_t ms_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration_cast<milliseconds>(to - from).count();
@@ -91,7 +82,7 @@ struct Fixture {
   explicit Fixture(const std::function<void(tools::LocalClusterOptions&)>& tweak = {}) {
     tools::LocalClusterOptions o = test::local_cluster_options(dir.sub("cluster"));
     o.group = kGroup;
-    o.timing = fast_timing();
+    o.timing = tools::short_lease_timing();
     if (tweak) tweak(o);
     cluster = test::start_local_cluster(std::move(o));
   }
@@ -190,42 +181,24 @@ struct Events {
   }
 };
 
-// palisade_lock_holder in a process of its own; it prints what it holds to its log.
+// `palisade demo-holder` in a process of its own; it prints what it holds to its log.
 struct Holder {
-  std::unique_ptr<tools::Process> process;
+  tools::HolderProcess holder;
+  tools::Process* process;
 
-  Holder(const Fixture& fx, const std::string& name, std::vector<std::string> args) {
-    std::vector<std::string> argv = {PALISADE_LOCK_HOLDER_BIN, "--cluster", fx.cluster->cluster_file()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    process = std::make_unique<tools::Process>(argv, fx.dir.sub(name + ".log"));
-  }
+  Holder(const Fixture& fx, const std::string& name, const std::vector<std::string>& args)
+      : holder(PALISADE_BIN, fx.cluster->cluster_file(), args, fx.dir.sub(name + ".log")),
+        process(&holder.process()) {}
 
-  // The rest of the first line of its output that starts with `prefix `.
-  std::optional<std::string> line(const std::string& prefix) const {
-    std::istringstream in(process->log());
-    std::string l;
-    while (std::getline(in, l)) {
-      if (l == prefix) return "";
-      if (l.rfind(prefix + " ", 0) == 0) return l.substr(prefix.size() + 1);
-    }
-    return std::nullopt;
-  }
-
-  // Waits for the line; fails the test (with the holder's output) when it does not come.
+  // The rest of its output line that starts with `prefix`; fails the test
+  // (with the holder's output) when it does not come.
   std::string wait_for(const std::string& prefix, milliseconds timeout) {
-    auto deadline = Clock::now() + timeout;
-    for (;;) {
-      if (auto l = line(prefix)) return *l;
-      if (Clock::now() >= deadline || !process->running()) {
-        if (auto l = line(prefix)) return *l;  // printed just before it exited
-        FAIL("the lock holder did not print '" << prefix << "'; its output:\n" << process->log());
-      }
-      std::this_thread::sleep_for(10ms);
-    }
+    auto l = holder.wait_for(prefix, timeout);
+    if (!l) FAIL("the lock holder did not print '" << prefix << "'; its output:\n" << process->log());
+    return *l;
   }
-
-  uint64_t token() const { return std::stoull(line("token").value_or("0")); }
-  std::string sequencer() const { return line("sequencer").value_or(""); }
+  uint64_t token() const { return holder.token(); }
+  std::string sequencer() const { return holder.sequencer(); }
 };
 
 // ---- a. acquire and release ----
@@ -544,7 +517,7 @@ struct DelayTimes {
 // Kills a holder of `lock` that acquired it with `delay_ms` of lock-delay, and
 // acquires the lock from `client`, waiting, while watching the master's table.
 DelayTimes kill_holder_and_acquire(Fixture& fx, LockClient& client, const std::string& lock, uint64_t delay_ms) {
-  Holder holder(fx, "holder-" + lock, {"--lock", lock, "--lock-delay-ms", std::to_string(delay_ms)});
+  Holder holder(fx, "holder-" + lock, {"--lock", lock, "--lock-delay", std::to_string(delay_ms) + "ms"});
   holder.wait_for("ready", 20s);
   const uint64_t held_token = holder.token();
   CHECK(client.try_acquire(lock).code() == Code::kBusy);
@@ -639,7 +612,7 @@ TEST_CASE("lock group: lock-delay after an expired holder, none after a clean re
 TEST_CASE("lock group: a new master restarts a lock-delay in full", "[lockgroup]") {
   Fixture fx;
   auto client = fx.client();
-  Holder holder(fx, "holder", {"--lock", "D", "--lock-delay-ms", "2000"});
+  Holder holder(fx, "holder", {"--lock", "D", "--lock-delay", "2s"});
   holder.wait_for("ready", 20s);
   const uint64_t held_token = holder.token();
   const uint32_t old_master = fx.master();

@@ -1,0 +1,273 @@
+// The palisade command line as a person uses it: every command a real process,
+// against real clusters (`palisade cluster up`, or tools::LocalCluster with
+// short leases), checked by exit codes, output, and the processes left behind.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "client/replica_connection.h"
+#include "palisade/lock_client.h"
+#include "tests/support/local_cluster.h"
+#include "tools/daemon_records.h"
+#include "tools/process.h"
+#include "tools/temp_dir.h"
+
+namespace palisade {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Run {
+  int code = -1;
+  std::string out;  // stdout and stderr
+};
+
+// Runs `palisade ARGS...` to completion (at most 60 s).
+Run palisade(const tools::TempDir& dir, const std::vector<std::string>& args) {
+  static int n = 0;
+  std::vector<std::string> argv = {PALISADE_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  tools::Process p(argv, dir.sub("run-" + std::to_string(++n) + ".log"));
+  auto status = p.wait(60000);
+  REQUIRE(status.has_value());
+  return {WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status), p.log()};
+}
+
+std::string last_line(const std::string& text) {
+  std::istringstream in(text);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+  }
+  return last;
+}
+
+// A JSON document printed alone.
+nlohmann::json json_of(const Run& r) {
+  INFO(r.out);
+  return nlohmann::json::parse(r.out);
+}
+
+// A cluster with short leases for the commands to use through --cluster.
+struct Fixture {
+  tools::TempDir dir;
+  std::unique_ptr<tools::LocalCluster> cluster;
+  std::vector<std::string> with_cluster;
+
+  explicit Fixture(std::vector<std::string> replica_args = {}) {
+    tools::LocalClusterOptions o = test::local_cluster_options(dir.sub("cluster"));
+    o.timing = tools::short_lease_timing();
+    o.replica_args = std::move(replica_args);
+    cluster = test::start_local_cluster(o);
+    with_cluster = {"--cluster", cluster->cluster_file()};
+  }
+  Run run(std::vector<std::string> args) {
+    args.insert(args.begin(), with_cluster.begin(), with_cluster.end());
+    return palisade(dir, args);
+  }
+};
+
+TEST_CASE("cli: cluster up starts a healthy cluster in the background, down stops exactly its daemons",
+          "[cli]") {
+  tools::TempDir home;
+  setenv("PALISADE_HOME", home.path().c_str(), 1);  // the default cluster directory goes here
+  unsetenv("PALISADE_CLUSTER");
+  const std::string dir = home.path() + "/local";
+
+  Run up = palisade(home, {"cluster", "up"});
+  INFO(up.out);
+  REQUIRE(up.code == 0);
+  CHECK(last_line(up.out) == dir + "/cluster.toml");
+  auto records = tools::read_daemon_records(dir + "/daemons");
+  REQUIRE(records.is_ok());
+  REQUIRE(records.value().size() == 6);
+  for (const auto& r : records.value()) CHECK(tools::is_alive(r));
+
+  // Every other command finds the local cluster without being told.
+  Run status = palisade(home, {"status"});
+  INFO(status.out);
+  CHECK(status.code == 0);
+  CHECK(status.out.find("master lockd-") != std::string::npos);
+  Run cstatus = palisade(home, {"cluster", "status", "-o", "json"});
+  CHECK(cstatus.code == 0);
+  auto cs = json_of(cstatus);
+  CHECK(cs["healthy"] == true);
+  CHECK(cs["daemons"].size() == 6);
+  CHECK(palisade(home, {"put", "k", "kept across restarts"}).code == 0);
+
+  Run again = palisade(home, {"cluster", "up"});
+  CHECK(again.code == 0);
+  CHECK(again.out.find("already up") != std::string::npos);
+
+  Run down = palisade(home, {"cluster", "down"});
+  INFO(down.out);
+  CHECK(down.code == 0);
+  for (const auto& r : records.value()) CHECK_FALSE(tools::is_alive(r));
+  CHECK(palisade(home, {"status"}).code == 4);  // nothing answers
+  // Its size is in its cluster file: a different one is a usage error.
+  CHECK(palisade(home, {"cluster", "up", "--lockd", "5"}).code == 2);
+
+  // Up again on the same directory: the same cluster, with its data.
+  REQUIRE(palisade(home, {"cluster", "up"}).code == 0);
+  Run get = palisade(home, {"get", "k"});
+  CHECK(get.code == 0);
+  CHECK(get.out == "kept across restarts\n");
+  CHECK(palisade(home, {"cluster", "down", "--purge"}).code == 0);
+  CHECK_FALSE(std::filesystem::exists(dir));
+  unsetenv("PALISADE_HOME");
+}
+
+TEST_CASE("cli: put, get and del, writes fenced by a sequencer, and their exit codes", "[cli]") {
+  Fixture fx;
+  CHECK(fx.run({"put", "plain", "v1"}).code == 0);
+  Run get = fx.run({"get", "plain"});
+  CHECK(get.code == 0);
+  CHECK(get.out == "v1\n");
+  auto plain = json_of(fx.run({"get", "plain", "-o", "json"}));
+  CHECK(plain["value"] == "v1");
+  CHECK(plain["token"] == 0);
+  CHECK(plain["lock"].is_null());
+
+  Run missing = fx.run({"get", "nothing-here"});
+  CHECK(missing.code == 5);
+  CHECK(missing.out.find("no key 'nothing-here'") != std::string::npos);
+  CHECK(fx.run({"del", "plain"}).code == 0);
+  CHECK(fx.run({"get", "plain"}).code == 5);
+
+  // Under `palisade lock`, put is fenced by the grant in the environment.
+  const std::string bin = PALISADE_BIN;
+  Run locked = fx.run({"lock", "L", "--", "sh", "-c", "echo token=$PALISADE_TOKEN; " + bin + " put k first"});
+  INFO(locked.out);
+  REQUIRE(locked.code == 0);
+  const std::string token = locked.out.substr(locked.out.find("token=") + 6, locked.out.find('\n') - 6);
+  auto fenced_value = json_of(fx.run({"get", "k", "-o", "json"}));
+  CHECK(fenced_value["lock"] == "L");
+  CHECK(std::to_string(fenced_value["token"].get<uint64_t>()) == token);
+
+  // COMMAND's exit code passes through.
+  Run old = fx.run({"lock", "L", "--", "sh", "-c", "echo $PALISADE_SEQUENCER; exit 3"});
+  CHECK(old.code == 3);
+  const std::string old_sequencer = last_line(old.out);
+  REQUIRE(old_sequencer.rfind("ps1.", 0) == 0);
+  REQUIRE(fx.run({"lock", "L", "--", bin, "put", "k", "newer holder"}).code == 0);
+
+  // A superseded grant's write is refused, and changes nothing.
+  Run late = fx.run({"put", "k", "late", "--sequencer", old_sequencer});
+  CHECK(late.code == 3);
+  CHECK(late.out.find("fenced") != std::string::npos);
+  CHECK(fx.run({"get", "k"}).out == "newer holder\n");
+
+  // Usage errors, a forged sequencer and a missing cluster file have codes of their own.
+  CHECK(fx.run({"put", "k", "x", "--sequencer", "not-a-sequencer"}).code == 2);
+  CHECK(fx.run({"put", "k"}).code == 2);
+  Run bad_duration = fx.run({"get", "k", "--timeout", "5"});
+  CHECK(bad_duration.code == 2);
+  CHECK(bad_duration.out.find("with a unit") != std::string::npos);
+  CHECK(fx.run({"frobnicate"}).code == 2);
+  Run no_file = palisade(fx.dir, {"--cluster", fx.dir.sub("nowhere.toml"), "get", "k"});
+  CHECK(no_file.code == 4);
+  CHECK(no_file.out.find("no cluster file") != std::string::npos);
+}
+
+TEST_CASE("cli: lock waits or fails when held, reports a missing command, and stops the command when the lease "
+          "is lost",
+          "[cli]") {
+  Fixture fx;
+  // A holder in the background.
+  std::vector<std::string> hold = {PALISADE_BIN};
+  hold.insert(hold.end(), fx.with_cluster.begin(), fx.with_cluster.end());
+  hold.insert(hold.end(), {"lock", "-v", "held", "--",
+                           "sh", "-c", "trap 'echo got-term; exit 0' TERM; while true; do sleep 0.05; done"});
+  tools::Process holder(hold, fx.dir.sub("holder.log"));
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (holder.log().find("holding 'held'") == std::string::npos) {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    REQUIRE(holder.running());
+    std::this_thread::sleep_for(20ms);
+  }
+  Run busy = fx.run({"lock", "held", "--wait", "0s", "--", "true"});
+  INFO(busy.out);
+  CHECK(busy.code == 6);
+  CHECK(fx.run({"lock", "other", "--", "/nonexistent/command"}).code == 127);
+
+  // Paused past its lease, the holder's session expires and another client
+  // gets the lock; resumed, the holder stops its command and says so.
+  holder.signal(SIGSTOP);
+  LockClientOptions o;
+  o.nodes = fx.cluster->lockd_endpoints();
+  auto other = LockClient::connect(o);
+  REQUIRE(other.is_ok());
+  auto lease = other.value()->acquire("held", {.wait = 20s});
+  REQUIRE(lease.is_ok());
+  holder.signal(SIGCONT);
+  auto status = holder.wait(30000);
+  INFO(holder.log());
+  REQUIRE(status.has_value());
+  CHECK(WEXITSTATUS(*status) == 7);
+  CHECK(holder.log().find("lost 'held'") != std::string::npos);
+  CHECK(holder.log().find("got-term") != std::string::npos);
+}
+
+// Writes `key` while replica 3 is down, then brings it back without it.
+void drift_replica_3(Fixture& fx, const std::string& key) {
+  fx.cluster->replica(2).kill();
+  REQUIRE(fx.run({"put", key, "written while replica 3 was down"}).code == 0);
+  REQUIRE(fx.cluster->replica(2).start_and_wait().is_ok());
+}
+
+// Whether replica i stores a version of `key`.
+bool replica_holds(Fixture& fx, size_t i, const std::string& key) {
+  client::ReplicaConnection conn(fx.cluster->replica(i).endpoint());
+  auto reply = conn.call({0, wire::ReadRequest{key}}, 2000);
+  return reply.is_ok() && reply.value().status.is_ok() && !reply.value().versions.empty();
+}
+
+TEST_CASE("cli: repair reports differences, repairs them, and says equal, unreachable by exit code", "[cli]") {
+  Fixture fx;
+  drift_replica_3(fx, "drift");
+  REQUIRE_FALSE(replica_holds(fx, 2, "drift"));
+
+  Run dry = fx.run({"repair", "--dry-run"});
+  INFO(dry.out);
+  CHECK(dry.code == 8);
+  CHECK_FALSE(replica_holds(fx, 2, "drift"));  // a dry run changes nothing
+  Run repaired = fx.run({"repair", "-o", "json"});
+  CHECK(repaired.code == 8);
+  auto report = json_of(repaired);
+  CHECK(report["equal"] == false);
+  CHECK(report["versions_sent"] == 1);
+  CHECK(replica_holds(fx, 2, "drift"));
+  Run equal = fx.run({"repair"});
+  CHECK(equal.code == 0);
+
+  fx.cluster->replica(1).kill();
+  Run down = fx.run({"repair", "--timeout", "1s"});
+  INFO(down.out);
+  CHECK(down.code == 4);
+  CHECK(down.out.find(fx.cluster->replica(1).endpoint()) != std::string::npos);
+}
+
+TEST_CASE("cli: replicas with --anti-entropy-interval repair a drifted replica on their own", "[cli][anti_entropy]") {
+  Fixture fx({"--anti-entropy-interval", "300ms"});
+  drift_replica_3(fx, "healed");
+  // Nobody reads the key: only the background runs can bring it to replica 3.
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!replica_holds(fx, 2, "healed")) {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(50ms);
+  }
+}
+
+}  // namespace
+}  // namespace palisade
