@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <map>
 
 namespace palisade::tools {
 namespace {
@@ -128,9 +127,14 @@ void add_common_options(CLI::App& app, CommonOptions& common) {
                  "The cluster file (default: $PALISADE_CLUSTER, else the local cluster's: " + default_cluster_dir() +
                      "/cluster.toml)")
       ->type_name("FILE");
-  app.add_option("-o,--output", common.output, "Output format")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, OutputFormat>{{"text", OutputFormat::kText},
-                                                                                {"json", OutputFormat::kJson}}))
+  app.add_option_function<std::string>(
+         "-o,--output",
+         [&common](const std::string& format) {
+           common.output = format == "json" ? OutputFormat::kJson : OutputFormat::kText;
+         },
+         "Output format: text, or json for tools")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->type_name("text|json")
       ->default_str("text");
 }
 

@@ -7,7 +7,7 @@
 
 int main(int argc, char** argv) {
   using namespace palisade::tools;
-  CLI::App app{"palisade: fenced locks and a quorum store that refuses the writes of lost lock holders"};
+  CLI::App app{"palisade: fenced locks and a quorum store that refuses the writes of lost lock holders", "palisade"};
   app.fallthrough();  // --cluster and -o also after the subcommand
   app.require_subcommand(1);
   app.footer(
