@@ -152,6 +152,58 @@ Status unpack_nodes(std::string_view raw, std::vector<TreeNode>& out) {
   return Status::ok();
 }
 
+// A stats reply's floors: per floor, name length (2), name, floor (8).
+std::string pack_stats_floors(const std::vector<std::pair<std::string, uint64_t>>& floors) {
+  std::string out;
+  for (const auto& [lock, floor] : floors) {
+    append_text(out, lock, 2);
+    append_be(out, floor, 8);
+  }
+  return out;
+}
+
+void pack_stats(Packer& pk, const ReplicaStats& s) {
+  pk.pack_map(5);
+  pack_text(pk, "keys");
+  pk.pack_uint64(s.keys);
+  pack_text(pk, "floor_count");
+  pk.pack_uint64(s.floor_count);
+  pack_text(pk, "floors");
+  pack_bytes(pk, pack_stats_floors(s.floors));
+  pack_text(pk, "data_bytes");
+  pk.pack_uint64(s.data_bytes);
+  pack_text(pk, "format");
+  pk.pack_uint32(s.format);
+}
+
+void read_stats(FieldReader& r, const Limits& limits, std::optional<ReplicaStats>& out) {
+  const msgpack::object* map = r.object("stats", Need::kOptional);
+  if (map == nullptr || !r.status().is_ok()) return;
+  if (map->type != msgpack::type::MAP) return r.fail(Code::kBadRequest, "field 'stats' must be a map");
+  ReplicaStats& s = out.emplace();
+  FieldReader sr(*map, "stats");
+  std::string floors;
+  uint64_t format = 0;
+  sr.u64("keys", s.keys, Need::kRequired);
+  sr.u64("floor_count", s.floor_count, Need::kRequired);
+  sr.bytes("floors", floors, kMaxStatsFloors * (2 + limits.max_lock_bytes + 8), Need::kRequired);
+  sr.u64("data_bytes", s.data_bytes, Need::kRequired);
+  sr.u64("format", format, Need::kRequired);
+  if (Status st = sr.finish(); !st.is_ok()) return r.fail(st.code(), st.message());
+  s.format = static_cast<uint32_t>(format);
+  BinReader in(floors);
+  while (in.ok() && !in.at_end()) {
+    size_t name_len = in.number(2);
+    if (name_len > limits.max_lock_bytes) return r.fail(Code::kBadRequest, "stats: lock name too long");
+    std::string lock = in.text(name_len);
+    s.floors.emplace_back(std::move(lock), in.number(8));
+  }
+  if (!in.ok()) return r.fail(Code::kBadRequest, "stats: floors truncated");
+  if (format > UINT32_MAX || s.floors.size() > kMaxStatsFloors || s.floors.size() > s.floor_count) {
+    return r.fail(Code::kBadRequest, "stats: format out of range, or more floors listed than counted");
+  }
+}
+
 struct RequestEncoder {
   Packer& pk;
   uint64_t id;
@@ -216,6 +268,11 @@ struct RequestEncoder {
     write_envelope(pk, 4, id, "leaf");
     pack_text(pk, "leaves");
     pack_bytes(pk, pack_u64s(r.leaves));
+  }
+  void operator()(const StatsRequest& r) const {
+    write_envelope(pk, 4, id, "stats");
+    pack_text(pk, "max_floors");
+    pk.pack_uint32(r.max_floors);
   }
   void operator()(const ReadRequest& r) const {
     write_envelope(pk, r.floor_of.empty() ? 4 : 5, id, "read");
@@ -289,6 +346,16 @@ Result<ReplicaRequestBody> read_body(const std::string& type, FieldReader& r, co
     if (type == "drop_tombstone") return ReplicaRequestBody{DropTombstoneRequest{std::move(key), ts, hash}};
     return ReplicaRequestBody{PurgeRequest{std::move(key), ts, hash}};
   }
+  if (type == "stats") {
+    uint64_t max_floors = kMaxStatsFloors;
+    r.u64("max_floors", max_floors, Need::kOptional);
+    if (!r.status().is_ok()) return r.status();
+    if (max_floors > kMaxStatsFloors) {
+      return Status(Code::kBadRequest, "max_floors " + std::to_string(max_floors) + " is above " +
+                                           std::to_string(kMaxStatsFloors));
+    }
+    return ReplicaRequestBody{StatsRequest{static_cast<uint32_t>(max_floors)}};
+  }
   if (type == "read") {
     ReadRequest rd;
     r.bytes("key", rd.key, limits.max_key_bytes, Need::kRequired);
@@ -309,6 +376,7 @@ uint32_t reply_field_count(const ReplicaReply& reply) {
   if (!reply.nodes.empty()) ++n;
   if (!reply.entries.empty()) ++n;
   if (reply.leaves_done != 0) ++n;
+  if (reply.stats) ++n;
   return n;
 }
 
@@ -451,6 +519,10 @@ std::string encode_reply(const ReplicaReply& reply) {
     pack_text(pk, "leaves_done");
     pk.pack_uint64(reply.leaves_done);
   }
+  if (reply.stats) {
+    pack_text(pk, "stats");
+    pack_stats(pk, *reply.stats);
+  }
   return to_string(buf);
 }
 
@@ -486,6 +558,7 @@ Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits) 
   r.bytes("nodes", nodes, kMaxTreeNodesPerRequest * 12, Need::kOptional);
   r.bytes("entries", entries, limits.max_reply_bytes(), Need::kOptional);
   r.u64("leaves_done", reply.leaves_done, Need::kOptional);
+  read_stats(r, limits, reply.stats);
   Status s = r.finish();
   if (!s.is_ok()) return s;
   if (Status n = unpack_nodes(nodes, reply.nodes); !n.is_ok()) return n;

@@ -8,6 +8,7 @@
 #include <vector>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 
 #include "common/envelope.h"
@@ -153,6 +154,22 @@ struct DropTombstoneRequest {
   friend bool operator==(const DropTombstoneRequest&, const DropTombstoneRequest&) = default;
 };
 
+// What a replica holds, for `palisade status`: counts, and the fence floors
+// in lock-name order, at most max_floors of them (kMaxStatsFloors at most).
+constexpr size_t kMaxStatsFloors = 1000;
+struct StatsRequest {
+  uint32_t max_floors = kMaxStatsFloors;
+  friend bool operator==(const StatsRequest&, const StatsRequest&) = default;
+};
+struct ReplicaStats {
+  uint64_t keys = 0;         // keys stored, tombstones included
+  uint64_t floor_count = 0;  // locks with a fence floor; `floors` was cut when it lists fewer
+  std::vector<std::pair<std::string, uint64_t>> floors;  // lock -> floor, by lock name
+  uint64_t data_bytes = 0;   // bytes of the data file in use (0: not on disk)
+  uint32_t format = 0;       // storage format of the data directory (0: not on disk)
+  friend bool operator==(const ReplicaStats&, const ReplicaStats&) = default;
+};
+
 struct ReadRequest {
   std::string key;
   // When set, the reply's floors include this lock's, also when no version of
@@ -162,7 +179,7 @@ struct ReadRequest {
 };
 
 using ReplicaRequestBody = std::variant<PingRequest, WriteRequest, FenceRequest, CommitRequest, ReadRequest,
-                                        PurgeRequest, TreeRequest, LeafRequest, DropTombstoneRequest>;
+                                        PurgeRequest, TreeRequest, LeafRequest, DropTombstoneRequest, StatsRequest>;
 
 struct ReplicaRequest {
   uint64_t id = 0;
@@ -186,6 +203,7 @@ struct ReplicaReply {
   std::vector<TreeNode> nodes;               // tree: one per node asked, in order
   std::vector<LeafEntry> entries;            // leaf: the entries of the leaves listed, by position
   uint64_t leaves_done = 0;                  // leaf: how many of the leaves asked are listed (a prefix)
+  std::optional<ReplicaStats> stats;         // stats
 };
 
 std::string encode_request(const ReplicaRequest& request);

@@ -60,6 +60,7 @@ ReplicaReply ReplicaHandler::apply(const wire::ReplicaRequest& request, bool& ch
   if (const auto* r = std::get_if<wire::ReadRequest>(&body)) return read(*r);
   if (const auto* t = std::get_if<wire::TreeRequest>(&body)) return tree(*t);
   if (const auto* l = std::get_if<wire::LeafRequest>(&body)) return leaf(*l);
+  if (const auto* s = std::get_if<wire::StatsRequest>(&body)) return stats(*s);
   if (!failure_.is_ok()) return reply_with(failure_);
   if (const auto* d = std::get_if<wire::DropTombstoneRequest>(&body)) return drop_tombstone(*d, changed);
   if (const auto* w = std::get_if<wire::WriteRequest>(&body)) return write(*w, changed);
@@ -243,6 +244,14 @@ ReplicaReply ReplicaHandler::leaf(const wire::LeafRequest& l) {
     }
     ++reply.leaves_done;
   }
+  return reply;
+}
+
+ReplicaReply ReplicaHandler::stats(const wire::StatsRequest& s) {
+  auto got = store_.stats(s.max_floors);
+  if (!got.is_ok()) return reply_with(got.status());
+  ReplicaReply reply;
+  reply.stats = std::move(got).value();
   return reply;
 }
 

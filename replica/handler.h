@@ -41,8 +41,8 @@ class ReplicaHandler {
   // unavailable (too many pending versions), bad_sequencer; fence: ok (floor),
   // bad_request, bad_sequencer; commit, purge, drop_tombstone:
   // ok (applied) or corrupt; read: ok (versions, floors) or corrupt; tree: ok
-  // (nodes); leaf: ok (entries, leaves_done); every request: storage_error when
-  // the disk failed.
+  // (nodes); leaf: ok (entries, leaves_done); stats: ok (stats), or corrupt when
+  // a floor record listed is; every request: storage_error when the disk failed.
   std::vector<wire::ReplicaReply> handle_batch(std::span<const wire::ReplicaRequest> batch);
 
   // After a failed commit the replica cannot know what reached the disk: it
@@ -63,6 +63,7 @@ class ReplicaHandler {
   wire::ReplicaReply tree(const wire::TreeRequest& t);
   wire::ReplicaReply leaf(const wire::LeafRequest& l);
   wire::ReplicaReply drop_tombstone(const wire::DropTombstoneRequest& d, bool& changed);
+  wire::ReplicaReply stats(const wire::StatsRequest& s);
   // With auth_: ok when `sequencer` verifies and grants `lock` at `token`
   // exclusively; else bad_sequencer. `what` names the request in messages.
   Status check_sequencer(std::string_view sequencer, std::string_view lock, uint64_t token,

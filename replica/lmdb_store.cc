@@ -191,6 +191,38 @@ void LmdbStore::abort() {
   writable_ = false;
 }
 
+Result<wire::ReplicaStats> LmdbStore::stats(size_t max_floors) {
+  auto keys = key_count();
+  if (!keys.is_ok()) return keys.status();
+  wire::ReplicaStats out;
+  out.keys = keys.value();
+  out.format = static_cast<uint32_t>(kFormat[0] - '0');
+  MDB_stat st;
+  int rc = mdb_stat(txn_, floors_, &st);
+  if (rc != 0) return lmdb_error("stat floors", rc);
+  out.floor_count = st.ms_entries;
+  MDB_envinfo info;
+  if ((rc = mdb_env_info(env_, &info)) != 0 || (rc = mdb_env_stat(env_, &st)) != 0) return lmdb_error("env info", rc);
+  out.data_bytes = (uint64_t{info.me_last_pgno} + 1) * st.ms_psize;
+  MDB_cursor* cursor = nullptr;
+  if ((rc = mdb_cursor_open(txn_, floors_, &cursor)) != 0) return lmdb_error("open cursor", rc);
+  MDB_val k, v;
+  Status status;
+  for (rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST); rc == 0 && out.floors.size() < max_floors;
+       rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
+    auto floor = decode_floor_record(view(k), view(v));
+    if (!floor.is_ok()) {
+      status = floor.status();
+      break;
+    }
+    out.floors.emplace_back(std::string(view(k)), floor.value().floor);
+  }
+  mdb_cursor_close(cursor);
+  if (status.is_ok() && rc != 0 && rc != MDB_NOTFOUND) status = lmdb_error("scan floors", rc);
+  if (!status.is_ok()) return status;
+  return out;
+}
+
 Result<uint64_t> LmdbStore::key_count() {
   if (Status s = begin(); !s.is_ok()) return s;
   MDB_stat st;

@@ -44,6 +44,7 @@ class LmdbStore final : public ReplicaStore {
   void abort() override;
   Result<wire::TreeNode> tree_node(uint32_t level, uint64_t index) override;
   Status list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) override;
+  Result<wire::ReplicaStats> stats(size_t max_floors) override;
 
   // Number of keys stored (committed state plus the open batch).
   Result<uint64_t> key_count();

@@ -66,6 +66,23 @@ Status MemoryStore::list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) 
   return Status::ok();
 }
 
+Result<wire::ReplicaStats> MemoryStore::stats(size_t max_floors) {
+  wire::ReplicaStats out;
+  for (const auto& [position, e] : entries()) {
+    if (e.kind == wire::LeafEntry::Kind::kKey) ++out.keys;
+  }
+  std::map<std::string, std::string, std::less<>> floors = durable_.floors;
+  for (const auto& [lock, rec] : batch_.floors) floors[lock] = rec;
+  out.floor_count = floors.size();
+  for (const auto& [lock, rec] : floors) {
+    if (out.floors.size() == max_floors) break;
+    auto floor = decode_floor_record(lock, rec);
+    if (!floor.is_ok()) return floor.status();
+    out.floors.emplace_back(lock, floor.value().floor);
+  }
+  return out;
+}
+
 size_t MemoryStore::stored_bytes() const {
   size_t total = 0;
   for (const auto& [k, r] : durable_.records) total += k.size() + (r ? r->size() : 0);

@@ -22,6 +22,7 @@ class MemoryStore final : public ReplicaStore {
   // By scanning every entry: this store is for tests and the simulator.
   Result<wire::TreeNode> tree_node(uint32_t level, uint64_t index) override;
   Status list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) override;
+  Result<wire::ReplicaStats> stats(size_t max_floors) override;
 
   // The node crashed: what was not committed is gone.
   void crash() { abort(); }

@@ -46,6 +46,10 @@ class ReplicaStore {
   virtual Result<wire::TreeNode> tree_node(uint32_t level, uint64_t index) = 0;
   // Appends the entries of `leaf`, by position, to `out`.
   virtual Status list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) = 0;
+
+  // Counts of keys and floors, and the first `max_floors` floors by lock name,
+  // the batch's changes included. Cheap: no record is read beyond those floors.
+  virtual Result<wire::ReplicaStats> stats(size_t max_floors) = 0;
 };
 
 }  // namespace palisade::replica

@@ -1,8 +1,12 @@
 // `palisade status`: the lock group as each node sees it (role, epoch, applied
-// slot, sessions; the master's locks with holders and tokens) and whether each
-// replica answers. Exit 0 when a master answers and a write quorum of replicas
-// does, kExitUnavailable otherwise.
+// slot, sessions; the master's locks with holders and tokens) and each
+// replica: whether it answers, its keys and its fence floors (the `stats`
+// request). Exit 0 when a master answers and a write quorum of replicas does,
+// kExitUnavailable otherwise.
+#include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <zmq.hpp>
@@ -15,6 +19,54 @@ namespace palisade::tools {
 namespace {
 
 using namespace std::chrono_literals;
+
+// Floors listed per replica in text; -o json carries all the replica sent.
+constexpr size_t kTextFloors = 10;
+
+// One replica as JSON: reachable, and what its stats say. A replica that
+// answers without stats (one older than the request: unknown_type; a disk
+// error) is reachable, with "stats_error" saying why.
+nlohmann::json replica_json(zmq::context_t& ctx, const std::string& endpoint) {
+  client::ReplicaConnection conn(ctx, endpoint);
+  auto reply = conn.call({0, wire::StatsRequest{}}, 1000);
+  nlohmann::json out{{"endpoint", endpoint}, {"reachable", reply.is_ok()}};
+  if (!reply.is_ok()) return out;
+  if (!reply.value().stats) {
+    out["stats_error"] = reply.value().status.is_ok() ? "no stats in the reply" : reply.value().status.to_string();
+    return out;
+  }
+  const wire::ReplicaStats& s = *reply.value().stats;
+  nlohmann::json floors = nlohmann::json::object();
+  for (const auto& [lock, floor] : s.floors) floors[lock] = floor;
+  out.update({{"keys", s.keys}, {"floor_count", s.floor_count}, {"floors", floors},
+              {"floors_cut", s.floors.size() < s.floor_count}, {"data_bytes", s.data_bytes},
+              {"format", s.format}});
+  return out;
+}
+
+// "answering, 3 keys, 2 floors", then the highest floors, one a line.
+void print_replica(const nlohmann::json& r) {
+  const char* endpoint = r["endpoint"].get_ref<const std::string&>().c_str();
+  if (!r["reachable"].get<bool>()) {
+    std::printf("  %-24s not answering\n", endpoint);
+    return;
+  }
+  if (!r.contains("keys")) {
+    std::printf("  %-24s answering, no stats: %s\n", endpoint, r["stats_error"].get_ref<const std::string&>().c_str());
+    return;
+  }
+  std::printf("  %-24s answering, %llu keys, %llu floors, %.1f MB of data\n", endpoint,
+              r["keys"].get<unsigned long long>(), r["floor_count"].get<unsigned long long>(),
+              static_cast<double>(r["data_bytes"].get<uint64_t>()) / 1e6);
+  std::vector<std::pair<uint64_t, std::string>> floors;
+  for (const auto& [lock, floor] : r["floors"].items()) floors.emplace_back(floor.get<uint64_t>(), lock);
+  std::sort(floors.begin(), floors.end(), std::greater<>());
+  for (size_t i = 0; i < floors.size() && i < kTextFloors; ++i) {
+    std::printf("    floor %-20s %llu\n", floors[i].second.c_str(), static_cast<unsigned long long>(floors[i].first));
+  }
+  const uint64_t more = r["floor_count"].get<uint64_t>() - std::min<uint64_t>(floors.size(), kTextFloors);
+  if (more > 0) std::printf("    ... %llu more floors (-o json lists up to %zu)\n", static_cast<unsigned long long>(more), wire::kMaxStatsFloors);
+}
 
 int run(const CommonOptions& common) {
   auto loaded = load_cluster(common);
@@ -45,11 +97,8 @@ int run(const CommonOptions& common) {
   nlohmann::json replicas = nlohmann::json::array();
   int answering = 0;
   for (const std::string& endpoint : config.replicas) {
-    client::ReplicaConnection conn(ctx, endpoint);
-    auto reply = conn.call({0, wire::PingRequest{}}, 1000);
-    const bool ok = reply.is_ok() && reply.value().status.is_ok();
-    answering += ok ? 1 : 0;
-    replicas.push_back({{"endpoint", endpoint}, {"reachable", ok}});
+    replicas.push_back(replica_json(ctx, endpoint));
+    answering += replicas.back()["reachable"].get<bool>() ? 1 : 0;
   }
   const int majority = static_cast<int>(config.replicas.size()) / 2 + 1;
   const int write_quorum = config.write_quorum != 0 ? config.write_quorum : majority;
@@ -98,17 +147,14 @@ int run(const CommonOptions& common) {
     }
   }
   std::printf("\nreplicas: %d of %zu answer (write quorum %d)\n", answering, config.replicas.size(), write_quorum);
-  for (const auto& r : replicas) {
-    std::printf("  %-24s %s\n", r["endpoint"].get<std::string>().c_str(),
-                r["reachable"].get<bool>() ? "answering" : "not answering");
-  }
+  for (const auto& r : replicas) print_replica(r);
   return healthy ? kExitOk : kExitUnavailable;
 }
 
 }  // namespace
 
 void add_status_command(CLI::App& app, const CommonOptions& common, int& exit_code) {
-  auto* status = app.add_subcommand("status", "Show the lock group (master, epoch, sessions, locks) and the replicas");
+  auto* status = app.add_subcommand("status", "Show the lock group (master, epoch, sessions, locks) and the replicas (keys, fence floors)");
   status->callback([&common, &exit_code] { exit_code = run(common); });
 }
 

@@ -219,6 +219,37 @@ TEST_CASE("cli: lock waits or fails when held, reports a missing command, and st
   CHECK(holder.log().find("got-term") != std::string::npos);
 }
 
+TEST_CASE("cli: status reports each replica's keys and the fence floor a locked put raised", "[cli]") {
+  Fixture fx;
+  const std::string bin = PALISADE_BIN;
+  Run locked = fx.run({"lock", "L", "--", "sh", "-c", "echo token=$PALISADE_TOKEN; " + bin + " put k v"});
+  INFO(locked.out);
+  REQUIRE(locked.code == 0);
+  const uint64_t token = std::stoull(locked.out.substr(locked.out.find("token=") + 6));
+  REQUIRE(token > 0);
+  // The put returns after a write quorum: repair brings the last replica along.
+  const int repaired = fx.run({"repair"}).code;
+  REQUIRE((repaired == 0 || repaired == 8));
+
+  Run status = fx.run({"status", "-o", "json"});
+  CHECK(status.code == 0);
+  auto out = json_of(status);
+  REQUIRE(out["replicas"].size() == 3);
+  for (const auto& r : out["replicas"]) {
+    INFO(r.dump());
+    CHECK(r["reachable"] == true);
+    CHECK(r["keys"] == 1);
+    CHECK(r["floor_count"] == 1);
+    CHECK(r["floors"] == nlohmann::json{{"L", token}});
+    CHECK(r["floors_cut"] == false);
+    CHECK(r["format"] == 2);
+  }
+  Run text = fx.run({"status"});
+  INFO(text.out);
+  CHECK(text.out.find("answering, 1 keys, 1 floors") != std::string::npos);
+  CHECK(text.out.find("floor L ") != std::string::npos);
+}
+
 // Writes `key` while replica 3 is down, then brings it back without it.
 void drift_replica_3(Fixture& fx, const std::string& key) {
   fx.cluster->replica(2).kill();

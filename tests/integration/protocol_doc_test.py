@@ -351,6 +351,26 @@ def run(replica):
                     applied=True)
         check.reply("k1 is forgotten", c.call("read", key=b"k1"), "ok")
 
+        # stats: counts, and the floors by lock name as length-prefixed names and 8-byte floors
+        r = c.call("stats")
+        check.reply("stats", r, "ok", stats=r.get("stats"))
+        s = r["stats"]
+        assert set(s) == {"keys", "floor_count", "floors", "data_bytes", "format"}, s
+        keys_now = s["keys"]
+        assert keys_now > 0 and s["floor_count"] == 1 and s["format"] == 2 and s["data_bytes"] > 0, s
+        assert s["floors"] == struct.pack(">H", 1) + b"L" + struct.pack(">Q", 6), s
+        check.reply("fence M at 3", c.call("fence", lock="M", token=3), "ok", floor=3)
+        check.reply("write a new key", c.call("write", key=b"stats-new", value=b"1", ts=encode_ts(0, ms)), "ok")
+        r = c.call("stats", max_floors=1)
+        check.reply("stats with max_floors 1: the list is cut", r, "ok", stats={
+            "keys": keys_now + 1, "floor_count": 2, "floors": struct.pack(">H", 1) + b"L" + struct.pack(">Q", 6),
+            "data_bytes": r["stats"]["data_bytes"], "format": 2})
+        r = c.call("stats", max_floors=0)
+        check.reply("stats with max_floors 0: counts alone", r, "ok", stats=dict(r["stats"], floors=b""))
+        check.reply("stats max_floors over 1000", c.call("stats", max_floors=1001), "bad_request")
+        check.reply("stats max_floors as text", c.call("stats", max_floors="5"), "bad_request")
+        check.reply("stats with a key", c.call("stats", key=b"k1"), "bad_request")
+
         # errors
         check.reply("unknown type", c.call("frobnicate"), "unknown_type")
         check.reply("garbage", c.call_raw(b"\xc1\xff\x00garbage", 0), "malformed")

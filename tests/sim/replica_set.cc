@@ -13,6 +13,7 @@ class FloorlessStore final : public replica::ReplicaStore {
   void abort() override { inner.abort(); }
   Result<wire::TreeNode> tree_node(uint32_t level, uint64_t index) override { return inner.tree_node(level, index); }
   Status list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) override { return inner.list_leaf(leaf, out); }
+  Result<wire::ReplicaStats> stats(size_t max_floors) override { return inner.stats(max_floors); }
   replica::MemoryStore inner;
 };
 

@@ -33,6 +33,7 @@ class BatchCountingStore final : public replica::ReplicaStore {
   void abort() override { inner_.abort(); }
   Result<wire::TreeNode> tree_node(uint32_t level, uint64_t index) override { return inner_.tree_node(level, index); }
   Status list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) override { return inner_.list_leaf(leaf, out); }
+  Result<wire::ReplicaStats> stats(size_t max_floors) override { return inner_.stats(max_floors); }
   std::vector<int> batches;
 
  private:
