@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 namespace palisade::client {
 namespace {
@@ -13,6 +14,8 @@ using wire::VersionState;
 
 constexpr uint32_t kRangeLevel = 2;  // ranges are the nodes of level 2
 constexpr size_t kLeavesPerBatch = 1024;
+// A copy_many stops taking copies past this size: well within a request's limit.
+constexpr size_t kCopyBudgetBytes = size_t{512} << 10;
 
 int range_of(uint32_t level, uint64_t node) {
   return static_cast<int>(node >> (wire::kTreeFanoutBits * (level - kRangeLevel)));
@@ -84,7 +87,10 @@ AntiEntropyCore::AntiEntropyCore(AntiEntropyConfig config)
       alive_(config.replicas, true),
       queues_(config.replicas),
       in_flight_(config.replicas, 0),
-      outstanding_(wire::tree_width(kRangeLevel), 0) {
+      outstanding_(wire::tree_width(kRangeLevel), 0),
+      reads_waiting_(config.replicas),
+      copies_waiting_(config.replicas),
+      single_only_(config.replicas, false) {
   report_.ranges_total = wire::tree_width(kRangeLevel);
   report_.dry_run = config.dry_run;
   report_.equal = true;
@@ -99,7 +105,62 @@ uint64_t AntiEntropyCore::send(int replica, wire::ReplicaRequestBody body, Kind 
   return id;
 }
 
+bool AntiEntropyCore::done() const {
+  auto empty = [](const auto& per_replica) {
+    return std::all_of(per_replica.begin(), per_replica.end(), [](const auto& v) { return v.empty(); });
+  };
+  return pending_.empty() && queued_ == 0 && empty(reads_waiting_) && empty(copies_waiting_);
+}
+
+void AntiEntropyCore::flush_many() {
+  for (int r = 0; r < config_.replicas; ++r) {
+    std::vector<uint64_t> reads = std::exchange(reads_waiting_[r], {});
+    std::vector<CopyItem> copies = std::exchange(copies_waiting_[r], {});
+    if (!alive_[r]) {
+      for (uint64_t key : reads) on_read(key, r, nullptr);
+      for (const CopyItem& c : copies) finish_work(c.range);
+      continue;
+    }
+    if (single_only_[r]) {
+      for (uint64_t key : reads) send(r, wire::ReadRequest{keys_.at(key).key}, Kind::kRead, key);
+      for (CopyItem& c : copies) {
+        const wire::Version& v = c.copy.version;
+        send(r, wire::WriteRequest{c.copy.key, v.value, v.tombstone, v.ts, v.lock, true, v.sequencer}, Kind::kRepair,
+             static_cast<uint64_t>(c.range));
+      }
+      continue;
+    }
+    for (size_t at = 0; at < reads.size(); at += wire::kMaxKeysPerReadMany) {
+      const uint64_t item = next_item_++;
+      ManyBatch& b = many_[item];
+      b.keys.assign(reads.begin() + at, reads.begin() + std::min(reads.size(), at + wire::kMaxKeysPerReadMany));
+      wire::ReadManyRequest request;
+      for (uint64_t key : b.keys) request.keys.push_back(keys_.at(key).key);
+      send(r, std::move(request), Kind::kReadMany, item);
+    }
+    for (size_t at = 0; at < copies.size();) {
+      const uint64_t item = next_item_++;
+      ManyBatch& b = many_[item];
+      wire::CopyManyRequest request;
+      size_t bytes = 0;
+      for (; at < copies.size() && b.copies.size() < wire::kMaxCopiesPerRequest && bytes < kCopyBudgetBytes; ++at) {
+        const wire::Copy& c = copies[at].copy;
+        bytes += c.key.size() + c.version.value.size() + c.version.lock.size() + c.version.sequencer.size() + 32;
+        request.copies.push_back(c);
+        b.copies.push_back(std::move(copies[at]));
+      }
+      send(r, std::move(request), Kind::kCopyMany, item);
+    }
+  }
+}
+
 std::vector<AntiEntropySend> AntiEntropyCore::take_sends() {
+  // A replica that dropped out answers its waiting reads at once, which may
+  // gather copies for the others: flush until nothing waits.
+  while (!std::all_of(reads_waiting_.begin(), reads_waiting_.end(), [](const auto& v) { return v.empty(); }) ||
+         !std::all_of(copies_waiting_.begin(), copies_waiting_.end(), [](const auto& v) { return v.empty(); })) {
+    flush_many();
+  }
   std::vector<AntiEntropySend> out;
   for (int r = 0; r < config_.replicas; ++r) {
     while (!queues_[r].empty() && in_flight_[r] < config_.window) {
@@ -170,6 +231,8 @@ void AntiEntropyCore::on_reply(int replica, const wire::ReplicaReply& reply) {
     case Kind::kRepair:
       on_repair(reply);
       return finish_work(static_cast<int>(t.item));
+    case Kind::kReadMany: return on_read_many(t.item, replica, &reply);
+    case Kind::kCopyMany: return on_copy_many(t.item, replica, &reply);
   }
 }
 
@@ -194,6 +257,8 @@ void AntiEntropyCore::on_unreachable(int replica, uint64_t id) {
       case Kind::kLeaf: on_leaf(t.item, replica, nullptr); break;
       case Kind::kRead: on_read(t.item, replica, nullptr); break;
       case Kind::kRepair: finish_work(static_cast<int>(t.item)); break;
+      case Kind::kReadMany: on_read_many(t.item, replica, nullptr); break;
+      case Kind::kCopyMany: on_copy_many(t.item, replica, nullptr); break;
     }
   }
 }
@@ -386,9 +451,13 @@ void AntiEntropyCore::compare_key(uint64_t item) {
     for (int r = 0; r < config_.replicas; ++r) {
       copy |= t.entries[r] && alive_[r] && target->holders.count(r) == 0;
     }
-    // The value comes from one holder, committed if possible; never from a corrupt one.
+    // The value comes from one holder, committed if possible; never from a
+    // corrupt one. Such reads go out together, in read_many requests.
     const std::set<int>& from = target->committed.empty() ? target->holders : target->committed;
-    if (copy) ask.push_back(*from.begin());
+    if (copy) {
+      ++t.waiting;
+      reads_waiting_[*from.begin()].push_back(item);
+    }
   }
   for (int r : ask) {
     ++t.waiting;
@@ -401,6 +470,60 @@ void AntiEntropyCore::on_read(uint64_t item, int replica, const wire::ReplicaRep
   KeyTask& t = keys_.at(item);
   if (reply != nullptr) t.reads[replica] = *reply;
   if (--t.waiting == 0) resolve(item);
+}
+
+void AntiEntropyCore::on_read_many(uint64_t item, int replica, const wire::ReplicaReply* reply) {
+  ManyBatch b = std::move(many_.at(item));
+  many_.erase(item);
+  if (reply != nullptr && reply->status.code() == Code::kUnknownType) {
+    single_only_[replica] = true;  // a replica older than read_many: ask again, one read per key
+    reads_waiting_[replica].insert(reads_waiting_[replica].end(), b.keys.begin(), b.keys.end());
+    return;
+  }
+  if (reply != nullptr && reply->status.is_ok() && reply->keys_done > 0 && reply->keys_done <= b.keys.size() &&
+      reply->records.size() == reply->keys_done) {
+    for (size_t i = 0; i < reply->keys_done; ++i) {
+      const wire::KeyRecord& record = reply->records[i];
+      wire::ReplicaReply one;  // what a read of that key alone would have answered
+      if (record.corrupt) {
+        one.status = Status(Code::kCorrupt, "the record failed its checksum");
+      } else {
+        one.versions = record.versions;
+      }
+      on_read(b.keys[i], replica, &one);
+    }
+    // The rest, in another request.
+    reads_waiting_[replica].insert(reads_waiting_[replica].end(), b.keys.begin() + reply->keys_done, b.keys.end());
+    return;
+  }
+  // An error: for every key, as if its own read got it; no answer, or one that
+  // makes no sense: as if the key had not been read.
+  const bool error = reply != nullptr && !reply->status.is_ok();
+  for (uint64_t key : b.keys) on_read(key, replica, error ? reply : nullptr);
+}
+
+void AntiEntropyCore::on_copy_many(uint64_t item, int replica, const wire::ReplicaReply* reply) {
+  ManyBatch b = std::move(many_.at(item));
+  many_.erase(item);
+  if (reply != nullptr && reply->status.code() == Code::kUnknownType) {
+    single_only_[replica] = true;  // a replica older than copy_many: send them one write each
+    for (CopyItem& c : b.copies) copies_waiting_[replica].push_back(std::move(c));
+    return;
+  }
+  if (reply != nullptr && reply->status.is_ok()) {
+    report_.refused += reply->refused;
+    if (reply->refused != 0 && report_.first_refusal.empty()) report_.first_refusal = reply->first_refusal;
+  } else if (reply != nullptr) {
+    report_.refused += b.copies.size();
+    if (report_.first_refusal.empty()) report_.first_refusal = reply->status.to_string();
+  }
+  for (const CopyItem& c : b.copies) finish_work(c.range);
+}
+
+void AntiEntropyCore::copy(int replica, int range, wire::Copy version) {
+  if (config_.dry_run) return;
+  start_work(range);
+  copies_waiting_[replica].push_back({range, std::move(version)});
 }
 
 void AntiEntropyCore::repair(int replica, int range, wire::ReplicaRequestBody body) {
@@ -457,9 +580,7 @@ void AntiEntropyCore::resolve(uint64_t item) {
       ++report_.versions_sent;
       if (v.corrupt) ++report_.corrupt_replaced;
       if (value == values.end()) continue;
-      const wire::Version& copy = **value;
-      repair(r, t.range,
-             wire::WriteRequest{t.key, copy.value, copy.tombstone, copy.ts, copy.lock, true, copy.sequencer});
+      copy(r, t.range, wire::Copy{t.key, **value});
     }
   }
   for (const Candidate* c : unsettled(all, target, w)) {

@@ -44,13 +44,13 @@ class AntiEntropyCore {
   // Request `id` got no answer in time: the replica drops out of the run.
   void on_unreachable(int replica, uint64_t id);
   // Nothing left to send or wait for.
-  bool done() const { return pending_.empty() && queued_ == 0; }
+  bool done() const;
   // The report so far; the traffic fields are the I/O driver's to fill.
   AntiEntropyReport& report() { return report_; }
   bool reachable(int replica) const { return alive_[replica]; }
 
  private:
-  enum class Kind { kTree, kLeaf, kRead, kRepair };
+  enum class Kind { kTree, kLeaf, kRead, kRepair, kReadMany, kCopyMany };
   struct Ticket {
     Kind kind;
     uint64_t item;
@@ -81,7 +81,23 @@ class AntiEntropyCore {
     int waiting = 0;
   };
 
+  // A repair copy waiting to go out in a copy_many, and the range it counts against.
+  struct CopyItem {
+    int range;
+    wire::Copy copy;
+  };
+  // A sent read_many (the key tasks, in the order of its keys) or copy_many.
+  struct ManyBatch {
+    std::vector<uint64_t> keys;
+    std::vector<CopyItem> copies;
+  };
+
   uint64_t send(int replica, wire::ReplicaRequestBody body, Kind kind, uint64_t item);
+  // Turns the reads and copies gathered per replica into read_many and
+  // copy_many requests (or single ones, for a replica that predates them).
+  void flush_many();
+  void on_read_many(uint64_t item, int replica, const wire::ReplicaReply* reply);
+  void on_copy_many(uint64_t item, int replica, const wire::ReplicaReply* reply);
   void start_work(int range);
   void finish_work(int range);
   void finish_ranges(uint32_t level);
@@ -103,6 +119,8 @@ class AntiEntropyCore {
   void resolve(uint64_t item);
   // Sends a change (not in a dry run), counted against `range`.
   void repair(int replica, int range, wire::ReplicaRequestBody body);
+  // Sends a committed copy of a version (not in a dry run), in a copy_many.
+  void copy(int replica, int range, wire::Copy version);
   // Every replica of the cluster holds the key's same lone committed tombstone, older than gc_grace.
   bool gc_due(const std::vector<const wire::LeafEntry*>& entries, const std::vector<bool>& listed) const;
 
@@ -118,6 +136,11 @@ class AntiEntropyCore {
   std::map<uint64_t, TreeBatch> trees_;
   std::map<uint64_t, LeafBatch> leaves_;
   std::map<uint64_t, KeyTask> keys_;
+  // Per replica: key tasks to read, copies to send, gathered until take_sends.
+  std::vector<std::vector<uint64_t>> reads_waiting_;
+  std::vector<std::vector<CopyItem>> copies_waiting_;
+  std::map<uint64_t, ManyBatch> many_;  // by item
+  std::vector<bool> single_only_;       // the replica answered unknown_type to a batch
   std::vector<int> outstanding_;  // per range: work items not finished
 };
 

@@ -152,6 +152,98 @@ Status unpack_nodes(std::string_view raw, std::vector<TreeNode>& out) {
   return Status::ok();
 }
 
+// read_many and copy_many carry versions with their values; flags as for heads.
+void pack_full_version(std::string& out, const Version& v) {
+  out.push_back(static_cast<char>((v.state == VersionState::kCommitted ? kCommittedHead : 0) |
+                                  (v.tombstone ? kTombstoneHead : 0)));
+  append_be(out, v.ts.token, 8);
+  append_be(out, v.ts.hlc, 8);
+  append_text(out, v.lock, 2);
+  append_text(out, v.value, 4);
+  append_text(out, v.sequencer, 2);
+}
+
+// Reads what pack_full_version wrote; a problem is named in *why.
+bool unpack_full_version(BinReader& in, const Limits& limits, Version& v, std::string* why) {
+  auto flags = in.number(1);
+  v.state = (flags & kCommittedHead) ? VersionState::kCommitted : VersionState::kPending;
+  v.tombstone = (flags & kTombstoneHead) != 0;
+  v.ts.token = in.number(8);
+  v.ts.hlc = in.number(8);
+  size_t lock_len = in.number(2);
+  if (lock_len > limits.max_lock_bytes) return *why = "lock name too long", false;
+  v.lock = in.text(lock_len);
+  size_t value_len = in.number(4);
+  if (value_len > limits.max_value_bytes) return *why = "value too long", false;
+  if (v.tombstone && value_len != 0) return *why = "a tombstone carries no value", false;
+  v.value = in.text(value_len);
+  size_t seq_len = in.number(2);
+  if (seq_len > Limits::kMaxSequencerBytes) return *why = "sequencer too long", false;
+  v.sequencer = in.text(seq_len);
+  return true;
+}
+
+std::string pack_records(const std::vector<KeyRecord>& records) {
+  std::string out;
+  for (const KeyRecord& r : records) {
+    out.push_back(static_cast<char>(r.corrupt ? kCorruptEntry : 0));
+    out.push_back(static_cast<char>(r.versions.size()));
+    for (const Version& v : r.versions) pack_full_version(out, v);
+  }
+  return out;
+}
+
+Status unpack_records(std::string_view raw, const Limits& limits, std::vector<KeyRecord>& out) {
+  BinReader in(raw);
+  std::string why;
+  while (in.ok() && !in.at_end() && why.empty()) {
+    if (out.size() == kMaxKeysPerReadMany) {
+      why = "more than " + std::to_string(kMaxKeysPerReadMany) + " keys";
+      break;
+    }
+    KeyRecord& r = out.emplace_back();
+    r.corrupt = (in.number(1) & kCorruptEntry) != 0;
+    size_t count = in.number(1);
+    if (count > Limits::kMaxVersionsPerKey) why = "more than " + std::to_string(Limits::kMaxVersionsPerKey) + " versions";
+    for (size_t i = 0; i < count && in.ok() && why.empty(); ++i) {
+      unpack_full_version(in, limits, r.versions.emplace_back(), &why);
+    }
+  }
+  if (why.empty() && !in.ok()) why = "truncated";
+  return why.empty() ? Status::ok() : Status(Code::kBadRequest, "field 'records': " + why);
+}
+
+std::string pack_copies(const std::vector<Copy>& copies) {
+  std::string out;
+  for (const Copy& c : copies) {
+    append_text(out, c.key, 2);
+    pack_full_version(out, c.version);
+  }
+  return out;
+}
+
+void read_copies(FieldReader& r, const Limits& limits, std::vector<Copy>& out) {
+  std::string raw;
+  r.bytes("copies", raw, limits.max_message_bytes(), Need::kRequired);
+  if (!r.status().is_ok()) return;
+  BinReader in(raw);
+  std::string why;
+  while (in.ok() && !in.at_end() && why.empty()) {
+    if (out.size() == kMaxCopiesPerRequest) {
+      return r.fail(Code::kTooLarge, "more than " + std::to_string(kMaxCopiesPerRequest) + " copies");
+    }
+    Copy& c = out.emplace_back();
+    size_t key_len = in.number(2);
+    if (key_len > limits.max_key_bytes) return r.fail(Code::kTooLarge, "field 'copies': key too long");
+    c.key = in.text(key_len);
+    unpack_full_version(in, limits, c.version, &why);
+  }
+  if (why.empty() && !in.ok()) why = "truncated";
+  if (why.empty() && out.empty()) why = "no copy";
+  if (!why.empty()) r.fail(Code::kBadRequest, "field 'copies': " + why);
+  for (Copy& c : out) c.version.state = VersionState::kCommitted;
+}
+
 // A stats reply's floors: per floor, name length (2), name, floor (8).
 std::string pack_stats_floors(const std::vector<std::pair<std::string, uint64_t>>& floors) {
   std::string out;
@@ -269,6 +361,18 @@ struct RequestEncoder {
     pack_text(pk, "leaves");
     pack_bytes(pk, pack_u64s(r.leaves));
   }
+  void operator()(const ReadManyRequest& r) const {
+    write_envelope(pk, 4, id, "read_many");
+    std::string keys;
+    for (const std::string& k : r.keys) append_text(keys, k, 2);
+    pack_text(pk, "keys");
+    pack_bytes(pk, keys);
+  }
+  void operator()(const CopyManyRequest& r) const {
+    write_envelope(pk, 4, id, "copy_many");
+    pack_text(pk, "copies");
+    pack_bytes(pk, pack_copies(r.copies));
+  }
   void operator()(const StatsRequest& r) const {
     write_envelope(pk, 4, id, "stats");
     pack_text(pk, "max_floors");
@@ -346,6 +450,32 @@ Result<ReplicaRequestBody> read_body(const std::string& type, FieldReader& r, co
     if (type == "drop_tombstone") return ReplicaRequestBody{DropTombstoneRequest{std::move(key), ts, hash}};
     return ReplicaRequestBody{PurgeRequest{std::move(key), ts, hash}};
   }
+  if (type == "read_many") {
+    ReadManyRequest m;
+    std::string raw;
+    r.bytes("keys", raw, kMaxKeysPerReadMany * (2 + limits.max_key_bytes), Need::kRequired);
+    if (!r.status().is_ok()) return r.status();
+    BinReader in(raw);
+    while (in.ok() && !in.at_end()) {
+      size_t key_len = in.number(2);
+      if (key_len > limits.max_key_bytes) return Status(Code::kTooLarge, "field 'keys': key too long");
+      m.keys.push_back(in.text(key_len));
+    }
+    if (!in.ok() || m.keys.empty()) {
+      return Status(Code::kBadRequest, "field 'keys' must hold 1 to " + std::to_string(kMaxKeysPerReadMany) +
+                                           " length-prefixed keys");
+    }
+    if (m.keys.size() > kMaxKeysPerReadMany) {
+      return Status(Code::kTooLarge, "more than " + std::to_string(kMaxKeysPerReadMany) + " keys");
+    }
+    return ReplicaRequestBody{std::move(m)};
+  }
+  if (type == "copy_many") {
+    CopyManyRequest m;
+    read_copies(r, limits, m.copies);
+    if (!r.status().is_ok()) return r.status();
+    return ReplicaRequestBody{std::move(m)};
+  }
   if (type == "stats") {
     uint64_t max_floors = kMaxStatsFloors;
     r.u64("max_floors", max_floors, Need::kOptional);
@@ -377,6 +507,9 @@ uint32_t reply_field_count(const ReplicaReply& reply) {
   if (!reply.entries.empty()) ++n;
   if (reply.leaves_done != 0) ++n;
   if (reply.stats) ++n;
+  if (!reply.records.empty()) ++n;
+  if (reply.keys_done != 0) ++n;
+  if (reply.refused != 0) n += 2;
   return n;
 }
 
@@ -523,6 +656,20 @@ std::string encode_reply(const ReplicaReply& reply) {
     pack_text(pk, "stats");
     pack_stats(pk, *reply.stats);
   }
+  if (!reply.records.empty()) {
+    pack_text(pk, "records");
+    pack_bytes(pk, pack_records(reply.records));
+  }
+  if (reply.keys_done != 0) {
+    pack_text(pk, "keys_done");
+    pk.pack_uint64(reply.keys_done);
+  }
+  if (reply.refused != 0) {
+    pack_text(pk, "refused");
+    pk.pack_uint64(reply.refused);
+    pack_text(pk, "first_refusal");
+    pack_text(pk, reply.first_refusal);
+  }
   return to_string(buf);
 }
 
@@ -559,10 +706,17 @@ Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits) 
   r.bytes("entries", entries, limits.max_reply_bytes(), Need::kOptional);
   r.u64("leaves_done", reply.leaves_done, Need::kOptional);
   read_stats(r, limits, reply.stats);
+  std::string records;
+  r.bytes("records", records, limits.max_reply_bytes(), Need::kOptional);
+  r.u64("keys_done", reply.keys_done, Need::kOptional);
+  r.u64("refused", reply.refused, Need::kOptional);
+  r.bytes("first_refusal", reply.first_refusal, limits.max_value_bytes, reply.refused != 0 ? Need::kRequired : Need::kOptional);
   Status s = r.finish();
   if (!s.is_ok()) return s;
   if (Status n = unpack_nodes(nodes, reply.nodes); !n.is_ok()) return n;
   if (Status e = unpack_entries(entries, limits, reply.entries); !e.is_ok()) return e;
+  if (Status e = unpack_records(records, limits, reply.records); !e.is_ok()) return e;
+  if (reply.records.size() != reply.keys_done) return Status(Code::kBadRequest, "records must be keys_done long");
   if (Status parsed = status.parse(&reply.status); !parsed.is_ok()) return parsed;
   return reply;
 }

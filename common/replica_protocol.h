@@ -170,6 +170,35 @@ struct ReplicaStats {
   friend bool operator==(const ReplicaStats&, const ReplicaStats&) = default;
 };
 
+// Batches for anti-entropy's reads and repair copies: one request for many
+// keys, in a compact binary encoding (docs/protocol.md "read_many", "copy_many").
+constexpr size_t kMaxKeysPerReadMany = 1024;
+constexpr size_t kMaxCopiesPerRequest = 1024;
+// A read_many reply stops before the key that would bring it past this size
+// (it always holds one key); the client asks again for the rest.
+constexpr size_t kReadManyReplyBudgetBytes = size_t{1} << 20;
+struct ReadManyRequest {
+  std::vector<std::string> keys;
+  friend bool operator==(const ReadManyRequest&, const ReadManyRequest&) = default;
+};
+// What read_many answers for one key: its versions, or that its record is corrupt.
+struct KeyRecord {
+  bool corrupt = false;
+  std::vector<Version> versions;  // newest first
+  friend bool operator==(const KeyRecord&, const KeyRecord&) = default;
+};
+// A committed copy of `version` (its state is ignored), as a `write` with
+// `committed: true` would store it.
+struct Copy {
+  std::string key;
+  Version version;
+  friend bool operator==(const Copy&, const Copy&) = default;
+};
+struct CopyManyRequest {
+  std::vector<Copy> copies;
+  friend bool operator==(const CopyManyRequest&, const CopyManyRequest&) = default;
+};
+
 struct ReadRequest {
   std::string key;
   // When set, the reply's floors include this lock's, also when no version of
@@ -179,7 +208,8 @@ struct ReadRequest {
 };
 
 using ReplicaRequestBody = std::variant<PingRequest, WriteRequest, FenceRequest, CommitRequest, ReadRequest,
-                                        PurgeRequest, TreeRequest, LeafRequest, DropTombstoneRequest, StatsRequest>;
+                                        PurgeRequest, TreeRequest, LeafRequest, DropTombstoneRequest, StatsRequest,
+                                        ReadManyRequest, CopyManyRequest>;
 
 struct ReplicaRequest {
   uint64_t id = 0;
@@ -204,6 +234,10 @@ struct ReplicaReply {
   std::vector<LeafEntry> entries;            // leaf: the entries of the leaves listed, by position
   uint64_t leaves_done = 0;                  // leaf: how many of the leaves asked are listed (a prefix)
   std::optional<ReplicaStats> stats;         // stats
+  std::vector<KeyRecord> records;            // read_many: one per key listed, in the order asked
+  uint64_t keys_done = 0;                    // read_many: how many of the keys asked are listed (a prefix)
+  uint64_t refused = 0;                      // copy_many: copies not stored
+  std::string first_refusal{};               // copy_many: why the first of them was refused
 };
 
 std::string encode_request(const ReplicaRequest& request);

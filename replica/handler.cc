@@ -61,8 +61,10 @@ ReplicaReply ReplicaHandler::apply(const wire::ReplicaRequest& request, bool& ch
   if (const auto* t = std::get_if<wire::TreeRequest>(&body)) return tree(*t);
   if (const auto* l = std::get_if<wire::LeafRequest>(&body)) return leaf(*l);
   if (const auto* s = std::get_if<wire::StatsRequest>(&body)) return stats(*s);
+  if (const auto* m = std::get_if<wire::ReadManyRequest>(&body)) return read_many(*m);
   if (!failure_.is_ok()) return reply_with(failure_);
   if (const auto* d = std::get_if<wire::DropTombstoneRequest>(&body)) return drop_tombstone(*d, changed);
+  if (const auto* c = std::get_if<wire::CopyManyRequest>(&body)) return copy_many(*c, changed);
   if (const auto* w = std::get_if<wire::WriteRequest>(&body)) return write(*w, changed);
   if (const auto* f = std::get_if<wire::FenceRequest>(&body)) return fence(*f, changed);
   if (const auto* c = std::get_if<wire::CommitRequest>(&body)) return commit(*c, changed);
@@ -252,6 +254,43 @@ ReplicaReply ReplicaHandler::stats(const wire::StatsRequest& s) {
   if (!got.is_ok()) return reply_with(got.status());
   ReplicaReply reply;
   reply.stats = std::move(got).value();
+  return reply;
+}
+
+ReplicaReply ReplicaHandler::read_many(const wire::ReadManyRequest& r) {
+  ReplicaReply reply;
+  size_t bytes = 0;
+  // Whole keys only, while they fit the budget (the first always: one key's
+  // versions fit any reply, as for `read`); the asker asks again for the rest.
+  for (const std::string& key : r.keys) {
+    auto stored = store_.get(key);
+    wire::KeyRecord record;
+    if (stored.code() == Code::kCorrupt) {
+      record.corrupt = true;
+    } else if (!stored.is_ok()) {
+      return reply_with(stored.status());
+    } else {
+      record.versions = std::move(stored).value();
+    }
+    size_t size = 2;
+    for (const Version& v : record.versions) size += 31 + v.lock.size() + v.value.size() + v.sequencer.size();
+    if (!reply.records.empty() && bytes + size > wire::kReadManyReplyBudgetBytes) break;
+    bytes += size;
+    reply.records.push_back(std::move(record));
+    ++reply.keys_done;
+  }
+  return reply;
+}
+
+ReplicaReply ReplicaHandler::copy_many(const wire::CopyManyRequest& c, bool& changed) {
+  ReplicaReply reply;
+  // Each copy is a committed write, by the same rules; a refused one stops no other.
+  for (const wire::Copy& copy : c.copies) {
+    const Version& v = copy.version;
+    ReplicaReply one = write(wire::WriteRequest{copy.key, v.value, v.tombstone, v.ts, v.lock, true, v.sequencer}, changed);
+    if (one.status.is_ok()) continue;
+    if (reply.refused++ == 0) reply.first_refusal = "key '" + copy.key + "': " + one.status.to_string();
+  }
   return reply;
 }
 

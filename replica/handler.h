@@ -42,7 +42,8 @@ class ReplicaHandler {
   // bad_request, bad_sequencer; commit, purge, drop_tombstone:
   // ok (applied) or corrupt; read: ok (versions, floors) or corrupt; tree: ok
   // (nodes); leaf: ok (entries, leaves_done); stats: ok (stats), or corrupt when
-  // a floor record listed is; every request: storage_error when the disk failed.
+  // a floor record listed is; read_many: ok (records, keys_done); copy_many: ok
+  // (refused, first_refusal); every request: storage_error when the disk failed.
   std::vector<wire::ReplicaReply> handle_batch(std::span<const wire::ReplicaRequest> batch);
 
   // After a failed commit the replica cannot know what reached the disk: it
@@ -64,6 +65,8 @@ class ReplicaHandler {
   wire::ReplicaReply leaf(const wire::LeafRequest& l);
   wire::ReplicaReply drop_tombstone(const wire::DropTombstoneRequest& d, bool& changed);
   wire::ReplicaReply stats(const wire::StatsRequest& s);
+  wire::ReplicaReply read_many(const wire::ReadManyRequest& r);
+  wire::ReplicaReply copy_many(const wire::CopyManyRequest& c, bool& changed);
   // With auth_: ok when `sequencer` verifies and grants `lock` at `token`
   // exclusively; else bad_sequencer. `what` names the request in messages.
   Status check_sequencer(std::string_view sequencer, std::string_view lock, uint64_t token,

@@ -371,6 +371,27 @@ def run(replica):
         check.reply("stats max_floors as text", c.call("stats", max_floors="5"), "bad_request")
         check.reply("stats with a key", c.call("stats", key=b"k1"), "bad_request")
 
+        # read_many: length-prefixed keys in, one record per key out, in order
+        def text(n, data):
+            return struct.pack(">" + n, len(data)) + data
+
+        r = c.call("read_many", keys=text("H", b"u") + text("H", b"nothing"))
+        u_record = b"\x00\x01" + b"\x00" + tsu + text("H", b"") + text("I", b"1") + text("H", b"")
+        check.reply("read_many of u and a key never written", r, "ok", keys_done=2, records=u_record + b"\x00\x00")
+        check.reply("read_many without keys", c.call("read_many", keys=b""), "bad_request")
+        check.reply("read_many with a key cut short", c.call("read_many", keys=b"\x00\x05abc"), "bad_request")
+
+        # copy_many: committed copies; a refused one is counted, the others stored
+        tsc = encode_ts(0, ms, 77)
+        copy = text("H", b"cm") + b"\x01" + tsc + text("H", b"") + text("I", b"cv") + text("H", b"")
+        check.reply("copy_many of one version", c.call("copy_many", copies=copy), "ok")
+        check.reply("read the copy", c.call("read", key=b"cm"), "ok", versions=[version(tsc, "", "committed", b"cv")])
+        stale = text("H", b"cm") + b"\x01" + encode_ts(0, ms, 70) + text("H", b"") + text("I", b"old") + text("H", b"")
+        r = c.call("copy_many", copies=stale + copy)
+        check.reply("copy_many with a stale copy", r, "ok", refused=1, first_refusal=r.get("first_refusal"))
+        assert r["first_refusal"].startswith("key 'cm': stale"), r
+        check.reply("copy_many cut short", c.call("copy_many", copies=copy[:-1]), "bad_request")
+
         # errors
         check.reply("unknown type", c.call("frobnicate"), "unknown_type")
         check.reply("garbage", c.call_raw(b"\xc1\xff\x00garbage", 0), "malformed")

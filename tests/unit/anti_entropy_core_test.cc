@@ -2,7 +2,9 @@
 // replicas: a ReplicaHandler on a MemoryStore each, messages delivered at once.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <memory>
+#include <set>
 
 #include "client/anti_entropy_core.h"
 #include "common/hybrid_clock.h"
@@ -40,6 +42,8 @@ struct Cluster {
   }
   std::vector<std::unique_ptr<Replica>> replicas;
   size_t requests = 0;
+  std::map<size_t, size_t> sent;  // requests of the last run by type (index in ReplicaRequestBody)
+  std::set<int> predating_batches;  // replicas that answer read_many and copy_many with unknown_type
 
   // Runs a session over the first `compared` replicas (0: all); `down` never answers.
   AntiEntropyReport run(AntiEntropyConfig config, int down = -1, int compared = 0) {
@@ -49,6 +53,7 @@ struct Cluster {
     config.now_wall_ms = kNowMs;
     AntiEntropyCore core(config);
     requests = 0;
+    sent.clear();
     while (!core.done()) {
       auto sends = core.take_sends();
       REQUIRE(!sends.empty());
@@ -58,7 +63,13 @@ struct Cluster {
           core.on_unreachable(s.replica, s.request.id);
           continue;
         }
+        ++sent[s.request.body.index()];
         auto reply = replicas[s.replica]->handler.handle_batch(std::span<const ReplicaRequest>(&s.request, 1));
+        const bool batch = std::holds_alternative<wire::ReadManyRequest>(s.request.body) ||
+                           std::holds_alternative<wire::CopyManyRequest>(s.request.body);
+        if (batch && predating_batches.count(s.replica) != 0) {
+          reply.at(0) = wire::error_reply(0, Status(Code::kUnknownType, "unknown message type"));
+        }
         reply.at(0).id = s.request.id;
         // Through the codec, as on the wire.
         auto decoded = wire::decode_reply(wire::encode_reply(reply[0]), wire::Limits{});
@@ -122,6 +133,133 @@ TEST_CASE("anti-entropy wire: tree, leaf and drop_tombstone round trip, bad inpu
   std::string cut = bytes;
   cut[at - 1] = static_cast<char>(0x7f);  // the sequencer's length now runs past the end
   CHECK(wire::decode_reply(cut, limits).code() == Code::kBadRequest);
+}
+
+template <typename T>
+size_t index_of() {
+  return wire::ReplicaRequestBody(T{}).index();
+}
+
+TEST_CASE("anti-entropy wire: read_many and copy_many round trip, bad input is refused", "[anti_entropy]") {
+  const wire::Limits limits;
+  wire::Version committed{ts(3), "L", VersionState::kCommitted, false, std::string("v\0\xff", 3), "ps1.s"};
+  wire::Version tombstone{ts(0), "", VersionState::kCommitted, true, ""};
+  for (const ReplicaRequest& r :
+       {ReplicaRequest{1, wire::ReadManyRequest{{"a", std::string(limits.max_key_bytes, 'k'), ""}}},
+        ReplicaRequest{2, wire::CopyManyRequest{{{"a", committed}, {"b", tombstone}}}}}) {
+    auto decoded = wire::decode_request(wire::encode_request(r), limits);
+    INFO(decoded.status().to_string());
+    REQUIRE(decoded.is_ok());
+    CHECK(decoded.value() == r);
+  }
+  auto code_of = [&](wire::ReplicaRequestBody body) { return wire::decode_request(wire::encode_request({3, body}), limits).code(); };
+  CHECK(code_of(wire::ReadManyRequest{}) == Code::kBadRequest);
+  CHECK(code_of(wire::ReadManyRequest{std::vector<std::string>(wire::kMaxKeysPerReadMany + 1, "k")}) == Code::kTooLarge);
+  CHECK(code_of(wire::ReadManyRequest{{std::string(limits.max_key_bytes + 1, 'k')}}) == Code::kTooLarge);
+  CHECK(code_of(wire::CopyManyRequest{}) == Code::kBadRequest);
+  CHECK(code_of(wire::CopyManyRequest{std::vector<wire::Copy>(wire::kMaxCopiesPerRequest + 1, {"k", tombstone})}) ==
+        Code::kTooLarge);
+  wire::Version bad_tombstone = tombstone;
+  bad_tombstone.value = "x";
+  CHECK(code_of(wire::CopyManyRequest{{{"k", bad_tombstone}}}) == Code::kBadRequest);
+  // A copy cut short is refused, not read past its end.
+  std::string cut = wire::encode_request({4, wire::CopyManyRequest{{{"a", committed}}}});
+  cut[cut.find("ps1.s") - 1] = 0x7f;
+  CHECK(wire::decode_request(cut, limits).code() == Code::kBadRequest);
+
+  wire::ReplicaReply reply;
+  reply.keys_done = 3;
+  reply.records = {{false, {committed}}, {true, {}}, {false, {}}};
+  auto decoded = wire::decode_reply(wire::encode_reply(reply), limits);
+  REQUIRE(decoded.is_ok());
+  CHECK(decoded.value().records == reply.records);
+  CHECK(decoded.value().keys_done == 3);
+  reply.keys_done = 2;  // records must be as many as keys_done
+  CHECK(wire::decode_reply(wire::encode_reply(reply), limits).code() == Code::kBadRequest);
+  wire::ReplicaReply refused;
+  refused.refused = 2;
+  refused.first_refusal = "key 'k': stale";
+  decoded = wire::decode_reply(wire::encode_reply(refused), limits);
+  REQUIRE(decoded.is_ok());
+  CHECK(decoded.value().refused == 2);
+  CHECK(decoded.value().first_refusal == "key 'k': stale");
+}
+
+TEST_CASE("anti-entropy handler: read_many answers each key in order, copy_many stores committed copies",
+          "[anti_entropy][replica]") {
+  Replica r;
+  REQUIRE(r.call(put("a", "va", ts(1), false)).status.is_ok());
+  REQUIRE(r.call(put("c", "vc", ts(0))).status.is_ok());
+  REQUIRE(r.call(put("bad", "x", ts(0))).status.is_ok());
+  REQUIRE(r.store.corrupt("bad"));
+  auto read = r.call(wire::ReadManyRequest{{"c", "missing", "bad", "a"}});
+  REQUIRE(read.status.is_ok());
+  REQUIRE(read.keys_done == 4);
+  CHECK(read.records[0].versions == r.versions("c"));
+  CHECK(read.records[1] == wire::KeyRecord{});
+  CHECK(read.records[2].corrupt);
+  CHECK(read.records[3].versions == r.versions("a"));
+
+  // A reply stops before the key that would pass its budget; the rest is asked
+  // again. A first key larger than the budget is answered alone.
+  const std::string big(wire::kReadManyReplyBudgetBytes / 3, 'b');
+  for (const char* k : {"b1", "b2", "b3"}) REQUIRE(r.call(put(k, big, ts(0))).status.is_ok());
+  auto partial = r.call(wire::ReadManyRequest{{"b1", "b2", "b3"}});
+  REQUIRE(partial.status.is_ok());
+  CHECK(partial.keys_done == 2);
+  CHECK(partial.records.size() == 2);
+  REQUIRE(r.call(put("huge", std::string(wire::kReadManyReplyBudgetBytes, 'h'), ts(0))).status.is_ok());
+  auto alone = r.call(wire::ReadManyRequest{{"huge", "c"}});
+  REQUIRE(alone.status.is_ok());
+  CHECK(alone.keys_done == 1);
+  CHECK(alone.records.at(0).versions.at(0).value.size() == wire::kReadManyReplyBudgetBytes);
+
+  // Copies are committed writes: a stale one is refused and counted, the others stored.
+  wire::Version newer{ts(2), "L", VersionState::kPending, false, "new"};
+  wire::Version older{{0, hlc::make(kNowMs - 120'000, 0)}, "", VersionState::kPending, false, "old"};
+  auto copied = r.call(wire::CopyManyRequest{{{"a", newer}, {"c", older}, {"d", newer}}});
+  REQUIRE(copied.status.is_ok());
+  CHECK(copied.refused == 1);
+  CHECK(copied.first_refusal.find("key 'c': stale") == 0);
+  CHECK(r.versions("a") == std::vector<wire::Version>{{ts(2), "L", VersionState::kCommitted, false, "new"}});
+  CHECK(r.versions("d").at(0).state == VersionState::kCommitted);
+  CHECK(r.versions("c").at(0).value == "vc");
+}
+
+TEST_CASE("anti-entropy core: differing keys are read and copied in batches, one read_many and one copy_many",
+          "[anti_entropy]") {
+  Cluster c(2);
+  for (int i = 0; i < 300; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    REQUIRE(c.replicas[0]->call(put(key, "old", ts(0))).status.is_ok());
+    REQUIRE(c.replicas[1]->call(put(key, i % 3 == 0 ? "new" : "old", ts(0, i % 3 == 0 ? 1 : 0))).status.is_ok());
+  }
+  AntiEntropyConfig config;
+  config.window = 1'000'000;  // every leaf listing answered before the reads go out
+  auto report = c.run(config);
+  CHECK(report.versions_sent == 100);
+  CHECK(report.refused == 0);
+  CHECK(c.sent[index_of<wire::ReadManyRequest>()] == 1);
+  CHECK(c.sent[index_of<wire::CopyManyRequest>()] == 1);
+  CHECK(c.sent[index_of<wire::ReadRequest>()] == 0);
+  CHECK(c.sent[index_of<wire::WriteRequest>()] == 0);
+  CHECK(c.replicas[0]->versions("k0").at(0).value == "new");
+  CHECK(c.replicas[0]->versions("k1").at(0).value == "old");
+  CHECK(c.run({}).equal);
+}
+
+TEST_CASE("anti-entropy core: a replica that predates read_many and copy_many gets one request per key",
+          "[anti_entropy]") {
+  Cluster c(2);
+  c.predating_batches = {0, 1};
+  for (int i = 0; i < 5; ++i) REQUIRE(c.replicas[1]->call(put("k" + std::to_string(i), "v", ts(0))).status.is_ok());
+  auto report = c.run({});
+  CHECK(report.versions_sent == 5);
+  CHECK(report.refused == 0);
+  CHECK(c.sent[index_of<wire::ReadRequest>()] == 5);
+  CHECK(c.sent[index_of<wire::WriteRequest>()] == 5);
+  for (int i = 0; i < 5; ++i) CHECK(c.replicas[0]->versions("k" + std::to_string(i)).at(0).value == "v");
+  CHECK(c.run({}).equal);
 }
 
 TEST_CASE("anti-entropy core: equal replicas exchange one root digest each", "[anti_entropy]") {
