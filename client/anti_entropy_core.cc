@@ -87,10 +87,10 @@ AntiEntropyCore::AntiEntropyCore(AntiEntropyConfig config)
       alive_(config.replicas, true),
       queues_(config.replicas),
       in_flight_(config.replicas, 0),
-      outstanding_(wire::tree_width(kRangeLevel), 0),
       reads_waiting_(config.replicas),
       copies_waiting_(config.replicas),
-      single_only_(config.replicas, false) {
+      single_only_(config.replicas, false),
+      outstanding_(wire::tree_width(kRangeLevel), 0) {
   report_.ranges_total = wire::tree_width(kRangeLevel);
   report_.dry_run = config.dry_run;
   report_.equal = true;
