@@ -200,6 +200,15 @@ TEST_CASE("cli: lock waits or fails when held, reports a missing command, and st
   INFO(busy.out);
   CHECK(busy.code == 6);
   CHECK(fx.run({"lock", "other", "--", "/nonexistent/command"}).code == 127);
+  // Shared holders admit each other, not an exclusive one (the inner lock's code passes through).
+  const std::string bin = PALISADE_BIN;
+  CHECK(fx.run({"lock", "readers", "--shared", "--", bin, "lock", "readers", "--shared", "--wait", "0s", "--", "true"})
+            .code == 0);
+  CHECK(fx.run({"lock", "readers", "--shared", "--", bin, "lock", "readers", "--wait", "0s", "--", "true"}).code == 6);
+  // --ttl reaches the lock group, which refuses a lease shorter than its minimum.
+  Run short_ttl = fx.run({"lock", "brief", "--ttl", "500ms", "--", "true"});
+  INFO(short_ttl.out);
+  CHECK(short_ttl.code == 2);
 
   // Paused past its lease, the holder's session expires and another client
   // gets the lock; resumed, the holder stops its command and says so.

@@ -72,4 +72,12 @@ std::vector<std::string> check(const History& h) {
   return out;
 }
 
+void finish_read(ReadRecord& record, const ReadResult& result, uint64_t now_ms) {
+  record.end_ms = now_ms;
+  record.result = result.status.code();
+  record.found = result.found;
+  record.value = result.value;
+  record.ts = result.ts;
+}
+
 }  // namespace palisade::sim

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "palisade/quorum_store.h"
 #include "palisade/status.h"
 #include "palisade/timestamp.h"
 
@@ -56,5 +57,8 @@ struct History {
 //    (an acknowledged write was lost);
 //  - a read started after another read returned goes back in time.
 std::vector<std::string> check(const History& history);
+
+// Ends a read record with what the read returned at `now_ms` (both simulations).
+void finish_read(ReadRecord& record, const ReadResult& result, uint64_t now_ms);
 
 }  // namespace palisade::sim

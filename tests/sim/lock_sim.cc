@@ -730,13 +730,7 @@ class LockSim {
     me.ops.erase(it);
     uint64_t now = world_.now_ms();
     if (kind == SimClient::Kind::kRead) {
-      const auto& r = std::get<ReadResult>(done.result);
-      ReadRecord& rec = history_.reads[record];
-      rec.end_ms = now;
-      rec.result = r.status.code();
-      rec.found = r.found;
-      rec.value = r.value;
-      rec.ts = r.ts;
+      finish_read(history_.reads[record], std::get<ReadResult>(done.result), now);
       return;
     }
     const auto& w = std::get<WriteResult>(done.result);

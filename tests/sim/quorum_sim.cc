@@ -167,11 +167,7 @@ class QuorumSim {
     if (kind == Client::Kind::kRead) {
       const auto& r = std::get<ReadResult>(done.result);
       ReadRecord& rec = history_.reads[record];
-      rec.end_ms = now;
-      rec.result = r.status.code();
-      rec.found = r.found;
-      rec.value = r.value;
-      rec.ts = r.ts;
+      finish_read(rec, r, now);
       world_.record("client " + std::to_string(c) + " read " + rec.key + " -> " + std::string(code_name(rec.result)) +
                     " " + r.ts.to_string());
     } else {
