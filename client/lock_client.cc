@@ -1,7 +1,12 @@
 #include "palisade/lock_client.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <future>
@@ -32,16 +37,18 @@ std::atomic<uint64_t> next_instance{0};
 
 }  // namespace
 
-// Concurrency: callers queue tasks under `mu` and wake the I/O thread through
-// an inproc PAIR; the I/O thread alone owns `core`, the lockd sockets and
-// `waiting`. Leases read `clock` (atomics) from anywhere.
+// Concurrency: the session core, `waiting` and `handed` are shared under
+// `core_mu`. The I/O thread owns `sockets` and `wake_recv`: it runs queued
+// tasks, KeepAlives, timers and session events. A blocking call that finds
+// `direct_mu` free drives its call itself on `direct_sockets` (two thread
+// hand-offs fewer per call); what else the core wants sent meanwhile goes to
+// the I/O thread through `handed`. Leases read `clock` (atomics) from anywhere.
+// Locks are taken in the order direct_mu, core_mu, mu.
 struct LockClient::Impl {
-  using Task = std::function<void(uint64_t now)>;
+  using Task = std::function<void(uint64_t now)>;  // runs under core_mu
 
   LockClientOptions options;
   zmq::context_t ctx{1};
-  std::vector<zmq::socket_t> sockets;  // one DEALER per lockd node
-  zmq::socket_t wake_recv;             // I/O thread
   std::shared_ptr<LeaseClock> clock = std::make_shared<LeaseClock>();
   std::atomic<uint64_t> session{0};
   std::atomic<uint64_t> epoch{0};
@@ -51,11 +58,21 @@ struct LockClient::Impl {
   std::deque<Task> tasks;   // guarded by mu
   bool stopping = false;    // guarded by mu
 
+  std::mutex core_mu;
+  client::LockSession core;                                          // guarded by core_mu
+  std::map<uint64_t, std::promise<client::CallDone>> waiting;        // guarded by core_mu
+  std::vector<client::Outgoing> handed;                              // guarded by core_mu
+  uint64_t direct_call = 0;  // the call a blocking caller drives; guarded by core_mu
+
   // I/O thread only.
-  client::LockSession core;
-  std::map<uint64_t, std::promise<client::CallDone>> waiting;
+  std::vector<zmq::socket_t> sockets;  // one DEALER per lockd node
+  zmq::socket_t wake_recv;
   std::promise<Status> opened;
   bool opened_set = false;
+
+  std::mutex direct_mu;
+  std::vector<zmq::socket_t> direct_sockets;  // guarded by direct_mu
+  int direct_wake_fd = -1;  // the I/O thread ended direct_call
 
   // The released flag of each grant, shared by every Lease of it.
   std::mutex flags_mu;
@@ -80,12 +97,15 @@ struct LockClient::Impl {
     transport::SocketOptions socket_options{.linger_ms = 0, .queue_until_connected = false};
     for (const std::string& endpoint : options.nodes) {
       sockets.push_back(transport::make_dealer(ctx, endpoint, socket_options));
+      direct_sockets.push_back(transport::make_dealer(ctx, endpoint, socket_options));
     }
     const std::string wake_endpoint = "inproc://palisade-lock-client-" + std::to_string(next_instance++);
     wake_recv = zmq::socket_t(ctx, zmq::socket_type::pair);
     wake_recv.bind(wake_endpoint);
     wake_send = zmq::socket_t(ctx, zmq::socket_type::pair);
     wake_send.connect(wake_endpoint);
+    direct_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (direct_wake_fd < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
   }
 
   void start() {
@@ -93,17 +113,19 @@ struct LockClient::Impl {
   }
 
   ~Impl() {
-    if (!io.joinable()) return;
-    // Best effort: close the session so that its locks are free at once.
-    std::future<client::CallDone> closing =
-        call([](client::LockSession& core, uint64_t now) { return core.close(now); });
-    closing.wait_for(std::min(options.request_timeout * 2, std::chrono::milliseconds(5000)));
-    {
-      std::lock_guard lock(mu);
-      stopping = true;
-      wake_locked();
+    if (io.joinable()) {
+      // Best effort: close the session so that its locks are free at once.
+      std::future<client::CallDone> closing =
+          call([](client::LockSession& core, uint64_t now) { return core.close(now); });
+      closing.wait_for(std::min(options.request_timeout * 2, std::chrono::milliseconds(5000)));
+      {
+        std::lock_guard lock(mu);
+        stopping = true;
+        wake_locked();
+      }
+      io.join();
     }
-    io.join();
+    if (direct_wake_fd >= 0) close(direct_wake_fd);
   }
 
   bool on_io_thread() const { return std::this_thread::get_id() == io.get_id(); }
@@ -114,6 +136,11 @@ struct LockClient::Impl {
     } catch (const zmq::error_t&) {
       // The I/O thread wakes at least every kMaxPollMs anyway.
     }
+  }
+
+  void wake_io() {
+    std::lock_guard lock(mu);
+    wake_locked();
   }
 
   // Runs `start` on the I/O thread; the future holds the call's end.
@@ -134,7 +161,103 @@ struct LockClient::Impl {
     return done;
   }
 
-  // Returns false once stopping.
+  // A blocking call: on the caller's thread when no other caller drives the
+  // direct sockets, else through the I/O thread.
+  client::CallDone run_blocking(const std::function<uint64_t(client::LockSession&, uint64_t)>& start) {
+    std::unique_lock direct(direct_mu, std::try_to_lock);
+    if (!direct) return call(start).get();
+    try {
+      return call_here(start);
+    } catch (const std::exception& e) {
+      // Its end, if it comes, goes to the promise nobody reads any more.
+      std::lock_guard lock(core_mu);
+      direct_call = 0;
+      return {0, Status(Code::kInternal, std::string("lock call failed: ") + e.what())};
+    }
+  }
+
+  // Under direct_mu.
+  client::CallDone call_here(const std::function<uint64_t(client::LockSession&, uint64_t)>& start) {
+    std::future<client::CallDone> done;
+    {
+      std::lock_guard lock(core_mu);
+      const uint64_t now = boottime_ms();
+      const uint64_t id = start(core, now);
+      done = waiting[id].get_future();
+      direct_call = id;
+      route_direct();
+    }
+    std::vector<zmq::pollitem_t> items;
+    for (zmq::socket_t& s : direct_sockets) items.push_back({s.handle(), 0, ZMQ_POLLIN, 0});
+    items.push_back({nullptr, direct_wake_fd, ZMQ_POLLIN, 0});
+    while (done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      long timeout = kMaxPollMs;
+      {
+        std::lock_guard lock(core_mu);
+        const uint64_t now = boottime_ms(), next = core.next_timer_ms();
+        if (next != client::LockSession::kNever) {
+          timeout = next > now ? static_cast<long>(std::min<uint64_t>(next - now, kMaxPollMs)) : 0;
+        }
+      }
+      zmq::poll(items.data(), items.size(), std::chrono::milliseconds(timeout));
+      if (items.back().revents & ZMQ_POLLIN) {
+        uint64_t count;
+        (void)!read(direct_wake_fd, &count, sizeof count);
+      }
+      std::lock_guard lock(core_mu);
+      const uint64_t now = boottime_ms();
+      for (size_t i = 0; i < direct_sockets.size(); ++i) {
+        if (items[i].revents & ZMQ_POLLIN) receive(direct_sockets[i], i, now);
+      }
+      core.tick(now);
+      route_direct();
+    }
+    std::lock_guard lock(core_mu);
+    direct_call = 0;
+    return done.get();
+  }
+
+  // Under core_mu, on the direct caller's thread: sends direct_call's requests
+  // on the direct sockets and hands the rest (and any session event) to the I/O thread.
+  void route_direct() {
+    bool for_io = false;
+    for (client::Outgoing& o : core.take_outgoing()) {
+      // A direct socket not (yet) connected: the I/O thread's may be.
+      if (direct_call == 0 || o.call != direct_call || !try_send(direct_sockets[o.node], o)) {
+        handed.push_back(std::move(o));
+        for_io = true;
+      }
+    }
+    end_calls(false);
+    publish();
+    if (for_io || core.has_events()) wake_io();
+  }
+
+  static bool try_send(zmq::socket_t& socket, const client::Outgoing& o) {
+    const std::string bytes = wire::encode_lock_request(o.request);
+    try {
+      return socket.send(zmq::buffer(bytes), zmq::send_flags::dontwait).has_value();
+    } catch (const zmq::error_t&) {
+      return false;
+    }
+  }
+
+  // Under core_mu: fulfils the promises of the calls that ended.
+  void end_calls(bool io_thread) {
+    for (client::CallDone& d : core.take_done()) {
+      auto it = waiting.find(d.call);
+      if (it == waiting.end()) continue;
+      const bool was_direct = d.call == direct_call;
+      it->second.set_value(std::move(d));
+      waiting.erase(it);
+      if (was_direct && io_thread) {
+        uint64_t one = 1;
+        (void)!write(direct_wake_fd, &one, sizeof one);
+      }
+    }
+  }
+
+  // I/O thread, under core_mu. Returns false once stopping.
   bool take_tasks(uint64_t now) {
     zmq::message_t msg;
     while (wake_recv.recv(msg, zmq::recv_flags::dontwait)) {
@@ -150,24 +273,22 @@ struct LockClient::Impl {
     return !stop;
   }
 
-  void flush(uint64_t now) {
-    for (client::Outgoing& o : core.take_outgoing()) {
-      const std::string bytes = wire::encode_lock_request(o.request);
-      bool sent = false;
-      try {
-        sent = sockets[o.node].send(zmq::buffer(bytes), zmq::send_flags::dontwait).has_value();
-      } catch (const zmq::error_t&) {
-      }
-      if (!sent) core.on_unreachable(o.node, o.request.id, now);
+  // I/O thread, under core_mu: sends everything the core (or a direct caller)
+  // wants sent, ends calls, and returns the session events to report.
+  std::vector<client::SessionState> flush(uint64_t now) {
+    std::vector<client::Outgoing> out = std::exchange(handed, {});
+    for (client::Outgoing& o : core.take_outgoing()) out.push_back(std::move(o));
+    for (const client::Outgoing& o : out) {
+      if (!try_send(sockets[o.node], o)) core.on_unreachable(o.node, o.request.id, now);
     }
-    for (client::CallDone& d : core.take_done()) {
-      auto it = waiting.find(d.call);
-      if (it == waiting.end()) continue;
-      it->second.set_value(std::move(d));
-      waiting.erase(it);
-    }
+    end_calls(true);
     publish();
-    for (client::SessionState state : core.take_events()) {
+    return core.take_events();
+  }
+
+  // I/O thread, without core_mu: tells the application (and connect) of state changes.
+  void report(const std::vector<client::SessionState>& states, const Status& open_error) {
+    for (client::SessionState state : states) {
       std::optional<SessionEvent> event;
       switch (state) {
         case client::SessionState::kSafe:
@@ -185,8 +306,8 @@ struct LockClient::Impl {
           if (!opened_set) {
             // Never opened: the master refused it (connect returns why).
             opened_set = true;
-            const Status& why = core.open_error();
-            opened.set_value(why.is_ok() ? Status(Code::kUnavailable, "the session could not be opened") : why);
+            opened.set_value(open_error.is_ok() ? Status(Code::kUnavailable, "the session could not be opened")
+                                                : open_error);
           } else {
             event = SessionEvent::kExpired;
           }
@@ -204,6 +325,7 @@ struct LockClient::Impl {
     }
   }
 
+  // Under core_mu.
   void publish() {
     const client::SessionState state = core.state();
     if (state == client::SessionState::kExpired || state == client::SessionState::kClosed) {
@@ -215,12 +337,23 @@ struct LockClient::Impl {
     epoch.store(core.epoch(), std::memory_order_relaxed);
   }
 
-  void receive(size_t node, uint64_t now) {
+  // Under core_mu.
+  void receive(zmq::socket_t& socket, size_t node, uint64_t now) {
     zmq::message_t msg;
-    while (sockets[node].recv(msg, zmq::recv_flags::dontwait)) {
+    while (socket.recv(msg, zmq::recv_flags::dontwait)) {
       auto reply = wire::decode_lock_reply({static_cast<const char*>(msg.data()), msg.size()}, kMaxReplyBytes);
       if (reply.is_ok()) core.on_reply(node, reply.value(), now);
     }
+  }
+
+  // I/O thread, under core_mu (try_lock cannot deadlock against the usual
+  // order): replies that reach the direct sockets after their caller left, a
+  // late grant to give back say, wait at most kMaxPollMs rather than for the
+  // next blocking call.
+  void drain_direct(uint64_t now) {
+    std::unique_lock direct(direct_mu, std::try_to_lock);
+    if (!direct) return;
+    for (size_t i = 0; i < direct_sockets.size(); ++i) receive(direct_sockets[i], i, now);
   }
 
   void run() {
@@ -231,25 +364,35 @@ struct LockClient::Impl {
     while (running) {
       // Nothing may escape this thread: what fails here ends as a call's timeout.
       try {
-        uint64_t now = boottime_ms();
-        running = take_tasks(now);
-        core.tick(now);
-        flush(now);
-        if (!running) break;
-        const uint64_t next = core.next_timer_ms();
         long timeout = kMaxPollMs;
-        if (next != client::LockSession::kNever) {
-          timeout = next > now ? static_cast<long>(std::min<uint64_t>(next - now, kMaxPollMs)) : 0;
+        std::vector<client::SessionState> states;
+        Status open_error;
+        {
+          std::lock_guard lock(core_mu);
+          const uint64_t now = boottime_ms();
+          running = take_tasks(now);
+          core.tick(now);
+          states = flush(now);
+          if (!opened_set) open_error = core.open_error();
+          const uint64_t next = core.next_timer_ms();
+          if (next != client::LockSession::kNever) {
+            timeout = next > now ? static_cast<long>(std::min<uint64_t>(next - now, kMaxPollMs)) : 0;
+          }
         }
+        report(states, open_error);
+        if (!running) break;
         zmq::poll(items.data(), items.size(), std::chrono::milliseconds(timeout));
-        now = boottime_ms();
+        std::lock_guard lock(core_mu);
+        const uint64_t now = boottime_ms();
         for (size_t i = 0; i < sockets.size(); ++i) {
-          if (items[i].revents & ZMQ_POLLIN) receive(i, now);
+          if (items[i].revents & ZMQ_POLLIN) receive(sockets[i], i, now);
         }
+        drain_direct(now);
       } catch (const std::exception&) {
       }
     }
     // Whoever still waits gets an answer.
+    std::lock_guard lock(core_mu);
     for (auto& [id, promise] : waiting) {
       promise.set_value({id, Status(Code::kUnavailable, "the lock client closed")});
     }
@@ -328,12 +471,10 @@ Result<Lease> LockClient::acquire(std::string_view lock, AcquireOptions options)
   }
   const uint64_t wait = ms(options.wait);
   const uint64_t delay = ms(options.lock_delay);
-  client::CallDone done =
-      impl_
-          ->call([lock = std::string(lock), mode = options.mode, wait, delay](client::LockSession& core, uint64_t now) {
-            return core.acquire(lock, mode, delay, wait, now);
-          })
-          .get();
+  client::CallDone done = impl_->run_blocking(
+      [lock = std::string(lock), mode = options.mode, wait, delay](client::LockSession& core, uint64_t now) {
+        return core.acquire(lock, mode, delay, wait, now);
+      });
   if (!done.status.is_ok()) return done.status;
   if (!done.grant) return Status(Code::kInternal, "a grant without its fields");
   client::GrantInfo& g = *done.grant;
@@ -363,19 +504,16 @@ Status LockClient::release(Lease& lease) {
     return Status(Code::kBadRequest, "the lease is not from this client");
   if (lease.released_->exchange(true)) return Status::ok();
   impl_->forget_flag(lease.name(), lease.released_);
-  client::CallDone done =
-      impl_->call([lock = lease.name()](client::LockSession& core, uint64_t now) { return core.release(lock, now); })
-          .get();
+  client::CallDone done = impl_->run_blocking(
+      [lock = lease.name()](client::LockSession& core, uint64_t now) { return core.release(lock, now); });
   return done.status;
 }
 
 Result<bool> LockClient::check_sequencer(std::string_view sequencer) {
   if (impl_->on_io_thread()) return from_event_thread();
-  client::CallDone done = impl_
-                              ->call([seq = std::string(sequencer)](client::LockSession& core, uint64_t now) {
-                                return core.check_sequencer(seq, now);
-                              })
-                              .get();
+  client::CallDone done = impl_->run_blocking([seq = std::string(sequencer)](client::LockSession& core, uint64_t now) {
+    return core.check_sequencer(seq, now);
+  });
   if (!done.status.is_ok()) return done.status;
   return done.current;
 }

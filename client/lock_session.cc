@@ -332,7 +332,7 @@ void LockSession::send_call(Call& call, uint64_t id, uint64_t now) {
   call.rotate = true;
   // The master answers a waiting acquire only when granted or when the wait ran out.
   call.resend_at = add(add(now, wait), options_.request_timeout_ms);
-  out_.push_back({target_, std::move(request)});
+  out_.push_back({target_, std::move(request), id});
 }
 
 void LockSession::on_call_reply(const Sent& sent, uint64_t request_id, size_t node, const wire::LockReply& reply,

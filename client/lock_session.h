@@ -87,6 +87,7 @@ struct CallDone {
 struct Outgoing {
   size_t node = 0;
   wire::LockRequest request;
+  uint64_t call = 0;  // the call it serves; 0: a session request
 };
 
 // The local deadline a lease of `lease_ms` gives to a request sent at `sent_ms`:
@@ -124,6 +125,7 @@ class LockSession {
   std::vector<CallDone> take_done() { return std::exchange(done_, {}); }
   // State changes, in order (kSafe after kOpening or kJeopardy, kExpired, kClosed).
   std::vector<SessionState> take_events() { return std::exchange(events_, {}); }
+  bool has_events() const { return !events_.empty(); }
   // When tick must run next; kNever when nothing is scheduled.
   uint64_t next_timer_ms() const;
 

@@ -3,6 +3,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -10,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <variant>
 
 #include "client/coordinator.h"
 #include "client/lane.h"
@@ -32,9 +34,21 @@ wire::Limits limits_of(const QuorumStoreOptions& o) {
   return limits;
 }
 
-client::CoordinatorOptions without_lazy_sends(client::CoordinatorOptions o) {
-  o.lazy_send_ms = 0;
-  return o;
+Status check_sizes(const wire::Limits& limits, std::string_view key, std::string_view value, const Fence& fence) {
+  if (key.size() > limits.max_key_bytes) {
+    return Status(Code::kTooLarge, "key of " + std::to_string(key.size()) + " bytes (limit " +
+                                       std::to_string(limits.max_key_bytes) + ")");
+  }
+  if (value.size() > limits.max_value_bytes) {
+    return Status(Code::kTooLarge, "value of " + std::to_string(value.size()) + " bytes (limit " +
+                                       std::to_string(limits.max_value_bytes) + ")");
+  }
+  if (fence.lock.size() > limits.max_lock_bytes) return Status(Code::kTooLarge, "lock name too long");
+  if (fence.sequencer.size() > wire::Limits::kMaxSequencerBytes) {
+    return Status(Code::kTooLarge, "sequencer of " + std::to_string(fence.sequencer.size()) + " bytes (limit " +
+                                       std::to_string(wire::Limits::kMaxSequencerBytes) + ")");
+  }
+  return Status::ok();
 }
 
 struct Submission {
@@ -49,9 +63,11 @@ struct Submission {
 }  // namespace
 
 // Concurrency: callers enqueue Submissions under `mu` and poke `wake_fd`; the I/O
-// thread alone drives `lane` and touches `waiting`. A blocking get drives
+// thread alone drives `lane` and touches `waiting`. A blocking call drives
 // `direct_lane` on its own thread while it holds `direct_mu` (or, when another
-// caller holds it, goes through the I/O thread).
+// caller holds it, goes through the I/O thread). The commits a direct write
+// leaves held back go out with the next direct call, or from the I/O thread at
+// `direct_due_ms` when no call comes by then.
 struct QuorumStore::Impl {
   QuorumStoreOptions options;
   wire::Limits limits;
@@ -61,6 +77,11 @@ struct QuorumStore::Impl {
   client::Lane lane;
   std::mutex direct_mu;
   client::Lane direct_lane;  // guarded by direct_mu
+  // When direct_lane's held-back sends are due; 0: none, or a caller drives it.
+  // Written under direct_mu.
+  std::atomic<uint64_t> direct_due_ms{0};
+  // When the I/O thread wakes at the latest (UINT64_MAX: not before a wake()).
+  std::atomic<uint64_t> io_wakes_at_ms{UINT64_MAX};
   int wake_fd = -1;
 
   std::mutex mu;
@@ -75,14 +96,21 @@ struct QuorumStore::Impl {
         limits(limits_of(options)),
         clock(wall_clock, {.max_clock_offset_ms = options.max_clock_offset_ms}),
         lane(ctx, options.replicas, co, clock, limits),
-        // A blocking call cannot hold commits back for a later one: it sends them at once.
-        direct_lane(ctx, options.replicas, without_lazy_sends(co), clock, limits) {
+        direct_lane(ctx, options.replicas, co, clock, limits) {
     wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (wake_fd < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
     io = std::thread([this] { run(); });
   }
 
   ~Impl() {
+    {
+      // Held-back commits leave now rather than never (the sockets linger).
+      std::lock_guard direct(direct_mu);
+      if (auto due = direct_lane.coordinator().next_deadline_ms()) {
+        direct_lane.coordinator().on_tick(*due);
+        (void)direct_lane.flush(*due);
+      }
+    }
     {
       std::lock_guard lock(mu);
       stopping = true;
@@ -139,16 +167,27 @@ struct QuorumStore::Impl {
     }
   }
 
-  // A get on the calling thread, through direct_lane (the caller holds direct_mu).
-  ReadResult get_here(const std::string& key) {
+  // Starts `s` on direct_lane and runs it to its end on the calling thread,
+  // which holds direct_mu.
+  client::Completion run_here(const Submission& s) {
+    direct_due_ms = 0;  // this call sends whatever is held back
     client::Coordinator& coordinator = direct_lane.coordinator();
-    client::OpId id = coordinator.start_read(key, steady_ms());
+    uint64_t now = steady_ms();
+    client::OpId id = 0;
+    switch (s.kind) {
+      case Submission::Kind::kWrite: id = coordinator.start_write(s.key, s.value, false, s.fence, now); break;
+      case Submission::Kind::kDelete: id = coordinator.start_write(s.key, "", true, s.fence, now); break;
+      case Submission::Kind::kFence: id = coordinator.start_fence(s.fence, now); break;
+      case Submission::Kind::kRead: id = coordinator.start_read(s.key, now); break;
+    }
     std::vector<zmq::pollitem_t> items;
     direct_lane.add_poll_items(items);
     for (;;) {
-      uint64_t now = steady_ms();
+      now = steady_ms();
       for (client::Completion& c : direct_lane.flush(now)) {
-        if (c.op == id) return std::get<ReadResult>(std::move(c.result));
+        if (c.op != id) continue;
+        schedule_direct_flush();
+        return std::move(c);
       }
       long timeout = 100;
       if (auto d = coordinator.next_deadline_ms()) timeout = *d > now ? static_cast<long>(*d - now) : 0;
@@ -159,6 +198,52 @@ struct QuorumStore::Impl {
       }
       coordinator.on_tick(now);
     }
+  }
+
+  // After a direct call (direct_mu held): tells the I/O thread when
+  // direct_lane's held-back sends are due, and wakes it only when it would
+  // sleep past that (once per lazy_send_ms at most under a stream of calls).
+  void schedule_direct_flush() {
+    auto due = direct_lane.coordinator().next_deadline_ms();
+    direct_due_ms = due ? std::max<uint64_t>(*due, 1) : 0;
+    if (due && io_wakes_at_ms > *due) wake();
+  }
+
+  // I/O thread: sends direct_lane's held-back requests once due, unless a
+  // caller drives the lane (it sends them itself).
+  void flush_direct(uint64_t now) {
+    uint64_t due = direct_due_ms;
+    if (due == 0 || now < due) return;
+    std::unique_lock lock(direct_mu, std::try_to_lock);
+    if (!lock) return;
+    for (size_t i = 0; i < direct_lane.replicas(); ++i) direct_lane.receive(i, now);  // late replies
+    direct_lane.coordinator().on_tick(now);
+    (void)direct_lane.flush(now);
+    schedule_direct_flush();
+  }
+
+  // The caller's own thread runs the call when the direct lane is free;
+  // otherwise (another caller drives it) the I/O thread does.
+  std::variant<WriteResult, ReadResult> run_blocking(Submission s) {
+    const bool read = s.kind == Submission::Kind::kRead;
+    auto refused = [read](Status why) -> std::variant<WriteResult, ReadResult> {
+      if (read) return ReadResult{std::move(why), false, {}, {}, {}};
+      return WriteResult{std::move(why), {}, 0};
+    };
+    if (Status bad = check_sizes(limits, s.key, s.value, s.fence); !bad.is_ok()) return refused(bad);
+    std::unique_lock lock(direct_mu, std::try_to_lock);
+    if (lock) {
+      try {
+        return run_here(s).result;
+      } catch (const std::exception& e) {
+        return refused(Status(Code::kInternal, std::string("call failed: ") + e.what()));
+      }
+    }
+    auto read_done = s.read_done.get_future();
+    auto write_done = s.write_done.get_future();
+    submit(std::move(s));
+    if (read) return read_done.get();
+    return write_done.get();
   }
 
   // Returns false once stopping and every accepted operation has finished.
@@ -184,8 +269,14 @@ struct QuorumStore::Impl {
     bool running = true;
     while (running || coordinator.in_flight() > 0) {
       uint64_t now = steady_ms();
+      std::optional<uint64_t> next = coordinator.next_deadline_ms();
+      // Published before direct_due_ms is read: a caller that schedules a
+      // flush after this read sees when this thread wakes, and wakes it sooner.
+      io_wakes_at_ms = next.value_or(UINT64_MAX);
+      if (uint64_t direct = direct_due_ms; direct != 0) next = std::min(next.value_or(direct), direct);
+      io_wakes_at_ms = next.value_or(UINT64_MAX);
       long timeout = -1;
-      if (auto d = coordinator.next_deadline_ms()) timeout = *d > now ? static_cast<long>(*d - now) : 0;
+      if (next) timeout = *next > now ? static_cast<long>(*next - now) : 0;
       if (!running) timeout = std::min<long>(timeout < 0 ? 100 : timeout, 100);
       try {
         zmq::poll(items.data(), items.size(), std::chrono::milliseconds(timeout));
@@ -201,6 +292,7 @@ struct QuorumStore::Impl {
         }
         coordinator.on_tick(now);
         deliver(lane.flush(now));
+        flush_direct(now);
       } catch (const std::exception&) {
       }
     }
@@ -234,23 +326,6 @@ QuorumStore::QuorumStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 QuorumStore::~QuorumStore() = default;
 
 namespace {
-
-Status check_sizes(const wire::Limits& limits, std::string_view key, std::string_view value, const Fence& fence) {
-  if (key.size() > limits.max_key_bytes) {
-    return Status(Code::kTooLarge, "key of " + std::to_string(key.size()) + " bytes (limit " +
-                                       std::to_string(limits.max_key_bytes) + ")");
-  }
-  if (value.size() > limits.max_value_bytes) {
-    return Status(Code::kTooLarge, "value of " + std::to_string(value.size()) + " bytes (limit " +
-                                       std::to_string(limits.max_value_bytes) + ")");
-  }
-  if (fence.lock.size() > limits.max_lock_bytes) return Status(Code::kTooLarge, "lock name too long");
-  if (fence.sequencer.size() > wire::Limits::kMaxSequencerBytes) {
-    return Status(Code::kTooLarge, "sequencer of " + std::to_string(fence.sequencer.size()) + " bytes (limit " +
-                                       std::to_string(wire::Limits::kMaxSequencerBytes) + ")");
-  }
-  return Status::ok();
-}
 
 std::future<WriteResult> ready(Status s) {
   std::promise<WriteResult> p;
@@ -296,20 +371,17 @@ std::future<ReadResult> QuorumStore::get_async(std::string_view key) {
 }
 
 WriteResult QuorumStore::put(std::string_view key, std::string_view value, const Fence& fence) {
-  return put_async(key, value, fence).get();
+  return std::get<WriteResult>(
+      impl_->run_blocking({Submission::Kind::kWrite, std::string(key), std::string(value), fence, {}, {}}));
 }
-WriteResult QuorumStore::del(std::string_view key, const Fence& fence) { return del_async(key, fence).get(); }
-WriteResult QuorumStore::fence(const Fence& fence) { return fence_async(fence).get(); }
+WriteResult QuorumStore::del(std::string_view key, const Fence& fence) {
+  return std::get<WriteResult>(impl_->run_blocking({Submission::Kind::kDelete, std::string(key), "", fence, {}, {}}));
+}
+WriteResult QuorumStore::fence(const Fence& fence) {
+  return std::get<WriteResult>(impl_->run_blocking({Submission::Kind::kFence, "", "", fence, {}, {}}));
+}
 ReadResult QuorumStore::get(std::string_view key) {
-  // Oversize keys get their answer from get_async; a second concurrent caller
-  // goes through the I/O thread rather than wait for the direct lane.
-  std::unique_lock lock(impl_->direct_mu, std::try_to_lock);
-  if (!lock || !check_sizes(impl_->limits, key, "", {}).is_ok()) return get_async(key).get();
-  try {
-    return impl_->get_here(std::string(key));
-  } catch (const std::exception& e) {
-    return {Status(Code::kInternal, std::string("read failed: ") + e.what()), false, {}, {}, {}};
-  }
+  return std::get<ReadResult>(impl_->run_blocking({Submission::Kind::kRead, std::string(key), "", {}, {}, {}}));
 }
 
 namespace {
@@ -342,8 +414,14 @@ std::future<WriteResult> QuorumStore::del_async(std::string_view key, const Leas
 }
 
 WriteResult QuorumStore::put(std::string_view key, std::string_view value, const Lease& lease) {
-  return put_async(key, value, lease).get();
+  Result<Fence> fence = fence_of(lease);
+  if (!fence.is_ok()) return {fence.status(), {}, 0};
+  return put(key, value, fence.value());
 }
-WriteResult QuorumStore::del(std::string_view key, const Lease& lease) { return del_async(key, lease).get(); }
+WriteResult QuorumStore::del(std::string_view key, const Lease& lease) {
+  Result<Fence> fence = fence_of(lease);
+  if (!fence.is_ok()) return {fence.status(), {}, 0};
+  return del(key, fence.value());
+}
 
 }  // namespace palisade

@@ -273,6 +273,42 @@ TEST_CASE("lock client: a waiting acquire is granted when the holder lets go", "
   CHECK(d->try_acquire("report").is_ok());
 }
 
+TEST_CASE("lock client: blocking calls from many threads share one session", "[lock_client]") {
+  Cluster cluster;
+  auto holder = cluster.client();
+  auto shared = cluster.client();
+  auto held = holder->acquire("queue");
+  REQUIRE(held.is_ok());
+  // One thread waits in an acquire (the caller that drives its own call), while
+  // the others' calls go through the client's I/O thread meanwhile.
+  std::atomic<bool> waiter_granted{false};
+  std::thread waiter([&] {
+    auto granted = shared->acquire("queue", {.wait = 10000ms});
+    waiter_granted = granted.is_ok() && granted.value().token() > held.value().token();
+    if (granted.is_ok()) (void)shared->release(granted.value());
+  });
+  std::atomic<int> cycles{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 3; ++t) {
+    workers.emplace_back([&, t] {
+      uint64_t last = 0;
+      for (int i = 0; i < 10; ++i) {
+        auto lease = shared->acquire("own-" + std::to_string(t));
+        if (!lease.is_ok() || lease.value().token() <= last) return;
+        last = lease.value().token();
+        if (shared->release(lease.value()).is_ok()) ++cycles;
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  CHECK(cycles == 30);
+  CHECK_FALSE(waiter_granted);  // still waiting: the other calls did not wait for it
+  Lease lease = held.value();
+  REQUIRE(holder->release(lease).is_ok());
+  waiter.join();
+  CHECK(waiter_granted);
+}
+
 TEST_CASE("lock client: the session and its leases live through a failover", "[lock_client]") {
   Cluster cluster;
   Events events;

@@ -201,6 +201,26 @@ TEST_CASE("quorum store: a read repairs replicas that answered older", "[quorum]
   CHECK(c.stored(0, "k")->state == wire::VersionState::kCommitted);
 }
 
+TEST_CASE("quorum store: a blocking put's held-back commit reaches every replica with no further call",
+          "[quorum]") {
+  Cluster c;
+  auto store = c.store();
+  REQUIRE(store->put("k", "v").status.is_ok());
+  // The store stays open and idle: its I/O thread sends the commit once due.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  auto all_committed = [&] {
+    for (int i = 0; i < 3; ++i) {
+      auto v = c.stored(i, "k");
+      if (!v || v->state != wire::VersionState::kCommitted) return false;
+    }
+    return true;
+  };
+  while (!all_committed() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK(all_committed());
+}
+
 TEST_CASE("quorum store: many asynchronous operations in flight from one thread", "[quorum]") {
   Cluster c;
   auto store = c.store();
@@ -216,16 +236,21 @@ TEST_CASE("quorum store: blocking calls from many threads at once", "[quorum]") 
   Cluster c;
   auto store = c.store();
   for (int i = 0; i < 20; ++i) REQUIRE(store->put("k" + std::to_string(i), std::to_string(i)).status.is_ok());
-  // One caller at a time reads on its own thread; the others go through the I/O thread.
+  // One caller at a time runs its call on its own thread; the others go through the I/O thread.
   std::vector<std::thread> threads;
   std::atomic<int> right{0};
   for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&] {
-      for (int i = 0; i < 20; ++i) right += store->get("k" + std::to_string(i)).value == std::to_string(i);
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        right += store->get("k" + std::to_string(i)).value == std::to_string(i);
+        const std::string mine = "t" + std::to_string(t) + "-" + std::to_string(i);
+        right += store->put(mine, mine).status.is_ok();
+        right += store->get(mine).value == mine;
+      }
     });
   }
   for (auto& t : threads) t.join();
-  CHECK(right == 80);
+  CHECK(right == 240);
 }
 
 TEST_CASE("quorum store: oversize keys and values are refused before sending", "[quorum]") {

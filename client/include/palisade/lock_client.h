@@ -7,7 +7,9 @@
 // acquire also raises the lock's fence floor on a write quorum of replicas
 // before it returns, so every write of an earlier holder is refused from then on.
 //
-// Thread safety: every method may be called from any thread.
+// Thread safety: every method may be called from any thread. One call at a
+// time runs on its caller's thread (no thread hand-off); calls made meanwhile
+// from other threads go through the background thread.
 #pragma once
 
 #include <chrono>

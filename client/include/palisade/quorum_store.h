@@ -6,8 +6,10 @@
 // write that was answered Fenced, and repair the replicas that answered older
 // before they return, so a key's reads never go back in time.
 //
-// Thread safety: every method may be called from any thread at once. One
-// background thread owns the sockets; blocking calls wait on a future.
+// Thread safety: every method may be called from any thread at once. A
+// blocking call runs on the caller's thread when no other blocking call is
+// running (no thread hand-off); otherwise, like every asynchronous call, it goes
+// through the store's background thread and waits on a future.
 #pragma once
 
 #include <chrono>
