@@ -166,10 +166,12 @@ int status(const ClusterFlags& flags, const CommonOptions& common) {
   for (const DaemonRecord& r : records.value()) {
     std::string state = !is_alive(r) ? "exited" : is_paused(r) ? "paused" : "running";
     std::string role;
+    std::optional<uint64_t> epoch;
     if (state == "running") {
       if (r.name.starts_with("lockd-")) {
         auto reply = call_lockd_endpoint(ctx, r.endpoint, wire::LockStatusRequest{}, 500ms);
-        role = reply ? reply->role + " epoch " + std::to_string(reply->epoch) : "not answering";
+        role = reply ? reply->role : "not answering";
+        if (reply) epoch = reply->epoch;
       } else {
         client::ReplicaConnection conn(ctx, r.endpoint);
         auto reply = conn.call({0, wire::PingRequest{}}, 500);
@@ -177,7 +179,12 @@ int status(const ClusterFlags& flags, const CommonOptions& common) {
       }
     }
     all_up = all_up && state == "running" && role != "not answering";
-    daemons.push_back({{"name", r.name}, {"pid", r.pid}, {"state", state}, {"endpoint", r.endpoint}, {"role", role}});
+    nlohmann::json d{{"name", r.name}, {"pid", r.pid}, {"state", state}, {"endpoint", r.endpoint}, {"role", role}};
+    if (epoch) {
+      const EpochParts p = epoch_parts(*epoch);
+      d.update({{"epoch", *epoch}, {"epoch_round", p.round}, {"epoch_node", p.node}});
+    }
+    daemons.push_back(d);
   }
   if (common.json()) {
     std::printf("%s\n", nlohmann::json{{"dir", flags.dir}, {"cluster_file", flags.cluster_file()}, {"healthy", all_up},
@@ -188,9 +195,10 @@ int status(const ClusterFlags& flags, const CommonOptions& common) {
     std::printf("%s (%s)\n", flags.cluster_file().c_str(), all_up ? "healthy" : "NOT healthy");
     std::printf("  %-10s %-8s %-8s %-24s %s\n", "NAME", "PID", "STATE", "ENDPOINT", "ROLE");
     for (const auto& d : daemons) {
+      std::string role = d["role"].get<std::string>();
+      if (d.contains("epoch")) role += ", epoch " + format_epoch(d["epoch"].get<uint64_t>());
       std::printf("  %-10s %-8d %-8s %-24s %s\n", d["name"].get<std::string>().c_str(), d["pid"].get<int>(),
-                  d["state"].get<std::string>().c_str(), d["endpoint"].get<std::string>().c_str(),
-                  d["role"].get<std::string>().c_str());
+                  d["state"].get<std::string>().c_str(), d["endpoint"].get<std::string>().c_str(), role.c_str());
     }
   }
   return all_up ? kExitOk : kExitUnavailable;

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "quorum/paxos_messages.h"
+
 namespace palisade::tools {
 namespace {
 
@@ -106,6 +108,14 @@ std::string format_duration(std::chrono::milliseconds d) {
     return s + "s";
   }
   return std::to_string(ms) + "ms";
+}
+
+EpochParts epoch_parts(uint64_t epoch) { return {quorum::ballot_round(epoch), quorum::ballot_node(epoch)}; }
+
+std::string format_epoch(uint64_t epoch) {
+  if (epoch == 0) return "0";
+  const EpochParts p = epoch_parts(epoch);
+  return std::to_string(p.round) + "." + std::to_string(p.node);
 }
 
 CLI::Option* add_duration_option(CLI::App* app, const std::string& name, std::chrono::milliseconds& target,

@@ -66,6 +66,16 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
 // 1500ms -> "1.5s", 60000ms -> "1m", 250ms -> "250ms".
 std::string format_duration(std::chrono::milliseconds d);
 
+// A lock group epoch (a Paxos ballot, (round << 8) | node) as people read it:
+// "ROUND.NODE", so 259 -> "1.3" (round 1, begun by lockd-3); 0 -> "0" (none yet).
+std::string format_epoch(uint64_t epoch);
+// The epoch and its two parts, for -o json: {"epoch": 259, "epoch_round": 1, "epoch_node": 3}.
+struct EpochParts {
+  uint64_t round = 0;
+  uint32_t node = 0;
+};
+EpochParts epoch_parts(uint64_t epoch);
+
 // A flag that takes a duration with its unit, checked by parse_duration.
 CLI::Option* add_duration_option(CLI::App* app, const std::string& name, std::chrono::milliseconds& target,
                                  const std::string& description);

@@ -1,7 +1,7 @@
-// `palisade status`: the lock group as each node sees it (role, epoch, applied
-// slot, sessions; the master's locks with holders and tokens) and each
-// replica: whether it answers, its keys and its fence floors (the `stats`
-// request). Exit 0 when a master answers and a write quorum of replicas does,
+// `palisade status`: the lock group as each node sees it (role, epoch as
+// ROUND.NODE, applied slot, sessions; the master's locks with holders and
+// tokens) and each replica: whether it answers, its keys and its fence floors
+// (the `stats` request). Exit 0 when a master answers and a write quorum of replicas does,
 // kExitUnavailable otherwise.
 #include <algorithm>
 #include <cstdio>
@@ -22,6 +22,12 @@ using namespace std::chrono_literals;
 
 // Floors listed per replica in text; -o json carries all the replica sent.
 constexpr size_t kTextFloors = 10;
+
+// The raw epoch (a ballot, as the lock group sends it) and its round and node.
+nlohmann::json epoch_json(uint64_t epoch) {
+  const EpochParts p = epoch_parts(epoch);
+  return {{"epoch", epoch}, {"epoch_round", p.round}, {"epoch_node", p.node}};
+}
 
 // One replica as JSON: reachable, and what its stats say. A replica that
 // answers without stats (one older than the request: unknown_type; a disk
@@ -80,8 +86,8 @@ int run(const CommonOptions& common) {
     auto reply = call_lockd_endpoint(ctx, n.endpoint, wire::LockStatusRequest{}, 1000ms);
     nlohmann::json node{{"id", n.id}, {"endpoint", n.endpoint}, {"reachable", reply.has_value()}};
     if (reply) {
-      node.update({{"role", reply->role}, {"epoch", reply->epoch}, {"applied_slot", reply->applied_slot},
-                   {"sessions", reply->sessions}});
+      node.update({{"role", reply->role}, {"applied_slot", reply->applied_slot}, {"sessions", reply->sessions}});
+      node.update(epoch_json(reply->epoch));
       if (reply->role == "master" && (!master || reply->epoch > master->epoch)) master = reply;
     }
     nodes.push_back(node);
@@ -107,9 +113,9 @@ int run(const CommonOptions& common) {
   if (common.json()) {
     nlohmann::json out{{"cluster_file", config.path}, {"group", config.group}, {"healthy", healthy}};
     out["lock_group"] = {{"master", master ? nlohmann::json(master->node) : nlohmann::json(nullptr)},
-                         {"epoch", master ? master->epoch : 0},
                          {"nodes", nodes},
                          {"locks", locks}};
+    out["lock_group"].update(epoch_json(master ? master->epoch : 0));
     out["replicas"] = replicas;
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return healthy ? kExitOk : kExitUnavailable;
@@ -117,7 +123,7 @@ int run(const CommonOptions& common) {
   std::printf("cluster %s (group '%s'): %s\n", config.path.c_str(), config.group.c_str(),
               healthy ? "healthy" : "NOT healthy");
   std::printf("\nlock group: %s\n", master ? ("master lockd-" + std::to_string(master->node) + ", epoch " +
-                                              std::to_string(master->epoch) + ", " + std::to_string(master->sessions) +
+                                              format_epoch(master->epoch) + ", " + std::to_string(master->sessions) +
                                               " sessions")
                                                  .c_str()
                                            : "no master answers");
@@ -128,9 +134,9 @@ int run(const CommonOptions& common) {
                   "not answering");
       continue;
     }
-    std::printf("  %-4u %-24s %-10s %-8llu %-8llu %llu\n", n["id"].get<unsigned>(),
+    std::printf("  %-4u %-24s %-10s %-8s %-8llu %llu\n", n["id"].get<unsigned>(),
                 n["endpoint"].get<std::string>().c_str(), n["role"].get<std::string>().c_str(),
-                n["epoch"].get<unsigned long long>(), n["applied_slot"].get<unsigned long long>(),
+                format_epoch(n["epoch"].get<uint64_t>()).c_str(), n["applied_slot"].get<unsigned long long>(),
                 n["sessions"].get<unsigned long long>());
   }
   if (master) {

@@ -228,6 +228,31 @@ TEST_CASE("cli: lock waits or fails when held, reports a missing command, and st
   CHECK(holder.log().find("got-term") != std::string::npos);
 }
 
+TEST_CASE("cli: status shows epochs as ROUND.NODE, and -o json the raw epoch with its round and node", "[cli]") {
+  Fixture fx;
+  Run json = fx.run({"status", "-o", "json"});
+  REQUIRE(json.code == 0);
+  auto group = json_of(json)["lock_group"];
+  const uint64_t epoch = group["epoch"].get<uint64_t>();
+  const uint64_t round = group["epoch_round"].get<uint64_t>();
+  const uint64_t node = group["epoch_node"].get<uint64_t>();
+  CHECK(round >= 1);
+  CHECK(epoch == ((round << 8) | node));
+  CHECK(node == group["master"].get<uint64_t>());  // a master's epoch is its own ballot
+  for (const auto& n : group["nodes"]) {
+    INFO(n.dump());
+    CHECK(n["epoch"].get<uint64_t>() == ((n["epoch_round"].get<uint64_t>() << 8) | n["epoch_node"].get<uint64_t>()));
+  }
+
+  Run text = fx.run({"status"});
+  INFO(text.out);
+  CHECK(text.code == 0);
+  const std::string readable = std::to_string(round) + "." + std::to_string(node);
+  CHECK(text.out.find("master lockd-" + std::to_string(node) + ", epoch " + readable + ",") != std::string::npos);
+  CHECK(text.out.find(" master     " + readable + " ") != std::string::npos);  // the master's row
+  CHECK(text.out.find(std::to_string(epoch)) == std::string::npos);            // the raw ballot is not shown
+}
+
 TEST_CASE("cli: status reports each replica's keys and the fence floor a locked put raised", "[cli]") {
   Fixture fx;
   const std::string bin = PALISADE_BIN;

@@ -1,9 +1,10 @@
-// What the command line shares: durations with units, exit codes for
+// What the command line shares: durations with units, epochs, exit codes for
 // Statuses, and how the cluster file is found.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
 
+#include "quorum/paxos_messages.h"
 #include "tools/command.h"
 
 namespace palisade::tools {
@@ -26,6 +27,15 @@ TEST_CASE("cli flags: durations need a unit and add up", "[cli]") {
   CHECK(format_duration(milliseconds(1500)) == "1.5s");
   CHECK(format_duration(milliseconds(60000)) == "1m");
   CHECK(format_duration(milliseconds(1234)) == "1234ms");
+}
+
+TEST_CASE("cli flags: an epoch reads as ROUND.NODE", "[cli]") {
+  CHECK(format_epoch(259) == "1.3");
+  CHECK(format_epoch(quorum::make_ballot(12, 5)) == "12.5");
+  CHECK(format_epoch(quorum::make_ballot(70000, 255)) == "70000.255");
+  CHECK(format_epoch(0) == "0");  // no ballot yet
+  CHECK(epoch_parts(259).round == 1);
+  CHECK(epoch_parts(259).node == 3);
 }
 
 TEST_CASE("cli flags: each kind of failure has its exit code", "[cli]") {
