@@ -4,6 +4,8 @@
 // writes to the same cluster, fenced). When the session expires meanwhile,
 // COMMAND gets SIGTERM (SIGKILL after --kill-after) and this exits with
 // kExitLeaseLost; else it releases the lock and exits with COMMAND's code.
+// SIGINT, SIGTERM and SIGHUP are passed on to COMMAND, which decides; until it
+// runs they stay blocked (pending), so they reach it only after the grant.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -127,6 +129,7 @@ int run(const LockFlags& flags, const CommonOptions& common) {
   }
 
   std::optional<Clock::time_point> kill_at;
+  bool killed = false;
   int wait_status = 0;
   for (;;) {
     if (waitpid(child.pid, &wait_status, WNOHANG) == child.pid) break;
@@ -136,7 +139,12 @@ int run(const LockFlags& flags, const CommonOptions& common) {
       kill(child.pid, SIGTERM);
       kill_at = Clock::now() + flags.kill_after;
     }
-    if (kill_at && Clock::now() >= *kill_at) kill(child.pid, SIGKILL);
+    if (kill_at && !killed && Clock::now() >= *kill_at) {
+      std::fprintf(stderr, "palisade: lock: the command did not exit within %s of SIGTERM; killing it (SIGKILL)\n",
+                   format_duration(flags.kill_after).c_str());
+      kill(child.pid, SIGKILL);
+      killed = true;
+    }
     const timespec tick{0, 100'000'000};
     const int sig = sigtimedwait(&handled, nullptr, &tick);
     if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) kill(child.pid, sig);  // the command decides
@@ -168,7 +176,8 @@ void add_lock_command(CLI::App& app, const CommonOptions& common, int& exit_code
   lock->add_flag("-v,--verbose", flags->verbose, "Say on stderr what is held, with its token");
   lock->footer(
       "COMMAND runs with PALISADE_LOCK, PALISADE_TOKEN (decimal), PALISADE_SEQUENCER and PALISADE_CLUSTER set;\n"
-      "`palisade put` and `palisade del` inside it are fenced by the grant.\n"
+      "`palisade put` and `palisade del` inside it are fenced by the grant. SIGINT, SIGTERM and SIGHUP\n"
+      "are passed on to COMMAND (once the lock is granted).\n"
       "Exit: COMMAND's code; 7 when the lease was lost (COMMAND got SIGTERM); 6 when --wait ran out;\n"
       "4 when the cluster is unavailable; 126/127 when COMMAND cannot be run / is not found.");
   lock->callback([flags, &common, &exit_code] { exit_code = run(*flags, common); });

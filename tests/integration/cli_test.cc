@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -53,6 +54,31 @@ std::string last_line(const std::string& text) {
   return last;
 }
 
+// Polls `done` every 20 ms until it holds; fails the test after `timeout`.
+template <typename Done>
+void wait_until(const std::string& what, Done done, std::chrono::milliseconds timeout = 20s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    INFO("waiting for " << what);
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The scripts under test trap signals; a shell cannot trap a signal that was
+// ignored when it started (as SIGINT is in a background job, SIGHUP under
+// nohup), so the test gives every process it starts the default actions.
+void default_signal_actions() {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);
+}
+
 // A JSON document printed alone.
 nlohmann::json json_of(const Run& r) {
   INFO(r.out);
@@ -75,6 +101,25 @@ struct Fixture {
   Run run(std::vector<std::string> args) {
     args.insert(args.begin(), with_cluster.begin(), with_cluster.end());
     return palisade(dir, args);
+  }
+  // `palisade lock ARGS...` in the background.
+  std::unique_ptr<tools::Process> start(const std::string& log, std::vector<std::string> args) {
+    std::vector<std::string> argv = {PALISADE_BIN};
+    argv.insert(argv.end(), with_cluster.begin(), with_cluster.end());
+    argv.insert(argv.end(), args.begin(), args.end());
+    return std::make_unique<tools::Process>(argv, dir.sub(log));
+  }
+  // Pauses `holder` (a `palisade lock` process) past its session lease, takes
+  // `lock` from another client meanwhile, and resumes it: it wakes to a lost lease.
+  void take_over(tools::Process& holder, const std::string& lock) {
+    holder.signal(SIGSTOP);
+    LockClientOptions o;
+    o.nodes = cluster->lockd_endpoints();
+    auto other = LockClient::connect(o);
+    REQUIRE(other.is_ok());
+    auto lease = other.value()->acquire(lock, {.wait = 20s});
+    REQUIRE(lease.is_ok());
+    holder.signal(SIGCONT);
   }
 };
 
@@ -212,20 +257,89 @@ TEST_CASE("cli: lock waits or fails when held, reports a missing command, and st
 
   // Paused past its lease, the holder's session expires and another client
   // gets the lock; resumed, the holder stops its command and says so.
-  holder.signal(SIGSTOP);
-  LockClientOptions o;
-  o.nodes = fx.cluster->lockd_endpoints();
-  auto other = LockClient::connect(o);
-  REQUIRE(other.is_ok());
-  auto lease = other.value()->acquire("held", {.wait = 20s});
-  REQUIRE(lease.is_ok());
-  holder.signal(SIGCONT);
+  fx.take_over(holder, "held");
   auto status = holder.wait(30000);
   INFO(holder.log());
   REQUIRE(status.has_value());
   CHECK(WEXITSTATUS(*status) == 7);
   CHECK(holder.log().find("lost 'held'") != std::string::npos);
   CHECK(holder.log().find("got-term") != std::string::npos);
+}
+
+TEST_CASE("cli: lock passes SIGTERM, SIGINT and SIGHUP on to COMMAND, exits with its code and releases the lock",
+          "[cli]") {
+  default_signal_actions();
+  Fixture fx;
+  struct Case {
+    int sig;
+    const char* name;
+    int code;
+  };
+  for (const Case c : {Case{SIGTERM, "TERM", 42}, Case{SIGINT, "INT", 43}, Case{SIGHUP, "HUP", 44}}) {
+    INFO("SIG" << c.name);
+    const std::string lock = std::string("sig-") + c.name;
+    const std::string ready = fx.dir.sub(lock + ".ready");
+    const std::string marker = fx.dir.sub(lock + ".trapped");
+    // COMMAND says when its trap is set; the trap leaves a marker and exits with a code of its own.
+    const std::string script = "trap 'echo $PALISADE_LOCK > " + marker + "; exit " + std::to_string(c.code) + "' " +
+                               c.name + "; touch " + ready + "; while true; do sleep 0.05; done";
+    auto holder = fx.start(lock + ".log", {"lock", "-v", lock, "--", "sh", "-c", script});
+    wait_until("COMMAND to set its trap", [&] {
+      REQUIRE(holder->running());
+      return std::filesystem::exists(ready);
+    });
+    holder->signal(c.sig);  // to `palisade lock`, not to COMMAND
+    auto status = holder->wait(20000);
+    INFO(holder->log());
+    REQUIRE(status.has_value());
+    REQUIRE(WIFEXITED(*status));
+    CHECK(WEXITSTATUS(*status) == c.code);
+    CHECK(read_file(marker) == lock + "\n");
+    // Released on the way out: free for the next holder at once.
+    CHECK(fx.run({"lock", lock, "--wait", "0s", "--", "true"}).code == 0);
+  }
+  // Not trapped, the signal ends COMMAND, and the exit code says which one (128+N).
+  auto plain = fx.start("plain.log", {"lock", "-v", "sig-plain", "--", "sh", "-c", "while true; do sleep 0.05; done"});
+  wait_until("the lock to be granted", [&] {
+    REQUIRE(plain->running());
+    return plain->log().find("holding 'sig-plain'") != std::string::npos;
+  });
+  plain->signal(SIGTERM);
+  auto status = plain->wait(20000);
+  INFO(plain->log());
+  REQUIRE(status.has_value());
+  REQUIRE(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 128 + SIGTERM);
+}
+
+TEST_CASE("cli: lock --kill-after SIGKILLs a COMMAND that ignores SIGTERM after a lost lease, and exits 7",
+          "[cli]") {
+  default_signal_actions();
+  Fixture fx;
+  const std::string pid_file = fx.dir.sub("command.pid");
+  const std::string terms = fx.dir.sub("command.terms");
+  // COMMAND notes every SIGTERM and carries on.
+  const std::string script = "trap 'echo got-term >> " + terms + "' TERM; echo $$ > " + pid_file + ".tmp; mv " +
+                             pid_file + ".tmp " + pid_file + "; while true; do sleep 0.05; done";
+  auto holder = fx.start("stubborn.log", {"lock", "-v", "stubborn", "--kill-after", "1s", "--", "sh", "-c", script});
+  wait_until("COMMAND to start", [&] {
+    REQUIRE(holder->running());
+    return std::filesystem::exists(pid_file);
+  });
+  tools::DaemonRecord command;
+  command.pid = std::stoi(read_file(pid_file));
+  command.start_time = tools::process_start_time(command.pid).value_or(0);
+  REQUIRE(tools::is_alive(command));
+
+  fx.take_over(*holder, "stubborn");
+  auto status = holder->wait(30000);
+  INFO(holder->log());
+  REQUIRE(status.has_value());
+  REQUIRE(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 7);
+  CHECK(read_file(terms).find("got-term") != std::string::npos);  // it got SIGTERM and lived on
+  CHECK(holder->log().find("did not exit within 1s of SIGTERM; killing it (SIGKILL)") != std::string::npos);
+  CHECK_FALSE(tools::is_alive(command));
 }
 
 TEST_CASE("cli: status shows epochs as ROUND.NODE, and -o json the raw epoch with its round and node", "[cli]") {
