@@ -21,6 +21,7 @@
 
 #include "client/lease_clock.h"
 #include "client/lock_session.h"
+#include "client/shared_context.h"
 #include "common/lock_protocol.h"
 #include "common/transport.h"
 #include "palisade/quorum_store.h"
@@ -48,7 +49,8 @@ struct LockClient::Impl {
   using Task = std::function<void(uint64_t now)>;  // runs under core_mu
 
   LockClientOptions options;
-  zmq::context_t ctx{1};
+  std::shared_ptr<zmq::context_t> context = client::shared_context();
+  zmq::context_t& ctx = *context;
   std::shared_ptr<LeaseClock> clock = std::make_shared<LeaseClock>();
   std::atomic<uint64_t> session{0};
   std::atomic<uint64_t> epoch{0};

@@ -15,6 +15,7 @@
 
 #include "client/coordinator.h"
 #include "client/lane.h"
+#include "client/shared_context.h"
 #include "common/physical_clock.h"
 #include "common/sequencer.h"
 
@@ -73,7 +74,8 @@ struct QuorumStore::Impl {
   wire::Limits limits;
   SystemClock wall_clock;
   HybridClock clock;
-  zmq::context_t ctx{1};
+  std::shared_ptr<zmq::context_t> context = client::shared_context();
+  zmq::context_t& ctx = *context;
   client::Lane lane;
   std::mutex direct_mu;
   client::Lane direct_lane;  // guarded by direct_mu
