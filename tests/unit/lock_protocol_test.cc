@@ -2,24 +2,23 @@
 // every request and reply round-trips, every kind of bad input gets its own Code
 // without crashing, and the doc's lock-group hex examples are what the encoder
 // writes. Random cases come from fixed seeds so a failure reproduces.
-#include <cctype>
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
-#include <functional>
 #include <random>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <catch2/catch.hpp>
-#include <msgpack.hpp>
 
 #include "common/lock_protocol.h"
 #include "common/replica_protocol.h"
 #include "common/sequencer.h"
 #include "tests/support/printers.h"
+#include "tests/unit/bad_request_checks.h"
+#include "tests/unit/hex_text.h"
+#include "tests/unit/msgpack_builder.h"
+#include "tests/unit/protocol_doc_examples.h"
+#include "tests/unit/random_bytes.h"
 
 namespace palisade {
 namespace {
@@ -37,99 +36,30 @@ using wire::LockStatusRequest;
 using wire::OpenSessionRequest;
 using wire::ReleaseRequest;
 
+using test::array_value;
+using test::bin;
+using test::boolean;
+using test::Decoded;
+using test::Fields;
+using test::hex_block;
+using test::hex_head;
+using test::i64;
+using test::kGarbageId;
+using test::map_of;
+using test::map_value;
+using test::nil;
+using test::plus;
+using test::random_bytes;
+using test::raw;
+using test::str;
+using test::u64;
+using test::Value;
+using test::with;
+using test::without;
+
 constexpr uint64_t kSeed = 0x10c4'0000'0001;
-constexpr uint64_t kGarbageId = 0xdead'beef;  // what *id_out holds before a call
 constexpr uint64_t kId = 4242;
 constexpr size_t kMaxReplyBytes = 1 << 20;
-
-std::string hex(std::string_view bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < bytes.size() && i < 64; ++i) {
-    auto b = static_cast<uint8_t>(bytes[i]);
-    out += digits[b >> 4];
-    out += digits[b & 15];
-  }
-  if (bytes.size() > 64) out += "... (" + std::to_string(bytes.size()) + " bytes)";
-  return out;
-}
-
-// ---- A hand-rolled MessagePack map builder, for messages the encoder never writes.
-
-using Packer = msgpack::packer<msgpack::sbuffer>;
-using Value = std::function<void(Packer&)>;
-
-struct Field {
-  std::string name;
-  Value pack;
-};
-using Fields = std::vector<Field>;
-
-Value u64(uint64_t v) {
-  return [v](Packer& pk) { pk.pack_uint64(v); };
-}
-Value i64(int64_t v) {
-  return [v](Packer& pk) { pk.pack_int64(v); };
-}
-Value boolean(bool v) {
-  return [v](Packer& pk) { pk.pack(v); };
-}
-Value str(std::string s) {
-  return [s](Packer& pk) {
-    pk.pack_str(static_cast<uint32_t>(s.size()));
-    pk.pack_str_body(s.data(), static_cast<uint32_t>(s.size()));
-  };
-}
-Value bin(std::string s) {
-  return [s](Packer& pk) {
-    pk.pack_bin(static_cast<uint32_t>(s.size()));
-    pk.pack_bin_body(s.data(), static_cast<uint32_t>(s.size()));
-  };
-}
-Value nil() {
-  return [](Packer& pk) { pk.pack_nil(); };
-}
-// Bytes written as they are (possibly not even MessagePack).
-Value raw(std::string bytes) {
-  return [bytes](Packer& pk) { pk.pack_bin_body(bytes.data(), static_cast<uint32_t>(bytes.size())); };
-}
-Value map_value(Fields fields) {
-  return [fields](Packer& pk) {
-    pk.pack_map(static_cast<uint32_t>(fields.size()));
-    for (const Field& f : fields) {
-      str(f.name)(pk);
-      f.pack(pk);
-    }
-  };
-}
-Value array_value(std::vector<Value> items) {
-  return [items](Packer& pk) {
-    pk.pack_array(static_cast<uint32_t>(items.size()));
-    for (const auto& item : items) item(pk);
-  };
-}
-
-std::string map_of(const Fields& fields) {
-  msgpack::sbuffer buf;
-  Packer pk(buf);
-  map_value(fields)(pk);
-  return {buf.data(), buf.size()};
-}
-
-Fields with(Fields fields, const std::string& name, Value value) {
-  for (Field& f : fields) {
-    if (f.name == name) {
-      f.pack = std::move(value);
-      return fields;
-    }
-  }
-  fields.push_back({name, std::move(value)});
-  return fields;
-}
-Fields without(Fields fields, const std::string& name) {
-  std::erase_if(fields, [&](const Field& f) { return f.name == name; });
-  return fields;
-}
 
 // The fields of a valid acquire, in the order the encoder writes them.
 Fields acquire_fields() {
@@ -140,16 +70,6 @@ Fields acquire_fields() {
 const AcquireRequest kAcquire{0x301, 5, "L", LockMode::kExclusive, 10'000, 250, 9};
 
 Fields envelope(const std::string& type) { return {{"v", u64(1)}, {"id", u64(kId)}, {"type", str(type)}}; }
-Fields plus(Fields fields, const Fields& more) {
-  for (const Field& f : more) fields.push_back(f);
-  return fields;
-}
-
-struct Decoded {
-  Code code;
-  uint64_t id_out;
-  std::string message;
-};
 
 Decoded decode(std::string_view bytes, const Limits& limits = {}) {
   uint64_t id = kGarbageId;
@@ -157,11 +77,13 @@ Decoded decode(std::string_view bytes, const Limits& limits = {}) {
   return {r.code(), id, r.status().message()};
 }
 
+Status decode_reply_status(std::string_view bytes) { return wire::decode_lock_reply(bytes, kMaxReplyBytes).status(); }
+
 // ---- Round trips.
 
 void check_request_round_trip(const LockRequest& request) {
   std::string bytes = wire::encode_lock_request(request);
-  INFO("bytes " << hex(bytes));
+  INFO("bytes " << hex_head(bytes));
   uint64_t id = kGarbageId;
   auto decoded = wire::decode_lock_request(bytes, Limits{}, &id);
   INFO(decoded.status().to_string());
@@ -195,18 +117,12 @@ void check_same_reply(const LockReply& got, const LockReply& want) {
 
 void check_reply_round_trip(const LockReply& reply) {
   std::string bytes = wire::encode_lock_reply(reply);
-  INFO("bytes " << hex(bytes));
+  INFO("bytes " << hex_head(bytes));
   auto decoded = wire::decode_lock_reply(bytes, kMaxReplyBytes);
   INFO(decoded.status().to_string());
   REQUIRE(decoded.is_ok());
   check_same_reply(decoded.value(), reply);
   CHECK(wire::encode_lock_reply(decoded.value()) == bytes);
-}
-
-std::string random_bytes(std::mt19937_64& rng, size_t max_len) {
-  std::string s(rng() % (max_len + 1), '\0');
-  for (char& c : s) c = static_cast<char>(rng());
-  return s;
 }
 
 TEST_CASE("lock wire: every request type round-trips", "[wire][lockgroup]") {
@@ -381,38 +297,13 @@ TEST_CASE("lock wire: every reply shape round-trips", "[wire][lockgroup]") {
 // ---- Bad requests.
 
 TEST_CASE("lock wire: not MessagePack, truncated or trailing bytes are Malformed", "[wire][lockgroup]") {
-  SECTION("not MessagePack") {
-    for (const std::string& bytes : {std::string("\xc1"), std::string("hello"), std::string()}) {
-      INFO(hex(bytes));
-      Decoded d = decode(bytes);
-      CHECK(d.code == Code::kMalformed);
-      CHECK(d.id_out == 0);
-      CHECK_FALSE(d.message.empty());
-    }
-  }
-  SECTION("not a map") {
-    msgpack::sbuffer buf;
-    Packer(buf).pack(std::vector<int>{1, 2, 3});
-    CHECK(decode(std::string(buf.data(), buf.size())).code == Code::kMalformed);
-  }
+  SECTION("not MessagePack") { test::check_not_messagepack_is_malformed(decode); }
+  SECTION("not a map") { test::check_not_a_map_is_malformed(decode); }
   SECTION("every truncation of a valid acquire") {
-    const std::string bytes = wire::encode_lock_request({kId, kAcquire});
-    REQUIRE(decode(bytes).code == Code::kOk);
-    for (size_t len = 0; len < bytes.size(); ++len) {
-      INFO("first " << len << " of " << bytes.size() << " bytes");
-      Decoded d = decode(bytes.substr(0, len));
-      CHECK(d.code == Code::kMalformed);
-      CHECK(d.id_out == 0);
-    }
+    test::check_every_truncation_is_malformed(wire::encode_lock_request({kId, kAcquire}), decode);
   }
   SECTION("trailing bytes") {
-    const std::string bytes = wire::encode_lock_request({kId, kAcquire});
-    for (const std::string& tail : {std::string(1, '\0'), std::string("\xc0"), bytes}) {
-      INFO("tail " << hex(tail));
-      Decoded d = decode(bytes + tail);
-      CHECK(d.code == Code::kMalformed);
-      CHECK(d.id_out == 0);
-    }
+    test::check_trailing_bytes_are_malformed(wire::encode_lock_request({kId, kAcquire}), decode);
   }
   SECTION("a field twice") {
     Fields f = acquire_fields();
@@ -428,11 +319,7 @@ TEST_CASE("lock wire: bad fields are BadRequest", "[wire][lockgroup]") {
   const Fields check = plus(envelope("check_sequencer"), {{"sequencer", str("ps1.a.b")}});
   for (const Fields* f : {&keep_alive, &open, &release, &check}) REQUIRE(decode(map_of(*f)).code == Code::kOk);
   REQUIRE(decode(map_of(acquire_fields())).code == Code::kOk);
-  struct Case {
-    const char* name;
-    Fields fields;
-  };
-  const std::vector<Case> cases = {
+  test::check_cases(test::bad_request_cases(kId, {
       // Wrong types.
       {"epoch as string", with(acquire_fields(), "epoch", str("1"))},
       {"negative session", with(acquire_fields(), "session", i64(-1))},
@@ -474,16 +361,7 @@ TEST_CASE("lock wire: bad fields are BadRequest", "[wire][lockgroup]") {
       {"mode read", with(acquire_fields(), "mode", str("read"))},
       {"mode empty", with(acquire_fields(), "mode", str(""))},
       {"mode 'shared ' with a space", with(acquire_fields(), "mode", str("shared "))},
-  };
-  for (const Case& c : cases) {
-    DYNAMIC_SECTION(c.name) {
-      Decoded d = decode(map_of(c.fields));
-      INFO(d.message);
-      CHECK(d.code == Code::kBadRequest);
-      CHECK(d.id_out == kId);
-      CHECK_FALSE(d.message.empty());
-    }
-  }
+  }), decode);
 }
 
 TEST_CASE("lock wire: lock_delay_ms is at most 60 s, with a clear message", "[wire][lockgroup]") {
@@ -551,64 +429,28 @@ TEST_CASE("lock wire: size limits are TooLarge", "[wire][lockgroup]") {
   SECTION("type name") {
     CHECK(decode(map_of(with(acquire_fields(), "type", str(std::string(33, 'a'))))).code == Code::kTooLarge);
   }
-  SECTION("whole message") {
-    Limits small;
-    small.max_key_bytes = 8;
-    small.max_value_bytes = 8;
-    small.max_lock_bytes = 8;
-    const std::string over = map_of(with(acquire_fields(), "pad", bin(std::string(small.max_message_bytes(), 'p'))));
-    Decoded d = decode(over, small);
-    CHECK(d.code == Code::kTooLarge);
-    CHECK(d.id_out == 0);
-    CHECK(decode(std::string(limits.max_message_bytes() + 1, '\x90'), limits).code == Code::kTooLarge);
+  SECTION("whole message") { test::check_whole_message_limit(acquire_fields(), decode); }
+  SECTION("declared entries") {
+    test::check_huge_declared_sizes(acquire_fields(), "lock", decode, decode_reply_status);
   }
-  SECTION("entries and nesting") {
-    CHECK(decode(std::string("\xdf\x00\x00\x00\x41", 5)).code == Code::kTooLarge);
-    CHECK(decode(map_of(with(acquire_fields(), "lock", raw(std::string(8, '\x91') + "\x01")))).code ==
-          Code::kTooLarge);
-  }
+  SECTION("nesting") { test::check_nesting_limit(acquire_fields(), "lock", decode); }
+}
+
+// The lock codec's decoder, also checking that the replica codec reads the
+// same id from the envelope.
+Decoded decode_comparing_replica_id(std::string_view bytes, const Limits& limits) {
+  Decoded d = decode(bytes, limits);
+  uint64_t replica_id = kGarbageId;
+  (void)wire::decode_request(bytes, limits, &replica_id);
+  CHECK(replica_id == d.id_out);
+  return d;
 }
 
 TEST_CASE("lock wire: envelope problems and id_out, as for replica requests", "[wire][lockgroup]") {
-  struct Case {
-    const char* name;
-    Fields fields;
-    Code code;
-    uint64_t id_out;
-  };
-  const std::vector<Case> cases = {
-      {"valid", acquire_fields(), Code::kOk, kId},
-      {"missing id", without(acquire_fields(), "id"), Code::kBadRequest, 0},
-      {"missing v", without(acquire_fields(), "v"), Code::kBadRequest, kId},
-      {"missing type", without(acquire_fields(), "type"), Code::kBadRequest, kId},
-      {"id as string", with(acquire_fields(), "id", str("4242")), Code::kBadRequest, 0},
-      {"negative id", with(acquire_fields(), "id", i64(-1)), Code::kBadRequest, 0},
-      {"v as string", with(acquire_fields(), "v", str("1")), Code::kBadRequest, kId},
-      {"version 2", with(acquire_fields(), "v", u64(2)), Code::kUnsupportedVersion, kId},
-      {"version 0", with(acquire_fields(), "v", u64(0)), Code::kUnsupportedVersion, kId},
-      {"unknown type", with(acquire_fields(), "type", str("frobnicate")), Code::kUnknownType, kId},
-      {"a replica type", with(acquire_fields(), "type", str("write")), Code::kUnknownType, kId},
-      {"a peer type", with(acquire_fields(), "type", str("prepare")), Code::kUnknownType, kId},
-      {"reply type in a request", with(acquire_fields(), "type", str("reply")), Code::kUnknownType, kId},
-      {"type name over 32 bytes", with(acquire_fields(), "type", str(std::string(33, 'a'))), Code::kTooLarge, kId},
-      {"duplicate id", [] { auto f = acquire_fields(); f.push_back({"id", u64(kId)}); return f; }(), Code::kMalformed, 0},
-      {"unknown field", with(acquire_fields(), "colour", str("blue")), Code::kBadRequest, kId},
-      {"largest id", with(acquire_fields(), "id", u64(UINT64_MAX)), Code::kOk, UINT64_MAX},
-  };
-  for (const Case& c : cases) {
-    DYNAMIC_SECTION(c.name) {
-      const std::string bytes = map_of(c.fields);
-      Decoded d = decode(bytes);
-      INFO(d.message);
-      CHECK(d.code == c.code);
-      CHECK(d.id_out == c.id_out);
-      if (c.code != Code::kOk) CHECK_FALSE(d.message.empty());
-      // The replica codec reads the envelope the same way.
-      uint64_t replica_id = kGarbageId;
-      (void)wire::decode_request(bytes, Limits{}, &replica_id);
-      CHECK(replica_id == d.id_out);
-    }
-  }
+  std::vector<test::WireCase> cases = test::envelope_cases(acquire_fields(), kId);
+  cases.push_back({"a replica type", with(acquire_fields(), "type", str("write")), Code::kUnknownType, kId});
+  cases.push_back({"a peer type", with(acquire_fields(), "type", str("prepare")), Code::kUnknownType, kId});
+  test::check_cases(cases, decode_comparing_replica_id);
   SECTION("a replica request is unknown here, with its id") {
     Decoded d = decode(wire::encode_request({77, wire::PingRequest{}}));
     CHECK(d.code == Code::kUnknownType);
@@ -659,34 +501,11 @@ TEST_CASE("lock wire: decode_lock_reply rejects what is not a reply", "[wire][lo
 
 // ---- Garbage.
 
-bool is_decode_error(Code code) {
-  return code == Code::kMalformed || code == Code::kBadRequest || code == Code::kTooLarge ||
-         code == Code::kUnknownType || code == Code::kUnsupportedVersion;
-}
-
 TEST_CASE("lock wire: random garbage never crashes and is never accepted", "[wire][lockgroup]") {
-  const uint64_t seed = kSeed + 2;
-  INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
-  for (int i = 0; i < 50'000; ++i) {
-    std::string bytes = random_bytes(rng, 80);
-    // Often start like a map, so that decoding gets past the first byte.
-    if (!bytes.empty() && i % 2 == 0) bytes[0] = static_cast<char>(0x80 | (rng() % 16));
-    INFO("case " << i << ": " << hex(bytes));
-    Decoded d = decode(bytes);
-    REQUIRE(d.code != Code::kOk);
-    REQUIRE(is_decode_error(d.code));
-    REQUIRE_FALSE(d.message.empty());
-    auto reply = wire::decode_lock_reply(bytes, kMaxReplyBytes);
-    REQUIRE_FALSE(reply.is_ok());
-    REQUIRE(is_decode_error(reply.code()));
-  }
+  test::check_random_garbage_is_refused(kSeed + 2, decode, decode_reply_status);
 }
 
 TEST_CASE("lock wire: mutated valid messages never crash", "[wire][lockgroup]") {
-  const uint64_t seed = kSeed + 3;
-  INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
   const Limits limits;
   const std::vector<std::string> valid = {
       wire::encode_lock_request({kId, kAcquire}),
@@ -696,12 +515,7 @@ TEST_CASE("lock wire: mutated valid messages never crash", "[wire][lockgroup]") 
       wire::encode_lock_reply(full_reply()),
   };
   int accepted = 0, rejected = 0;
-  for (int i = 0; i < 50'000; ++i) {
-    std::string bytes = valid[rng() % valid.size()];
-    for (int flips = 1 + static_cast<int>(rng() % 3); flips > 0; --flips) {
-      bytes[rng() % bytes.size()] = static_cast<char>(rng());
-    }
-    INFO("case " << i << ": " << hex(bytes));
+  test::for_each_mutation(kSeed + 3, valid, 50'000, [&](const std::string& bytes) {
     auto request = wire::decode_lock_request(bytes, limits);
     (request.is_ok() ? accepted : rejected)++;
     if (request.is_ok()) {
@@ -710,7 +524,7 @@ TEST_CASE("lock wire: mutated valid messages never crash", "[wire][lockgroup]") 
       REQUIRE(again.is_ok());
       REQUIRE(again.value() == request.value());
     } else {
-      REQUIRE(is_decode_error(request.code()));
+      REQUIRE(test::is_decode_error(request.code()));
       REQUIRE_FALSE(request.status().message().empty());
     }
     auto reply = wire::decode_lock_reply(bytes, kMaxReplyBytes);
@@ -721,7 +535,7 @@ TEST_CASE("lock wire: mutated valid messages never crash", "[wire][lockgroup]") 
     } else {
       REQUIRE_FALSE(reply.status().message().empty());
     }
-  }
+  });
   CHECK(accepted > 100);
   CHECK(rejected > 100);
 }
@@ -733,58 +547,11 @@ TEST_CASE("lock wire: mutated valid messages never crash", "[wire][lockgroup]") 
 // regenerate after a protocol change: run this test; it prints the encoder's
 // bytes in the doc's layout.
 
-std::string read_doc() {
-  const auto path = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "docs" / "protocol.md";
-  std::ifstream in(path);
-  INFO("reading " << path);
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string example_bytes(const std::string& doc, const std::string& name) {
-  size_t at = doc.find("<!-- lock-example " + name + " -->");
-  INFO("lock-example " << name);
-  REQUIRE(at != std::string::npos);
-  size_t open = doc.find("```", at);
-  REQUIRE(open != std::string::npos);
-  size_t body = doc.find('\n', open);
-  size_t close = doc.find("```", body);
-  REQUIRE(close != std::string::npos);
-  std::string digits;
-  for (char c : doc.substr(body, close - body)) {
-    if (std::isxdigit(static_cast<unsigned char>(c))) {
-      digits.push_back(c);
-    } else {
-      REQUIRE(std::isspace(static_cast<unsigned char>(c)));
-    }
-  }
-  REQUIRE(digits.size() % 2 == 0);
-  std::string bytes;
-  for (size_t i = 0; i < digits.size(); i += 2) {
-    bytes.push_back(static_cast<char>(std::stoi(digits.substr(i, 2), nullptr, 16)));
-  }
-  return bytes;
-}
-
-std::string doc_hex(std::string_view bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    auto b = static_cast<uint8_t>(bytes[i]);
-    out += digits[b >> 4];
-    out += digits[b & 15];
-    out += (i % 16 == 15 || i + 1 == bytes.size()) ? '\n' : ' ';
-  }
-  return out;
-}
-
 TEST_CASE("protocol.md lock-group examples are what the encoder produces", "[wire][lockgroup]") {
   // The doc's example: key 00 01 .. 1f, group "example", epoch 0x301 (round 3,
   // node 1), session 5.
   std::string key_hex;
-  for (int i = 0; i < 32; ++i) key_hex += doc_hex(std::string(1, static_cast<char>(i))).substr(0, 2);
+  for (int i = 0; i < 32; ++i) key_hex += hex_block(std::string(1, static_cast<char>(i))).substr(0, 2);
   auto key = SequencerKey::from_hex(key_hex);
   REQUIRE(key.is_ok());
   const std::string sequencer = sign_sequencer({"example", "orders", LockMode::kExclusive, 7}, key.value());
@@ -801,14 +568,14 @@ TEST_CASE("protocol.md lock-group examples are what the encoder produces", "[wir
   reply.mode = LockMode::kExclusive;
   reply.sequencer = sequencer;
 
-  const std::string doc = read_doc();
+  const std::string doc = test::read_protocol_doc();
   const std::string request_bytes = wire::encode_lock_request(request);
   const std::string reply_bytes = wire::encode_lock_reply(reply);
   INFO("sequencer " << sequencer);
-  INFO("encoded request:\n" << doc_hex(request_bytes));
-  INFO("encoded reply:\n" << doc_hex(reply_bytes));
-  CHECK(example_bytes(doc, "acquire-request") == request_bytes);
-  CHECK(example_bytes(doc, "acquire-reply") == reply_bytes);
+  INFO("encoded request:\n" << hex_block(request_bytes));
+  INFO("encoded reply:\n" << hex_block(reply_bytes));
+  CHECK(test::doc_example_bytes(doc, "lock-example acquire-request") == request_bytes);
+  CHECK(test::doc_example_bytes(doc, "lock-example acquire-reply") == reply_bytes);
   CHECK(doc.find(sequencer) != std::string::npos);  // spelled out in the text too
 
   auto decoded = wire::decode_lock_request(request_bytes, Limits{});

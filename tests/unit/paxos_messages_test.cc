@@ -14,28 +14,26 @@
 
 #include "quorum/paxos_messages.h"
 #include "tests/support/printers.h"
+#include "tests/unit/hex_text.h"
+#include "tests/unit/msgpack_builder.h"
 
 namespace palisade::quorum {
 namespace {
 
 using namespace std::string_literals;
-using Packer = msgpack::packer<msgpack::sbuffer>;
-using PackFn = std::function<void(Packer&)>;
+using test::bin;
+using test::boolean;
+using test::hex_head;
+using test::i64;
+using test::nil;
+using test::Packer;
+using test::raw;
+using test::str;
+using test::u64;
+using PackFn = test::Value;
 
 constexpr uint64_t kSeed = 0x9a05'0000'0001;
 constexpr size_t kMaxBytes = size_t{4} << 20;
-
-std::string hex(std::string_view bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < bytes.size() && i < 64; ++i) {
-    auto b = static_cast<uint8_t>(bytes[i]);
-    out += digits[b >> 4];
-    out += digits[b & 15];
-  }
-  if (bytes.size() > 64) out += "... (" + std::to_string(bytes.size()) + " bytes)";
-  return out;
-}
 
 Result<PeerMessage> decode(std::string_view bytes, size_t max_bytes = kMaxBytes) {
   return decode_peer(bytes, max_bytes);
@@ -68,7 +66,7 @@ std::vector<PeerMessage> samples() {
 
 void check_round_trip(const PeerMessage& m, size_t max_bytes = kMaxBytes) {
   std::string bytes = encode_peer(m);
-  INFO("type " << type_of(m) << ", bytes " << hex(bytes));
+  INFO("type " << type_of(m) << ", bytes " << hex_head(bytes));
   auto decoded = decode(bytes, max_bytes);
   INFO(decoded.status().to_string());
   REQUIRE(decoded.is_ok());
@@ -146,34 +144,6 @@ std::string edited(const std::string& bytes, const Edit& e) {
   return {buf.data(), buf.size()};
 }
 
-PackFn u64(uint64_t v) {
-  return [v](Packer& pk) { pk.pack_uint64(v); };
-}
-PackFn i64(int64_t v) {
-  return [v](Packer& pk) { pk.pack_int64(v); };
-}
-PackFn boolean(bool v) {
-  return [v](Packer& pk) { pk.pack(v); };
-}
-PackFn nil() {
-  return [](Packer& pk) { pk.pack_nil(); };
-}
-PackFn str(std::string s) {
-  return [s](Packer& pk) {
-    pk.pack_str(static_cast<uint32_t>(s.size()));
-    pk.pack_str_body(s.data(), static_cast<uint32_t>(s.size()));
-  };
-}
-PackFn bin(std::string s) {
-  return [s](Packer& pk) {
-    pk.pack_bin(static_cast<uint32_t>(s.size()));
-    pk.pack_bin_body(s.data(), static_cast<uint32_t>(s.size()));
-  };
-}
-// Bytes written as they are.
-PackFn raw(std::string bytes) {
-  return [bytes](Packer& pk) { pk.pack_bin_body(bytes.data(), static_cast<uint32_t>(bytes.size())); };
-}
 PackFn float64() { return raw("\xcb\x40\x08\0\0\0\0\0\0"s); }  // 3.0, which msgpack-c would pack as an integer
 PackFn empty_map() {
   return [](Packer& pk) { pk.pack_map(0); };
@@ -347,7 +317,7 @@ TEST_CASE("peer messages: random garbage never crashes and is never accepted", "
     for (char& c : bytes) c = static_cast<char>(rng());
     // Often start like a map, so that decoding gets past the first byte.
     if (!bytes.empty() && i % 2 == 0) bytes[0] = static_cast<char>(0x80 | (rng() % 16));
-    INFO("case " << i << ": " << hex(bytes));
+    INFO("case " << i << ": " << hex_head(bytes));
     auto r = decode(bytes);
     REQUIRE_FALSE(r.is_ok());
     REQUIRE((r.code() == Code::kMalformed || r.code() == Code::kBadRequest || r.code() == Code::kTooLarge));
@@ -367,7 +337,7 @@ TEST_CASE("peer messages: mutated valid messages never crash", "[lockgroup][wire
     for (int flips = 1 + static_cast<int>(rng() % 3); flips > 0; --flips) {
       bytes[rng() % bytes.size()] = static_cast<char>(rng());
     }
-    INFO("case " << i << ": " << hex(bytes));
+    INFO("case " << i << ": " << hex_head(bytes));
     auto r = decode(bytes);
     if (r.is_ok()) {
       ++accepted;
@@ -399,7 +369,7 @@ TEST_CASE("peer messages: every truncation is Malformed", "[lockgroup][wire]") {
 TEST_CASE("peer messages: trailing bytes are Malformed", "[lockgroup][wire]") {
   const std::string bytes = encode_peer(samples()[0]);
   for (const std::string& tail : {"\0"s, "\xc0"s, "\x01\x02\x03"s, bytes}) {
-    INFO("tail " << hex(tail));
+    INFO("tail " << hex_head(tail));
     CHECK(decode(bytes + tail).code() == Code::kMalformed);
   }
 }

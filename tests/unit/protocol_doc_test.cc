@@ -8,15 +8,14 @@
 // failing example prints the encoder's bytes in the doc's layout.
 #include <catch2/catch.hpp>
 
-#include <cctype>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "common/hybrid_clock.h"
 #include "replica/handler.h"
 #include "replica/lmdb_store.h"
 #include "replica/memory_store.h"
+#include "tests/unit/hex_text.h"
+#include "tests/unit/protocol_doc_examples.h"
 
 namespace palisade {
 namespace {
@@ -29,53 +28,12 @@ using wire::ReplicaRequest;
 constexpr uint64_t kMs = 1'764'479'453'123;
 constexpr uint64_t kLogical = 4;
 
-std::string read_doc() {
-  std::ifstream in(std::string(PALISADE_SOURCE_DIR) + "/docs/protocol.md");
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::hex_block;
+using test::read_protocol_doc;
 
-// The bytes of the code block that follows "<!-- example NAME -->", written as hex
-// digit pairs separated by any whitespace.
+// The bytes of the block marked "<!-- example NAME -->".
 std::string example_bytes(const std::string& doc, const std::string& name) {
-  size_t at = doc.find("<!-- example " + name + " -->");
-  INFO("example " << name);
-  REQUIRE(at != std::string::npos);
-  size_t open = doc.find("```", at);
-  REQUIRE(open != std::string::npos);
-  size_t body = doc.find('\n', open);
-  size_t close = doc.find("```", body);
-  REQUIRE(close != std::string::npos);
-  std::string digits;
-  bool only_hex = true;
-  for (char c : doc.substr(body, close - body)) {
-    if (std::isxdigit(static_cast<unsigned char>(c))) {
-      digits.push_back(c);
-    } else if (!std::isspace(static_cast<unsigned char>(c))) {
-      only_hex = false;
-    }
-  }
-  REQUIRE(only_hex);
-  REQUIRE(digits.size() % 2 == 0);
-  std::string bytes;
-  for (size_t i = 0; i < digits.size(); i += 2) {
-    bytes.push_back(static_cast<char>(std::stoi(digits.substr(i, 2), nullptr, 16)));
-  }
-  return bytes;
-}
-
-std::string hex(std::string_view bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    auto b = static_cast<uint8_t>(bytes[i]);
-    out += digits[b >> 4];
-    out += digits[b & 15];
-    out += (i % 16 == 15 || i + 1 == bytes.size()) ? '\n' : ' ';
-  }
-  return out;
+  return test::doc_example_bytes(doc, "example " + name);
 }
 
 struct Example {
@@ -142,13 +100,13 @@ std::vector<Example> examples() {
 }
 
 TEST_CASE("protocol.md hex examples are what the encoder produces", "[wire]") {
-  const std::string doc = read_doc();
+  const std::string doc = read_protocol_doc();
   for (const Example& e : examples()) {
     INFO("example " << e.name);
     std::string request = wire::encode_request(e.request);
     std::string reply = wire::encode_reply(e.reply);
-    INFO("encoded request:\n" << hex(request));
-    INFO("encoded reply:\n" << hex(reply));
+    INFO("encoded request:\n" << hex_block(request));
+    INFO("encoded reply:\n" << hex_block(reply));
     CHECK(example_bytes(doc, e.name + "-request") == request);
     CHECK(example_bytes(doc, e.name + "-reply") == reply);
     // And they decode back to the described messages.
@@ -171,12 +129,12 @@ TEST_CASE("protocol.md reply examples are what a replica answers", "[wire][repli
     auto replies = handler.handle_batch(std::span<const ReplicaRequest>(&e.request, 1));
     REQUIRE(replies.size() == 1);
     INFO("replica answered " << replies[0].status.to_string());
-    CHECK(hex(wire::encode_reply(replies[0])) == hex(wire::encode_reply(e.reply)));
+    CHECK(hex_block(wire::encode_reply(replies[0])) == hex_block(wire::encode_reply(e.reply)));
   }
 }
 
 TEST_CASE("protocol.md has no example this test does not check", "[wire]") {
-  const std::string doc = read_doc();
+  const std::string doc = read_protocol_doc();
   std::set<std::string> checked = {"timestamp"};
   for (const Example& e : examples()) {
     checked.insert(e.name + "-request");
@@ -196,7 +154,7 @@ TEST_CASE("protocol.md has no example this test does not check", "[wire]") {
 }
 
 TEST_CASE("protocol.md size limits are the code's", "[wire]") {
-  const std::string doc = read_doc();
+  const std::string doc = read_protocol_doc();
   // The daemon's defaults: keys capped at what LMDB stores.
   wire::Limits limits;
   limits.max_key_bytes = replica::LmdbStore::kMaxKeyBytes;
@@ -225,7 +183,7 @@ TEST_CASE("protocol.md timestamp example", "[wire]") {
   CHECK(ts.to_string() == "7@1764479453123.4");
   auto encoded = ts.encode();
   std::string bytes(reinterpret_cast<const char*>(encoded.data()), encoded.size());
-  CHECK(example_bytes(read_doc(), "timestamp") == bytes);
+  CHECK(example_bytes(read_protocol_doc(), "timestamp") == bytes);
 }
 
 }  // namespace

@@ -2,19 +2,20 @@
 // round-trips, and every kind of bad input gets its own Code without crashing.
 // Random cases come from fixed seeds so a failure reproduces.
 #include <cstdint>
-#include <functional>
 #include <random>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <catch2/catch.hpp>
-#include <msgpack.hpp>
 
 #include "common/replica_protocol.h"
 #include "palisade/timestamp.h"
 #include "tests/support/printers.h"
-
+#include "tests/unit/bad_request_checks.h"
+#include "tests/unit/hex_text.h"
+#include "tests/unit/msgpack_builder.h"
+#include "tests/unit/random_bytes.h"
 
 namespace palisade {
 namespace {
@@ -31,83 +32,31 @@ using wire::Version;
 using wire::VersionState;
 using wire::WriteRequest;
 
+using test::array_value;
+using test::bin;
+using test::boolean;
+using test::Decoded;
+using test::Field;
+using test::Fields;
+using test::hex_head;
+using test::i64;
+using test::kGarbageId;
+using test::map_of;
+using test::map_value;
+using test::nil;
+using test::random_bytes;
+using test::raw;
+using test::str;
+using test::u64;
+using test::Value;
+using test::with;
+using test::without;
+
 constexpr uint64_t kSeed = 0x31ce'0000'0001;
-constexpr uint64_t kGarbageId = 0xdead'beef;  // what *id_out holds before a call
 
-std::string hex(std::string_view bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < bytes.size() && i < 64; ++i) {
-    auto b = static_cast<uint8_t>(bytes[i]);
-    out += digits[b >> 4];
-    out += digits[b & 15];
-  }
-  if (bytes.size() > 64) out += "... (" + std::to_string(bytes.size()) + " bytes)";
-  return out;
-}
-
-// ---- A hand-rolled MessagePack map builder, for messages the encoder never writes.
-
-using Packer = msgpack::packer<msgpack::sbuffer>;
-
-struct Field {
-  std::string name;
-  std::function<void(Packer&)> pack;
-};
-using Fields = std::vector<Field>;
-
-std::function<void(Packer&)> u64(uint64_t v) {
-  return [v](Packer& pk) { pk.pack_uint64(v); };
-}
-std::function<void(Packer&)> i64(int64_t v) {
-  return [v](Packer& pk) { pk.pack_int64(v); };
-}
-std::function<void(Packer&)> boolean(bool v) {
-  return [v](Packer& pk) { pk.pack(v); };
-}
-std::function<void(Packer&)> str(std::string s) {
-  return [s](Packer& pk) {
-    pk.pack_str(static_cast<uint32_t>(s.size()));
-    pk.pack_str_body(s.data(), static_cast<uint32_t>(s.size()));
-  };
-}
-std::function<void(Packer&)> bin(std::string s) {
-  return [s](Packer& pk) {
-    pk.pack_bin(static_cast<uint32_t>(s.size()));
-    pk.pack_bin_body(s.data(), static_cast<uint32_t>(s.size()));
-  };
-}
-std::function<void(Packer&)> ts_bin(const FencedTimestamp& ts) {
+Value ts_bin(const FencedTimestamp& ts) {
   auto e = ts.encode();
   return bin(std::string(reinterpret_cast<const char*>(e.data()), e.size()));
-}
-// Bytes written as they are (possibly not even MessagePack).
-std::function<void(Packer&)> raw(std::string bytes) {
-  return [bytes](Packer& pk) { pk.pack_bin_body(bytes.data(), static_cast<uint32_t>(bytes.size())); };
-}
-
-// A map value (for nesting inside another map).
-std::function<void(Packer&)> map_value(Fields fields) {
-  return [fields](Packer& pk) {
-    pk.pack_map(static_cast<uint32_t>(fields.size()));
-    for (const Field& f : fields) {
-      str(f.name)(pk);
-      f.pack(pk);
-    }
-  };
-}
-std::function<void(Packer&)> array_value(std::vector<std::function<void(Packer&)>> items) {
-  return [items](Packer& pk) {
-    pk.pack_array(static_cast<uint32_t>(items.size()));
-    for (const auto& item : items) item(pk);
-  };
-}
-
-std::string map_of(const Fields& fields) {
-  msgpack::sbuffer buf;
-  Packer pk(buf);
-  map_value(fields)(pk);
-  return {buf.data(), buf.size()};
 }
 
 const FencedTimestamp kTs{7, hlc::make(1'764'479'453'123, 4)};
@@ -120,32 +69,13 @@ Fields write_fields() {
 }
 const WriteRequest kWrite{"k", "val", false, kTs, "L"};
 
-Fields with(Fields fields, const std::string& name, std::function<void(Packer&)> value) {
-  for (Field& f : fields) {
-    if (f.name == name) {
-      f.pack = std::move(value);
-      return fields;
-    }
-  }
-  fields.push_back({name, std::move(value)});
-  return fields;
-}
-Fields without(Fields fields, const std::string& name) {
-  std::erase_if(fields, [&](const Field& f) { return f.name == name; });
-  return fields;
-}
-
-struct Decoded {
-  Code code;
-  uint64_t id_out;
-  std::string message;
-};
-
 Decoded decode(std::string_view bytes, const Limits& limits = {}) {
   uint64_t id = kGarbageId;
   auto r = wire::decode_request(bytes, limits, &id);
   return {r.code(), id, r.status().message()};
 }
+
+Status decode_reply_status(std::string_view bytes) { return wire::decode_reply(bytes, Limits{}).status(); }
 
 // ---- Comparing replies (ReplicaReply has no operator==: Status has none).
 
@@ -163,7 +93,7 @@ void check_same_reply(const ReplicaReply& got, const ReplicaReply& want) {
 
 ReplicaReply round_trip_reply(const ReplicaReply& reply) {
   std::string bytes = wire::encode_reply(reply);
-  INFO("bytes " << hex(bytes));
+  INFO("bytes " << hex_head(bytes));
   auto decoded = wire::decode_reply(bytes, Limits{});
   INFO(decoded.status().to_string());
   REQUIRE(decoded.is_ok());
@@ -174,7 +104,7 @@ ReplicaReply round_trip_reply(const ReplicaReply& reply) {
 
 void check_request_round_trip(const ReplicaRequest& request) {
   std::string bytes = wire::encode_request(request);
-  INFO("bytes " << hex(bytes));
+  INFO("bytes " << hex_head(bytes));
   uint64_t id = kGarbageId;
   auto decoded = wire::decode_request(bytes, Limits{}, &id);
   INFO(decoded.status().to_string());
@@ -182,12 +112,6 @@ void check_request_round_trip(const ReplicaRequest& request) {
   CHECK(decoded.value() == request);
   CHECK(id == request.id);
   CHECK(wire::encode_request(decoded.value()) == bytes);
-}
-
-std::string random_bytes(std::mt19937_64& rng, size_t max_len) {
-  std::string s(rng() % (max_len + 1), '\0');
-  for (char& c : s) c = static_cast<char>(rng());
-  return s;
 }
 
 FencedTimestamp random_ts(std::mt19937_64& rng) {
@@ -381,7 +305,7 @@ TEST_CASE("wire: decode_reply rejects what is not a reply", "[wire]") {
                           {"state", str("committed")},
                           {"tombstone", boolean(false)},
                           {"value", bin("x")}};
-  auto with_versions = [&](std::vector<std::function<void(Packer&)>> items) {
+  auto with_versions = [&](std::vector<Value> items) {
     return map_of(with(reply, "versions", array_value(std::move(items))));
   };
   auto read = wire::decode_reply(with_versions({map_value(version)}), limits);
@@ -400,7 +324,7 @@ TEST_CASE("wire: decode_reply rejects what is not a reply", "[wire]") {
   // A version that is not a map: refused (its exact code is the codec's business).
   CHECK_FALSE(wire::decode_reply(with_versions({u64(5)}), limits).is_ok());
   // More versions than a replica keeps.
-  std::vector<std::function<void(Packer&)>> too_many(Limits::kMaxVersionsPerKey + 1, map_value(version));
+  std::vector<Value> too_many(Limits::kMaxVersionsPerKey + 1, map_value(version));
   CHECK(wire::decode_reply(with_versions(too_many), limits).code() == Code::kBadRequest);
   too_many.pop_back();
   CHECK(wire::decode_reply(with_versions(too_many), limits).is_ok());
@@ -429,22 +353,7 @@ TEST_CASE("wire: decode_reply rejects what is not a reply", "[wire]") {
 // ---- Bad input.
 
 TEST_CASE("wire: random garbage never crashes and is never accepted", "[wire]") {
-  const uint64_t seed = kSeed + 2;
-  INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
-  const Limits limits;
-  for (int i = 0; i < 50'000; ++i) {
-    std::string bytes = random_bytes(rng, 80);
-    // Often start like a map, so that decoding gets past the first byte.
-    if (!bytes.empty() && i % 2 == 0) bytes[0] = static_cast<char>(0x80 | (rng() % 16));
-    INFO("case " << i << ": " << hex(bytes));
-    Decoded d = decode(bytes, limits);
-    REQUIRE(d.code != Code::kOk);
-    REQUIRE((d.code == Code::kMalformed || d.code == Code::kBadRequest || d.code == Code::kTooLarge ||
-             d.code == Code::kUnknownType || d.code == Code::kUnsupportedVersion));
-    REQUIRE_FALSE(d.message.empty());
-    REQUIRE_FALSE(wire::decode_reply(bytes, limits).is_ok());
-  }
+  test::check_random_garbage_is_refused(kSeed + 2, decode, decode_reply_status);
 }
 
 std::string stale_reply_bytes() {
@@ -468,9 +377,6 @@ std::string read_reply_bytes() {
 }
 
 TEST_CASE("wire: mutated valid messages never crash", "[wire]") {
-  const uint64_t seed = kSeed + 3;
-  INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
   const Limits limits;
   const std::vector<std::string> valid = {
       wire::encode_request({kId, kWrite}),
@@ -481,12 +387,7 @@ TEST_CASE("wire: mutated valid messages never crash", "[wire]") {
       read_reply_bytes(),
   };
   int accepted = 0, rejected = 0;
-  for (int i = 0; i < 50'000; ++i) {
-    std::string bytes = valid[rng() % valid.size()];
-    for (int flips = 1 + static_cast<int>(rng() % 3); flips > 0; --flips) {
-      bytes[rng() % bytes.size()] = static_cast<char>(rng());
-    }
-    INFO("case " << i << ": " << hex(bytes));
+  test::for_each_mutation(kSeed + 3, valid, 50'000, [&](const std::string& bytes) {
     Decoded d = decode(bytes, limits);
     auto reply = wire::decode_reply(bytes, limits);
     (d.code == Code::kOk ? accepted : rejected)++;
@@ -499,94 +400,31 @@ TEST_CASE("wire: mutated valid messages never crash", "[wire]") {
       REQUIRE_FALSE(d.message.empty());
     }
     if (!reply.is_ok()) REQUIRE_FALSE(reply.status().message().empty());
-  }
+  });
   CHECK(accepted > 100);
   CHECK(rejected > 100);
 }
 
 TEST_CASE("wire: every truncation of a valid write is Malformed", "[wire]") {
-  const std::string bytes = wire::encode_request({kId, kWrite});
-  REQUIRE(decode(bytes).code == Code::kOk);
-  for (size_t len = 0; len < bytes.size(); ++len) {
-    INFO("first " << len << " of " << bytes.size() << " bytes");
-    Decoded d = decode(bytes.substr(0, len));
-    CHECK(d.code == Code::kMalformed);
-    CHECK(d.id_out == 0);
-  }
+  test::check_every_truncation_is_malformed(wire::encode_request({kId, kWrite}), decode);
 }
 
 TEST_CASE("wire: trailing bytes are Malformed", "[wire]") {
-  const std::string bytes = wire::encode_request({kId, kWrite});
-  for (const std::string& tail : {std::string(1, '\0'), std::string("\xc0"), std::string("\x01\x02\x03"), bytes}) {
-    INFO("tail " << hex(tail));
-    Decoded d = decode(bytes + tail);
-    CHECK(d.code == Code::kMalformed);
-    CHECK(d.id_out == 0);
-  }
+  test::check_trailing_bytes_are_malformed(wire::encode_request({kId, kWrite}), decode);
 }
 
 TEST_CASE("wire: a message that is not a map is Malformed", "[wire]") {
-  msgpack::sbuffer array_buf;
-  Packer(array_buf).pack(std::vector<int>{1, 2, 3});
-  msgpack::sbuffer int_buf;
-  Packer(int_buf).pack_uint64(5);
-  msgpack::sbuffer str_buf;
-  Packer(str_buf).pack(std::string("write"));
-  msgpack::sbuffer nil_buf;
-  Packer(nil_buf).pack_nil();
-  for (const msgpack::sbuffer* buf : {&array_buf, &int_buf, &str_buf, &nil_buf}) {
-    std::string bytes(buf->data(), buf->size());
-    INFO(hex(bytes));
-    Decoded d = decode(bytes);
-    CHECK(d.code == Code::kMalformed);
-    CHECK(d.id_out == 0);
-  }
-  // Nor is a byte that is not MessagePack at all.
-  CHECK(decode("\xc1").code == Code::kMalformed);
-  // A map whose field name is not a string.
-  msgpack::sbuffer int_key;
-  Packer pk(int_key);
-  pk.pack_map(1);
-  pk.pack_uint64(1);
-  pk.pack_uint64(2);
-  CHECK(decode(std::string(int_key.data(), int_key.size())).code == Code::kMalformed);
+  test::check_not_a_map_is_malformed(decode);
+  // Nor are bytes that are not MessagePack at all.
+  test::check_not_messagepack_is_malformed(decode);
 }
 
 TEST_CASE("wire: envelope problems and id_out", "[wire]") {
-  struct Case {
-    const char* name;
-    Fields fields;
-    Code code;
-    uint64_t id_out;
-  };
-  const std::vector<Case> cases = {
-      {"valid", write_fields(), Code::kOk, kId},
-      {"missing id", without(write_fields(), "id"), Code::kBadRequest, 0},
-      {"missing v", without(write_fields(), "v"), Code::kBadRequest, kId},
-      {"missing type", without(write_fields(), "type"), Code::kBadRequest, kId},
-      {"id as string", with(write_fields(), "id", str("4242")), Code::kBadRequest, 0},
-      {"negative id", with(write_fields(), "id", i64(-1)), Code::kBadRequest, 0},
-      {"v as string", with(write_fields(), "v", str("1")), Code::kBadRequest, kId},
-      {"type as int", with(write_fields(), "type", u64(1)), Code::kBadRequest, kId},
-      {"version 2", with(write_fields(), "v", u64(2)), Code::kUnsupportedVersion, kId},
-      {"version 0", with(write_fields(), "v", u64(0)), Code::kUnsupportedVersion, kId},
-      {"unknown type", with(write_fields(), "type", str("frobnicate")), Code::kUnknownType, kId},
-      {"reply type in a request", with(write_fields(), "type", str("reply")), Code::kUnknownType, kId},
-      {"type name over 32 bytes", with(write_fields(), "type", str(std::string(33, 'w'))), Code::kTooLarge, kId},
-      {"duplicate field", [] { auto f = write_fields(); f.push_back({"key", bin("k2")}); return f; }(), Code::kMalformed, 0},
-      {"duplicate id", [] { auto f = write_fields(); f.push_back({"id", u64(kId)}); return f; }(), Code::kMalformed, 0},
-      {"unknown field", with(write_fields(), "colour", str("blue")), Code::kBadRequest, kId},
-      {"largest id", with(write_fields(), "id", u64(UINT64_MAX)), Code::kOk, UINT64_MAX},
-  };
-  for (const Case& c : cases) {
-    DYNAMIC_SECTION(c.name) {
-      Decoded d = decode(map_of(c.fields));
-      INFO(d.message);
-      CHECK(d.code == c.code);
-      CHECK(d.id_out == c.id_out);
-      if (c.code != Code::kOk) CHECK_FALSE(d.message.empty());
-    }
-  }
+  std::vector<test::WireCase> cases = test::envelope_cases(write_fields(), kId);
+  Fields key_twice = write_fields();
+  key_twice.push_back({"key", bin("k2")});
+  cases.push_back({"duplicate field", key_twice, Code::kMalformed, 0});
+  test::check_cases(cases, decode);
 }
 
 TEST_CASE("wire: wrong field types are BadRequest", "[wire]") {
@@ -596,11 +434,7 @@ TEST_CASE("wire: wrong field types are BadRequest", "[wire]") {
   REQUIRE(decode(map_of(commit)).code == Code::kOk);
   const auto ts_bytes = kTs.encode();
   const std::string ts16(reinterpret_cast<const char*>(ts_bytes.data()), ts_bytes.size());
-  struct Case {
-    const char* name;
-    Fields fields;
-  };
-  const std::vector<Case> cases = {
+  test::check_cases(test::bad_request_cases(kId, {
       {"key as int", with(write_fields(), "key", u64(5))},
       {"key as bool", with(write_fields(), "key", boolean(true))},
       {"key as array", with(write_fields(), "key", raw("\x91\x01"))},
@@ -625,18 +459,9 @@ TEST_CASE("wire: wrong field types are BadRequest", "[wire]") {
       {"token missing", without(fence, "token")},
       {"fence lock missing", without(fence, "lock")},
       {"commit ts of 15 bytes", with(commit, "ts", bin(ts16.substr(0, 15)))},
-      {"commit key as nil", with(commit, "key", [](Packer& pk) { pk.pack_nil(); })},
+      {"commit key as nil", with(commit, "key", nil())},
       {"ping with a field", {{"v", u64(1)}, {"id", u64(kId)}, {"type", str("ping")}, {"key", bin("k")}}},
-  };
-  for (const Case& c : cases) {
-    DYNAMIC_SECTION(c.name) {
-      Decoded d = decode(map_of(c.fields));
-      INFO(d.message);
-      CHECK(d.code == Code::kBadRequest);
-      CHECK(d.id_out == kId);
-      CHECK_FALSE(d.message.empty());
-    }
-  }
+  }), decode);
 }
 
 TEST_CASE("wire: size limits are TooLarge", "[wire]") {
@@ -673,83 +498,15 @@ TEST_CASE("wire: size limits are TooLarge", "[wire]") {
                    std::string(limits.max_lock_bytes, 'L'), true, at_limit};
     CHECK(decode(wire::encode_request({UINT64_MAX, w}), limits).code == Code::kOk);
   }
-  SECTION("whole message") {
-    // Small limits; every field within its own limit, the message over the total.
-    // The padding field is unknown, so without the total check this would be BadRequest.
-    Limits small;
-    small.max_key_bytes = 8;
-    small.max_value_bytes = 8;
-    small.max_lock_bytes = 8;
-    const std::string base = map_of(write_fields());
-    const size_t pad = small.max_message_bytes() + 1 - base.size() - 3 /*"pad"*/ - 1 /*str header*/ - 3 /*bin16 header*/;
-    // The map header grows by nothing: 9 entries still fit a fixmap.
-    const std::string over = map_of(with(write_fields(), "pad", bin(std::string(pad, 'p'))));
-    REQUIRE(over.size() == small.max_message_bytes() + 1);
-    Decoded d = decode(over, small);
-    CHECK(d.code == Code::kTooLarge);
-    CHECK(d.id_out == 0);
-    const std::string at_limit = map_of(with(write_fields(), "pad", bin(std::string(pad - 1, 'p'))));
-    REQUIRE(at_limit.size() == small.max_message_bytes());
-    CHECK(decode(at_limit, small).code == Code::kBadRequest);  // size fine; "pad" is unknown
-    // Also far over the limit with default limits.
-    CHECK(decode(std::string(limits.max_message_bytes() + 1, '\x90'), limits).code == Code::kTooLarge);
-  }
+  SECTION("whole message") { test::check_whole_message_limit(write_fields(), decode); }
 }
 
 TEST_CASE("wire: nesting beyond the depth limit is TooLarge", "[wire]") {
-  for (size_t depth : {size_t{5}, size_t{16}, size_t{1000}, size_t{100'000}}) {
-    INFO("depth " << depth);
-    // key: [[[...[1]...]]]
-    std::string nested(depth, '\x91');
-    nested += '\x01';
-    Decoded d = decode(map_of(with(write_fields(), "key", raw(nested))));
-    CHECK(d.code == Code::kTooLarge);
-    // A bare nest of arrays, with no envelope at all.
-    CHECK(decode(nested).code == Code::kTooLarge);
-    // And of maps.
-    std::string maps;
-    for (size_t i = 0; i < depth; ++i) maps += "\x81\xa1k";
-    maps += '\x01';
-    CHECK(decode(maps).code == Code::kTooLarge);
-  }
-  // Within the depth limit, a nested value is just the wrong type.
-  CHECK(decode(map_of(with(write_fields(), "key", raw("\x91\x91\x01")))).code == Code::kBadRequest);
+  test::check_nesting_limit(write_fields(), "key", decode);
 }
 
 TEST_CASE("wire: huge declared sizes in a tiny buffer", "[wire]") {
-  struct Case {
-    const char* name;
-    std::string bytes;
-    Code code;
-  };
-  const std::vector<Case> cases = {
-      // Over the entry-count limits: refused before anything is allocated.
-      {"map32 of 2^32-1 entries", std::string("\xdf\xff\xff\xff\xff", 5), Code::kTooLarge},
-      {"array32 of 2^32-1 entries", std::string("\xdd\xff\xff\xff\xff", 5), Code::kTooLarge},
-      {"map16 of 65535 entries", std::string("\xde\xff\xff", 3), Code::kTooLarge},
-      {"map32 of 65 entries", std::string("\xdf\x00\x00\x00\x41", 5), Code::kTooLarge},
-      // Within the limits, but the entries are missing.
-      {"map32 of 64 entries", std::string("\xdf\x00\x00\x00\x40", 5), Code::kMalformed},
-      // Strings and binaries must be there in full before their size is judged.
-      {"str32 of 4 GiB", std::string("\xdb\xff\xff\xff\xff", 5), Code::kMalformed},
-      {"bin32 of 4 GiB", std::string("\xc6\xff\xff\xff\xff", 5), Code::kMalformed},
-      {"map with a str32 of 4 GiB", std::string("\x81\xdb\xff\xff\xff\xff", 6), Code::kMalformed},
-  };
-  for (const Case& c : cases) {
-    DYNAMIC_SECTION(c.name) {
-      Decoded d = decode(c.bytes);
-      INFO(d.message);
-      CHECK(d.code == c.code);
-      CHECK(d.id_out == 0);
-      CHECK(wire::decode_reply(c.bytes, Limits{}).code() == c.code);
-    }
-  }
-  SECTION("inside a valid envelope") {
-    Decoded d = decode(map_of(with(write_fields(), "key", raw(std::string("\xdf\xff\xff\xff\xff", 5)))));
-    CHECK(d.code == Code::kTooLarge);
-    d = decode(map_of(with(write_fields(), "key", raw(std::string("\xdd\xff\xff\xff\xff", 5)))));
-    CHECK(d.code == Code::kTooLarge);
-  }
+  test::check_huge_declared_sizes(write_fields(), "key", decode, decode_reply_status);
 }
 
 }  // namespace
