@@ -493,6 +493,11 @@ TEST_CASE("lock wire: decode_lock_reply rejects what is not a reply", "[wire][lo
   CHECK(code_of(with_locks({map_value(with(lock, "extra", u64(1)))})) == Code::kBadRequest);
   CHECK(code_of(with_locks({u64(5)})) != Code::kOk);
   CHECK(code_of(with(reply, "locks", map_value(lock))) == Code::kBadRequest);
+  // A status reply lists at most 1000 locks.
+  std::vector<Value> most(1000, map_value(lock));
+  CHECK(code_of(with_locks(most)) == Code::kOk);
+  most.push_back(map_value(lock));
+  CHECK(code_of(with_locks(most)) == Code::kBadRequest);
   const std::string bytes = map_of(reply);
   CHECK(wire::decode_lock_reply(bytes + '\x00', kMaxReplyBytes).code() == Code::kMalformed);
   CHECK(wire::decode_lock_reply(bytes.substr(0, bytes.size() - 1), kMaxReplyBytes).code() == Code::kMalformed);
