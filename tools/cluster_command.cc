@@ -1,10 +1,13 @@
 // `palisade cluster up|down|status`: a local cluster on loopback whose daemons
 // run in the background, in a directory that holds the cluster file, the key,
-// the data, the logs, and the list of daemons (tools/daemon_records.h).
+// the data, the logs, and the list of daemons (tools/daemon_records.h). `up`
+// on a cluster some of whose daemons exited starts only those, on their data,
+// and adopts the ones still running.
 #include <signal.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -41,29 +44,77 @@ std::vector<DaemonRecord> alive(const std::vector<DaemonRecord>& records) {
   return out;
 }
 
-int up(ClusterFlags flags, const CommonOptions& common, bool sizes_given) {
+// Which of --lockd, --replicas, --base-port were given.
+struct SizesGiven {
+  bool lockd = false;
+  bool replicas = false;
+  bool base_port = false;
+  bool any() const { return lockd || replicas || base_port; }
+};
+
+int endpoint_port(const std::string& endpoint) {
+  const size_t colon = endpoint.rfind(':');
+  return colon == std::string::npos ? -1 : std::atoi(endpoint.c_str() + colon + 1);
+}
+
+// What the flags given ask for that the cluster in the directory is not: empty
+// when they agree with it ("--lockd 5, but it has 3 lockd nodes").
+std::string conflict(const ClusterFlags& flags, const SizesGiven& given, const ClusterConfig& config) {
+  std::string out;
+  auto add = [&out](const std::string& what) { out += (out.empty() ? "" : "; ") + what; };
+  if (given.lockd && static_cast<size_t>(flags.lockd) != config.lockd.size()) {
+    add("--lockd " + std::to_string(flags.lockd) + ", but it has " + std::to_string(config.lockd.size()) +
+        " lockd nodes");
+  }
+  if (given.replicas && static_cast<size_t>(flags.replicas) != config.replicas.size()) {
+    add("--replicas " + std::to_string(flags.replicas) + ", but it has " + std::to_string(config.replicas.size()) +
+        " replicas");
+  }
+  if (given.base_port) {
+    std::vector<std::string> endpoints;
+    for (const LockdNode& n : config.lockd) endpoints.push_back(n.endpoint);
+    endpoints.insert(endpoints.end(), config.replicas.begin(), config.replicas.end());
+    bool same = true;
+    for (size_t i = 0; i < endpoints.size(); ++i) {
+      same = same && endpoint_port(endpoints[i]) == flags.base_port + static_cast<int>(i);
+    }
+    if (!same) {
+      add("--base-port " + std::to_string(flags.base_port) + ", but its first node listens on " +
+          (endpoints.empty() ? std::string("no port") : endpoints[0]));
+    }
+  }
+  return out;
+}
+
+int up(ClusterFlags flags, const CommonOptions& common, const SizesGiven& given) {
   auto records = read_daemon_records(flags.records_path());
   if (!records.is_ok()) return report_error("cluster up", records.status());
   const auto running = alive(records.value());
-  if (!running.empty()) {
-    if (running.size() == records.value().size()) {
-      std::fprintf(stderr, "palisade: the cluster in %s is already up\n", flags.dir.c_str());
-      std::printf("%s\n", flags.cluster_file().c_str());
-      return kExitOk;
-    }
+  const bool existing = fs::exists(flags.cluster_file());
+  const bool all_running = !running.empty() && running.size() == records.value().size();
+  if (!running.empty() && !all_running && !existing) {
     std::fprintf(stderr,
-                 "palisade: cluster up: the cluster in %s is partly running (%zu of %zu daemons); "
-                 "run `palisade cluster down --dir %s` first\n",
-                 flags.dir.c_str(), running.size(), records.value().size(), flags.dir.c_str());
+                 "palisade: cluster up: %zu daemons of %s are running but its cluster file is gone; "
+                 "stop them with `palisade cluster down --dir %s`\n",
+                 running.size(), flags.dir.c_str(), flags.dir.c_str());
     return kExitFailure;
   }
-  const bool existing = fs::exists(flags.cluster_file());
-  if (existing && sizes_given) {
-    std::fprintf(stderr,
-                 "palisade: cluster up: %s already holds a cluster; start it as it is (without --lockd, "
-                 "--replicas, --base-port), or remove it first with `palisade cluster down --purge --dir %s`\n",
-                 flags.dir.c_str(), flags.dir.c_str());
-    return kExitUsage;
+  if (existing && given.any()) {
+    auto config = load_cluster_file(flags.cluster_file());
+    if (!config.is_ok()) return report_error("cluster up", config.status());
+    if (std::string differs = conflict(flags, given, config.value()); !differs.empty()) {
+      std::fprintf(stderr,
+                   "palisade: cluster up: %s already holds a cluster (%s); start it as it is (without --lockd, "
+                   "--replicas, --base-port), or remove it first with `palisade cluster down --purge --dir %s`\n",
+                   flags.dir.c_str(), differs.c_str(), flags.dir.c_str());
+      return kExitUsage;
+    }
+  }
+
+  if (all_running) {
+    std::fprintf(stderr, "palisade: the cluster in %s is already up\n", flags.dir.c_str());
+    std::printf("%s\n", flags.cluster_file().c_str());
+    return kExitOk;
   }
 
   LocalClusterOptions options;
@@ -74,35 +125,57 @@ int up(ClusterFlags flags, const CommonOptions& common, bool sizes_given) {
   options.reuse_cluster_file = true;
   options.detached = true;
   options.start_timeout = 30s;
+  for (const DaemonRecord& r : running) options.adopt.push_back({r.name, r.pid, r.start_time, r.endpoint});
   auto cluster = LocalCluster::start(options);
   if (!cluster.is_ok()) return report_error("cluster up", cluster.status());
   LocalCluster& c = *cluster.value();
 
-  std::vector<DaemonRecord> started;
+  struct Up {
+    DaemonRecord record;
+    bool started = false;  // by this run; else it was running
+    bool paused = false;
+  };
+  std::vector<Up> daemons;
+  std::vector<DaemonRecord> to_write;
+  std::string started_names;
   auto record = [&](Daemon& d) {
-    started.push_back({d.name(), d.pid(), process_start_time(d.pid()).value_or(0), d.endpoint()});
+    Up u{{d.name(), d.pid(), process_start_time(d.pid()).value_or(0), d.endpoint()}, !d.adopted(), d.paused()};
+    if (u.started) started_names += (started_names.empty() ? "" : ", ") + d.name();
+    to_write.push_back(u.record);
+    daemons.push_back(std::move(u));
   };
   for (uint32_t id : c.lockd_ids()) record(c.lockd(id));
   for (size_t i = 0; i < c.replica_count(); ++i) record(c.replica(i));
-  if (Status s = write_daemon_records(flags.records_path(), started); !s.is_ok()) {
-    return report_error("cluster up", s);  // the cluster object kills the daemons
+  if (Status s = write_daemon_records(flags.records_path(), to_write); !s.is_ok()) {
+    return report_error("cluster up", s);  // the cluster object kills the daemons it started
   }
   const auto master = c.master_id();
   c.release();
+  const size_t adopted = running.size();
 
   if (common.json()) {
     nlohmann::json out{{"dir", c.options().dir}, {"cluster_file", c.cluster_file()}, {"reused", existing}};
     out["master"] = master ? nlohmann::json("lockd-" + std::to_string(*master)) : nlohmann::json(nullptr);
-    for (const DaemonRecord& r : started) {
-      out["daemons"].push_back({{"name", r.name}, {"pid", r.pid}, {"endpoint", r.endpoint}});
+    out["started"] = nlohmann::json::array();
+    for (const Up& u : daemons) {
+      out["daemons"].push_back({{"name", u.record.name}, {"pid", u.record.pid}, {"endpoint", u.record.endpoint},
+                                {"started", u.started}, {"paused", u.paused}});
+      if (u.started) out["started"].push_back(u.record.name);
     }
     std::printf("%s\n", out.dump(2).c_str());
     return kExitOk;
   }
-  std::printf("%s a cluster in %s: %zu lockd, %zu replicas\n", existing ? "started again" : "started",
-              c.options().dir.c_str(), c.lockd_ids().size(), c.replica_count());
-  for (const DaemonRecord& r : started) {
-    std::printf("  %-10s pid %-7d %s\n", r.name.c_str(), static_cast<int>(r.pid), r.endpoint.c_str());
+  if (adopted > 0) {
+    std::printf("started %s of the cluster in %s (%zu of %zu daemons were running)\n", started_names.c_str(),
+                c.options().dir.c_str(), adopted, daemons.size());
+  } else {
+    std::printf("%s a cluster in %s: %zu lockd, %zu replicas\n", existing ? "started again" : "started",
+                c.options().dir.c_str(), c.lockd_ids().size(), c.replica_count());
+  }
+  for (const Up& u : daemons) {
+    std::printf("  %-10s pid %-7d %s%s\n", u.record.name.c_str(), static_cast<int>(u.record.pid),
+                u.record.endpoint.c_str(),
+                u.started ? (adopted > 0 ? "  started" : "") : u.paused ? "  was running, PAUSED" : "  was running");
   }
   if (master) std::printf("master: lockd-%u\n", *master);
   std::printf("logs: %s/*.log; stop it with: palisade cluster down%s\n", c.options().dir.c_str(),
@@ -217,7 +290,9 @@ void add_cluster_command(CLI::App& app, const CommonOptions& common, int& exit_c
   };
 
   auto* up_cmd = cluster->add_subcommand(
-      "up", "Start lockd nodes and replicas in the background; print the cluster file's path last");
+      "up",
+      "Start lockd nodes and replicas in the background (of a cluster already there, those not running); "
+      "print the cluster file's path last");
   add_dir(up_cmd);
   auto* lockd = up_cmd->add_option("--lockd", flags->lockd, "Lock group nodes (3 or 5 tolerate 1 or 2 failures)")
                     ->check(CLI::Range(1, 7))
@@ -230,7 +305,8 @@ void add_cluster_command(CLI::App& app, const CommonOptions& common, int& exit_c
                                        "(default: free ports)")
                         ->check(CLI::Range(1024, 65535));
   up_cmd->callback([flags, &common, &exit_code, lockd, replicas, base_port] {
-    exit_code = up(*flags, common, lockd->count() + replicas->count() + base_port->count() > 0);
+    exit_code = up(*flags, common,
+                   {.lockd = lockd->count() > 0, .replicas = replicas->count() > 0, .base_port = base_port->count() > 0});
   });
 
   auto* down_cmd = cluster->add_subcommand("down", "Stop exactly the daemons `cluster up` started (SIGTERM)");

@@ -23,6 +23,7 @@
 #include "client/replica_connection.h"
 #include "common/sequencer.h"
 #include "common/transport.h"
+#include "tools/daemon_records.h"
 #include "tools/lockd_call.h"
 #include "tools/replica_process.h"
 
@@ -133,13 +134,32 @@ Daemon::Daemon(std::string name, std::vector<std::string> argv, std::string endp
       log_path_(std::move(log_path)),
       probe_(std::move(probe)) {}
 
-bool Daemon::running() { return process_ != nullptr && process_->running(); }
+bool Daemon::running() {
+  if (process_ != nullptr) return process_->running();
+  return adopted_ && process_start_time(adopted_->pid) == adopted_->start_time;
+}
+
+void Daemon::adopt(pid_t pid, uint64_t start_time) {
+  process_.reset();
+  adopted_ = Adopted{pid, start_time};
+  paused_ = is_paused({.name = name_, .pid = pid, .start_time = start_time, .endpoint = endpoint_});
+}
+
+void Daemon::signal(int sig) {
+  if (!running()) return;
+  if (process_ != nullptr) {
+    process_->signal(sig);
+  } else {
+    ::kill(adopted_->pid, sig);
+  }
+}
 
 std::string Daemon::log() const { return read_text(log_path_); }
 
 void Daemon::start(bool detached) {
   if (running()) return;
   paused_ = false;
+  adopted_.reset();
   process_ = std::make_unique<Process>(argv_, log_path_, detached);
 }
 
@@ -152,7 +172,9 @@ Status Daemon::wait_ready(milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
   for (;;) {
     if (!running()) {
-      std::string how = process_ != nullptr ? describe_exit(*process_->wait(0)) : "was never started";
+      std::string how = process_ != nullptr ? describe_exit(*process_->wait(0))
+                        : adopted_          ? "exited"
+                                            : "was never started";
       return Status(Code::kUnavailable, name_ + " " + how + "; its log ends:\n" + tail(log(), 30));
     }
     if (!paused_ && probe_(std::clamp(ms_left(deadline), 1, 200))) return Status::ok();
@@ -165,28 +187,49 @@ Status Daemon::wait_ready(milliseconds timeout) {
   }
 }
 
+namespace {
+
+// An adopted daemon is not our child: we cannot reap it, only watch it go.
+bool wait_gone(Daemon& d, milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (d.running()) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return true;
+}
+
+}  // namespace
+
 void Daemon::kill() {
-  if (process_ != nullptr) process_->kill();
+  if (process_ != nullptr) {
+    process_->kill();
+  } else if (running()) {
+    ::kill(adopted_->pid, SIGKILL);
+    wait_gone(*this, milliseconds(5000));
+  }
   paused_ = false;
 }
 
 void Daemon::stop(milliseconds grace) {
   if (!running()) return;
   if (paused_) resume();
-  process_->signal(SIGTERM);
-  if (!process_->wait(static_cast<int>(grace.count()))) process_->kill();
+  signal(SIGTERM);
+  const bool gone = process_ != nullptr ? process_->wait(static_cast<int>(grace.count())).has_value()
+                                        : wait_gone(*this, grace);
+  if (!gone) kill();
   paused_ = false;
 }
 
 void Daemon::pause() {
   if (!running()) return;
-  process_->signal(SIGSTOP);
+  signal(SIGSTOP);
   paused_ = true;
 }
 
 void Daemon::resume() {
   if (!running()) return;
-  process_->signal(SIGCONT);
+  signal(SIGCONT);
   paused_ = false;
 }
 
@@ -202,8 +245,11 @@ LocalCluster::LocalCluster(LocalClusterOptions options)
 
 LocalCluster::~LocalCluster() {
   if (released_) return;
-  for (auto& d : lockd_) d->kill();
-  for (auto& d : replicas_) d->kill();
+  for (const auto* list : {&lockd_, &replicas_}) {
+    for (const auto& d : *list) {
+      if (!d->adopted()) d->kill();
+    }
+  }
 }
 
 void LocalCluster::release() {
@@ -221,7 +267,7 @@ void LocalCluster::stop(milliseconds grace) {
     for (const auto& d : *list) {
       if (!d->running()) continue;
       if (d->paused()) d->resume();
-      d->process()->signal(SIGTERM);
+      d->signal(SIGTERM);
     }
   }
   const auto deadline = Clock::now() + grace;
@@ -298,14 +344,31 @@ Status LocalCluster::launch() {
         std::make_unique<Daemon>(name, std::move(argv), ep, o.dir + "/" + name, o.dir + "/" + name + ".log", probe));
   }
 
+  for (const AdoptedDaemon& a : o.adopt) {
+    Daemon* found = nullptr;
+    for (const auto* list : {&lockd_, &replicas_}) {
+      for (const auto& d : *list) {
+        if (d->name() == a.name) found = d.get();
+      }
+    }
+    if (found == nullptr || found->endpoint() != a.endpoint) {
+      return Status(Code::kBadRequest, a.name + " on " + a.endpoint + " (pid " + std::to_string(a.pid) +
+                                           ") is not a daemon of " + cluster_file_);
+    }
+    found->adopt(a.pid, a.start_time);
+  }
+
   for (auto& d : replicas_) d->start(o.detached);
   for (auto& d : lockd_) d->start(o.detached);
 
+  // A paused adopted daemon cannot answer until someone resumes it: not waited for.
   const auto deadline = Clock::now() + o.start_timeout;
   for (auto& d : replicas_) {
+    if (d->adopted() && d->paused()) continue;
     if (Status s = d->wait_ready(milliseconds(ms_left(deadline))); !s.is_ok()) return s;
   }
   for (auto& d : lockd_) {
+    if (d->adopted() && d->paused()) continue;
     if (Status s = d->wait_ready(milliseconds(ms_left(deadline))); !s.is_ok()) return s;
   }
   for (;;) {

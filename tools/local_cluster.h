@@ -47,6 +47,15 @@ std::string sibling_lockd_binary();
 // seconds, and a new master is elected within about two.
 ClusterTiming short_lease_timing();
 
+// A daemon started by an earlier process: its name, pid and start time (field
+// 22 of /proc/PID/stat, which tells it from a later process with its pid).
+struct AdoptedDaemon {
+  std::string name;
+  pid_t pid = 0;
+  uint64_t start_time = 0;
+  std::string endpoint;
+};
+
 struct LocalClusterOptions {
   std::string dir;  // created if missing; should be empty (its data dirs are reused as they are)
   int lockd = 3;    // 1..7 lock group nodes, ids 1..lockd
@@ -72,6 +81,12 @@ struct LocalClusterOptions {
   bool reuse_cluster_file = false;
   // Daemons in sessions of their own that outlive this process after release().
   bool detached = false;
+  // Daemons of this cluster still running from an earlier detached start (as
+  // recorded in DIR/daemons by `palisade cluster up`): start() adopts each one
+  // whose name ("lockd-2", "replica-0") and endpoint match the cluster file
+  // instead of starting it again, and waits for it as for the others.
+  // BadRequest when one matches no daemon of the cluster file.
+  std::vector<AdoptedDaemon> adopt;
   // start() fails when the cluster is not healthy by then.
   std::chrono::milliseconds start_timeout{20000};
 };
@@ -91,10 +106,20 @@ class Daemon {
   const std::string& data_dir() const { return data_dir_; }
   const std::string& log_path() const { return log_path_; }
   const std::vector<std::string>& argv() const { return argv_; }
-  // -1 when not started.
-  pid_t pid() const { return process_ ? process_->pid() : -1; }
-  // Started and not exited (a paused daemon is running).
+  // -1 when not started (nor adopted).
+  pid_t pid() const { return process_ ? process_->pid() : adopted_ ? adopted_->pid : -1; }
+  // Started (or adopted) and not exited (a paused daemon is running).
   bool running();
+  // Takes over this daemon running from an earlier start, by pid and start
+  // time: running() while that process lives, start() leaves it be, and
+  // LocalCluster's destructor does not kill it (it is not ours to end on a
+  // failed start). paused() says whether it is stopped now. A later start()
+  // after it exited starts a child of our own.
+  void adopt(pid_t pid, uint64_t start_time);
+  // Whether the current run is an adopted one (not a child of this process).
+  bool adopted() const { return !process_ && adopted_.has_value(); }
+  // Sends `sig` to the running daemon (adopted or not); no-op when not running.
+  void signal(int sig);
   bool paused() const { return paused_; }
   // Its output so far (every run).
   std::string log() const;
@@ -126,6 +151,11 @@ class Daemon {
   std::string log_path_;
   std::function<bool(int)> probe_;
   std::unique_ptr<Process> process_;
+  struct Adopted {
+    pid_t pid = 0;
+    uint64_t start_time = 0;
+  };
+  std::optional<Adopted> adopted_;  // the run adopt() took over; reset by start()
   bool paused_ = false;
 };
 
@@ -135,9 +165,11 @@ class LocalCluster {
   // returns once every replica answers a ping and a lockd master is elected.
   // BadRequest for bad options; StorageError when the files cannot be written;
   // Unavailable (with the end of the daemons' logs) when the cluster does not
-  // become healthy within options.start_timeout. Nothing is left running on failure.
+  // become healthy within options.start_timeout. Nothing it started is left
+  // running on failure (adopted daemons are left as they were).
   static Result<std::unique_ptr<LocalCluster>> start(LocalClusterOptions options);
-  // Kills every daemon still running (SIGKILL), unless release()d.
+  // Kills every daemon it started that is still running (SIGKILL), unless
+  // release()d; adopted daemons are left running.
   ~LocalCluster();
   // Leaves a detached cluster's daemons running when this object dies.
   void release();

@@ -123,6 +123,17 @@ struct Fixture {
   }
 };
 
+// Stops and removes a cluster started with `palisade cluster up --dir DIR`,
+// also when the test fails: its daemons outlive the test otherwise.
+struct ClusterDown {
+  const tools::TempDir& home;
+  std::string dir;
+  ~ClusterDown() {
+    tools::Process down({PALISADE_BIN, "cluster", "down", "--purge", "--dir", dir}, home.sub("cleanup.log"));
+    down.wait(60000);
+  }
+};
+
 TEST_CASE("cli: cluster up starts a healthy cluster in the background, down stops exactly its daemons",
           "[cli]") {
   tools::TempDir home;
@@ -365,6 +376,89 @@ TEST_CASE("cli: status shows epochs as ROUND.NODE, and -o json the raw epoch wit
   CHECK(text.out.find("master lockd-" + std::to_string(node) + ", epoch " + readable + ",") != std::string::npos);
   CHECK(text.out.find(" master     " + readable + " ") != std::string::npos);  // the master's row
   CHECK(text.out.find(std::to_string(epoch)) == std::string::npos);            // the raw ballot is not shown
+}
+
+TEST_CASE("cli: cluster up on a partly running cluster starts only the daemons that exited, with their data",
+          "[cli]") {
+  tools::TempDir home;
+  const std::string dir = home.sub("c");
+  const std::string file = dir + "/cluster.toml";
+  ClusterDown cleanup{home, dir};
+  Run first = palisade(home, {"cluster", "up", "--dir", dir});
+  INFO(first.out);
+  REQUIRE(first.code == 0);
+  REQUIRE(palisade(home, {"--cluster", file, "put", "k", "kept"}).code == 0);
+  const int repaired = palisade(home, {"--cluster", file, "repair"}).code;  // every replica holds k
+  REQUIRE((repaired == 0 || repaired == 8));
+
+  auto before = tools::read_daemon_records(dir + "/daemons");
+  REQUIRE(before.is_ok());
+  REQUIRE(before.value().size() == 6);
+  auto is_victim = [](const tools::DaemonRecord& r) { return r.name == "lockd-1" || r.name == "replica-1"; };
+  for (const auto& r : before.value()) {
+    if (is_victim(r)) ::kill(r.pid, SIGKILL);
+  }
+  for (const auto& r : before.value()) {
+    if (is_victim(r)) wait_until(r.name + " to die", [&] { return !tools::is_alive(r); });
+  }
+
+  // A size other than the cluster's is refused and starts nothing; the same size is no conflict.
+  Run conflict = palisade(home, {"cluster", "up", "--dir", dir, "--replicas", "5"});
+  INFO(conflict.out);
+  CHECK(conflict.code == 2);
+  CHECK(conflict.out.find("--replicas 5, but it has 3 replicas") != std::string::npos);
+  auto unchanged = tools::read_daemon_records(dir + "/daemons");
+  REQUIRE(unchanged.is_ok());
+  for (const auto& r : unchanged.value()) CHECK(tools::is_alive(r) == !is_victim(r));
+
+  Run again = palisade(home, {"cluster", "up", "--dir", dir, "--lockd", "3"});
+  INFO(again.out);
+  REQUIRE(again.code == 0);
+  CHECK(again.out.find("started lockd-1, replica-1 of the cluster in " + dir + " (4 of 6 daemons were running)") !=
+        std::string::npos);
+  CHECK(last_line(again.out) == file);
+  auto after = tools::read_daemon_records(dir + "/daemons");
+  REQUIRE(after.is_ok());
+  REQUIRE(after.value().size() == 6);
+  for (size_t i = 0; i < 6; ++i) {
+    const tools::DaemonRecord& was = before.value()[i];
+    const tools::DaemonRecord& now = after.value()[i];
+    INFO(now.name);
+    CHECK(now.name == was.name);
+    CHECK(now.endpoint == was.endpoint);
+    CHECK(tools::is_alive(now));
+    if (is_victim(was)) {
+      CHECK(now.pid != was.pid);
+    } else {
+      CHECK(now.pid == was.pid);  // the same process, untouched
+      CHECK(now.start_time == was.start_time);
+    }
+  }
+
+  Run status = palisade(home, {"--cluster", file, "status", "-o", "json"});
+  INFO(status.out);
+  CHECK(status.code == 0);
+  auto out = json_of(status);
+  for (const auto& n : out["lock_group"]["nodes"]) CHECK(n["reachable"] == true);
+  for (const auto& r : out["replicas"]) CHECK(r["reachable"] == true);
+  Run daemons = palisade(home, {"cluster", "status", "--dir", dir, "-o", "json"});
+  INFO(daemons.out);
+  CHECK(daemons.code == 0);
+  for (const auto& d : json_of(daemons)["daemons"]) {
+    CHECK(d["state"] == "running");
+    if (d["role"] == "master") CHECK(d["epoch_node"] == out["lock_group"]["master"]);
+  }
+
+  // The restarted replica came back on its data.
+  const tools::DaemonRecord& replica_1 = after.value()[4];
+  REQUIRE(replica_1.name == "replica-1");
+  client::ReplicaConnection conn(replica_1.endpoint);
+  auto read = conn.call({0, wire::ReadRequest{"k"}}, 2000);
+  REQUIRE(read.is_ok());
+  CHECK_FALSE(read.value().versions.empty());
+  Run get = palisade(home, {"--cluster", file, "get", "k"});
+  CHECK(get.code == 0);
+  CHECK(get.out == "kept\n");
 }
 
 TEST_CASE("cli: status reports each replica's keys and the fence floor a locked put raised", "[cli]") {
