@@ -108,6 +108,14 @@ struct Cluster {
     return std::nullopt;
   }
 
+  // Runs until a master is elected (a lease and some election timeouts), and returns it.
+  NodeId elect() {
+    run(kLease + 3000);
+    auto m = master();
+    REQUIRE(m);
+    return *m;
+  }
+
   bool propose(const std::string& value) {
     auto m = master();
     if (!m) return false;
@@ -131,6 +139,9 @@ struct Cluster {
   size_t max_masters = 0;
 };
 
+// A node other than `id`.
+NodeId other_than(NodeId id) { return id == 1 ? 2 : 1; }
+
 std::vector<std::string> values_of(const std::map<Slot, std::string>& delivered) {
   std::vector<std::string> out;
   for (const auto& [slot, v] : delivered) {
@@ -153,26 +164,22 @@ TEST_CASE("a lone node elects itself and chooses at once", "[paxos]") {
 
 TEST_CASE("three nodes elect one master and apply the same values in order", "[paxos]") {
   Cluster c(3);
-  c.run(kLease + 3000);
-  auto m = c.master();
-  REQUIRE(m);
-  CHECK(c.nodes[*m]->epoch() > 0);
+  NodeId m = c.elect();
+  CHECK(c.nodes[m]->epoch() > 0);
   for (int i = 0; i < 20; ++i) REQUIRE(c.propose("v" + std::to_string(i)));
   c.run(1000);  // heartbeats carry the chosen prefix to the followers
   for (NodeId id : c.members) {
     REQUIRE(values_of(c.delivered[id]).size() == 20);
-    CHECK(values_of(c.delivered[id]) == values_of(c.delivered[*m]));
-    CHECK(c.nodes[id]->master_hint() == *m);
+    CHECK(values_of(c.delivered[id]) == values_of(c.delivered[m]));
+    CHECK(c.nodes[id]->master_hint() == m);
   }
   CHECK(c.max_masters == 1);
 }
 
 TEST_CASE("a master's accepts leave before its own sync; its vote counts only after it", "[paxos]") {
   Cluster c(3);
-  c.run(kLease + 3000);
-  auto m = c.master();
-  REQUIRE(m);
-  PaxosNode& master = *c.nodes[*m];
+  NodeId m = c.elect();
+  PaxosNode& master = *c.nodes[m];
   REQUIRE(master.propose("x", c.now));
   // Its ballot's promise is on disk, so the accepts may go out before the sync.
   auto early = master.take_early_messages();
@@ -183,13 +190,13 @@ TEST_CASE("a master's accepts leave before its own sync; its vote counts only af
   PeerMessage to_f = early.front();
   c.nodes[to_f.to]->receive(to_f, c.now);
   c.settle(to_f.to);
-  auto reply = std::find_if(c.wire.begin(), c.wire.end(), [&](const PeerMessage& p) { return p.to == *m; });
+  auto reply = std::find_if(c.wire.begin(), c.wire.end(), [&](const PeerMessage& p) { return p.to == m; });
   REQUIRE(reply != c.wire.end());
   master.receive(*reply, c.now);
   c.wire.erase(reply);
   CHECK(master.take_deliveries().empty());
   // Once the storage committed, its own vote makes the majority.
-  REQUIRE(c.disks[*m]->commit().is_ok());
+  REQUIRE(c.disks[m]->commit().is_ok());
   master.on_synced();
   auto delivered = master.take_deliveries();
   REQUIRE(delivered.size() == 1);
@@ -239,38 +246,32 @@ TEST_CASE("a new master's first accepts wait until its promise is synced", "[pax
 
 TEST_CASE("a follower does not propose", "[paxos]") {
   Cluster c(3);
-  c.run(kLease + 3000);
-  auto m = c.master();
-  REQUIRE(m);
-  NodeId follower = *m == 1 ? 2 : 1;
+  NodeId m = c.elect();
+  NodeId follower = other_than(m);
   CHECK_FALSE(c.nodes[follower]->propose("x", c.now));
 }
 
 TEST_CASE("the master keeps its lease while a majority answers heartbeats", "[paxos]") {
   Cluster c(3);
-  c.run(kLease + 3000);
-  auto m = c.master();
-  REQUIRE(m);
-  Ballot epoch = c.nodes[*m]->epoch();
+  NodeId m = c.elect();
+  Ballot epoch = c.nodes[m]->epoch();
   c.run(30000);  // many lease lengths, nothing proposed
   CHECK(c.master() == m);
-  CHECK(c.nodes[*m]->epoch() == epoch);
+  CHECK(c.nodes[m]->epoch() == epoch);
 }
 
 TEST_CASE("a cut-off master loses its lease before another node can win one", "[paxos]") {
   Cluster c(3);
-  c.run(kLease + 3000);
-  auto old = c.master();
-  REQUIRE(old);
+  NodeId old = c.elect();
   REQUIRE(c.propose("before"));
-  uint64_t lease_end = c.nodes[*old]->master_lease_until();
-  c.cut.insert(*old);
+  uint64_t lease_end = c.nodes[old]->master_lease_until();
+  c.cut.insert(old);
   std::optional<uint64_t> new_master_at;
   std::optional<NodeId> successor;
   for (int i = 0; i < 2000 && !new_master_at; ++i) {
     c.run(10);
     for (auto& [id, node] : c.nodes) {
-      if (id != *old && node->is_master(c.now)) {
+      if (id != old && node->is_master(c.now)) {
         new_master_at = c.now;
         successor = id;
       }
@@ -278,9 +279,9 @@ TEST_CASE("a cut-off master loses its lease before another node can win one", "[
   }
   REQUIRE(new_master_at);
   CHECK(*new_master_at >= lease_end);     // all nodes share one clock here
-  CHECK_FALSE(c.nodes[*old]->is_master(c.now));
+  CHECK_FALSE(c.nodes[old]->is_master(c.now));
   CHECK(c.max_masters == 1);
-  CHECK(c.nodes[*successor]->epoch() > c.nodes[*old]->epoch());
+  CHECK(c.nodes[*successor]->epoch() > c.nodes[old]->epoch());
   // What the old master had chosen is still there, in the same slot.
   REQUIRE(c.propose("after"));
   c.run(1000);
@@ -289,15 +290,13 @@ TEST_CASE("a cut-off master loses its lease before another node can win one", "[
   c.cut.clear();
   c.run(2000);
   CHECK(c.master() == successor);
-  CHECK(values_of(c.delivered[*old]) == std::vector<std::string>{"before", "after"});
+  CHECK(values_of(c.delivered[old]) == std::vector<std::string>{"before", "after"});
 }
 
 TEST_CASE("negative control: acceptors that ignore the lease allow two masters", "[paxos]") {
   Cluster c(3, /*ignore_lease=*/true);
-  c.run(kLease + 3000);
-  auto old = c.master();
-  REQUIRE(old);
-  c.cut.insert(*old);
+  NodeId old = c.elect();
+  c.cut.insert(old);
   c.run(3000);  // shorter than the lease: the cut-off master still believes in it
   // Count masters by each node's own view, as the simulator's checker does.
   int masters = 0;
@@ -308,27 +307,23 @@ TEST_CASE("negative control: acceptors that ignore the lease allow two masters",
 
 TEST_CASE("a value accepted by a majority survives the master's crash", "[paxos]") {
   Cluster c(3);
-  c.run(kLease + 3000);
-  auto old = c.master();
-  REQUIRE(old);
+  NodeId old = c.elect();
   REQUIRE(c.propose("kept"));
-  c.crash(*old);
+  c.crash(old);
   c.run(2 * kLease + 3000);
   auto successor = c.master();
   REQUIRE(successor);
   CHECK(values_of(c.delivered[*successor]) == std::vector<std::string>{"kept"});
-  c.boot(*old);
+  c.boot(old);
   REQUIRE(c.propose("next"));
   c.run(2000);
-  CHECK(values_of(c.delivered[*old]) == std::vector<std::string>{"kept", "next"});
+  CHECK(values_of(c.delivered[old]) == std::vector<std::string>{"kept", "next"});
 }
 
 TEST_CASE("a restarted node catches up from a snapshot when the log was compacted", "[paxos]") {
   Cluster c(3);
-  c.run(kLease + 3000);
-  auto m = c.master();
-  REQUIRE(m);
-  NodeId lagging = *m == 3 ? 2 : 3;
+  NodeId m = c.elect();
+  NodeId lagging = m == 3 ? 2 : 3;
   c.crash(lagging);
   for (int i = 0; i < 30; ++i) REQUIRE(c.propose("v" + std::to_string(i)));
   c.run(1000);
@@ -340,7 +335,7 @@ TEST_CASE("a restarted node catches up from a snapshot when the log was compacte
   REQUIRE(c.propose("after"));
   c.run(2000);
   CHECK(c.snapshot_installs[lagging] == 1);
-  CHECK(c.applied[lagging] == c.applied[*m]);
+  CHECK(c.applied[lagging] == c.applied[m]);
   CHECK(c.delivered[lagging].rbegin()->second == "after");
   // Its durable state holds the snapshot, not the compacted log.
   CHECK(c.disks[lagging]->committed().snapshot_slot > 0);
@@ -348,15 +343,13 @@ TEST_CASE("a restarted node catches up from a snapshot when the log was compacte
 
 TEST_CASE("a node whose commit failed restarts from disk and rejoins", "[paxos]") {
   Cluster c(3);
-  c.run(kLease + 3000);
-  auto m = c.master();
-  REQUIRE(m);
-  NodeId f = *m == 1 ? 2 : 1;
+  NodeId m = c.elect();
+  NodeId f = other_than(m);
   c.disks[f]->fail_next_commit();
   // The follower's accept of this value is not durable: the driver drops the
   // step's messages and restarts it from what is.
-  REQUIRE(c.nodes[*m]->propose("x", c.now));
-  c.settle(*m);
+  REQUIRE(c.nodes[m]->propose("x", c.now));
+  c.settle(m);
   auto it = std::find_if(c.wire.begin(), c.wire.end(), [&](const PeerMessage& p) { return p.to == f; });
   REQUIRE(it != c.wire.end());
   PeerMessage to_f = *it;
@@ -377,10 +370,8 @@ TEST_CASE("a node whose commit failed restarts from disk and rejoins", "[paxos]"
 
 TEST_CASE("messages of another group or to another node are ignored", "[paxos]") {
   Cluster c(3);
-  c.run(kLease + 3000);
-  auto m = c.master();
-  REQUIRE(m);
-  NodeId f = *m == 1 ? 2 : 1;
+  NodeId m = c.elect();
+  NodeId f = other_than(m);
   Ballot before = c.nodes[f]->epoch();
   PeerMessage foreign{.from = 3, .to = f, .group = 8, .body = Prepare{.ballot = make_ballot(99, 3), .from_slot = 1, .seq = 1}};
   c.nodes[f]->receive(foreign, c.now);
