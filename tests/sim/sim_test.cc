@@ -2,32 +2,22 @@
 // control that proves the checkers can see a broken fence.
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
-
 #include "tests/sim/quorum_sim.h"
+#include "tests/sim/seed_sweep.h"
 
 namespace palisade::sim {
 namespace {
 
-uint64_t seed_count() {
-  const char* env = std::getenv("PALISADE_SIM_SEEDS");
-  return env != nullptr ? std::strtoull(env, nullptr, 10) : 1000;
-}
+uint64_t seed_count() { return seed_count_from_env("PALISADE_SIM_SEEDS", 1000); }
 
 TEST_CASE("sim: fence safety holds over many seeds", "[sim]") {
-  uint64_t seeds = seed_count();
   uint64_t fenced = 0, acknowledged = 0, reads = 0;
-  for (uint64_t seed = 1; seed <= seeds; ++seed) {
-    QuorumSimOptions o;
-    o.seed = seed;
-    auto r = run_quorum_sim(o);
-    INFO("replay: palisade-sim --seed " << seed << " --trace");
-    for (const auto& v : r.violations) UNSCOPED_INFO(v);
-    REQUIRE(r.violations.empty());
-    fenced += r.writes_fenced;
-    acknowledged += r.writes_ok;
-    reads += r.reads_ok;
-  }
+  const uint64_t seeds =
+      run_seeds(QuorumSimOptions{}, {seed_count()}, "palisade-sim", run_quorum_sim, [&](const QuorumSimResult& r) {
+        fenced += r.writes_fenced;
+        acknowledged += r.writes_ok;
+        reads += r.reads_ok;
+      });
   // The workload must exercise what it claims to check.
   CHECK(fenced > seeds);
   CHECK(acknowledged > 10 * seeds);
@@ -35,40 +25,20 @@ TEST_CASE("sim: fence safety holds over many seeds", "[sim]") {
 }
 
 TEST_CASE("sim: fence safety holds with five replicas and more clients", "[sim]") {
-  for (uint64_t seed = 1; seed <= seed_count() / 5; ++seed) {
-    QuorumSimOptions o;
-    o.seed = seed;
-    o.replicas = 5;
-    o.clients = 5;
-    auto r = run_quorum_sim(o);
-    INFO("replay: palisade-sim --replicas 5 --clients 5 --seed " << seed << " --trace");
-    for (const auto& v : r.violations) UNSCOPED_INFO(v);
-    REQUIRE(r.violations.empty());
-  }
+  QuorumSimOptions o;
+  o.replicas = 5;
+  o.clients = 5;
+  run_seeds(o, {seed_count() / 5}, "palisade-sim --replicas 5 --clients 5", run_quorum_sim);
 }
 
 TEST_CASE("sim: the same seed gives the same trace hash", "[sim]") {
-  for (uint64_t seed : {1, 7, 99}) {
-    QuorumSimOptions o;
-    o.seed = seed;
-    auto a = run_quorum_sim(o);
-    auto b = run_quorum_sim(o);
-    CHECK(a.trace_hash == b.trace_hash);
-    CHECK(a.events == b.events);
-    o.seed = seed + 1000;
-    CHECK(run_quorum_sim(o).trace_hash != a.trace_hash);
-  }
+  check_same_seed_same_trace(QuorumSimOptions{}, run_quorum_sim);
 }
 
 TEST_CASE("sim: negative control, replicas that skip the fence floor are caught", "[sim]") {
-  int caught = 0;
-  for (uint64_t seed = 1; seed <= 50; ++seed) {
-    QuorumSimOptions o;
-    o.seed = seed;
-    o.broken_replicas_skip_fence_floor = true;
-    caught += !run_quorum_sim(o).violations.empty();
-  }
-  CHECK(caught >= 25);
+  QuorumSimOptions broken;
+  broken.broken_replicas_skip_fence_floor = true;
+  CHECK(count_caught(broken, 50, run_quorum_sim) >= 25);
 }
 
 }  // namespace
