@@ -1,7 +1,7 @@
 #include "common/lock_protocol.h"
 
-#include <limits>
-
+#include "common/message_codec.h"
+#include "common/message_fields.h"
 #include "common/sequencer.h"
 
 namespace palisade::wire {
@@ -9,13 +9,10 @@ namespace {
 
 using Packer = msgpack::packer<msgpack::sbuffer>;
 
-constexpr std::string_view kReplyType = "reply";
 constexpr size_t kMaxModeBytes = 16;        // "exclusive"
 constexpr size_t kMaxRoleBytes = 16;        // "candidate"
 constexpr size_t kMaxEndpointBytes = 1024;  // a ZeroMQ endpoint
 constexpr size_t kMaxStatusLocks = 1000;    // LockReply::locks
-
-std::string to_string(const msgpack::sbuffer& buf) { return {buf.data(), buf.size()}; }
 
 struct RequestEncoder {
   Packer& pk;
@@ -23,10 +20,8 @@ struct RequestEncoder {
 
   void epoch_and_session(uint32_t body_fields, std::string_view type, uint64_t epoch, uint64_t session) const {
     write_envelope(pk, 3 + 2 + body_fields, id, type);
-    pack_text(pk, "epoch");
-    pk.pack_uint64(epoch);
-    pack_text(pk, "session");
-    pk.pack_uint64(session);
+    pack_u64_field(pk, "epoch", epoch);
+    pack_u64_field(pk, "session", session);
   }
 
   void operator()(const FindMasterRequest&) const { write_envelope(pk, 3, id, "find_master"); }
@@ -34,39 +29,27 @@ struct RequestEncoder {
     // lease_ms only when chosen: a request for the default is what masters
     // from before per-session leases accept.
     write_envelope(pk, r.lease_ms != 0 ? 5 : 4, id, "open_session");
-    pack_text(pk, "epoch");
-    pk.pack_uint64(r.epoch);
-    if (r.lease_ms != 0) {
-      pack_text(pk, "lease_ms");
-      pk.pack_uint64(r.lease_ms);
-    }
+    pack_u64_field(pk, "epoch", r.epoch);
+    if (r.lease_ms != 0) pack_u64_field(pk, "lease_ms", r.lease_ms);
   }
   void operator()(const KeepAliveRequest& r) const { epoch_and_session(0, "keep_alive", r.epoch, r.session); }
   void operator()(const CloseSessionRequest& r) const { epoch_and_session(0, "close_session", r.epoch, r.session); }
   void operator()(const AcquireRequest& r) const {
     epoch_and_session(5, "acquire", r.epoch, r.session);
-    pack_text(pk, "call");
-    pk.pack_uint64(r.call);
-    pack_text(pk, "lock");
-    pack_text(pk, r.lock);
-    pack_text(pk, "mode");
-    pack_text(pk, mode_name(r.mode));
-    pack_text(pk, "lock_delay_ms");
-    pk.pack_uint64(r.lock_delay_ms);
-    pack_text(pk, "wait_ms");
-    pk.pack_uint64(r.wait_ms);
+    pack_u64_field(pk, "call", r.call);
+    pack_text_field(pk, "lock", r.lock);
+    pack_text_field(pk, "mode", mode_name(r.mode));
+    pack_u64_field(pk, "lock_delay_ms", r.lock_delay_ms);
+    pack_u64_field(pk, "wait_ms", r.wait_ms);
   }
   void operator()(const ReleaseRequest& r) const {
     epoch_and_session(2, "release", r.epoch, r.session);
-    pack_text(pk, "call");
-    pk.pack_uint64(r.call);
-    pack_text(pk, "lock");
-    pack_text(pk, r.lock);
+    pack_u64_field(pk, "call", r.call);
+    pack_text_field(pk, "lock", r.lock);
   }
   void operator()(const CheckSequencerRequest& r) const {
     write_envelope(pk, 4, id, "check_sequencer");
-    pack_text(pk, "sequencer");
-    pack_text(pk, r.sequencer);
+    pack_text_field(pk, "sequencer", r.sequencer);
   }
   void operator()(const LockStatusRequest&) const { write_envelope(pk, 3, id, "lock_status"); }
 };
@@ -85,6 +68,12 @@ void read_mode(FieldReader& r, std::string_view field, LockMode& out, Need need)
 void read_lock_name(FieldReader& r, std::string& out, const Limits& limits) {
   r.bytes("lock", out, limits.max_lock_bytes, Need::kRequired);
   if (r.status().is_ok() && out.empty()) r.fail(Code::kBadRequest, "field 'lock' must not be empty");
+}
+
+// The epoch and session of a call that touches a session.
+void read_epoch_and_session(FieldReader& r, uint64_t& epoch, uint64_t& session) {
+  r.u64("epoch", epoch, Need::kRequired);
+  r.u64("session", session, Need::kRequired);
 }
 
 // Reads the fields of a request of `type` into `out`.
@@ -106,22 +95,19 @@ Status read_body(const std::string& type, FieldReader& r, const Limits& limits, 
   }
   if (type == "keep_alive") {
     KeepAliveRequest k;
-    r.u64("epoch", k.epoch, Need::kRequired);
-    r.u64("session", k.session, Need::kRequired);
+    read_epoch_and_session(r, k.epoch, k.session);
     out = k;
     return Status::ok();
   }
   if (type == "close_session") {
     CloseSessionRequest c;
-    r.u64("epoch", c.epoch, Need::kRequired);
-    r.u64("session", c.session, Need::kRequired);
+    read_epoch_and_session(r, c.epoch, c.session);
     out = c;
     return Status::ok();
   }
   if (type == "acquire") {
     AcquireRequest a;
-    r.u64("epoch", a.epoch, Need::kRequired);
-    r.u64("session", a.session, Need::kRequired);
+    read_epoch_and_session(r, a.epoch, a.session);
     r.u64("call", a.call, Need::kRequired);
     read_lock_name(r, a.lock, limits);
     read_mode(r, "mode", a.mode, Need::kRequired);
@@ -136,8 +122,7 @@ Status read_body(const std::string& type, FieldReader& r, const Limits& limits, 
   }
   if (type == "release") {
     ReleaseRequest rl;
-    r.u64("epoch", rl.epoch, Need::kRequired);
-    r.u64("session", rl.session, Need::kRequired);
+    read_epoch_and_session(r, rl.epoch, rl.session);
     r.u64("call", rl.call, Need::kRequired);
     read_lock_name(r, rl.lock, limits);
     out = std::move(rl);
@@ -174,33 +159,16 @@ uint32_t reply_field_count(const LockReply& reply) {
   return n;
 }
 
-void pack_u64_field(Packer& pk, std::string_view name, uint64_t value) {
-  pack_text(pk, name);
-  pk.pack_uint64(value);
-}
-
 void pack_lock_info(Packer& pk, const LockInfo& l) {
   pk.pack_map(6);
-  pack_text(pk, "name");
-  pack_text(pk, l.name);
-  pack_text(pk, "mode");
-  pack_text(pk, mode_name(l.mode));
+  pack_text_field(pk, "name", l.name);
+  pack_text_field(pk, "mode", mode_name(l.mode));
   pack_u64_field(pk, "token", l.token);
   pack_text(pk, "holders");
   pk.pack_array(static_cast<uint32_t>(l.holders.size()));
   for (uint64_t h : l.holders) pk.pack_uint64(h);
   pack_u64_field(pk, "waiters", l.waiters);
   pack_u64_field(pk, "delay_ms", l.delay_ms);
-}
-
-void read_u32(FieldReader& r, std::string_view name, uint32_t& out, Need need) {
-  uint64_t v = 0;
-  r.u64(name, v, need);
-  if (!r.status().is_ok()) return;
-  if (v > std::numeric_limits<uint32_t>::max()) {
-    return r.fail(Code::kBadRequest, "field '" + std::string(name) + "' must be at most 2^32-1");
-  }
-  out = static_cast<uint32_t>(v);
 }
 
 void read_holders(FieldReader& r, std::vector<uint64_t>& out) {
@@ -226,117 +194,68 @@ void read_lock_info(FieldReader& r, const Limits& limits, LockInfo& l) {
 }
 
 void read_locks(FieldReader& r, const Limits& limits, std::vector<LockInfo>& out) {
-  const msgpack::object* list = r.object("locks", Need::kOptional);
-  if (list == nullptr) return;
-  if (list->type != msgpack::type::ARRAY || list->via.array.size > kMaxStatusLocks) {
-    return r.fail(Code::kBadRequest,
-                  "field 'locks' must be a list of at most " + std::to_string(kMaxStatusLocks) + " locks");
-  }
-  for (uint32_t i = 0; i < list->via.array.size; ++i) {
-    FieldReader lr(list->via.array.ptr[i], "lock");
-    read_lock_info(lr, limits, out.emplace_back());
-    if (Status s = lr.finish(); !s.is_ok()) return r.fail(s.code(), s.message());
-  }
+  read_map_list(r, "locks", kMaxStatusLocks, "lock", out,
+                [&](FieldReader& lr, LockInfo& l) { read_lock_info(lr, limits, l); });
 }
 
 }  // namespace
 
 std::string encode_lock_request(const LockRequest& request) {
-  msgpack::sbuffer buf;
-  Packer pk(buf);
-  std::visit(RequestEncoder{pk, request.id}, request.body);
-  return to_string(buf);
+  return encode_request_with<RequestEncoder>(request);
 }
 
 std::string encode_lock_reply(const LockReply& reply) {
-  msgpack::sbuffer buf;
-  Packer pk(buf);
-  write_envelope(pk, reply_field_count(reply), reply.id, kReplyType);
-  pack_status(pk, reply.status);
-  pack_u64_field(pk, "epoch", reply.epoch);
-  pack_u64_field(pk, "master", reply.master);
-  if (!reply.master_endpoint.empty()) {
-    pack_text(pk, "master_endpoint");
-    pack_text(pk, reply.master_endpoint);
-  }
-  if (reply.session != 0) pack_u64_field(pk, "session", reply.session);
-  if (reply.lease_ms != 0) pack_u64_field(pk, "lease_ms", reply.lease_ms);
-  if (reply.token != 0) pack_u64_field(pk, "token", reply.token);
-  if (has_mode(reply)) {
-    pack_text(pk, "mode");
-    pack_text(pk, mode_name(reply.mode));
-  }
-  if (!reply.sequencer.empty()) {
-    pack_text(pk, "sequencer");
-    pack_text(pk, reply.sequencer);
-  }
-  if (reply.current) {
-    pack_text(pk, "current");
-    pk.pack(true);
-  }
-  if (reply.released) {
-    pack_text(pk, "released");
-    pk.pack(true);
-  }
-  if (reply.node != 0) pack_u64_field(pk, "node", reply.node);
-  if (!reply.role.empty()) {
-    pack_text(pk, "role");
-    pack_text(pk, reply.role);
-  }
-  if (reply.applied_slot != 0) pack_u64_field(pk, "applied_slot", reply.applied_slot);
-  if (reply.sessions != 0) pack_u64_field(pk, "sessions", reply.sessions);
-  if (!reply.locks.empty()) {
-    pack_text(pk, "locks");
-    pk.pack_array(static_cast<uint32_t>(reply.locks.size()));
-    for (const LockInfo& l : reply.locks) pack_lock_info(pk, l);
-  }
-  return to_string(buf);
+  return encode_message([&](Packer& pk) {
+    write_reply_head(pk, reply_field_count(reply), reply.id, reply.status);
+    pack_u64_field(pk, "epoch", reply.epoch);
+    pack_u64_field(pk, "master", reply.master);
+    if (!reply.master_endpoint.empty()) pack_text_field(pk, "master_endpoint", reply.master_endpoint);
+    if (reply.session != 0) pack_u64_field(pk, "session", reply.session);
+    if (reply.lease_ms != 0) pack_u64_field(pk, "lease_ms", reply.lease_ms);
+    if (reply.token != 0) pack_u64_field(pk, "token", reply.token);
+    if (has_mode(reply)) pack_text_field(pk, "mode", mode_name(reply.mode));
+    if (!reply.sequencer.empty()) pack_text_field(pk, "sequencer", reply.sequencer);
+    if (reply.current) pack_bool_field(pk, "current", true);
+    if (reply.released) pack_bool_field(pk, "released", true);
+    if (reply.node != 0) pack_u64_field(pk, "node", reply.node);
+    if (!reply.role.empty()) pack_text_field(pk, "role", reply.role);
+    if (reply.applied_slot != 0) pack_u64_field(pk, "applied_slot", reply.applied_slot);
+    if (reply.sessions != 0) pack_u64_field(pk, "sessions", reply.sessions);
+    if (!reply.locks.empty()) {
+      pack_text(pk, "locks");
+      pk.pack_array(static_cast<uint32_t>(reply.locks.size()));
+      for (const LockInfo& l : reply.locks) pack_lock_info(pk, l);
+    }
+  });
 }
 
 Result<LockRequest> decode_lock_request(std::string_view bytes, const Limits& limits, uint64_t* id_out) {
-  auto opened = open_envelope(bytes, limits.max_message_bytes(), id_out);
-  if (!opened.is_ok()) return opened.status();
-  Envelope& env = opened.value();
-  FieldReader& r = *env.fields;
-  // Built in place: moving a LockRequest into a Result trips GCC 12's
-  // -Wmaybe-uninitialized (a false positive on the variant's alternatives).
-  Result<LockRequest> request{LockRequest{}};
-  request.value().id = env.id;
-  if (Status s = read_body(env.type, r, limits, request.value().body); !s.is_ok()) return s;
-  if (Status s = r.finish(); !s.is_ok()) return s;
-  return request;
+  return decode_request_with<LockRequest>(
+      bytes, limits.max_message_bytes(), id_out,
+      [&](const std::string& type, FieldReader& r, LockRequestBody& body) { return read_body(type, r, limits, body); });
 }
 
 Result<LockReply> decode_lock_reply(std::string_view bytes, size_t max_bytes) {
-  auto opened = open_envelope(bytes, max_bytes, nullptr, /*max_list=*/4096);  // status: up to 1000 locks
-  if (!opened.is_ok()) return opened.status();
-  Envelope& env = opened.value();
-  if (env.type != kReplyType) return Status(Code::kUnknownType, "expected a reply, got '" + env.type + "'");
-  FieldReader& r = *env.fields;
-  const Limits limits;
-  LockReply reply;
-  reply.id = env.id;
-  StatusFields status;
-  status.read(r, max_bytes);
-  r.u64("epoch", reply.epoch, Need::kRequired);
-  read_u32(r, "master", reply.master, Need::kRequired);
-  r.bytes("master_endpoint", reply.master_endpoint, kMaxEndpointBytes, Need::kOptional);
-  r.u64("session", reply.session, Need::kOptional);
-  r.u64("lease_ms", reply.lease_ms, Need::kOptional);
-  r.u64("token", reply.token, Need::kOptional);
-  read_mode(r, "mode", reply.mode, Need::kOptional);
-  r.bytes("sequencer", reply.sequencer, kMaxSequencerBytes, Need::kOptional);
-  r.boolean("current", reply.current, Need::kOptional);
-  r.boolean("released", reply.released, Need::kOptional);
-  read_u32(r, "node", reply.node, Need::kOptional);
-  r.bytes("role", reply.role, kMaxRoleBytes, Need::kOptional);
-  r.u64("applied_slot", reply.applied_slot, Need::kOptional);
-  r.u64("sessions", reply.sessions, Need::kOptional);
-  read_locks(r, limits, reply.locks);
-  Status s = r.finish();
-  if (!s.is_ok()) return s;
-  if (Status parsed = status.parse(&reply.status); !parsed.is_ok()) return parsed;
-  return reply;
+  // A status reply lists up to 1000 locks.
+  const ReplyLimits reply_limits{.max_bytes = max_bytes, .max_list = 4096, .max_message_bytes = max_bytes};
+  return decode_reply_with<LockReply>(bytes, reply_limits, [](FieldReader& r, LockReply& reply) {
+    const Limits limits;
+    r.u64("epoch", reply.epoch, Need::kRequired);
+    read_u32(r, "master", reply.master, Need::kRequired);
+    r.bytes("master_endpoint", reply.master_endpoint, kMaxEndpointBytes, Need::kOptional);
+    r.u64("session", reply.session, Need::kOptional);
+    r.u64("lease_ms", reply.lease_ms, Need::kOptional);
+    r.u64("token", reply.token, Need::kOptional);
+    read_mode(r, "mode", reply.mode, Need::kOptional);
+    r.bytes("sequencer", reply.sequencer, kMaxSequencerBytes, Need::kOptional);
+    r.boolean("current", reply.current, Need::kOptional);
+    r.boolean("released", reply.released, Need::kOptional);
+    read_u32(r, "node", reply.node, Need::kOptional);
+    r.bytes("role", reply.role, kMaxRoleBytes, Need::kOptional);
+    r.u64("applied_slot", reply.applied_slot, Need::kOptional);
+    r.u64("sessions", reply.sessions, Need::kOptional);
+    read_locks(r, limits, reply.locks);
+  });
 }
 
 }  // namespace palisade::wire

@@ -2,6 +2,8 @@
 
 #include "common/big_endian.h"
 #include "common/hash.h"
+#include "common/message_codec.h"
+#include "common/message_fields.h"
 #include "common/sequencer.h"
 
 namespace palisade::wire {
@@ -10,10 +12,6 @@ namespace {
 using Packer = msgpack::packer<msgpack::sbuffer>;
 
 static_assert(Limits::kMaxSequencerBytes == palisade::kMaxSequencerBytes);
-
-constexpr std::string_view kReplyType = "reply";
-
-std::string to_string(const msgpack::sbuffer& buf) { return {buf.data(), buf.size()}; }
 
 // Lists of numbers and leaf entries travel as one `bin` each (big-endian,
 // docs/protocol.md "Anti-entropy"): far more compact than MessagePack arrays,
@@ -256,16 +254,11 @@ std::string pack_stats_floors(const std::vector<std::pair<std::string, uint64_t>
 
 void pack_stats(Packer& pk, const ReplicaStats& s) {
   pk.pack_map(5);
-  pack_text(pk, "keys");
-  pk.pack_uint64(s.keys);
-  pack_text(pk, "floor_count");
-  pk.pack_uint64(s.floor_count);
-  pack_text(pk, "floors");
-  pack_bytes(pk, pack_stats_floors(s.floors));
-  pack_text(pk, "data_bytes");
-  pk.pack_uint64(s.data_bytes);
-  pack_text(pk, "format");
-  pk.pack_uint32(s.format);
+  pack_u64_field(pk, "keys", s.keys);
+  pack_u64_field(pk, "floor_count", s.floor_count);
+  pack_bytes_field(pk, "floors", pack_stats_floors(s.floors));
+  pack_u64_field(pk, "data_bytes", s.data_bytes);
+  pack_u64_field(pk, "format", s.format);
 }
 
 void read_stats(FieldReader& r, const Limits& limits, std::optional<ReplicaStats>& out) {
@@ -303,89 +296,60 @@ struct RequestEncoder {
   void operator()(const PingRequest&) const { write_envelope(pk, 3, id, "ping"); }
   void operator()(const WriteRequest& r) const {
     write_envelope(pk, (r.tombstone ? 7 : 8) + (r.committed ? 1 : 0) + (r.sequencer.empty() ? 0 : 1), id, "write");
-    pack_text(pk, "key");
-    pack_bytes(pk, r.key);
-    if (!r.tombstone) {
-      pack_text(pk, "value");
-      pack_bytes(pk, r.value);
-    }
-    pack_text(pk, "tombstone");
-    pk.pack(r.tombstone);
-    pack_text(pk, "ts");
-    pack_timestamp(pk, r.ts);
-    pack_text(pk, "lock");
-    pack_text(pk, r.lock);
-    if (r.committed) {
-      pack_text(pk, "committed");
-      pk.pack(true);
-    }
+    pack_bytes_field(pk, "key", r.key);
+    if (!r.tombstone) pack_bytes_field(pk, "value", r.value);
+    pack_bool_field(pk, "tombstone", r.tombstone);
+    pack_timestamp_field(pk, "ts", r.ts);
+    pack_text_field(pk, "lock", r.lock);
+    if (r.committed) pack_bool_field(pk, "committed", true);
     pack_sequencer(r.sequencer);
   }
   void operator()(const FenceRequest& r) const {
     write_envelope(pk, r.sequencer.empty() ? 5 : 6, id, "fence");
-    pack_text(pk, "lock");
-    pack_text(pk, r.lock);
-    pack_text(pk, "token");
-    pk.pack_uint64(r.token);
+    pack_text_field(pk, "lock", r.lock);
+    pack_u64_field(pk, "token", r.token);
     pack_sequencer(r.sequencer);
   }
   void pack_sequencer(const std::string& sequencer) const {
-    if (sequencer.empty()) return;
-    pack_text(pk, "sequencer");
-    pack_text(pk, sequencer);
+    if (!sequencer.empty()) pack_text_field(pk, "sequencer", sequencer);
   }
   void key_and_ts(std::string_view type, const std::string& key, const FencedTimestamp& ts,
                   const std::optional<uint64_t>& hash) const {
     write_envelope(pk, hash ? 6 : 5, id, type);
-    pack_text(pk, "key");
-    pack_bytes(pk, key);
-    pack_text(pk, "ts");
-    pack_timestamp(pk, ts);
-    if (hash) {
-      pack_text(pk, "hash");
-      pk.pack_uint64(*hash);
-    }
+    pack_bytes_field(pk, "key", key);
+    pack_timestamp_field(pk, "ts", ts);
+    if (hash) pack_u64_field(pk, "hash", *hash);
   }
   void operator()(const CommitRequest& r) const { key_and_ts("commit", r.key, r.ts, r.hash); }
   void operator()(const PurgeRequest& r) const { key_and_ts("purge", r.key, r.ts, r.hash); }
   void operator()(const DropTombstoneRequest& r) const { key_and_ts("drop_tombstone", r.key, r.ts, r.hash); }
   void operator()(const TreeRequest& r) const {
     write_envelope(pk, 5, id, "tree");
-    pack_text(pk, "level");
-    pk.pack_uint32(r.level);
-    pack_text(pk, "nodes");
-    pack_bytes(pk, pack_u64s(r.nodes));
+    pack_u64_field(pk, "level", r.level);
+    pack_bytes_field(pk, "nodes", pack_u64s(r.nodes));
   }
   void operator()(const LeafRequest& r) const {
     write_envelope(pk, 4, id, "leaf");
-    pack_text(pk, "leaves");
-    pack_bytes(pk, pack_u64s(r.leaves));
+    pack_bytes_field(pk, "leaves", pack_u64s(r.leaves));
   }
   void operator()(const ReadManyRequest& r) const {
     write_envelope(pk, 4, id, "read_many");
     std::string keys;
     for (const std::string& k : r.keys) append_text(keys, k, 2);
-    pack_text(pk, "keys");
-    pack_bytes(pk, keys);
+    pack_bytes_field(pk, "keys", keys);
   }
   void operator()(const CopyManyRequest& r) const {
     write_envelope(pk, 4, id, "copy_many");
-    pack_text(pk, "copies");
-    pack_bytes(pk, pack_copies(r.copies));
+    pack_bytes_field(pk, "copies", pack_copies(r.copies));
   }
   void operator()(const StatsRequest& r) const {
     write_envelope(pk, 4, id, "stats");
-    pack_text(pk, "max_floors");
-    pk.pack_uint32(r.max_floors);
+    pack_u64_field(pk, "max_floors", r.max_floors);
   }
   void operator()(const ReadRequest& r) const {
     write_envelope(pk, r.floor_of.empty() ? 4 : 5, id, "read");
-    pack_text(pk, "key");
-    pack_bytes(pk, r.key);
-    if (!r.floor_of.empty()) {
-      pack_text(pk, "floor_of");
-      pack_text(pk, r.floor_of);
-    }
+    pack_bytes_field(pk, "key", r.key);
+    if (!r.floor_of.empty()) pack_text_field(pk, "floor_of", r.floor_of);
   }
 };
 
@@ -515,20 +479,12 @@ uint32_t reply_field_count(const ReplicaReply& reply) {
 
 void pack_version(Packer& pk, const Version& v) {
   pk.pack_map(v.sequencer.empty() ? 5 : 6);
-  pack_text(pk, "ts");
-  pack_timestamp(pk, v.ts);
-  pack_text(pk, "lock");
-  pack_text(pk, v.lock);
-  pack_text(pk, "state");
-  pack_text(pk, state_name(v.state));
-  pack_text(pk, "tombstone");
-  pk.pack(v.tombstone);
-  pack_text(pk, "value");
-  pack_bytes(pk, v.value);
-  if (!v.sequencer.empty()) {
-    pack_text(pk, "sequencer");
-    pack_text(pk, v.sequencer);
-  }
+  pack_timestamp_field(pk, "ts", v.ts);
+  pack_text_field(pk, "lock", v.lock);
+  pack_text_field(pk, "state", state_name(v.state));
+  pack_bool_field(pk, "tombstone", v.tombstone);
+  pack_bytes_field(pk, "value", v.value);
+  if (!v.sequencer.empty()) pack_text_field(pk, "sequencer", v.sequencer);
 }
 
 void read_version(FieldReader& r, const Limits& limits, Version& v) {
@@ -546,17 +502,8 @@ void read_version(FieldReader& r, const Limits& limits, Version& v) {
 }
 
 void read_versions(FieldReader& r, const Limits& limits, std::vector<Version>& out) {
-  const msgpack::object* list = r.object("versions", Need::kOptional);
-  if (list == nullptr) return;
-  if (list->type != msgpack::type::ARRAY || list->via.array.size > Limits::kMaxVersionsPerKey) {
-    return r.fail(Code::kBadRequest, "field 'versions' must be a list of at most " +
-                                         std::to_string(Limits::kMaxVersionsPerKey) + " versions");
-  }
-  for (uint32_t i = 0; i < list->via.array.size; ++i) {
-    FieldReader vr(list->via.array.ptr[i], "version");
-    read_version(vr, limits, out.emplace_back());
-    if (Status s = vr.finish(); !s.is_ok()) return r.fail(s.code(), s.message());
-  }
+  read_map_list(r, "versions", Limits::kMaxVersionsPerKey, "version", out,
+                [&](FieldReader& vr, Version& v) { read_version(vr, limits, v); });
 }
 
 void read_floors(FieldReader& r, const Limits& limits, std::map<std::string, uint64_t>& out) {
@@ -601,124 +548,83 @@ bool same_write(const Version& a, const Version& b) {
   return a.ts == b.ts && a.lock == b.lock && a.tombstone == b.tombstone && a.value == b.value;
 }
 
-std::string encode_request(const ReplicaRequest& request) {
-  msgpack::sbuffer buf;
-  Packer pk(buf);
-  std::visit(RequestEncoder{pk, request.id}, request.body);
-  return to_string(buf);
-}
+std::string encode_request(const ReplicaRequest& request) { return encode_request_with<RequestEncoder>(request); }
 
 std::string encode_reply(const ReplicaReply& reply) {
-  msgpack::sbuffer buf;
-  Packer pk(buf);
-  write_envelope(pk, reply_field_count(reply), reply.id, kReplyType);
-  pack_status(pk, reply.status);
-  pack_text(pk, "clock");
-  pk.pack_uint64(reply.clock);
-  if (reply.floor != 0) {
-    pack_text(pk, "floor");
-    pk.pack_uint64(reply.floor);
-  }
-  if (reply.stored_ts) {
-    pack_text(pk, "stored_ts");
-    pack_timestamp(pk, *reply.stored_ts);
-  }
-  if (reply.applied) {
-    pack_text(pk, "applied");
-    pk.pack(true);
-  }
-  if (!reply.versions.empty()) {
-    pack_text(pk, "versions");
-    pk.pack_array(static_cast<uint32_t>(reply.versions.size()));
-    for (const Version& v : reply.versions) pack_version(pk, v);
-  }
-  if (!reply.floors.empty()) {
-    pack_text(pk, "floors");
-    pk.pack_map(static_cast<uint32_t>(reply.floors.size()));
-    for (const auto& [lock, floor] : reply.floors) {
-      pack_text(pk, lock);
-      pk.pack_uint64(floor);
+  return encode_message([&](Packer& pk) {
+    write_reply_head(pk, reply_field_count(reply), reply.id, reply.status);
+    pack_u64_field(pk, "clock", reply.clock);
+    if (reply.floor != 0) pack_u64_field(pk, "floor", reply.floor);
+    if (reply.stored_ts) pack_timestamp_field(pk, "stored_ts", *reply.stored_ts);
+    if (reply.applied) pack_bool_field(pk, "applied", true);
+    if (!reply.versions.empty()) {
+      pack_text(pk, "versions");
+      pk.pack_array(static_cast<uint32_t>(reply.versions.size()));
+      for (const Version& v : reply.versions) pack_version(pk, v);
     }
-  }
-  if (!reply.nodes.empty()) {
-    pack_text(pk, "nodes");
-    pack_bytes(pk, pack_nodes(reply.nodes));
-  }
-  if (!reply.entries.empty()) {
-    pack_text(pk, "entries");
-    pack_bytes(pk, pack_entries(reply.entries));
-  }
-  if (reply.leaves_done != 0) {
-    pack_text(pk, "leaves_done");
-    pk.pack_uint64(reply.leaves_done);
-  }
-  if (reply.stats) {
-    pack_text(pk, "stats");
-    pack_stats(pk, *reply.stats);
-  }
-  if (!reply.records.empty()) {
-    pack_text(pk, "records");
-    pack_bytes(pk, pack_records(reply.records));
-  }
-  if (reply.keys_done != 0) {
-    pack_text(pk, "keys_done");
-    pk.pack_uint64(reply.keys_done);
-  }
-  if (reply.refused != 0) {
-    pack_text(pk, "refused");
-    pk.pack_uint64(reply.refused);
-    pack_text(pk, "first_refusal");
-    pack_text(pk, reply.first_refusal);
-  }
-  return to_string(buf);
+    if (!reply.floors.empty()) {
+      pack_text(pk, "floors");
+      pk.pack_map(static_cast<uint32_t>(reply.floors.size()));
+      for (const auto& [lock, floor] : reply.floors) {
+        pack_text(pk, lock);
+        pk.pack_uint64(floor);
+      }
+    }
+    if (!reply.nodes.empty()) pack_bytes_field(pk, "nodes", pack_nodes(reply.nodes));
+    if (!reply.entries.empty()) pack_bytes_field(pk, "entries", pack_entries(reply.entries));
+    if (reply.leaves_done != 0) pack_u64_field(pk, "leaves_done", reply.leaves_done);
+    if (reply.stats) {
+      pack_text(pk, "stats");
+      pack_stats(pk, *reply.stats);
+    }
+    if (!reply.records.empty()) pack_bytes_field(pk, "records", pack_records(reply.records));
+    if (reply.keys_done != 0) pack_u64_field(pk, "keys_done", reply.keys_done);
+    if (reply.refused != 0) {
+      pack_u64_field(pk, "refused", reply.refused);
+      pack_text_field(pk, "first_refusal", reply.first_refusal);
+    }
+  });
 }
 
 Result<ReplicaRequest> decode_request(std::string_view bytes, const Limits& limits, uint64_t* id_out) {
-  auto opened = open_envelope(bytes, limits.max_message_bytes(), id_out);
-  if (!opened.is_ok()) return opened.status();
-  Envelope& env = opened.value();
-  FieldReader& r = *env.fields;
-  auto body = read_body(env.type, r, limits);
-  if (!body.is_ok()) return body.status();
-  Status s = r.finish();
-  if (!s.is_ok()) return s;
-  return ReplicaRequest{env.id, std::move(body).value()};
+  auto read = [&](const std::string& type, FieldReader& r, ReplicaRequestBody& body) {
+    auto got = read_body(type, r, limits);
+    if (got.is_ok()) body = std::move(got).value();
+    return got.status();
+  };
+  return decode_request_with<ReplicaRequest>(bytes, limits.max_message_bytes(), id_out, read);
 }
 
 Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits) {
-  auto opened = open_envelope(bytes, limits.max_reply_bytes(), nullptr);
-  if (!opened.is_ok()) return opened.status();
-  Envelope& env = opened.value();
-  if (env.type != kReplyType) return Status(Code::kUnknownType, "expected a reply, got '" + env.type + "'");
-  FieldReader& r = *env.fields;
-  ReplicaReply reply;
-  reply.id = env.id;
-  StatusFields status;
-  status.read(r, limits.max_value_bytes);
-  r.u64("clock", reply.clock, Need::kRequired);
-  r.u64("floor", reply.floor, Need::kOptional);
-  if (r.has("stored_ts")) r.timestamp("stored_ts", reply.stored_ts.emplace(), Need::kRequired);
-  r.boolean("applied", reply.applied, Need::kOptional);
-  read_versions(r, limits, reply.versions);
-  read_floors(r, limits, reply.floors);
-  std::string nodes, entries;
-  r.bytes("nodes", nodes, kMaxTreeNodesPerRequest * 12, Need::kOptional);
-  r.bytes("entries", entries, limits.max_reply_bytes(), Need::kOptional);
-  r.u64("leaves_done", reply.leaves_done, Need::kOptional);
-  read_stats(r, limits, reply.stats);
-  std::string records;
-  r.bytes("records", records, limits.max_reply_bytes(), Need::kOptional);
-  r.u64("keys_done", reply.keys_done, Need::kOptional);
-  r.u64("refused", reply.refused, Need::kOptional);
-  r.bytes("first_refusal", reply.first_refusal, limits.max_value_bytes, reply.refused != 0 ? Need::kRequired : Need::kOptional);
-  Status s = r.finish();
-  if (!s.is_ok()) return s;
-  if (Status n = unpack_nodes(nodes, reply.nodes); !n.is_ok()) return n;
-  if (Status e = unpack_entries(entries, limits, reply.entries); !e.is_ok()) return e;
-  if (Status e = unpack_records(records, limits, reply.records); !e.is_ok()) return e;
-  if (reply.records.size() != reply.keys_done) return Status(Code::kBadRequest, "records must be keys_done long");
-  if (Status parsed = status.parse(&reply.status); !parsed.is_ok()) return parsed;
-  return reply;
+  // Lists that travel as one bin each, unpacked once every field was read.
+  std::string nodes, entries, records;
+  const ReplyLimits reply_limits{.max_bytes = limits.max_reply_bytes(), .max_message_bytes = limits.max_value_bytes};
+  return decode_reply_with<ReplicaReply>(
+      bytes, reply_limits,
+      [&](FieldReader& r, ReplicaReply& reply) {
+        r.u64("clock", reply.clock, Need::kRequired);
+        r.u64("floor", reply.floor, Need::kOptional);
+        if (r.has("stored_ts")) r.timestamp("stored_ts", reply.stored_ts.emplace(), Need::kRequired);
+        r.boolean("applied", reply.applied, Need::kOptional);
+        read_versions(r, limits, reply.versions);
+        read_floors(r, limits, reply.floors);
+        r.bytes("nodes", nodes, kMaxTreeNodesPerRequest * 12, Need::kOptional);
+        r.bytes("entries", entries, limits.max_reply_bytes(), Need::kOptional);
+        r.u64("leaves_done", reply.leaves_done, Need::kOptional);
+        read_stats(r, limits, reply.stats);
+        r.bytes("records", records, limits.max_reply_bytes(), Need::kOptional);
+        r.u64("keys_done", reply.keys_done, Need::kOptional);
+        r.u64("refused", reply.refused, Need::kOptional);
+        r.bytes("first_refusal", reply.first_refusal, limits.max_value_bytes,
+                reply.refused != 0 ? Need::kRequired : Need::kOptional);
+      },
+      [&](ReplicaReply& reply) {
+        if (Status n = unpack_nodes(nodes, reply.nodes); !n.is_ok()) return n;
+        if (Status e = unpack_entries(entries, limits, reply.entries); !e.is_ok()) return e;
+        if (Status e = unpack_records(records, limits, reply.records); !e.is_ok()) return e;
+        if (reply.records.size() != reply.keys_done) return Status(Code::kBadRequest, "records must be keys_done long");
+        return Status::ok();
+      });
 }
 
 ReplicaReply error_reply(uint64_t id, Status status) {
