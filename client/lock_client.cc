@@ -145,31 +145,47 @@ struct LockClient::Impl {
     wake_locked();
   }
 
-  // Runs `start` on the I/O thread; the future holds the call's end.
-  std::future<client::CallDone> call(std::function<uint64_t(client::LockSession&, uint64_t)> start) {
+  // Queues `task` for the I/O thread; false once the client is closing.
+  bool post(Task task) {
+    std::lock_guard lock(mu);
+    if (stopping) return false;
+    const bool was_empty = tasks.empty();
+    tasks.push_back(std::move(task));
+    if (was_empty) wake_locked();
+    return true;
+  }
+
+  // Runs `start` on the I/O thread; the future holds the call's end, and `id`
+  // (when given) the call's id once started.
+  std::future<client::CallDone> call(std::function<uint64_t(client::LockSession&, uint64_t)> start,
+                                     std::shared_ptr<std::atomic<uint64_t>> id = nullptr) {
     auto promise = std::make_shared<std::promise<client::CallDone>>();
     std::future<client::CallDone> done = promise->get_future();
-    std::unique_lock lock(mu);
-    if (stopping) {
-      promise->set_value({0, Status(Code::kUnavailable, "the lock client is closing")});
-      return done;
-    }
-    const bool was_empty = tasks.empty();
-    tasks.push_back([this, start = std::move(start), promise](uint64_t now) {
-      const uint64_t id = start(core, now);
-      waiting.emplace(id, std::move(*promise));
+    const bool posted = post([this, start = std::move(start), promise, id](uint64_t now) {
+      const uint64_t call_id = start(core, now);
+      if (id) *id = call_id;
+      waiting.emplace(call_id, std::move(*promise));
     });
-    if (was_empty) wake_locked();
+    if (!posted) promise->set_value({0, Status(Code::kUnavailable, "the lock client is closing")});
     return done;
   }
 
   // A blocking call: on the caller's thread when no other caller drives the
-  // direct sockets, else through the I/O thread.
-  client::CallDone run_blocking(const std::function<uint64_t(client::LockSession&, uint64_t)>& start) {
+  // direct sockets, else through the I/O thread. `cancel` ends it with Cancelled.
+  client::CallDone run_blocking(const std::function<uint64_t(client::LockSession&, uint64_t)>& start,
+                                std::stop_token cancel = {}) {
     std::unique_lock direct(direct_mu, std::try_to_lock);
-    if (!direct) return call(start).get();
+    if (!direct) {
+      auto id = std::make_shared<std::atomic<uint64_t>>(0);
+      std::future<client::CallDone> done = call(start, id);
+      // Runs after the call's start: the I/O thread takes tasks in order.
+      std::stop_callback on_cancel(cancel, [this, id] {
+        post([this, id](uint64_t now) { core.cancel(*id, now); });
+      });
+      return done.get();
+    }
     try {
-      return call_here(start);
+      return call_here(start, cancel);
     } catch (const std::exception& e) {
       // Its end, if it comes, goes to the promise nobody reads any more.
       std::lock_guard lock(core_mu);
@@ -179,16 +195,22 @@ struct LockClient::Impl {
   }
 
   // Under direct_mu.
-  client::CallDone call_here(const std::function<uint64_t(client::LockSession&, uint64_t)>& start) {
+  client::CallDone call_here(const std::function<uint64_t(client::LockSession&, uint64_t)>& start,
+                             std::stop_token cancel) {
     std::future<client::CallDone> done;
+    uint64_t id = 0;
     {
       std::lock_guard lock(core_mu);
       const uint64_t now = boottime_ms();
-      const uint64_t id = start(core, now);
+      id = start(core, now);
       done = waiting[id].get_future();
       direct_call = id;
       route_direct();
     }
+    std::stop_callback on_cancel(cancel, [this] {
+      uint64_t one = 1;
+      (void)!write(direct_wake_fd, &one, sizeof one);
+    });
     std::vector<zmq::pollitem_t> items;
     for (zmq::socket_t& s : direct_sockets) items.push_back({s.handle(), 0, ZMQ_POLLIN, 0});
     items.push_back({nullptr, direct_wake_fd, ZMQ_POLLIN, 0});
@@ -211,6 +233,7 @@ struct LockClient::Impl {
       for (size_t i = 0; i < direct_sockets.size(); ++i) {
         if (items[i].revents & ZMQ_POLLIN) receive(direct_sockets[i], i, now);
       }
+      if (cancel.stop_requested()) core.cancel(id, now);
       core.tick(now);
       route_direct();
     }
@@ -476,7 +499,8 @@ Result<Lease> LockClient::acquire(std::string_view lock, AcquireOptions options)
   client::CallDone done = impl_->run_blocking(
       [lock = std::string(lock), mode = options.mode, wait, delay](client::LockSession& core, uint64_t now) {
         return core.acquire(lock, mode, delay, wait, now);
-      });
+      },
+      options.cancel);
   if (!done.status.is_ok()) return done.status;
   if (!done.grant) return Status(Code::kInternal, "a grant without its fields");
   client::GrantInfo& g = *done.grant;

@@ -396,16 +396,24 @@ void LockSession::finish(uint64_t id, Status status, std::optional<GrantInfo> gr
   if (!internal) done_.push_back({id, std::move(status), std::move(grant), current});
 }
 
-void LockSession::give_up(uint64_t id, uint64_t now) {
+void LockSession::cancel(uint64_t call, uint64_t now_ms) {
+  auto it = calls_.find(call);
+  if (it == calls_.end() || it->second.internal) return;
+  give_up(call, now_ms, Status(Code::kCancelled, it->second.kind == Kind::kAcquire
+                                                     ? "the acquire of '" + it->second.lock + "' was cancelled"
+                                                     : "the call was cancelled"));
+}
+
+void LockSession::give_up(uint64_t id, uint64_t now, std::optional<Status> why) {
   auto it = calls_.find(id);
   if (it == calls_.end()) return;
   const Call& call = it->second;
   // A waiting acquire ran out of its wait; any other call found no master.
   const bool waited = call.kind == Kind::kAcquire && call.wait_ms > 0;
-  const Code code = waited ? Code::kTimeout : Code::kUnavailable;
-  std::string what = waited
-                         ? "no grant of '" + call.lock + "' within the wait of " + std::to_string(call.wait_ms) + " ms"
-                         : "no lock group master answered within " + std::to_string(options_.call_timeout_ms) + " ms";
+  const Code code = why ? why->code() : waited ? Code::kTimeout : Code::kUnavailable;
+  std::string what = why      ? why->message()
+                     : waited ? "no grant of '" + call.lock + "' within the wait of " + std::to_string(call.wait_ms) + " ms"
+                              : "no lock group master answered within " + std::to_string(options_.call_timeout_ms) + " ms";
   if (call.kind == Kind::kAcquire && !call.internal && held_.count(call.lock) == 0) {
     // The lock may have been granted all the same (the answer lost, or on its
     // way): give it back, now and whenever a late grant turns up.

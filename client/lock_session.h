@@ -120,6 +120,9 @@ class LockSession {
   uint64_t check_sequencer(std::string sequencer, uint64_t now_ms);
   // Closes the session cleanly (its locks are released without lock-delay).
   uint64_t close(uint64_t now_ms);
+  // Ends call `call` at once with Cancelled, if it has not ended. An acquire's
+  // grant that turns up later is given back.
+  void cancel(uint64_t call, uint64_t now_ms);
 
   std::vector<Outgoing> take_outgoing() { return std::exchange(out_, {}); }
   std::vector<CallDone> take_done() { return std::exchange(done_, {}); }
@@ -185,7 +188,8 @@ class LockSession {
   void send_call(Call& call, uint64_t id, uint64_t now);
   void on_call_reply(const Sent& sent, uint64_t request_id, size_t node, const wire::LockReply& reply, uint64_t now);
   void finish(uint64_t id, Status status, std::optional<GrantInfo> grant = std::nullopt, bool current = false);
-  void give_up(uint64_t id, uint64_t now);
+  // Ends a call that ran out of time (or, with `why`, was cancelled).
+  void give_up(uint64_t id, uint64_t now, std::optional<Status> why = std::nullopt);
   void release_orphan(const std::string& lock, uint64_t now);
 
   // Routing.

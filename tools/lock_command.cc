@@ -4,8 +4,9 @@
 // writes to the same cluster, fenced). When the session expires meanwhile,
 // COMMAND gets SIGTERM (SIGKILL after --kill-after) and this exits with
 // kExitLeaseLost; else it releases the lock and exits with COMMAND's code.
-// SIGINT, SIGTERM and SIGHUP are passed on to COMMAND, which decides; until it
-// runs they stay blocked (pending), so they reach it only after the grant.
+// SIGINT, SIGTERM and SIGHUP are passed on to COMMAND, which decides. While the
+// lock is not yet granted they cancel the wait instead: COMMAND never runs and
+// this exits 128 + the signal, like a shell.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -17,6 +18,8 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <stop_token>
+#include <thread>
 
 #include "tools/cluster_clients.h"
 #include "tools/command.h"
@@ -83,6 +86,36 @@ int exit_code_of(int wait_status) {
   return kExitFailure;
 }
 
+// Acquires the lock; SIGINT, SIGTERM or SIGHUP (blocked, so taken here with
+// sigtimedwait) cancel the wait. `caught` is the signal that did, 0 when none.
+Result<Lease> acquire_or_stop(LockClient& client, const LockFlags& flags, int& caught) {
+  std::stop_source stop;
+  std::atomic<bool> acquiring{true};
+  std::atomic<int> signal_caught{0};
+  std::thread watcher([&] {
+    sigset_t stops;
+    sigemptyset(&stops);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stops, sig);
+    const timespec tick{0, 100'000'000};
+    while (acquiring) {
+      const int sig = sigtimedwait(&stops, nullptr, &tick);
+      if (sig > 0) {
+        signal_caught = sig;
+        stop.request_stop();
+        return;
+      }
+    }
+  });
+  auto lease = client.acquire(flags.name, {.mode = flags.shared ? LockMode::kShared : LockMode::kExclusive,
+                                           .wait = flags.wait,
+                                           .lock_delay = flags.lock_delay,
+                                           .cancel = stop.get_token()});
+  acquiring = false;
+  watcher.join();
+  caught = signal_caught;
+  return lease;
+}
+
 int run(const LockFlags& flags, const CommonOptions& common) {
   // Before any thread starts, so that only sigtimedwait below takes these.
   sigset_t handled;
@@ -107,10 +140,15 @@ int run(const LockFlags& flags, const CommonOptions& common) {
   };
   auto client = LockClient::connect(options);
   if (!client.is_ok()) return report_error("lock", client.status());
-  auto lease = client.value()->acquire(
-      flags.name, {.mode = flags.shared ? LockMode::kShared : LockMode::kExclusive,
-                   .wait = flags.wait,
-                   .lock_delay = flags.lock_delay});
+  int caught = 0;
+  auto lease = acquire_or_stop(*client.value(), flags, caught);
+  if (caught != 0) {
+    // Granted at the last moment or not: COMMAND does not run.
+    if (lease.is_ok()) (void)client.value()->release(lease.value());
+    std::fprintf(stderr, "palisade: lock: %s while waiting for '%s': not running the command\n", strsignal(caught),
+                 flags.name.c_str());
+    return 128 + caught;
+  }
   if (!lease.is_ok()) return report_error("lock '" + flags.name + "'", lease.status());
   if (flags.verbose) {
     std::fprintf(stderr, "palisade: lock: holding '%s' (token %llu, session %llu)\n", flags.name.c_str(),
@@ -177,9 +215,10 @@ void add_lock_command(CLI::App& app, const CommonOptions& common, int& exit_code
   lock->footer(
       "COMMAND runs with PALISADE_LOCK, PALISADE_TOKEN (decimal), PALISADE_SEQUENCER and PALISADE_CLUSTER set;\n"
       "`palisade put` and `palisade del` inside it are fenced by the grant. SIGINT, SIGTERM and SIGHUP\n"
-      "are passed on to COMMAND (once the lock is granted).\n"
+      "are passed on to COMMAND; while the lock is not yet granted they cancel the wait instead.\n"
       "Exit: COMMAND's code; 7 when the lease was lost (COMMAND got SIGTERM); 6 when --wait ran out;\n"
-      "4 when the cluster is unavailable; 126/127 when COMMAND cannot be run / is not found.");
+      "4 when the cluster is unavailable; 126/127 when COMMAND cannot be run / is not found;\n"
+      "128+N when signal N cancelled the wait (COMMAND did not run).");
   lock->callback([flags, &common, &exit_code] { exit_code = run(*flags, common); });
 }
 

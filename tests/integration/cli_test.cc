@@ -323,6 +323,38 @@ TEST_CASE("cli: lock passes SIGTERM, SIGINT and SIGHUP on to COMMAND, exits with
   CHECK(WEXITSTATUS(*status) == 128 + SIGTERM);
 }
 
+TEST_CASE("cli: a signal while lock still waits cancels the wait, COMMAND never runs, and it exits 128+N",
+          "[cli]") {
+  default_signal_actions();
+  Fixture fx;
+  const std::string granted = fx.dir.sub("holder.granted");
+  auto holder = fx.start("holder.log", {"lock", "queue", "--", "sh", "-c",
+                                        "touch " + granted + "; while true; do sleep 0.05; done"});
+  wait_until("the first holder to run", [&] {
+    REQUIRE(holder->running());
+    return std::filesystem::exists(granted);
+  });
+  const std::string ran = fx.dir.sub("waiter.ran");
+  auto waiter = fx.start("waiter.log", {"lock", "-v", "queue", "--", "touch", ran});
+  wait_until("the second to wait for the lock", [&] {
+    REQUIRE(waiter->running());
+    // Its session is open and the acquire is queued: the holder's lock shows a waiter.
+    return fx.run({"status", "-o", "json"}).out.find("\"waiters\": 1") != std::string::npos;
+  });
+  waiter->signal(SIGINT);
+  auto status = waiter->wait(5000);
+  INFO(waiter->log());
+  REQUIRE(status.has_value());
+  REQUIRE(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 128 + SIGINT);
+  CHECK(waiter->log().find("not running the command") != std::string::npos);
+  holder->signal(SIGTERM);
+  REQUIRE(holder->wait(20000).has_value());
+  CHECK_FALSE(std::filesystem::exists(ran));
+  // Nothing of the cancelled wait stays held.
+  CHECK(fx.run({"lock", "queue", "--wait", "5s", "--", "true"}).code == 0);
+}
+
 TEST_CASE("cli: lock --kill-after SIGKILLs a COMMAND that ignores SIGTERM after a lost lease, and exits 7",
           "[cli]") {
   default_signal_actions();

@@ -309,6 +309,58 @@ TEST_CASE("lock client: blocking calls from many threads share one session", "[l
   CHECK(waiter_granted);
 }
 
+TEST_CASE("lock client: a cancelled acquire ends at once and holds nothing", "[lock_client]") {
+  Cluster cluster;
+  auto holder = cluster.client();
+  auto waiter = cluster.client();
+  auto other = cluster.client();
+  auto held = holder->acquire("jobs");
+  REQUIRE(held.is_ok());
+  REQUIRE(holder->acquire("side").is_ok());
+
+  // Cancelled from another thread while it waits: once on the caller's own
+  // thread, once while another call of the same client holds that path (so it
+  // goes through the client's I/O thread).
+  for (bool behind_another_call : {false, true}) {
+    INFO("behind another call: " << behind_another_call);
+    std::thread busy;
+    std::atomic<bool> busy_started{false};
+    if (behind_another_call) {
+      busy = std::thread([&] {
+        busy_started = true;
+        (void)waiter->acquire("side", {.wait = 1500ms});
+      });
+      while (!busy_started) std::this_thread::sleep_for(1ms);
+      std::this_thread::sleep_for(100ms);  // its acquire is on the wire
+    }
+    std::stop_source stop;
+    std::thread canceller([&] {
+      std::this_thread::sleep_for(300ms);
+      stop.request_stop();
+    });
+    const auto start = std::chrono::steady_clock::now();
+    auto cancelled = waiter->acquire("jobs", {.wait = 10000ms, .cancel = stop.get_token()});
+    const auto took = std::chrono::steady_clock::now() - start;
+    canceller.join();
+    if (busy.joinable()) busy.join();
+    CHECK(cancelled.code() == Code::kCancelled);
+    CHECK(took < 1000ms);
+  }
+  CHECK(waiter->safe());
+
+  // The lock group may still have queued the cancelled waits: whatever it grants
+  // them is given back, so a third client gets the lock once the holder lets go.
+  Lease lease = held.value();
+  REQUIRE(holder->release(lease).is_ok());
+  Result<Lease> got = Status(Code::kBusy, "not tried");
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!got.is_ok() && std::chrono::steady_clock::now() < deadline) {
+    got = other->try_acquire("jobs");
+    if (!got.is_ok()) std::this_thread::sleep_for(20ms);
+  }
+  CHECK(got.is_ok());
+}
+
 TEST_CASE("lock client: the session and its leases live through a failover", "[lock_client]") {
   Cluster cluster;
   Events events;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <chrono>
+#include <stop_token>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -59,6 +60,10 @@ struct AcquireOptions {
   LockMode mode = LockMode::kExclusive;
   std::chrono::milliseconds wait{0};        // 0: fail with busy at once when held
   std::chrono::milliseconds lock_delay{0};  // 0..60 s, applied if this session expires holding it
+  // Ends a waiting acquire at once with Cancelled when stop is requested (from
+  // any thread, a signal handler's thread say); a grant that comes anyway is
+  // given back.
+  std::stop_token cancel{};
 };
 
 class LockClient {

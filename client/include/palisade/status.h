@@ -32,6 +32,7 @@ enum class Code : uint8_t {
   kNoSession,           // the session expired or was closed: its leases are void
   kBusy,                // the lock is held by another session, or in lock-delay
   kInternal,            // a bug on the answering side
+  kCancelled,           // the caller cancelled the call (client side only)
 };
 
 // The wire name of a code ("fenced", "stale", ...): docs/protocol.md lists them.
