@@ -28,6 +28,14 @@ struct Decoded {
   std::string message;
 };
 using RequestDecoder = std::function<Decoded(std::string_view bytes, const wire::Limits& limits)>;
+
+// What `decode(bytes, limits, &id)`, a codec's request decoder, says.
+template <typename Decode>
+Decoded decoded_by(Decode decode, std::string_view bytes, const wire::Limits& limits) {
+  uint64_t id = kGarbageId;
+  auto r = decode(bytes, limits, &id);
+  return {r.code(), id, r.status().message()};
+}
 // A reply decoder of the same codec, which must refuse what is not a reply.
 using ReplyDecoder = std::function<Status(std::string_view bytes)>;
 

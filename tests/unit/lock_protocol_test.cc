@@ -19,6 +19,7 @@
 #include "tests/unit/msgpack_builder.h"
 #include "tests/unit/protocol_doc_examples.h"
 #include "tests/unit/random_bytes.h"
+#include "tests/unit/round_trip_checks.h"
 
 namespace palisade {
 namespace {
@@ -42,7 +43,6 @@ using test::boolean;
 using test::Decoded;
 using test::Fields;
 using test::hex_block;
-using test::hex_head;
 using test::i64;
 using test::kGarbageId;
 using test::map_of;
@@ -72,32 +72,16 @@ const AcquireRequest kAcquire{0x301, 5, "L", LockMode::kExclusive, 10'000, 250, 
 Fields envelope(const std::string& type) { return {{"v", u64(1)}, {"id", u64(kId)}, {"type", str(type)}}; }
 
 Decoded decode(std::string_view bytes, const Limits& limits = {}) {
-  uint64_t id = kGarbageId;
-  auto r = wire::decode_lock_request(bytes, limits, &id);
-  return {r.code(), id, r.status().message()};
+  return test::decoded_by(wire::decode_lock_request, bytes, limits);
 }
 
 Status decode_reply_status(std::string_view bytes) { return wire::decode_lock_reply(bytes, kMaxReplyBytes).status(); }
 
 // ---- Round trips.
 
-void check_request_round_trip(const LockRequest& request) {
-  std::string bytes = wire::encode_lock_request(request);
-  INFO("bytes " << hex_head(bytes));
-  uint64_t id = kGarbageId;
-  auto decoded = wire::decode_lock_request(bytes, Limits{}, &id);
-  INFO(decoded.status().to_string());
-  REQUIRE(decoded.is_ok());
-  CHECK(decoded.value() == request);
-  CHECK(id == request.id);
-  CHECK(wire::encode_lock_request(decoded.value()) == bytes);
-}
-
 // LockReply's defaulted operator== is deleted (Status has none): field by field.
 void check_same_reply(const LockReply& got, const LockReply& want) {
-  CHECK(got.id == want.id);
-  CHECK(got.status.code() == want.status.code());
-  CHECK(got.status.message() == want.status.message());
+  test::check_same_id_and_status(got, want);
   CHECK(got.epoch == want.epoch);
   CHECK(got.master == want.master);
   CHECK(got.master_endpoint == want.master_endpoint);
@@ -116,13 +100,8 @@ void check_same_reply(const LockReply& got, const LockReply& want) {
 }
 
 void check_reply_round_trip(const LockReply& reply) {
-  std::string bytes = wire::encode_lock_reply(reply);
-  INFO("bytes " << hex_head(bytes));
-  auto decoded = wire::decode_lock_reply(bytes, kMaxReplyBytes);
-  INFO(decoded.status().to_string());
-  REQUIRE(decoded.is_ok());
-  check_same_reply(decoded.value(), reply);
-  CHECK(wire::encode_lock_reply(decoded.value()) == bytes);
+  auto decode = [](std::string_view bytes) { return wire::decode_lock_reply(bytes, kMaxReplyBytes); };
+  check_same_reply(test::round_trip_reply(reply, wire::encode_lock_reply, decode), reply);
 }
 
 TEST_CASE("lock wire: every request type round-trips", "[wire][lockgroup]") {
@@ -148,16 +127,11 @@ TEST_CASE("lock wire: every request type round-trips", "[wire][lockgroup]") {
       {"check_sequencer of nothing", {13, CheckSequencerRequest{""}}},
       {"lock_status", {UINT64_MAX, LockStatusRequest{}}},
   };
-  for (const auto& [name, request] : cases) {
-    DYNAMIC_SECTION(name) { check_request_round_trip(request); }
-  }
+  test::check_request_round_trips(cases, wire::encode_lock_request, wire::decode_lock_request);
 }
 
 TEST_CASE("lock wire: random requests round-trip", "[wire][lockgroup]") {
-  const uint64_t seed = kSeed + 1;
-  INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
-  for (int i = 0; i < 5'000; ++i) {
+  auto random_request = [](std::mt19937_64& rng) {
     LockRequest r;
     r.id = rng();
     std::string lock = random_bytes(rng, 40);
@@ -173,9 +147,10 @@ TEST_CASE("lock wire: random requests round-trip", "[wire][lockgroup]") {
       case 6: r.body = CheckSequencerRequest{random_bytes(rng, 200)}; break;
       default: r.body = LockStatusRequest{};
     }
-    INFO("case " << i << ", body index " << r.body.index());
-    check_request_round_trip(r);
-  }
+    return r;
+  };
+  test::check_random_request_round_trips(kSeed + 1, 5'000, random_request, wire::encode_lock_request,
+                                         wire::decode_lock_request);
 }
 
 TEST_CASE("lock wire: the map builder writes what the encoder writes", "[wire][lockgroup]") {
@@ -207,6 +182,15 @@ LockReply full_reply() {
   return r;
 }
 
+// A reply in epoch 0x301, naming node 1 as the master.
+LockReply naming_master(uint64_t id) {
+  LockReply r;
+  r.id = id;
+  r.epoch = 0x301;
+  r.master = 1;
+  return r;
+}
+
 TEST_CASE("lock wire: every reply shape round-trips", "[wire][lockgroup]") {
   SECTION("every field set") { check_reply_round_trip(full_reply()); }
   SECTION("every field set, with an error") {
@@ -221,28 +205,19 @@ TEST_CASE("lock wire: every reply shape round-trips", "[wire][lockgroup]") {
     CHECK(static_cast<uint8_t>(wire::encode_lock_reply(r)[0]) == 0x86);
   }
   SECTION("find_master answered by a follower") {
-    LockReply r;
-    r.id = 1;
+    LockReply r = naming_master(1);
     r.status = Status(Code::kNotMaster, "node 2 is not the master");
-    r.epoch = 0x301;
-    r.master = 1;
     r.master_endpoint = "tcp://10.0.0.1:7500";
     check_reply_round_trip(r);
   }
   SECTION("open_session") {
-    LockReply r;
-    r.id = 2;
-    r.epoch = 0x301;
-    r.master = 1;
+    LockReply r = naming_master(2);
     r.session = 17;
     r.lease_ms = 12'000;
     check_reply_round_trip(r);
   }
   SECTION("acquire: exclusive grant") {
-    LockReply r;
-    r.id = 3;
-    r.epoch = 0x301;
-    r.master = 1;
+    LockReply r = naming_master(3);
     r.lease_ms = 11'000;
     r.token = 9;
     r.mode = LockMode::kExclusive;

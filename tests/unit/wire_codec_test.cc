@@ -13,9 +13,9 @@
 #include "palisade/timestamp.h"
 #include "tests/support/printers.h"
 #include "tests/unit/bad_request_checks.h"
-#include "tests/unit/hex_text.h"
 #include "tests/unit/msgpack_builder.h"
 #include "tests/unit/random_bytes.h"
+#include "tests/unit/round_trip_checks.h"
 
 namespace palisade {
 namespace {
@@ -38,9 +38,7 @@ using test::boolean;
 using test::Decoded;
 using test::Field;
 using test::Fields;
-using test::hex_head;
 using test::i64;
-using test::kGarbageId;
 using test::map_of;
 using test::map_value;
 using test::nil;
@@ -70,9 +68,7 @@ Fields write_fields() {
 const WriteRequest kWrite{"k", "val", false, kTs, "L"};
 
 Decoded decode(std::string_view bytes, const Limits& limits = {}) {
-  uint64_t id = kGarbageId;
-  auto r = wire::decode_request(bytes, limits, &id);
-  return {r.code(), id, r.status().message()};
+  return test::decoded_by(wire::decode_request, bytes, limits);
 }
 
 Status decode_reply_status(std::string_view bytes) { return wire::decode_reply(bytes, Limits{}).status(); }
@@ -80,9 +76,7 @@ Status decode_reply_status(std::string_view bytes) { return wire::decode_reply(b
 // ---- Comparing replies (ReplicaReply has no operator==: Status has none).
 
 void check_same_reply(const ReplicaReply& got, const ReplicaReply& want) {
-  CHECK(got.id == want.id);
-  CHECK(got.status.code() == want.status.code());
-  CHECK(got.status.message() == want.status.message());
+  test::check_same_id_and_status(got, want);
   CHECK(got.clock == want.clock);
   CHECK(got.floor == want.floor);
   CHECK(got.stored_ts == want.stored_ts);
@@ -92,26 +86,18 @@ void check_same_reply(const ReplicaReply& got, const ReplicaReply& want) {
 }
 
 ReplicaReply round_trip_reply(const ReplicaReply& reply) {
-  std::string bytes = wire::encode_reply(reply);
-  INFO("bytes " << hex_head(bytes));
-  auto decoded = wire::decode_reply(bytes, Limits{});
-  INFO(decoded.status().to_string());
-  REQUIRE(decoded.is_ok());
-  // Encoding what was decoded gives the same bytes.
-  CHECK(wire::encode_reply(decoded.value()) == bytes);
-  return decoded.value();
+  auto decode = [](std::string_view bytes) { return wire::decode_reply(bytes, Limits{}); };
+  return test::round_trip_reply(reply, wire::encode_reply, decode);
 }
 
-void check_request_round_trip(const ReplicaRequest& request) {
-  std::string bytes = wire::encode_request(request);
-  INFO("bytes " << hex_head(bytes));
-  uint64_t id = kGarbageId;
-  auto decoded = wire::decode_request(bytes, Limits{}, &id);
-  INFO(decoded.status().to_string());
-  REQUIRE(decoded.is_ok());
-  CHECK(decoded.value() == request);
-  CHECK(id == request.id);
-  CHECK(wire::encode_request(decoded.value()) == bytes);
+void check_reply_round_trip(const ReplicaReply& reply) { check_same_reply(round_trip_reply(reply), reply); }
+
+ReplicaReply reply_of(uint64_t id, Status status, uint64_t clock) {
+  ReplicaReply r;
+  r.id = id;
+  r.status = std::move(status);
+  r.clock = clock;
+  return r;
 }
 
 FencedTimestamp random_ts(std::mt19937_64& rng) {
@@ -141,16 +127,11 @@ TEST_CASE("wire: every request type round-trips", "[wire]") {
       {"read of the empty key", {10, ReadRequest{""}}},
       {"read with the floor of another lock", {11, ReadRequest{"k", "M"}}},
   };
-  for (const auto& [name, request] : cases) {
-    DYNAMIC_SECTION(name) { check_request_round_trip(request); }
-  }
+  test::check_request_round_trips(cases, wire::encode_request, wire::decode_request);
 }
 
 TEST_CASE("wire: random requests round-trip", "[wire]") {
-  const uint64_t seed = kSeed + 1;
-  INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
-  for (int i = 0; i < 5'000; ++i) {
+  auto random_request = [](std::mt19937_64& rng) {
     ReplicaRequest r;
     r.id = rng();
     std::string key = random_bytes(rng, 64);
@@ -176,9 +157,10 @@ TEST_CASE("wire: random requests round-trip", "[wire]") {
       default:
         r.body = ReadRequest{key, rng() % 2 == 0 ? "" : random_bytes(rng, 20)};
     }
-    INFO("case " << i << ", body index " << r.body.index());
-    check_request_round_trip(r);
-  }
+    return r;
+  };
+  test::check_random_request_round_trips(kSeed + 1, 5'000, random_request, wire::encode_request,
+                                         wire::decode_request);
 }
 
 TEST_CASE("wire: our map builder writes what the encoder writes", "[wire]") {
@@ -187,67 +169,47 @@ TEST_CASE("wire: our map builder writes what the encoder writes", "[wire]") {
 }
 
 TEST_CASE("wire: every reply shape round-trips", "[wire]") {
-  SECTION("ok") {
-    ReplicaReply r;
-    r.id = 11;
-    r.clock = hlc::make(1'764'479'453'123, 9);
-    check_same_reply(round_trip_reply(r), r);
-  }
+  SECTION("ok") { check_reply_round_trip(reply_of(11, Status::ok(), hlc::make(1'764'479'453'123, 9))); }
   SECTION("fence ok with the floor after") {
-    ReplicaReply r;
-    r.id = 12;
-    r.clock = 5;
+    ReplicaReply r = reply_of(12, Status::ok(), 5);
     r.floor = 9;
-    check_same_reply(round_trip_reply(r), r);
+    check_reply_round_trip(r);
   }
   SECTION("fenced with floor") {
-    ReplicaReply r;
-    r.id = 13;
-    r.status = Status(Code::kFenced, "token 4 is below the fence floor 7 of lock 'L'");
-    r.clock = 77;
+    ReplicaReply r = reply_of(13, Status(Code::kFenced, "token 4 is below the fence floor 7 of lock 'L'"), 77);
     r.floor = 7;
-    check_same_reply(round_trip_reply(r), r);
+    check_reply_round_trip(r);
   }
   SECTION("stale with stored_ts") {
-    ReplicaReply r;
-    r.id = 14;
-    r.status = Status(Code::kStale, "newer version stored");
-    r.clock = 78;
+    ReplicaReply r = reply_of(14, Status(Code::kStale, "newer version stored"), 78);
     r.stored_ts = FencedTimestamp{3, hlc::make(100, 2)};
-    check_same_reply(round_trip_reply(r), r);
+    check_reply_round_trip(r);
   }
   SECTION("stale with a zero stored_ts") {
     ReplicaReply r;
     r.id = 15;
     r.status = Status(Code::kStale, "");
     r.stored_ts = FencedTimestamp{};
-    check_same_reply(round_trip_reply(r), r);
+    check_reply_round_trip(r);
   }
   SECTION("read: committed version with its lock's floor") {
-    ReplicaReply r;
-    r.id = 16;
-    r.clock = 79;
+    ReplicaReply r = reply_of(16, Status::ok(), 79);
     r.versions = {Version{kTs, "L", VersionState::kCommitted, false, std::string("v\0\xff", 3)}};
     r.floors = {{"L", 4}};
-    check_same_reply(round_trip_reply(r), r);
+    check_reply_round_trip(r);
   }
-  SECTION("read: pending version without a lock") {
-    ReplicaReply r;
-    r.id = 17;
-    r.versions = {Version{{0, 5}, "", VersionState::kPending, false, "value"}};
-    check_same_reply(round_trip_reply(r), r);
-  }
-  SECTION("read: tombstone") {
-    ReplicaReply r;
-    r.id = 18;
-    r.versions = {Version{kTs, "L", VersionState::kCommitted, true, ""}};
-    check_same_reply(round_trip_reply(r), r);
-  }
-  SECTION("read: pending tombstone") {
-    ReplicaReply r;
-    r.id = 19;
-    r.versions = {Version{kTs, "L", VersionState::kPending, true, ""}};
-    check_same_reply(round_trip_reply(r), r);
+  const std::vector<std::pair<const char*, Version>> single_versions = {
+      {"read: pending version without a lock", Version{{0, 5}, "", VersionState::kPending, false, "value"}},
+      {"read: tombstone", Version{kTs, "L", VersionState::kCommitted, true, ""}},
+      {"read: pending tombstone", Version{kTs, "L", VersionState::kPending, true, ""}},
+  };
+  for (const auto& [name, version] : single_versions) {
+    DYNAMIC_SECTION(name) {
+      ReplicaReply r;
+      r.id = 17;
+      r.versions = {version};
+      check_reply_round_trip(r);
+    }
   }
   SECTION("read: several versions, newest first, and several floors") {
     ReplicaReply r;
@@ -263,9 +225,7 @@ TEST_CASE("wire: every reply shape round-trips", "[wire]") {
     CHECK(got.newest()->value == "newest");
   }
   SECTION("read: not found") {
-    ReplicaReply r;
-    r.id = 20;
-    r.clock = 1;
+    ReplicaReply r = reply_of(20, Status::ok(), 1);
     ReplicaReply got = round_trip_reply(r);
     check_same_reply(got, r);
     CHECK(got.versions.empty());
@@ -275,14 +235,14 @@ TEST_CASE("wire: every reply shape round-trips", "[wire]") {
     ReplicaReply r;
     r.id = 21;
     r.applied = true;
-    check_same_reply(round_trip_reply(r), r);
+    check_reply_round_trip(r);
   }
   SECTION("error replies of every code") {
     for (int c = 0; c <= static_cast<int>(Code::kInternal); ++c) {
       const auto code = static_cast<Code>(c);
       INFO("code " << code_name(code));
       ReplicaReply r = wire::error_reply(UINT64_MAX - static_cast<uint64_t>(c), Status(code, "because " + std::to_string(c)));
-      check_same_reply(round_trip_reply(r), r);
+      check_reply_round_trip(r);
     }
   }
 }
