@@ -76,6 +76,15 @@ void read_epoch_and_session(FieldReader& r, uint64_t& epoch, uint64_t& session) 
   r.u64("session", session, Need::kRequired);
 }
 
+// A call that carries nothing but its epoch and session (keep_alive, close_session).
+template <typename Call>
+Status read_session_call(FieldReader& r, LockRequestBody& out) {
+  Call c;
+  read_epoch_and_session(r, c.epoch, c.session);
+  out = c;
+  return Status::ok();
+}
+
 // Reads the fields of a request of `type` into `out`.
 Status read_body(const std::string& type, FieldReader& r, const Limits& limits, LockRequestBody& out) {
   if (type == "find_master") {
@@ -93,18 +102,8 @@ Status read_body(const std::string& type, FieldReader& r, const Limits& limits, 
     out = o;
     return Status::ok();
   }
-  if (type == "keep_alive") {
-    KeepAliveRequest k;
-    read_epoch_and_session(r, k.epoch, k.session);
-    out = k;
-    return Status::ok();
-  }
-  if (type == "close_session") {
-    CloseSessionRequest c;
-    read_epoch_and_session(r, c.epoch, c.session);
-    out = c;
-    return Status::ok();
-  }
+  if (type == "keep_alive") return read_session_call<KeepAliveRequest>(r, out);
+  if (type == "close_session") return read_session_call<CloseSessionRequest>(r, out);
   if (type == "acquire") {
     AcquireRequest a;
     read_epoch_and_session(r, a.epoch, a.session);

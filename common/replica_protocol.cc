@@ -68,6 +68,22 @@ void append_text(std::string& out, std::string_view text, int length_bytes) {
   out.append(text);
 }
 
+// How a version head and a full version start: their flags, then their timestamp.
+void append_flags_and_ts(std::string& out, VersionState state, bool tombstone, const FencedTimestamp& ts) {
+  out.push_back(static_cast<char>((state == VersionState::kCommitted ? kCommittedHead : 0) |
+                                  (tombstone ? kTombstoneHead : 0)));
+  append_be(out, ts.token, 8);
+  append_be(out, ts.hlc, 8);
+}
+
+void read_flags_and_ts(BinReader& in, VersionState& state, bool& tombstone, FencedTimestamp& ts) {
+  auto flags = in.number(1);
+  state = (flags & kCommittedHead) ? VersionState::kCommitted : VersionState::kPending;
+  tombstone = (flags & kTombstoneHead) != 0;
+  ts.token = in.number(8);
+  ts.hlc = in.number(8);
+}
+
 std::string pack_entries(const std::vector<LeafEntry>& entries) {
   std::string out;
   for (const LeafEntry& e : entries) {
@@ -82,10 +98,7 @@ std::string pack_entries(const std::vector<LeafEntry>& entries) {
     out.push_back(static_cast<char>(e.corrupt ? kCorruptEntry : 0));
     out.push_back(static_cast<char>(e.heads.size()));
     for (const VersionHead& h : e.heads) {
-      out.push_back(static_cast<char>((h.state == VersionState::kCommitted ? kCommittedHead : 0) |
-                                      (h.tombstone ? kTombstoneHead : 0)));
-      append_be(out, h.ts.token, 8);
-      append_be(out, h.ts.hlc, 8);
+      append_flags_and_ts(out, h.state, h.tombstone, h.ts);
       append_be(out, h.hash, 8);
       append_text(out, h.lock, 2);
     }
@@ -117,11 +130,7 @@ Status unpack_entries(std::string_view raw, const Limits& limits, std::vector<Le
     if (count > Limits::kMaxVersionsPerKey) return bad("more than " + std::to_string(Limits::kMaxVersionsPerKey) + " versions");
     for (size_t i = 0; i < count && in.ok(); ++i) {
       VersionHead& h = e.heads.emplace_back();
-      auto flags = in.number(1);
-      h.state = (flags & kCommittedHead) ? VersionState::kCommitted : VersionState::kPending;
-      h.tombstone = (flags & kTombstoneHead) != 0;
-      h.ts.token = in.number(8);
-      h.ts.hlc = in.number(8);
+      read_flags_and_ts(in, h.state, h.tombstone, h.ts);
       h.hash = in.number(8);
       size_t lock_len = in.number(2);
       if (lock_len > limits.max_lock_bytes) return bad("lock name too long");
@@ -152,10 +161,7 @@ Status unpack_nodes(std::string_view raw, std::vector<TreeNode>& out) {
 
 // read_many and copy_many carry versions with their values; flags as for heads.
 void pack_full_version(std::string& out, const Version& v) {
-  out.push_back(static_cast<char>((v.state == VersionState::kCommitted ? kCommittedHead : 0) |
-                                  (v.tombstone ? kTombstoneHead : 0)));
-  append_be(out, v.ts.token, 8);
-  append_be(out, v.ts.hlc, 8);
+  append_flags_and_ts(out, v.state, v.tombstone, v.ts);
   append_text(out, v.lock, 2);
   append_text(out, v.value, 4);
   append_text(out, v.sequencer, 2);
@@ -163,11 +169,7 @@ void pack_full_version(std::string& out, const Version& v) {
 
 // Reads what pack_full_version wrote; a problem is named in *why.
 bool unpack_full_version(BinReader& in, const Limits& limits, Version& v, std::string* why) {
-  auto flags = in.number(1);
-  v.state = (flags & kCommittedHead) ? VersionState::kCommitted : VersionState::kPending;
-  v.tombstone = (flags & kTombstoneHead) != 0;
-  v.ts.token = in.number(8);
-  v.ts.hlc = in.number(8);
+  read_flags_and_ts(in, v.state, v.tombstone, v.ts);
   size_t lock_len = in.number(2);
   if (lock_len > limits.max_lock_bytes) return *why = "lock name too long", false;
   v.lock = in.text(lock_len);
