@@ -517,6 +517,27 @@ TEST_CASE("a waiting acquire", "[lock_session]") {
   const uint64_t call = g.s.acquire("x", LockMode::kExclusive, 0, 5000, g.now);
   Outgoing first = g.one();
   CHECK(body<wire::AcquireRequest>(first).wait_ms == 5000);
+  CHECK(first.call == call);  // drivers send a call's requests on the caller's own sockets by this
+
+  SECTION("cancelled, it ends at once and anything granted is given back") {
+    g.now = kStart + 300;
+    g.s.cancel(call, g.now);
+    CallDone d = g.one_done();
+    CHECK(d.call == call);
+    CHECK(d.status.code() == Code::kCancelled);
+    Outgoing release = g.one();
+    CHECK(body<wire::ReleaseRequest>(release).lock == "x");
+    CHECK(release.call != call);  // a clean-up of its own
+    g.reply(release, Group::master_reply(release));
+    CHECK(g.done().empty());
+    // The queued acquire is granted later all the same: given back again.
+    g.reply(first, Group::grant(first, 8, kLease));
+    CHECK(body<wire::ReleaseRequest>(g.one()).lock == "x");
+    CHECK(g.done().empty());
+    g.s.cancel(call, g.now);  // ended already: nothing more
+    CHECK(g.done().empty());
+    g.nothing_sent();
+  }
 
   SECTION("the master's timeout ends it") {
     g.now = kStart + 5000;
