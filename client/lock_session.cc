@@ -431,6 +431,10 @@ void LockSession::give_up(uint64_t id, uint64_t now, std::optional<Status> why) 
 void LockSession::release_orphan(const std::string& lock, uint64_t now) {
   for (const auto& [id, call] : calls_) {
     if (call.kind == Kind::kRelease && call.lock == lock) return;  // one is on its way
+    // A newer acquire of the lock is in flight: the group answers it with any
+    // grant the session has, so a release sent now (numbered after it) would
+    // take the lock from under that acquire. It owns whatever was granted.
+    if (call.kind == Kind::kAcquire && !call.internal && call.lock == lock) return;
   }
   Call call;
   call.kind = Kind::kRelease;

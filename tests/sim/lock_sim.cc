@@ -602,6 +602,9 @@ class LockSim {
         me.call = me.session->acquire(lock, LockMode::kExclusive, delay, wait, local(me));
         world_.record("client " + std::to_string(c) + " acquires " + lock + " delay " + std::to_string(delay) +
                       " wait " + std::to_string(wait));
+        // Some waits are cancelled (AcquireOptions::cancel): whatever the group
+        // grants them later must be given back, or the checkers see two holders.
+        if (wait > 0 && world_.chance(0.2)) cancel_later(c, world_.uniform(0, wait));
         pump_session(c);
         return;
       }
@@ -634,6 +637,19 @@ class LockSim {
       default:
         return;
     }
+  }
+
+  void cancel_later(int c, uint64_t after) {
+    const uint64_t incarnation = cl(c).incarnation, call = cl(c).call;
+    world_.at(after, "cancel client " + std::to_string(c), [this, c, incarnation, call] {
+      as_client(c, "paused cancel " + std::to_string(c), [this, c, incarnation, call] {
+        SimClient& me = cl(c);
+        if (me.incarnation != incarnation || me.call != call || me.phase != SimClient::Phase::kAcquiring) return;
+        world_.record("client " + std::to_string(c) + " cancels its acquire");
+        me.session->cancel(call, local(me));
+        pump_session(c);
+      });
+    });
   }
 
   void release(int c, bool may_crash = true) {

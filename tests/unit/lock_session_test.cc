@@ -539,6 +539,25 @@ TEST_CASE("a waiting acquire", "[lock_session]") {
     g.nothing_sent();
   }
 
+  SECTION("a late grant of a cancelled acquire is not given back while a newer acquire of the lock is in flight") {
+    g.s.cancel(call, g.now);
+    g.one_done();
+    Outgoing orphan_release = g.one();
+    g.reply(orphan_release, Group::master_reply(orphan_release, Code::kOk));
+    const uint64_t again = g.s.acquire("x", LockMode::kExclusive, 0, 0, g.now);
+    Outgoing second = g.one();
+    // The first acquire's grant arrives now: a release sent after `second`
+    // would free the lock `second` is about to be answered with.
+    g.reply(first, Group::grant(first, 8, kLease));
+    g.nothing_sent();
+    g.reply(second, Group::grant(second, 8, kLease));
+    CallDone d = g.one_done();
+    CHECK(d.call == again);
+    REQUIRE(d.status.is_ok());
+    CHECK(d.grant->token == 8);
+    g.nothing_sent();
+  }
+
   SECTION("the master's timeout ends it") {
     g.now = kStart + 5000;
     g.reply(first, Group::master_reply(first, Code::kTimeout));
