@@ -112,8 +112,17 @@ int up(ClusterFlags flags, const CommonOptions& common, const SizesGiven& given)
   }
 
   if (all_running) {
-    std::fprintf(stderr, "palisade: the cluster in %s is already up\n", flags.dir.c_str());
-    std::printf("%s\n", flags.cluster_file().c_str());
+    if (common.json()) {  // `already_up` says it
+      nlohmann::json out{{"dir", flags.dir}, {"cluster_file", flags.cluster_file()}, {"reused", true},
+                         {"already_up", true}, {"started", nlohmann::json::array()}};
+      for (const DaemonRecord& r : running) {
+        out["daemons"].push_back({{"name", r.name}, {"pid", r.pid}, {"endpoint", r.endpoint}, {"started", false}});
+      }
+      std::printf("%s\n", out.dump(2).c_str());
+    } else {
+      std::fprintf(stderr, "palisade: the cluster in %s is already up\n", flags.dir.c_str());
+      std::printf("%s\n", flags.cluster_file().c_str());
+    }
     return kExitOk;
   }
 
@@ -154,7 +163,8 @@ int up(ClusterFlags flags, const CommonOptions& common, const SizesGiven& given)
   const size_t adopted = running.size();
 
   if (common.json()) {
-    nlohmann::json out{{"dir", c.options().dir}, {"cluster_file", c.cluster_file()}, {"reused", existing}};
+    nlohmann::json out{{"dir", c.options().dir}, {"cluster_file", c.cluster_file()}, {"reused", existing},
+                       {"already_up", false}};
     out["master"] = master ? nlohmann::json("lockd-" + std::to_string(*master)) : nlohmann::json(nullptr);
     out["started"] = nlohmann::json::array();
     for (const Up& u : daemons) {

@@ -165,6 +165,12 @@ TEST_CASE("cli: cluster up starts a healthy cluster in the background, down stop
   Run again = palisade(home, {"cluster", "up"});
   CHECK(again.code == 0);
   CHECK(again.out.find("already up") != std::string::npos);
+  Run again_json = palisade(home, {"cluster", "up", "-o", "json"});
+  CHECK(again_json.code == 0);
+  auto aj = json_of(again_json);
+  CHECK(aj["already_up"] == true);
+  CHECK(aj["started"].empty());
+  CHECK(aj["daemons"].size() == 6);
 
   Run down = palisade(home, {"cluster", "down"});
   INFO(down.out);
