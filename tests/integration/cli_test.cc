@@ -34,15 +34,24 @@ struct Run {
   std::string out;  // stdout and stderr
 };
 
+// How `p` ended within `timeout_ms`: its exit code, or minus the number of
+// the signal that killed it (so a test tells `exit 143` from death by SIGTERM);
+// nullopt while it still runs.
+std::optional<int> ended_with(tools::Process& p, int timeout_ms) {
+  auto status = p.wait(timeout_ms);
+  if (!status) return std::nullopt;
+  return WIFEXITED(*status) ? WEXITSTATUS(*status) : -WTERMSIG(*status);
+}
+
 // Runs `palisade ARGS...` to completion (at most 60 s).
 Run palisade(const tools::TempDir& dir, const std::vector<std::string>& args) {
   static int n = 0;
   std::vector<std::string> argv = {PALISADE_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
   tools::Process p(argv, dir.sub("run-" + std::to_string(++n) + ".log"));
-  auto status = p.wait(60000);
-  REQUIRE(status.has_value());
-  return {WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status), p.log()};
+  auto ended = ended_with(p, 60000);
+  REQUIRE(ended.has_value());
+  return {*ended < 0 ? 128 - *ended : *ended, p.log()};  // as a shell reports it
 }
 
 std::string last_line(const std::string& text) {
@@ -275,10 +284,9 @@ TEST_CASE("cli: lock waits or fails when held, reports a missing command, and st
   // Paused past its lease, the holder's session expires and another client
   // gets the lock; resumed, the holder stops its command and says so.
   fx.take_over(holder, "held");
-  auto status = holder.wait(30000);
+  auto ended = ended_with(holder, 30000);
   INFO(holder.log());
-  REQUIRE(status.has_value());
-  CHECK(WEXITSTATUS(*status) == 7);
+  CHECK(ended == 7);
   CHECK(holder.log().find("lost 'held'") != std::string::npos);
   CHECK(holder.log().find("got-term") != std::string::npos);
 }
@@ -306,11 +314,9 @@ TEST_CASE("cli: lock passes SIGTERM, SIGINT and SIGHUP on to COMMAND, exits with
       return std::filesystem::exists(ready);
     });
     holder->signal(c.sig);  // to `palisade lock`, not to COMMAND
-    auto status = holder->wait(20000);
+    auto ended = ended_with(*holder, 20000);
     INFO(holder->log());
-    REQUIRE(status.has_value());
-    REQUIRE(WIFEXITED(*status));
-    CHECK(WEXITSTATUS(*status) == c.code);
+    CHECK(ended == c.code);
     CHECK(read_file(marker) == lock + "\n");
     // Released on the way out: free for the next holder at once.
     CHECK(fx.run({"lock", lock, "--wait", "0s", "--", "true"}).code == 0);
@@ -322,11 +328,9 @@ TEST_CASE("cli: lock passes SIGTERM, SIGINT and SIGHUP on to COMMAND, exits with
     return plain->log().find("holding 'sig-plain'") != std::string::npos;
   });
   plain->signal(SIGTERM);
-  auto status = plain->wait(20000);
+  auto ended = ended_with(*plain, 20000);
   INFO(plain->log());
-  REQUIRE(status.has_value());
-  REQUIRE(WIFEXITED(*status));
-  CHECK(WEXITSTATUS(*status) == 128 + SIGTERM);
+  CHECK(ended == 128 + SIGTERM);  // its own exit, passing on COMMAND's
 }
 
 TEST_CASE("cli: a signal while lock still waits cancels the wait, COMMAND never runs, and it exits 128+N",
@@ -348,11 +352,9 @@ TEST_CASE("cli: a signal while lock still waits cancels the wait, COMMAND never 
     return fx.run({"status", "-o", "json"}).out.find("\"waiters\": 1") != std::string::npos;
   });
   waiter->signal(SIGINT);
-  auto status = waiter->wait(5000);
+  auto ended = ended_with(*waiter, 5000);
   INFO(waiter->log());
-  REQUIRE(status.has_value());
-  REQUIRE(WIFEXITED(*status));
-  CHECK(WEXITSTATUS(*status) == 128 + SIGINT);
+  CHECK(ended == 128 + SIGINT);
   CHECK(waiter->log().find("not running the command") != std::string::npos);
   holder->signal(SIGTERM);
   REQUIRE(holder->wait(20000).has_value());
@@ -381,11 +383,9 @@ TEST_CASE("cli: lock --kill-after SIGKILLs a COMMAND that ignores SIGTERM after 
   REQUIRE(tools::is_alive(command));
 
   fx.take_over(*holder, "stubborn");
-  auto status = holder->wait(30000);
+  auto ended = ended_with(*holder, 30000);
   INFO(holder->log());
-  REQUIRE(status.has_value());
-  REQUIRE(WIFEXITED(*status));
-  CHECK(WEXITSTATUS(*status) == 7);
+  CHECK(ended == 7);
   CHECK(read_file(terms).find("got-term") != std::string::npos);  // it got SIGTERM and lived on
   CHECK(holder->log().find("did not exit within 1s of SIGTERM; killing it (SIGKILL)") != std::string::npos);
   CHECK_FALSE(tools::is_alive(command));

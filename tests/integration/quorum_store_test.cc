@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <thread>
@@ -56,6 +57,29 @@ struct Cluster {
     return newest != nullptr ? std::optional(*newest) : std::nullopt;
   }
 };
+
+size_t threads_of_this_process() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+TEST_CASE("quorum store: the stores of a process share one ZeroMQ context", "[quorum]") {
+  QuorumStoreOptions o;
+  o.replicas = {"tcp://127.0.0.1:1", "tcp://127.0.0.1:2", "tcp://127.0.0.1:3"};  // never reached
+  auto first = QuorumStore::open(o);
+  REQUIRE(first.is_ok());
+  const size_t with_one = threads_of_this_process();
+  std::vector<std::unique_ptr<QuorumStore>> more;
+  for (int i = 0; i < 3; ++i) {
+    auto store = QuorumStore::open(o);
+    REQUIRE(store.is_ok());
+    more.push_back(std::move(store).value());
+  }
+  // Each further store adds its own I/O thread only, not a context's I/O and
+  // reaper threads as well.
+  CHECK(threads_of_this_process() == with_one + 3);
+}
 
 TEST_CASE("quorum store: put, get, delete with all replicas up", "[quorum]") {
   Cluster c;
