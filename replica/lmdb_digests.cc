@@ -91,7 +91,7 @@ template <typename Visit>
 Status LmdbStore::scan_entries(Visit visit) {
   for (auto [dbi, kind] : {std::pair{versions_, Kind::kKey}, std::pair{floors_, Kind::kFloor}}) {
     MDB_cursor* cursor = nullptr;
-    int rc = mdb_cursor_open(txn_, dbi, &cursor);
+    int rc = mdb_cursor_open(txn(), dbi, &cursor);
     if (rc != 0) return lmdb_error("open cursor", rc);
     MDB_val k, v;
     for (rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
@@ -116,7 +116,7 @@ Status LmdbStore::check_digests() {
   tree_.commit();
   // ...and what the digests database says.
   MDB_cursor* cursor = nullptr;
-  int rc = mdb_cursor_open(txn_, digests_, &cursor);
+  int rc = mdb_cursor_open(txn(), digests_, &cursor);
   if (rc != 0) return lmdb_error("open cursor", rc);
   uint64_t indexed = 0, root = 0;
   uint32_t tombstones = 0;
@@ -133,10 +133,10 @@ Status LmdbStore::check_digests() {
   wire::TreeNode expected = tree_.node(0, 0);
   if (indexed == entries && root == expected.digest && tombstones == expected.tombstones) return Status::ok();
   // A damaged record, or a directory of format 1: rebuild the database.
-  if ((rc = mdb_drop(txn_, digests_, 0)) != 0) return lmdb_error("clear digests", rc);
+  if ((rc = mdb_drop(txn(), digests_, 0)) != 0) return lmdb_error("clear digests", rc);
   Status failed;
   s = scan_entries([&](const wire::LeafEntry& e) {
-    auto d = index_entry(txn_, e.kind, e.name, e.digest, lone_tombstone(e));
+    auto d = index_entry(txn(), e.kind, e.name, e.digest, lone_tombstone(e));
     if (!d.is_ok() && failed.is_ok()) failed = d.status();
   });
   digests_rebuilt_ = entries;
@@ -148,7 +148,7 @@ Result<wire::TreeNode> LmdbStore::tree_node(uint32_t level, uint64_t index) { re
 Status LmdbStore::list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) {
   if (Status s = begin(); !s.is_ok()) return s;
   MDB_cursor* cursor = nullptr;
-  int rc = mdb_cursor_open(txn_, digests_, &cursor);
+  int rc = mdb_cursor_open(txn(), digests_, &cursor);
   if (rc != 0) return lmdb_error("open cursor", rc);
   const uint32_t shift = 64 - wire::kTreeFanoutBits * wire::kTreeLeafLevel;
   std::string first = position_key(leaf << shift);
@@ -159,7 +159,7 @@ Status LmdbStore::list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) {
     if (k.mv_size != 8 || (read_be(static_cast<const char*>(k.mv_data), 8) >> shift) != leaf) break;
     for (const IndexEntry& e : decode_index(view(v))) {
       MDB_val name = val(e.name), rec;
-      int got = mdb_get(txn_, e.kind == Kind::kKey ? versions_ : floors_, &name, &rec);
+      int got = mdb_get(txn(), e.kind == Kind::kKey ? versions_ : floors_, &name, &rec);
       if (got == MDB_NOTFOUND) continue;
       if (got != 0) {
         status = lmdb_error("read for leaf", got);

@@ -2,6 +2,9 @@
 
 #include <lmdb.h>
 
+#include <algorithm>
+#include <array>
+
 #include "replica/lmdb_util.h"
 #include "replica/record.h"
 
@@ -9,11 +12,12 @@ namespace palisade::replica {
 namespace {
 
 constexpr std::string_view kFormatKey = "format";
-// Format 2 added the digests database and sequencers in floor records; a format
-// 1 directory is upgraded when opened (its digests are built then).
-constexpr std::string_view kFormat = "2";
-constexpr std::string_view kFormatBeforeDigests = "1";
-
+// Format 2 added the digests database and sequencers in floor records, format
+// 3 the journal. Older directories are upgraded when opened (format 1's
+// digests are built then); older binaries refuse newer formats, so none can
+// open a directory and miss what its journal holds.
+constexpr std::string_view kFormat = "3";
+constexpr std::array<std::string_view, 2> kOlderFormats = {"1", "2"};
 
 // Whether LMDB can hold `key` as a key at all.
 bool storable(std::string_view key) { return !key.empty() && key.size() <= LmdbStore::kMaxKeyBytes; }
@@ -34,18 +38,22 @@ Result<std::unique_ptr<LmdbStore>> LmdbStore::open(const std::string& dir, Optio
 }
 
 Status LmdbStore::init(const std::string& dir, Options options) {
+  options_ = options;
   int rc = mdb_env_create(&env_);
   if (rc != 0) return lmdb_error("mdb_env_create", rc);
   if (mdb_env_get_maxkeysize(env_) < static_cast<int>(kMaxKeyBytes)) {
-    return Status(Code::kStorageError, "this LMDB stores keys of at most " +
-                                           std::to_string(mdb_env_get_maxkeysize(env_)) + " bytes");
+    return Status(Code::kStorageError,
+                  "this LMDB stores keys of at most " + std::to_string(mdb_env_get_maxkeysize(env_)) + " bytes");
   }
   mdb_env_set_maxdbs(env_, 4);
   mdb_env_set_mapsize(env_, options.map_size_bytes);
-  // MDB_NOTLS: transactions are tied to this object, not to a thread.
-  rc = mdb_env_open(env_, dir.c_str(), MDB_NOTLS, 0644);
+  rc = mdb_env_open(env_, dir.c_str(), MDB_NOTLS | MDB_NOLOCK, 0644);
   if (rc != 0) return lmdb_error(("cannot open LMDB environment in " + dir).c_str(), rc);
-  if (Status s = begin(/*write=*/true); !s.is_ok()) return s;
+  if ((rc = mdb_txn_begin(env_, nullptr, 0, &txn_)) != 0) {
+    txn_ = nullptr;
+    return lmdb_error("begin transaction", rc);
+  }
+  writable_ = true;
   MDB_dbi dbi;
   if ((rc = mdb_dbi_open(txn_, "versions", MDB_CREATE, &dbi)) != 0) return lmdb_error("open versions", rc);
   versions_ = dbi;
@@ -58,39 +66,67 @@ Status LmdbStore::init(const std::string& dir, Options options) {
   MDB_val k = val(kFormatKey), v;
   rc = mdb_get(txn_, meta_, &k, &v);
   if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error("read format", rc);
-  if (rc == 0 && view(v) != kFormat && view(v) != kFormatBeforeDigests) {
+  const bool older = rc == 0 && std::find(kOlderFormats.begin(), kOlderFormats.end(), view(v)) != kOlderFormats.end();
+  if (rc == 0 && view(v) != kFormat && !older) {
     return Status(Code::kStorageError, "data directory " + dir + " has storage format '" + std::string(view(v)) +
-                                           "', this palisade-replica reads formats " +
-                                           std::string(kFormatBeforeDigests) + " and " + std::string(kFormat));
+                                           "', this palisade-replica reads formats 1 to " + std::string(kFormat));
   }
-  if (rc == MDB_NOTFOUND || view(v) != kFormat) {
+  // A directory of format 3 has had its journal since it was created or upgraded.
+  auto journal = Journal::open(dir + "/journal", options.journal_bytes, /*create=*/rc == MDB_NOTFOUND || older);
+  if (!journal.is_ok()) return journal.status();
+  journal_ = std::move(journal.value());
+  if (Status s = replay_journal(); !s.is_ok()) return s;
+  if (rc == MDB_NOTFOUND || older) {
     MDB_val f = val(kFormat);
     if ((rc = mdb_put(txn_, meta_, &k, &f, 0)) != 0) return lmdb_error("write format", rc);
   }
   if (Status s = check_digests(); !s.is_ok()) return s;
   // Committed even when nothing was written: aborting the transaction that
   // opened the database handles would close them again.
-  dirty_ = true;
-  return commit();
+  return commit_base();
 }
 
 LmdbStore::~LmdbStore() {
-  abort();
+  drop_batch();
+  tree_.abort();
+  if (unchecked_ && broken_.is_ok()) checkpoint();
+  if (txn_ != nullptr) mdb_txn_abort(txn_);
   if (env_ != nullptr) mdb_env_close(env_);
 }
 
-Status LmdbStore::begin(bool write) {
-  if (txn_ != nullptr && (writable_ || !write)) return Status::ok();
-  // Reads run in a read-only transaction (no writer lock); the first change of
-  // the batch swaps it for a write transaction. This object is the only writer,
-  // so the swap sees the same data.
-  if (txn_ != nullptr) abort();
-  int rc = mdb_txn_begin(env_, nullptr, write ? 0 : MDB_RDONLY, &txn_);
+Status LmdbStore::begin() {
+  if (!broken_.is_ok()) return broken_;
+  if (txn_ != nullptr) return Status::ok();
+  // Reads between checkpoints run in a read-only transaction (no dirty pages
+  // kept); the first change swaps it for a write transaction. This object is
+  // the only writer, so the swap sees the same data.
+  int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn_);
   if (rc != 0) {
     txn_ = nullptr;
     return lmdb_error("begin transaction", rc);
   }
-  writable_ = write;
+  writable_ = false;
+  return Status::ok();
+}
+
+Status LmdbStore::begin_batch() {
+  if (!broken_.is_ok()) return broken_;
+  if (txn_ != nullptr && !writable_) {
+    mdb_txn_abort(txn_);
+    txn_ = nullptr;
+  }
+  int rc = 0;
+  if (txn_ == nullptr) {
+    if ((rc = mdb_txn_begin(env_, nullptr, 0, &txn_)) != 0) {
+      txn_ = nullptr;
+      return lmdb_error("begin transaction", rc);
+    }
+    writable_ = true;
+  }
+  if (batch_ == nullptr && (rc = mdb_txn_begin(env_, txn_, 0, &batch_)) != 0) {
+    batch_ = nullptr;
+    return lmdb_error("begin batch transaction", rc);
+  }
   return Status::ok();
 }
 
@@ -98,7 +134,7 @@ Result<Versions> LmdbStore::get(std::string_view key) {
   if (Status s = begin(); !s.is_ok()) return s;
   if (!storable(key)) return Versions();
   MDB_val k = val(key), v;
-  int rc = mdb_get(txn_, versions_, &k, &v);
+  int rc = mdb_get(txn(), versions_, &k, &v);
   if (rc == MDB_NOTFOUND) return Versions();
   if (rc != 0) return lmdb_error("read versions", rc);
   return decode_record(key, view(v));
@@ -108,7 +144,7 @@ Result<uint64_t> LmdbStore::fence_floor(std::string_view lock) {
   if (Status s = begin(); !s.is_ok()) return s;
   if (!storable(lock)) return uint64_t{0};
   MDB_val k = val(lock), v;
-  int rc = mdb_get(txn_, floors_, &k, &v);
+  int rc = mdb_get(txn(), floors_, &k, &v);
   if (rc == MDB_NOTFOUND) return uint64_t{0};
   if (rc != 0) return lmdb_error("read fence floor", rc);
   auto floor = decode_floor_record(lock, view(v));
@@ -116,13 +152,12 @@ Result<uint64_t> LmdbStore::fence_floor(std::string_view lock) {
   return floor.value().floor;
 }
 
-Status LmdbStore::apply_in(MDB_txn* txn, const Change& c, std::vector<TreeDelta>* deltas) {
+Status LmdbStore::apply_in(MDB_txn* txn, const Change& c, std::string_view record, std::vector<TreeDelta>* deltas) {
   MDB_val k = val(c.key);
   int rc = 0;
   if (c.put != nullptr) {
-    if (!c.put->empty()) {
-      std::string rec = encode_record(c.key, *c.put);
-      MDB_val v = val(rec);
+    if (!record.empty()) {
+      MDB_val v = val(record);
       if ((rc = mdb_put(txn, versions_, &k, &v, 0)) != 0) return lmdb_error("write versions", rc);
     } else {
       rc = mdb_del(txn, versions_, &k, nullptr);
@@ -147,48 +182,105 @@ Status LmdbStore::apply_in(MDB_txn* txn, const Change& c, std::vector<TreeDelta>
 Status LmdbStore::apply(const Change& c) {
   if (c.put != nullptr && !storable(c.key)) return unstorable("key", c.key);
   if (c.floor != 0 && !storable(c.lock)) return unstorable("lock name", c.lock);
-  if (Status s = begin(/*write=*/true); !s.is_ok()) return s;
+  if (Status s = begin_batch(); !s.is_ok()) return s;
+  const std::string record = c.put != nullptr && !c.put->empty() ? encode_record(c.key, *c.put) : std::string();
   // A nested transaction makes the change all-or-nothing: a full map fails this
   // request alone, not the whole batch.
   MDB_txn* child = nullptr;
-  int rc = mdb_txn_begin(env_, txn_, 0, &child);
+  int rc = mdb_txn_begin(env_, batch_, 0, &child);
   if (rc != 0) return lmdb_error("begin nested transaction", rc);
   std::vector<TreeDelta> deltas;
-  Status s = apply_in(child, c, &deltas);
+  Status s = apply_in(child, c, record, &deltas);
   if (!s.is_ok()) {
     mdb_txn_abort(child);
     return s;
   }
   if ((rc = mdb_txn_commit(child)) != 0) return lmdb_error("commit nested transaction", rc);
   for (const TreeDelta& d : deltas) tree_.update(d);
-  dirty_ = true;
+  log_change(batch_log_, c, record);
   return Status::ok();
 }
 
 Status LmdbStore::commit() {
-  if (txn_ == nullptr) return Status::ok();
-  if (!dirty_) {
+  if (!broken_.is_ok()) {
+    abort();
+    return broken_;
+  }
+  if (batch_log_.empty()) {
     abort();
     return Status::ok();
   }
-  int rc = mdb_txn_commit(txn_);
-  txn_ = nullptr;
-  dirty_ = false;
-  writable_ = false;
-  if (rc != 0) {
-    tree_.abort();
-    return lmdb_error("commit", rc);
+  Status s;
+  if (journal_->fits(batch_log_.size())) {
+    if (s = journal_->append(batch_log_); !s.is_ok()) {
+      abort();
+      return s;
+    }
+    int rc = mdb_txn_commit(batch_);
+    batch_ = nullptr;
+    batch_log_.clear();
+    unchecked_ = true;
+    // The batch is in the journal: rebuilding the base from it applies the batch.
+    if (rc != 0) {
+      recover(lmdb_error("commit batch transaction", rc));
+      s = broken_;
+    } else if (journal_->unchecked_bytes() >= options_.checkpoint_bytes && !checkpoint_failed_) {
+      // A failed checkpoint fails no request: the journal still holds them all.
+      // It is tried again only when the journal is full (a full map, say, is
+      // full until the operator raises it and restarts).
+      checkpoint_failed_ = !commit_base().is_ok();
+      s = broken_;
+    }
+  } else {
+    s = commit_base();  // a checkpoint, and the batch with it
   }
-  tree_.commit();
+  if (s.is_ok()) {
+    tree_.commit();
+  } else {
+    tree_.abort();
+  }
+  return s;
+}
+
+Status LmdbStore::checkpoint() {
+  if (!broken_.is_ok()) return broken_;
+  return unchecked_ ? commit_base() : Status::ok();
+}
+
+Status LmdbStore::commit_base() {
+  int rc = 0;
+  if (batch_ != nullptr) {
+    rc = mdb_txn_commit(batch_);
+    batch_ = nullptr;
+    batch_log_.clear();
+    if (rc != 0) return recover(lmdb_error("commit batch transaction", rc));
+  }
+  if (Status s = write_journal_position(); !s.is_ok()) return recover(s);
+  rc = mdb_txn_commit(txn_);
+  txn_ = nullptr;
+  writable_ = false;
+  if (rc != 0) return recover(lmdb_error("commit", rc));
+  journal_->checkpointed();
+  unchecked_ = false;
+  checkpoint_failed_ = false;
   return Status::ok();
+}
+
+void LmdbStore::drop_batch() {
+  if (batch_ != nullptr) mdb_txn_abort(batch_);
+  batch_ = nullptr;
+  batch_log_.clear();
 }
 
 void LmdbStore::abort() {
   tree_.abort();
-  if (txn_ != nullptr) mdb_txn_abort(txn_);
-  txn_ = nullptr;
-  dirty_ = false;
-  writable_ = false;
+  drop_batch();
+  // A write base holding journaled changes stays open until the checkpoint.
+  if (txn_ != nullptr && !unchecked_) {
+    mdb_txn_abort(txn_);
+    txn_ = nullptr;
+    writable_ = false;
+  }
 }
 
 Result<wire::ReplicaStats> LmdbStore::stats(size_t max_floors) {
@@ -198,14 +290,14 @@ Result<wire::ReplicaStats> LmdbStore::stats(size_t max_floors) {
   out.keys = keys.value();
   out.format = static_cast<uint32_t>(kFormat[0] - '0');
   MDB_stat st;
-  int rc = mdb_stat(txn_, floors_, &st);
+  int rc = mdb_stat(txn(), floors_, &st);
   if (rc != 0) return lmdb_error("stat floors", rc);
   out.floor_count = st.ms_entries;
   MDB_envinfo info;
   if ((rc = mdb_env_info(env_, &info)) != 0 || (rc = mdb_env_stat(env_, &st)) != 0) return lmdb_error("env info", rc);
   out.data_bytes = (uint64_t{info.me_last_pgno} + 1) * st.ms_psize;
   MDB_cursor* cursor = nullptr;
-  if ((rc = mdb_cursor_open(txn_, floors_, &cursor)) != 0) return lmdb_error("open cursor", rc);
+  if ((rc = mdb_cursor_open(txn(), floors_, &cursor)) != 0) return lmdb_error("open cursor", rc);
   MDB_val k, v;
   Status status;
   for (rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST); rc == 0 && out.floors.size() < max_floors;
@@ -226,7 +318,7 @@ Result<wire::ReplicaStats> LmdbStore::stats(size_t max_floors) {
 Result<uint64_t> LmdbStore::key_count() {
   if (Status s = begin(); !s.is_ok()) return s;
   MDB_stat st;
-  int rc = mdb_stat(txn_, versions_, &st);
+  int rc = mdb_stat(txn(), versions_, &st);
   if (rc != 0) return lmdb_error("stat", rc);
   return uint64_t{st.ms_entries};
 }

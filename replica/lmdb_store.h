@@ -2,18 +2,29 @@
 //   versions: key -> record (record.h)
 //   floors:   lock name -> fence floor record (record.h)
 //   digests:  entry position -> the entries there and their digests (anti-entropy)
-//   meta:     "format" -> storage format version
+//   meta:     "format" -> storage format version; "journal" -> the journal
+//             position the last checkpoint reached
 // The Merkle tree (merkle.h) lives in memory: built when the store opens, which
 // also checks every record against the digests database, and kept up to date
 // by every change in the same transaction as the change.
-// commit() is one synced LMDB transaction, so one fsync serves a whole batch.
-// Never opened with MDB_NOSYNC or MDB_WRITEMAP. One thread uses it at a time.
+//
+// Durability (docs/storage.md, "The journal"): commit() appends the batch's
+// changes to the journal in DIR/journal (common/journal.h) and syncs it, one
+// device flush, then keeps them in a write transaction that stays open. Every
+// checkpoint_bytes of journal, or with a batch that does not fit in it, that
+// transaction commits, synced, with the journal position it covers: a
+// checkpoint. Opening the store replays the journal from that position.
+// Never opened with MDB_NOSYNC or MDB_WRITEMAP. MDB_NOLOCK: the daemon's
+// DirLock keeps other processes out, and this object never has two
+// transactions open but a write transaction and its children, so no LMDB lock
+// ties a transaction to the thread that began it. One thread at a time.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "common/envelope.h"
+#include "common/journal.h"
 #include "replica/merkle.h"
 #include "replica/store.h"
 
@@ -30,11 +41,15 @@ class LmdbStore final : public ReplicaStore {
   static_assert(wire::Limits{}.max_key_bytes <= kMaxKeyBytes, "default key limit beyond LMDB's");
 
   struct Options {
-    size_t map_size_bytes = size_t{8} << 30;  // the most the data can grow to
+    size_t map_size_bytes = size_t{8} << 30;    // the most the data can grow to
+    size_t journal_bytes = size_t{8} << 20;     // the journal file's size when it is created
+    size_t checkpoint_bytes = size_t{1} << 20;  // journal bytes that make the next commit a checkpoint
   };
 
-  // Opens or creates the store in directory `dir` (which must exist).
+  // Opens or creates the store in directory `dir` (which must exist), replays
+  // its journal and checkpoints.
   static Result<std::unique_ptr<LmdbStore>> open(const std::string& dir, Options options);
+  // Checkpoints what the journal holds (a clean close), unless the store broke.
   ~LmdbStore() override;
 
   Result<Versions> get(std::string_view key) override;
@@ -46,6 +61,9 @@ class LmdbStore final : public ReplicaStore {
   Status list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) override;
   Result<wire::ReplicaStats> stats(size_t max_floors) override;
 
+  // Commits what the journal holds into LMDB (synced) so that its space is
+  // reused; call it between batches.
+  Status checkpoint();
   // Number of keys stored (committed state plus the open batch).
   Result<uint64_t> key_count();
   // What opening found: records whose digest did not match the digests
@@ -55,11 +73,30 @@ class LmdbStore final : public ReplicaStore {
  private:
   LmdbStore() = default;
   Status init(const std::string& dir, Options options);
-  // Opens the batch's transaction if none is open: read-only unless `write`,
-  // and a read-only one becomes a write transaction when `write` is asked.
-  Status begin(bool write = false);
-  // Applies `c` in `txn`; the tree changes go to *deltas, for after it commits.
-  Status apply_in(MDB_txn* txn, const Change& c, std::vector<TreeDelta>* deltas);
+  // The transaction that reads and writes see: the batch's, else the base.
+  MDB_txn* txn() const { return batch_ != nullptr ? batch_ : txn_; }
+  // Opens a read-only base transaction when none is open.
+  Status begin();
+  // Makes the base a write transaction and opens the batch's child of it.
+  Status begin_batch();
+  // Applies `c` in `txn`, its key's new record being `record` (empty: erased);
+  // the tree changes go to *deltas, for after it commits.
+  Status apply_in(MDB_txn* txn, const Change& c, std::string_view record, std::vector<TreeDelta>* deltas);
+  // Drops the batch's changes.
+  void drop_batch();
+  // Commits the base with the batch (if any) and the journal position: synced.
+  Status commit_base();
+
+  // lmdb_journal.cc: the batch's changes as one journal record, and back.
+  static void log_change(std::string& log, const Change& c, std::string_view record);
+  // Applies the changes of journal record `payload` in the base transaction.
+  Status replay_record(std::string_view payload);
+  // Replays the journal from the position in "meta" into the base transaction.
+  Status replay_journal();
+  // After a failed commit of the base: reopens it from LMDB and the journal.
+  // When that fails too, the store is broken and refuses every call.
+  Status recover(Status cause);
+  Status write_journal_position();
 
   // lmdb_digests.cc: the digests database and the tree.
   // Sets the digests database's entry of (kind, name) to `digest` and
@@ -77,9 +114,15 @@ class LmdbStore final : public ReplicaStore {
   unsigned versions_ = 0, floors_ = 0, meta_ = 0, digests_ = 0;
   MerkleTree tree_;
   uint64_t digests_rebuilt_ = 0;
-  MDB_txn* txn_ = nullptr;
-  bool writable_ = false;
-  bool dirty_ = false;
+  Options options_;
+  std::unique_ptr<Journal> journal_;
+  MDB_txn* txn_ = nullptr;          // the base: read-only, or a write transaction
+  bool writable_ = false;           // txn_ is a write transaction
+  bool unchecked_ = false;          // txn_ holds journaled changes that LMDB does not
+  bool checkpoint_failed_ = false;  // the last checkpoint failed
+  MDB_txn* batch_ = nullptr;        // child of txn_ holding the batch's changes
+  std::string batch_log_;           // the batch's changes, as its journal record
+  Status broken_;                   // why the store refuses every call, after a failed recovery
 };
 
 }  // namespace palisade::replica

@@ -522,7 +522,7 @@ TEST_CASE("cli: status reports each replica's keys and the fence floor a locked 
     CHECK(r["floor_count"] == 1);
     CHECK(r["floors"] == nlohmann::json{{"L", token}});
     CHECK(r["floors_cut"] == false);
-    CHECK(r["format"] == 2);
+    CHECK(r["format"] == 3);
   }
   Run text = fx.run({"status"});
   INFO(text.out);

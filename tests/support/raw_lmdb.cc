@@ -2,6 +2,7 @@
 
 #include <lmdb.h>
 
+#include <filesystem>
 #include <stdexcept>
 
 namespace palisade::test {
@@ -57,6 +58,17 @@ void RawLmdb::commit() {
   int rc = mdb_txn_commit(txn_);
   txn_ = nullptr;
   check(rc, "mdb_txn_commit");
+}
+
+void copy_crash_image(const std::string& from, const std::string& to) {
+  namespace fs = std::filesystem;
+  fs::create_directories(to);
+  for (const fs::directory_entry& e : fs::directory_iterator(from)) {
+    const std::string name = e.path().filename();
+    if (e.is_regular_file() && name != "LOCK" && name != "lock.mdb") {
+      fs::copy_file(e.path(), fs::path(to) / name, fs::copy_options::overwrite_existing);
+    }
+  }
 }
 
 }  // namespace palisade::test

@@ -35,4 +35,9 @@ class RawLmdb {
   MDB_txn* txn_ = nullptr;
 };
 
+// Copies the files of data directory `from` (which a process may have open)
+// into `to`: what a crash of that process would leave on disk, the writes it
+// has not synced included (a process crash keeps them; the kernel has them).
+void copy_crash_image(const std::string& from, const std::string& to);
+
 }  // namespace palisade::test

@@ -192,7 +192,7 @@ TEST_CASE("merkle: a data dir of format 1 is upgraded, its digests built", "[ant
   CHECK(entries.size() == 1);
   s.reset();
   test::RawLmdb raw(dir.path());
-  CHECK(raw.get("meta", "format") == "2");
+  CHECK(raw.get("meta", "format") == "3");
 }
 
 }  // namespace

@@ -3,10 +3,12 @@
 // LMDB-only promises (format check, on-disk corruption) and the record codec.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 
 #include "common/hash.h"
+#include "common/journal.h"
 #include "replica/lmdb_store.h"
 #include "replica/memory_store.h"
 #include "replica/record.h"
@@ -71,9 +73,9 @@ uint64_t floor_of(ReplicaStore& s, std::string_view lock) {
 // A store "small" enough that a 100 KiB value does not fit, yet a few small ones do.
 constexpr size_t kHugeValueBytes = 100 * 1024;
 
-// Each fixture owns a store and can "reopen" it: whatever reopening means for
-// that store (the in-memory one keeps its committed state, like a disk after a
-// crash; the LMDB one is closed and opened again from its directory).
+// Each fixture owns a store and can "reopen" it as after a crash: the in-memory
+// one keeps its committed state; the LMDB one is opened from a copy of its
+// files taken while it was open (its journal replayed), then the copy is used.
 struct MemoryFixture {
   explicit MemoryFixture(bool tight = false) {
     if (tight) mem.set_capacity_bytes(16 * 1024);
@@ -90,20 +92,23 @@ struct LmdbFixture {
   explicit LmdbFixture(bool tight = false) : options{tight ? size_t{64} << 10 : size_t{64} << 20} { open(); }
   ReplicaStore& store() { return *lmdb; }
   void open() {
-    auto r = LmdbStore::open(dir.path(), options);
+    auto r = LmdbStore::open(dir->path(), options);
     INFO(r.status().to_string());
     REQUIRE(r.is_ok());
     lmdb = std::move(r).value();
   }
   void reopen() {
+    auto image = std::make_unique<tools::TempDir>();
+    test::copy_crash_image(dir->path(), image->path());
     lmdb.reset();
+    dir = std::move(image);
     open();
   }
   // Flips one byte inside the stored value, on disk, behind the store's back.
   void corrupt(std::string_view key) {
-    lmdb.reset();
+    lmdb.reset();  // a clean close: checkpointed into LMDB
     {
-      test::RawLmdb raw(dir.path());
+      test::RawLmdb raw(dir->path());
       auto rec = raw.get("versions", key);
       REQUIRE(rec);
       REQUIRE(rec->size() > 8);
@@ -115,7 +120,7 @@ struct LmdbFixture {
     open();
   }
 
-  tools::TempDir dir;
+  std::unique_ptr<tools::TempDir> dir = std::make_unique<tools::TempDir>();
   LmdbStore::Options options;
   std::unique_ptr<LmdbStore> lmdb;
 };
@@ -310,16 +315,16 @@ TEST_CASE("LmdbStore: a data dir of another storage format is refused and left a
   }
   {
     test::RawLmdb raw(dir.path());
-    REQUIRE(raw.get("meta", "format") == "2");
-    raw.put("meta", "format", "3");
+    REQUIRE(raw.get("meta", "format") == "3");
+    raw.put("meta", "format", "4");
     raw.commit();
   }
   auto refused = LmdbStore::open(dir.path(), {});
   REQUIRE(refused.code() == Code::kStorageError);
-  CHECK_THAT(refused.status().message(), Catch::Contains(dir.path()) && Catch::Contains("format '3'") &&
-                                             Catch::Contains("reads formats 1 and 2"));
+  CHECK_THAT(refused.status().message(), Catch::Contains(dir.path()) && Catch::Contains("format '4'") &&
+                                             Catch::Contains("reads formats 1 to 3"));
   test::RawLmdb raw(dir.path());
-  CHECK(raw.get("meta", "format") == "3");
+  CHECK(raw.get("meta", "format") == "4");
   CHECK(raw.get("versions", "k").has_value());
 }
 
@@ -338,6 +343,127 @@ TEST_CASE("LmdbStore: a batch that reads first, then writes, then reads sees its
   }
   auto s = LmdbStore::open(dir.path(), {});
   CHECK(s.value()->get("k").value() == one);
+}
+
+// The journal (docs/storage.md): a commit is durable in DIR/journal; LMDB's data
+// file catches up at checkpoints.
+TEST_CASE("LmdbStore: committed batches live in the journal until a checkpoint", "[replica][store][journal]") {
+  tools::TempDir dir, image;
+  const replica::Versions one = {version("v")};
+  auto s = LmdbStore::open(dir.path(), {});
+  REQUIRE(s.is_ok());
+  REQUIRE(s.value()->apply(replica::Change{.key = "k", .put = &one, .lock = "L", .floor = 4}).is_ok());
+  REQUIRE(s.value()->commit().is_ok());
+  test::copy_crash_image(dir.path(), image.path());
+  {
+    test::RawLmdb raw(image.path());
+    CHECK_FALSE(raw.get("versions", "k"));  // not in the data file yet...
+  }
+  {
+    auto crashed = LmdbStore::open(image.path(), {});  // ...but replayed from the journal
+    REQUIRE(crashed.is_ok());
+    CHECK(crashed.value()->get("k").value() == one);
+    CHECK(crashed.value()->fence_floor("L").value() == 4);
+  }
+  {
+    test::RawLmdb raw(image.path());  // opening checkpointed it
+    CHECK(raw.get("versions", "k"));
+    CHECK(raw.get("floors", "L"));
+  }
+  REQUIRE(s.value()->checkpoint().is_ok());
+  test::copy_crash_image(dir.path(), image.path());
+  test::RawLmdb raw(image.path());
+  CHECK(raw.get("versions", "k"));
+}
+
+TEST_CASE("LmdbStore: a checkpoint comes every checkpoint_bytes of journal", "[replica][store][journal]") {
+  tools::TempDir dir;
+  LmdbStore::Options options;
+  options.checkpoint_bytes = 4096;
+  auto s = LmdbStore::open(dir.path(), options);
+  REQUIRE(s.is_ok());
+  const replica::Versions v = {version(std::string(500, 'x'))};
+  int checkpointed_at = -1;
+  for (int i = 0; i < 20 && checkpointed_at < 0; ++i) {
+    REQUIRE(s.value()->apply(replica::Change{.key = "k" + std::to_string(i), .put = &v}).is_ok());
+    REQUIRE(s.value()->commit().is_ok());
+    tools::TempDir image;
+    test::copy_crash_image(dir.path(), image.path());
+    test::RawLmdb raw(image.path());
+    if (raw.get("versions", "k0")) checkpointed_at = i;
+  }
+  // About 540 bytes of journal per batch: the 8th would pass 4096 and is
+  // committed with the checkpoint instead.
+  CHECK(checkpointed_at == 7);
+}
+
+TEST_CASE("LmdbStore: a checkpoint that fails (map full) loses no committed batch", "[replica][store][journal]") {
+  tools::TempDir dir, image;
+  LmdbStore::Options options{.map_size_bytes = size_t{64} << 10, .checkpoint_bytes = 4096};
+  auto s = LmdbStore::open(dir.path(), options);
+  REQUIRE(s.is_ok());
+  const replica::Versions v = {version(std::string(500, 'x'))};
+  int committed = 0;
+  for (;; ++committed) {
+    REQUIRE(committed < 1000);
+    Status applied = s.value()->apply(replica::Change{.key = "k" + std::to_string(committed), .put = &v});
+    Status c = s.value()->commit();
+    INFO(c.to_string());
+    REQUIRE(c.is_ok());  // the journal holds it, whatever the checkpoint did
+    if (!applied.is_ok()) {
+      CHECK_THAT(applied.message(), Catch::Contains("MDB_MAP_FULL"));
+      break;
+    }
+  }
+  // Rewrites of a key the open transaction holds need no new page, so they
+  // fit; the checkpoints they bring fail on the full map and are undone.
+  const replica::Versions y = {version(std::string(500, 'y'))};
+  const std::string last = "k" + std::to_string(committed - 1);
+  for (int i = 0; i < 20; ++i) {
+    REQUIRE(s.value()->apply(replica::Change{.key = last, .put = &y}).is_ok());
+    REQUIRE(s.value()->commit().is_ok());
+  }
+  // Every batch the store committed is still read, from the transaction
+  // rebuilt from the journal.
+  REQUIRE(committed > 8);
+  for (int i = 0; i < committed - 1; ++i) CHECK(s.value()->get("k" + std::to_string(i)).value() == v);
+  CHECK(s.value()->get(last).value() == y);
+  test::copy_crash_image(dir.path(), image.path());
+  options.map_size_bytes = size_t{64} << 20;  // the operator raises the map and restarts
+  auto reopened = LmdbStore::open(image.path(), options);
+  REQUIRE(reopened.is_ok());
+  for (int i = 0; i < committed - 1; ++i) CHECK(reopened.value()->get("k" + std::to_string(i)).value() == v);
+  CHECK(reopened.value()->get(last).value() == y);
+}
+
+TEST_CASE("LmdbStore: a batch too large for the journal is committed to LMDB at once", "[replica][store][journal]") {
+  tools::TempDir dir, image;
+  LmdbStore::Options options;
+  options.journal_bytes = Journal::kMinFileBytes;
+  auto s = LmdbStore::open(dir.path(), options);
+  REQUIRE(s.is_ok());
+  const replica::Versions big = {version(std::string(8000, 'b'))};
+  REQUIRE(s.value()->apply(replica::Change{.key = "big", .put = &big}).is_ok());
+  REQUIRE(s.value()->commit().is_ok());
+  test::copy_crash_image(dir.path(), image.path());
+  test::RawLmdb raw(image.path());
+  CHECK(raw.get("versions", "big"));
+}
+
+TEST_CASE("LmdbStore: a data dir whose journal is missing is refused", "[replica][store][journal]") {
+  tools::TempDir dir;
+  const replica::Versions one = {version("v")};
+  {
+    auto s = LmdbStore::open(dir.path(), {});
+    REQUIRE(s.is_ok());
+    REQUIRE(s.value()->apply(replica::Change{.key = "k", .put = &one}).is_ok());
+    REQUIRE(s.value()->commit().is_ok());
+  }
+  std::filesystem::remove(dir.sub("journal"));
+  auto refused = LmdbStore::open(dir.path(), {});
+  REQUIRE(refused.code() == Code::kStorageError);
+  CHECK_THAT(refused.status().message(), Catch::Contains("journal") && Catch::Contains("missing"));
+  CHECK_FALSE(std::filesystem::exists(dir.sub("journal")));  // not replaced by an empty one
 }
 
 TEST_CASE("LmdbStore: a directory that does not exist is a StorageError", "[replica][store]") {

@@ -1,0 +1,230 @@
+// The write-ahead journal (common/journal.h): what is appended replays after a
+// reopen, from the last checkpoint on, across wrap-around, up to a torn record.
+#include "common/journal.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tools/temp_dir.h"
+
+namespace palisade {
+namespace {
+
+using Records = std::vector<std::string>;
+
+std::unique_ptr<Journal> open_journal(const std::string& path, size_t size = Journal::kMinFileBytes) {
+  auto j = Journal::open(path, size, /*create=*/true);
+  INFO(j.status().to_string());
+  REQUIRE(j.is_ok());
+  return std::move(j.value());
+}
+
+Records replay(Journal& j, Journal::Position from) {
+  auto r = j.replay(from);
+  INFO(r.status().to_string());
+  REQUIRE(r.is_ok());
+  return r.value();
+}
+
+void append(Journal& j, const std::string& payload) {
+  Status s = j.append(payload);
+  INFO(s.to_string());
+  REQUIRE(s.is_ok());
+}
+
+void flip_byte(const std::string& path, off_t offset) {
+  int fd = ::open(path.c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  char c = 0;
+  REQUIRE(::pread(fd, &c, 1, offset) == 1);
+  c ^= 0x20;
+  REQUIRE(::pwrite(fd, &c, 1, offset) == 1);
+  ::close(fd);
+}
+
+TEST_CASE("journal: records appended replay in order after a reopen", "[journal]") {
+  tools::TempDir dir;
+  const std::string path = dir.sub("journal");
+  {
+    auto j = open_journal(path);
+    CHECK(replay(*j, {}).empty());
+    append(*j, "one");
+    append(*j, "");
+    append(*j, "three");
+    CHECK(j->next().seq == 4);
+  }
+  struct stat st;
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK(st.st_size == static_cast<off_t>(Journal::kMinFileBytes));  // created at its full size
+
+  auto j = open_journal(path);
+  CHECK(replay(*j, {}) == Records{"one", "", "three"});
+  CHECK(j->next().seq == 4);
+  append(*j, "four");  // continues after the last record
+  auto again = open_journal(path);
+  CHECK(replay(*again, {}) == Records{"one", "", "three", "four"});
+}
+
+TEST_CASE("journal: replay starts at the checkpoint's position", "[journal]") {
+  tools::TempDir dir;
+  auto j = open_journal(dir.sub("journal"));
+  append(*j, "before");
+  j->checkpointed();
+  const Journal::Position checkpoint = j->next();
+  CHECK(j->unchecked_bytes() == 0);
+  append(*j, "after");
+  CHECK(j->unchecked_bytes() == Journal::kHeaderBytes + 5 + Journal::kTrailerBytes);
+
+  auto reopened = open_journal(dir.sub("journal"));
+  CHECK(replay(*reopened, checkpoint) == Records{"after"});
+  CHECK(reopened->unchecked_bytes() == j->unchecked_bytes());
+}
+
+TEST_CASE("journal: replay stops at a torn record, and the next append replaces it", "[journal]") {
+  tools::TempDir dir;
+  const std::string path = dir.sub("journal");
+  {
+    auto j = open_journal(path);
+    append(*j, "kept");
+    append(*j, "torn");
+  }
+  const off_t second = Journal::kHeaderBytes + 4 + Journal::kTrailerBytes;
+  // Any byte of the second record: header, payload or checksum.
+  for (off_t at : {second + 3, second + 12, second + static_cast<off_t>(Journal::kHeaderBytes) + 1,
+                   second + static_cast<off_t>(Journal::kHeaderBytes) + 4 + 7}) {
+    INFO("byte " << at);
+    flip_byte(path, at);
+    auto j = open_journal(path);
+    CHECK(replay(*j, {}) == Records{"kept"});
+    flip_byte(path, at);  // restored
+    auto whole = open_journal(path);
+    CHECK(replay(*whole, {}) == Records{"kept", "torn"});
+  }
+  flip_byte(path, second + 20);
+  auto j = open_journal(path);
+  CHECK(replay(*j, {}) == Records{"kept"});
+  append(*j, "new");
+  auto reopened = open_journal(path);
+  CHECK(replay(*reopened, {}) == Records{"kept", "new"});
+}
+
+TEST_CASE("journal: a record that does not fit before the end goes to offset 0", "[journal]") {
+  tools::TempDir dir;
+  const std::string path = dir.sub("journal");
+  auto j = open_journal(path);
+  const std::string big(1500, 'a');
+  append(*j, big);  // [0, 1524)
+  append(*j, big);  // [1524, 3048)
+  j->checkpointed();
+  const Journal::Position checkpoint = j->next();
+  REQUIRE(j->fits(1500));
+  append(*j, std::string(1500, 'b'));  // does not fit in [3048, 4096): at 0, over the first
+  CHECK(j->next().offset == 1524);
+  CHECK(j->unchecked_bytes() == 1524);
+  append(*j, std::string(1000, 'c'));  // [1524, 2548), over the second
+  append(*j, std::string(1500, 'd'));  // [2548, 4072)
+  CHECK(j->unchecked_bytes() == 4072);
+  CHECK_FALSE(j->fits(1500));  // it would go to offset 0, over 'b', which is not checkpointed
+  CHECK(j->fits(0));           // [4072, 4096) holds an empty record
+
+  auto reopened = open_journal(path);
+  CHECK(replay(*reopened, checkpoint) ==
+        Records{std::string(1500, 'b'), std::string(1000, 'c'), std::string(1500, 'd')});
+  CHECK(reopened->unchecked_bytes() == j->unchecked_bytes());
+  CHECK(reopened->next() == j->next());
+  // From the start, the first lap's records are gone: the first one was overwritten.
+  auto from_start = open_journal(path);
+  CHECK(replay(*from_start, {}).empty());
+}
+
+TEST_CASE("journal: a full journal refuses appends until a checkpoint frees it", "[journal]") {
+  tools::TempDir dir;
+  auto j = open_journal(dir.sub("journal"));
+  const std::string payload(1000, 'x');
+  int appended = 0;
+  while (j->fits(payload.size())) {
+    append(*j, payload);
+    ++appended;
+  }
+  CHECK(appended == 4);  // 4 x 1024 bytes
+  Status s = j->append(payload);
+  CHECK(s.code() == Code::kStorageError);
+  CHECK_THAT(s.message(), Catch::Contains("full"));
+  CHECK_FALSE(j->fits(Journal::kMinFileBytes));  // larger than the file: never
+
+  auto reopened = open_journal(dir.sub("journal"));
+  CHECK(replay(*reopened, {}).size() == 4);  // the refusal overwrote nothing
+
+  j->checkpointed();
+  CHECK(j->fits(payload.size()));
+  append(*j, payload);
+}
+
+TEST_CASE("journal: a missing file is an error unless asked to create it", "[journal]") {
+  tools::TempDir dir;
+  auto missing = Journal::open(dir.sub("journal"), Journal::kMinFileBytes, /*create=*/false);
+  REQUIRE_FALSE(missing.is_ok());
+  CHECK(missing.status().code() == Code::kStorageError);
+  CHECK_THAT(missing.status().message(), Catch::Contains("missing"));
+
+  auto tiny = Journal::open(dir.sub("journal"), 100, /*create=*/true);
+  REQUIRE_FALSE(tiny.is_ok());
+  CHECK(tiny.status().code() == Code::kBadRequest);
+
+  int fd = ::open(dir.sub("short").c_str(), O_RDWR | O_CREAT, 0644);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  auto damaged = Journal::open(dir.sub("short"), Journal::kMinFileBytes, /*create=*/true);
+  REQUIRE_FALSE(damaged.is_ok());
+  CHECK_THAT(damaged.status().message(), Catch::Contains("damaged"));
+}
+
+// A model check: random payload sizes, checkpoints and reopenings (a crash
+// loses nothing that append() returned ok for). After each reopening, replay
+// from the last checkpoint returns exactly what was appended since.
+TEST_CASE("journal: random appends, checkpoints and reopenings", "[journal]") {
+  tools::TempDir dir;
+  const std::string path = dir.sub("journal");
+  std::mt19937 rng(20261130);
+  auto j = open_journal(path, 3 * 4096);
+  Journal::Position checkpoint;
+  Records since_checkpoint;
+  int wraps = 0, appends = 0;
+  for (int step = 0; step < 3000; ++step) {
+    const int action = static_cast<int>(rng() % 10);
+    if (action < 7) {
+      const size_t n = rng() % 2000;
+      if (!j->fits(n)) {
+        j->checkpointed();
+        checkpoint = j->next();
+        since_checkpoint.clear();
+      }
+      std::string payload(n, static_cast<char>('a' + step % 26));
+      if (n > 0) payload[0] = static_cast<char>(step & 0xff);
+      const uint64_t before = j->next().offset;
+      append(*j, payload);
+      wraps += j->next().offset < before ? 1 : 0;
+      ++appends;
+      since_checkpoint.push_back(payload);
+    } else if (action < 8) {
+      j->checkpointed();
+      checkpoint = j->next();
+      since_checkpoint.clear();
+    } else {
+      j = open_journal(path);
+      INFO("step " << step);
+      REQUIRE(replay(*j, checkpoint) == since_checkpoint);
+    }
+  }
+  CHECK(wraps > 50);
+  CHECK(appends > 1500);
+}
+
+}  // namespace
+}  // namespace palisade
