@@ -12,9 +12,13 @@ namespace palisade::quorum {
 namespace {
 
 constexpr std::string_view kFormatKey = "format";
-constexpr std::string_view kFormat = "1";
+// Format 2 added the journal. A format 1 directory is upgraded when opened;
+// older binaries refuse format 2, so none can miss what the journal holds.
+constexpr std::string_view kFormat = "2";
+constexpr std::string_view kFormatBeforeJournal = "1";
 constexpr std::string_view kPromisedKey = "promised";
 constexpr std::string_view kSnapshotKey = "snapshot";
+constexpr std::string_view kJournalKey = "journal";
 constexpr size_t kU64Bytes = 8;
 constexpr size_t kChecksumBytes = 8;
 
@@ -86,6 +90,7 @@ Result<std::unique_ptr<LmdbPaxosStorage>> LmdbPaxosStorage::open(const std::stri
 
 Status LmdbPaxosStorage::init(const std::string& dir, Options options) {
   dir_ = dir;
+  options_ = options;
   int rc = mdb_env_create(&env_);
   if (rc != 0) {
     env_ = nullptr;
@@ -93,48 +98,66 @@ Status LmdbPaxosStorage::init(const std::string& dir, Options options) {
   }
   if ((rc = mdb_env_set_maxdbs(env_, 2)) != 0) return lmdb_error("mdb_env_set_maxdbs", rc);
   if ((rc = mdb_env_set_mapsize(env_, options.map_size_bytes)) != 0) return lmdb_error("mdb_env_set_mapsize", rc);
-  // MDB_NOTLS: transactions are tied to this object, not to a thread. Nothing
-  // that weakens durability (MDB_NOSYNC, MDB_NOMETASYNC, MDB_WRITEMAP).
-  if ((rc = mdb_env_open(env_, dir.c_str(), MDB_NOTLS, 0644)) != 0) {
+  // MDB_NOTLS | MDB_NOLOCK: transactions are tied to this object, not to a
+  // thread (see the header). Nothing that weakens durability (MDB_NOSYNC,
+  // MDB_NOMETASYNC, MDB_WRITEMAP).
+  if ((rc = mdb_env_open(env_, dir.c_str(), MDB_NOTLS | MDB_NOLOCK, 0644)) != 0) {
     return lmdb_error("cannot open the paxos LMDB environment in " + dir, rc);
   }
-  Txn t;
-  if ((rc = mdb_txn_begin(env_, nullptr, 0, &t.txn)) != 0) return lmdb_error("begin transaction in " + dir, rc);
+  if ((rc = mdb_txn_begin(env_, nullptr, 0, &base_)) != 0) {
+    base_ = nullptr;
+    return lmdb_error("begin transaction in " + dir, rc);
+  }
   MDB_dbi dbi;
-  if ((rc = mdb_dbi_open(t.txn, "meta", MDB_CREATE, &dbi)) != 0) return lmdb_error("open database meta", rc);
+  if ((rc = mdb_dbi_open(base_, "meta", MDB_CREATE, &dbi)) != 0) return lmdb_error("open database meta", rc);
   meta_ = dbi;
-  if ((rc = mdb_dbi_open(t.txn, "accepted", MDB_CREATE, &dbi)) != 0) return lmdb_error("open database accepted", rc);
+  if ((rc = mdb_dbi_open(base_, "accepted", MDB_CREATE, &dbi)) != 0) return lmdb_error("open database accepted", rc);
   accepted_ = dbi;
   MDB_val k = val(kFormatKey), v;
-  rc = mdb_get(t.txn, meta_, &k, &v);
-  if (rc == MDB_NOTFOUND) {
+  rc = mdb_get(base_, meta_, &k, &v);
+  if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error("read the storage format in " + dir, rc);
+  const bool older = rc == 0 && view(v) == kFormatBeforeJournal;
+  if (rc == 0 && view(v) != kFormat && !older) {
+    return Status(Code::kStorageError, "paxos data directory " + dir + " has storage format '" + std::string(view(v)) +
+                                           "', this build reads formats " + std::string(kFormatBeforeJournal) +
+                                           " and " + std::string(kFormat));
+  }
+  // A format 2 directory has had its journal since it was created or upgraded.
+  auto journal = Journal::open(dir + "/journal", options.journal_bytes, /*create=*/rc == MDB_NOTFOUND || older);
+  if (!journal.is_ok()) return journal.status();
+  journal_ = std::move(journal.value());
+  if (Status s = replay_journal(); !s.is_ok()) return s;
+  if (rc == MDB_NOTFOUND || older) {
     MDB_val f = val(kFormat);
-    if ((rc = mdb_put(t.txn, meta_, &k, &f, 0)) != 0) return lmdb_error("write the storage format in " + dir, rc);
-  } else if (rc != 0) {
-    return lmdb_error("read the storage format in " + dir, rc);
-  } else if (view(v) != kFormat) {
-    return Status(Code::kStorageError, "paxos data directory " + dir + " has storage format '" +
-                                           std::string(view(v)) + "', this build reads format " +
-                                           std::string(kFormat));
+    if ((rc = mdb_put(base_, meta_, &k, &f, 0)) != 0) return lmdb_error("write the storage format in " + dir, rc);
   }
   // Committed even when nothing was written: aborting the transaction that
   // opened the database handles would close them again.
-  if ((rc = t.commit()) != 0) return lmdb_error("commit opening " + dir, rc);
-  return Status::ok();
+  return checkpoint();
 }
 
 LmdbPaxosStorage::~LmdbPaxosStorage() {
+  if (unchecked_ && broken_.is_ok()) checkpoint();
+  if (base_ != nullptr) mdb_txn_abort(base_);
   if (env_ != nullptr) mdb_env_close(env_);
 }
 
 Result<DurableState> LmdbPaxosStorage::load() {
-  Txn t;
-  int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t.txn);
-  if (rc != 0) return lmdb_error("begin read transaction in " + dir_, rc);
+  if (!broken_.is_ok()) return broken_;
+  // The base, when open, holds what the journal added to the data file.
+  Txn read_only;
+  MDB_txn* txn = base_;
+  int rc = 0;
+  if (txn == nullptr) {
+    if ((rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &read_only.txn)) != 0) {
+      return lmdb_error("begin read transaction in " + dir_, rc);
+    }
+    txn = read_only.txn;
+  }
   DurableState state;
 
   MDB_val k = val(kPromisedKey), v;
-  rc = mdb_get(t.txn, meta_, &k, &v);
+  rc = mdb_get(txn, meta_, &k, &v);
   if (rc == 0) {
     auto body = unseal(kPromisedKey, view(v), kU64Bytes);
     if (!body || body->size() != kU64Bytes) {
@@ -146,7 +169,7 @@ Result<DurableState> LmdbPaxosStorage::load() {
   }
 
   k = val(kSnapshotKey);
-  rc = mdb_get(t.txn, meta_, &k, &v);
+  rc = mdb_get(txn, meta_, &k, &v);
   if (rc == 0) {
     auto body = unseal(kSnapshotKey, view(v), kU64Bytes);
     if (!body) return Status(Code::kCorrupt, "the snapshot in " + dir_ + " is corrupt");
@@ -158,23 +181,22 @@ Result<DurableState> LmdbPaxosStorage::load() {
 
   if (state.snapshot_slot == UINT64_MAX) return state;
   Cursor c;
-  if ((rc = mdb_cursor_open(t.txn, accepted_, &c.cursor)) != 0) return lmdb_error("open a cursor on accepted", rc);
+  if ((rc = mdb_cursor_open(txn, accepted_, &c.cursor)) != 0) return lmdb_error("open a cursor on accepted", rc);
   // Entries at or below the snapshot slot are left over (put after a snapshot
   // covering them, not yet dropped by a later one) and not part of the state.
   std::string first = slot_key(state.snapshot_slot + 1);
   k = val(first);
-  for (rc = mdb_cursor_get(c.cursor, &k, &v, MDB_SET_RANGE); rc == 0;
-       rc = mdb_cursor_get(c.cursor, &k, &v, MDB_NEXT)) {
+  for (rc = mdb_cursor_get(c.cursor, &k, &v, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(c.cursor, &k, &v, MDB_NEXT)) {
     std::string_view key = view(k);
     if (key.size() != kU64Bytes) {
-      return Status(Code::kCorrupt, "the accepted database in " + dir_ + " holds a key of " +
-                                        std::to_string(key.size()) + " bytes");
+      return Status(Code::kCorrupt,
+                    "the accepted database in " + dir_ + " holds a key of " + std::to_string(key.size()) + " bytes");
     }
     Slot slot = read_be(key.data(), kU64Bytes);
     auto body = unseal(key, view(v), kU64Bytes);
     if (!body) {
-      return Status(Code::kCorrupt, "the accepted entry of slot " + std::to_string(slot) + " in " + dir_ +
-                                        " is corrupt");
+      return Status(Code::kCorrupt,
+                    "the accepted entry of slot " + std::to_string(slot) + " in " + dir_ + " is corrupt");
     }
     Entry& e = state.accepted[slot];
     e.slot = slot;
@@ -207,20 +229,64 @@ Status LmdbPaxosStorage::commit() {
   if (!pending_.any) return Status::ok();
   Pending changes = std::move(pending_);
   pending_ = Pending();
-  return write(changes);
+  if (!broken_.is_ok()) return broken_;
+  const std::string record = encode(changes);
+  if (!journal_->fits(record.size())) {
+    // Too large for what is free of the journal: a checkpoint carries it.
+    if (Status s = write_in_base(changes); !s.is_ok()) return s;
+    return checkpoint();
+  }
+  MDB_txn* child = nullptr;
+  Status s = write_in_base(changes, &child);
+  if (!s.is_ok()) return s;
+  if (s = journal_->append(record); !s.is_ok()) {
+    mdb_txn_abort(child);
+    return s;
+  }
+  int rc = mdb_txn_commit(child);
+  unchecked_ = true;
+  if (rc != 0) {
+    // The changes are in the journal: rebuilding the base from it applies them.
+    recover(lmdb_error("commit a child transaction in " + dir_, rc));
+    return broken_;
+  }
+  if (journal_->unchecked_bytes() >= options_.checkpoint_bytes && !checkpoint_failed_) {
+    // A failed checkpoint loses nothing (the journal holds it all); it is tried
+    // again only when the journal is full.
+    checkpoint_failed_ = !checkpoint().is_ok();
+  }
+  return broken_;
 }
 
-Status LmdbPaxosStorage::write(Pending& changes) {
-  Txn t;
-  int rc = mdb_txn_begin(env_, nullptr, 0, &t.txn);
-  if (rc != 0) return lmdb_error("begin write transaction in " + dir_, rc);
+Status LmdbPaxosStorage::write_in_base(const Pending& changes, MDB_txn** child_out) {
+  int rc = 0;
+  if (base_ == nullptr && (rc = mdb_txn_begin(env_, nullptr, 0, &base_)) != 0) {
+    base_ = nullptr;
+    return lmdb_error("begin write transaction in " + dir_, rc);
+  }
+  // A child transaction, so that a failure (a full map) leaves the base whole.
+  MDB_txn* child = nullptr;
+  if ((rc = mdb_txn_begin(env_, base_, 0, &child)) != 0) return lmdb_error("begin a child transaction", rc);
+  if (Status s = write(child, changes); !s.is_ok()) {
+    mdb_txn_abort(child);
+    return s;
+  }
+  if (child_out != nullptr) {
+    *child_out = child;
+    return Status::ok();
+  }
+  if ((rc = mdb_txn_commit(child)) != 0) return recover(lmdb_error("commit a child transaction in " + dir_, rc));
+  return Status::ok();
+}
 
+Status LmdbPaxosStorage::write(MDB_txn* txn, const Pending& changes) {
+  int rc = 0;
   if (changes.promised) {
     std::string body;
     append_be(body, *changes.promised, kU64Bytes);
     std::string record = seal(kPromisedKey, std::move(body));
     MDB_val k = val(kPromisedKey), v = val(record);
-    if ((rc = mdb_put(t.txn, meta_, &k, &v, 0)) != 0) return lmdb_error("write the promised ballot", rc);
+    if ((rc = mdb_put(txn, meta_, &k, &v, 0)) != 0) return lmdb_error("write the promised ballot", rc);
   }
 
   if (changes.snapshot_slot) {
@@ -230,14 +296,14 @@ Status LmdbPaxosStorage::write(Pending& changes) {
     body += changes.snapshot;
     std::string record = seal(kSnapshotKey, std::move(body));
     MDB_val k = val(kSnapshotKey), v = val(record);
-    if ((rc = mdb_put(t.txn, meta_, &k, &v, 0)) != 0) {
+    if ((rc = mdb_put(txn, meta_, &k, &v, 0)) != 0) {
       return lmdb_error("write the snapshot of " + std::to_string(changes.snapshot.size()) + " bytes", rc);
     }
     // Drop every accepted entry the snapshot covers. Keys sort as LMDB sorts
     // them (bytewise), which for 8-byte big-endian slots is numeric order.
     const std::string last = slot_key(*changes.snapshot_slot);
     Cursor c;
-    if ((rc = mdb_cursor_open(t.txn, accepted_, &c.cursor)) != 0) return lmdb_error("open a cursor on accepted", rc);
+    if ((rc = mdb_cursor_open(txn, accepted_, &c.cursor)) != 0) return lmdb_error("open a cursor on accepted", rc);
     MDB_val ck, cv;
     for (rc = mdb_cursor_get(c.cursor, &ck, &cv, MDB_FIRST); rc == 0 && view(ck) <= last;
          rc = mdb_cursor_get(c.cursor, &ck, &cv, MDB_NEXT)) {
@@ -254,14 +320,136 @@ Status LmdbPaxosStorage::write(Pending& changes) {
     body += entry.value;
     std::string record = seal(key, std::move(body));
     MDB_val k = val(key), v = val(record);
-    if ((rc = mdb_put(t.txn, accepted_, &k, &v, 0)) != 0) {
+    if ((rc = mdb_put(txn, accepted_, &k, &v, 0)) != 0) {
       return lmdb_error("write the accepted entry of slot " + std::to_string(slot), rc);
     }
   }
 
-  // Writes the dirty pages and syncs the data file before it returns.
-  if ((rc = t.commit()) != 0) return lmdb_error("commit in " + dir_, rc);
   return Status::ok();
+}
+
+Status LmdbPaxosStorage::checkpoint() {
+  std::string position;
+  append_be(position, journal_->next().seq, kU64Bytes);
+  append_be(position, journal_->next().offset, kU64Bytes);
+  MDB_val k = val(kJournalKey), v = val(position);
+  int rc = mdb_put(base_, meta_, &k, &v, 0);
+  if (rc != 0) return recover(lmdb_error("write the journal position", rc));
+  // Writes the dirty pages and syncs the data file before it returns.
+  rc = mdb_txn_commit(base_);
+  base_ = nullptr;
+  if (rc != 0) return recover(lmdb_error("commit in " + dir_, rc));
+  journal_->checkpointed();
+  unchecked_ = false;
+  checkpoint_failed_ = false;
+  return Status::ok();
+}
+
+Status LmdbPaxosStorage::replay_journal() {
+  Journal::Position from;
+  MDB_val k = val(kJournalKey), v;
+  int rc = mdb_get(base_, meta_, &k, &v);
+  if (rc == 0 && v.mv_size == 2 * kU64Bytes) {
+    from = {read_be(static_cast<const char*>(v.mv_data), kU64Bytes),
+            read_be(static_cast<const char*>(v.mv_data) + kU64Bytes, kU64Bytes)};
+  } else if (rc == 0) {
+    return Status(Code::kCorrupt, "the journal position in " + dir_ + " is corrupt");
+  } else if (rc != MDB_NOTFOUND) {
+    return lmdb_error("read the journal position in " + dir_, rc);
+  }
+  auto records = journal_->replay(from);
+  if (!records.is_ok()) return records.status();
+  for (size_t i = 0; i < records.value().size(); ++i) {
+    auto changes = decode(records.value()[i]);
+    Status s = changes.is_ok() ? write(base_, changes.value()) : changes.status();
+    if (!s.is_ok()) {
+      return Status(s.code(), "journal record " + std::to_string(from.seq + i) + " in " + dir_ + ": " + s.message());
+    }
+  }
+  unchecked_ = !records.value().empty();
+  return Status::ok();
+}
+
+Status LmdbPaxosStorage::recover(Status cause) {
+  if (base_ != nullptr) mdb_txn_abort(base_);
+  base_ = nullptr;
+  unchecked_ = false;
+  int rc = mdb_txn_begin(env_, nullptr, 0, &base_);
+  if (rc != 0) base_ = nullptr;
+  Status s = rc == 0 ? replay_journal() : lmdb_error("begin write transaction in " + dir_, rc);
+  if (!s.is_ok()) {
+    broken_ = Status(Code::kStorageError, "the acceptor state cannot be used after a failed commit (" +
+                                              cause.message() + ") and a failed replay of its journal (" + s.message() +
+                                              "): restart palisade-lockd");
+  }
+  return cause;
+}
+
+// A journal record: flags(1: bit 0 promised, bit 1 snapshot), [promised(8)],
+// [snapshot slot(8) length(4) snapshot], entry count(4), then per entry slot(8)
+// ballot(8) length(4) value; big-endian.
+std::string LmdbPaxosStorage::encode(const Pending& changes) {
+  std::string out;
+  out.push_back(static_cast<char>((changes.promised ? 1 : 0) | (changes.snapshot_slot ? 2 : 0)));
+  if (changes.promised) append_be(out, *changes.promised, kU64Bytes);
+  if (changes.snapshot_slot) {
+    append_be(out, *changes.snapshot_slot, kU64Bytes);
+    append_be(out, changes.snapshot.size(), 4);
+    out += changes.snapshot;
+  }
+  append_be(out, changes.accepted.size(), 4);
+  for (const auto& [slot, entry] : changes.accepted) {
+    append_be(out, slot, kU64Bytes);
+    append_be(out, entry.ballot, kU64Bytes);
+    append_be(out, entry.value.size(), 4);
+    out += entry.value;
+  }
+  return out;
+}
+
+Result<LmdbPaxosStorage::Pending> LmdbPaxosStorage::decode(std::string_view record) {
+  const Status cut(Code::kCorrupt, "a record is cut short");
+  auto take = [&record](size_t n, std::string_view* out) {
+    if (record.size() < n) return false;
+    *out = record.substr(0, n);
+    record.remove_prefix(n);
+    return true;
+  };
+  auto number = [&take](size_t n, uint64_t* out) {
+    std::string_view bytes;
+    if (!take(n, &bytes)) return false;
+    *out = read_be(bytes.data(), static_cast<int>(n));
+    return true;
+  };
+  Pending changes;
+  changes.any = true;
+  uint64_t flags = 0, n = 0, count = 0;
+  if (!number(1, &flags)) return cut;
+  if ((flags & ~uint64_t{3}) != 0) return Status(Code::kCorrupt, "unknown flags " + std::to_string(flags));
+  if ((flags & 1) != 0) {
+    if (!number(kU64Bytes, &n)) return cut;
+    changes.promised = n;
+  }
+  if ((flags & 2) != 0) {
+    std::string_view snapshot;
+    if (!number(kU64Bytes, &n) || !number(4, &count) || !take(count, &snapshot)) return cut;
+    changes.snapshot_slot = n;
+    changes.snapshot.assign(snapshot);
+  }
+  if (!number(4, &count)) return cut;
+  for (uint64_t i = 0; i < count; ++i) {
+    Entry e;
+    uint64_t length = 0;
+    std::string_view value;
+    if (!number(kU64Bytes, &e.slot) || !number(kU64Bytes, &e.ballot) || !number(4, &length) || !take(length, &value)) {
+      return cut;
+    }
+    e.value.assign(value);
+    changes.accepted[e.slot] = std::move(e);
+  }
+  if (!record.empty())
+    return Status(Code::kCorrupt, "a record has " + std::to_string(record.size()) + " bytes too many");
+  return changes;
 }
 
 }  // namespace palisade::quorum

@@ -1,18 +1,23 @@
 // PaxosStorage on LMDB: the durable state of a palisade-lockd acceptor.
 // Databases of the environment in its directory:
-//   meta:     "format"   -> the storage format version, the ASCII string "1"
+//   meta:     "format"   -> the storage format version, the ASCII string "2"
 //             "promised" -> ballot, 8 bytes big-endian, then an 8-byte checksum
 //             "snapshot" -> snapshot slot, 8 bytes big-endian, the snapshot's bytes,
 //                           then an 8-byte checksum
+//             "journal"  -> the journal position the last checkpoint covers
 //   accepted: slot, 8 bytes big-endian -> ballot, 8 bytes big-endian, the value's
 //             bytes, then an 8-byte checksum
 // Checksums are XXH3-64 (common/hash.h) of what precedes them, seeded with the
 // hash of the record's key (so a record moved to another key does not verify).
 //
-// Changes are buffered in memory; commit() writes them all in one LMDB write
-// transaction, whose commit syncs the data file before it returns. The
-// environment is never opened with MDB_NOSYNC, MDB_NOMETASYNC or MDB_WRITEMAP.
-// One thread uses it at a time.
+// Changes are buffered in memory; commit() appends them to the journal in
+// DIR/journal (common/journal.h) and syncs it, one device flush, then keeps
+// them in an LMDB write transaction that stays open until a checkpoint commits
+// it (synced) with the journal position it covers: every checkpoint_bytes of
+// journal, or with changes too large for the journal. Opening replays the
+// journal. The environment is never opened with MDB_NOSYNC, MDB_NOMETASYNC or
+// MDB_WRITEMAP; MDB_NOLOCK, because the daemon's DirLock keeps other processes
+// out and only one transaction (and its child) is ever open. One thread at a time.
 #pragma once
 
 #include <cstddef>
@@ -21,22 +26,27 @@
 #include <optional>
 #include <string>
 
+#include "common/journal.h"
 #include "quorum/paxos_storage.h"
 
 typedef struct MDB_env MDB_env;
+typedef struct MDB_txn MDB_txn;
 
 namespace palisade::quorum {
 
 class LmdbPaxosStorage final : public PaxosStorage {
  public:
   struct Options {
-    size_t map_size_bytes = size_t{1} << 30;  // the most the data can grow to
+    size_t map_size_bytes = size_t{1} << 30;    // the most the data can grow to
+    size_t journal_bytes = size_t{8} << 20;     // the journal file's size when it is created
+    size_t checkpoint_bytes = size_t{1} << 20;  // journal bytes that make a commit checkpoint
   };
 
   // Opens or creates the storage in directory `dir` (which must exist).
   // StorageError when LMDB cannot open it or it holds another storage format.
   static Result<std::unique_ptr<LmdbPaxosStorage>> open(const std::string& dir, Options options);
-  // Closes the environment; changes not committed are lost.
+  // Checkpoints what the journal holds, then closes the environment; changes
+  // not committed are lost.
   ~LmdbPaxosStorage() override;
   LmdbPaxosStorage(const LmdbPaxosStorage&) = delete;
   LmdbPaxosStorage& operator=(const LmdbPaxosStorage&) = delete;
@@ -48,9 +58,10 @@ class LmdbPaxosStorage final : public PaxosStorage {
   // An entry at or below the pending snapshot's slot is dropped (the snapshot holds it).
   void put_accepted(const Entry& entry) override;
   void put_snapshot(Slot slot, const std::string& snapshot) override;
-  // One synced write transaction. On failure (StorageError; "map full" when the
-  // LMDB map or the disk is full) nothing was written and the pending changes
-  // are dropped.
+  // One synced journal record (or, too large for the journal, one synced LMDB
+  // commit). On failure (StorageError; "map full" when the LMDB map or the
+  // disk is full) the pending changes are dropped and none of them is loaded
+  // again unless the failure came after their journal record was synced.
   Status commit() override;
   bool dirty() const override { return pending_.any; }
 
@@ -65,12 +76,32 @@ class LmdbPaxosStorage final : public PaxosStorage {
 
   LmdbPaxosStorage() = default;
   Status init(const std::string& dir, Options options);
-  Status write(Pending& changes);
+  // Writes `changes` in `txn`.
+  Status write(MDB_txn* txn, const Pending& changes);
+  // Writes `changes` in a child of the base transaction, which it opens if
+  // needed: all of them, or on failure none. With `child`, the child is left
+  // open there for the caller to commit or abort.
+  Status write_in_base(const Pending& changes, MDB_txn** child = nullptr);
+  // Commits the base with the journal position: synced.
+  Status checkpoint();
+  // Replays the journal from the position in "meta" into the base.
+  Status replay_journal();
+  // After a failed commit of the base: reopens it from LMDB and the journal;
+  // when that fails too, the storage refuses every call.
+  Status recover(Status cause);
+  static std::string encode(const Pending& changes);
+  static Result<Pending> decode(std::string_view record);
 
   std::string dir_;
+  Options options_;
   MDB_env* env_ = nullptr;
   unsigned meta_ = 0, accepted_ = 0;
   Pending pending_;
+  std::unique_ptr<Journal> journal_;
+  MDB_txn* base_ = nullptr;         // the write transaction kept open between checkpoints
+  bool unchecked_ = false;          // base_ holds journaled changes that LMDB does not
+  bool checkpoint_failed_ = false;  // the last checkpoint failed: wait until the journal is full
+  Status broken_;                   // why every call fails, after a failed recovery
 };
 
 }  // namespace palisade::quorum

@@ -2,8 +2,8 @@
 // the simulator's MemoryPaxosStorage and palisade-lockd's LmdbPaxosStorage, then
 // what only one of them does (a refused commit; damage found on disk).
 #include <catch2/catch.hpp>
-
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/big_endian.h"
+#include "common/journal.h"
 #include "quorum/lmdb_paxos_storage.h"
 #include "quorum/memory_paxos_storage.h"
 #include "tests/support/printers.h"
@@ -58,9 +59,9 @@ std::string be_key(Slot slot) {
   return k;
 }
 
-// Each fixture owns a storage and can restart it: the in-memory one crashes
-// (keeping what was committed, like a disk); the LMDB one is closed (dropping
-// what was not committed) and opened again from its directory.
+// Each fixture owns a storage and can restart it as after a crash: the
+// in-memory one keeps what was committed, like a disk; the LMDB one is opened
+// from a copy of its files taken while it was open (its journal replayed).
 struct MemoryFixture {
   static constexpr bool kLmdb = false;
   PaxosStorage& storage() { return mem; }
@@ -73,16 +74,19 @@ struct LmdbFixture {
   LmdbFixture() { open(); }
   PaxosStorage& storage() { return *lmdb; }
   void open() {
-    auto r = LmdbPaxosStorage::open(dir.path(), options);
+    auto r = LmdbPaxosStorage::open(dir->path(), options);
     INFO(r.status().to_string());
     REQUIRE(r.is_ok());
     lmdb = std::move(r).value();
   }
   void restart() {
+    auto image = std::make_unique<tools::TempDir>();
+    test::copy_crash_image(dir->path(), image->path());
     lmdb.reset();
+    dir = std::move(image);
     open();
   }
-  tools::TempDir dir;
+  std::unique_ptr<tools::TempDir> dir = std::make_unique<tools::TempDir>();
   LmdbPaxosStorage::Options options{size_t{64} << 20};
   std::unique_ptr<LmdbPaxosStorage> lmdb;
 };
@@ -393,13 +397,28 @@ TEST_CASE("lmdb paxos storage: a damaged record is Corrupt", "[lockgroup][paxos_
   };
   const std::vector<Case> cases = {
       {"accepted: a value byte", "accepted", be_key(2), flip(9), "slot 2"},
-      {"accepted: a ballot byte", "accepted", be_key(3), [](std::string r) { r[7] ^= 0x40; return r; }, "slot 3"},
+      {"accepted: a ballot byte", "accepted", be_key(3),
+       [](std::string r) {
+         r[7] ^= 0x40;
+         return r;
+       },
+       "slot 3"},
       {"accepted: the checksum", "accepted", be_key(2), flip(1), "slot 2"},
       {"accepted: truncated", "accepted", be_key(2), [](std::string r) { return r.substr(0, 10); }, "slot 2"},
-      {"promised: the ballot", "meta", "promised", [](std::string r) { r[7] ^= 0x01; return r; }, "promised"},
+      {"promised: the ballot", "meta", "promised",
+       [](std::string r) {
+         r[7] ^= 0x01;
+         return r;
+       },
+       "promised"},
       {"promised: one byte longer", "meta", "promised", [](std::string r) { return r + "x"; }, "promised"},
       {"snapshot: a content byte", "meta", "snapshot", flip(9), "snapshot"},
-      {"snapshot: the slot", "meta", "snapshot", [](std::string r) { r[7] ^= 0x01; return r; }, "snapshot"},
+      {"snapshot: the slot", "meta", "snapshot",
+       [](std::string r) {
+         r[7] ^= 0x01;
+         return r;
+       },
+       "snapshot"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.name) {
@@ -432,7 +451,7 @@ TEST_CASE("lmdb paxos storage: records are laid out as documented", "[lockgroup]
   tools::TempDir dir;
   fill(dir.path());
   test::RawLmdb raw(dir.path());
-  CHECK(raw.get("meta", "format") == "1");
+  CHECK(raw.get("meta", "format") == "2");
   auto promised = raw.get("meta", "promised");
   REQUIRE(promised);
   REQUIRE(promised->size() == 16);
@@ -470,13 +489,13 @@ TEST_CASE("lmdb paxos storage: another storage format is refused", "[lockgroup][
   fill(dir.path());
   {
     test::RawLmdb raw(dir.path());
-    raw.put("meta", "format", "2");
+    raw.put("meta", "format", "3");
     raw.commit();
   }
   auto r = LmdbPaxosStorage::open(dir.path(), {});
   INFO(r.status().to_string());
   CHECK(r.code() == Code::kStorageError);
-  CHECK(r.status().message().find("format '2'") != std::string::npos);
+  CHECK(r.status().message().find("format '3'") != std::string::npos);
 }
 
 TEST_CASE("lmdb paxos storage: a directory that does not exist is a StorageError", "[lockgroup][paxos_storage]") {
@@ -487,8 +506,7 @@ TEST_CASE("lmdb paxos storage: a directory that does not exist is a StorageError
   CHECK(r.status().message().find(dir.sub("missing")) != std::string::npos);
 }
 
-TEST_CASE("lmdb paxos storage: a full map fails the commit and drops it, nothing else",
-          "[lockgroup][paxos_storage]") {
+TEST_CASE("lmdb paxos storage: a full map fails the commit and drops it, nothing else", "[lockgroup][paxos_storage]") {
   tools::TempDir dir;
   auto s = open_lmdb(dir.path(), size_t{256} << 10);
   s->set_promised(3);
@@ -516,6 +534,117 @@ TEST_CASE("lmdb paxos storage: a full map fails the commit and drops it, nothing
   state = loaded(*s);
   CHECK(state.promised == 3);
   CHECK(entries_of(state) == std::vector<Entry>{kE2, kE3});
+}
+
+// The journal (docs/storage.md): a commit is durable in DIR/journal; the data
+// file catches up at checkpoints.
+TEST_CASE("lmdb paxos storage: commits live in the journal until a checkpoint", "[lockgroup][paxos_storage][journal]") {
+  tools::TempDir dir, image;
+  auto s = open_lmdb(dir.path());
+  s->set_promised(5);
+  s->put_accepted(kE2);
+  commit(*s);
+  test::copy_crash_image(dir.path(), image.path());
+  {
+    test::RawLmdb raw(image.path());
+    CHECK_FALSE(raw.get("accepted", be_key(2)));  // not in the data file yet...
+  }
+  {
+    auto crashed = open_lmdb(image.path());  // ...but replayed from the journal
+    DurableState state = loaded(*crashed);
+    CHECK(state.promised == 5);
+    CHECK(entries_of(state) == std::vector<Entry>{kE2});
+  }
+  test::RawLmdb raw(image.path());  // opening checkpointed it
+  CHECK(raw.get("accepted", be_key(2)));
+}
+
+TEST_CASE("lmdb paxos storage: a checkpoint comes every checkpoint_bytes of journal",
+          "[lockgroup][paxos_storage][journal]") {
+  tools::TempDir dir;
+  auto r = LmdbPaxosStorage::open(dir.path(), {.checkpoint_bytes = 4096});
+  REQUIRE(r.is_ok());
+  auto& s = *r.value();
+  int checkpointed_at = -1;
+  for (int i = 1; i <= 20 && checkpointed_at < 0; ++i) {
+    s.put_accepted(Entry{static_cast<Slot>(i), 1, std::string(500, 'v')});
+    commit(s);
+    tools::TempDir image;
+    test::copy_crash_image(dir.path(), image.path());
+    test::RawLmdb raw(image.path());
+    if (raw.get("accepted", be_key(1))) checkpointed_at = i;
+  }
+  // About 550 bytes of journal per commit: the 8th passes 4096.
+  CHECK(checkpointed_at == 8);
+}
+
+TEST_CASE("lmdb paxos storage: a snapshot too large for the journal is committed to LMDB at once",
+          "[lockgroup][paxos_storage][journal]") {
+  tools::TempDir dir, image;
+  auto r = LmdbPaxosStorage::open(dir.path(), {.journal_bytes = Journal::kMinFileBytes});
+  REQUIRE(r.is_ok());
+  r.value()->put_snapshot(7, std::string(10'000, 's'));
+  commit(*r.value());
+  test::copy_crash_image(dir.path(), image.path());
+  test::RawLmdb raw(image.path());
+  CHECK(raw.get("meta", "snapshot"));
+}
+
+TEST_CASE("lmdb paxos storage: a checkpoint that fails (map full) loses no commit",
+          "[lockgroup][paxos_storage][journal]") {
+  tools::TempDir dir, image;
+  auto r = LmdbPaxosStorage::open(dir.path(), {.map_size_bytes = size_t{64} << 10, .checkpoint_bytes = 4096});
+  REQUIRE(r.is_ok());
+  auto& s = *r.value();
+  // Commits until one does not fit the map; each that returned ok is kept.
+  std::vector<Entry> committed;
+  for (Slot slot = 1;; ++slot) {
+    REQUIRE(slot < 1000);
+    const Entry e{slot, 1, std::string(500, 'a')};
+    s.put_accepted(e);
+    if (!s.commit().is_ok()) break;
+    committed.push_back(e);
+  }
+  // Rewrites of a slot the open transaction holds need no new page, so they
+  // fit; the checkpoints they bring fail on the full map and are undone.
+  REQUIRE(committed.size() > 8);
+  for (int i = 0; i < 20; ++i) {
+    committed.back().ballot = 2 + static_cast<Ballot>(i);
+    s.put_accepted(committed.back());
+    commit(s);
+  }
+  CHECK(entries_of(loaded(s)) == committed);
+  test::copy_crash_image(dir.path(), image.path());
+  auto reopened = LmdbPaxosStorage::open(image.path(), {.map_size_bytes = size_t{64} << 20});
+  REQUIRE(reopened.is_ok());
+  CHECK(entries_of(loaded(*reopened.value())) == committed);
+}
+
+TEST_CASE("lmdb paxos storage: a format 1 directory is upgraded; a missing journal is refused",
+          "[lockgroup][paxos_storage][journal]") {
+  tools::TempDir dir;
+  fill(dir.path());
+  {
+    test::RawLmdb raw(dir.path());
+    raw.put("meta", "format", "1");
+    raw.commit();
+  }
+  std::filesystem::remove(dir.sub("journal"));  // format 1 had none
+  {
+    auto s = open_lmdb(dir.path());
+    DurableState state = loaded(*s);
+    CHECK(state.promised == 5);
+    CHECK(entries_of(state) == std::vector<Entry>{kE2, kE3});
+  }
+  {
+    test::RawLmdb raw(dir.path());
+    CHECK(raw.get("meta", "format") == "2");
+  }
+  REQUIRE(std::filesystem::exists(dir.sub("journal")));
+  std::filesystem::remove(dir.sub("journal"));
+  auto refused = LmdbPaxosStorage::open(dir.path(), {});
+  REQUIRE(refused.code() == Code::kStorageError);
+  CHECK_THAT(refused.status().message(), Catch::Contains("journal") && Catch::Contains("missing"));
 }
 
 }  // namespace

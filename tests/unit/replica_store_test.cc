@@ -2,7 +2,6 @@
 // in-memory one the simulator uses and the LMDB one the daemon uses. Then the
 // LMDB-only promises (format check, on-disk corruption) and the record codec.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -321,8 +320,8 @@ TEST_CASE("LmdbStore: a data dir of another storage format is refused and left a
   }
   auto refused = LmdbStore::open(dir.path(), {});
   REQUIRE(refused.code() == Code::kStorageError);
-  CHECK_THAT(refused.status().message(), Catch::Contains(dir.path()) && Catch::Contains("format '4'") &&
-                                             Catch::Contains("reads formats 1 to 3"));
+  CHECK_THAT(refused.status().message(),
+             Catch::Contains(dir.path()) && Catch::Contains("format '4'") && Catch::Contains("reads formats 1 to 3"));
   test::RawLmdb raw(dir.path());
   CHECK(raw.get("meta", "format") == "4");
   CHECK(raw.get("versions", "k").has_value());
@@ -334,7 +333,7 @@ TEST_CASE("LmdbStore: a batch that reads first, then writes, then reads sees its
   {
     auto s = LmdbStore::open(dir.path(), {});
     REQUIRE(s.is_ok());
-    REQUIRE(s.value()->get("k").value().empty());  // a read-only transaction
+    REQUIRE(s.value()->get("k").value().empty());                                 // a read-only transaction
     REQUIRE(s.value()->apply(replica::Change{.key = "k", .put = &one}).is_ok());  // now a write transaction
     CHECK(s.value()->get("k").value() == one);
     REQUIRE(s.value()->commit().is_ok());
@@ -617,7 +616,8 @@ std::vector<std::pair<std::string, Versions>> sample_records() {
        {version("newest", 9, "L"), version("", 8, "L", VersionState::kPending, true),
         version("committed", 7, "M", VersionState::kCommitted)}},
       {std::string(511, 'K'), {version(std::string(70000, 'v'), 2, "L")}},
-      {"with sequencers", {with_seq(version("b", 5, "L"), "ps1.b"), with_seq(version("a", 4, "L", VersionState::kCommitted), "ps1.a")}},
+      {"with sequencers",
+       {with_seq(version("b", 5, "L"), "ps1.b"), with_seq(version("a", 4, "L", VersionState::kCommitted), "ps1.a")}},
   };
 }
 
@@ -688,8 +688,7 @@ std::string reseal(std::string_view key, std::string body) {
   return body;
 }
 
-TEST_CASE("record: a valid checksum over a bad format byte, count or lengths is still corrupt",
-          "[replica][record]") {
+TEST_CASE("record: a valid checksum over a bad format byte, count or lengths is still corrupt", "[replica][record]") {
   const Version v = version("value", 3, "lock");
   const std::string rec = replica::encode_record("k", {v});
   // format(1) count(1), then per version flags(1) ts(16) lock_len(2) lock value_len(4) value; checksum(8)
@@ -704,10 +703,10 @@ TEST_CASE("record: a valid checksum over a bad format byte, count or lengths is 
     damaged[at] = byte;
     return replica::decode_record("k", reseal("k", damaged)).code() == Code::kCorrupt;
   };
-  CHECK(corrupt_after(0, 2));                                               // format
-  CHECK(corrupt_after(1, 2));                                               // more versions than there are
-  CHECK(corrupt_after(1, 0));                                               // fewer: trailing bytes
-  CHECK(corrupt_after(kLockLenAt, '\x7f'));                                 // lock runs past the end
+  CHECK(corrupt_after(0, 2));                                                     // format
+  CHECK(corrupt_after(1, 2));                                                     // more versions than there are
+  CHECK(corrupt_after(1, 0));                                                     // fewer: trailing bytes
+  CHECK(corrupt_after(kLockLenAt, '\x7f'));                                       // lock runs past the end
   CHECK(corrupt_after(value_len_at + 3, static_cast<char>(v.value.size() + 1)));  // value runs past the end
   CHECK(corrupt_after(value_len_at + 3, static_cast<char>(v.value.size() - 1)));  // value stops short
 }
