@@ -1,6 +1,8 @@
 #include "common/journal.h"
 
 #include <fcntl.h>
+#include <sodium.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,13 +10,13 @@
 #include <cstring>
 
 #include "common/big_endian.h"
-#include "common/hash.h"
 
 namespace palisade {
 namespace {
 
-constexpr uint32_t kMagic = 0x504a524e;                 // "PJRN"
-constexpr uint64_t kChecksumSeed = 0x6a6f75726e616c31;  // "journal1"
+constexpr uint32_t kMagic = 0x504a524e;  // "PJRN"
+constexpr std::string_view kFileMagic = "PJRNFILE";
+static_assert(crypto_shorthash_KEYBYTES == 16 && crypto_shorthash_BYTES == 8);
 
 Status io_error(const std::string& what, const std::string& path) {
   return Status(Code::kStorageError, what + " " + path + ": " + std::strerror(errno));
@@ -48,15 +50,21 @@ bool read_all(int fd, char* out, size_t n, uint64_t offset) {
   return true;
 }
 
-// Creates `path` full of zeros through a temporary file, so that a crash never
-// leaves a journal of the wrong size behind.
+// Creates `path`, full of zeros but for its header, through a temporary file,
+// so that a crash never leaves a journal of the wrong size or without a key.
 Status create_file(const std::string& path, size_t size) {
+  std::string header(Journal::kFileHeaderBytes, '\0');
+  header.replace(0, kFileMagic.size(), kFileMagic);
+  if (::getrandom(header.data() + kFileMagic.size(), crypto_shorthash_KEYBYTES, 0) !=
+      static_cast<ssize_t>(crypto_shorthash_KEYBYTES)) {
+    return io_error("cannot make a key for", path);
+  }
   const std::string tmp = path + ".new";
   int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return io_error("cannot create", tmp);
   const std::string zeros(size_t{1} << 20, '\0');
-  bool ok = true;
-  for (size_t done = 0; ok && done < size; done += zeros.size()) {
+  bool ok = write_all(fd, header, 0);
+  for (size_t done = header.size(); ok && done < size; done += zeros.size()) {
     ok = write_all(fd, std::string_view(zeros).substr(0, std::min(zeros.size(), size - done)), done);
   }
   ok = ok && ::fdatasync(fd) == 0;
@@ -78,97 +86,167 @@ Status create_file(const std::string& path, size_t size) {
 
 }  // namespace
 
+std::string Journal::encode_position(Position p) {
+  std::string out;
+  append_be(out, p.seq, 8);
+  append_be(out, p.offset, 8);
+  return out;
+}
+
+std::optional<Journal::Position> Journal::decode_position(std::string_view bytes) {
+  if (bytes.size() != 16) return std::nullopt;
+  return Position{read_be(bytes.data(), 8), read_be(bytes.data() + 8, 8)};
+}
+
 Result<std::unique_ptr<Journal>> Journal::open(const std::string& path, size_t size_bytes, bool create) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    if (errno != ENOENT) return io_error("cannot stat", path);
-    if (!create) {
-      return Status(Code::kStorageError, "journal " + path +
-                                             " is missing: writes acknowledged since the last checkpoint may be "
-                                             "lost; restore the file, or empty the data directory and let "
-                                             "anti-entropy refill it");
-    }
+  if (create) {
     if (size_bytes < kMinFileBytes) {
       return Status(Code::kBadRequest, "a journal needs at least " + std::to_string(kMinFileBytes) + " bytes");
     }
     if (Status s = create_file(path, size_bytes); !s.is_ok()) return s;
-  } else if (static_cast<size_t>(st.st_size) < kMinFileBytes) {
-    return Status(Code::kStorageError, "journal " + path + " has " + std::to_string(st.st_size) +
-                                           " bytes, fewer than the " + std::to_string(kMinFileBytes) +
-                                           " of any journal: it is damaged");
   }
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) {
+    return Status(Code::kStorageError, "journal " + path +
+                                           " is missing: writes acknowledged since the last checkpoint may be "
+                                           "lost; restore the file, or empty the data directory and let "
+                                           "anti-entropy refill it");
+  }
   if (fd < 0) return io_error("cannot open", path);
+  struct stat st;
+  char header[kFileMagic.size() + crypto_shorthash_KEYBYTES];
+  Status s;
   if (::fstat(fd, &st) != 0) {
-    Status s = io_error("cannot stat", path);
+    s = io_error("cannot stat", path);
+  } else if (static_cast<size_t>(st.st_size) < kMinFileBytes || !read_all(fd, header, sizeof header, 0) ||
+             std::string_view(header, kFileMagic.size()) != kFileMagic) {
+    s = Status(Code::kStorageError, "journal " + path + " is damaged (" + std::to_string(st.st_size) +
+                                        " bytes, header " + (st.st_size > 0 ? "not a journal's" : "missing") + ")");
+  }
+  if (!s.is_ok()) {
     ::close(fd);
     return s;
   }
-  return std::unique_ptr<Journal>(new Journal(path, fd, static_cast<size_t>(st.st_size)));
+  Key key;
+  std::memcpy(key.data(), header + kFileMagic.size(), key.size());
+  return std::unique_ptr<Journal>(new Journal(path, fd, static_cast<size_t>(st.st_size), key));
 }
 
 Journal::~Journal() { ::close(fd_); }
 
-Result<bool> Journal::read_record(uint64_t offset, uint64_t seq, std::string* payload, size_t* record_bytes) {
-  if (offset + kHeaderBytes + kTrailerBytes > size_) return false;
+uint64_t Journal::checksum(std::string_view bytes) const {
+  unsigned char out[crypto_shorthash_BYTES];
+  crypto_shorthash(out, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), key_.data());
+  return load_be64(out);
+}
+
+Result<Journal::Found> Journal::read_record(uint64_t offset, uint64_t seq, std::string* payload,
+                                            size_t* record_bytes) const {
+  if (offset + kHeaderBytes + kTrailerBytes > size_) return Found::kNone;
   uint8_t header[kHeaderBytes];
   if (!read_all(fd_, reinterpret_cast<char*>(header), kHeaderBytes, offset)) return io_error("cannot read", path_);
   const uint64_t magic_and_length = load_be64(header);
   const size_t length = magic_and_length & 0xffffffff;
-  if ((magic_and_length >> 32) != kMagic || load_be64(header + 8) != seq) return false;
-  if (offset + kHeaderBytes + length + kTrailerBytes > size_) return false;
-  std::string bytes(kHeaderBytes + length + kTrailerBytes, '\0');
+  if ((magic_and_length >> 32) != kMagic || load_be64(header + 8) != seq) return Found::kNone;
+  *record_bytes = kHeaderBytes + length + kTrailerBytes;
+  if (offset + *record_bytes > size_) return Found::kDamaged;
+  std::string bytes(*record_bytes, '\0');
   if (!read_all(fd_, bytes.data(), bytes.size(), offset)) return io_error("cannot read", path_);
   std::string_view covered(bytes.data(), kHeaderBytes + length);
-  if (hash64(covered, kChecksumSeed) != load_be64(reinterpret_cast<const uint8_t*>(bytes.data()) + covered.size())) {
-    return false;  // torn by a crash in the middle of its write
+  if (checksum(covered) != load_be64(reinterpret_cast<const uint8_t*>(bytes.data()) + covered.size())) {
+    return Found::kDamaged;
   }
   *payload = bytes.substr(kHeaderBytes, length);
-  *record_bytes = bytes.size();
-  return true;
+  return Found::kRecord;
+}
+
+Status Journal::read_records(Position from, std::optional<Position> until, Scan* scan) const {
+  Position at = from;
+  while (!(until && at == *until)) {
+    std::string payload;
+    size_t bytes = 0, damaged_bytes = 0;
+    uint64_t place = at.offset;
+    auto found = read_record(place, at.seq, &payload, &bytes);
+    if (found.is_ok() && found.value() != Found::kRecord && place != kFileHeaderBytes) {
+      if (found.value() == Found::kDamaged) damaged_bytes = bytes;
+      place = kFileHeaderBytes;  // a record that did not fit before the end of the file
+      found = read_record(place, at.seq, &payload, &bytes);
+    } else if (found.is_ok() && found.value() == Found::kDamaged) {
+      damaged_bytes = bytes;
+    }
+    if (!found.is_ok()) return found.status();
+    if (found.value() != Found::kRecord) {
+      // A record cut short by a crash is the last one; one followed by an
+      // intact record was damaged afterwards.
+      std::string next;
+      size_t next_bytes = 0;
+      if (damaged_bytes != 0) {
+        auto after = read_record(at.offset + damaged_bytes, at.seq + 1, &next, &next_bytes);
+        if (after.is_ok() && after.value() == Found::kRecord) {
+          return Status(Code::kCorrupt, "journal " + path_ + ": record " + std::to_string(at.seq) +
+                                            " is damaged and the record after it is intact");
+        }
+      }
+      break;
+    }
+    if (scan->payloads.empty()) {
+      scan->first = place;
+    } else if (place != at.offset) {
+      scan->used += size_ - at.offset;  // the gap left at the end of the file
+    }
+    scan->used += bytes;
+    scan->payloads.push_back(std::move(payload));
+    at = {at.seq + 1, place + bytes};
+  }
+  if (until && !(at == *until)) {
+    return Status(Code::kStorageError, "journal " + path_ + ": record " + std::to_string(at.seq) +
+                                           ", appended and synced, does not read back");
+  }
+  scan->end = at;
+  return Status::ok();
 }
 
 Result<std::vector<std::string>> Journal::replay(Position from) {
-  std::vector<std::string> out;
-  next_ = from;
-  start_ = from.offset;
-  used_ = 0;
-  for (;;) {
-    std::string payload;
-    size_t record_bytes = 0;
-    uint64_t at = next_.offset;
-    auto found = read_record(at, next_.seq, &payload, &record_bytes);
-    if (found.is_ok() && !found.value() && at != 0) {
-      at = 0;  // a record that did not fit before the end of the file
-      found = read_record(at, next_.seq, &payload, &record_bytes);
-    }
-    if (!found.is_ok()) return found.status();
-    if (!found.value()) break;
-    count(at, record_bytes);
-    next_ = {next_.seq + 1, at + record_bytes};
-    out.push_back(std::move(payload));
-  }
-  return out;
+  Scan scan;
+  if (Status s = read_records(from, std::nullopt, &scan); !s.is_ok()) return s;
+  // A record torn by a crash may sit where the scan ended. Its number is used
+  // again: the next record overwrites it there, or goes to the ring's start,
+  // where a scan looks when the record it finds is damaged.
+  next_ = scan.end;
+  written_ = next_;
+  failed_ = false;
+  used_ = scan.used;
+  start_ = scan.payloads.empty() ? scan.end.offset : scan.first;
+  return std::move(scan.payloads);
+}
+
+Result<std::vector<std::string>> Journal::reread(Position from) const {
+  Scan scan;
+  if (Status s = read_records(from, written_, &scan); !s.is_ok()) return s;
+  return std::move(scan.payloads);
 }
 
 uint64_t Journal::place_for(size_t record_bytes) const {
-  return next_.offset + record_bytes <= size_ ? next_.offset : 0;
+  return next_.offset + record_bytes <= size_ ? next_.offset : kFileHeaderBytes;
 }
 
 bool Journal::fits(size_t payload_bytes) const {
   const size_t n = kHeaderBytes + payload_bytes + kTrailerBytes;
-  if (n > size_) return false;
+  if (failed_ || n > size_ - kFileHeaderBytes) return false;
   if (used_ == 0) return true;
   const uint64_t at = place_for(n);
   // The records not checkpointed sit in [start_, next_.offset)...
-  if (next_.offset > start_) return at != 0 || n <= start_;
-  // ...or, wrapped, in [start_, end of file) and [0, next_.offset).
+  if (next_.offset > start_) return at != kFileHeaderBytes || kFileHeaderBytes + n <= start_;
+  // ...or, wrapped, in [start_, end of file) and [ring start, next_.offset).
   return next_.offset + n <= start_;
 }
 
 Status Journal::append(std::string_view payload) {
   if (!fits(payload.size())) {
-    return Status(Code::kStorageError, "journal " + path_ + " is full: checkpoint first");
+    return Status(Code::kStorageError, failed_ ? "journal " + path_ +
+                                                     " refuses appends after a failed one until "
+                                                     "the next checkpoint"
+                                               : "journal " + path_ + " is full: checkpoint first");
   }
   const uint64_t seq = next_.seq++;
   std::string record;
@@ -176,12 +254,15 @@ Status Journal::append(std::string_view payload) {
   append_be(record, (uint64_t{kMagic} << 32) | payload.size(), 8);
   append_be(record, seq, 8);
   record.append(payload);
-  append_be(record, hash64(record, kChecksumSeed), 8);
+  append_be(record, checksum(record), 8);
   const uint64_t at = place_for(record.size());
-  if (!write_all(fd_, record, at)) return io_error("cannot write", path_);
-  if (::fdatasync(fd_) != 0) return io_error("cannot sync", path_);
+  if (!write_all(fd_, record, at) || ::fdatasync(fd_) != 0) {
+    failed_ = true;
+    return io_error("cannot write and sync", path_);
+  }
   count(at, record.size());
   next_.offset = at + record.size();
+  written_ = next_;
   return Status::ok();
 }
 
@@ -197,6 +278,8 @@ void Journal::count(uint64_t at, size_t record_bytes) {
 void Journal::checkpointed() {
   used_ = 0;
   start_ = next_.offset;
+  written_ = next_;
+  failed_ = false;
 }
 
 }  // namespace palisade

@@ -91,6 +91,7 @@ Result<std::unique_ptr<LmdbPaxosStorage>> LmdbPaxosStorage::open(const std::stri
 Status LmdbPaxosStorage::init(const std::string& dir, Options options) {
   dir_ = dir;
   options_ = options;
+  checkpoint_at_bytes_ = options.checkpoint_bytes;
   int rc = mdb_env_create(&env_);
   if (rc != 0) {
     env_ = nullptr;
@@ -126,18 +127,21 @@ Status LmdbPaxosStorage::init(const std::string& dir, Options options) {
   auto journal = Journal::open(dir + "/journal", options.journal_bytes, /*create=*/rc == MDB_NOTFOUND || older);
   if (!journal.is_ok()) return journal.status();
   journal_ = std::move(journal.value());
-  if (Status s = replay_journal(); !s.is_ok()) return s;
+  if (Status s = replay_journal(/*reread=*/false); !s.is_ok()) return s;
   if (rc == MDB_NOTFOUND || older) {
     MDB_val f = val(kFormat);
     if ((rc = mdb_put(base_, meta_, &k, &f, 0)) != 0) return lmdb_error("write the storage format in " + dir, rc);
   }
   // Committed even when nothing was written: aborting the transaction that
   // opened the database handles would close them again.
-  return checkpoint();
+  if (Status s = checkpoint(); !s.is_ok()) return s;
+  opened_ = true;
+  return Status::ok();
 }
 
 LmdbPaxosStorage::~LmdbPaxosStorage() {
-  if (unchecked_ && broken_.is_ok()) checkpoint();
+  // A clean close; a storage that did not open never writes what it half read.
+  if (opened_ && unchecked_ && broken_.is_ok()) checkpoint();
   if (base_ != nullptr) mdb_txn_abort(base_);
   if (env_ != nullptr) mdb_env_close(env_);
 }
@@ -250,10 +254,10 @@ Status LmdbPaxosStorage::commit() {
     recover(lmdb_error("commit a child transaction in " + dir_, rc));
     return broken_;
   }
-  if (journal_->unchecked_bytes() >= options_.checkpoint_bytes && !checkpoint_failed_) {
+  if (journal_->unchecked_bytes() >= checkpoint_at_bytes_) {
     // A failed checkpoint loses nothing (the journal holds it all); it is tried
-    // again only when the journal is full.
-    checkpoint_failed_ = !checkpoint().is_ok();
+    // again checkpoint_bytes of journal later.
+    if (!checkpoint().is_ok()) checkpoint_at_bytes_ = journal_->unchecked_bytes() + options_.checkpoint_bytes;
   }
   return broken_;
 }
@@ -329,9 +333,7 @@ Status LmdbPaxosStorage::write(MDB_txn* txn, const Pending& changes) {
 }
 
 Status LmdbPaxosStorage::checkpoint() {
-  std::string position;
-  append_be(position, journal_->next().seq, kU64Bytes);
-  append_be(position, journal_->next().offset, kU64Bytes);
+  const std::string position = Journal::encode_position(journal_->next());
   MDB_val k = val(kJournalKey), v = val(position);
   int rc = mdb_put(base_, meta_, &k, &v, 0);
   if (rc != 0) return recover(lmdb_error("write the journal position", rc));
@@ -341,29 +343,25 @@ Status LmdbPaxosStorage::checkpoint() {
   if (rc != 0) return recover(lmdb_error("commit in " + dir_, rc));
   journal_->checkpointed();
   unchecked_ = false;
-  checkpoint_failed_ = false;
+  checkpoint_at_bytes_ = options_.checkpoint_bytes;
   return Status::ok();
 }
 
-Status LmdbPaxosStorage::replay_journal() {
-  Journal::Position from;
+Status LmdbPaxosStorage::replay_journal(bool reread) {
   MDB_val k = val(kJournalKey), v;
   int rc = mdb_get(base_, meta_, &k, &v);
-  if (rc == 0 && v.mv_size == 2 * kU64Bytes) {
-    from = {read_be(static_cast<const char*>(v.mv_data), kU64Bytes),
-            read_be(static_cast<const char*>(v.mv_data) + kU64Bytes, kU64Bytes)};
-  } else if (rc == 0) {
-    return Status(Code::kCorrupt, "the journal position in " + dir_ + " is corrupt");
-  } else if (rc != MDB_NOTFOUND) {
-    return lmdb_error("read the journal position in " + dir_, rc);
-  }
-  auto records = journal_->replay(from);
+  if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error("read the journal position in " + dir_, rc);
+  auto from = rc == 0 ? Journal::decode_position(view(v)) : Journal::Position{};
+  if (!from) return Status(Code::kCorrupt, "the journal position in " + dir_ + " is corrupt");
+  // Opening takes what the journal holds; a rebuild takes back exactly what
+  // was appended, all of which must read back.
+  auto records = reread ? journal_->reread(*from) : journal_->replay(*from);
   if (!records.is_ok()) return records.status();
   for (size_t i = 0; i < records.value().size(); ++i) {
     auto changes = decode(records.value()[i]);
     Status s = changes.is_ok() ? write(base_, changes.value()) : changes.status();
     if (!s.is_ok()) {
-      return Status(s.code(), "journal record " + std::to_string(from.seq + i) + " in " + dir_ + ": " + s.message());
+      return Status(s.code(), "journal record " + std::to_string(from->seq + i) + " in " + dir_ + ": " + s.message());
     }
   }
   unchecked_ = !records.value().empty();
@@ -376,7 +374,7 @@ Status LmdbPaxosStorage::recover(Status cause) {
   unchecked_ = false;
   int rc = mdb_txn_begin(env_, nullptr, 0, &base_);
   if (rc != 0) base_ = nullptr;
-  Status s = rc == 0 ? replay_journal() : lmdb_error("begin write transaction in " + dir_, rc);
+  Status s = rc == 0 ? replay_journal(/*reread=*/true) : lmdb_error("begin write transaction in " + dir_, rc);
   if (!s.is_ok()) {
     broken_ = Status(Code::kStorageError, "the acceptor state cannot be used after a failed commit (" +
                                               cause.message() + ") and a failed replay of its journal (" + s.message() +

@@ -37,9 +37,9 @@ namespace palisade::quorum {
 class LmdbPaxosStorage final : public PaxosStorage {
  public:
   struct Options {
-    size_t map_size_bytes = size_t{1} << 30;    // the most the data can grow to
-    size_t journal_bytes = size_t{8} << 20;     // the journal file's size when it is created
-    size_t checkpoint_bytes = size_t{1} << 20;  // journal bytes that make a commit checkpoint
+    size_t map_size_bytes = size_t{1} << 30;      // the most the data can grow to
+    size_t journal_bytes = size_t{8} << 20;       // the journal file's size when it is created
+    size_t checkpoint_bytes = size_t{256} << 10;  // journal bytes that make a commit checkpoint
   };
 
   // Opens or creates the storage in directory `dir` (which must exist).
@@ -84,8 +84,10 @@ class LmdbPaxosStorage final : public PaxosStorage {
   Status write_in_base(const Pending& changes, MDB_txn** child = nullptr);
   // Commits the base with the journal position: synced.
   Status checkpoint();
-  // Replays the journal from the position in "meta" into the base.
-  Status replay_journal();
+  // Replays the journal from the position in "meta" into the base: what it
+  // holds at open, or, to rebuild the base (`reread`), exactly what was
+  // appended since the checkpoint.
+  Status replay_journal(bool reread);
   // After a failed commit of the base: reopens it from LMDB and the journal;
   // when that fails too, the storage refuses every call.
   Status recover(Status cause);
@@ -100,7 +102,8 @@ class LmdbPaxosStorage final : public PaxosStorage {
   std::unique_ptr<Journal> journal_;
   MDB_txn* base_ = nullptr;         // the write transaction kept open between checkpoints
   bool unchecked_ = false;          // base_ holds journaled changes that LMDB does not
-  bool checkpoint_failed_ = false;  // the last checkpoint failed: wait until the journal is full
+  size_t checkpoint_at_bytes_ = 0;  // journal bytes that make the next commit checkpoint
+  bool opened_ = false;             // init() succeeded: the destructor may checkpoint
   Status broken_;                   // why every call fails, after a failed recovery
 };
 

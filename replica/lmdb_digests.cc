@@ -59,8 +59,7 @@ uint64_t position_of(Kind kind, std::string_view name) {
 
 }  // namespace
 
-Result<TreeDelta> LmdbStore::index_entry(MDB_txn* txn, Kind kind, std::string_view name, uint64_t digest,
-                                         bool lone) {
+Result<TreeDelta> LmdbStore::index_entry(MDB_txn* txn, Kind kind, std::string_view name, uint64_t digest, bool lone) {
   const uint64_t position = position_of(kind, name);
   std::string pk = position_key(position);
   MDB_val k = val(pk), v;
@@ -143,7 +142,10 @@ Status LmdbStore::check_digests() {
   return s.is_ok() ? failed : s;
 }
 
-Result<wire::TreeNode> LmdbStore::tree_node(uint32_t level, uint64_t index) { return tree_.node(level, index); }
+Result<wire::TreeNode> LmdbStore::tree_node(uint32_t level, uint64_t index) {
+  if (!broken_.is_ok()) return broken_;
+  return tree_.node(level, index);
+}
 
 Status LmdbStore::list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) {
   if (Status s = begin(); !s.is_ok()) return s;

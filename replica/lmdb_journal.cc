@@ -102,24 +102,21 @@ Status LmdbStore::replay_record(std::string_view payload) {
   return Status::ok();
 }
 
-Status LmdbStore::replay_journal() {
-  Journal::Position from;
+Status LmdbStore::replay_journal(bool reread) {
   MDB_val k = val(kJournalKey), v;
   int rc = mdb_get(txn_, meta_, &k, &v);
-  if (rc == 0 && v.mv_size == 16) {
-    from = {read_be(static_cast<const char*>(v.mv_data), 8), read_be(static_cast<const char*>(v.mv_data) + 8, 8)};
-  } else if (rc == 0) {
-    return Status(Code::kCorrupt, "the journal position in the meta database is damaged");
-  } else if (rc != MDB_NOTFOUND) {
-    return lmdb_error("read journal position", rc);
-  }
-  auto records = journal_->replay(from);
+  if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error("read journal position", rc);
+  auto from = rc == 0 ? Journal::decode_position(view(v)) : Journal::Position{};
+  if (!from) return Status(Code::kCorrupt, "the journal position in the meta database is damaged");
+  // Opening takes what the journal holds; a rebuild takes back exactly what
+  // was appended, all of which must read back.
+  auto records = reread ? journal_->reread(*from) : journal_->replay(*from);
   if (!records.is_ok()) return records.status();
   for (size_t i = 0; i < records.value().size(); ++i) {
     Status s = replay_record(records.value()[i]);
     if (!s.is_ok()) {
       return Status(s.code() == Code::kCorrupt ? Code::kCorrupt : Code::kStorageError,
-                    "journal record " + std::to_string(from.seq + i) + ": " + s.message());
+                    "journal record " + std::to_string(from->seq + i) + ": " + s.message());
     }
   }
   unchecked_ = !records.value().empty();
@@ -127,9 +124,7 @@ Status LmdbStore::replay_journal() {
 }
 
 Status LmdbStore::write_journal_position() {
-  std::string position;
-  append_be(position, journal_->next().seq, 8);
-  append_be(position, journal_->next().offset, 8);
+  const std::string position = Journal::encode_position(journal_->next());
   MDB_val k = val(kJournalKey), v = val(position);
   int rc = mdb_put(txn_, meta_, &k, &v, 0);
   return rc == 0 ? Status::ok() : lmdb_error("write journal position", rc);
@@ -141,7 +136,7 @@ Status LmdbStore::recover(Status cause) {
   txn_ = nullptr;
   unchecked_ = false;
   int rc = mdb_txn_begin(env_, nullptr, 0, &txn_);
-  Status s = rc == 0 ? replay_journal() : lmdb_error("begin transaction", rc);
+  Status s = rc == 0 ? replay_journal(/*reread=*/true) : lmdb_error("begin transaction", rc);
   if (rc != 0) txn_ = nullptr;
   writable_ = txn_ != nullptr;
   if (!s.is_ok()) {

@@ -39,6 +39,7 @@ Result<std::unique_ptr<LmdbStore>> LmdbStore::open(const std::string& dir, Optio
 
 Status LmdbStore::init(const std::string& dir, Options options) {
   options_ = options;
+  checkpoint_at_bytes_ = options.checkpoint_bytes;
   int rc = mdb_env_create(&env_);
   if (rc != 0) return lmdb_error("mdb_env_create", rc);
   if (mdb_env_get_maxkeysize(env_) < static_cast<int>(kMaxKeyBytes)) {
@@ -75,7 +76,7 @@ Status LmdbStore::init(const std::string& dir, Options options) {
   auto journal = Journal::open(dir + "/journal", options.journal_bytes, /*create=*/rc == MDB_NOTFOUND || older);
   if (!journal.is_ok()) return journal.status();
   journal_ = std::move(journal.value());
-  if (Status s = replay_journal(); !s.is_ok()) return s;
+  if (Status s = replay_journal(/*reread=*/false); !s.is_ok()) return s;
   if (rc == MDB_NOTFOUND || older) {
     MDB_val f = val(kFormat);
     if ((rc = mdb_put(txn_, meta_, &k, &f, 0)) != 0) return lmdb_error("write format", rc);
@@ -83,13 +84,16 @@ Status LmdbStore::init(const std::string& dir, Options options) {
   if (Status s = check_digests(); !s.is_ok()) return s;
   // Committed even when nothing was written: aborting the transaction that
   // opened the database handles would close them again.
-  return commit_base();
+  if (Status s = commit_base(); !s.is_ok()) return s;
+  opened_ = true;
+  return Status::ok();
 }
 
 LmdbStore::~LmdbStore() {
   drop_batch();
   tree_.abort();
-  if (unchecked_ && broken_.is_ok()) checkpoint();
+  // A clean close; a store that did not open never writes what it half read.
+  if (opened_ && unchecked_ && broken_.is_ok()) checkpoint();
   if (txn_ != nullptr) mdb_txn_abort(txn_);
   if (env_ != nullptr) mdb_env_close(env_);
 }
@@ -180,6 +184,7 @@ Status LmdbStore::apply_in(MDB_txn* txn, const Change& c, std::string_view recor
 }
 
 Status LmdbStore::apply(const Change& c) {
+  if (c.put == nullptr && c.floor == 0) return Status::ok();  // changes nothing
   if (c.put != nullptr && !storable(c.key)) return unstorable("key", c.key);
   if (c.floor != 0 && !storable(c.lock)) return unstorable("lock name", c.lock);
   if (Status s = begin_batch(); !s.is_ok()) return s;
@@ -224,11 +229,11 @@ Status LmdbStore::commit() {
     if (rc != 0) {
       recover(lmdb_error("commit batch transaction", rc));
       s = broken_;
-    } else if (journal_->unchecked_bytes() >= options_.checkpoint_bytes && !checkpoint_failed_) {
+    } else if (journal_->unchecked_bytes() >= checkpoint_at_bytes_) {
       // A failed checkpoint fails no request: the journal still holds them all.
-      // It is tried again only when the journal is full (a full map, say, is
-      // full until the operator raises it and restarts).
-      checkpoint_failed_ = !commit_base().is_ok();
+      // It is tried again checkpoint_bytes of journal later (a full map, say,
+      // stays full until the operator raises it and restarts).
+      if (!commit_base().is_ok()) checkpoint_at_bytes_ = journal_->unchecked_bytes() + options_.checkpoint_bytes;
       s = broken_;
     }
   } else {
@@ -244,6 +249,7 @@ Status LmdbStore::commit() {
 
 Status LmdbStore::checkpoint() {
   if (!broken_.is_ok()) return broken_;
+  if (!batch_log_.empty()) return Status(Code::kBadRequest, "checkpoint() while a batch holds changes");
   return unchecked_ ? commit_base() : Status::ok();
 }
 
@@ -262,7 +268,7 @@ Status LmdbStore::commit_base() {
   if (rc != 0) return recover(lmdb_error("commit", rc));
   journal_->checkpointed();
   unchecked_ = false;
-  checkpoint_failed_ = false;
+  checkpoint_at_bytes_ = options_.checkpoint_bytes;
   return Status::ok();
 }
 

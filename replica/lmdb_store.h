@@ -41,9 +41,9 @@ class LmdbStore final : public ReplicaStore {
   static_assert(wire::Limits{}.max_key_bytes <= kMaxKeyBytes, "default key limit beyond LMDB's");
 
   struct Options {
-    size_t map_size_bytes = size_t{8} << 30;    // the most the data can grow to
-    size_t journal_bytes = size_t{8} << 20;     // the journal file's size when it is created
-    size_t checkpoint_bytes = size_t{1} << 20;  // journal bytes that make the next commit a checkpoint
+    size_t map_size_bytes = size_t{8} << 30;      // the most the data can grow to
+    size_t journal_bytes = size_t{8} << 20;       // the journal file's size when it is created
+    size_t checkpoint_bytes = size_t{256} << 10;  // journal bytes that make a commit checkpoint
   };
 
   // Opens or creates the store in directory `dir` (which must exist), replays
@@ -62,7 +62,7 @@ class LmdbStore final : public ReplicaStore {
   Result<wire::ReplicaStats> stats(size_t max_floors) override;
 
   // Commits what the journal holds into LMDB (synced) so that its space is
-  // reused; call it between batches.
+  // reused. Between batches only: BadRequest while a batch holds changes.
   Status checkpoint();
   // Number of keys stored (committed state plus the open batch).
   Result<uint64_t> key_count();
@@ -91,8 +91,10 @@ class LmdbStore final : public ReplicaStore {
   static void log_change(std::string& log, const Change& c, std::string_view record);
   // Applies the changes of journal record `payload` in the base transaction.
   Status replay_record(std::string_view payload);
-  // Replays the journal from the position in "meta" into the base transaction.
-  Status replay_journal();
+  // Replays the journal from the position in "meta" into the base
+  // transaction: what it holds when the store opens, or, to rebuild the base
+  // (`reread`), exactly what was appended since the checkpoint.
+  Status replay_journal(bool reread);
   // After a failed commit of the base: reopens it from LMDB and the journal.
   // When that fails too, the store is broken and refuses every call.
   Status recover(Status cause);
@@ -119,7 +121,8 @@ class LmdbStore final : public ReplicaStore {
   MDB_txn* txn_ = nullptr;          // the base: read-only, or a write transaction
   bool writable_ = false;           // txn_ is a write transaction
   bool unchecked_ = false;          // txn_ holds journaled changes that LMDB does not
-  bool checkpoint_failed_ = false;  // the last checkpoint failed
+  size_t checkpoint_at_bytes_ = 0;  // journal bytes that make the next commit checkpoint
+  bool opened_ = false;             // init() succeeded: the destructor may checkpoint
   MDB_txn* batch_ = nullptr;        // child of txn_ holding the batch's changes
   std::string batch_log_;           // the batch's changes, as its journal record
   Status broken_;                   // why the store refuses every call, after a failed recovery

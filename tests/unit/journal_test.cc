@@ -1,5 +1,6 @@
 // The write-ahead journal (common/journal.h): what is appended replays after a
-// reopen, from the last checkpoint on, across wrap-around, up to a torn record.
+// reopen, from the last checkpoint on, across wrap-around, up to a torn record;
+// damage, forgery and failed syncs are caught.
 #include "common/journal.h"
 
 #include <fcntl.h>
@@ -11,15 +12,26 @@
 #include <string>
 #include <vector>
 
+#include "common/big_endian.h"
+#include "common/hash.h"
+#include "tests/support/failing_sync.h"
 #include "tools/temp_dir.h"
 
 namespace palisade {
 namespace {
 
 using Records = std::vector<std::string>;
+constexpr uint64_t kRing = Journal::kFileHeaderBytes;  // where the first record goes
 
-std::unique_ptr<Journal> open_journal(const std::string& path, size_t size = Journal::kMinFileBytes) {
+std::unique_ptr<Journal> create_journal(const std::string& path, size_t size = Journal::kMinFileBytes) {
   auto j = Journal::open(path, size, /*create=*/true);
+  INFO(j.status().to_string());
+  REQUIRE(j.is_ok());
+  return std::move(j.value());
+}
+
+std::unique_ptr<Journal> reopen_journal(const std::string& path) {
+  auto j = Journal::open(path, 0, /*create=*/false);
   INFO(j.status().to_string());
   REQUIRE(j.is_ok());
   return std::move(j.value());
@@ -38,6 +50,8 @@ void append(Journal& j, const std::string& payload) {
   REQUIRE(s.is_ok());
 }
 
+size_t record_bytes(size_t payload) { return Journal::kHeaderBytes + payload + Journal::kTrailerBytes; }
+
 void flip_byte(const std::string& path, off_t offset) {
   int fd = ::open(path.c_str(), O_RDWR);
   REQUIRE(fd >= 0);
@@ -52,100 +66,141 @@ TEST_CASE("journal: records appended replay in order after a reopen", "[journal]
   tools::TempDir dir;
   const std::string path = dir.sub("journal");
   {
-    auto j = open_journal(path);
+    auto j = create_journal(path);
     CHECK(replay(*j, {}).empty());
     append(*j, "one");
     append(*j, "");
     append(*j, "three");
-    CHECK(j->next().seq == 4);
   }
   struct stat st;
   REQUIRE(::stat(path.c_str(), &st) == 0);
   CHECK(st.st_size == static_cast<off_t>(Journal::kMinFileBytes));  // created at its full size
 
-  auto j = open_journal(path);
+  auto j = reopen_journal(path);
   CHECK(replay(*j, {}) == Records{"one", "", "three"});
-  CHECK(j->next().seq == 4);
   append(*j, "four");  // continues after the last record
-  auto again = open_journal(path);
+  auto again = reopen_journal(path);
   CHECK(replay(*again, {}) == Records{"one", "", "three", "four"});
 }
 
 TEST_CASE("journal: replay starts at the checkpoint's position", "[journal]") {
   tools::TempDir dir;
-  auto j = open_journal(dir.sub("journal"));
+  auto j = create_journal(dir.sub("journal"));
   append(*j, "before");
   j->checkpointed();
   const Journal::Position checkpoint = j->next();
   CHECK(j->unchecked_bytes() == 0);
   append(*j, "after");
-  CHECK(j->unchecked_bytes() == Journal::kHeaderBytes + 5 + Journal::kTrailerBytes);
+  CHECK(j->unchecked_bytes() == record_bytes(5));
 
-  auto reopened = open_journal(dir.sub("journal"));
+  auto reopened = reopen_journal(dir.sub("journal"));
   CHECK(replay(*reopened, checkpoint) == Records{"after"});
   CHECK(reopened->unchecked_bytes() == j->unchecked_bytes());
+  CHECK(Journal::decode_position(Journal::encode_position(checkpoint)) == checkpoint);
+  CHECK_FALSE(Journal::decode_position("short"));
 }
 
-TEST_CASE("journal: replay stops at a torn record, and the next append replaces it", "[journal]") {
+TEST_CASE("journal: replay stops at a torn last record, and the next append replaces it", "[journal]") {
   tools::TempDir dir;
   const std::string path = dir.sub("journal");
   {
-    auto j = open_journal(path);
+    auto j = create_journal(path);
     append(*j, "kept");
     append(*j, "torn");
   }
-  const off_t second = Journal::kHeaderBytes + 4 + Journal::kTrailerBytes;
-  // Any byte of the second record: header, payload or checksum.
-  for (off_t at : {second + 3, second + 12, second + static_cast<off_t>(Journal::kHeaderBytes) + 1,
-                   second + static_cast<off_t>(Journal::kHeaderBytes) + 4 + 7}) {
+  const off_t second = kRing + record_bytes(4);
+  // Any byte of the second record: magic, sequence number, payload, checksum.
+  for (off_t at : {second + 3, second + 12, second + 17, second + 27}) {
     INFO("byte " << at);
     flip_byte(path, at);
-    auto j = open_journal(path);
+    auto j = reopen_journal(path);
     CHECK(replay(*j, {}) == Records{"kept"});
     flip_byte(path, at);  // restored
-    auto whole = open_journal(path);
+    auto whole = reopen_journal(path);
     CHECK(replay(*whole, {}) == Records{"kept", "torn"});
   }
   flip_byte(path, second + 20);
-  auto j = open_journal(path);
+  auto j = reopen_journal(path);
   CHECK(replay(*j, {}) == Records{"kept"});
   append(*j, "new");
-  auto reopened = open_journal(path);
+  auto reopened = reopen_journal(path);
   CHECK(replay(*reopened, {}) == Records{"kept", "new"});
 }
 
-TEST_CASE("journal: a record that does not fit before the end goes to offset 0", "[journal]") {
+TEST_CASE("journal: a damaged record followed by an intact one is Corrupt, not an end", "[journal]") {
   tools::TempDir dir;
   const std::string path = dir.sub("journal");
-  auto j = open_journal(path);
+  {
+    auto j = create_journal(path);
+    append(*j, "one");
+    append(*j, "two");
+    append(*j, "three");
+  }
+  flip_byte(path, kRing + record_bytes(3) + Journal::kHeaderBytes);  // a payload byte of "two"
+  auto j = reopen_journal(path);
+  auto r = j->replay({});
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == Code::kCorrupt);
+  CHECK_THAT(r.status().message(), Catch::Contains("record 2"));
+}
+
+TEST_CASE("journal: a record not checksummed with the file's key is not replayed", "[journal]") {
+  // A client controls the bytes of its values, which end up in payloads: a
+  // record planted inside a payload must never pass for a real one.
+  tools::TempDir dir;
+  auto j = create_journal(dir.sub("journal"));
+  std::string forged;
+  append_be(forged, (uint64_t{0x504a524e} << 32) | 4, 8);
+  append_be(forged, 7, 8);
+  forged += "EVIL";
+  append_be(forged, hash64(forged), 8);  // any checksum one can compute without the key
+  append(*j, "xxxx" + forged);
+  const uint64_t planted = kRing + Journal::kHeaderBytes + 4;
+  auto reopened = reopen_journal(dir.sub("journal"));
+  CHECK(replay(*reopened, {7, planted}).empty());
+}
+
+TEST_CASE("journal: a new journal replaces the old one, whose records never replay", "[journal]") {
+  tools::TempDir dir;
+  {
+    auto old = create_journal(dir.sub("journal"));
+    append(*old, "old");
+  }
+  auto fresh = create_journal(dir.sub("journal"));
+  CHECK(replay(*fresh, {}).empty());
+}
+
+TEST_CASE("journal: a record that does not fit before the end goes to the ring's start", "[journal]") {
+  tools::TempDir dir;
+  const std::string path = dir.sub("journal");
+  auto j = create_journal(path);  // a ring of 4096 bytes
   const std::string big(1500, 'a');
-  append(*j, big);  // [0, 1524)
+  append(*j, big);  // [0, 1524) of the ring
   append(*j, big);  // [1524, 3048)
   j->checkpointed();
   const Journal::Position checkpoint = j->next();
-  REQUIRE(j->fits(1500));
   append(*j, std::string(1500, 'b'));  // does not fit in [3048, 4096): at 0, over the first
-  CHECK(j->next().offset == 1524);
+  CHECK(j->next().offset == kRing + 1524);
   CHECK(j->unchecked_bytes() == 1524);
   append(*j, std::string(1000, 'c'));  // [1524, 2548), over the second
   append(*j, std::string(1500, 'd'));  // [2548, 4072)
   CHECK(j->unchecked_bytes() == 4072);
-  CHECK_FALSE(j->fits(1500));  // it would go to offset 0, over 'b', which is not checkpointed
+  CHECK_FALSE(j->fits(1500));  // it would go to the start, over 'b', which is not checkpointed
   CHECK(j->fits(0));           // [4072, 4096) holds an empty record
 
-  auto reopened = open_journal(path);
+  auto reopened = reopen_journal(path);
   CHECK(replay(*reopened, checkpoint) ==
         Records{std::string(1500, 'b'), std::string(1000, 'c'), std::string(1500, 'd')});
   CHECK(reopened->unchecked_bytes() == j->unchecked_bytes());
-  CHECK(reopened->next() == j->next());
+  CHECK(reopened->next().offset == j->next().offset);
   // From the start, the first lap's records are gone: the first one was overwritten.
-  auto from_start = open_journal(path);
+  auto from_start = reopen_journal(path);
   CHECK(replay(*from_start, {}).empty());
 }
 
 TEST_CASE("journal: a full journal refuses appends until a checkpoint frees it", "[journal]") {
   tools::TempDir dir;
-  auto j = open_journal(dir.sub("journal"));
+  auto j = create_journal(dir.sub("journal"));
   const std::string payload(1000, 'x');
   int appended = 0;
   while (j->fits(payload.size())) {
@@ -156,9 +211,9 @@ TEST_CASE("journal: a full journal refuses appends until a checkpoint frees it",
   Status s = j->append(payload);
   CHECK(s.code() == Code::kStorageError);
   CHECK_THAT(s.message(), Catch::Contains("full"));
-  CHECK_FALSE(j->fits(Journal::kMinFileBytes));  // larger than the file: never
+  CHECK_FALSE(j->fits(Journal::kMinFileBytes));  // larger than the ring: never
 
-  auto reopened = open_journal(dir.sub("journal"));
+  auto reopened = reopen_journal(dir.sub("journal"));
   CHECK(replay(*reopened, {}).size() == 4);  // the refusal overwrote nothing
 
   j->checkpointed();
@@ -166,7 +221,28 @@ TEST_CASE("journal: a full journal refuses appends until a checkpoint frees it",
   append(*j, payload);
 }
 
-TEST_CASE("journal: a missing file is an error unless asked to create it", "[journal]") {
+TEST_CASE("journal: after a failed sync nothing is appended until a checkpoint moves past it", "[journal]") {
+  tools::TempDir dir;
+  auto j = create_journal(dir.sub("journal"));
+  const Journal::Position start = j->next();
+  append(*j, "a");
+  test::fail_next_syncs(1);
+  CHECK(j->append("b").code() == Code::kStorageError);  // "b" is written, maybe durable, not acknowledged
+  CHECK_FALSE(j->fits(1));
+  Status refused = j->append("c");
+  CHECK_THAT(refused.message(), Catch::Contains("failed"));
+  auto reread = j->reread(start);  // what was acknowledged reads back
+  REQUIRE(reread.is_ok());
+  CHECK(reread.value() == Records{"a"});
+
+  j->checkpointed();  // the store committed everything to its main storage
+  const Journal::Position checkpoint = j->next();
+  append(*j, "d");
+  auto reopened = reopen_journal(dir.sub("journal"));
+  CHECK(replay(*reopened, checkpoint) == Records{"d"});  // "b"'s number is never looked for
+}
+
+TEST_CASE("journal: a missing or damaged file is an error unless asked to create one", "[journal]") {
   tools::TempDir dir;
   auto missing = Journal::open(dir.sub("journal"), Journal::kMinFileBytes, /*create=*/false);
   REQUIRE_FALSE(missing.is_ok());
@@ -180,7 +256,13 @@ TEST_CASE("journal: a missing file is an error unless asked to create it", "[jou
   int fd = ::open(dir.sub("short").c_str(), O_RDWR | O_CREAT, 0644);
   REQUIRE(fd >= 0);
   ::close(fd);
-  auto damaged = Journal::open(dir.sub("short"), Journal::kMinFileBytes, /*create=*/true);
+  auto empty = Journal::open(dir.sub("short"), Journal::kMinFileBytes, /*create=*/false);
+  REQUIRE_FALSE(empty.is_ok());
+  CHECK_THAT(empty.status().message(), Catch::Contains("damaged"));
+
+  create_journal(dir.sub("journal"));
+  flip_byte(dir.sub("journal"), 2);  // the file's magic
+  auto damaged = Journal::open(dir.sub("journal"), Journal::kMinFileBytes, /*create=*/false);
   REQUIRE_FALSE(damaged.is_ok());
   CHECK_THAT(damaged.status().message(), Catch::Contains("damaged"));
 }
@@ -192,8 +274,8 @@ TEST_CASE("journal: random appends, checkpoints and reopenings", "[journal]") {
   tools::TempDir dir;
   const std::string path = dir.sub("journal");
   std::mt19937 rng(20261130);
-  auto j = open_journal(path, 3 * 4096);
-  Journal::Position checkpoint;
+  auto j = create_journal(path, kRing + 3 * 4096);
+  Journal::Position checkpoint = j->next();
   Records since_checkpoint;
   int wraps = 0, appends = 0;
   for (int step = 0; step < 3000; ++step) {
@@ -217,7 +299,7 @@ TEST_CASE("journal: random appends, checkpoints and reopenings", "[journal]") {
       checkpoint = j->next();
       since_checkpoint.clear();
     } else {
-      j = open_journal(path);
+      j = reopen_journal(path);
       INFO("step " << step);
       REQUIRE(replay(*j, checkpoint) == since_checkpoint);
     }

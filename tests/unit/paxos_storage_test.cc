@@ -14,6 +14,7 @@
 #include "common/journal.h"
 #include "quorum/lmdb_paxos_storage.h"
 #include "quorum/memory_paxos_storage.h"
+#include "tests/support/failing_sync.h"
 #include "tests/support/printers.h"
 #include "tests/support/raw_lmdb.h"
 #include "tools/temp_dir.h"
@@ -618,6 +619,23 @@ TEST_CASE("lmdb paxos storage: a checkpoint that fails (map full) loses no commi
   auto reopened = LmdbPaxosStorage::open(image.path(), {.map_size_bytes = size_t{64} << 20});
   REQUIRE(reopened.is_ok());
   CHECK(entries_of(loaded(*reopened.value())) == committed);
+}
+
+TEST_CASE("lmdb paxos storage: a failed journal sync fails that commit alone, and no later one is lost",
+          "[lockgroup][paxos_storage][journal]") {
+  tools::TempDir dir, image;
+  auto s = open_lmdb(dir.path());
+  s->put_accepted(kE1);
+  commit(*s);
+  test::fail_next_syncs(1);
+  s->put_accepted(kE2);
+  CHECK(s->commit().code() == Code::kStorageError);
+  CHECK(entries_of(loaded(*s)) == std::vector<Entry>{kE1});  // what a restarted node would start from
+  s->put_accepted(kE3);  // rides in a checkpoint: the journal waits for one after a failure
+  commit(*s);
+  test::copy_crash_image(dir.path(), image.path());
+  auto crashed = open_lmdb(image.path());
+  CHECK(entries_of(loaded(*crashed)) == std::vector<Entry>{kE1, kE3});
 }
 
 TEST_CASE("lmdb paxos storage: a format 1 directory is upgraded; a missing journal is refused",

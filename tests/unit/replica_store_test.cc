@@ -11,6 +11,7 @@
 #include "replica/lmdb_store.h"
 #include "replica/memory_store.h"
 #include "replica/record.h"
+#include "tests/support/failing_sync.h"
 #include "tests/support/raw_lmdb.h"
 #include "tools/temp_dir.h"
 
@@ -391,8 +392,8 @@ TEST_CASE("LmdbStore: a checkpoint comes every checkpoint_bytes of journal", "[r
     test::RawLmdb raw(image.path());
     if (raw.get("versions", "k0")) checkpointed_at = i;
   }
-  // About 540 bytes of journal per batch: the 8th would pass 4096 and is
-  // committed with the checkpoint instead.
+  // About 570 bytes of journal per batch: the 8th passes 4096, and its commit
+  // checkpoints after appending it.
   CHECK(checkpointed_at == 7);
 }
 
@@ -433,6 +434,58 @@ TEST_CASE("LmdbStore: a checkpoint that fails (map full) loses no committed batc
   REQUIRE(reopened.is_ok());
   for (int i = 0; i < committed - 1; ++i) CHECK(reopened.value()->get("k" + std::to_string(i)).value() == v);
   CHECK(reopened.value()->get(last).value() == y);
+}
+
+TEST_CASE("LmdbStore: a failed journal sync fails its batch alone, and no later batch is lost",
+          "[replica][store][journal]") {
+  tools::TempDir dir, image;
+  auto opened = LmdbStore::open(dir.path(), {});
+  REQUIRE(opened.is_ok());
+  LmdbStore& s = *opened.value();
+  auto commit_one = [&s](const std::string& key) {
+    const replica::Versions v = {version(key)};
+    REQUIRE(s.apply(replica::Change{.key = key, .put = &v}).is_ok());
+    return s.commit();
+  };
+  REQUIRE(commit_one("a").is_ok());
+  test::fail_next_syncs(1);
+  CHECK(commit_one("b").code() == Code::kStorageError);  // the journal's sync failed
+  CHECK(stored(s, "b").empty());
+  SECTION("the next batches ride in checkpoints") {
+    REQUIRE(commit_one("c").is_ok());
+    REQUIRE(commit_one("d").is_ok());
+  }
+  SECTION("a checkpoint that fails too leaves what was acknowledged") {
+    test::fail_next_syncs(1);
+    CHECK(commit_one("c").code() == Code::kStorageError);  // LMDB's sync failed
+    CHECK(stored(s, "a") == replica::Versions{version("a")});
+    CHECK(stored(s, "c").empty());
+    REQUIRE(commit_one("d").is_ok());
+  }
+  test::copy_crash_image(dir.path(), image.path());
+  auto crashed = LmdbStore::open(image.path(), {});
+  REQUIRE(crashed.is_ok());
+  CHECK(stored(*crashed.value(), "a") == replica::Versions{version("a")});
+  CHECK(stored(*crashed.value(), "b").empty());
+  CHECK(stored(*crashed.value(), "d") == replica::Versions{version("d")});
+}
+
+TEST_CASE("LmdbStore: a change of nothing is no change, and checkpoint() waits for the batch's end",
+          "[replica][store][journal]") {
+  tools::TempDir dir, image;
+  auto s = LmdbStore::open(dir.path(), {});
+  REQUIRE(s.is_ok());
+  REQUIRE(s.value()->apply(replica::Change{.key = "k"}).is_ok());  // neither versions nor a floor
+  REQUIRE(s.value()->commit().is_ok());
+  const replica::Versions one = {version("v")};
+  REQUIRE(s.value()->apply(replica::Change{.key = "k", .put = &one}).is_ok());
+  CHECK(s.value()->checkpoint().code() == Code::kBadRequest);
+  REQUIRE(s.value()->commit().is_ok());
+  REQUIRE(s.value()->checkpoint().is_ok());
+  test::copy_crash_image(dir.path(), image.path());
+  auto reopened = LmdbStore::open(image.path(), {});
+  REQUIRE(reopened.is_ok());
+  CHECK(stored(*reopened.value(), "k") == one);
 }
 
 TEST_CASE("LmdbStore: a batch too large for the journal is committed to LMDB at once", "[replica][store][journal]") {
