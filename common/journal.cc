@@ -10,12 +10,16 @@
 #include <cstring>
 
 #include "common/big_endian.h"
+#include "common/hash.h"
 
 namespace palisade {
 namespace {
 
 constexpr uint32_t kMagic = 0x504a524e;  // "PJRN"
 constexpr std::string_view kFileMagic = "PJRNFILE";
+// The file header: magic(8) key(16) file size(8) checksum(8), the checksum
+// XXH3-64 of what precedes it.
+constexpr size_t kKeyAt = 8, kSizeAt = 24, kHeaderSumAt = 32, kHeaderUsed = 40;
 static_assert(crypto_shorthash_KEYBYTES == 16 && crypto_shorthash_BYTES == 8);
 
 Status io_error(const std::string& what, const std::string& path) {
@@ -53,12 +57,15 @@ bool read_all(int fd, char* out, size_t n, uint64_t offset) {
 // Creates `path`, full of zeros but for its header, through a temporary file,
 // so that a crash never leaves a journal of the wrong size or without a key.
 Status create_file(const std::string& path, size_t size) {
-  std::string header(Journal::kFileHeaderBytes, '\0');
-  header.replace(0, kFileMagic.size(), kFileMagic);
-  if (::getrandom(header.data() + kFileMagic.size(), crypto_shorthash_KEYBYTES, 0) !=
+  std::string header(kFileMagic);
+  header.resize(kKeyAt + crypto_shorthash_KEYBYTES);
+  if (::getrandom(header.data() + kKeyAt, crypto_shorthash_KEYBYTES, 0) !=
       static_cast<ssize_t>(crypto_shorthash_KEYBYTES)) {
     return io_error("cannot make a key for", path);
   }
+  append_be(header, size, 8);
+  append_be(header, hash64(header), 8);
+  header.resize(Journal::kFileHeaderBytes, '\0');
   const std::string tmp = path + ".new";
   int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return io_error("cannot create", tmp);
@@ -114,21 +121,24 @@ Result<std::unique_ptr<Journal>> Journal::open(const std::string& path, size_t s
   }
   if (fd < 0) return io_error("cannot open", path);
   struct stat st;
-  char header[kFileMagic.size() + crypto_shorthash_KEYBYTES];
+  char header[kHeaderUsed];
   Status s;
   if (::fstat(fd, &st) != 0) {
     s = io_error("cannot stat", path);
   } else if (static_cast<size_t>(st.st_size) < kMinFileBytes || !read_all(fd, header, sizeof header, 0) ||
-             std::string_view(header, kFileMagic.size()) != kFileMagic) {
-    s = Status(Code::kStorageError, "journal " + path + " is damaged (" + std::to_string(st.st_size) +
-                                        " bytes, header " + (st.st_size > 0 ? "not a journal's" : "missing") + ")");
+             std::string_view(header, kFileMagic.size()) != kFileMagic ||
+             read_be(header + kHeaderSumAt, 8) != hash64(std::string_view(header, kHeaderSumAt))) {
+    s = Status(Code::kStorageError, "journal " + path + " is damaged: its header is not a journal's");
+  } else if (read_be(header + kSizeAt, 8) != static_cast<uint64_t>(st.st_size)) {
+    s = Status(Code::kStorageError, "journal " + path + " is damaged: it has " + std::to_string(st.st_size) +
+                                        " bytes, it was made with " + std::to_string(read_be(header + kSizeAt, 8)));
   }
   if (!s.is_ok()) {
     ::close(fd);
     return s;
   }
   Key key;
-  std::memcpy(key.data(), header + kFileMagic.size(), key.size());
+  std::memcpy(key.data(), header + kKeyAt, key.size());
   return std::unique_ptr<Journal>(new Journal(path, fd, static_cast<size_t>(st.st_size), key));
 }
 
@@ -140,55 +150,38 @@ uint64_t Journal::checksum(std::string_view bytes) const {
   return load_be64(out);
 }
 
-Result<Journal::Found> Journal::read_record(uint64_t offset, uint64_t seq, std::string* payload,
-                                            size_t* record_bytes) const {
-  if (offset + kHeaderBytes + kTrailerBytes > size_) return Found::kNone;
+Result<bool> Journal::read_record(uint64_t offset, uint64_t seq, std::string* payload, size_t* record_bytes) const {
+  if (offset + kHeaderBytes + kTrailerBytes > size_) return false;
   uint8_t header[kHeaderBytes];
   if (!read_all(fd_, reinterpret_cast<char*>(header), kHeaderBytes, offset)) return io_error("cannot read", path_);
   const uint64_t magic_and_length = load_be64(header);
   const size_t length = magic_and_length & 0xffffffff;
-  if ((magic_and_length >> 32) != kMagic || load_be64(header + 8) != seq) return Found::kNone;
+  if ((magic_and_length >> 32) != kMagic || load_be64(header + 8) != seq) return false;
   *record_bytes = kHeaderBytes + length + kTrailerBytes;
-  if (offset + *record_bytes > size_) return Found::kDamaged;
+  if (offset + *record_bytes > size_) return false;
   std::string bytes(*record_bytes, '\0');
   if (!read_all(fd_, bytes.data(), bytes.size(), offset)) return io_error("cannot read", path_);
   std::string_view covered(bytes.data(), kHeaderBytes + length);
   if (checksum(covered) != load_be64(reinterpret_cast<const uint8_t*>(bytes.data()) + covered.size())) {
-    return Found::kDamaged;
+    return false;  // torn by a crash (or damaged: replay's check_nothing_after tells)
   }
   *payload = bytes.substr(kHeaderBytes, length);
-  return Found::kRecord;
+  return true;
 }
 
 Status Journal::read_records(Position from, std::optional<Position> until, Scan* scan) const {
   Position at = from;
   while (!(until && at == *until)) {
     std::string payload;
-    size_t bytes = 0, damaged_bytes = 0;
+    size_t bytes = 0;
     uint64_t place = at.offset;
     auto found = read_record(place, at.seq, &payload, &bytes);
-    if (found.is_ok() && found.value() != Found::kRecord && place != kFileHeaderBytes) {
-      if (found.value() == Found::kDamaged) damaged_bytes = bytes;
+    if (found.is_ok() && !found.value() && place != kFileHeaderBytes) {
       place = kFileHeaderBytes;  // a record that did not fit before the end of the file
       found = read_record(place, at.seq, &payload, &bytes);
-    } else if (found.is_ok() && found.value() == Found::kDamaged) {
-      damaged_bytes = bytes;
     }
     if (!found.is_ok()) return found.status();
-    if (found.value() != Found::kRecord) {
-      // A record cut short by a crash is the last one; one followed by an
-      // intact record was damaged afterwards.
-      std::string next;
-      size_t next_bytes = 0;
-      if (damaged_bytes != 0) {
-        auto after = read_record(at.offset + damaged_bytes, at.seq + 1, &next, &next_bytes);
-        if (after.is_ok() && after.value() == Found::kRecord) {
-          return Status(Code::kCorrupt, "journal " + path_ + ": record " + std::to_string(at.seq) +
-                                            " is damaged and the record after it is intact");
-        }
-      }
-      break;
-    }
+    if (!found.value()) break;
     if (scan->payloads.empty()) {
       scan->first = place;
     } else if (place != at.offset) {
@@ -206,9 +199,35 @@ Status Journal::read_records(Position from, std::optional<Position> until, Scan*
   return Status::ok();
 }
 
+Status Journal::check_nothing_after(uint64_t seq) const {
+  // A crash cuts short only the last record written: a record with a higher
+  // number, intact anywhere in the ring, means record `seq` was damaged after
+  // it was synced, and what follows it must not be dropped in silence.
+  std::string ring(size_ - kFileHeaderBytes, '\0');
+  if (!read_all(fd_, ring.data(), ring.size(), kFileHeaderBytes)) return io_error("cannot read", path_);
+  char magic[4];
+  for (int i = 0; i < 4; ++i) magic[i] = static_cast<char>(kMagic >> (24 - 8 * i));
+  const std::string_view view(ring);
+  for (size_t at = view.find(std::string_view(magic, 4)); at != std::string_view::npos;
+       at = view.find(std::string_view(magic, 4), at + 1)) {
+    if (at + kHeaderBytes + kTrailerBytes > view.size()) break;
+    const uint64_t found = read_be(view.data() + at + 8, 8);
+    const size_t length = read_be(view.data() + at + 4, 4);
+    if (found <= seq || at + kHeaderBytes + length + kTrailerBytes > view.size()) continue;
+    std::string_view covered = view.substr(at, kHeaderBytes + length);
+    if (checksum(covered) == read_be(view.data() + at + covered.size(), 8)) {
+      return Status(Code::kCorrupt, "journal " + path_ + ": record " + std::to_string(seq) +
+                                        " is damaged or missing, yet record " + std::to_string(found) +
+                                        " after it is intact");
+    }
+  }
+  return Status::ok();
+}
+
 Result<std::vector<std::string>> Journal::replay(Position from) {
   Scan scan;
   if (Status s = read_records(from, std::nullopt, &scan); !s.is_ok()) return s;
+  if (Status s = check_nothing_after(scan.end.seq); !s.is_ok()) return s;
   // A record torn by a crash may sit where the scan ended. Its number is used
   // again: the next record overwrites it there, or goes to the ring's start,
   // where a scan looks when the record it finds is damaged.

@@ -5,8 +5,8 @@
 // costs two flushes: data pages, then the meta page) and records there the
 // Position the journal had reached, so that space can be reused.
 //
-// File: a 4096-byte header (magic "PJRNFILE", then a random 16-byte key made
-// when the file is created), then the ring. Record: magic(4) payload_length(4)
+// File: a 4096-byte header (magic "PJRNFILE", a random 16-byte key made when
+// the file is created, the file's size, a checksum of those), then the ring. Record: magic(4) payload_length(4)
 // seq(8) payload checksum(8), big-endian; the checksum is SipHash-2-4 under the
 // file's key of everything before it, so a record cannot be forged by someone
 // who controls payload bytes (a client's value) without the key, and records of
@@ -63,9 +63,9 @@ class Journal {
 
   // The payloads of the records from `from` on, in order, up to the first that
   // is missing or torn. Appends then continue after the last one returned, and
-  // all of them count as not yet checkpointed. Corrupt when a record fails its
-  // checksum yet the next one is intact (damage, not a write cut short by a
-  // crash); StorageError when the file cannot be read.
+  // all of them count as not yet checkpointed. Corrupt when a record numbered
+  // higher than that first one is intact somewhere in the ring (damage, not a
+  // write cut short by a crash); StorageError when the file cannot be read.
   Result<std::vector<std::string>> replay(Position from);
   // The payloads of the records appended successfully since `from` (a
   // checkpoint's position), read back from the file; StorageError when one
@@ -97,10 +97,8 @@ class Journal {
   // Counts a record of `record_bytes` written at `at` as not checkpointed.
   void count(uint64_t at, size_t record_bytes);
   uint64_t checksum(std::string_view bytes) const;
-  enum class Found { kRecord, kNone, kDamaged };
-  // Looks for the record with sequence number `seq` at `offset`: kDamaged when
-  // one is there whose checksum fails.
-  Result<Found> read_record(uint64_t offset, uint64_t seq, std::string* payload, size_t* record_bytes) const;
+  // Whether the record with sequence number `seq` is at `offset`, intact.
+  Result<bool> read_record(uint64_t offset, uint64_t seq, std::string* payload, size_t* record_bytes) const;
   struct Scan {
     std::vector<std::string> payloads;
     Position end;        // after the last record read
@@ -110,6 +108,8 @@ class Journal {
   // Reads the records from `from` on, up to the first missing or torn one, or
   // up to `until` when given (then every record before it must read back).
   Status read_records(Position from, std::optional<Position> until, Scan* scan) const;
+  // Corrupt when a record numbered above `seq` is intact anywhere in the ring.
+  Status check_nothing_after(uint64_t seq) const;
 
   std::string path_;
   int fd_;

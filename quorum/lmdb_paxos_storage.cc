@@ -245,6 +245,9 @@ Status LmdbPaxosStorage::commit() {
   if (!s.is_ok()) return s;
   if (s = journal_->append(record); !s.is_ok()) {
     mdb_txn_abort(child);
+    // The failed record may be on disk: a checkpoint moves the journal
+    // position past it, so that no replay applies it.
+    checkpoint();
     return s;
   }
   int rc = mdb_txn_commit(child);

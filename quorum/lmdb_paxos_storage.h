@@ -60,8 +60,9 @@ class LmdbPaxosStorage final : public PaxosStorage {
   void put_snapshot(Slot slot, const std::string& snapshot) override;
   // One synced journal record (or, too large for the journal, one synced LMDB
   // commit). On failure (StorageError; "map full" when the LMDB map or the
-  // disk is full) the pending changes are dropped and none of them is loaded
-  // again unless the failure came after their journal record was synced.
+  // disk is full) the pending changes are dropped, and are not loaded again
+  // unless the disk failed so badly that not even the checkpoint that follows
+  // a failed journal append could be made.
   Status commit() override;
   bool dirty() const override { return pending_.any; }
 

@@ -219,6 +219,7 @@ Status LmdbStore::commit() {
   if (journal_->fits(batch_log_.size())) {
     if (s = journal_->append(batch_log_); !s.is_ok()) {
       abort();
+      skip_failed_record();
       return s;
     }
     int rc = mdb_txn_commit(batch_);
@@ -270,6 +271,20 @@ Status LmdbStore::commit_base() {
   unchecked_ = false;
   checkpoint_at_bytes_ = options_.checkpoint_bytes;
   return Status::ok();
+}
+
+Status LmdbStore::skip_failed_record() {
+  if (txn_ != nullptr && !writable_) {
+    mdb_txn_abort(txn_);
+    txn_ = nullptr;
+  }
+  int rc = 0;
+  if (txn_ == nullptr && (rc = mdb_txn_begin(env_, nullptr, 0, &txn_)) != 0) {
+    txn_ = nullptr;
+    return lmdb_error("begin transaction", rc);
+  }
+  writable_ = true;
+  return commit_base();
 }
 
 void LmdbStore::drop_batch() {

@@ -86,6 +86,9 @@ class LmdbStore final : public ReplicaStore {
   void drop_batch();
   // Commits the base with the batch (if any) and the journal position: synced.
   Status commit_base();
+  // After a failed append, which may have left its record on disk: a
+  // checkpoint moves the journal position past it, so that no replay applies it.
+  Status skip_failed_record();
 
   // lmdb_journal.cc: the batch's changes as one journal record, and back.
   static void log_change(std::string& log, const Change& c, std::string_view record);

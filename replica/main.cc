@@ -126,6 +126,10 @@ int serve(const Flags& flags, std::optional<replica::SequencerAuth> auth) {
                  flags.data_dir, keys.is_ok() ? keys.value() : 0);
     auto repair = background_repair(flags);
     server.run(stop_fd);
+    if (Status s = store.value()->checkpoint(); !s.is_ok()) {
+      spdlog::warn("checkpoint at stop failed ({}); the journal keeps every acknowledged write for the next start",
+                   s.message());
+    }
     spdlog::info("stopped cleanly after {} requests", server.requests_served());
   } catch (const zmq::error_t& e) {
     spdlog::error("cannot listen on {}: {}", flags.server.listen_endpoint, e.what());
@@ -143,7 +147,7 @@ int main(int argc, char** argv) {
                "refuses writes of superseded lock holders (fence floors), and syncs every\n"
                "write before acknowledging it."};
   app.set_config("--config", "", "Read these settings from a TOML or INI file (flags win)");
-  app.add_option("--data-dir", flags.data_dir, "Directory of this replica's LMDB files (created if missing)")
+  app.add_option("--data-dir", flags.data_dir, "Directory of this replica's LMDB files and journal (created if missing)")
       ->required();
   app.add_option("--listen", flags.server.listen_endpoint, "ZeroMQ endpoint to serve on")->capture_default_str();
   app.add_option("--max-key-bytes", flags.server.limits.max_key_bytes, "Largest key accepted")

@@ -127,21 +127,68 @@ TEST_CASE("journal: replay stops at a torn last record, and the next append repl
   CHECK(replay(*reopened, {}) == Records{"kept", "new"});
 }
 
-TEST_CASE("journal: a damaged record followed by an intact one is Corrupt, not an end", "[journal]") {
+TEST_CASE("journal: a damaged record with an intact one after it is Corrupt, not an end", "[journal]") {
   tools::TempDir dir;
   const std::string path = dir.sub("journal");
+  auto expect_corrupt = [&](Journal::Position from, const std::string& named) {
+    auto j = reopen_journal(path);
+    auto r = j->replay(from);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().code() == Code::kCorrupt);
+    CHECK_THAT(r.status().message(), Catch::Contains(named));
+  };
   {
     auto j = create_journal(path);
     append(*j, "one");
     append(*j, "two");
     append(*j, "three");
   }
-  flip_byte(path, kRing + record_bytes(3) + Journal::kHeaderBytes);  // a payload byte of "two"
-  auto j = reopen_journal(path);
-  auto r = j->replay({});
-  REQUIRE_FALSE(r.is_ok());
-  CHECK(r.status().code() == Code::kCorrupt);
-  CHECK_THAT(r.status().message(), Catch::Contains("record 2"));
+  const off_t two = kRing + record_bytes(3);
+  for (off_t at : {two + 2, two + 6, two + 12, two + 16, two + 21}) {  // magic, length, seq, payload, checksum
+    INFO("byte " << at);
+    flip_byte(path, at);
+    expect_corrupt({}, "record 2");
+    flip_byte(path, at);
+  }
+  SECTION("damage just before the end of the file, the next record at the ring's start") {
+    auto j = create_journal(path);
+    append(*j, std::string(1500, 'a'));
+    j->checkpointed();
+    const Journal::Position checkpoint = j->next();
+    append(*j, std::string(1500, 'b'));  // [1524, 3048) of the ring
+    append(*j, std::string(1500, 'c'));  // does not fit after it: at the ring's start
+    flip_byte(path, kRing + 1524 + 100);
+    expect_corrupt(checkpoint, "record 2");
+  }
+  SECTION("damage at the ring's start, the next record after it") {
+    auto j = create_journal(path);
+    append(*j, std::string(1500, 'a'));
+    append(*j, std::string(1500, 'b'));
+    j->checkpointed();
+    const Journal::Position checkpoint = j->next();
+    append(*j, std::string(1500, 'c'));  // does not fit after 'b': at the ring's start
+    append(*j, std::string(1000, 'd'));
+    flip_byte(path, kRing + 100);
+    expect_corrupt(checkpoint, "record 3");
+  }
+}
+
+TEST_CASE("journal: a damaged or cut file header is refused", "[journal]") {
+  tools::TempDir dir;
+  const std::string path = dir.sub("journal");
+  for (off_t at : {off_t{0}, off_t{12}, off_t{26}, off_t{35}}) {  // magic, key, size, checksum
+    INFO("byte " << at);
+    create_journal(path);
+    flip_byte(path, at);
+    auto j = Journal::open(path, 0, /*create=*/false);
+    REQUIRE_FALSE(j.is_ok());
+    CHECK_THAT(j.status().message(), Catch::Contains("damaged"));
+  }
+  create_journal(path, 3 * 4096);
+  REQUIRE(::truncate(path.c_str(), 2 * 4096) == 0);
+  auto cut = Journal::open(path, 0, /*create=*/false);
+  REQUIRE_FALSE(cut.is_ok());
+  CHECK_THAT(cut.status().message(), Catch::Contains("damaged") && Catch::Contains("8192"));
 }
 
 TEST_CASE("journal: a record not checksummed with the file's key is not replayed", "[journal]") {
@@ -193,9 +240,10 @@ TEST_CASE("journal: a record that does not fit before the end goes to the ring's
         Records{std::string(1500, 'b'), std::string(1000, 'c'), std::string(1500, 'd')});
   CHECK(reopened->unchecked_bytes() == j->unchecked_bytes());
   CHECK(reopened->next().offset == j->next().offset);
-  // From the start, the first lap's records are gone: the first one was overwritten.
+  // From the start, record 1 is gone (overwritten by 'b') while later ones are
+  // intact: to a replay from there, that is damage.
   auto from_start = reopen_journal(path);
-  CHECK(replay(*from_start, {}).empty());
+  CHECK(from_start->replay({}).status().code() == Code::kCorrupt);
 }
 
 TEST_CASE("journal: a full journal refuses appends until a checkpoint frees it", "[journal]") {
@@ -259,12 +307,6 @@ TEST_CASE("journal: a missing or damaged file is an error unless asked to create
   auto empty = Journal::open(dir.sub("short"), Journal::kMinFileBytes, /*create=*/false);
   REQUIRE_FALSE(empty.is_ok());
   CHECK_THAT(empty.status().message(), Catch::Contains("damaged"));
-
-  create_journal(dir.sub("journal"));
-  flip_byte(dir.sub("journal"), 2);  // the file's magic
-  auto damaged = Journal::open(dir.sub("journal"), Journal::kMinFileBytes, /*create=*/false);
-  REQUIRE_FALSE(damaged.is_ok());
-  CHECK_THAT(damaged.status().message(), Catch::Contains("damaged"));
 }
 
 // A model check: random payload sizes, checkpoints and reopenings (a crash

@@ -638,6 +638,18 @@ TEST_CASE("lmdb paxos storage: a failed journal sync fails that commit alone, an
   CHECK(entries_of(loaded(*crashed)) == std::vector<Entry>{kE1, kE3});
 }
 
+TEST_CASE("lmdb paxos storage: a commit whose journal sync failed never comes back",
+          "[lockgroup][paxos_storage][journal]") {
+  tools::TempDir dir, image;
+  auto s = open_lmdb(dir.path());
+  s->set_promised(9);
+  test::fail_next_syncs(1);  // the record is written, its sync fails
+  CHECK(s->commit().code() == Code::kStorageError);
+  test::copy_crash_image(dir.path(), image.path());
+  auto crashed = open_lmdb(image.path());
+  CHECK(loaded(*crashed).promised == 0);
+}
+
 TEST_CASE("lmdb paxos storage: a format 1 directory is upgraded; a missing journal is refused",
           "[lockgroup][paxos_storage][journal]") {
   tools::TempDir dir;

@@ -470,8 +470,22 @@ TEST_CASE("LmdbStore: a failed journal sync fails its batch alone, and no later 
   CHECK(stored(*crashed.value(), "d") == replica::Versions{version("d")});
 }
 
-TEST_CASE("LmdbStore: a change of nothing is no change, and checkpoint() waits for the batch's end",
+TEST_CASE("LmdbStore: a batch whose journal sync failed never comes back, even with nothing else pending",
           "[replica][store][journal]") {
+  tools::TempDir dir, image;
+  auto s = LmdbStore::open(dir.path(), {});
+  REQUIRE(s.is_ok());
+  const replica::Versions b = {version("b")};
+  REQUIRE(s.value()->apply(replica::Change{.key = "b", .put = &b}).is_ok());
+  test::fail_next_syncs(1);  // the record is written, its sync fails
+  CHECK(s.value()->commit().code() == Code::kStorageError);
+  test::copy_crash_image(dir.path(), image.path());
+  auto crashed = LmdbStore::open(image.path(), {});
+  REQUIRE(crashed.is_ok());
+  CHECK(stored(*crashed.value(), "b").empty());  // answered storage_error, so never applied
+}
+
+TEST_CASE("LmdbStore: a change of nothing, and checkpoint() waits for the batch's end", "[replica][store][journal]") {
   tools::TempDir dir, image;
   auto s = LmdbStore::open(dir.path(), {});
   REQUIRE(s.is_ok());
