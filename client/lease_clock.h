@@ -4,7 +4,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 
 #include "palisade/lease.h"
 
@@ -21,12 +24,28 @@ class LeaseClock {
   // Leases are valid while the session is safe and now < deadline_ms. One word,
   // so that a reader never sees the state of one step with the deadline of another.
   void publish(bool safe, uint64_t deadline_ms) {
-    valid_until_.store(safe ? deadline_ms : 0, std::memory_order_release);
+    {
+      std::lock_guard lock(mu_);
+      valid_until_.store(safe ? deadline_ms : 0, std::memory_order_release);
+    }
+    changed_.notify_all();
   }
   // Void for good (the session expired or closed): later publishes are ignored.
   void void_all() {
-    void_.store(true, std::memory_order_release);
-    valid_until_.store(0, std::memory_order_release);
+    {
+      std::lock_guard lock(mu_);
+      void_.store(true, std::memory_order_release);
+      valid_until_.store(0, std::memory_order_release);
+    }
+    changed_.notify_all();
+  }
+  // Waits until leases are valid, the clock is void, or `timeout` passed;
+  // whether leases are valid.
+  bool wait_valid(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    return changed_.wait_for(lock, timeout, [this] {
+      return valid_at(now_ms()) || void_.load(std::memory_order_acquire);
+    }) && valid_at(now_ms());
   }
   uint64_t now_ms() const { return now_(); }
   uint64_t valid_until() const {
@@ -39,6 +58,8 @@ class LeaseClock {
   NowFn now_;
   std::atomic<uint64_t> valid_until_{0};
   std::atomic<bool> void_{false};
+  std::mutex mu_;  // only for waiters: readers of validity take no lock
+  std::condition_variable changed_;
 };
 
 }  // namespace palisade

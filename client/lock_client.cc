@@ -505,6 +505,12 @@ Result<Lease> LockClient::acquire(std::string_view lock, AcquireOptions options)
   if (!done.grant) return Status(Code::kInternal, "a grant without its fields");
   client::GrantInfo& g = *done.grant;
   Lease lease(g.lock, g.mode, g.token, g.sequencer, impl_->clock);
+  // A grant bounds the session's local deadline by the lease the master had
+  // left, counted from when the acquire was sent: after a wait longer than
+  // that, the deadline has passed and the session asks for a KeepAlive at
+  // once. Its answer makes the lease valid; wait for it (one request timeout
+  // at most) rather than hand out a lease that is not valid yet.
+  impl_->clock->wait_valid(impl_->options.request_timeout);
   lease.released_ = impl_->flag_for(g.lock, g.token);
   // Shared holders make no fenced writes (replicas refuse them): nothing to fence.
   if (impl_->options.store != nullptr && g.mode == LockMode::kExclusive) {

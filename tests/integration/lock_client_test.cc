@@ -273,6 +273,30 @@ TEST_CASE("lock client: a waiting acquire is granted when the holder lets go", "
   CHECK(d->try_acquire("report").is_ok());
 }
 
+TEST_CASE("lock client: a lease granted after a wait longer than the session lease is valid at once",
+          "[lock_client]") {
+  // The grant bounds the local deadline by the lease the master had left,
+  // counted from when the acquire was sent, 3.5 s ago with a 3 s lease: acquire
+  // returns once a KeepAlive has moved the deadline on.
+  Cluster cluster;
+  auto a = cluster.client();
+  auto b = cluster.client();
+  auto held = a->acquire("ledger");
+  REQUIRE(held.is_ok());
+  std::atomic<bool> released{false};
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(3500ms);
+    Lease lease = held.value();
+    released = a->release(lease).is_ok();
+  });
+  auto granted = b->acquire("ledger", {.wait = 10000ms});
+  const bool valid = granted.is_ok() && granted.value().valid();
+  releaser.join();
+  CHECK(released);
+  REQUIRE(granted.is_ok());
+  CHECK(valid);
+}
+
 TEST_CASE("lock client: blocking calls from many threads share one session", "[lock_client]") {
   Cluster cluster;
   auto holder = cluster.client();

@@ -86,7 +86,8 @@ class LockClient {
   // second one), bad_request (the session holds it in the other mode, bad
   // options). With a store, an exclusive grant is fenced first; when the fence
   // fails the lock is released and the fence's error returned. Acquiring a lock
-  // the session holds returns the same grant.
+  // the session holds returns the same grant. The lease returned is valid
+  // unless the session is in jeopardy and stays so for a request_timeout.
   Result<Lease> acquire(std::string_view lock, AcquireOptions options = {});
   // acquire with wait 0.
   Result<Lease> try_acquire(std::string_view lock, AcquireOptions options = {});
