@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <thread>
 
 #include "client/replica_connection.h"
 #include "palisade/anti_entropy.h"
@@ -64,6 +65,16 @@ struct Replicas {
     REQUIRE(reply.value().status.is_ok());
     return reply.value().versions;
   }
+  // Waits until replica i holds a version of `key`: a put returns after W=2
+  // acknowledgements, and the third copy may still be on its way.
+  bool holds(int i, const std::string& key) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (held(i, key).empty()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+  }
   wire::ReplicaReply call(int i, wire::ReplicaRequest request) {
     ReplicaConnection conn(replicas[i]->endpoint());
     auto reply = conn.call(std::move(request));
@@ -106,6 +117,7 @@ TEST_CASE("anti-entropy: a deleted key never comes back", "[anti_entropy]") {
   {
     auto store = c.store();
     REQUIRE(store->put("k", "alive").status.is_ok());
+    REQUIRE(c.holds(2, "k"));  // the copy this test wants replica 2 to keep while down
     c.replicas[2]->process().kill();
     REQUIRE(store->del("k").status.is_ok());
   }
