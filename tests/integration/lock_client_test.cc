@@ -172,6 +172,16 @@ bool eventually(F&& f, std::chrono::milliseconds timeout) {
   return f();
 }
 
+// Releases `lease` on its own thread after `delay`; `released` tells whether it
+// worked (Catch2 assertions belong to the main thread).
+std::thread release_after(LockClient& client, Lease lease, std::chrono::milliseconds delay,
+                          std::atomic<bool>& released) {
+  return std::thread([&client, lease, delay, &released]() mutable {
+    std::this_thread::sleep_for(delay);
+    released = client.release(lease).is_ok();
+  });
+}
+
 TEST_CASE("lock client: grants, busy, sequencers, release", "[lock_client]") {
   Cluster cluster;
   auto a = cluster.client();
@@ -251,12 +261,8 @@ TEST_CASE("lock client: a waiting acquire is granted when the holder lets go", "
   CHECK(std::chrono::steady_clock::now() - start >= 450ms);
 
   // The holder releases during the wait.
-  std::atomic<bool> released{false};  // Catch2 assertions belong to the main thread
-  std::thread releaser([&] {
-    std::this_thread::sleep_for(300ms);
-    Lease lease = held.value();
-    released = a->release(lease).is_ok();
-  });
+  std::atomic<bool> released{false};
+  std::thread releaser = release_after(*a, held.value(), 300ms, released);
   auto granted = b->acquire("jobs", {.wait = 5000ms});
   releaser.join();
   CHECK(released);
@@ -284,11 +290,7 @@ TEST_CASE("lock client: a lease granted after a wait longer than the session lea
   auto held = a->acquire("ledger");
   REQUIRE(held.is_ok());
   std::atomic<bool> released{false};
-  std::thread releaser([&] {
-    std::this_thread::sleep_for(3500ms);
-    Lease lease = held.value();
-    released = a->release(lease).is_ok();
-  });
+  std::thread releaser = release_after(*a, held.value(), 3500ms, released);
   auto granted = b->acquire("ledger", {.wait = 10000ms});
   const bool valid = granted.is_ok() && granted.value().valid();
   releaser.join();
