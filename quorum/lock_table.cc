@@ -383,7 +383,19 @@ CommandResult LockTable::apply_one(uint64_t tag, const Command& command, Effects
     drop_session(expire->session, /*expired=*/true);
   } else if (const auto* a = std::get_if<Acquire>(&command)) {
     if (sessions_.count(a->session) == 0) return no_session();
-    if (stale_call(a->session, a->lock, a->call)) return with(Outcome::kStaleCall);
+    const CallAge age = call_age(a->session, a->lock, a->call);
+    if (age == CallAge::kStale) return with(Outcome::kStaleCall);
+    if (age == CallAge::kRepeat) {
+      // Answered already (the client may have moved on): only a hold or a wait
+      // the first one left is reported below; anything else would grant or
+      // queue afresh, and a grant nobody waits for is never released.
+      auto held = locks_.find(a->lock);
+      if (held == locks_.end() ||
+          (held->second.holders.count(a->session) == 0 &&
+           find_waiter(held->second.waiters, a->session) == held->second.waiters.end())) {
+        return with(a->wait ? Outcome::kStaleCall : Outcome::kBusy);
+      }
+    }
     auto it = locks_.try_emplace(a->lock).first;  // a new entry is free, so the acquire is granted below
     LockState& l = it->second;
     if (l.holders.count(a->session) != 0) {
@@ -411,9 +423,13 @@ CommandResult LockTable::apply_one(uint64_t tag, const Command& command, Effects
     }
   } else if (const auto* rel = std::get_if<Release>(&command)) {
     if (sessions_.count(rel->session) == 0) return no_session();
-    if (stale_call(rel->session, rel->lock, rel->call)) return with(Outcome::kStaleCall);
+    const CallAge age = call_age(rel->session, rel->lock, rel->call);
+    if (age == CallAge::kStale) return with(Outcome::kStaleCall);
     auto it = locks_.find(rel->lock);
-    if (it == locks_.end() || it->second.holders.erase(rel->session) == 0) return with(Outcome::kNotHeld);
+    if (it == locks_.end() || it->second.holders.count(rel->session) == 0) return with(Outcome::kNotHeld);
+    // A repeat: the first one left the lock free, so this hold came later (a call 0).
+    if (age == CallAge::kRepeat) return with(Outcome::kStaleCall);
+    it->second.holders.erase(rel->session);
     wake(it->first, effects);
     forget_if_idle(rel->lock);
   } else if (const auto* end = std::get_if<EndDelay>(&command)) {
@@ -461,12 +477,13 @@ void LockTable::wake(const std::string& name, Effects& effects) {
   }
 }
 
-bool LockTable::stale_call(SessionId session, const std::string& lock, uint64_t call) {
-  if (call == 0) return false;
+LockTable::CallAge LockTable::call_age(SessionId session, const std::string& lock, uint64_t call) {
+  if (call == 0) return CallAge::kNew;
   uint64_t& last = calls_[{session, lock}];
-  if (call < last) return true;
+  if (call < last) return CallAge::kStale;
+  if (call == last) return CallAge::kRepeat;
   last = call;
-  return false;
+  return CallAge::kNew;
 }
 
 // Safe because tokens come from the global counter, not from the entry.

@@ -62,7 +62,10 @@ struct Release {
 // retry repeats it. An acquire or release of a lock with a lower number than
 // one already applied for the same session and lock is a late duplicate (a
 // delayed message) and changes nothing (kStaleCall): otherwise a release sent
-// long ago could free a later grant. 0: unordered.
+// long ago could free a later grant. The same number again was answered
+// already, so it changes nothing either: an acquire reports the hold or wait
+// the first one left, else kBusy without a wait (as the first answer) and
+// kStaleCall with one (its wait ran out); a release frees nothing. 0: unordered.
 // Ends the lock-delay of `lock` started by the expiry that took `token` away.
 // Ignored when the lock is not in that delay (a duplicate, or a later expiry).
 struct EndDelay {
@@ -99,7 +102,7 @@ enum class Outcome : uint8_t {
   kNoSession,   // the session does not exist (expired or closed)
   kNotHeld,     // Release of a lock the session does not hold
   kConflict,    // Acquire of a lock the session holds in the other mode
-  kStaleCall,   // Acquire or Release older than a call already applied (see `call`)
+  kStaleCall,   // Acquire or Release older than a call already applied, or a repeat (see `call`)
 };
 std::string_view outcome_name(Outcome outcome);
 
@@ -190,8 +193,9 @@ class LockTable {
   void wake(const std::string& name, Effects& effects);
   // Drops the lock's entry when nothing about it is left to remember.
   void forget_if_idle(const std::string& name);
-  // Whether `call` is older than one applied for the session and lock (else records it).
-  bool stale_call(SessionId session, const std::string& lock, uint64_t call);
+  // How `call` compares with the last one applied for the session and lock; records a new one.
+  enum class CallAge { kNew, kRepeat, kStale };
+  CallAge call_age(SessionId session, const std::string& lock, uint64_t call);
 
   SessionId next_session_ = 1;
   Token grant_counter_ = 0;

@@ -53,6 +53,8 @@ Status LockdServer::run(int stop_fd) {
       if (e.num() == ETERM) return Status::ok();
       if (e.num() != EINTR) spdlog::error("transport error: {}", e.what());
     }
+    // Anything else is a bug in the protocol core and ends the process: a
+    // command half applied must not go on, and a restart reloads what was synced.
   }
 }
 

@@ -257,6 +257,12 @@ void PaxosNode::on_catch_up_request(NodeId from, const CatchUpRequest& m) {
 
 void PaxosNode::on_catch_up(const CatchUp& m) {
   catch_up_pending_ = false;
+  // Only a follower learns this way. A candidate or master that asked while it
+  // was a follower needs no answer: it leads only once every promise it counts
+  // is compacted no further than applied_, and its own accepts get those slots
+  // chosen with the same values. Installing the snapshot now would drop slots
+  // that votes_ and its proposals still refer to.
+  if (role_ != Role::kFollower) return;
   if (m.snapshot_slot > applied_) {
     storage_.put_snapshot(m.snapshot_slot, m.snapshot);
     snapshot_slot_ = m.snapshot_slot;

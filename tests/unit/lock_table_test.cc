@@ -166,6 +166,58 @@ TEST_CASE("lock table: a late duplicate of an older call changes nothing", "[loc
   CHECK(t.grant(acquire(c, "x", kEx)).token == 5);
 }
 
+TEST_CASE("lock table: a repeated call reports what the first one left, and grants nothing afresh",
+          "[lock_table]") {
+  Table t;
+  SessionId a = t.open(), b = t.open();
+  Acquire holder = acquire(a, "x", kEx);
+  holder.call = 1;
+  t.grant(holder);
+
+  SECTION("after its wait ran out (answered timeout)") {
+    Acquire waiting = acquire(b, "x", kEx, kWait);
+    waiting.call = 7;
+    CHECK(t.outcome(waiting) == Outcome::kQueued);
+    CHECK(t.outcome(waiting) == Outcome::kQueued);  // a retry while queued stays queued, once
+    CHECK(t.lock("x").waiters.size() == 1);
+    t.run(CancelWait{b, "x"});  // the master's wait timer ran out
+    CHECK(t.outcome(Release{a, "x", 2}) == Outcome::kOk);
+    CHECK(t.effects.woken.empty());
+    // A duplicate (or a copy sent to an earlier master) must not take the free lock:
+    // the client finished the call and would never release it.
+    CHECK(t.outcome(waiting) == Outcome::kStaleCall);
+  }
+  SECTION("after it was answered busy") {
+    Acquire once = acquire(b, "x", kEx);
+    once.call = 7;
+    CHECK(t.outcome(once) == Outcome::kBusy);
+    CHECK(t.outcome(Release{a, "x", 2}) == Outcome::kOk);
+    CHECK(t.outcome(once) == Outcome::kBusy);  // the first answer again
+  }
+  CHECK(t.table.lock("x") == nullptr);
+  CHECK(t.table.held_by(b).empty());
+  CHECK(t.table.waited_by(b).empty());
+  CHECK(t.table.grant_counter() == 1);
+  // A new call of b is applied as usual.
+  Acquire next = acquire(b, "x", kEx);
+  next.call = 8;
+  CHECK(t.grant(next).token == 2);
+  // A repeat reports a hold the session got from a wait, as the grant.
+  Acquire shared = acquire(a, "y", kSh, kWait);
+  shared.call = 3;
+  CHECK(t.grant(Acquire{b, "y", kEx, 0, false, 0, 9}).token == 3);
+  CHECK(t.outcome(shared) == Outcome::kQueued);
+  t.run(Release{b, "y", 10});
+  CHECK(t.effects.woken == std::vector<Grant>{{a, "y", kSh, 4}});
+  CHECK(t.grant(shared) == Grant{a, "y", kSh, 4});
+  // A repeated release frees nothing: the first one left the lock free, and an
+  // unordered acquire (call 0) took it since.
+  CHECK(t.outcome(Release{b, "x", 11}) == Outcome::kOk);
+  t.grant(acquire(b, "x", kEx));
+  CHECK(t.outcome(Release{b, "x", 11}) == Outcome::kStaleCall);
+  CHECK(t.table.held_by(b) == std::vector<std::string>{"x"});
+}
+
 TEST_CASE("lock table: tokens come from one counter over all locks", "[lock_table]") {
   Table t;
   SessionId a = t.open(), b = t.open();

@@ -11,6 +11,8 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <type_traits>
+#include <vector>
 
 #include "quorum/memory_paxos_storage.h"
 #include "quorum/paxos_node.h"
@@ -339,6 +341,68 @@ TEST_CASE("a restarted node catches up from a snapshot when the log was compacte
   CHECK(c.delivered[lagging].rbegin()->second == "after");
   // Its durable state holds the snapshot, not the compacted log.
   CHECK(c.disks[lagging]->committed().snapshot_slot > 0);
+}
+
+TEST_CASE("a catch-up that arrives after its asker became master is ignored", "[paxos]") {
+  // Node 3 is driven by hand; nodes 1 and 2 speak only through the messages written here.
+  Cluster c(3);
+  PaxosNode& n3 = *c.nodes[3];
+  auto step = [&] {
+    c.now += 10;
+    n3.tick(c.now);
+    c.settle(3);
+  };
+  // The messages node 3 sent of type T, taken off the wire.
+  auto sent = [&]<typename T>(std::type_identity<T>) {
+    std::vector<std::pair<NodeId, T>> out;
+    for (const PeerMessage& m : c.wire) {
+      if (const T* body = std::get_if<T>(&m.body); body != nullptr && m.from == 3) out.emplace_back(m.to, *body);
+    }
+    c.wire.clear();
+    return out;
+  };
+  auto from = [&](NodeId node, PeerBody body) {
+    n3.receive({.from = node, .to = 3, .group = 7, .body = std::move(body)}, c.now);
+    c.settle(3);
+  };
+
+  while (n3.role() != PaxosNode::Role::kCandidate) step();
+  Prepare first = sent(std::type_identity<Prepare>{}).at(0).second;
+  // Node 1 compacted through slot 10: node 3 gives up this campaign and asks it to catch up.
+  from(1, Promise{.ballot = first.ballot, .ok = true, .promised = first.ballot, .seq = first.seq, .snapshot_slot = 10});
+  REQUIRE(n3.role() == PaxosNode::Role::kFollower);
+  REQUIRE(sent(std::type_identity<CatchUpRequest>{}).size() == 1);
+
+  // It campaigns again and wins with node 2, which accepted slots 1..10 (and compacted nothing).
+  while (n3.role() != PaxosNode::Role::kCandidate) step();
+  Prepare second = sent(std::type_identity<Prepare>{}).at(0).second;
+  std::vector<Entry> accepted;
+  for (Slot slot = 1; slot <= 10; ++slot) accepted.push_back({slot, make_ballot(1, 1), "s" + std::to_string(slot)});
+  from(2, Promise{.ballot = second.ballot, .ok = true, .promised = second.ballot, .seq = second.seq,
+                  .accepted = accepted});
+  REQUIRE(n3.role() == PaxosNode::Role::kMaster);
+
+  // Node 1's answer to the first campaign's request arrives only now.
+  from(1, CatchUp{.snapshot_slot = 10, .snapshot = "state@10", .chosen = {}});
+  CHECK(c.snapshot_installs[3] == 0);
+  CHECK(n3.applied_through() == 0);
+  CHECK(n3.log().size() == 11);  // slots 1..10 again, and its own no-op
+
+  // Its heartbeats still find every slot they resend; node 2's votes choose them.
+  c.wire.clear();
+  for (int i = 0; i < 100; ++i) REQUIRE_NOTHROW(step());
+  REQUIRE(n3.role() == PaxosNode::Role::kMaster);
+  auto accepts = sent(std::type_identity<Accept>{});
+  auto to_2 = std::find_if(accepts.rbegin(), accepts.rend(), [](const auto& a) { return a.first == 2; });
+  REQUIRE(to_2 != accepts.rend());
+  std::vector<Slot> slots;
+  for (const Entry& e : to_2->second.entries) slots.push_back(e.slot);
+  CHECK(slots.size() == 11);
+  from(2, Accepted{.ballot = second.ballot, .ok = true, .promised = second.ballot, .seq = to_2->second.seq,
+                   .slots = slots});
+  CHECK(n3.applied_through() == 11);
+  CHECK(c.delivered[3].at(10) == "s10");
+  CHECK(n3.is_master(c.now));
 }
 
 TEST_CASE("a node whose commit failed restarts from disk and rejoins", "[paxos]") {
