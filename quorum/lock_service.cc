@@ -53,6 +53,12 @@ void LockService::on_request(ClientRequest r, uint64_t now) {
   const uint64_t id = r.request.id;
   auto refuse = [&](Status status) { replies_.push_back({r.route, reply_to(id, std::move(status))}); };
   auto pending = [&](uint64_t session) { return Pending{.route = r.route, .request_id = id, .session = session}; };
+  // A session past its deadline has expired, even before tick() proposes the
+  // expiry: a release or close now would free its locks without lock-delay.
+  auto past_deadline = [&](uint64_t session) {
+    auto it = deadlines_.find(session);
+    return it != deadlines_.end() && now >= it->second;
+  };
 
   if (std::holds_alternative<wire::LockStatusRequest>(r.request.body)) return handle_status(r);
   if (!node_->is_master(now)) {
@@ -80,7 +86,9 @@ void LockService::on_request(ClientRequest r, uint64_t now) {
           replies_.push_back({r.route, std::move(reply)});
         } else if constexpr (std::is_same_v<T, wire::CloseSessionRequest>) {
           Status s = check_session(m.epoch, m.session, now);
-          if (s.code() == Code::kStaleEpoch || s.code() == Code::kNotMaster) return refuse(std::move(s));
+          if (s.code() == Code::kStaleEpoch || s.code() == Code::kNotMaster || past_deadline(m.session)) {
+            return refuse(std::move(s));
+          }
           propose(CloseSession{.session = m.session}, pending(m.session));
         } else if constexpr (std::is_same_v<T, wire::AcquireRequest>) {
           Status s = check_session(m.epoch, m.session, now);
@@ -95,7 +103,9 @@ void LockService::on_request(ClientRequest r, uint64_t now) {
                   pending(m.session));
         } else if constexpr (std::is_same_v<T, wire::ReleaseRequest>) {
           Status s = check_session(m.epoch, m.session, now);
-          if (s.code() == Code::kStaleEpoch || s.code() == Code::kNotMaster) return refuse(std::move(s));
+          if (s.code() == Code::kStaleEpoch || s.code() == Code::kNotMaster || past_deadline(m.session)) {
+            return refuse(std::move(s));
+          }
           propose(Release{.session = m.session, .lock = m.lock, .call = m.call}, pending(m.session));
         }
       },
@@ -348,10 +358,16 @@ void LockService::apply(const Delivery& delivery, uint64_t now) {
             switch (result.outcome) {
               case Outcome::kOk:
                 return answer_grant(p, *result.grant, now);
-              case Outcome::kQueued:
+              case Outcome::kQueued: {
                 if (p.answer) waiting_[{c.session, c.lock}] = p;
-                wait_timers_.push_back({.at = now + c.wait_ms, .lock = c.lock, .session = c.session});
+                // Another acquire of a queued session (a retry, a duplicate)
+                // stays behind the first one's wait: one timer, the first's.
+                const bool timed = std::any_of(wait_timers_.begin(), wait_timers_.end(), [&](const Timer& t) {
+                  return t.session == c.session && t.lock == c.lock;
+                });
+                if (!timed) wait_timers_.push_back({.at = now + c.wait_ms, .lock = c.lock, .session = c.session});
                 return;
+              }
               case Outcome::kBusy:
                 return answer(p, reply_to(p.request_id, Status(Code::kBusy, "lock '" + c.lock + "' is held")));
               case Outcome::kDelayed:

@@ -195,6 +195,91 @@ TEST_CASE("lock service: replies report the session's own lease", "[lock_service
   CHECK(g.keep_alive(m, own.session).status.is_ok());
 }
 
+TEST_CASE("lock service: a release or close after the session's deadline waits for its expiry", "[lock_service]") {
+  const bool close = GENERATE(false, true);
+  INFO((close ? "close_session" : "release"));
+  Group g;
+  const NodeId m = g.elect();
+  wire::LockReply holder = g.open(m, 1200);
+  wire::LockReply other = g.open(m, 0);
+  REQUIRE(holder.status.is_ok());
+  REQUIRE(other.status.is_ok());
+  auto acquire = [&](uint64_t session, uint64_t call) {
+    return g.call(m, wire::AcquireRequest{.epoch = g.epoch(m),
+                                          .session = session,
+                                          .lock = "x",
+                                          .mode = LockMode::kExclusive,
+                                          .lock_delay_ms = 5000,
+                                          .wait_ms = 0,
+                                          .call = call});
+  };
+  wire::LockReply grant = acquire(holder.session, 1);
+  REQUIRE(grant.status.is_ok());
+  // The master's deadline for the session is grant.lease_ms from now. Tick up
+  // to just before it, then let the request arrive at the deadline, before any
+  // tick has proposed the expiry.
+  const uint64_t deadline = g.now + grant.lease_ms;
+  g.run(grant.lease_ms - 20);
+  REQUIRE(g.now < deadline);
+  REQUIRE(g.services[m]->table().has_session(holder.session));
+  g.now = deadline;
+  REQUIRE(g.master() == m);
+  wire::LockReply late = close ? g.call(m, wire::CloseSessionRequest{.epoch = g.epoch(m), .session = holder.session})
+                               : g.call(m, wire::ReleaseRequest{.epoch = g.epoch(m),
+                                                                .session = holder.session,
+                                                                .lock = "x",
+                                                                .call = 2});
+  CHECK(late.status.code() == Code::kNoSession);
+  // The expiry frees the lock, with its lock-delay.
+  g.run(100);
+  CHECK_FALSE(g.services[m]->table().has_session(holder.session));
+  const LockState* x = g.services[m]->table().lock("x");
+  REQUIRE(x != nullptr);
+  CHECK(x->holders.empty());
+  CHECK(x->delay_ms == 5000);
+  CHECK(acquire(other.session, 1).status.code() == Code::kBusy);
+}
+
+TEST_CASE("lock service: a repeated acquire of a queued session keeps the first wait's end", "[lock_service]") {
+  Group g;
+  const NodeId m = g.elect();
+  wire::LockReply holder = g.open(m, 0);
+  wire::LockReply waiter = g.open(m, 0);
+  auto acquire = [&](uint64_t session, uint64_t wait_ms, uint64_t call) {
+    return wire::AcquireRequest{.epoch = g.epoch(m),
+                                .session = session,
+                                .lock = "x",
+                                .mode = LockMode::kExclusive,
+                                .lock_delay_ms = 0,
+                                .wait_ms = wait_ms,
+                                .call = call};
+  };
+  auto send = [&](wire::LockRequestBody body) {
+    const uint64_t id = g.next_id++;
+    g.services[m]->on_request({.route = 1, .request = {id, std::move(body)}}, g.now);
+    g.turn(m);
+    g.deliver();
+    return id;
+  };
+  REQUIRE(g.call(m, acquire(holder.session, 0, 1)).status.is_ok());
+  // Queued with a 1 s wait, then the same call again half-way (a retry).
+  const uint64_t start = g.now;
+  send(acquire(waiter.session, 1000, 1));
+  g.run(500);
+  const uint64_t retry = send(acquire(waiter.session, 1000, 1));
+  g.run(600);
+  REQUIRE(g.replies.count(retry) == 1);
+  CHECK(g.replies[retry].status.code() == Code::kTimeout);
+  CHECK(g.now - start < 1200);
+  // A new wait of 5 s is not cut short by a timer the retry left behind.
+  const uint64_t again = send(acquire(waiter.session, 5000, 2));
+  g.run(1000);
+  CHECK(g.replies.count(again) == 0);
+  g.run(4200);
+  REQUIRE(g.replies.count(again) == 1);
+  CHECK(g.replies[again].status.code() == Code::kTimeout);
+}
+
 TEST_CASE("lock service: a new master renews each session by its own lease", "[lock_service]") {
   Group g;
   const NodeId old_master = g.elect();
