@@ -4,9 +4,11 @@
 // writes to the same cluster, fenced). When the session expires meanwhile,
 // COMMAND gets SIGTERM (SIGKILL after --kill-after) and this exits with
 // kExitLeaseLost; else it releases the lock and exits with COMMAND's code.
-// SIGINT, SIGTERM and SIGHUP are passed on to COMMAND, which decides. While the
-// lock is not yet granted they cancel the wait instead: COMMAND never runs and
-// this exits 128 + the signal, like a shell.
+// SIGINT, SIGTERM and SIGHUP are passed on to COMMAND, which decides; but not
+// one the terminal sent (Ctrl-C signals the whole foreground process group, so
+// COMMAND, in our group, got it too).
+// While COMMAND has not started yet (the lock is not granted) they cancel the
+// wait instead: COMMAND never runs and this exits 128 + the signal, like a shell.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -86,6 +88,27 @@ int exit_code_of(int wait_status) {
   return kExitFailure;
 }
 
+// The signals passed on to COMMAND, or that cancel the wait before it runs.
+sigset_t stop_signals() {
+  sigset_t stops;
+  sigemptyset(&stops);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stops, sig);
+  return stops;
+}
+
+// Whether COMMAND got the signal `info` describes straight from the terminal,
+// so that passing it on would deliver it twice: Ctrl-C and the terminal's
+// other keys signal the whole foreground process group, and COMMAND is still
+// in ours (it may have left: setsid, a shell's job control). A kill() is
+// always passed on: it does not say whether it went to our pid alone (a
+// script's `kill $!`) or to the group, and a signal lost is worse than one
+// twice.
+bool command_got_it_too(const siginfo_t& info, pid_t command) {
+  if (info.si_code != SI_KERNEL || getpgid(command) != getpgrp()) return false;
+  // A terminal's hangup signals its session's leader alone.
+  return !(info.si_signo == SIGHUP && getsid(0) == getpid());
+}
+
 // Acquires the lock; SIGINT, SIGTERM or SIGHUP (blocked, so taken here with
 // sigtimedwait) cancel the wait. `caught` is the signal that did, 0 when none.
 Result<Lease> acquire_or_stop(LockClient& client, const LockFlags& flags, int& caught) {
@@ -93,9 +116,7 @@ Result<Lease> acquire_or_stop(LockClient& client, const LockFlags& flags, int& c
   std::atomic<bool> acquiring{true};
   std::atomic<int> signal_caught{0};
   std::thread watcher([&] {
-    sigset_t stops;
-    sigemptyset(&stops);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stops, sig);
+    const sigset_t stops = stop_signals();
     const timespec tick{0, 100'000'000};
     while (acquiring) {
       const int sig = sigtimedwait(&stops, nullptr, &tick);
@@ -142,13 +163,14 @@ int run(const LockFlags& flags, const CommonOptions& common) {
   if (!client.is_ok()) return report_error("lock", client.status());
   int caught = 0;
   auto lease = acquire_or_stop(*client.value(), flags, caught);
-  if (caught != 0) {
-    // Granted at the last moment or not: COMMAND does not run.
+  // Granted at the last moment or not: COMMAND does not run.
+  auto cancel = [&](int sig) {
     if (lease.is_ok()) (void)client.value()->release(lease.value());
-    std::fprintf(stderr, "palisade: lock: %s while waiting for '%s': not running the command\n", strsignal(caught),
+    std::fprintf(stderr, "palisade: lock: %s while waiting for '%s': not running the command\n", strsignal(sig),
                  flags.name.c_str());
-    return 128 + caught;
-  }
+    return 128 + sig;
+  };
+  if (caught != 0) return cancel(caught);
   if (!lease.is_ok()) return report_error("lock '" + flags.name + "'", lease.status());
   if (flags.verbose) {
     std::fprintf(stderr, "palisade: lock: holding '%s' (token %llu, session %llu)\n", flags.name.c_str(),
@@ -157,10 +179,17 @@ int run(const LockFlags& flags, const CommonOptions& common) {
   }
 
   const std::string cluster_file = std::filesystem::absolute(config.value().path).string();
-  const Child child = spawn(flags.command, {{"PALISADE_LOCK", flags.name},
-                                            {"PALISADE_TOKEN", std::to_string(lease.value().token())},
-                                            {"PALISADE_SEQUENCER", lease.value().sequencer()},
-                                            {"PALISADE_CLUSTER", cluster_file}});
+  const std::vector<std::pair<std::string, std::string>> env = {
+      {"PALISADE_LOCK", flags.name},
+      {"PALISADE_TOKEN", std::to_string(lease.value().token())},
+      {"PALISADE_SEQUENCER", lease.value().sequencer()},
+      {"PALISADE_CLUSTER", cluster_file}};
+  // A signal taken since the wait ended reached no COMMAND, and the loop below
+  // might not pass it on (Ctrl-C): it cancels, as one during the wait does.
+  const sigset_t stops = stop_signals();
+  const timespec now{0, 0};
+  if (const int sig = sigtimedwait(&stops, nullptr, &now); sig > 0) return cancel(sig);
+  const Child child = spawn(flags.command, env);
   if (child.pid < 0) {
     client.value()->release(lease.value());
     return child.start_error;
@@ -184,8 +213,11 @@ int run(const LockFlags& flags, const CommonOptions& common) {
       killed = true;
     }
     const timespec tick{0, 100'000'000};
-    const int sig = sigtimedwait(&handled, nullptr, &tick);
-    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) kill(child.pid, sig);  // the command decides
+    siginfo_t info{};
+    const int sig = sigtimedwait(&handled, &info, &tick);
+    if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && !command_got_it_too(info, child.pid)) {
+      kill(child.pid, sig);  // the command decides
+    }
   }
   if (expired->load() || kill_at) return kExitLeaseLost;
   if (Status s = client.value()->release(lease.value()); !s.is_ok() && flags.verbose) {
@@ -215,7 +247,8 @@ void add_lock_command(CLI::App& app, const CommonOptions& common, int& exit_code
   lock->footer(
       "COMMAND runs with PALISADE_LOCK, PALISADE_TOKEN (decimal), PALISADE_SEQUENCER and PALISADE_CLUSTER set;\n"
       "`palisade put` and `palisade del` inside it are fenced by the grant. SIGINT, SIGTERM and SIGHUP\n"
-      "are passed on to COMMAND; while the lock is not yet granted they cancel the wait instead.\n"
+      "are passed on to COMMAND, unless it got them too (Ctrl-C, a kill to the process group from\n"
+      "within it); while the lock is not yet granted they cancel the wait instead.\n"
       "Exit: COMMAND's code; 7 when the lease was lost (COMMAND got SIGTERM); 6 when --wait ran out;\n"
       "4 when the cluster is unavailable; 126/127 when COMMAND cannot be run / is not found;\n"
       "128+N when signal N cancelled the wait (COMMAND did not run).");

@@ -17,7 +17,11 @@
 namespace palisade::tools {
 
 Process::Process(std::vector<std::string> argv, std::string log_path, bool detached)
-    : log_path_(std::move(log_path)), detached_(detached) {
+    : Process(std::move(argv), std::move(log_path), ProcessOptions{.detached = detached}) {}
+
+Process::Process(std::vector<std::string> argv, std::string log_path, ProcessOptions options)
+    : log_path_(std::move(log_path)), detached_(options.detached) {
+  const bool detached = options.detached;
   std::vector<char*> args;
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
@@ -30,6 +34,7 @@ Process::Process(std::vector<std::string> argv, std::string log_path, bool detac
       int null = open("/dev/null", O_RDONLY);
       if (null >= 0) dup2(null, 0);
     } else {
+      if (options.own_process_group) setpgid(0, 0);
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(127);  // the parent died before prctl
     }
@@ -44,6 +49,8 @@ Process::Process(std::vector<std::string> argv, std::string log_path, bool detac
     execv(args[0], args.data());
     _exit(127);
   }
+  // Here too, as a shell does: the group exists when this returns.
+  if (options.own_process_group && !detached) setpgid(pid_, pid_);
 }
 
 Process::~Process() {

@@ -4,7 +4,8 @@
 // exits, so start long-lived children from a long-lived thread).
 //
 // A detached child (`palisade cluster up`) is in a session of its own, reads
-// /dev/null, and outlives this process once release()d.
+// /dev/null, and outlives this process once release()d. One in a process group
+// of its own is like a shell's job: a kill() to this process's group misses it.
 #pragma once
 
 #include <sys/types.h>
@@ -15,10 +16,16 @@
 
 namespace palisade::tools {
 
+struct ProcessOptions {
+  bool detached = false;
+  bool own_process_group = false;  // its pid is its process group's id
+};
+
 class Process {
  public:
   // Starts argv[0] (a path) with its stdout and stderr appended to `log_path`.
   Process(std::vector<std::string> argv, std::string log_path, bool detached = false);
+  Process(std::vector<std::string> argv, std::string log_path, ProcessOptions options);
   ~Process();
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;

@@ -3,8 +3,13 @@
 // short leases), checked by exit codes, output, and the processes left behind.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -111,12 +116,14 @@ struct Fixture {
     args.insert(args.begin(), with_cluster.begin(), with_cluster.end());
     return palisade(dir, args);
   }
-  // `palisade lock ARGS...` in the background.
+  // `palisade lock ARGS...` in the background, in a process group of its own
+  // as a shell's job: what the test sends it reaches it alone, as from a shell
+  // or a supervisor (from its own group, it would count as sent to the group).
   std::unique_ptr<tools::Process> start(const std::string& log, std::vector<std::string> args) {
     std::vector<std::string> argv = {PALISADE_BIN};
     argv.insert(argv.end(), with_cluster.begin(), with_cluster.end());
     argv.insert(argv.end(), args.begin(), args.end());
-    return std::make_unique<tools::Process>(argv, dir.sub(log));
+    return std::make_unique<tools::Process>(argv, dir.sub(log), tools::ProcessOptions{.own_process_group = true});
   }
   // Pauses `holder` (a `palisade lock` process) past its session lease, takes
   // `lock` from another client meanwhile, and resumes it: it wakes to a lost lease.
@@ -331,6 +338,166 @@ TEST_CASE("cli: lock passes SIGTERM, SIGINT and SIGHUP on to COMMAND, exits with
   auto ended = ended_with(*plain, 20000);
   INFO(plain->log());
   CHECK(ended == 128 + SIGTERM);  // its own exit, passing on COMMAND's
+}
+
+// COMMAND for the tests of a signal that reaches it straight from its source
+// as well as through `palisade lock`: it notes each SIGINT in `got`, notes
+// SIGTERM and exits 42 on it, and touches `ready` once its traps are set. It
+// gives up after a minute, should the test fail before it ends.
+std::string noting_script(const std::string& got, const std::string& ready) {
+  return "trap 'echo INT >> " + got + "' INT; trap 'echo TERM >> " + got + "; exit 42' TERM; touch " + ready +
+         "; i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done";
+}
+
+// Sends with `send` while `palisade lock` (pid `lock`) is stopped, and resumes
+// it once COMMAND has noted `direct`, what reaches it straight from the source:
+// a copy passed on then is a delivery of its own, not merged with the first.
+// Then SIGTERM to `palisade lock` alone, from outside its process group, is
+// passed on after whatever it took before (the lowest pending signal is taken
+// first), and COMMAND exits on it.
+template <typename Send>
+void send_while_stopped(pid_t lock, const std::string& got, const std::string& direct, Send send) {
+  REQUIRE(::kill(lock, SIGSTOP) == 0);
+  send();
+  wait_until("COMMAND to note what reached it directly", [&] { return read_file(got) == direct; });
+  REQUIRE(::kill(lock, SIGCONT) == 0);
+  REQUIRE(::kill(lock, SIGTERM) == 0);
+}
+
+// kill(pid, sig) from a process that joins process group `group` for it, as a
+// script without job control does with `kill $!`. The sender's pid.
+pid_t kill_from_within(pid_t group, pid_t pid, int sig) {
+  const pid_t sender = fork();
+  REQUIRE(sender >= 0);
+  if (sender == 0) {  // only async-signal-safe calls
+    _exit(setpgid(0, group) == 0 && ::kill(pid, sig) == 0 ? 0 : 1);
+  }
+  return sender;
+}
+
+TEST_CASE("cli: lock passes on a kill() to its pid exactly once from its own process group or another", "[cli]") {
+  default_signal_actions();
+  Fixture fx;
+  for (const bool within : {true, false}) {
+    INFO((within ? "SIGINT from a process of its own group" : "SIGINT from outside its group"));
+    const std::string lock = within ? "within" : "outside";
+    const std::string got = fx.dir.sub(lock + ".got");
+    const std::string ready = fx.dir.sub(lock + ".ready");
+    auto holder = fx.start(lock + ".log", {"lock", "-v", lock, "--", "sh", "-c", noting_script(got, ready)});
+    wait_until("COMMAND to set its traps", [&] {
+      REQUIRE(holder->running());
+      return std::filesystem::exists(ready);
+    });
+    pid_t sender = -1;
+    send_while_stopped(holder->pid(), got, "", [&] {
+      if (within) {
+        sender = kill_from_within(holder->pid(), holder->pid(), SIGINT);  // `palisade lock` leads its group
+        int status = -1;
+        REQUIRE(waitpid(sender, &status, 0) == sender);
+        CHECK(status == 0);
+      } else {
+        REQUIRE(::kill(holder->pid(), SIGINT) == 0);
+      }
+    });
+    auto ended = ended_with(*holder, 20000);
+    INFO(holder->log());
+    CHECK(ended == 42);
+    // Once, passed on.
+    CHECK(read_file(got) == "INT\nTERM\n");
+  }
+}
+
+// `palisade ARGS...` on a terminal, as a shell runs a command in the
+// foreground: it leads a new session whose controlling terminal is a
+// pseudo-terminal, in the terminal's foreground process group, which the
+// terminal signals on Ctrl-C. Its stdout and stderr go to `log_path`.
+class OnTerminal {
+ public:
+  OnTerminal(std::vector<std::string> argv, const std::string& log_path) {
+    master_ = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    REQUIRE(master_ >= 0);
+    REQUIRE(grantpt(master_) == 0);
+    REQUIRE(unlockpt(master_) == 0);
+    char terminal[128];
+    REQUIRE(ptsname_r(master_, terminal, sizeof terminal) == 0);
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    const pid_t parent = getpid();
+    pid_ = fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {  // only async-signal-safe calls until exec
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);
+      const int tty = setsid() < 0 ? -1 : open(terminal, O_RDWR);
+      const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (tty < 0 || log < 0 || ioctl(tty, TIOCSCTTY, 0) != 0 || tcsetpgrp(tty, getpid()) != 0) _exit(127);
+      dup2(tty, 0);
+      dup2(log, 1);
+      dup2(log, 2);
+      close(tty);
+      close(log);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+  }
+  ~OnTerminal() {
+    if (!status_) {
+      ::kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    close(master_);
+  }
+  OnTerminal(const OnTerminal&) = delete;
+  OnTerminal& operator=(const OnTerminal&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool running() {
+    int status = 0;
+    if (!status_ && waitpid(pid_, &status, WNOHANG) == pid_) status_ = status;
+    return !status_;
+  }
+  // Keys typed on the terminal.
+  void type(const std::string& keys) {
+    REQUIRE(write(master_, keys.data(), keys.size()) == static_cast<ssize_t>(keys.size()));
+  }
+  // As ended_with().
+  std::optional<int> ended(int timeout_ms) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (running()) {
+      if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+      std::this_thread::sleep_for(5ms);
+    }
+    return WIFEXITED(*status_) ? WEXITSTATUS(*status_) : -WTERMSIG(*status_);
+  }
+
+ private:
+  int master_ = -1;
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+};
+
+TEST_CASE("cli: Ctrl-C on the terminal reaches COMMAND once and lock does not pass it on", "[cli]") {
+  default_signal_actions();
+  Fixture fx;
+  const std::string got = fx.dir.sub("ctrl-c.got");
+  const std::string ready = fx.dir.sub("ctrl-c.ready");
+  std::vector<std::string> argv = {PALISADE_BIN};
+  argv.insert(argv.end(), fx.with_cluster.begin(), fx.with_cluster.end());
+  argv.insert(argv.end(), {"lock", "-v", "ctrl-c", "--", "sh", "-c", noting_script(got, ready)});
+  OnTerminal lock(argv, fx.dir.sub("ctrl-c.log"));
+  wait_until("COMMAND to set its traps", [&] {
+    REQUIRE(lock.running());
+    return std::filesystem::exists(ready);
+  });
+  send_while_stopped(lock.pid(), got, "INT\n", [&] { lock.type("\x03"); });
+  auto ended = lock.ended(20000);
+  INFO(read_file(fx.dir.sub("ctrl-c.log")));
+  CHECK(ended == 42);
+  CHECK(read_file(got) == "INT\nTERM\n");
 }
 
 TEST_CASE("cli: a signal while lock still waits cancels the wait, COMMAND never runs, and it exits 128+N",
