@@ -248,6 +248,9 @@ uint64_t LockSession::acquire(std::string lock, LockMode mode, uint64_t lock_del
 
 uint64_t LockSession::release(std::string lock, uint64_t now_ms) {
   held_.erase(lock);
+  for (auto& [id, call] : calls_) {
+    if (call.kind == Kind::kAcquire && call.lock == lock) call.released = true;
+  }
   Call call;
   call.kind = Kind::kRelease;
   call.lock = std::move(lock);
@@ -371,6 +374,14 @@ void LockSession::on_call_reply(const Sent& sent, uint64_t request_id, size_t no
   if (!reply.status.is_ok()) return finish(id, reply.status);
   switch (call.kind) {
     case Kind::kAcquire: {
+      if (call.released) {
+        // The reply may predate the release (which the group then applied
+        // after it, freeing the lock) or follow it (a waiting acquire granted
+        // later): either way the session must not count on holding the lock.
+        const std::string lock = call.lock;
+        finish(id, Status(Code::kCancelled, "lock '" + lock + "' was released while this acquire was on its way"));
+        return release_orphan(lock, now);
+      }
       // The grant is no longer than the session lease the master had left.
       deadline_ = std::min(deadline_, lease_end(sent.at, reply.lease_ms, options_.max_drift_ppm));
       held_.insert(call.lock);

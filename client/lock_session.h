@@ -163,6 +163,9 @@ class LockSession {
     size_t node = 0;          // where it went
     bool rotate = true;       // at resend_at: a timeout (move the guess on), not a backoff
     bool internal = false;    // no CallDone: a clean-up release
+    // Acquire: release() of its lock was called after it, so whatever grant it
+    // reports was given back (or is given back now), not held.
+    bool released = false;
   };
 
   // A request in flight, by id.

@@ -692,6 +692,49 @@ TEST_CASE("release, check_sequencer and close", "[lock_session]") {
   CHECK(g.s.next_timer_ms() == LockSession::kNever);
 }
 
+TEST_CASE("an acquire answered after a release of its lock does not count as held", "[lock_session]") {
+  Group g;
+  g.open();
+  // One thread holds x; another asks for it too (the group answers with the
+  // same grant), and the first releases it before that answer is back.
+  const uint64_t first = g.s.acquire("x", LockMode::kExclusive, 0, 0, g.now);
+  Outgoing acq1 = g.one();
+  g.reply(acq1, Group::grant(acq1, 1, kLease));
+  REQUIRE(g.one_done().call == first);
+  const uint64_t second = g.s.acquire("x", LockMode::kExclusive, 0, 0, g.now);
+  Outgoing acq2 = g.one();
+  const uint64_t rel = g.s.release("x", g.now);
+  Outgoing release = g.one();
+  // The group applied the acquire, then the release: x is free. The acquire's
+  // answer, sent in between, must not hand out a lease.
+  g.reply(acq2, Group::grant(acq2, 1, kLease));
+  CallDone d = g.one_done();
+  CHECK(d.call == second);
+  CHECK(d.status.code() == Code::kCancelled);
+  CHECK_FALSE(d.grant);
+  g.nothing_sent();  // the release on its way gives the lock back
+  LockReply released = Group::master_reply(release);
+  released.released = true;
+  g.reply(release, released);
+  CHECK(g.one_done().call == rel);
+
+  // A waiting acquire granted after a release of its lock: the grant is real,
+  // so it is given back at once.
+  const uint64_t waiting = g.s.acquire("y", LockMode::kExclusive, 0, 5000, g.now);
+  Outgoing acq3 = g.one();
+  const uint64_t rel2 = g.s.release("y", g.now);
+  Outgoing release2 = g.one();
+  g.reply(release2, Group::master_reply(release2));
+  CHECK(g.one_done().call == rel2);
+  g.reply(acq3, Group::grant(acq3, 2, kLease));
+  d = g.one_done();
+  CHECK(d.call == waiting);
+  CHECK(d.status.code() == Code::kCancelled);
+  Outgoing give_back = g.one();
+  CHECK(body<wire::ReleaseRequest>(give_back).lock == "y");
+  CHECK(body<wire::ReleaseRequest>(give_back).call > rel2);
+}
+
 TEST_CASE("calls made while the session opens wait for it", "[lock_session]") {
   Group g;
   Outgoing open = g.one();

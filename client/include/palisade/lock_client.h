@@ -86,8 +86,10 @@ class LockClient {
   // second one), bad_request (the session holds it in the other mode, bad
   // options). With a store, an exclusive grant is fenced first; when the fence
   // fails the lock is released and the fence's error returned. Acquiring a lock
-  // the session holds returns the same grant. The lease returned is valid
-  // unless the session is in jeopardy and stays so for a request_timeout.
+  // the session holds returns the same grant; cancelled when another thread
+  // releases the lock while this acquire is on its way (its grant, if any, is
+  // given back). The lease returned is valid unless the session is in
+  // jeopardy and stays so for a request_timeout.
   Result<Lease> acquire(std::string_view lock, AcquireOptions options = {});
   // acquire with wait 0.
   Result<Lease> try_acquire(std::string_view lock, AcquireOptions options = {});
