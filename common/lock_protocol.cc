@@ -12,7 +12,6 @@ using Packer = msgpack::packer<msgpack::sbuffer>;
 constexpr size_t kMaxModeBytes = 16;        // "exclusive"
 constexpr size_t kMaxRoleBytes = 16;        // "candidate"
 constexpr size_t kMaxEndpointBytes = 1024;  // a ZeroMQ endpoint
-constexpr size_t kMaxStatusLocks = 1000;    // LockReply::locks
 
 struct RequestEncoder {
   Packer& pk;
@@ -51,7 +50,10 @@ struct RequestEncoder {
     write_envelope(pk, 4, id, "check_sequencer");
     pack_text_field(pk, "sequencer", r.sequencer);
   }
-  void operator()(const LockStatusRequest&) const { write_envelope(pk, 3, id, "lock_status"); }
+  void operator()(const LockStatusRequest& r) const {
+    write_envelope(pk, r.after.empty() ? 3 : 4, id, "lock_status");
+    if (!r.after.empty()) pack_text_field(pk, "after", r.after);
+  }
 };
 
 void read_mode(FieldReader& r, std::string_view field, LockMode& out, Need need) {
@@ -92,7 +94,9 @@ Status read_body(const std::string& type, FieldReader& r, const Limits& limits, 
     return Status::ok();
   }
   if (type == "lock_status") {
-    out = LockStatusRequest{};
+    LockStatusRequest s;
+    r.bytes("after", s.after, limits.max_lock_bytes, Need::kOptional);
+    out = s;
     return Status::ok();
   }
   if (type == "open_session") {

@@ -75,7 +75,11 @@ struct CheckSequencerRequest {
   friend bool operator==(const CheckSequencerRequest&, const CheckSequencerRequest&) = default;
 };
 // The group as this node sees it (any node answers; the master knows best).
+// A reply lists at most kMaxStatusLocks locks, by name, from the first after
+// `after` (empty: from the first): ask again after the last one for the rest.
+constexpr size_t kMaxStatusLocks = 1000;
 struct LockStatusRequest {
+  std::string after{};
   friend bool operator==(const LockStatusRequest&, const LockStatusRequest&) = default;
 };
 
@@ -119,7 +123,7 @@ struct LockReply {
   std::string role;             // "master", "follower", "candidate"
   uint64_t applied_slot = 0;
   uint64_t sessions = 0;
-  std::vector<LockInfo> locks;  // at most 1000, by name
+  std::vector<LockInfo> locks;  // at most kMaxStatusLocks, by name
   friend bool operator==(const LockReply&, const LockReply&) = default;
 };
 

@@ -8,8 +8,6 @@ namespace palisade::quorum {
 
 namespace {
 
-constexpr size_t kMaxStatusLocks = 1000;
-
 std::string_view role_name(PaxosNode::Role role) {
   switch (role) {
     case PaxosNode::Role::kMaster:
@@ -158,8 +156,11 @@ void LockService::handle_status(const ClientRequest& r) {
   reply.role = role_name(node_->role());
   reply.applied_slot = node_->applied_through();
   reply.sessions = table_.sessions().size();
-  for (const auto& [name, lock] : table_.locks()) {
-    if (reply.locks.size() >= kMaxStatusLocks) break;
+  const auto& locks = table_.locks();
+  const auto& after = std::get<wire::LockStatusRequest>(r.request.body).after;
+  for (auto it = locks.upper_bound(after); it != locks.end(); ++it) {
+    const auto& [name, lock] = *it;
+    if (reply.locks.size() >= wire::kMaxStatusLocks) break;
     wire::LockInfo info{.name = name, .mode = lock.mode, .token = lock.token, .holders = {}, .waiters = lock.waiters.size(),
                         .delay_ms = lock.delay_ms};
     for (const auto& [session, delay] : lock.holders) info.holders.push_back(session);

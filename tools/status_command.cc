@@ -82,21 +82,38 @@ int run(const CommonOptions& common) {
 
   nlohmann::json nodes = nlohmann::json::array();
   std::optional<wire::LockReply> master;
+  std::string master_endpoint;
   for (const LockdNode& n : config.lockd) {
     auto reply = call_lockd_endpoint(ctx, n.endpoint, wire::LockStatusRequest{}, 1000ms);
     nlohmann::json node{{"id", n.id}, {"endpoint", n.endpoint}, {"reachable", reply.has_value()}};
     if (reply) {
       node.update({{"role", reply->role}, {"applied_slot", reply->applied_slot}, {"sessions", reply->sessions}});
       node.update(epoch_json(reply->epoch));
-      if (reply->role == "master" && (!master || reply->epoch > master->epoch)) master = reply;
+      if (reply->role == "master" && (!master || reply->epoch > master->epoch)) {
+        master = reply;
+        master_endpoint = n.endpoint;
+      }
     }
     nodes.push_back(node);
   }
   nlohmann::json locks = nlohmann::json::array();
+  bool locks_complete = true;
   if (master) {
-    for (const wire::LockInfo& l : master->locks) {
-      locks.push_back({{"name", l.name}, {"mode", std::string(mode_name(l.mode))}, {"token", l.token},
-                       {"holders", l.holders}, {"waiters", l.waiters}, {"delay_ms", l.delay_ms}});
+    // A reply lists kMaxStatusLocks locks at most: a full one asks for the rest.
+    std::vector<wire::LockInfo> page = std::move(master->locks);
+    for (;;) {
+      for (const wire::LockInfo& l : page) {
+        locks.push_back({{"name", l.name}, {"mode", std::string(mode_name(l.mode))}, {"token", l.token},
+                         {"holders", l.holders}, {"waiters", l.waiters}, {"delay_ms", l.delay_ms}});
+      }
+      if (page.size() < wire::kMaxStatusLocks) break;
+      auto next =
+          call_lockd_endpoint(ctx, master_endpoint, wire::LockStatusRequest{.after = page.back().name}, 1000ms);
+      if (!next || !next->status.is_ok()) {
+        locks_complete = false;
+        break;
+      }
+      page = std::move(next->locks);
     }
   }
 
@@ -114,7 +131,8 @@ int run(const CommonOptions& common) {
     nlohmann::json out{{"cluster_file", config.path}, {"group", config.group}, {"healthy", healthy}};
     out["lock_group"] = {{"master", master ? nlohmann::json(master->node) : nlohmann::json(nullptr)},
                          {"nodes", nodes},
-                         {"locks", locks}};
+                         {"locks", locks},
+                         {"locks_complete", locks_complete}};
     out["lock_group"].update(epoch_json(master ? master->epoch : 0));
     out["replicas"] = replicas;
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
@@ -140,7 +158,8 @@ int run(const CommonOptions& common) {
                 n["sessions"].get<unsigned long long>());
   }
   if (master) {
-    std::printf("\nlocks: %zu%s\n", locks.size(), locks.empty() ? "" : " (holders are session ids)");
+    std::printf("\nlocks: %zu%s%s\n", locks.size(), locks.empty() ? "" : " (holders are session ids)",
+                locks_complete ? "" : "; more locks, but the master did not answer for them");
     for (const auto& l : locks) {
       std::string holders;
       for (const auto& h : l["holders"]) holders += (holders.empty() ? "" : ",") + std::to_string(h.get<uint64_t>());

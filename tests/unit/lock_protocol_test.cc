@@ -126,6 +126,8 @@ TEST_CASE("lock wire: every request type round-trips", "[wire][lockgroup]") {
       {"check_sequencer of the longest text", {12, CheckSequencerRequest{std::string(kMaxSequencerBytes, 's')}}},
       {"check_sequencer of nothing", {13, CheckSequencerRequest{""}}},
       {"lock_status", {UINT64_MAX, LockStatusRequest{}}},
+      {"lock_status after a lock", {14, LockStatusRequest{"orders/17"}}},
+      {"lock_status after the longest name", {15, LockStatusRequest{longest_lock}}},
   };
   test::check_request_round_trips(cases, wire::encode_lock_request, wire::decode_lock_request);
 }
@@ -145,7 +147,7 @@ TEST_CASE("lock wire: random requests round-trip", "[wire][lockgroup]") {
       case 4: r.body = AcquireRequest{rng(), rng(), lock, mode, rng() % (wire::kMaxLockDelayMs + 1), rng()}; break;
       case 5: r.body = ReleaseRequest{rng(), rng(), lock}; break;
       case 6: r.body = CheckSequencerRequest{random_bytes(rng, 200)}; break;
-      default: r.body = LockStatusRequest{};
+      default: r.body = LockStatusRequest{rng() % 2 == 0 ? "" : lock};
     }
     return r;
   };
@@ -311,6 +313,7 @@ TEST_CASE("lock wire: bad fields are BadRequest", "[wire][lockgroup]") {
       {"open_session negative lease_ms", with(open, "lease_ms", i64(-1))},
       {"sequencer as int", with(check, "sequencer", u64(7))},
       {"release lock as array", with(release, "lock", raw("\x91\x01"))},
+      {"lock_status after as int", plus(envelope("lock_status"), {{"after", u64(1)}})},
       // Missing required fields.
       {"acquire without epoch", without(acquire_fields(), "epoch")},
       {"acquire without session", without(acquire_fields(), "session")},
@@ -387,6 +390,8 @@ TEST_CASE("lock wire: size limits are TooLarge", "[wire][lockgroup]") {
     CHECK(d.id_out == 1);
     CHECK(decode(wire::encode_lock_request({1, ReleaseRequest{1, 2, at_limit}})).code == Code::kOk);
     CHECK(decode(wire::encode_lock_request({1, ReleaseRequest{1, 2, at_limit + "L"}})).code == Code::kTooLarge);
+    CHECK(decode(wire::encode_lock_request({1, LockStatusRequest{at_limit}})).code == Code::kOk);
+    CHECK(decode(wire::encode_lock_request({1, LockStatusRequest{at_limit + "L"}})).code == Code::kTooLarge);
     // The limit is the caller's.
     Limits small;
     small.max_lock_bytes = 4;

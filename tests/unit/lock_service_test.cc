@@ -2,16 +2,19 @@
 // group: three services on simulated disks, peer messages delivered in order at
 // once, one manual clock. Here: the session lease a client chooses (its range,
 // what the replies report, and that a new master renews each session by its
-// own length). The simulator (tests/sim) covers the rest under faults.
+// own length), and lock_status's pages. The simulator (tests/sim) covers the
+// rest under faults.
 #include "quorum/lock_service.h"
 
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "quorum/memory_paxos_storage.h"
 #include "tests/support/printers.h"
@@ -311,6 +314,46 @@ TEST_CASE("lock service: a new master renews each session by its own lease", "[l
   g.run(400);
   CHECK_FALSE(table.has_session(dflt.session));
   CHECK(table.has_session(longest.session));
+}
+
+TEST_CASE("lock service: lock_status lists every lock by name in pages", "[lock_service]") {
+  Group g;
+  const NodeId m = g.elect();
+  wire::LockReply session = g.open(m, wire::kMaxSessionLeaseMs);
+  REQUIRE(session.status.is_ok());
+  const size_t count = wire::kMaxStatusLocks + 5;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < count; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof name, "lock/%04zu", i);
+    names.emplace_back(name);
+    wire::LockReply grant = g.call(m, wire::AcquireRequest{.epoch = g.epoch(m),
+                                                           .session = session.session,
+                                                           .lock = name,
+                                                           .mode = LockMode::kExclusive,
+                                                           .lock_delay_ms = 0,
+                                                           .wait_ms = 0,
+                                                           .call = i + 1});
+    REQUIRE(grant.status.is_ok());
+  }
+  auto page = [&](std::string after) {
+    wire::LockReply r = g.call(m, wire::LockStatusRequest{std::move(after)});
+    REQUIRE(r.status.is_ok());
+    std::vector<std::string> listed;
+    for (const wire::LockInfo& l : r.locks) listed.push_back(l.name);
+    return listed;
+  };
+
+  const std::vector<std::string> first = page("");
+  REQUIRE(first.size() == wire::kMaxStatusLocks);
+  CHECK(first == std::vector<std::string>(names.begin(), names.begin() + wire::kMaxStatusLocks));
+  // The rest, after the last name listed.
+  CHECK(page(first.back()) == std::vector<std::string>(names.begin() + wire::kMaxStatusLocks, names.end()));
+  // After any string: the names that sort after it, whether or not it names a lock.
+  CHECK(page("lock/1002") == std::vector<std::string>{"lock/1003", "lock/1004"});
+  CHECK(page("lock/1002x") == std::vector<std::string>{"lock/1003", "lock/1004"});
+  CHECK(page("lock/1004").empty());
+  CHECK(page("m").empty());
 }
 
 }  // namespace
