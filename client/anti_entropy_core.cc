@@ -125,11 +125,14 @@ void AntiEntropyCore::flush_many() {
       for (uint64_t key : reads) send(r, wire::ReadRequest{keys_.at(key).key}, Kind::kRead, key);
       for (CopyItem& c : copies) {
         const wire::Version& v = c.copy.version;
-        send(r, wire::WriteRequest{c.copy.key, v.value, v.tombstone, v.ts, v.lock, true, v.sequencer}, Kind::kRepair,
-             static_cast<uint64_t>(c.range));
+        send(r, wire::WriteRequest{c.copy.key, v.value, v.tombstone, v.ts, v.lock, true, v.sequencer, c.copy.replaces},
+             Kind::kRepair, static_cast<uint64_t>(c.range));
       }
       continue;
     }
+    // Copies over corrupt records go in requests of their own: a replica older
+    // than `replaces` refuses the whole request (bad_request), and only them.
+    std::stable_partition(copies.begin(), copies.end(), [](const CopyItem& c) { return !c.copy.replaces; });
     for (size_t at = 0; at < reads.size(); at += wire::kMaxKeysPerReadMany) {
       const uint64_t item = next_item_++;
       ManyBatch& b = many_[item];
@@ -143,7 +146,10 @@ void AntiEntropyCore::flush_many() {
       ManyBatch& b = many_[item];
       wire::CopyManyRequest request;
       size_t bytes = 0;
-      for (; at < copies.size() && b.copies.size() < wire::kMaxCopiesPerRequest && bytes < kCopyBudgetBytes; ++at) {
+      const bool replacing = copies[at].copy.replaces.has_value();
+      for (; at < copies.size() && b.copies.size() < wire::kMaxCopiesPerRequest && bytes < kCopyBudgetBytes &&
+             copies[at].copy.replaces.has_value() == replacing;
+           ++at) {
         const wire::Copy& c = copies[at].copy;
         bytes += c.key.size() + c.version.value.size() + c.version.lock.size() + c.version.sequencer.size() + 32;
         request.copies.push_back(c);
@@ -433,9 +439,14 @@ void AntiEntropyCore::compare_key(uint64_t item) {
   auto all = candidates(views);
   const Candidate* target = settled(all, config_.write_quorum);
   auto open = unsettled(all, target, config_.write_quorum);
+  // A corrupt record is replaced only from views taken after its damage was
+  // seen: the listings of the others may predate a newer version that it held
+  // (written there after they were listed, then damaged). So every replica is
+  // read again, now, and the copy names the damage that read reports.
+  const bool damaged = std::any_of(views.begin(), views.end(), [](const View& v) { return v.corrupt; });
   std::vector<int> ask;
   std::string floor_of;
-  if (!open.empty()) {
+  if (!open.empty() || (damaged && target != nullptr)) {
     // Deciding about a pending version takes every replica's floor of its lock.
     for (const Candidate* c : open) {
       if (!c->head.lock.empty()) {
@@ -573,14 +584,17 @@ void AntiEntropyCore::resolve(uint64_t item) {
         continue;
       }
       // A dry run reads no values; else a missing one means the source changed since it was listed.
-      if (value == values.end() && !config_.dry_run) {
+      // A corrupt record takes only a copy that names the damage its read found
+      // (compare_key read every replica after the listing showed it).
+      const std::optional<uint64_t> damage = v.corrupt && t.reads[r] ? t.reads[r]->digest : std::nullopt;
+      if ((value == values.end() && !config_.dry_run) || (v.corrupt && !damage)) {
         ++report_.undecided;
         continue;
       }
       ++report_.versions_sent;
       if (v.corrupt) ++report_.corrupt_replaced;
       if (value == values.end()) continue;
-      copy(r, t.range, wire::Copy{t.key, **value});
+      copy(r, t.range, wire::Copy{t.key, **value, damage});
     }
   }
   for (const Candidate* c : unsettled(all, target, w)) {

@@ -44,6 +44,8 @@ struct Coordinator::ReadOp {
     bool failed = false;    // its last answer was an error or it was unreachable: wait for the retry time
     bool answered = false;  // a successful read reply
     bool corrupt = false;   // it answered that its copy is corrupt: unknown, and to repair
+    std::optional<uint64_t> corrupt_digest;   // the damaged record's digest its last `corrupt` named
+    uint64_t answered_request = 0;            // the request its answer (`answered`) replied to
     std::vector<wire::Version> versions;      // newest first; the committed one last
     std::map<std::string, uint64_t> floors;  // fence floors learnt, by lock
     std::string floor_of;                     // what the outstanding read asked for
@@ -52,6 +54,10 @@ struct Coordinator::ReadOp {
   uint64_t deadline_ms = 0;
   uint64_t retry_at_ms = 0;  // when to hedge or ask again
   std::vector<Replica> replicas;
+  // Answers to requests older than this (sent before the newest damage seen
+  // was reported) do not count: a repair of that damage must be decided from
+  // answers taken after it.
+  uint64_t fresh_from = 0;
   bool chosen = false;
   std::optional<wire::Version> result;
   int repairs_outstanding = 0;
@@ -228,7 +234,7 @@ void Coordinator::ask(OpId id, ReadOp& op, int replica, std::string floor_of) {
   send(id, replica, wire::ReadRequest{op.key, std::move(floor_of)});
 }
 
-void Coordinator::on_read_reply(ReadOp& op, int replica, const wire::ReplicaReply* reply, bool repair) {
+void Coordinator::on_read_reply(OpId id, ReadOp& op, int replica, const wire::ReplicaReply* reply, bool repair) {
   if (reply != nullptr && reply->clock != 0) (void)clock_.observe(reply->clock);
   if (repair) {
     --op.repairs_outstanding;
@@ -239,11 +245,30 @@ void Coordinator::on_read_reply(ReadOp& op, int replica, const wire::ReplicaRepl
   Code code = reply == nullptr ? Code::kUnavailable : reply->status.code();
   // A corrupt copy may have held anything: it counts as not heard from.
   rep.corrupt |= code == Code::kCorrupt;
+  if (code == Code::kCorrupt && reply->digest && reply->digest != rep.corrupt_digest && !op.chosen) {
+    // Damage not seen before. The record may have held a version newer than
+    // what the others answered before it was reported (written after their
+    // answers, then damaged): those answers no longer count, so that its
+    // repair, which names this digest, is decided from answers taken after it.
+    rep.corrupt_digest = reply->digest;
+    op.fresh_from = next_request_id_;
+    for (int i = 0; i < options_.n; ++i) {
+      auto& other = op.replicas[i];
+      if (!other.answered || other.answered_request >= op.fresh_from) continue;
+      other.answered = false;
+      ask(id, op, i, other.floor_of);
+    }
+  }
   rep.failed = code != Code::kOk;  // asked again at the next retry time
   if (rep.failed) return;
+  for (const auto& [lock, floor] : reply->floors) rep.floors[lock] = floor;  // floors only rise: kept
+  if (reply->id < op.fresh_from && !op.chosen) {  // taken before the damage was reported
+    ask(id, op, replica, rep.floor_of);
+    return;
+  }
   rep.answered = true;
+  rep.answered_request = reply->id;
   rep.versions = reply->versions;
-  for (const auto& [lock, floor] : reply->floors) rep.floors[lock] = floor;
 }
 
 namespace {
@@ -366,16 +391,24 @@ void Coordinator::choose(OpId id, ReadOp& op, const std::optional<wire::Version>
   if (!v) return;
   // Blocking read repair: replicas that answered without it get it, committed
   // since it is known acknowledged; holders of a pending copy commit theirs.
+  // A replica whose record is corrupt gets it only with the digest of the
+  // damage it reported (the answers the read decided from were all taken
+  // after that report): the replica replaces only that very record, so a
+  // repair that lands after a newer version was stored and damaged there does
+  // not install an older one. Without a digest (an older replica, or a
+  // damaged floor rather than record) it is left to anti-entropy.
   for (int i = 0; i < options_.n; ++i) {
     const auto& rep = op.replicas[i];
-    if (!rep.answered && !rep.corrupt) continue;
+    if (!rep.answered && (!rep.corrupt || !rep.corrupt_digest)) continue;
     const wire::Version* base = committed_of(rep.versions);
     if (base != nullptr && !wire::newer(*v, *base)) continue;  // it has this or newer, committed
     if (holds(rep.versions, *v)) {
       send_untracked(i, wire::CommitRequest{op.key, v->ts, wire::content_hash(*v)});
       continue;
     }
-    send(id, i, wire::WriteRequest{op.key, v->value, v->tombstone, v->ts, v->lock, /*committed=*/true, v->sequencer}, true);
+    wire::WriteRequest repair{op.key, v->value, v->tombstone, v->ts, v->lock, /*committed=*/true, v->sequencer};
+    if (!rep.answered) repair.replaces = rep.corrupt_digest;
+    send(id, i, std::move(repair), true);
     ++op.repairs_outstanding;
   }
 }
@@ -411,7 +444,7 @@ void Coordinator::on_reply(int replica, const wire::ReplicaReply& reply, uint64_
     on_write_reply(w->second, reply);
     decide_write(p.op, w->second, now_ms);
   } else if (auto r = reads_.find(p.op); r != reads_.end()) {
-    on_read_reply(r->second, replica, &reply, p.repair);
+    on_read_reply(p.op, r->second, replica, &reply, p.repair);
     advance_read(p.op, r->second, now_ms);
   }
 }
@@ -427,7 +460,7 @@ void Coordinator::on_unreachable(int replica, uint64_t request_id, uint64_t now_
     w->second.unsent.push_back(replica);
     w->second.resend_at_ms = now_ms + options_.hedge_ms;
   } else if (auto r = reads_.find(p.op); r != reads_.end()) {
-    on_read_reply(r->second, replica, nullptr, p.repair);
+    on_read_reply(p.op, r->second, replica, nullptr, p.repair);
     advance_read(p.op, r->second, now_ms);
   }
 }

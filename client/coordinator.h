@@ -80,7 +80,7 @@ class Coordinator {
   void on_write_reply(WriteOp& op, const wire::ReplicaReply& reply);
   void decide_write(OpId id, WriteOp& op, uint64_t now_ms);
   void finish_write(OpId id, WriteOp& op, Status status);
-  void on_read_reply(ReadOp& op, int replica, const wire::ReplicaReply* reply, bool repair);
+  void on_read_reply(OpId id, ReadOp& op, int replica, const wire::ReplicaReply* reply, bool repair);
   void advance_read(OpId id, ReadOp& op, uint64_t now_ms);
   // Walks the versions seen, newest first; true when the read could decide.
   bool decide_read(OpId id, ReadOp& op);

@@ -1,5 +1,7 @@
 #include "common/replica_protocol.h"
 
+#include <algorithm>
+
 #include "common/big_endian.h"
 #include "common/hash.h"
 #include "common/message_codec.h"
@@ -244,6 +246,42 @@ void read_copies(FieldReader& r, const Limits& limits, std::vector<Copy>& out) {
   for (Copy& c : out) c.version.state = VersionState::kCommitted;
 }
 
+// copy_many's `replaces`: per copy that names the corrupt record it replaces,
+// its index among the copies (2 bytes) and that record's digest (8), by index.
+std::string pack_replaces(const std::vector<Copy>& copies) {
+  std::string out;
+  for (size_t i = 0; i < copies.size(); ++i) {
+    if (!copies[i].replaces) continue;
+    append_be(out, i, 2);
+    append_be(out, *copies[i].replaces, 8);
+  }
+  return out;
+}
+
+bool any_replaces(const std::vector<Copy>& copies) {
+  return std::any_of(copies.begin(), copies.end(), [](const Copy& c) { return c.replaces.has_value(); });
+}
+
+void read_replaces(FieldReader& r, std::vector<Copy>& copies) {
+  if (!r.has("replaces")) return;
+  std::string raw;
+  r.bytes("replaces", raw, kMaxCopiesPerRequest * 10, Need::kRequired);
+  if (!r.status().is_ok()) return;
+  if (raw.empty() || raw.size() % 10 != 0) {
+    return r.fail(Code::kBadRequest, "field 'replaces' must hold 1 or more 10-byte entries");
+  }
+  size_t next = 0;  // indexes rise, so none is named twice
+  for (size_t at = 0; at < raw.size(); at += 10) {
+    size_t index = read_be(raw.data() + at, 2);
+    if (index < next || index >= copies.size()) {
+      return r.fail(Code::kBadRequest, "field 'replaces': copy index " + std::to_string(index) +
+                                           " out of order or beyond the copies");
+    }
+    copies[index].replaces = read_be(raw.data() + at + 2, 8);
+    next = index + 1;
+  }
+}
+
 // A stats reply's floors: per floor, name length (2), name, floor (8).
 std::string pack_stats_floors(const std::vector<std::pair<std::string, uint64_t>>& floors) {
   std::string out;
@@ -297,7 +335,8 @@ struct RequestEncoder {
 
   void operator()(const PingRequest&) const { write_envelope(pk, 3, id, "ping"); }
   void operator()(const WriteRequest& r) const {
-    write_envelope(pk, (r.tombstone ? 7 : 8) + (r.committed ? 1 : 0) + (r.sequencer.empty() ? 0 : 1), id, "write");
+    const uint32_t optional = (r.committed ? 1 : 0) + (r.sequencer.empty() ? 0 : 1) + (r.replaces ? 1 : 0);
+    write_envelope(pk, (r.tombstone ? 7 : 8) + optional, id, "write");
     pack_bytes_field(pk, "key", r.key);
     if (!r.tombstone) pack_bytes_field(pk, "value", r.value);
     pack_bool_field(pk, "tombstone", r.tombstone);
@@ -305,6 +344,7 @@ struct RequestEncoder {
     pack_text_field(pk, "lock", r.lock);
     if (r.committed) pack_bool_field(pk, "committed", true);
     pack_sequencer(r.sequencer);
+    if (r.replaces) pack_u64_field(pk, "replaces", *r.replaces);
   }
   void operator()(const FenceRequest& r) const {
     write_envelope(pk, r.sequencer.empty() ? 5 : 6, id, "fence");
@@ -341,8 +381,10 @@ struct RequestEncoder {
     pack_bytes_field(pk, "keys", keys);
   }
   void operator()(const CopyManyRequest& r) const {
-    write_envelope(pk, 4, id, "copy_many");
+    const bool replaces = any_replaces(r.copies);
+    write_envelope(pk, replaces ? 5 : 4, id, "copy_many");
     pack_bytes_field(pk, "copies", pack_copies(r.copies));
+    if (replaces) pack_bytes_field(pk, "replaces", pack_replaces(r.copies));
   }
   void operator()(const StatsRequest& r) const {
     write_envelope(pk, 4, id, "stats");
@@ -366,6 +408,7 @@ Result<ReplicaRequestBody> read_body(const std::string& type, FieldReader& r, co
     r.bytes("lock", w.lock, limits.max_lock_bytes, Need::kOptional);
     r.boolean("committed", w.committed, Need::kOptional);
     r.bytes("sequencer", w.sequencer, kMaxSequencerBytes, Need::kOptional);
+    if (r.has("replaces")) r.u64("replaces", w.replaces.emplace(), Need::kRequired);
     if (r.status().is_ok() && w.tombstone && !w.value.empty()) {
       return Status(Code::kBadRequest, "a tombstone write carries no value");
     }
@@ -439,6 +482,7 @@ Result<ReplicaRequestBody> read_body(const std::string& type, FieldReader& r, co
   if (type == "copy_many") {
     CopyManyRequest m;
     read_copies(r, limits, m.copies);
+    if (r.status().is_ok()) read_replaces(r, m.copies);
     if (!r.status().is_ok()) return r.status();
     return ReplicaRequestBody{std::move(m)};
   }
@@ -466,6 +510,7 @@ uint32_t reply_field_count(const ReplicaReply& reply) {
   if (!reply.status.message().empty()) ++n;
   if (reply.floor != 0) ++n;
   if (reply.stored_ts) ++n;
+  if (reply.digest) ++n;
   if (reply.applied) ++n;
   if (!reply.versions.empty()) ++n;
   if (!reply.floors.empty()) ++n;
@@ -558,6 +603,7 @@ std::string encode_reply(const ReplicaReply& reply) {
     pack_u64_field(pk, "clock", reply.clock);
     if (reply.floor != 0) pack_u64_field(pk, "floor", reply.floor);
     if (reply.stored_ts) pack_timestamp_field(pk, "stored_ts", *reply.stored_ts);
+    if (reply.digest) pack_u64_field(pk, "digest", *reply.digest);
     if (reply.applied) pack_bool_field(pk, "applied", true);
     if (!reply.versions.empty()) {
       pack_text(pk, "versions");
@@ -607,6 +653,7 @@ Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits) 
         r.u64("clock", reply.clock, Need::kRequired);
         r.u64("floor", reply.floor, Need::kOptional);
         if (r.has("stored_ts")) r.timestamp("stored_ts", reply.stored_ts.emplace(), Need::kRequired);
+        if (r.has("digest")) r.u64("digest", reply.digest.emplace(), Need::kRequired);
         r.boolean("applied", reply.applied, Need::kOptional);
         read_versions(r, limits, reply.versions);
         read_floors(r, limits, reply.floors);

@@ -59,6 +59,11 @@ struct WriteRequest {  // a put, or a delete when tombstone is set
   // kMaxSequencerBytes; empty when none. A replica that holds the cluster key
   // requires a valid one on every fenced write, repair copies included.
   std::string sequencer{};
+  // Only with `committed`: the digest of the corrupt record this repair was
+  // decided against (ReplicaReply::digest of its `corrupt` answer). A corrupt
+  // record is replaced only by a repair that names its current digest; over a
+  // healthy record the field changes nothing.
+  std::optional<uint64_t> replaces{};
   friend bool operator==(const WriteRequest&, const WriteRequest&) = default;
 };
 struct FenceRequest {
@@ -188,10 +193,11 @@ struct KeyRecord {
   friend bool operator==(const KeyRecord&, const KeyRecord&) = default;
 };
 // A committed copy of `version` (its state is ignored), as a `write` with
-// `committed: true` would store it.
+// `committed: true` (and `replaces`) would store it.
 struct Copy {
   std::string key;
   Version version;
+  std::optional<uint64_t> replaces{};  // as WriteRequest::replaces
   friend bool operator==(const Copy&, const Copy&) = default;
 };
 struct CopyManyRequest {
@@ -225,6 +231,7 @@ struct ReplicaReply {
   uint64_t clock = 0;                        // the replica's HLC when it answered
   uint64_t floor = 0;                        // fence: floor after; fenced: the floor
   std::optional<FencedTimestamp> stored_ts;  // stale: the newer committed timestamp
+  std::optional<uint64_t> digest;            // corrupt (the key's record): the digest of its raw bytes
   std::vector<Version> versions;             // read: newest first; empty when the key has none
   std::map<std::string, uint64_t> floors;    // read: fence floor of each lock named by versions or floor_of
 

@@ -101,11 +101,21 @@ ReplicaReply ReplicaHandler::apply_change(const Change& change, bool& changed, R
   return ok_reply;
 }
 
+ReplicaReply ReplicaHandler::unreadable(std::string_view key, Status status) {
+  if (status.code() != Code::kCorrupt) return reply_with(std::move(status));
+  auto digest = store_.key_digest(key);
+  if (!digest.is_ok()) return reply_with(digest.status());
+  ReplicaReply r = reply_with(std::move(status));
+  r.digest = digest.value();
+  return r;
+}
+
 ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed) {
   if (w.key.empty()) return bad_request("key must not be empty");
   if ((w.ts.token == 0) != w.lock.empty()) {
     return bad_request("a write names a lock exactly when its token is non-zero");
   }
+  if (w.replaces && !w.committed) return bad_request("only a committed write (a repair) names a record it replaces");
   // Repair copies (committed) carry the sequencer of the version they copy, so
   // a forged committed write cannot plant a huge token either.
   if (w.ts.token != 0) {
@@ -114,10 +124,18 @@ ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed) {
   if (auto observed = clock_.observe(w.ts.hlc); !observed.is_ok()) return reply_with(observed.status());
 
   auto stored = store_.get(w.key);
-  // A corrupt record may have held a committed version that any write here
-  // could wrongly replace: only a repair (a committed write of a version known
-  // acknowledged) overwrites it; others get a transient `corrupt`.
-  if (!stored.is_ok() && (stored.code() != Code::kCorrupt || !w.committed)) return reply_with(stored.status());
+  // A corrupt record may have held a committed version newer than any the
+  // writer knows, which a write here would wrongly replace. Only a repair
+  // decided against this very damage replaces it: a committed write that names
+  // the record's digest, learnt from a `corrupt` answer or a leaf listing. A
+  // plain write, or a repair decided before the damage (from answers that
+  // predate it), gets a transient `corrupt` with the digest, and nothing changes.
+  if (stored.code() == Code::kCorrupt) {
+    ReplicaReply refused = unreadable(w.key, stored.status());
+    if (!w.committed || !w.replaces || refused.digest != w.replaces) return refused;
+  } else if (!stored.is_ok()) {
+    return reply_with(stored.status());
+  }
   Versions versions = stored.is_ok() ? std::move(stored).value() : Versions();
   Version incoming{w.ts, w.lock, w.committed ? VersionState::kCommitted : VersionState::kPending, w.tombstone,
                    w.value, w.sequencer};
@@ -187,13 +205,13 @@ ReplicaReply ReplicaHandler::fence(const wire::FenceRequest& f, bool& changed) {
 
 ReplicaReply ReplicaHandler::commit(const wire::CommitRequest& c, bool& changed) {
   auto stored = store_.get(c.key);
-  if (!stored.is_ok()) return reply_with(stored.status());
+  if (!stored.is_ok()) return unreadable(c.key, stored.status());
   return commit_version(c.key, std::move(stored).value(), c.ts, c.hash, changed);
 }
 
 ReplicaReply ReplicaHandler::purge(const wire::PurgeRequest& p, bool& changed) {
   auto stored = store_.get(p.key);
-  if (!stored.is_ok()) return reply_with(stored.status());
+  if (!stored.is_ok()) return unreadable(p.key, stored.status());
   Versions versions = std::move(stored).value();
   // Only the pending version named is dropped; a committed one is never purged.
   auto it = std::find_if(versions.begin(), versions.end(),
@@ -207,7 +225,7 @@ ReplicaReply ReplicaHandler::purge(const wire::PurgeRequest& p, bool& changed) {
 
 ReplicaReply ReplicaHandler::read(const wire::ReadRequest& r) {
   auto stored = store_.get(r.key);
-  if (!stored.is_ok()) return reply_with(stored.status());
+  if (!stored.is_ok()) return unreadable(r.key, stored.status());
   ReplicaReply reply;
   reply.versions = std::move(stored).value();
   std::vector<std::string_view> locks;
@@ -287,7 +305,8 @@ ReplicaReply ReplicaHandler::copy_many(const wire::CopyManyRequest& c, bool& cha
   // Each copy is a committed write, by the same rules; a refused one stops no other.
   for (const wire::Copy& copy : c.copies) {
     const Version& v = copy.version;
-    ReplicaReply one = write(wire::WriteRequest{copy.key, v.value, v.tombstone, v.ts, v.lock, true, v.sequencer}, changed);
+    const wire::WriteRequest w{copy.key, v.value, v.tombstone, v.ts, v.lock, true, v.sequencer, copy.replaces};
+    ReplicaReply one = write(w, changed);
     if (one.status.is_ok()) continue;
     if (reply.refused++ == 0) reply.first_refusal = "key '" + copy.key + "': " + one.status.to_string();
   }
@@ -296,7 +315,7 @@ ReplicaReply ReplicaHandler::copy_many(const wire::CopyManyRequest& c, bool& cha
 
 ReplicaReply ReplicaHandler::drop_tombstone(const wire::DropTombstoneRequest& d, bool& changed) {
   auto stored = store_.get(d.key);
-  if (!stored.is_ok()) return reply_with(stored.status());
+  if (!stored.is_ok()) return unreadable(d.key, stored.status());
   const Versions& versions = stored.value();
   // Only a key whose one version is this committed tombstone: anything newer
   // written since keeps the key.

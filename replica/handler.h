@@ -38,12 +38,14 @@ class ReplicaHandler {
   // Applies `batch` in order and commits it with one durable commit. Returns one
   // reply per request, in order. Replies may be sent only after this returns.
   // Codes: write: ok, fenced (floor), stale (stored_ts), clock_skew, bad_request,
-  // unavailable (too many pending versions), bad_sequencer; fence: ok (floor),
-  // bad_request, bad_sequencer; commit, purge, drop_tombstone:
+  // unavailable (too many pending versions), bad_sequencer, corrupt; fence: ok
+  // (floor), bad_request, bad_sequencer; commit, purge, drop_tombstone:
   // ok (applied) or corrupt; read: ok (versions, floors) or corrupt; tree: ok
   // (nodes); leaf: ok (entries, leaves_done); stats: ok (stats), or corrupt when
   // a floor record listed is; read_many: ok (records, keys_done); copy_many: ok
   // (refused, first_refusal); every request: storage_error when the disk failed.
+  // A `corrupt` about the key's record carries the record's digest; only a
+  // committed write (or copy) that names it in `replaces` replaces the record.
   std::vector<wire::ReplicaReply> handle_batch(std::span<const wire::ReplicaRequest> batch);
 
   // After a failed commit the replica cannot know what reached the disk: it
@@ -72,6 +74,9 @@ class ReplicaHandler {
   Status check_sequencer(std::string_view sequencer, std::string_view lock, uint64_t token,
                          std::string_view what) const;
   wire::ReplicaReply apply_change(const Change& change, bool& changed, wire::ReplicaReply ok_reply);
+  // The reply when the key's record could not be read (`status`): a `corrupt`
+  // one carries the record's digest, which a repair must name to replace it.
+  wire::ReplicaReply unreadable(std::string_view key, Status status);
   // Marks the version with `ts` committed and drops the older ones.
   wire::ReplicaReply commit_version(std::string_view key, Versions versions, const FencedTimestamp& ts,
                                     std::optional<uint64_t> hash, bool& changed);

@@ -20,6 +20,12 @@ Result<Versions> MemoryStore::get(std::string_view key) {
   return decode_record(key, *rec);
 }
 
+Result<std::optional<uint64_t>> MemoryStore::key_digest(std::string_view key) {
+  auto rec = record(key);
+  if (!rec) return std::optional<uint64_t>();
+  return std::optional<uint64_t>(key_entry(key, *rec).digest);
+}
+
 Result<uint64_t> MemoryStore::fence_floor(std::string_view lock) {
   const std::string* rec = nullptr;
   if (auto it = durable_.floors.find(lock); it != durable_.floors.end()) rec = &it->second;

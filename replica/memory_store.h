@@ -23,6 +23,8 @@ class MemoryStore final : public ReplicaStore {
   Result<wire::TreeNode> tree_node(uint32_t level, uint64_t index) override;
   Status list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) override;
   Result<wire::ReplicaStats> stats(size_t max_floors) override;
+  // What list_leaf would list for the key, without the scan.
+  Result<std::optional<uint64_t>> key_digest(std::string_view key) override;
 
   // The node crashed: what was not committed is gone.
   void crash() { abort(); }

@@ -13,6 +13,7 @@
 
 #include "common/replica_protocol.h"
 #include "palisade/status.h"
+#include "replica/merkle.h"
 #include "replica/record.h"
 
 namespace palisade::replica {
@@ -50,6 +51,20 @@ class ReplicaStore {
   // Counts of keys and floors, and the first `max_floors` floors by lock name,
   // the batch's changes included. Cheap: no record is read beyond those floors.
   virtual Result<wire::ReplicaStats> stats(size_t max_floors) = 0;
+
+  // The digest `list_leaf` gives the key's entry, the batch's changes
+  // included: for a record that fails its checksum, the digest of its raw
+  // bytes (merkle.h corrupt_digest), which a repair must name to replace it.
+  // nullopt when the key has no record. By default found in the key's leaf.
+  virtual Result<std::optional<uint64_t>> key_digest(std::string_view key) {
+    std::vector<wire::LeafEntry> entries;
+    const uint64_t leaf = wire::tree_node_of(key_position(key), wire::kTreeLeafLevel);
+    if (Status s = list_leaf(leaf, entries); !s.is_ok()) return s;
+    for (const wire::LeafEntry& e : entries) {
+      if (e.kind == wire::LeafEntry::Kind::kKey && e.name == key) return std::optional<uint64_t>(e.digest);
+    }
+    return std::optional<uint64_t>();
+  }
 };
 
 }  // namespace palisade::replica

@@ -364,10 +364,14 @@ TEST_CASE("daemon: a value corrupted on disk is reported, never returned", "[rep
   CHECK(read_value(conn, "bystander") == "fine");
   CHECK_THAT(f.daemon.process().log(), Catch::Contains("corrupt"));
   // A plain write does not replace it (the record may have held a newer
-  // committed version); a repair, a committed write, does.
+  // committed version); a repair, a committed write, does when it names the
+  // damaged record's digest from the `corrupt` answer.
   CHECK(call(conn, write_req("victim", "plain", ts_now(3, 0), "L")).status.code() == Code::kCorrupt);
   auto repair = write_req("victim", "repaired", ts_now(3, 1), "L");
   std::get<wire::WriteRequest>(repair.body).committed = true;
+  CHECK(call(conn, repair).status.code() == Code::kCorrupt);
+  REQUIRE(r.digest);
+  std::get<wire::WriteRequest>(repair.body).replaces = r.digest;
   REQUIRE(call(conn, repair).status.is_ok());
   CHECK(read_value(conn, "victim") == "repaired");
 }

@@ -800,6 +800,95 @@ TEST_CASE("a replica whose copy is corrupt is asked again at most every hedge_ms
   CHECK(c.sent<wire::ReadRequest>().size() <= kTimeout / kHedge + 4);
 }
 
+// Regression (review, /tmp/review-c/stale_repair.cc): a read repair decided
+// while replica 0 lagged landed after a newer acknowledged version was stored
+// there and its record damaged, and replaced the record: replicas 0 and 2 then
+// agreed on the older version, and a read of them went back in time.
+TEST_CASE("a read repair decided before a record was damaged does not replace it", "[coordinator][read]") {
+  Cluster c;
+  c.seed_all(committed(write_req("x", "v1", ts(3, -3000), "L")));
+  for (int i : {1, 2}) c.seed(i, committed(write_req("x", "v2", ts(3, -2000), "L")));  // replica 0 missed v2
+  // Reader P hears from replicas 1 (v2) and 0 (v1); its repair of replica 0 is delayed.
+  c.unreachable = {2};
+  c.hold = [](const Send& s) {
+    const auto* w = std::get_if<wire::WriteRequest>(&s.request.body);
+    return s.replica == 0 && w != nullptr && w->committed;
+  };
+  OpId p = c.get("x");
+  REQUIRE(c.held.size() == 1);
+  c.advance_to(kTimeout);
+  REQUIRE(c.read_result(p).value == "v2");
+  c.hold = nullptr;
+  // v3 is acknowledged by replicas 0 and 1 (2 is down) and committed there.
+  OpId w = c.put("x", "v3", kFence3);
+  REQUIRE(c.write_result(w).status.is_ok());
+  c.advance_to(kTimeout + kLazySend);
+  REQUIRE(c.replica(0).stored("x")->value == "v3");
+  // A bit flip in replica 0's record, then P's repair lands.
+  REQUIRE(c.replica(0).store.corrupt("x"));
+  c.release();
+  CHECK(c.replica(0).call({0, wire::ReadRequest{"x"}}).status.code() == Code::kCorrupt);
+  // Reader Q hears from replicas 0 and 2 only: never v2, v3 being acknowledged.
+  c.unreachable = {1};
+  OpId q = c.get("x");
+  uint64_t t = kTimeout + kLazySend;
+  while (!c.done(q)) c.advance_to(t += kHedge);
+  ReadResult r = c.read_result(q);
+  INFO(r.status.to_string() << " value=" << r.value);
+  CHECK((r.status.code() == Code::kUnavailable || r.value == "v3"));
+  // With replica 1 back, a read returns v3 (and repairs replica 2 with it).
+  c.unreachable.clear();
+  OpId last = c.get("x");
+  while (!c.done(last)) c.advance_to(t += kHedge);
+  CHECK(c.read_result(last).value == "v3");
+  CHECK(c.replica(2).stored("x")->value == "v3");
+}
+
+// Regression (review): the answers a read repair is decided from may predate a
+// newer version that the damaged record held (written after they were taken,
+// then damaged); a repair decided from them replaced it with an older version.
+TEST_CASE("answers taken before a damage was reported do not decide its repair", "[coordinator][read]") {
+  Cluster c;
+  c.seed_all(committed(write_req("x", "old", ts(3, -1000), "L")));
+  bool block_reads = true;
+  // Reads of replicas 0 and 2 wait; replica 2 misses every write.
+  c.hold = [&block_reads](const Send& s) {
+    if (s.replica == 2 && !is<wire::ReadRequest>(s)) return true;
+    return block_reads && s.replica != 1 && is<wire::ReadRequest>(s);
+  };
+  OpId p = c.get("x");   // asks 1 ("old") and 2 (waits)
+  c.advance_to(kHedge);  // asks 0 (waits)
+  REQUIRE(c.sent_to<wire::ReadRequest>() == std::vector<int>{1, 2, 0, 2});
+  // Meanwhile "new" is acknowledged by replicas 0 and 1 and committed there,
+  // and then replica 0's record is damaged.
+  OpId w = c.put("x", "new", kFence3);
+  REQUIRE(c.write_result(w).status.is_ok());
+  c.advance_to(kHedge + kLazySend);
+  REQUIRE(c.replica(0).stored("x")->value == "new");
+  REQUIRE(c.replica(0).store.corrupt("x"));
+  const std::optional<uint64_t> damage = c.replica(0).store.key_digest("x").value();
+  REQUIRE(damage);
+  // Replica 0 answers `corrupt`; replica 1's answer predates that: it is asked again.
+  block_reads = false;
+  const size_t mark = c.log().size();
+  c.release(to(0));
+  CHECK(c.sent_to<wire::ReadRequest>(mark) == std::vector<int>{1});
+  c.release([](const Send& s) { return s.replica == 2 && is<wire::ReadRequest>(s); });
+  c.advance_to(kTimeout);
+  ReadResult r = c.read_result(p);
+  CHECK(r.status.is_ok());
+  CHECK(r.value == "new");
+  // Replica 0's repair named the damage, and carried "new", not "old".
+  std::vector<wire::WriteRequest> repairs;
+  for (const auto& [replica, write] : c.sent<wire::WriteRequest>(mark)) {
+    if (replica == 0) repairs.push_back(write);
+  }
+  REQUIRE(repairs.size() == 1);
+  CHECK(repairs[0].replaces == damage);
+  CHECK(repairs[0].value == "new");
+  CHECK(c.replica(0).stored("x")->value == "new");
+}
+
 TEST_CASE("a replica unreachable when asked for its floor does not make the coordinator spin",
           "[coordinator][read]") {
   Cluster c;

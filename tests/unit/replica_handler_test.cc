@@ -4,6 +4,7 @@
 
 #include "common/hybrid_clock.h"
 #include "replica/handler.h"
+#include "replica/merkle.h"
 #include "replica/memory_store.h"
 #include "client/replica_connection.h"
 #include "tests/support/replica_requests.h"
@@ -355,9 +356,96 @@ TEST_CASE("a corrupt version is reported, never returned, and replaced only by a
   CHECK(r.call(read_req("k")).status.code() == Code::kCorrupt);
   auto repair = write_req("k", "new", ts(5, 10), "L");
   std::get<wire::WriteRequest>(repair.body).committed = true;
+  std::get<wire::WriteRequest>(repair.body).replaces = r.call(read_req("k")).digest;
   CHECK(r.call(repair).status.is_ok());
   CHECK(r.stored("k")->value == "new");
   CHECK(r.stored("k")->state == VersionState::kCommitted);
+}
+
+// A repair of `key` as a committed write, naming the corrupt record it replaces.
+ReplicaRequest repair_req(std::string key, std::string value, FencedTimestamp t, std::optional<uint64_t> replaces) {
+  ReplicaRequest r = write_req(std::move(key), std::move(value), t, "L");
+  auto& w = std::get<wire::WriteRequest>(r.body);
+  w.committed = true;
+  w.replaces = replaces;
+  return r;
+}
+
+// Regression (review, /tmp/review-c/stale_repair.cc): a repair decided before
+// the record was damaged, or decided against another damage, replaced it; an
+// older version then stood where a newer acknowledged one had been.
+TEST_CASE("a corrupt record is replaced only by a repair that names its digest", "[replica]") {
+  Replica r;
+  r.committed_write(write_req("k", "v3", ts(5, 30), "L"));
+  REQUIRE(r.store.corrupt("k"));
+  // Every `corrupt` about the key names the digest of the damaged record, the
+  // one its leaf lists.
+  const ReplicaReply read = r.call(read_req("k"));
+  REQUIRE(read.status.code() == Code::kCorrupt);
+  REQUIRE(read.digest.has_value());
+  std::vector<wire::LeafEntry> leaf;
+  REQUIRE(r.store.list_leaf(wire::tree_node_of(replica::key_position("k"), wire::kTreeLeafLevel), leaf).is_ok());
+  REQUIRE(leaf.size() == 1);
+  CHECK(leaf[0].corrupt);
+  CHECK(leaf[0].digest == *read.digest);
+  CHECK(r.call(commit_req("k", ts(5, 30))).digest == read.digest);
+  CHECK(r.call(purge_req("k", ts(5, 30))).digest == read.digest);
+  CHECK(r.call(write_req("k", "v4", ts(5, 40), "L")).digest == read.digest);
+
+  SECTION("a repair decided before the damage (no digest) changes nothing") {
+    const ReplicaReply refused = r.call(repair_req("k", "v2", ts(5, 20), std::nullopt));
+    CHECK(refused.status.code() == Code::kCorrupt);
+    CHECK(refused.digest == read.digest);
+  }
+  SECTION("a repair decided against another damage changes nothing") {
+    const ReplicaReply refused = r.call(repair_req("k", "v2", ts(5, 20), *read.digest ^ 1));
+    CHECK(refused.status.code() == Code::kCorrupt);
+    CHECK(refused.digest == read.digest);
+  }
+  SECTION("only a committed write names a record it replaces") {
+    ReplicaRequest plain = repair_req("k", "v2", ts(5, 20), read.digest);
+    std::get<wire::WriteRequest>(plain.body).committed = false;
+    CHECK(r.call(plain).status.code() == Code::kBadRequest);
+  }
+  SECTION("copies follow the same rule") {
+    wire::Version v2{ts(5, 20), "L", VersionState::kCommitted, false, "v2"};
+    const ReplicaReply refused = r.call({1, wire::CopyManyRequest{{{"k", v2}, {"k", v2, *read.digest ^ 1}}}});
+    CHECK(refused.refused == 2);
+    CHECK(refused.first_refusal.find("corrupt") != std::string::npos);
+    const ReplicaReply copied = r.call({1, wire::CopyManyRequest{{{"k", v2, read.digest}}}});
+    CHECK(copied.refused == 0);
+    CHECK(r.stored("k")->value == "v2");
+    return;
+  }
+  // Nothing changed: the same damaged record is there.
+  CHECK(r.call(read_req("k")).digest == read.digest);
+  // The repair decided against this damage replaces it.
+  CHECK(r.call(repair_req("k", "v2", ts(5, 20), read.digest)).status.is_ok());
+  CHECK(r.stored("k")->value == "v2");
+  CHECK(r.stored("k")->state == VersionState::kCommitted);
+  // Over a healthy record `replaces` changes nothing: the usual rules decide.
+  CHECK(r.call(repair_req("k", "v1", ts(5, 10), read.digest)).status.code() == Code::kStale);
+  CHECK(r.call(repair_req("k", "v3", ts(5, 30), std::nullopt)).status.is_ok());
+  CHECK(r.stored("k")->value == "v3");
+}
+
+TEST_CASE("a digest names one damage: the key damaged again needs the new one", "[replica]") {
+  Replica r;
+  r.committed_write(write_req("k", "v1", ts(5, 10), "L"));
+  REQUIRE(r.store.corrupt("k"));
+  const std::optional<uint64_t> first = r.call(read_req("k")).digest;
+  REQUIRE(first);
+  REQUIRE(r.call(repair_req("k", "v1", ts(5, 10), first)).status.is_ok());
+  r.committed_write(write_req("k", "v2", ts(5, 20), "L"));
+  REQUIRE(r.store.corrupt("k"));
+  const std::optional<uint64_t> second = r.call(read_req("k")).digest;
+  REQUIRE(second);
+  CHECK(second != first);
+  // A repair of the first damage that arrives late finds the second one.
+  CHECK(r.call(repair_req("k", "v1", ts(5, 10), first)).status.code() == Code::kCorrupt);
+  CHECK(r.call(read_req("k")).digest == second);
+  CHECK(r.call(repair_req("k", "v2", ts(5, 20), second)).status.is_ok());
+  CHECK(r.stored("k")->value == "v2");
 }
 
 TEST_CASE("a failed commit fails the whole batch and then refuses writes, not reads", "[replica]") {

@@ -10,6 +10,7 @@
 #include "common/journal.h"
 #include "replica/lmdb_store.h"
 #include "replica/memory_store.h"
+#include "replica/merkle.h"
 #include "replica/record.h"
 #include "tests/support/failing_sync.h"
 #include "tests/support/raw_lmdb.h"
@@ -300,6 +301,44 @@ STORE_TEST("store: a corrupt record is reported, never returned, and can be over
   REQUIRE(f.store().commit().is_ok());
   f.reopen();
   CHECK(stored(f.store(), "a") == Versions{repaired});
+}
+
+// What a repair must name to replace a corrupt record (handler.cc): the digest
+// the key's leaf lists, of the raw bytes when the record is damaged.
+STORE_TEST("store: key_digest is the digest the key's leaf lists, damaged or not") {
+  TestType f;
+  auto listed = [&](std::string_view key) {
+    std::vector<wire::LeafEntry> leaf;
+    REQUIRE(f.store().list_leaf(wire::tree_node_of(replica::key_position(key), wire::kTreeLeafLevel), leaf).is_ok());
+    for (const wire::LeafEntry& e : leaf) {
+      if (e.kind == wire::LeafEntry::Kind::kKey && e.name == key) return std::optional<wire::LeafEntry>(e);
+    }
+    return std::optional<wire::LeafEntry>();
+  };
+  auto digest = [&](std::string_view key) {
+    auto d = f.store().key_digest(key);
+    INFO(d.status().to_string());
+    REQUIRE(d.is_ok());
+    return d.value();
+  };
+  CHECK_FALSE(digest("a"));
+  const Version a = version("the value of a", 1);
+  REQUIRE(put(f.store(), "a", a).is_ok());
+  CHECK(digest("a") == replica::versions_digest("a", Versions{a}));  // the batch's change, before it commits
+  REQUIRE(f.store().commit().is_ok());
+  const std::optional<uint64_t> healthy = digest("a");
+  CHECK(healthy == replica::versions_digest("a", Versions{a}));
+  f.corrupt("a");
+  const std::optional<uint64_t> damaged = digest("a");
+  REQUIRE(damaged);
+  CHECK(damaged != healthy);
+  auto entry = listed("a");
+  REQUIRE(entry);
+  CHECK(entry->corrupt);
+  CHECK(entry->digest == *damaged);
+  CHECK(digest("a") == damaged);  // the same damage, the same digest
+  REQUIRE(erase(f.store(), "a").is_ok());
+  CHECK_FALSE(digest("a"));
 }
 
 // ---- LMDB only ----

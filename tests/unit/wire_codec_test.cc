@@ -80,6 +80,7 @@ void check_same_reply(const ReplicaReply& got, const ReplicaReply& want) {
   CHECK(got.clock == want.clock);
   CHECK(got.floor == want.floor);
   CHECK(got.stored_ts == want.stored_ts);
+  CHECK(got.digest == want.digest);
   CHECK(got.versions == want.versions);
   CHECK(got.floors == want.floors);
   CHECK(got.applied == want.applied);
@@ -121,6 +122,9 @@ TEST_CASE("wire: every request type round-trips", "[wire]") {
       {"fence with a sequencer", {6, FenceRequest{"L", 9, "ps1.abc.def"}}},
       {"write with a sequencer", {4, WriteRequest{"k", "v", false, kTs, "L", false, "ps1.abc.def"}}},
       {"committed tombstone with a sequencer", {4, WriteRequest{"k", "", true, kTs, "L", true, "ps1.x.y"}}},
+      {"repair naming the corrupt record it replaces",
+       {4, WriteRequest{"k", "v", false, kTs, "L", true, "ps1.x.y", 0xfeed'0000'0000'beefULL}}},
+      {"repair replacing a record of digest 0", {4, WriteRequest{"k", "", true, {0, 9}, "", true, "", 0}}},
       {"commit", {7, CommitRequest{"k", kTs}}},
       {"purge", {8, PurgeRequest{"k", {UINT64_MAX, UINT64_MAX}}}},
       {"read", {9, ReadRequest{"k"}}},
@@ -192,6 +196,13 @@ TEST_CASE("wire: every reply shape round-trips", "[wire]") {
     r.stored_ts = FencedTimestamp{};
     check_reply_round_trip(r);
   }
+  SECTION("corrupt with the damaged record's digest") {
+    ReplicaReply r = reply_of(15, Status(Code::kCorrupt, "stored versions of key 'k' are corrupt"), 80);
+    for (uint64_t digest : {uint64_t{0}, uint64_t{0x0123'4567'89ab'cdef}, UINT64_MAX}) {
+      r.digest = digest;
+      check_reply_round_trip(r);
+    }
+  }
   SECTION("read: committed version with its lock's floor") {
     ReplicaReply r = reply_of(16, Status::ok(), 79);
     r.versions = {Version{kTs, "L", VersionState::kCommitted, false, std::string("v\0\xff", 3)}};
@@ -259,6 +270,9 @@ TEST_CASE("wire: decode_reply rejects what is not a reply", "[wire]") {
   CHECK(wire::decode_reply(map_of(with(reply, "extra", u64(1))), limits).code() == Code::kBadRequest);
   CHECK(wire::decode_reply(map_of(with(reply, "v", u64(2))), limits).code() == Code::kUnsupportedVersion);
   CHECK(wire::decode_reply(map_of(with(reply, "stored_ts", bin("short"))), limits).code() == Code::kBadRequest);
+  CHECK(wire::decode_reply(map_of(with(reply, "digest", str("5"))), limits).code() == Code::kBadRequest);
+  CHECK(wire::decode_reply(map_of(with(reply, "digest", i64(-5))), limits).code() == Code::kBadRequest);
+  CHECK(wire::decode_reply(map_of(with(reply, "digest", u64(5))), limits).value().digest == 5u);
 
   const Fields version = {{"ts", ts_bin(kTs)},
                           {"lock", str("L")},
@@ -411,6 +425,9 @@ TEST_CASE("wire: wrong field types are BadRequest", "[wire]") {
       {"tombstone as string", with(write_fields(), "tombstone", str("true"))},
       {"tombstone with a value", with(write_fields(), "tombstone", boolean(true))},
       {"lock as int", with(write_fields(), "lock", u64(1))},
+      {"replaces as string", with(with(write_fields(), "committed", boolean(true)), "replaces", str("5"))},
+      {"replaces negative", with(with(write_fields(), "committed", boolean(true)), "replaces", i64(-5))},
+      {"replaces as nil", with(with(write_fields(), "committed", boolean(true)), "replaces", nil())},
       {"token as string", with(fence, "token", str("3"))},
       {"negative token", with(fence, "token", i64(-3))},
       // float64 3.0 written by hand: msgpack-c's packer would write an integral double as an integer.
@@ -455,7 +472,7 @@ TEST_CASE("wire: size limits are TooLarge", "[wire]") {
     CHECK(decode(map_of(with(write_fields(), "sequencer", str(at_limit + "s"))), limits).code == Code::kTooLarge);
     // The largest key, value, lock and sequencer fit in one message.
     WriteRequest w{std::string(limits.max_key_bytes, 'k'), std::string(limits.max_value_bytes, 'v'), false, kTs,
-                   std::string(limits.max_lock_bytes, 'L'), true, at_limit};
+                   std::string(limits.max_lock_bytes, 'L'), true, at_limit, UINT64_MAX};
     CHECK(decode(wire::encode_request({UINT64_MAX, w}), limits).code == Code::kOk);
   }
   SECTION("whole message") { test::check_whole_message_limit(write_fields(), decode); }
