@@ -13,6 +13,7 @@
 #include "common/sequencer.h"
 #include "quorum/lock_service.h"
 #include "quorum/memory_paxos_storage.h"
+#include "tests/sim/lock_checkers.h"
 #include "tests/sim/replica_set.h"
 
 namespace palisade::sim {
@@ -81,8 +82,8 @@ struct Lockd {
   uint64_t incarnation = 0;
   uint64_t tick_at = UINT64_MAX;
   // Checker state for this incarnation.
-  std::map<std::string, uint64_t> tokens;
   quorum::Slot checked_through = 0;
+  quorum::Slot observed_through = 0;  // the token checker has seen the table through this slot
   bool was_master = false;
 };
 
@@ -124,7 +125,8 @@ class LockSim {
         replicas_(world_, {.replicas = o.replicas,
                            .max_clock_offset_ms = o.max_clock_offset_ms,
                            .skip_fence_floor = o.broken_replicas_skip_fence_floor,
-                           .auth = replica::SequencerAuth{key_, kGroup}}) {
+                           .auth = replica::SequencerAuth{key_, kGroup}}),
+        lock_delays_(o.timing.max_clock_drift_ppm) {
     world_.faults() = o.faults;
     for (int i = 1; i <= o.lockd; ++i) {
       members_.push_back(static_cast<quorum::NodeId>(i));
@@ -175,8 +177,12 @@ class LockSim {
     }
 
     LockSimResult result;
+    for (auto& v : tokens_.take_violations()) violations_.push_back(std::move(v));
+    for (auto& v : lock_delays_.take_violations()) violations_.push_back(std::move(v));
     for (auto& v : check(history_)) violations_.push_back(std::move(v));
     result.violations = std::move(violations_);
+    result.lock_delays = lock_delays_.started();
+    result.lock_delays_contested = lock_delays_.contested();
     result.trace_hash = world_.trace_hash();
     result.trace = world_.trace();
     result.events = world_.events();
@@ -245,7 +251,8 @@ class LockSim {
       return;
     }
     n.service = std::move(service).value();
-    n.tokens.clear();
+    tokens_.restart(i);
+    n.observed_through = 0;
     n.checked_through = 0;
     n.was_master = false;
     n.tick_at = UINT64_MAX;
@@ -261,6 +268,9 @@ class LockSim {
     if (request.is_ok()) {
       world_.record("lockd " + std::to_string(i) + " <- session " + std::to_string(from) + " #" +
                     std::to_string(id));
+      if (o_.broken_lockd_ignore_lock_delay) {
+        if (auto* acquire = std::get_if<wire::AcquireRequest>(&request.value().body)) acquire->lock_delay_ms = 0;
+      }
       n.service->on_request({static_cast<uint64_t>(from), std::move(request).value()}, now);
     } else {
       auto peer = quorum::decode_peer(bytes, size_t{64} << 20);
@@ -365,15 +375,7 @@ class LockSim {
       }
     }
     n.checked_through = std::max(n.checked_through, paxos.applied_through());
-    // Tokens only grow, lock by lock, as the table applies the log.
-    for (const auto& [name, lock] : n.service->table().locks()) {
-      uint64_t& last = n.tokens[name];
-      if (lock.token < last) {
-        violations_.push_back("lock " + name + " token went from " + std::to_string(last) + " to " +
-                              std::to_string(lock.token) + " on lockd " + std::to_string(i));
-      }
-      last = std::max(last, lock.token);
-    }
+    check_grants(i);
     // At most one node believes it holds a valid master lease.
     std::vector<int> masters;
     for (int k = 1; k <= o_.lockd; ++k) {
@@ -392,6 +394,64 @@ class LockSim {
       world_.record("lockd " + std::to_string(i) + (master_now ? " is master, epoch " : " is no longer master, epoch ") +
                     std::to_string(paxos.epoch()));
     }
+  }
+
+  // Tokens and lock-delays, against records kept over every node and reboot
+  // (tests/sim/lock_checkers.h). Every step that applies slots on a node ends
+  // in check_lockd, so the first node to apply a slot tells when it was applied.
+  void check_grants(int i) {
+    Lockd& n = node(i);
+    const quorum::PaxosNode& paxos = n.service->node();
+    const quorum::LockTable& table = n.service->table();
+    while (first_applied_ms_.size() < paxos.applied_through()) first_applied_ms_.push_back(world_.now_ms());
+    // A snapshot past what was seen (a restore, or the master compacting just
+    // now): the table may show grants from any earlier slot.
+    const bool restored = paxos.snapshot_slot() > n.observed_through;
+    if (restored || paxos.applied_through() != n.observed_through) {  // else the table is as last seen
+      tokens_.observe(i, table, restored ? 0 : n.observed_through, paxos.applied_through());
+      n.observed_through = paxos.applied_through();
+      for (const auto& [name, lock] : table.locks()) {
+        if (!lock.holders.empty()) lock_delays_.granted(name, lock.token, world_.now_ms());
+      }
+    }
+    replay_for_lock_delays(i);
+  }
+
+  // Hands the lock-delay checker the chosen log, slot by slot. A slot's value
+  // comes from any node that applied it and still has it in its log (the
+  // master compacts its own right after applying); when no running node will
+  // ever show it, the checker goes on from node i's table.
+  void replay_for_lock_delays(int i) {
+    while (replayed_through_ < first_applied_ms_.size()) {
+      const quorum::Slot slot = replayed_through_ + 1;
+      const std::string* value = chosen_value(slot);
+      if (value == nullptr) {
+        for (const Lockd& n : lockd_) {
+          if (n.service && n.service->node().applied_through() < slot) return;  // it may show it later
+        }
+        lock_delays_.restart_from(node(i).service->table());
+        replayed_through_ = node(i).service->node().applied_through();
+        continue;
+      }
+      if (!value->empty()) {  // empty: a new master's no-op
+        auto batch = quorum::decode_batch(*value);
+        if (!batch.is_ok()) {
+          violations_.push_back("slot " + std::to_string(slot) + " holds no batch: " + batch.status().to_string());
+        } else {
+          lock_delays_.apply(batch.value(), first_applied_ms_[slot - 1]);
+        }
+      }
+      replayed_through_ = slot;
+    }
+  }
+
+  const std::string* chosen_value(quorum::Slot slot) const {
+    for (const Lockd& n : lockd_) {
+      if (!n.service || n.service->node().applied_through() < slot) continue;
+      const auto& log = n.service->node().log();
+      if (auto it = log.find(slot); it != log.end()) return &it->second.value;
+    }
+    return nullptr;
   }
 
   // ---- faults ----
@@ -600,6 +660,7 @@ class LockSim {
         uint64_t wait = world_.chance(0.5) ? 0 : world_.uniform(500, 20000);
         me.phase = SimClient::Phase::kAcquiring;
         me.call = me.session->acquire(lock, LockMode::kExclusive, delay, wait, local(me));
+        lock_delays_.requested(me.session->session(), me.call, delay);
         world_.record("client " + std::to_string(c) + " acquires " + lock + " delay " + std::to_string(delay) +
                       " wait " + std::to_string(wait));
         // Some waits are cancelled (AcquireOptions::cancel): whatever the group
@@ -701,7 +762,9 @@ class LockSim {
   }
 
   // No exclusive grant while another client still considers an earlier grant
-  // of the lock valid (its session safe and its local deadline ahead).
+  // of the lock valid (its session safe and its local deadline ahead). A
+  // client that crashed holding a lock is lock-delay's to protect:
+  // check_grants judges the grants that follow its expiry.
   void check_grant(int c, const client::GrantInfo& g) {
     world_.record("client " + std::to_string(c) + " granted " + g.lock + " token " + std::to_string(g.token));
     for (int d = 0; d < o_.clients; ++d) {
@@ -787,6 +850,10 @@ class LockSim {
   std::map<quorum::Slot, uint64_t> chosen_;
   std::set<uint64_t> epochs_;
   std::vector<std::string> violations_;
+  TokenChecker tokens_;
+  LockDelayChecker lock_delays_;
+  std::vector<uint64_t> first_applied_ms_;  // slot s: when some node first applied it, at [s - 1]
+  quorum::Slot replayed_through_ = 0;       // the lock-delay checker has the log through here
   uint64_t grants_ = 0, expired_sessions_ = 0;
   bool healed_ = false;
   bool two_masters_reported_ = false;

@@ -42,6 +42,7 @@ struct LockSimOptions {
   // Negative controls: the checkers must object.
   bool broken_master_ignores_lease = false;
   bool broken_replicas_skip_fence_floor = false;
+  bool broken_lockd_ignore_lock_delay = false;  // the lockd nodes never see the lock-delay a client asks for
   bool keep_trace = false;
 };
 
@@ -53,6 +54,8 @@ struct LockSimResult {
   uint64_t end_ms = 0;
   uint64_t grants = 0, epochs = 0, expired_sessions = 0;
   uint64_t writes_ok = 0, writes_fenced = 0, reads_ok = 0;
+  uint64_t lock_delays = 0;            // started by expiries, by the log
+  uint64_t lock_delays_contested = 0;  // of them, ones another session's acquire ran into
   History history;
 };
 

@@ -1,10 +1,14 @@
 // The lock-group simulation under CI: many seeds, determinism, and negative
-// controls that prove the checkers can see a broken master lease and a broken
-// fence floor. Seeds are split into slices so that ctest runs them in parallel.
+// controls that prove the checkers can see a broken master lease, a broken
+// fence floor and lock-delays nobody applies. Seeds are split into slices so
+// that ctest runs them in parallel. The lock-delay and token checkers are also
+// driven by hand here, for the cases the workload does not make (shared locks).
 #include "tests/sim/lock_sim.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 
+#include "tests/sim/lock_checkers.h"
 #include "tests/sim/seed_sweep.h"
 
 namespace palisade::sim {
@@ -13,7 +17,7 @@ namespace {
 uint64_t seed_count() { return seed_count_from_env("PALISADE_LOCK_SIM_SEEDS", 2000); }
 
 void run_slice(uint64_t slice, uint64_t slices) {
-  uint64_t grants = 0, fenced = 0, acknowledged = 0, epochs = 0, expired = 0;
+  uint64_t grants = 0, fenced = 0, acknowledged = 0, epochs = 0, expired = 0, delays = 0, contested = 0;
   const uint64_t runs = run_seeds(LockSimOptions{}, {seed_count(), slice, slices}, "palisade-sim --sim lock",
                                   run_lock_sim, [&](const LockSimResult& r) {
                                     grants += r.grants;
@@ -21,6 +25,8 @@ void run_slice(uint64_t slice, uint64_t slices) {
                                     acknowledged += r.writes_ok;
                                     epochs += r.epochs;
                                     expired += r.expired_sessions;
+                                    delays += r.lock_delays;
+                                    contested += r.lock_delays_contested;
                                   });
   // The workload must exercise what it claims to check.
   CHECK(grants > 5 * runs);
@@ -28,6 +34,8 @@ void run_slice(uint64_t slice, uint64_t slices) {
   CHECK(fenced > runs / 10);
   CHECK(epochs > runs);
   CHECK(expired > runs / 10);
+  CHECK(delays > runs);         // about 2 per seed
+  CHECK(contested > runs / 2);  // about 0.9 per seed: acquires that a lock-delay must hold off
 }
 
 TEST_CASE("lock sim: safety holds, seeds 1 mod 4", "[sim]") { run_slice(0, 4); }
@@ -62,6 +70,170 @@ TEST_CASE("lock sim: negative control, replicas that skip the fence floor are ca
   LockSimOptions broken;
   broken.broken_replicas_skip_fence_floor = true;
   CHECK(count_caught(broken, 100, run_lock_sim) >= 10);
+}
+
+TEST_CASE("lock sim: negative control, a lock group that ignores lock-delays is caught", "[sim]") {
+  LockSimOptions broken;
+  broken.broken_lockd_ignore_lock_delay = true;
+  // 50 seeds, not 100: the CI budget is tight, and 34 of them are caught.
+  const uint64_t caught = count_caught(broken, 50, run_lock_sim, [](const LockSimResult& r) -> uint64_t {
+    return std::any_of(r.violations.begin(), r.violations.end(),
+                       [](const std::string& v) { return v.rfind("lock-delay: ", 0) == 0; });
+  });
+  CHECK(caught >= 15);
+}
+
+// ---- The checkers by hand ----
+
+using quorum::Acquire;
+using quorum::CloseSession;
+using quorum::ExpireSession;
+using quorum::OpenSession;
+using quorum::Release;
+using quorum::TaggedCommand;
+
+TaggedCommand cmd(quorum::Command c) {
+  static uint64_t tag = 0;
+  return {++tag, std::move(c)};
+}
+
+Acquire acquire(quorum::SessionId s, std::string lock, LockMode mode, uint64_t delay_ms, uint64_t call) {
+  return Acquire{.session = s, .lock = std::move(lock), .mode = mode, .lock_delay_ms = delay_ms, .call = call};
+}
+
+TEST_CASE("lock-delay checker: only the expiry that leaves a shared lock free starts a delay (design-changes 11)",
+          "[sim]") {
+  LockDelayChecker c(1000);
+  c.apply({cmd(OpenSession{}), cmd(OpenSession{}), cmd(OpenSession{})}, 0);  // sessions 1, 2, 3
+  c.requested(1, 1, 5000);
+  c.requested(2, 1, 1000);
+  c.apply({cmd(acquire(1, "L", LockMode::kShared, 5000, 1)), cmd(acquire(2, "L", LockMode::kShared, 1000, 1))}, 10);
+  c.apply({cmd(ExpireSession{1})}, 100);  // session 2 still holds L: no delay
+  CHECK(c.started() == 0);
+  c.apply({cmd(ExpireSession{2})}, 200);  // frees L: session 2's 1000 ms, not session 1's 5000
+  CHECK(c.started() == 1);
+  c.granted("L", 3, 1198);  // the drift bound allows 1 ms of the 1000, and 1 ms of rounding
+  CHECK(c.take_violations().empty());
+  c.granted("L", 4, 1197);
+  const auto v = c.take_violations();
+  REQUIRE(v.size() == 1);
+  CHECK(v[0].rfind("lock-delay: L granted with token 4 by 1197 ms", 0) == 0);
+}
+
+TEST_CASE("lock-delay checker: no delay after a release, a close, or an expiry of a lock given back", "[sim]") {
+  LockDelayChecker c(1000);
+  c.apply({cmd(OpenSession{}), cmd(OpenSession{}), cmd(OpenSession{})}, 0);
+  c.apply({cmd(acquire(1, "A", LockMode::kExclusive, 9000, 1)), cmd(acquire(2, "B", LockMode::kExclusive, 9000, 1)),
+           cmd(acquire(3, "C", LockMode::kExclusive, 9000, 1))},
+          10);
+  c.apply({cmd(Release{.session = 1, .lock = "A", .call = 2}), cmd(CloseSession{2})}, 20);
+  c.apply({cmd(ExpireSession{1})}, 30);
+  CHECK(c.started() == 0);
+  c.granted("A", 4, 40);
+  c.granted("B", 5, 40);
+  CHECK(c.take_violations().empty());
+  c.apply({cmd(ExpireSession{3})}, 50);  // holding C with 9000 ms
+  CHECK(c.started() == 1);
+  c.granted("C", 6, 9040);  // 9 ms of drift and 1 ms of rounding allowed
+  CHECK(c.take_violations().empty());
+  c.granted("C", 7, 9039);
+  CHECK(c.take_violations().size() == 1);
+}
+
+TEST_CASE("lock-delay checker: the delay is the one the client asked for, whatever reached the lock table", "[sim]") {
+  LockDelayChecker c(1000);
+  c.apply({cmd(OpenSession{}), cmd(OpenSession{})}, 0);
+  c.requested(1, 7, 4000);
+  c.apply({cmd(acquire(1, "L", LockMode::kExclusive, 0, 7))}, 10);  // the request lost its lock-delay
+  // Session 2 waits; the table frees L at the expiry at once, and grants it (token 2) in the same slot.
+  c.apply({cmd(Acquire{.session = 2, .lock = "L", .wait = true, .wait_ms = 60000, .call = 1}), cmd(ExpireSession{1})},
+          100);
+  CHECK(c.started() == 1);
+  const auto v = c.take_violations();
+  REQUIRE(v.size() == 1);
+  CHECK(v[0] ==
+        "lock-delay: L granted with token 2 by 100 ms, 0 ms after session 1 expired holding it (token 1) at 100 ms "
+        "with a lock-delay of 4000 ms");
+}
+
+TEST_CASE("lock-delay checker: a grant seen before the log shows the expiry is judged too", "[sim]") {
+  LockDelayChecker c(1000);
+  c.apply({cmd(OpenSession{}), cmd(OpenSession{})}, 0);
+  c.apply({cmd(acquire(1, "L", LockMode::kExclusive, 3000, 1))}, 10);
+  c.granted("L", 2, 500);                 // a lock table showed the next grant at 500 ms
+  c.apply({cmd(ExpireSession{1})}, 400);  // the log, replayed later, started a delay at 400 ms
+  CHECK(c.take_violations().size() == 1);
+}
+
+// A lock table after `commands` (one command a slot).
+quorum::LockTable table_after(const std::vector<quorum::Command>& commands) {
+  quorum::LockTable t;
+  for (const auto& c : commands) t.apply({cmd(c)});
+  return t;
+}
+
+TEST_CASE("token checker: lagging and rebooted nodes may show old grants again", "[sim]") {
+  TokenChecker tc;
+  const std::vector<quorum::Command> log = {OpenSession{}, OpenSession{}, acquire(1, "L", LockMode::kExclusive, 0, 1),
+                                            Release{.session = 1, .lock = "L", .call = 2},
+                                            acquire(2, "L", LockMode::kExclusive, 0, 1)};
+  tc.observe(1, table_after({log.begin(), log.begin() + 3}), 0, 3);  // token 1, slot 3
+  tc.observe(1, table_after(log), 3, 5);                             // token 2, slot 5
+  tc.observe(2, table_after({log.begin(), log.begin() + 3}), 0, 3);  // a lagging node
+  tc.restart(1);
+  tc.observe(1, table_after({log.begin(), log.begin() + 3}), 0, 3);  // rebooted, replaying
+  tc.observe(1, table_after(log), 3, 5);
+  CHECK(tc.take_violations().empty());
+}
+
+TEST_CASE("token checker: a token handed out twice is caught across reboots", "[sim]") {
+  const std::vector<quorum::Command> log = {OpenSession{}, OpenSession{}, acquire(1, "L", LockMode::kExclusive, 0, 1),
+                                            Release{.session = 1, .lock = "L", .call = 2}};
+  SECTION("to the same lock, in a later slot") {
+    TokenChecker tc;
+    tc.observe(1, table_after({log.begin(), log.begin() + 3}), 2, 3);  // token 1 in slot 3
+    tc.restart(1);
+    // After the reboot the node's counter went back: slot 5 grants token 1 again.
+    quorum::LockTable t = table_after({log.begin(), log.begin() + 2});
+    t.apply({cmd(acquire(2, "L", LockMode::kExclusive, 0, 1))});
+    tc.observe(1, t, 4, 5);
+    const auto v = tc.take_violations();
+    REQUIRE(v.size() == 1);
+    CHECK(v[0] == "token 1 of L granted twice: in slots 3..3 and again in slots 5..5 (lockd 1)");
+  }
+  SECTION("to another lock") {
+    TokenChecker tc;
+    tc.observe(1, table_after({log.begin(), log.begin() + 3}), 0, 3);
+    quorum::LockTable t = table_after({log.begin(), log.begin() + 2});
+    t.apply({cmd(acquire(2, "M", LockMode::kExclusive, 0, 1))});
+    tc.observe(2, t, 0, 5);
+    const auto v = tc.take_violations();
+    REQUIRE(v.size() == 1);
+    CHECK(v[0] == "token 1 granted for both L and M (lockd 2)");
+  }
+  SECTION("on one node, after the lock was free") {
+    TokenChecker tc;
+    tc.observe(1, table_after({log.begin(), log.begin() + 3}), 2, 3);
+    tc.observe(1, table_after(log), 3, 4);  // L free (forgotten)
+    quorum::LockTable t = table_after({log.begin(), log.begin() + 2});
+    t.apply({cmd(acquire(2, "L", LockMode::kExclusive, 0, 1))});
+    tc.observe(1, t, 4, 5);
+    CHECK(tc.take_violations().size() == 1);
+  }
+}
+
+TEST_CASE("token checker: a larger token granted in an earlier slot is caught", "[sim]") {
+  TokenChecker tc;
+  // Node 1 shows M with token 2 (L's token 1 came and went before); node 2 shows L with token 1, in a later slot.
+  const quorum::LockTable m2 =
+      table_after({OpenSession{}, OpenSession{}, acquire(1, "L", LockMode::kExclusive, 0, 1),
+                   Release{.session = 1, .lock = "L", .call = 2}, acquire(2, "M", LockMode::kExclusive, 0, 1)});
+  const quorum::LockTable l1 = table_after({OpenSession{}, acquire(1, "L", LockMode::kExclusive, 0, 1)});
+  tc.observe(1, m2, 4, 5);  // token 2 granted in slot 5
+  tc.observe(2, l1, 5, 7);  // token 1 granted in slot 6 or 7
+  const auto v = tc.take_violations();
+  REQUIRE(v.size() == 1);
+  CHECK(v[0] == "token 1 of L granted in slot 6 or later, after token 2 of M (by slot 5) (lockd 2)");
 }
 
 }  // namespace
