@@ -18,7 +18,6 @@ constexpr std::string_view kFormat = "2";
 constexpr std::string_view kFormatBeforeJournal = "1";
 constexpr std::string_view kPromisedKey = "promised";
 constexpr std::string_view kSnapshotKey = "snapshot";
-constexpr std::string_view kJournalKey = "journal";
 constexpr size_t kU64Bytes = 8;
 constexpr size_t kChecksumBytes = 8;
 
@@ -88,10 +87,14 @@ Result<std::unique_ptr<LmdbPaxosStorage>> LmdbPaxosStorage::open(const std::stri
   return storage;
 }
 
+LmdbPaxosStorage::LmdbPaxosStorage()
+    : journaled_("palisade-lockd", lmdb_error, [this](MDB_txn* txn, std::string_view record) {
+        auto changes = decode(record);
+        return changes.is_ok() ? write(txn, changes.value()) : changes.status();
+      }) {}
+
 Status LmdbPaxosStorage::init(const std::string& dir, Options options) {
   dir_ = dir;
-  options_ = options;
-  checkpoint_at_bytes_ = options.checkpoint_bytes;
   int rc = mdb_env_create(&env_);
   if (rc != 0) {
     env_ = nullptr;
@@ -105,17 +108,15 @@ Status LmdbPaxosStorage::init(const std::string& dir, Options options) {
   if ((rc = mdb_env_open(env_, dir.c_str(), MDB_NOTLS | MDB_NOLOCK, 0644)) != 0) {
     return lmdb_error("cannot open the paxos LMDB environment in " + dir, rc);
   }
-  if ((rc = mdb_txn_begin(env_, nullptr, 0, &base_)) != 0) {
-    base_ = nullptr;
-    return lmdb_error("begin transaction in " + dir, rc);
-  }
+  if (Status s = journaled_.start(env_, dir, options.checkpoint_bytes); !s.is_ok()) return s;
+  MDB_txn* txn = journaled_.base();
   MDB_dbi dbi;
-  if ((rc = mdb_dbi_open(base_, "meta", MDB_CREATE, &dbi)) != 0) return lmdb_error("open database meta", rc);
+  if ((rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &dbi)) != 0) return lmdb_error("open database meta", rc);
   meta_ = dbi;
-  if ((rc = mdb_dbi_open(base_, "accepted", MDB_CREATE, &dbi)) != 0) return lmdb_error("open database accepted", rc);
+  if ((rc = mdb_dbi_open(txn, "accepted", MDB_CREATE, &dbi)) != 0) return lmdb_error("open database accepted", rc);
   accepted_ = dbi;
   MDB_val k = val(kFormatKey), v;
-  rc = mdb_get(base_, meta_, &k, &v);
+  rc = mdb_get(txn, meta_, &k, &v);
   if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error("read the storage format in " + dir, rc);
   const bool older = rc == 0 && view(v) == kFormatBeforeJournal;
   if (rc == 0 && view(v) != kFormat && !older) {
@@ -124,33 +125,25 @@ Status LmdbPaxosStorage::init(const std::string& dir, Options options) {
                                            " and " + std::string(kFormat));
   }
   // A format 2 directory has had its journal since it was created or upgraded.
-  auto journal = Journal::open(dir + "/journal", options.journal_bytes, /*create=*/rc == MDB_NOTFOUND || older);
-  if (!journal.is_ok()) return journal.status();
-  journal_ = std::move(journal.value());
-  if (Status s = replay_journal(/*reread=*/false); !s.is_ok()) return s;
-  if (rc == MDB_NOTFOUND || older) {
+  const bool create = rc == MDB_NOTFOUND || older;
+  if (Status s = journaled_.open_journal(meta_, options.journal_bytes, create); !s.is_ok()) return s;
+  if (create) {
     MDB_val f = val(kFormat);
-    if ((rc = mdb_put(base_, meta_, &k, &f, 0)) != 0) return lmdb_error("write the storage format in " + dir, rc);
+    if ((rc = mdb_put(txn, meta_, &k, &f, 0)) != 0) return lmdb_error("write the storage format in " + dir, rc);
   }
-  // Committed even when nothing was written: aborting the transaction that
-  // opened the database handles would close them again.
-  if (Status s = checkpoint(); !s.is_ok()) return s;
-  opened_ = true;
-  return Status::ok();
+  return journaled_.finish_open();
 }
 
 LmdbPaxosStorage::~LmdbPaxosStorage() {
-  // A clean close; a storage that did not open never writes what it half read.
-  if (opened_ && unchecked_ && broken_.is_ok()) checkpoint();
-  if (base_ != nullptr) mdb_txn_abort(base_);
+  journaled_.close();
   if (env_ != nullptr) mdb_env_close(env_);
 }
 
 Result<DurableState> LmdbPaxosStorage::load() {
-  if (!broken_.is_ok()) return broken_;
+  if (!journaled_.broken().is_ok()) return journaled_.broken();
   // The base, when open, holds what the journal added to the data file.
   Txn read_only;
-  MDB_txn* txn = base_;
+  MDB_txn* txn = journaled_.base();
   int rc = 0;
   if (txn == nullptr) {
     if ((rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &read_only.txn)) != 0) {
@@ -233,57 +226,14 @@ Status LmdbPaxosStorage::commit() {
   if (!pending_.any) return Status::ok();
   Pending changes = std::move(pending_);
   pending_ = Pending();
-  if (!broken_.is_ok()) return broken_;
-  const std::string record = encode(changes);
-  if (!journal_->fits(record.size())) {
-    // Too large for what is free of the journal: a checkpoint carries it.
-    if (Status s = write_in_base(changes); !s.is_ok()) return s;
-    return checkpoint();
-  }
+  // A child of the base, so that a failure (a full map) leaves the base whole.
   MDB_txn* child = nullptr;
-  Status s = write_in_base(changes, &child);
-  if (!s.is_ok()) return s;
-  if (s = journal_->append(record); !s.is_ok()) {
-    mdb_txn_abort(child);
-    // The failed record may be on disk: a checkpoint moves the journal
-    // position past it, so that no replay applies it.
-    checkpoint();
-    return s;
-  }
-  int rc = mdb_txn_commit(child);
-  unchecked_ = true;
-  if (rc != 0) {
-    // The changes are in the journal: rebuilding the base from it applies them.
-    recover(lmdb_error("commit a child transaction in " + dir_, rc));
-    return broken_;
-  }
-  if (journal_->unchecked_bytes() >= checkpoint_at_bytes_) {
-    // A failed checkpoint loses nothing (the journal holds it all); it is tried
-    // again checkpoint_bytes of journal later.
-    if (!checkpoint().is_ok()) checkpoint_at_bytes_ = journal_->unchecked_bytes() + options_.checkpoint_bytes;
-  }
-  return broken_;
-}
-
-Status LmdbPaxosStorage::write_in_base(const Pending& changes, MDB_txn** child_out) {
-  int rc = 0;
-  if (base_ == nullptr && (rc = mdb_txn_begin(env_, nullptr, 0, &base_)) != 0) {
-    base_ = nullptr;
-    return lmdb_error("begin write transaction in " + dir_, rc);
-  }
-  // A child transaction, so that a failure (a full map) leaves the base whole.
-  MDB_txn* child = nullptr;
-  if ((rc = mdb_txn_begin(env_, base_, 0, &child)) != 0) return lmdb_error("begin a child transaction", rc);
+  if (Status s = journaled_.begin_child(&child); !s.is_ok()) return s;
   if (Status s = write(child, changes); !s.is_ok()) {
     mdb_txn_abort(child);
     return s;
   }
-  if (child_out != nullptr) {
-    *child_out = child;
-    return Status::ok();
-  }
-  if ((rc = mdb_txn_commit(child)) != 0) return recover(lmdb_error("commit a child transaction in " + dir_, rc));
-  return Status::ok();
+  return journaled_.commit(child, encode(changes));
 }
 
 Status LmdbPaxosStorage::write(MDB_txn* txn, const Pending& changes) {
@@ -333,57 +283,6 @@ Status LmdbPaxosStorage::write(MDB_txn* txn, const Pending& changes) {
   }
 
   return Status::ok();
-}
-
-Status LmdbPaxosStorage::checkpoint() {
-  const std::string position = Journal::encode_position(journal_->next());
-  MDB_val k = val(kJournalKey), v = val(position);
-  int rc = mdb_put(base_, meta_, &k, &v, 0);
-  if (rc != 0) return recover(lmdb_error("write the journal position", rc));
-  // Writes the dirty pages and syncs the data file before it returns.
-  rc = mdb_txn_commit(base_);
-  base_ = nullptr;
-  if (rc != 0) return recover(lmdb_error("commit in " + dir_, rc));
-  journal_->checkpointed();
-  unchecked_ = false;
-  checkpoint_at_bytes_ = options_.checkpoint_bytes;
-  return Status::ok();
-}
-
-Status LmdbPaxosStorage::replay_journal(bool reread) {
-  MDB_val k = val(kJournalKey), v;
-  int rc = mdb_get(base_, meta_, &k, &v);
-  if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error("read the journal position in " + dir_, rc);
-  auto from = rc == 0 ? Journal::decode_position(view(v)) : Journal::Position{};
-  if (!from) return Status(Code::kCorrupt, "the journal position in " + dir_ + " is corrupt");
-  // Opening takes what the journal holds; a rebuild takes back exactly what
-  // was appended, all of which must read back.
-  auto records = reread ? journal_->reread(*from) : journal_->replay(*from);
-  if (!records.is_ok()) return records.status();
-  for (size_t i = 0; i < records.value().size(); ++i) {
-    auto changes = decode(records.value()[i]);
-    Status s = changes.is_ok() ? write(base_, changes.value()) : changes.status();
-    if (!s.is_ok()) {
-      return Status(s.code(), "journal record " + std::to_string(from->seq + i) + " in " + dir_ + ": " + s.message());
-    }
-  }
-  unchecked_ = !records.value().empty();
-  return Status::ok();
-}
-
-Status LmdbPaxosStorage::recover(Status cause) {
-  if (base_ != nullptr) mdb_txn_abort(base_);
-  base_ = nullptr;
-  unchecked_ = false;
-  int rc = mdb_txn_begin(env_, nullptr, 0, &base_);
-  if (rc != 0) base_ = nullptr;
-  Status s = rc == 0 ? replay_journal(/*reread=*/true) : lmdb_error("begin write transaction in " + dir_, rc);
-  if (!s.is_ok()) {
-    broken_ = Status(Code::kStorageError, "the acceptor state cannot be used after a failed commit (" +
-                                              cause.message() + ") and a failed replay of its journal (" + s.message() +
-                                              "): restart palisade-lockd");
-  }
-  return cause;
 }
 
 // A journal record: flags(1: bit 0 promised, bit 1 snapshot), [promised(8)],

@@ -11,11 +11,11 @@
 // hash of the record's key (so a record moved to another key does not verify).
 //
 // Changes are buffered in memory; commit() appends them to the journal in
-// DIR/journal (common/journal.h) and syncs it, one device flush, then keeps
-// them in an LMDB write transaction that stays open until a checkpoint commits
-// it (synced) with the journal position it covers: every checkpoint_bytes of
-// journal, or with changes too large for the journal. Opening replays the
-// journal. The environment is never opened with MDB_NOSYNC, MDB_NOMETASYNC or
+// DIR/journal and syncs it, one device flush, then keeps them in an LMDB write
+// transaction that stays open until a checkpoint commits it (synced) with the
+// journal position it covers: every checkpoint_bytes of journal, or with
+// changes too large for the journal (common/journaled_lmdb.h). Opening replays
+// the journal. The environment is never opened with MDB_NOSYNC, MDB_NOMETASYNC or
 // MDB_WRITEMAP; MDB_NOLOCK, because the daemon's DirLock keeps other processes
 // out and only one transaction (and its child) is ever open. One thread at a time.
 #pragma once
@@ -26,7 +26,7 @@
 #include <optional>
 #include <string>
 
-#include "common/journal.h"
+#include "common/journaled_lmdb.h"
 #include "quorum/paxos_storage.h"
 
 typedef struct MDB_env MDB_env;
@@ -75,37 +75,18 @@ class LmdbPaxosStorage final : public PaxosStorage {
     std::map<Slot, Entry> accepted;  // only slots above snapshot_slot when it is set
   };
 
-  LmdbPaxosStorage() = default;
+  LmdbPaxosStorage();
   Status init(const std::string& dir, Options options);
   // Writes `changes` in `txn`.
   Status write(MDB_txn* txn, const Pending& changes);
-  // Writes `changes` in a child of the base transaction, which it opens if
-  // needed: all of them, or on failure none. With `child`, the child is left
-  // open there for the caller to commit or abort.
-  Status write_in_base(const Pending& changes, MDB_txn** child = nullptr);
-  // Commits the base with the journal position: synced.
-  Status checkpoint();
-  // Replays the journal from the position in "meta" into the base: what it
-  // holds at open, or, to rebuild the base (`reread`), exactly what was
-  // appended since the checkpoint.
-  Status replay_journal(bool reread);
-  // After a failed commit of the base: reopens it from LMDB and the journal;
-  // when that fails too, the storage refuses every call.
-  Status recover(Status cause);
   static std::string encode(const Pending& changes);
   static Result<Pending> decode(std::string_view record);
 
   std::string dir_;
-  Options options_;
   MDB_env* env_ = nullptr;
   unsigned meta_ = 0, accepted_ = 0;
   Pending pending_;
-  std::unique_ptr<Journal> journal_;
-  MDB_txn* base_ = nullptr;         // the write transaction kept open between checkpoints
-  bool unchecked_ = false;          // base_ holds journaled changes that LMDB does not
-  size_t checkpoint_at_bytes_ = 0;  // journal bytes that make the next commit checkpoint
-  bool opened_ = false;             // init() succeeded: the destructor may checkpoint
-  Status broken_;                   // why every call fails, after a failed recovery
+  JournaledLmdb journaled_;  // the base transaction and the journal
 };
 
 }  // namespace palisade::quorum

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 #include "replica/lmdb_util.h"
 #include "replica/record.h"
@@ -37,9 +38,11 @@ Result<std::unique_ptr<LmdbStore>> LmdbStore::open(const std::string& dir, Optio
   return store;
 }
 
+LmdbStore::LmdbStore()
+    : journaled_("palisade-replica", lmdb_error,
+                 [this](MDB_txn* txn, std::string_view record) { return replay_record(txn, record); }) {}
+
 Status LmdbStore::init(const std::string& dir, Options options) {
-  options_ = options;
-  checkpoint_at_bytes_ = options.checkpoint_bytes;
   int rc = mdb_env_create(&env_);
   if (rc != 0) return lmdb_error("mdb_env_create", rc);
   if (mdb_env_get_maxkeysize(env_) < static_cast<int>(kMaxKeyBytes)) {
@@ -49,23 +52,20 @@ Status LmdbStore::init(const std::string& dir, Options options) {
   mdb_env_set_maxdbs(env_, 4);
   mdb_env_set_mapsize(env_, options.map_size_bytes);
   rc = mdb_env_open(env_, dir.c_str(), MDB_NOTLS | MDB_NOLOCK, 0644);
-  if (rc != 0) return lmdb_error(("cannot open LMDB environment in " + dir).c_str(), rc);
-  if ((rc = mdb_txn_begin(env_, nullptr, 0, &txn_)) != 0) {
-    txn_ = nullptr;
-    return lmdb_error("begin transaction", rc);
-  }
-  writable_ = true;
+  if (rc != 0) return lmdb_error("cannot open LMDB environment in " + dir, rc);
+  if (Status s = journaled_.start(env_, dir, options.checkpoint_bytes); !s.is_ok()) return s;
+  MDB_txn* txn = journaled_.base();
   MDB_dbi dbi;
-  if ((rc = mdb_dbi_open(txn_, "versions", MDB_CREATE, &dbi)) != 0) return lmdb_error("open versions", rc);
+  if ((rc = mdb_dbi_open(txn, "versions", MDB_CREATE, &dbi)) != 0) return lmdb_error("open versions", rc);
   versions_ = dbi;
-  if ((rc = mdb_dbi_open(txn_, "floors", MDB_CREATE, &dbi)) != 0) return lmdb_error("open floors", rc);
+  if ((rc = mdb_dbi_open(txn, "floors", MDB_CREATE, &dbi)) != 0) return lmdb_error("open floors", rc);
   floors_ = dbi;
-  if ((rc = mdb_dbi_open(txn_, "meta", MDB_CREATE, &dbi)) != 0) return lmdb_error("open meta", rc);
+  if ((rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &dbi)) != 0) return lmdb_error("open meta", rc);
   meta_ = dbi;
-  if ((rc = mdb_dbi_open(txn_, "digests", MDB_CREATE, &dbi)) != 0) return lmdb_error("open digests", rc);
+  if ((rc = mdb_dbi_open(txn, "digests", MDB_CREATE, &dbi)) != 0) return lmdb_error("open digests", rc);
   digests_ = dbi;
   MDB_val k = val(kFormatKey), v;
-  rc = mdb_get(txn_, meta_, &k, &v);
+  rc = mdb_get(txn, meta_, &k, &v);
   if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error("read format", rc);
   const bool older = rc == 0 && std::find(kOlderFormats.begin(), kOlderFormats.end(), view(v)) != kOlderFormats.end();
   if (rc == 0 && view(v) != kFormat && !older) {
@@ -73,66 +73,24 @@ Status LmdbStore::init(const std::string& dir, Options options) {
                                            "', this palisade-replica reads formats 1 to " + std::string(kFormat));
   }
   // A directory of format 3 has had its journal since it was created or upgraded.
-  auto journal = Journal::open(dir + "/journal", options.journal_bytes, /*create=*/rc == MDB_NOTFOUND || older);
-  if (!journal.is_ok()) return journal.status();
-  journal_ = std::move(journal.value());
-  if (Status s = replay_journal(/*reread=*/false); !s.is_ok()) return s;
-  if (rc == MDB_NOTFOUND || older) {
+  const bool create = rc == MDB_NOTFOUND || older;
+  if (Status s = journaled_.open_journal(meta_, options.journal_bytes, create); !s.is_ok()) return s;
+  if (create) {
     MDB_val f = val(kFormat);
-    if ((rc = mdb_put(txn_, meta_, &k, &f, 0)) != 0) return lmdb_error("write format", rc);
+    if ((rc = mdb_put(txn, meta_, &k, &f, 0)) != 0) return lmdb_error("write format", rc);
   }
   if (Status s = check_digests(); !s.is_ok()) return s;
-  // Committed even when nothing was written: aborting the transaction that
-  // opened the database handles would close them again.
-  if (Status s = commit_base(); !s.is_ok()) return s;
-  opened_ = true;
-  return Status::ok();
+  return journaled_.finish_open();
 }
 
 LmdbStore::~LmdbStore() {
   drop_batch();
   tree_.abort();
-  // A clean close; a store that did not open never writes what it half read.
-  if (opened_ && unchecked_ && broken_.is_ok()) checkpoint();
-  if (txn_ != nullptr) mdb_txn_abort(txn_);
+  journaled_.close();
   if (env_ != nullptr) mdb_env_close(env_);
 }
 
-Status LmdbStore::begin() {
-  if (!broken_.is_ok()) return broken_;
-  if (txn_ != nullptr) return Status::ok();
-  // Reads between checkpoints run in a read-only transaction (no dirty pages
-  // kept); the first change swaps it for a write transaction. This object is
-  // the only writer, so the swap sees the same data.
-  int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn_);
-  if (rc != 0) {
-    txn_ = nullptr;
-    return lmdb_error("begin transaction", rc);
-  }
-  writable_ = false;
-  return Status::ok();
-}
-
-Status LmdbStore::begin_batch() {
-  if (!broken_.is_ok()) return broken_;
-  if (txn_ != nullptr && !writable_) {
-    mdb_txn_abort(txn_);
-    txn_ = nullptr;
-  }
-  int rc = 0;
-  if (txn_ == nullptr) {
-    if ((rc = mdb_txn_begin(env_, nullptr, 0, &txn_)) != 0) {
-      txn_ = nullptr;
-      return lmdb_error("begin transaction", rc);
-    }
-    writable_ = true;
-  }
-  if (batch_ == nullptr && (rc = mdb_txn_begin(env_, txn_, 0, &batch_)) != 0) {
-    batch_ = nullptr;
-    return lmdb_error("begin batch transaction", rc);
-  }
-  return Status::ok();
-}
+Status LmdbStore::begin_batch() { return batch_ != nullptr ? Status::ok() : journaled_.begin_child(&batch_); }
 
 Result<Versions> LmdbStore::get(std::string_view key) {
   if (Status s = begin(); !s.is_ok()) return s;
@@ -207,39 +165,13 @@ Status LmdbStore::apply(const Change& c) {
 }
 
 Status LmdbStore::commit() {
-  if (!broken_.is_ok()) {
+  if (!broken_.is_ok() || batch_log_.empty()) {
     abort();
     return broken_;
   }
-  if (batch_log_.empty()) {
-    abort();
-    return Status::ok();
-  }
-  Status s;
-  if (journal_->fits(batch_log_.size())) {
-    if (s = journal_->append(batch_log_); !s.is_ok()) {
-      abort();
-      skip_failed_record();
-      return s;
-    }
-    int rc = mdb_txn_commit(batch_);
-    batch_ = nullptr;
-    batch_log_.clear();
-    unchecked_ = true;
-    // The batch is in the journal: rebuilding the base from it applies the batch.
-    if (rc != 0) {
-      recover(lmdb_error("commit batch transaction", rc));
-      s = broken_;
-    } else if (journal_->unchecked_bytes() >= checkpoint_at_bytes_) {
-      // A failed checkpoint fails no request: the journal still holds them all.
-      // It is tried again checkpoint_bytes of journal later (a full map, say,
-      // stays full until the operator raises it and restarts).
-      if (!commit_base().is_ok()) checkpoint_at_bytes_ = journal_->unchecked_bytes() + options_.checkpoint_bytes;
-      s = broken_;
-    }
-  } else {
-    s = commit_base();  // a checkpoint, and the batch with it
-  }
+  MDB_txn* batch = std::exchange(batch_, nullptr);
+  const std::string log = std::exchange(batch_log_, std::string());
+  Status s = journaled_.commit(batch, log);
   if (s.is_ok()) {
     tree_.commit();
   } else {
@@ -251,40 +183,7 @@ Status LmdbStore::commit() {
 Status LmdbStore::checkpoint() {
   if (!broken_.is_ok()) return broken_;
   if (!batch_log_.empty()) return Status(Code::kBadRequest, "checkpoint() while a batch holds changes");
-  return unchecked_ ? commit_base() : Status::ok();
-}
-
-Status LmdbStore::commit_base() {
-  int rc = 0;
-  if (batch_ != nullptr) {
-    rc = mdb_txn_commit(batch_);
-    batch_ = nullptr;
-    batch_log_.clear();
-    if (rc != 0) return recover(lmdb_error("commit batch transaction", rc));
-  }
-  if (Status s = write_journal_position(); !s.is_ok()) return recover(s);
-  rc = mdb_txn_commit(txn_);
-  txn_ = nullptr;
-  writable_ = false;
-  if (rc != 0) return recover(lmdb_error("commit", rc));
-  journal_->checkpointed();
-  unchecked_ = false;
-  checkpoint_at_bytes_ = options_.checkpoint_bytes;
-  return Status::ok();
-}
-
-Status LmdbStore::skip_failed_record() {
-  if (txn_ != nullptr && !writable_) {
-    mdb_txn_abort(txn_);
-    txn_ = nullptr;
-  }
-  int rc = 0;
-  if (txn_ == nullptr && (rc = mdb_txn_begin(env_, nullptr, 0, &txn_)) != 0) {
-    txn_ = nullptr;
-    return lmdb_error("begin transaction", rc);
-  }
-  writable_ = true;
-  return commit_base();
+  return journaled_.unchecked() ? journaled_.checkpoint() : Status::ok();
 }
 
 void LmdbStore::drop_batch() {
@@ -296,12 +195,7 @@ void LmdbStore::drop_batch() {
 void LmdbStore::abort() {
   tree_.abort();
   drop_batch();
-  // A write base holding journaled changes stays open until the checkpoint.
-  if (txn_ != nullptr && !unchecked_) {
-    mdb_txn_abort(txn_);
-    txn_ = nullptr;
-    writable_ = false;
-  }
+  journaled_.release();
 }
 
 Result<wire::ReplicaStats> LmdbStore::stats(size_t max_floors) {

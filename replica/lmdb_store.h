@@ -8,8 +8,8 @@
 // also checks every record against the digests database, and kept up to date
 // by every change in the same transaction as the change.
 //
-// Durability (docs/storage.md, "The journal"): commit() appends the batch's
-// changes to the journal in DIR/journal (common/journal.h) and syncs it, one
+// Durability (docs/storage.md, "The journal"; common/journaled_lmdb.h): commit()
+// appends the batch's changes to the journal in DIR/journal and syncs it, one
 // device flush, then keeps them in a write transaction that stays open. Every
 // checkpoint_bytes of journal, or with a batch that does not fit in it, that
 // transaction commits, synced, with the journal position it covers: a
@@ -24,7 +24,7 @@
 #include <string>
 
 #include "common/envelope.h"
-#include "common/journal.h"
+#include "common/journaled_lmdb.h"
 #include "replica/merkle.h"
 #include "replica/store.h"
 
@@ -71,37 +71,24 @@ class LmdbStore final : public ReplicaStore {
   uint64_t digests_rebuilt() const { return digests_rebuilt_; }
 
  private:
-  LmdbStore() = default;
+  LmdbStore();
   Status init(const std::string& dir, Options options);
   // The transaction that reads and writes see: the batch's, else the base.
-  MDB_txn* txn() const { return batch_ != nullptr ? batch_ : txn_; }
+  MDB_txn* txn() const { return batch_ != nullptr ? batch_ : journaled_.base(); }
   // Opens a read-only base transaction when none is open.
-  Status begin();
-  // Makes the base a write transaction and opens the batch's child of it.
+  Status begin() { return journaled_.begin_read(); }
+  // Opens the batch's child of the base, made a write transaction first.
   Status begin_batch();
   // Applies `c` in `txn`, its key's new record being `record` (empty: erased);
   // the tree changes go to *deltas, for after it commits.
   Status apply_in(MDB_txn* txn, const Change& c, std::string_view record, std::vector<TreeDelta>* deltas);
   // Drops the batch's changes.
   void drop_batch();
-  // Commits the base with the batch (if any) and the journal position: synced.
-  Status commit_base();
-  // After a failed append, which may have left its record on disk: a
-  // checkpoint moves the journal position past it, so that no replay applies it.
-  Status skip_failed_record();
 
   // lmdb_journal.cc: the batch's changes as one journal record, and back.
   static void log_change(std::string& log, const Change& c, std::string_view record);
-  // Applies the changes of journal record `payload` in the base transaction.
-  Status replay_record(std::string_view payload);
-  // Replays the journal from the position in "meta" into the base
-  // transaction: what it holds when the store opens, or, to rebuild the base
-  // (`reread`), exactly what was appended since the checkpoint.
-  Status replay_journal(bool reread);
-  // After a failed commit of the base: reopens it from LMDB and the journal.
-  // When that fails too, the store is broken and refuses every call.
-  Status recover(Status cause);
-  Status write_journal_position();
+  // Applies the changes of journal record `payload` in `txn`.
+  Status replay_record(MDB_txn* txn, std::string_view payload);
 
   // lmdb_digests.cc: the digests database and the tree.
   // Sets the digests database's entry of (kind, name) to `digest` and
@@ -119,16 +106,10 @@ class LmdbStore final : public ReplicaStore {
   unsigned versions_ = 0, floors_ = 0, meta_ = 0, digests_ = 0;
   MerkleTree tree_;
   uint64_t digests_rebuilt_ = 0;
-  Options options_;
-  std::unique_ptr<Journal> journal_;
-  MDB_txn* txn_ = nullptr;          // the base: read-only, or a write transaction
-  bool writable_ = false;           // txn_ is a write transaction
-  bool unchecked_ = false;          // txn_ holds journaled changes that LMDB does not
-  size_t checkpoint_at_bytes_ = 0;  // journal bytes that make the next commit checkpoint
-  bool opened_ = false;             // init() succeeded: the destructor may checkpoint
-  MDB_txn* batch_ = nullptr;        // child of txn_ holding the batch's changes
-  std::string batch_log_;           // the batch's changes, as its journal record
-  Status broken_;                   // why the store refuses every call, after a failed recovery
+  JournaledLmdb journaled_;                     // the base transaction and the journal
+  const Status& broken_ = journaled_.broken();  // why the store refuses every call, if it does
+  MDB_txn* batch_ = nullptr;                    // child of the base holding the batch's changes
+  std::string batch_log_;                       // the batch's changes, as its journal record
 };
 
 }  // namespace palisade::replica

@@ -10,8 +10,8 @@
 
 namespace palisade::replica {
 
-inline Status lmdb_error(const char* what, int rc) {
-  return Status(Code::kStorageError, std::string(what) + ": " + mdb_strerror(rc));
+inline Status lmdb_error(const std::string& what, int rc) {
+  return Status(Code::kStorageError, what + ": " + mdb_strerror(rc));
 }
 inline MDB_val val(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
 inline std::string_view view(const MDB_val& v) { return {static_cast<const char*>(v.mv_data), v.mv_size}; }

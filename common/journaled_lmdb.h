@@ -1,0 +1,99 @@
+// An LMDB environment's base transaction and the journal (common/journal.h)
+// that makes what it holds durable: what LmdbStore and LmdbPaxosStorage share
+// (docs/storage.md, "The journal" and "Failures").
+//
+// A store writes a batch in a child of the base; commit() appends the batch's
+// journal record, synced, then merges the child into the base, which stays
+// open. Every checkpoint_bytes of journal, or with a record that does not fit
+// in it, the base commits (synced) with the journal position it covers, under
+// "journal" in the store's "meta" database: a checkpoint. Opening replays the
+// journal from that position through the store's ApplyRecord. One thread at a
+// time; only the base and its children are ever open (MDB_NOLOCK is safe).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "palisade/status.h"
+
+typedef struct MDB_env MDB_env;
+typedef struct MDB_txn MDB_txn;
+
+namespace palisade {
+
+class Journal;
+
+class JournaledLmdb {
+ public:
+  // Applies the changes of one journal record in `txn`.
+  using ApplyRecord = std::function<Status(MDB_txn* txn, std::string_view record)>;
+  // How the store words a failed LMDB call.
+  using LmdbError = Status (*)(const std::string& what, int rc);
+
+  // `daemon` is what the message of a broken store says to restart.
+  JournaledLmdb(std::string daemon, LmdbError lmdb_error, ApplyRecord apply);
+  ~JournaledLmdb();
+  JournaledLmdb(const JournaledLmdb&) = delete;
+  JournaledLmdb& operator=(const JournaledLmdb&) = delete;
+
+  // Opening: start() begins the base, a write transaction of `env` (in
+  // directory `dir`) for the store to open its databases in; open_journal()
+  // opens DIR/journal (Journal::open) and replays it from the position in
+  // database `meta`; finish_open() checkpoints, and from then on close() does.
+  Status start(MDB_env* env, const std::string& dir, size_t checkpoint_bytes);
+  Status open_journal(unsigned meta, size_t journal_bytes, bool create);
+  Status finish_open();
+
+  // The base: a write transaction, a read-only one, or none.
+  MDB_txn* base() const { return base_; }
+  // Why every call must fail, after a failed rebuild of the base.
+  const Status& broken() const { return broken_; }
+  // The base holds journaled changes that LMDB does not.
+  bool unchecked() const { return unchecked_; }
+
+  // Opens a read-only base when none is open.
+  Status begin_read();
+  // Begins a child of the base, made a write transaction first.
+  Status begin_child(MDB_txn** child);
+  // Makes `child`'s changes durable: `record` (encoding them) appended to the
+  // journal and synced, `child` merged into the base; or, when `record` does
+  // not fit, in a checkpoint. `child` is committed or aborted.
+  Status commit(MDB_txn* child, std::string_view record);
+  // Commits the base with the journal position, synced. After a failed commit
+  // the base is rebuilt from LMDB and the journal; should that fail, broken().
+  Status checkpoint();
+  // Ends a base that holds nothing to checkpoint.
+  void release();
+  // A clean close: checkpoints what the base holds (unless opening did not
+  // finish or the store broke), then ends it. Before the environment closes.
+  void close();
+
+ private:
+  Status begin_write();
+  void end_base();
+  // Applies the records from the position in meta on: all the journal holds
+  // (opening), or exactly what was appended since the checkpoint (`reread`).
+  Status replay(bool reread);
+  // After a failed commit of the base: rebuilds it; returns `cause`.
+  Status recover(Status cause);
+
+  const std::string daemon_;
+  const LmdbError lmdb_error_;
+  const ApplyRecord apply_;
+  MDB_env* env_ = nullptr;
+  std::string dir_;
+  size_t checkpoint_bytes_ = 0;
+  unsigned meta_ = 0;
+  std::unique_ptr<Journal> journal_;
+  MDB_txn* base_ = nullptr;
+  bool writable_ = false;           // base_ is a write transaction
+  bool unchecked_ = false;
+  size_t checkpoint_at_bytes_ = 0;  // journal bytes that make the next commit checkpoint
+  bool opened_ = false;             // finish_open() succeeded: close() may checkpoint
+  Status broken_;
+};
+
+}  // namespace palisade
