@@ -2,17 +2,24 @@
 
 #include <map>
 
+#include "common/replica_protocol.h"
+
 namespace palisade::sim {
 namespace {
 
+// A version's content, which tells apart two writes with one timestamp.
+std::string content(bool tombstone, const std::string& value) { return tombstone ? " tombstone" : " '" + value + "'"; }
+
 std::string describe(const ReadRecord& r) {
   return "read by client " + std::to_string(r.client) + " of '" + r.key + "' [" + std::to_string(r.start_ms) + ", " +
-         std::to_string(r.end_ms) + "] returned " + r.ts.to_string();
+         std::to_string(r.end_ms) + "] returned " + r.ts.to_string() +
+         (r.ts == FencedTimestamp{} ? "" : content(!r.found, r.value));
 }
 
 std::string describe(const WriteRecord& w) {
-  return "write by client " + std::to_string(w.client) + " of '" + w.key + "' " + w.ts.to_string() + " [" +
-         std::to_string(w.start_ms) + ", " + std::to_string(w.end_ms) + "] answered " + std::string(code_name(w.result));
+  return "write by client " + std::to_string(w.client) + " of '" + w.key + "' " + w.ts.to_string() +
+         content(w.tombstone, w.value) + " [" + std::to_string(w.start_ms) + ", " + std::to_string(w.end_ms) +
+         "] answered " + std::string(code_name(w.result));
 }
 
 // The earliest time a fence of `lock` with a token above `token` completed; UINT64_MAX if none.
@@ -22,6 +29,30 @@ uint64_t superseded_at(const History& h, const std::string& lock, uint64_t token
     if (f.result == Code::kOk && f.lock == lock && f.token > token) at = std::min(at, f.end_ms);
   }
   return at;
+}
+
+// A version as replicas order it. The system orders versions by timestamp,
+// then by content hash (wire::newer): of two writes with one timestamp, one
+// wins everywhere, so the checkers must order them the same way.
+wire::Version version_of(const WriteRecord& w) {
+  wire::Version v;
+  v.ts = w.ts;
+  v.lock = w.lock;
+  v.tombstone = w.tombstone;
+  v.value = w.tombstone ? "" : w.value;
+  return v;
+}
+
+// What a read returned, as a version: the write it matched (which knows the
+// lock), or, for a read that matched none, its timestamp and content alone.
+// A read that found no version at all is older than every write.
+wire::Version version_of(const ReadRecord& r, const WriteRecord* match) {
+  if (match != nullptr) return version_of(*match);
+  wire::Version v;
+  v.ts = r.ts;
+  v.tombstone = !r.found;
+  v.value = r.found ? r.value : "";
+  return v;
 }
 
 }  // namespace
@@ -37,13 +68,17 @@ std::vector<std::string> check(const History& h) {
       out.push_back("superseded holder acknowledged: " + describe(w));
     }
   }
-  for (const ReadRecord& r : h.reads) {
+  // What each read returned, in the system's order of versions (index: read).
+  std::vector<wire::Version> returned(h.reads.size());
+  for (size_t i = 0; i < h.reads.size(); ++i) {
+    const ReadRecord& r = h.reads[i];
     if (r.result != Code::kOk || r.ts == FencedTimestamp{}) continue;
     const WriteRecord* match = nullptr;
     for (auto [it, end] = by_ts.equal_range({r.key, r.ts}); it != end; ++it) {
       const WriteRecord& w = *it->second;
       if (r.found != w.tombstone && (!r.found || r.value == w.value)) match = &w;
     }
+    returned[i] = version_of(r, match);
     if (match == nullptr) {
       out.push_back("never written with that content: " + describe(r));
       continue;
@@ -56,15 +91,18 @@ std::vector<std::string> check(const History& h) {
       out.push_back("superseded write visible: " + describe(r) + " of " + describe(w));
     }
   }
-  for (const ReadRecord& r : h.reads) {
+  for (size_t i = 0; i < h.reads.size(); ++i) {
+    const ReadRecord& r = h.reads[i];
     if (r.result != Code::kOk) continue;
     for (const WriteRecord& w : h.writes) {
-      if (w.key == r.key && w.result == Code::kOk && w.end_ms < r.start_ms && r.ts < w.ts) {
+      if (w.key == r.key && w.result == Code::kOk && w.end_ms < r.start_ms && wire::newer(version_of(w), returned[i])) {
         out.push_back("acknowledged write lost: " + describe(r) + " after " + describe(w));
       }
     }
-    for (const ReadRecord& earlier : h.reads) {
-      if (earlier.key == r.key && earlier.result == Code::kOk && earlier.end_ms < r.start_ms && r.ts < earlier.ts) {
+    for (size_t j = 0; j < h.reads.size(); ++j) {
+      const ReadRecord& earlier = h.reads[j];
+      if (earlier.key == r.key && earlier.result == Code::kOk && earlier.end_ms < r.start_ms &&
+          wire::newer(returned[j], returned[i])) {
         out.push_back("read went back in time: " + describe(r) + " after " + describe(earlier));
       }
     }

@@ -56,6 +56,9 @@ struct History {
 //  - a read started after a write was acknowledged returns an older version
 //    (an acknowledged write was lost);
 //  - a read started after another read returned goes back in time.
+// "Older" is the order replicas and readers use (wire::newer): timestamp, then,
+// for two writes with one timestamp, content hash. So a read that returns the
+// loser of such a tie after the winner was acknowledged or returned is caught.
 std::vector<std::string> check(const History& history);
 
 // Ends a read record with what the read returned at `now_ms` (both simulations).

@@ -2,8 +2,11 @@
 //   palisade-sim --sim lock --seeds 2000        the lock group, replicas and clients; seeds 1..2000
 //   palisade-sim --sim lock --seed 42 --trace   replays seed 42 and prints every event
 //   palisade-sim --seeds 1000                   the quorum store alone (tokens handed out by the test)
+//   palisade-sim --replicas 5 --read-quorum 2 --write-quorum 4 --seeds 1000    uneven quorums
+//   palisade-sim --seeds 10000 --corrupt-rate 0.3                               many bit flips
 // Stops at the first unsafe seed. The same seed always gives the same trace hash.
 #include <cstdio>
+#include <stdexcept>
 
 #include <CLI/CLI.hpp>
 
@@ -27,7 +30,9 @@ Run run_quorum(QuorumSimOptions o) {
   auto r = run_quorum_sim(o);
   return {r.violations, r.trace_hash,
           u(r.events) + " events, writes ok " + u(r.writes_ok) + " fenced " + u(r.writes_fenced) + " unknown " +
-              u(r.writes_unknown) + ", reads ok " + u(r.reads_ok) + " failed " + u(r.reads_failed),
+              u(r.writes_unknown) + ", reads ok " + u(r.reads_ok) + " failed " + u(r.reads_failed) + ", bit flips " +
+              u(r.bit_flips) + " (" + u(r.bit_flips_to_w) + " to W corrupt copies, " + u(r.bit_flips_skipped) +
+              " skipped)",
           r.trace};
 }
 
@@ -36,7 +41,8 @@ Run run_lock(LockSimOptions o) {
   return {r.violations, r.trace_hash,
           u(r.events) + " events, " + u(r.end_ms / 1000) + " s simulated, " + u(r.grants) + " grants, " +
               u(r.epochs) + " epochs, " + u(r.expired_sessions) + " sessions expired, writes ok " + u(r.writes_ok) +
-              " fenced " + u(r.writes_fenced) + ", reads ok " + u(r.reads_ok),
+              " fenced " + u(r.writes_fenced) + ", reads ok " + u(r.reads_ok) + ", lock-delays " + u(r.lock_delays) +
+              " (" + u(r.lock_delays_contested) + " contested)",
           r.trace};
 }
 
@@ -44,7 +50,7 @@ Run run_lock(LockSimOptions o) {
 
 int main(int argc, char** argv) {
   uint64_t first = 1, seeds = 1;
-  bool trace = false, broken_floor = false, broken_lease = false;
+  bool trace = false, broken_floor = false, broken_lease = false, broken_delay = false;
   std::string sim = "quorum";
   QuorumSimOptions q;
   LockSimOptions l;
@@ -55,25 +61,55 @@ int main(int argc, char** argv) {
   app.add_option("--seed", first, "First (or only) seed")->capture_default_str();
   app.add_option("--seeds", seeds, "How many seeds to run from --seed on")->capture_default_str();
   app.add_flag("--trace", trace, "Print every event of each run");
-  app.add_option("--replicas", q.replicas, "Replicas (N; W = R = N / 2 + 1)")->capture_default_str()->check(CLI::Range(1, 9));
+  app.add_option("--replicas", q.replicas, "Replicas (N; W = R = N / 2 + 1 unless set)")->capture_default_str()->check(CLI::Range(1, 9));
   app.add_option("--lockd", l.lockd, "Lock group nodes (--sim lock)")->capture_default_str()->check(CLI::Range(1, 9));
   app.add_option("--clients", q.clients, "Client processes")->capture_default_str();
   app.add_option("--ops", q.ops_per_client, "Operations per client (--sim quorum)")->capture_default_str();
   app.add_option("--cycles", l.cycles_per_client, "Lock cycles per client (--sim lock)")->capture_default_str();
   app.add_flag("--broken-fence-floor", broken_floor, "Negative control: replicas ignore fence floors");
   app.add_flag("--broken-master-lease", broken_lease, "Negative control: nobody honours the master lease (--sim lock)");
+  app.add_flag("--broken-lock-delay", broken_delay, "Negative control: lockd nodes ignore lock-delays (--sim lock)");
+  // The quorum simulation's other knobs and negative controls (tests/sim/quorum_sim.h).
+  app.add_option("--read-quorum", q.read_quorum, "R (--sim quorum; 0: N / 2 + 1)")->capture_default_str();
+  app.add_option("--write-quorum", q.write_quorum, "W (--sim quorum; 0: N / 2 + 1)")->capture_default_str();
+  app.add_option("--corrupt-rate", q.corrupt_per_second, "Chance of a bit flip per simulated second (--sim quorum)")
+      ->capture_default_str();
+  app.add_option("--max-corrupt-copies", q.max_corrupt_copies,
+                 "At most this many corrupt copies of a key at once (--sim quorum; 0: no limit)")
+      ->capture_default_str();
+  app.add_flag("--broken-pending-committed", q.broken_replicas_pending_as_committed,
+               "Negative control: replicas report pending versions as committed");
+  app.add_flag("--broken-hide-pending", q.broken_replicas_hide_pending,
+               "Negative control: replicas leave pending versions out of read replies");
+  app.add_flag("--broken-lying-replica", q.broken_replica_acks_without_storing,
+               "Negative control: replica 0 acknowledges writes without storing them");
+  app.add_flag("--broken-checksum", q.broken_replicas_skip_checksum,
+               "Negative control: replicas serve bit-flipped values (use with --corrupt-rate 0.3)");
+  app.add_flag("--broken-fenced-rule", q.broken_literal_fenced_rule,
+               "Negative control: writes answered Fenced by DESIGN's literal rule");
+  app.add_flag("--broken-quorums", q.broken_quorums_do_not_intersect,
+               "Negative control: readers ask N - W replicas, so read and write quorums may miss");
   CLI11_PARSE(app, argc, argv);
 
   q.keep_trace = l.keep_trace = trace;
   q.broken_replicas_skip_fence_floor = l.broken_replicas_skip_fence_floor = broken_floor;
   l.broken_master_ignores_lease = broken_lease;
+  l.broken_lockd_ignore_lock_delay = broken_delay;
   l.replicas = q.replicas;
   l.clients = q.clients;
-  bool broken = broken_floor || broken_lease;
+  bool broken = broken_floor || broken_lease || broken_delay || q.broken_replicas_pending_as_committed ||
+                q.broken_replicas_hide_pending || q.broken_replica_acks_without_storing ||
+                q.broken_replicas_skip_checksum || q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect;
   uint64_t unsafe = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
     q.seed = l.seed = seed;
-    Run r = sim == "lock" ? run_lock(l) : run_quorum(q);
+    Run r;
+    try {
+      r = sim == "lock" ? run_lock(l) : run_quorum(q);
+    } catch (const std::invalid_argument& e) {  // quorums the client refuses
+      std::fprintf(stderr, "%s\n", e.what());
+      return 2;
+    }
     if (trace) std::fputs(r.trace.c_str(), stdout);
     std::printf("seed %llu: trace %016llx, %s, %zu violations\n", static_cast<unsigned long long>(seed),
                 static_cast<unsigned long long>(r.trace_hash), r.summary.c_str(), r.violations.size());

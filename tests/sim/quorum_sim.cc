@@ -1,8 +1,11 @@
 #include "tests/sim/quorum_sim.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
+#include <stdexcept>
 
 #include "client/coordinator.h"
 #include "tests/sim/replica_set.h"
@@ -25,6 +28,10 @@ struct Client {
   enum class Kind { kWrite, kFence, kRead };
   std::map<client::OpId, std::pair<Kind, size_t>> ops;
   int counter = 0;
+  // broken_literal_fenced_rule: the client's write requests (by request id) and
+  // the write records they are for, while the write is in flight.
+  std::map<uint64_t, size_t> write_requests;
+  size_t writing = SIZE_MAX;
 };
 
 class QuorumSim {
@@ -35,16 +42,25 @@ class QuorumSim {
         replicas_(world_, {.replicas = o.replicas,
                            .max_clock_offset_ms = o.max_clock_offset_ms,
                            .skip_fence_floor = o.broken_replicas_skip_fence_floor,
-                           .auth = std::nullopt}) {
+                           .auth = std::nullopt,
+                           .pending_as_committed = o.broken_replicas_pending_as_committed,
+                           .hide_pending = o.broken_replicas_hide_pending,
+                           .first_acks_without_storing = o.broken_replica_acks_without_storing,
+                           .skip_checksum = o.broken_replicas_skip_checksum}) {
     world_.faults() = o.faults;
     int quorum = o.replicas / 2 + 1;
+    r_ = o.read_quorum != 0 ? o.read_quorum : quorum;
+    w_ = o.write_quorum != 0 ? o.write_quorum : quorum;
+    if (o.broken_quorums_do_not_intersect) r_ = std::max(1, o.replicas - w_);
+    client::CoordinatorOptions co{o.replicas, r_, w_, 2000, 50};
+    Status valid = client::validate(co);
+    if (!valid.is_ok() && !o.broken_quorums_do_not_intersect) throw std::invalid_argument(valid.to_string());
     for (int c = 0; c < o.clients; ++c) {
       Client cl;
       cl.node = o.replicas + c;
       cl.index = c;
       cl.physical = std::make_unique<SkewedClock>(world_, offset());
       cl.clock = std::make_unique<HybridClock>(*cl.physical);
-      client::CoordinatorOptions co{o.replicas, quorum, quorum, 2000, 50};
       cl.coordinator = std::make_unique<client::Coordinator>(co, *cl.clock);
       cl.ops_left = o.ops_per_client;
       clients_.push_back(std::move(cl));
@@ -56,7 +72,11 @@ class QuorumSim {
     for (int c = 0; c < o_.clients; ++c) schedule_next_op(c, world_.uniform(0, 50));
     schedule_crash();
     // Phase 1: the workload under faults.
-    while (!world_.idle() && !workload_done()) world_.run(world_.now_ms() + 1000);
+    // A second at a time, or up to the next event when none is due in a second
+    // (no crash checks, every client waiting on a long delay): never in place.
+    while (!world_.idle() && !workload_done()) {
+      world_.run(std::max(world_.now_ms() + 1000, world_.next_event_ms()));
+    }
     // Phase 2: heal, let every message in flight land, then read every key.
     world_.faults() = NetworkFaults{0, 0, world_.faults().max_delay_ms, 0, 0};
     healed_ = true;
@@ -72,6 +92,9 @@ class QuorumSim {
     result.trace_hash = world_.trace_hash();
     result.trace = world_.trace();
     result.events = world_.events();
+    result.bit_flips = bit_flips_;
+    result.bit_flips_to_w = bit_flips_to_w_;
+    result.bit_flips_skipped = bit_flips_skipped_;
     for (const auto& w : history_.writes) {
       if (w.result == Code::kOk) ++result.writes_ok;
       else if (w.result == Code::kFenced) ++result.writes_fenced;
@@ -108,7 +131,17 @@ class QuorumSim {
       if (world_.chance(o_.corrupt_per_second)) {
         int i = static_cast<int>(world_.uniform(0, replicas_.size() - 1));
         std::string k = key(static_cast<int>(world_.uniform(0, o_.keys - 1)));
-        if (replicas_.corrupt(i, k)) world_.record("bit flip in replica " + std::to_string(i) + " key " + k);
+        // Copies of k that are corrupt after the flip (flipping a corrupt copy may heal it: count it as before).
+        const int copies = replicas_.corrupt_copies(k) + (replicas_.holds_corrupt(i, k) ? 0 : 1);
+        if (o_.max_corrupt_copies > 0 && copies > o_.max_corrupt_copies) {
+          ++bit_flips_skipped_;
+          world_.record("no bit flip in replica " + std::to_string(i) + " key " + k + ": " +
+                        std::to_string(o_.max_corrupt_copies) + " corrupt copies already");
+        } else if (replicas_.corrupt(i, k)) {
+          ++bit_flips_;
+          if (copies >= w_) ++bit_flips_to_w_;
+          world_.record("bit flip in replica " + std::to_string(i) + " key " + k);
+        }
       }
       schedule_crash();
     });
@@ -127,6 +160,19 @@ class QuorumSim {
     auto reply = wire::decode_reply(bytes, wire::Limits{});
     if (!reply.is_ok()) return;
     world_.record("client " + std::to_string(c) + " <- " + std::to_string(from) + " " + describe(reply.value()));
+    if (o_.broken_literal_fenced_rule) {
+      // DESIGN's rule applied as replies arrive: a refusal while fewer than W
+      // replicas acknowledged decides Fenced.
+      Code code = reply.value().status.code();
+      auto it = clients_[c].write_requests.find(reply.value().id);
+      if (it != clients_[c].write_requests.end()) {
+        LiteralRule& rule = literal_[it->second];
+        if (code == Code::kOk) rule.acked.insert(from);
+        if ((code == Code::kFenced || code == Code::kStale) && static_cast<int>(rule.acked.size()) < w_) {
+          rule.fenced = true;
+        }
+      }
+    }
     clients_[c].coordinator->on_reply(from, reply.value(), world_.now_ms());
     pump(c);
   }
@@ -136,6 +182,10 @@ class QuorumSim {
     Client& cl = clients_[c];
     for (auto sends = cl.coordinator->take_sends(); !sends.empty(); sends = cl.coordinator->take_sends()) {
       for (auto& s : sends) {
+        if (auto* w = std::get_if<wire::WriteRequest>(&s.request.body);
+            o_.broken_literal_fenced_rule && w != nullptr && !w->committed && cl.writing != SIZE_MAX) {
+          cl.write_requests[s.request.id] = cl.writing;
+        }
         if (!replicas_.up(static_cast<int>(s.replica))) {  // like ZeroMQ's immediate: no connection, no send
           cl.coordinator->on_unreachable(s.replica, s.request.id, world_.now_ms());
           continue;
@@ -172,6 +222,7 @@ class QuorumSim {
                     " " + r.ts.to_string());
     } else {
       const auto& w = std::get<WriteResult>(done.result);
+      bool literal_fenced = false;
       if (kind == Client::Kind::kFence) {
         FenceRecord& rec = history_.fences[record];
         rec.end_ms = now;
@@ -181,8 +232,13 @@ class QuorumSim {
         rec.end_ms = now;
         rec.result = w.status.code();
         rec.ts = w.ts;
+        cl.writing = SIZE_MAX;
+        cl.write_requests.clear();
+        literal_fenced = rec.result != Code::kFenced && literal_.count(record) != 0 && literal_[record].fenced;
+        if (literal_fenced) rec.result = Code::kFenced;
       }
-      world_.record("client " + std::to_string(c) + " write -> " + w.status.to_string());
+      world_.record("client " + std::to_string(c) + " write -> " + w.status.to_string() +
+                    (literal_fenced ? ", fenced by the literal rule" : ""));
     }
     if (cl.ops_left > 0) schedule_next_op(c, world_.uniform(0, 30));
   }
@@ -221,6 +277,7 @@ class QuorumSim {
     Fence fence = world_.chance(0.1) || cl.token == 0 ? Fence{} : Fence{kLock, cl.token};
     std::string value = tombstone ? "" : "c" + std::to_string(c) + "-" + std::to_string(++cl.counter);
     history_.writes.push_back({c, k, value, tombstone, fence.lock, fence.token, world_.now_ms(), 0, Code::kTimeout, {}});
+    cl.writing = history_.writes.size() - 1;
     client::OpId op = cl.coordinator->start_write(k, value, tombstone, fence, world_.now_ms());
     cl.ops[op] = {Client::Kind::kWrite, history_.writes.size() - 1};
     world_.record("client " + std::to_string(c) + (tombstone ? " deletes " : " writes ") + k + " token " +
@@ -243,6 +300,15 @@ class QuorumSim {
   History history_;
   uint64_t tokens_ = 0;
   bool healed_ = false;
+  int r_ = 0, w_ = 0;
+  uint64_t bit_flips_ = 0, bit_flips_to_w_ = 0, bit_flips_skipped_ = 0;
+  // broken_literal_fenced_rule, by write record: the replicas that acknowledged
+  // it, and whether a refusal came while they were fewer than W.
+  struct LiteralRule {
+    std::set<int> acked;
+    bool fenced = false;
+  };
+  std::map<size_t, LiteralRule> literal_;
 };
 
 }  // namespace

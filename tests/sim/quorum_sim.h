@@ -14,18 +14,54 @@ namespace palisade::sim {
 
 struct QuorumSimOptions {
   uint64_t seed = 1;
-  int replicas = 3;  // N; W = R = N / 2 + 1
+  int replicas = 3;  // N
+  int read_quorum = 0;   // R; 0: N / 2 + 1
+  int write_quorum = 0;  // W; 0: N / 2 + 1 (client::validate: R + W > N, W > N / 2)
   int clients = 3;
   int keys = 3;
   int ops_per_client = 40;
   NetworkFaults faults;
   double crash_per_second = 0.05;   // chance per simulated second that some replica crashes
-  double corrupt_per_second = 0.02; // chance per simulated second that a stored record gets a bit flip
+  double corrupt_per_second = 0.02;  // chance per simulated second that a stored record gets a bit flip
+  // At most this many replicas hold a corrupt copy of a key at once: a flip that
+  // would make more is skipped (and counted). 0: no limit, the default, for W
+  // corrupt copies are no excuse to lose a write: a reader then hears from fewer
+  // than R intact replicas (R + W > N) and must answer Unavailable, and a corrupt
+  // record may only be replaced by a repair decided against it. Runs at 0.3 with
+  // no limit caught a repair over a corrupt record that did lose writes (seeds
+  // 1113, 1894, 5801, 8429 before the fix), each with W corrupt copies; W - 1
+  // hides that and keeps a readable copy of every acknowledged write.
+  int max_corrupt_copies = 0;
   double pause = 0.05;              // chance a client pauses (like a GC pause) before an operation
   uint64_t pause_ms_max = 60000;
   uint64_t max_clock_offset_ms = 200;  // each node's clock is off by up to this
-  // Negative control: replicas that ignore fence floors. The checkers must object.
+  // Negative controls: a deliberately broken system that the checkers must
+  // object to (sim_test.cc holds each to the checker it must trip).
+  // Replicas ignore fence floors: "superseded holder acknowledged", "superseded write visible".
   bool broken_replicas_skip_fence_floor = false;
+  // Readers ask R = N - W replicas, a quorum that misses some write quorums
+  // (client::validate refuses it): "read went back in time", "acknowledged write lost".
+  bool broken_quorums_do_not_intersect = false;
+  // Replicas report pending versions as committed, so readers return the newest
+  // pending version without counting copies: "visible though refused" (and
+  // "superseded write visible"). Trips more often with pause = 0.
+  bool broken_replicas_pending_as_committed = false;
+  // Replicas leave pending versions out of read replies, so readers take an
+  // acknowledged write whose commits have not landed for absent:
+  // "acknowledged write lost".
+  bool broken_replicas_hide_pending = false;
+  // Replica 0 acknowledges clients' writes without storing them (nor checking
+  // floors): "acknowledged write lost" (and "superseded holder acknowledged").
+  bool broken_replica_acks_without_storing = false;
+  // Replicas do not check checksums, so a bit flip changes a value they serve:
+  // "never written with that content" (run it with a higher corrupt_per_second).
+  bool broken_replicas_skip_checksum = false;
+  // Writes are answered by DESIGN's literal rule, "fewer than W acks with any
+  // FENCED/STALE refusal: Fenced" (docs/design-changes.md 2), applied as replies
+  // arrive: a refusal before the W-th ack decides Fenced, though the write may
+  // reach W copies (a fence in flight reaches one replica first): "visible
+  // though refused". Rare unless clients are busy and the network worse (sim_test).
+  bool broken_literal_fenced_rule = false;
   bool keep_trace = false;
 };
 
@@ -35,6 +71,9 @@ struct QuorumSimResult {
   std::string trace;  // when keep_trace
   uint64_t events = 0;
   uint64_t writes_ok = 0, writes_fenced = 0, writes_unknown = 0, reads_ok = 0, reads_failed = 0;
+  // Bit flips made; of them, those that left W or more replicas with a corrupt
+  // copy of the key; flips skipped for max_corrupt_copies.
+  uint64_t bit_flips = 0, bit_flips_to_w = 0, bit_flips_skipped = 0;
   History history;
 };
 

@@ -88,11 +88,47 @@ void ReplicaSet::receive(int i, int from, const std::string& bytes) {
 void ReplicaSet::flush(int i) {
   Replica& r = replicas_[i];
   r.flush_scheduled = false;
+  // Negative control: replica 0 answers a client's write ok and drops it.
+  auto unstored = [&](const wire::ReplicaRequest& req) {
+    auto* w = std::get_if<wire::WriteRequest>(&req.body);
+    return options_.first_acks_without_storing && i == 0 && w != nullptr && !w->committed;
+  };
   std::vector<wire::ReplicaRequest> batch;
-  for (auto& [from, req] : r.inbox) batch.push_back(req);
-  auto replies = r.handler->handle_batch(batch);
-  for (size_t k = 0; k < replies.size(); ++k) world_.send(i, r.inbox[k].first, wire::encode_reply(replies[k]));
+  for (auto& [from, req] : r.inbox) {
+    if (!unstored(req)) batch.push_back(req);
+  }
+  std::vector<wire::ReplicaReply> replies;
+  if (!batch.empty()) replies = r.handler->handle_batch(batch);
+  size_t next = 0;
+  for (auto& [from, req] : r.inbox) {
+    wire::ReplicaReply reply;
+    if (unstored(req)) {
+      reply.id = req.id;
+      reply.clock = r.clock->now();
+    } else {
+      reply = std::move(replies[next++]);
+    }
+    falsify(i, req, reply);
+    world_.send(i, from, wire::encode_reply(reply));
+  }
   r.inbox.clear();
+}
+
+void ReplicaSet::falsify(int i, const wire::ReplicaRequest& request, wire::ReplicaReply& reply) {
+  auto* read = std::get_if<wire::ReadRequest>(&request.body);
+  if (read == nullptr || !reply.status.is_ok()) return;
+  Replica& r = replicas_[i];
+  if (auto it = r.flipped.find(read->key); it != r.flipped.end()) {
+    for (wire::Version& v : reply.versions) {
+      if (wire::same_write(v, it->second)) v.value[0] = static_cast<char>(v.value[0] ^ 0x20);
+    }
+  }
+  if (options_.hide_pending) {
+    std::erase_if(reply.versions, [](const wire::Version& v) { return v.state == wire::VersionState::kPending; });
+  }
+  if (options_.pending_as_committed) {
+    for (wire::Version& v : reply.versions) v.state = wire::VersionState::kCommitted;
+  }
 }
 
 void ReplicaSet::crash(int i) {
@@ -112,7 +148,37 @@ void ReplicaSet::restart(int i) {
   r.handler = std::make_unique<replica::ReplicaHandler>(*r.store, *r.clock, options_.auth);
 }
 
-bool ReplicaSet::corrupt(int i, const std::string& key) { return replicas_[i].disk->corrupt(key); }
+bool ReplicaSet::corrupt(int i, const std::string& key) {
+  Replica& r = replicas_[i];
+  if (!options_.skip_checksum) return r.disk->corrupt(key);
+  // Unchecked, the flip shows in the value served: of the newest version that has one.
+  auto stored = r.disk->get(key);
+  if (!stored.is_ok()) return false;
+  for (const wire::Version& v : stored.value()) {
+    if (v.tombstone || v.value.empty()) continue;
+    r.flipped[key] = v;
+    return true;
+  }
+  return false;
+}
+
+bool ReplicaSet::holds_corrupt(int i, const std::string& key) {
+  Replica& r = replicas_[i];
+  auto stored = r.disk->get(key);
+  if (!stored.is_ok()) return stored.code() == Code::kCorrupt;
+  auto it = r.flipped.find(key);
+  if (it == r.flipped.end()) return false;
+  for (const wire::Version& v : stored.value()) {
+    if (wire::same_write(v, it->second)) return true;
+  }
+  return false;
+}
+
+int ReplicaSet::corrupt_copies(const std::string& key) {
+  int n = 0;
+  for (int i = 0; i < size(); ++i) n += holds_corrupt(i, key) ? 1 : 0;
+  return n;
+}
 
 void ReplicaSet::restart_all() {
   for (int i = 0; i < size(); ++i) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,6 +41,18 @@ class ReplicaSet {
     // Negative control: replicas that ignore fence floors.
     bool skip_fence_floor = false;
     std::optional<replica::SequencerAuth> auth;
+    // More negative controls (the quorum simulation's; docs in quorum_sim.h):
+    // replicas answer reads with their pending versions marked committed, so
+    // readers return the newest pending version without counting its copies;
+    bool pending_as_committed = false;
+    // replicas leave pending versions out of read replies, so readers take an
+    // acknowledged write whose commits are not through as absent;
+    bool hide_pending = false;
+    // replica 0 acknowledges writes (not repair copies) without storing them;
+    bool first_acks_without_storing = false;
+    // replicas do not check their records' checksums: a bit flip changes the
+    // value they serve instead of making the record corrupt.
+    bool skip_checksum = false;
   };
 
   // Replica i is world node i.
@@ -51,6 +64,10 @@ class ReplicaSet {
   void restart(int i);
   // Flips a bit in the record of `key` on replica i; false when it holds none.
   bool corrupt(int i, const std::string& key);
+  // Whether replica i's copy of `key` is corrupt (with skip_checksum: serves a
+  // flipped value), and how many replicas' copies are.
+  bool holds_corrupt(int i, const std::string& key);
+  int corrupt_copies(const std::string& key);
   // Restarts every replica that is down.
   void restart_all();
 
@@ -65,10 +82,14 @@ class ReplicaSet {
     bool up = true;
     bool flush_scheduled = false;
     uint64_t incarnation = 0;
+    // skip_checksum: the versions (by key) whose value this replica serves flipped.
+    std::map<std::string, wire::Version> flipped;
   };
 
   void receive(int i, int from, const std::string& bytes);
   void flush(int i);
+  // What the negative controls do to replica i's reply to `request`.
+  void falsify(int i, const wire::ReplicaRequest& request, wire::ReplicaReply& reply);
 
   World& world_;
   Options options_;

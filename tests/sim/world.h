@@ -47,6 +47,8 @@ class World {
   // Runs events until none is left or the clock passes `until_ms`.
   void run(uint64_t until_ms);
   bool idle() const { return queue_.empty(); }
+  // When the next event is due; now when none is.
+  uint64_t next_event_ms() const { return queue_.empty() ? now_ms_ : queue_.begin()->first.first; }
 
   // Records a line in the trace; everything recorded feeds the trace hash.
   void record(const std::string& line);
