@@ -108,12 +108,17 @@ struct Group {
     return *master();
   }
 
-  // Sends a request to `node` and runs until it is answered.
-  wire::LockReply call(NodeId node, wire::LockRequestBody body) {
+  // Sends a request to `node`; its id (the reply lands in `replies`).
+  uint64_t send(NodeId node, wire::LockRequestBody body) {
     const uint64_t id = next_id++;
     services[node]->on_request({.route = 1, .request = {id, std::move(body)}}, now);
     turn(node);
     deliver();
+    return id;
+  }
+  // Sends a request to `node` and runs until it is answered.
+  wire::LockReply call(NodeId node, wire::LockRequestBody body) {
+    const uint64_t id = send(node, std::move(body));
     for (int i = 0; i < 100 && replies.count(id) == 0; ++i) run(10);
     REQUIRE(replies.count(id) == 1);
     return replies[id];
@@ -124,6 +129,17 @@ struct Group {
   }
   wire::LockReply keep_alive(NodeId node, uint64_t session) {
     return call(node, wire::KeepAliveRequest{.epoch = epoch(node), .session = session});
+  }
+  // An exclusive acquire of `lock` as node `node`'s epoch has it.
+  wire::AcquireRequest acquire(NodeId node, uint64_t session, std::string lock, uint64_t call,
+                               uint64_t lock_delay_ms = 0, uint64_t wait_ms = 0) const {
+    return wire::AcquireRequest{.epoch = epoch(node),
+                                .session = session,
+                                .lock = std::move(lock),
+                                .mode = LockMode::kExclusive,
+                                .lock_delay_ms = lock_delay_ms,
+                                .wait_ms = wait_ms,
+                                .call = call};
   }
 
   std::vector<NodeId> members = {1, 2, 3};
@@ -179,13 +195,7 @@ TEST_CASE("lock service: replies report the session's own lease", "[lock_service
   // A grant reports what is left of the session's lease: more than the default
   // for the long session, right after its KeepAlive.
   g.run(100);
-  wire::LockReply grant = g.call(m, wire::AcquireRequest{.epoch = g.epoch(m),
-                                                         .session = own.session,
-                                                         .lock = "x",
-                                                         .mode = LockMode::kExclusive,
-                                                         .lock_delay_ms = 0,
-                                                         .wait_ms = 0,
-                                                         .call = 1});
+  wire::LockReply grant = g.call(m, g.acquire(m, own.session, "x", 1));
   REQUIRE(grant.status.is_ok());
   CHECK(grant.lease_ms > kDefaultLease);
   CHECK(grant.lease_ms <= 30000 - 100);
@@ -207,15 +217,7 @@ TEST_CASE("lock service: a release or close after the session's deadline waits f
   wire::LockReply other = g.open(m, 0);
   REQUIRE(holder.status.is_ok());
   REQUIRE(other.status.is_ok());
-  auto acquire = [&](uint64_t session, uint64_t call) {
-    return g.call(m, wire::AcquireRequest{.epoch = g.epoch(m),
-                                          .session = session,
-                                          .lock = "x",
-                                          .mode = LockMode::kExclusive,
-                                          .lock_delay_ms = 5000,
-                                          .wait_ms = 0,
-                                          .call = call});
-  };
+  auto acquire = [&](uint64_t session, uint64_t call) { return g.call(m, g.acquire(m, session, "x", call, 5000)); };
   wire::LockReply grant = acquire(holder.session, 1);
   REQUIRE(grant.status.is_ok());
   // The master's deadline for the session is grant.lease_ms from now. Tick up
@@ -249,21 +251,9 @@ TEST_CASE("lock service: a repeated acquire of a queued session keeps the first 
   wire::LockReply holder = g.open(m, 0);
   wire::LockReply waiter = g.open(m, 0);
   auto acquire = [&](uint64_t session, uint64_t wait_ms, uint64_t call) {
-    return wire::AcquireRequest{.epoch = g.epoch(m),
-                                .session = session,
-                                .lock = "x",
-                                .mode = LockMode::kExclusive,
-                                .lock_delay_ms = 0,
-                                .wait_ms = wait_ms,
-                                .call = call};
+    return g.acquire(m, session, "x", call, 0, wait_ms);
   };
-  auto send = [&](wire::LockRequestBody body) {
-    const uint64_t id = g.next_id++;
-    g.services[m]->on_request({.route = 1, .request = {id, std::move(body)}}, g.now);
-    g.turn(m);
-    g.deliver();
-    return id;
-  };
+  auto send = [&](wire::LockRequestBody body) { return g.send(m, std::move(body)); };
   REQUIRE(g.call(m, acquire(holder.session, 0, 1)).status.is_ok());
   // Queued with a 1 s wait, then the same call again half-way (a retry).
   const uint64_t start = g.now;
@@ -327,13 +317,7 @@ TEST_CASE("lock service: lock_status lists every lock by name in pages", "[lock_
     char name[16];
     std::snprintf(name, sizeof name, "lock/%04zu", i);
     names.emplace_back(name);
-    wire::LockReply grant = g.call(m, wire::AcquireRequest{.epoch = g.epoch(m),
-                                                           .session = session.session,
-                                                           .lock = name,
-                                                           .mode = LockMode::kExclusive,
-                                                           .lock_delay_ms = 0,
-                                                           .wait_ms = 0,
-                                                           .call = i + 1});
+    wire::LockReply grant = g.call(m, g.acquire(m, session.session, name, i + 1));
     REQUIRE(grant.status.is_ok());
   }
   auto page = [&](std::string after) {
