@@ -4,25 +4,40 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <zmq.hpp>
 
 #include "client/replica_connection.h"
+#include "common/cluster_config.h"
+#include "common/lock_protocol.h"
+#include "common/transport.h"
 #include "palisade/lock_client.h"
 #include "tests/support/local_cluster.h"
 #include "tools/daemon_records.h"
@@ -530,6 +545,137 @@ TEST_CASE("cli: a signal while lock still waits cancels the wait, COMMAND never 
   CHECK(fx.run({"lock", "queue", "--wait", "5s", "--", "true"}).code == 0);
 }
 
+TEST_CASE("cli: a signal after the grant but before COMMAND starts cancels: COMMAND never runs and the lock is let go",
+          "[cli]") {
+  default_signal_actions();
+  Fixture fx;
+  const auto master = fx.cluster->master_id();
+  REQUIRE(master.has_value());
+  struct Case {
+    int sig;
+    const char* name;
+  };
+  for (const Case c : {Case{SIGTERM, "TERM"}, Case{SIGINT, "INT"}, Case{SIGHUP, "HUP"}}) {
+    INFO("SIG" << c.name);
+    const std::string lock = std::string("granted-") + c.name;
+    const std::string ran = fx.dir.sub(lock + ".ran");
+    // `palisade lock` raises the grant's fence on a write quorum of replicas
+    // before it starts COMMAND (LockClientOptions::store). With every replica
+    // paused it holds the grant and cannot go on: the window between grant and
+    // COMMAND stays open until the test resumes them (or the fence times out,
+    // after 5 s), so the signal lands in it without any timing luck.
+    for (size_t i = 0; i < fx.cluster->replica_count(); ++i) fx.cluster->replica(i).pause();
+    auto holder = fx.start(lock + ".log", {"lock", "-v", lock, "--", "touch", ran});
+    wait_until("the lock group to grant the lock", [&] {
+      REQUIRE(holder->running());
+      auto status = fx.cluster->lock_status(*master);
+      if (!status) return false;
+      for (const wire::LockInfo& l : status->locks) {
+        if (l.name == lock && !l.holders.empty()) return true;
+      }
+      return false;
+    });
+    // kill() returns with the signal pending; palisade blocks it and takes it
+    // before it could start COMMAND, whether the fence then succeeds or times out.
+    holder->signal(c.sig);
+    for (size_t i = 0; i < fx.cluster->replica_count(); ++i) fx.cluster->replica(i).resume();
+    auto ended = ended_with(*holder, 20000);
+    INFO(holder->log());
+    CHECK(ended == 128 + c.sig);
+    CHECK(holder->log().find("not running the command") != std::string::npos);
+    CHECK(holder->log().find("holding '" + lock + "'") == std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(ran));
+    // Nothing of the cancelled grant stays held: free for the next holder at once.
+    CHECK(fx.run({"lock", lock, "--wait", "0s", "--", "true"}).code == 0);
+  }
+}
+
+// A FIFO for the log of a process under test, its buffer filled by the test:
+// the process's first write to stdout or stderr blocks until drain().
+class StalledLog {
+ public:
+  explicit StalledLog(std::string path) : path_(std::move(path)) {
+    REQUIRE(mkfifo(path_.c_str(), 0600) == 0);
+    fd_ = open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    REQUIRE(fd_ >= 0);
+    const int w = open(path_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    REQUIRE(w >= 0);
+    const std::string filler(4096, kFiller);
+    while (write(w, filler.data(), filler.size()) > 0) {
+    }
+    while (write(w, &kFiller, 1) > 0) {
+    }
+    close(w);  // the buffer stays full while the read end is open
+  }
+  ~StalledLog() { close(fd_); }
+  StalledLog(const StalledLog&) = delete;
+  StalledLog& operator=(const StalledLog&) = delete;
+  const std::string& path() const { return path_; }
+  // Reads until the writers are gone (they exited): what they wrote.
+  // (Process::log() would open the FIFO again, and block once they are gone.)
+  std::string drain() {
+    std::string out;
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    char buf[65536];
+    for (;;) {
+      const ssize_t n = read(fd_, buf, sizeof buf);
+      if (n == 0) break;
+      if (n > 0) {
+        out.append(buf, static_cast<size_t>(n));
+        continue;
+      }
+      REQUIRE(errno == EAGAIN);
+      REQUIRE(std::chrono::steady_clock::now() < deadline);
+      pollfd p{fd_, POLLIN, 0};
+      poll(&p, 1, 100);
+    }
+    return out.substr(std::min(out.find_first_not_of(kFiller), out.size()));
+  }
+
+ private:
+  static constexpr char kFiller = '.';
+  std::string path_;
+  int fd_ = -1;
+};
+
+// Whether the main thread of `pid` is blocked in write(2) on fd 2: /proc/PID/syscall
+// holds the syscall number and its arguments while a thread waits in one.
+bool blocked_writing_stderr(pid_t pid) {
+  return read_file("/proc/" + std::to_string(pid) + "/syscall").rfind(std::to_string(SYS_write) + " 0x2 ", 0) == 0;
+}
+
+TEST_CASE("cli: a signal between the end of the acquire and the start of COMMAND cancels too", "[cli]") {
+  default_signal_actions();
+  Fixture fx;
+  for (const int sig : {SIGTERM, SIGINT, SIGHUP}) {
+    INFO(strsignal(sig));
+    const std::string lock = "acquired-" + std::to_string(sig);
+    const std::string ran = fx.dir.sub(lock + ".ran");
+    // With -v, `palisade lock` says it holds the lock on stderr after its
+    // acquire returned (its signal watcher is done) and before it starts
+    // COMMAND. Its stderr is a full FIFO: it stops in that write, and stays
+    // there until the test drains it.
+    StalledLog log(fx.dir.sub(lock + ".fifo"));
+    std::vector<std::string> argv = {PALISADE_BIN};
+    argv.insert(argv.end(), fx.with_cluster.begin(), fx.with_cluster.end());
+    argv.insert(argv.end(), {"lock", "-v", lock, "--", "touch", ran});
+    tools::Process holder(argv, log.path(), tools::ProcessOptions{.own_process_group = true});
+    wait_until("lock to stop in its write to stderr", [&] {
+      REQUIRE(holder.running());
+      return blocked_writing_stderr(holder.pid());
+    });
+    holder.signal(sig);  // pending: palisade blocks it, and nothing waits for it now
+    const std::string out = log.drain();
+    INFO(out);
+    // The write it stopped in was the first, "holding": the signal came after the grant.
+    CHECK(out.rfind("palisade: lock: holding '" + lock + "'", 0) == 0);
+    CHECK(out.find("not running the command") != std::string::npos);
+    CHECK(ended_with(holder, 20000) == 128 + sig);
+    CHECK_FALSE(std::filesystem::exists(ran));
+    CHECK(fx.run({"lock", lock, "--wait", "0s", "--", "true"}).code == 0);
+  }
+}
+
 TEST_CASE("cli: lock --kill-after SIGKILLs a COMMAND that ignores SIGTERM after a lost lease, and exits 7",
           "[cli]") {
   default_signal_actions();
@@ -581,6 +727,150 @@ TEST_CASE("cli: status shows epochs as ROUND.NODE, and -o json the raw epoch wit
   CHECK(text.out.find("master lockd-" + std::to_string(node) + ", epoch " + readable + ",") != std::string::npos);
   CHECK(text.out.find(" master     " + readable + " ") != std::string::npos);  // the master's row
   CHECK(text.out.find(std::to_string(epoch)) == std::string::npos);            // the raw ballot is not shown
+}
+
+TEST_CASE("cli: status pages through more locks than one lock_status reply holds and lists each once", "[cli]") {
+  Fixture fx;
+  // One session in the test process takes them all (far cheaper than a
+  // `palisade lock` process per lock) and holds them until it closes: a full
+  // first page (wire::kMaxStatusLocks) and a few more on the second.
+  LockClientOptions o;
+  o.nodes = fx.cluster->lockd_endpoints();
+  auto holder = LockClient::connect(o);
+  REQUIRE(holder.is_ok());
+  constexpr size_t kLocks = wire::kMaxStatusLocks + 5;
+  std::set<std::string> names;
+  for (size_t i = 0; i < kLocks; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof name, "page-%04zu", i);  // sorted by name as the master pages them
+    auto lease = holder.value()->try_acquire(name);
+    REQUIRE(lease.is_ok());
+    names.insert(name);
+  }
+
+  Run json = fx.run({"status", "-o", "json"});
+  REQUIRE(json.code == 0);
+  auto group = json_of(json)["lock_group"];
+  CHECK(group["locks_complete"] == true);
+  std::map<std::string, int> seen;
+  for (const auto& l : group["locks"]) ++seen[l["name"].get<std::string>()];
+  // None twice: a page starts after the last lock of the one before.
+  CHECK(group["locks"].size() == kLocks);
+  CHECK(seen.size() == kLocks);
+  for (const std::string& name : names) {
+    INFO(name);
+    CHECK(seen[name] == 1);
+  }
+
+  Run text = fx.run({"status"});
+  REQUIRE(text.code == 0);
+  CHECK(text.out.find("\nlocks: " + std::to_string(kLocks) + " (holders are session ids)\n") != std::string::npos);
+  CHECK(text.out.find("did not answer") == std::string::npos);
+  std::map<std::string, int> listed;
+  std::istringstream lines(text.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string first;
+    words >> first;
+    if (first.rfind("page-", 0) == 0) ++listed[first];
+  }
+  CHECK(listed.size() == kLocks);
+  for (const auto& [name, count] : listed) {
+    INFO(name);
+    CHECK(names.count(name) == 1);
+    CHECK(count == 1);
+  }
+}
+
+// A lock group of one node, faked in the test process, whose master stops
+// answering between pages on cue: it answers the first lock_status with a
+// full page of locks and never the request for the next one. (A real master
+// cannot be stopped between two of status's requests without a race.)
+class OnePageMaster {
+ public:
+  OnePageMaster() : router_(transport::make_router(ctx_, "tcp://127.0.0.1:*", {})) {
+    endpoint_ = router_.get(zmq::sockopt::last_endpoint);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~OnePageMaster() {
+    stop_ = true;
+    thread_.join();
+  }
+  const std::string& endpoint() const { return endpoint_; }
+  // The `after` of every request for a next page, in order.
+  std::vector<std::string> next_pages_asked() {
+    std::lock_guard lock(mu_);
+    return next_pages_asked_;
+  }
+
+ private:
+  void serve() {
+    while (!stop_) {
+      zmq::pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, 20ms);
+      auto routed = transport::try_recv_routed(router_);
+      if (!routed) continue;
+      auto request = wire::decode_lock_request(
+          {static_cast<const char*>(routed->payload.data()), routed->payload.size()}, wire::Limits{});
+      if (!request.is_ok()) continue;
+      const auto* status = std::get_if<wire::LockStatusRequest>(&request.value().body);
+      if (status == nullptr) continue;
+      if (!status->after.empty()) {
+        std::lock_guard lock(mu_);
+        next_pages_asked_.push_back(status->after);
+        continue;  // no answer: the master went away
+      }
+      wire::LockReply reply;
+      reply.id = request.value().id;
+      reply.epoch = (1 << 8) | 1;  // round 1, node 1
+      reply.master = 1;
+      reply.master_endpoint = endpoint_;
+      reply.node = 1;
+      reply.role = "master";
+      reply.sessions = 1;
+      for (size_t i = 0; i < wire::kMaxStatusLocks; ++i) {
+        char name[16];
+        std::snprintf(name, sizeof name, "fake-%04zu", i);
+        reply.locks.push_back({.name = name, .token = i + 1, .holders = {1}});
+      }
+      transport::send_routed(router_, *routed, wire::encode_lock_reply(reply));
+    }
+  }
+
+  zmq::context_t ctx_{1};
+  zmq::socket_t router_;
+  std::string endpoint_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::vector<std::string> next_pages_asked_;
+  std::thread thread_;
+};
+
+TEST_CASE("cli: status says locks_complete false when the master stops answering between pages", "[cli]") {
+  tools::TempDir dir;
+  OnePageMaster master;
+  ClusterConfig config;
+  config.group = "one-page";
+  config.lockd = {{.id = 1, .endpoint = master.endpoint()}};
+  config.replicas = {"tcp://127.0.0.1:1"};  // nothing listens there: the replica does not answer
+  const std::string file = dir.sub("cluster.toml");
+  std::ofstream(file) << format_cluster_config(config);
+
+  Run json = palisade(dir, {"--cluster", file, "status", "-o", "json"});
+  CHECK(json.code == 4);  // no write quorum of replicas
+  auto group = json_of(json)["lock_group"];
+  CHECK(group["master"] == 1);
+  CHECK(group["locks_complete"] == false);
+  CHECK(group["locks"].size() == wire::kMaxStatusLocks);  // the first page, kept
+  // It did ask for the page after the last lock of the first.
+  CHECK(master.next_pages_asked() == std::vector<std::string>{"fake-0999"});
+
+  Run text = palisade(dir, {"--cluster", file, "status"});
+  INFO(text.out);
+  CHECK(text.code == 4);
+  const std::string says =
+      "\nlocks: 1000 (holders are session ids); more locks, but the master did not answer for them\n";
+  CHECK(text.out.find(says) != std::string::npos);
 }
 
 TEST_CASE("cli: cluster up on a partly running cluster starts only the daemons that exited, with their data",
