@@ -82,8 +82,32 @@ void Coordinator::drop_pending(OpId op) {
   std::erase_if(pending_, [op](const auto& p) { return p.second.op == op; });
 }
 
+// Moves held-back commits into the first write going to the same replica:
+// they travel without a message, and a reply, of their own.
+void Coordinator::carry_commits() {
+  std::vector<wire::WriteRequest*> carrier(options_.n, nullptr);
+  std::vector<size_t> room(options_.n, wire::Limits::kMaxCarriedCommitBytes);
+  for (Send& s : sends_) {
+    auto* write = std::get_if<wire::WriteRequest>(&s.request.body);
+    if (write != nullptr && carrier[s.replica] == nullptr) carrier[s.replica] = write;
+  }
+  std::vector<Send> left;
+  for (Send& lazy : lazy_sends_) {
+    auto* commit = std::get_if<wire::CommitRequest>(&lazy.request.body);
+    wire::WriteRequest* write = commit != nullptr && commit->hash ? carrier[lazy.replica] : nullptr;
+    if (write == nullptr || wire::carried_commit_bytes(*commit) > room[lazy.replica]) {
+      left.push_back(std::move(lazy));
+      continue;
+    }
+    room[lazy.replica] -= wire::carried_commit_bytes(*commit);
+    write->commits.push_back(std::move(*commit));
+  }
+  lazy_sends_ = std::move(left);
+}
+
 std::vector<Send> Coordinator::take_sends() {
   if (lazy_sends_.empty() || (sends_.empty() && now_ms_ < lazy_due_ms_)) return std::exchange(sends_, {});
+  carry_commits();
   std::vector<Send> out = std::exchange(lazy_sends_, {});
   out.insert(out.end(), std::make_move_iterator(sends_.begin()), std::make_move_iterator(sends_.end()));
   sends_.clear();

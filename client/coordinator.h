@@ -62,8 +62,8 @@ class Coordinator {
 
   // When on_tick must run next; nullopt when nothing waits on time.
   std::optional<uint64_t> next_deadline_ms() const;
-  // What to send now: held-back commits and purges go first, with the next
-  // requests or once they are due.
+  // What to send now: held-back commits and purges go with the next requests
+  // (commits inside the writes to the same replica) or once they are due.
   std::vector<Send> take_sends();
   std::vector<Completion> take_completions();
   // Operations not finished, plus one while sends are held back (a closing
@@ -77,6 +77,7 @@ class Coordinator {
   void note_time(uint64_t now_ms) { now_ms_ = std::max(now_ms_, now_ms); }
   uint64_t send(OpId op, int replica, wire::ReplicaRequestBody body, bool repair = false);
   void send_untracked(int replica, wire::ReplicaRequestBody body);
+  void carry_commits();
   void on_write_reply(WriteOp& op, const wire::ReplicaReply& reply);
   void decide_write(OpId id, WriteOp& op, uint64_t now_ms);
   void finish_write(OpId id, WriteOp& op, Status status);

@@ -26,9 +26,11 @@ struct Limits {
   static constexpr size_t kMaxVersionsPerKey = 5;
   // A sequencer (common/sequencer.h kMaxSequencerBytes, checked there).
   static constexpr size_t kMaxSequencerBytes = 1024;
+  // The commits a replica write may carry (wire::WriteRequest::commits).
+  static constexpr size_t kMaxCarriedCommitBytes = 16 * 1024;
   // Whole request: the largest legal payload plus room for the other fields.
   size_t max_message_bytes() const {
-    return max_key_bytes + max_value_bytes + max_lock_bytes + kMaxSequencerBytes + 1024;
+    return max_key_bytes + max_value_bytes + max_lock_bytes + kMaxSequencerBytes + kMaxCarriedCommitBytes + 1024;
   }
   // Whole reply: a read returns every version of a key.
   size_t max_reply_bytes() const { return kMaxVersionsPerKey * (max_value_bytes + 2 * max_lock_bytes + 128) + 4096; }

@@ -282,6 +282,37 @@ void read_replaces(FieldReader& r, std::vector<Copy>& copies) {
   }
 }
 
+// A write's carried commits: per commit, key length (2), key, token (8), hlc
+// (8), content hash (8).
+std::string pack_commits(const std::vector<CommitRequest>& commits) {
+  std::string out;
+  for (const CommitRequest& c : commits) {
+    append_text(out, c.key, 2);
+    append_be(out, c.ts.token, 8);
+    append_be(out, c.ts.hlc, 8);
+    append_be(out, c.hash.value_or(0), 8);
+  }
+  return out;
+}
+
+void read_commits(FieldReader& r, const Limits& limits, std::vector<CommitRequest>& out) {
+  if (!r.has("commits")) return;
+  std::string raw;
+  r.bytes("commits", raw, Limits::kMaxCarriedCommitBytes, Need::kRequired);
+  if (!r.status().is_ok()) return;
+  BinReader in(raw);
+  while (in.ok() && !in.at_end()) {
+    CommitRequest& c = out.emplace_back();
+    size_t key_len = in.number(2);
+    if (key_len > limits.max_key_bytes) return r.fail(Code::kTooLarge, "field 'commits': key too long");
+    c.key = in.text(key_len);
+    c.ts.token = in.number(8);
+    c.ts.hlc = in.number(8);
+    c.hash = in.number(8);
+  }
+  if (!in.ok() || out.empty()) return r.fail(Code::kBadRequest, "field 'commits' must hold 1 or more commits");
+}
+
 // A stats reply's floors: per floor, name length (2), name, floor (8).
 std::string pack_stats_floors(const std::vector<std::pair<std::string, uint64_t>>& floors) {
   std::string out;
@@ -335,7 +366,8 @@ struct RequestEncoder {
 
   void operator()(const PingRequest&) const { write_envelope(pk, 3, id, "ping"); }
   void operator()(const WriteRequest& r) const {
-    const uint32_t optional = (r.committed ? 1 : 0) + (r.sequencer.empty() ? 0 : 1) + (r.replaces ? 1 : 0);
+    const uint32_t optional =
+        (r.committed ? 1 : 0) + (r.sequencer.empty() ? 0 : 1) + (r.replaces ? 1 : 0) + (r.commits.empty() ? 0 : 1);
     write_envelope(pk, (r.tombstone ? 7 : 8) + optional, id, "write");
     pack_bytes_field(pk, "key", r.key);
     if (!r.tombstone) pack_bytes_field(pk, "value", r.value);
@@ -345,6 +377,7 @@ struct RequestEncoder {
     if (r.committed) pack_bool_field(pk, "committed", true);
     pack_sequencer(r.sequencer);
     if (r.replaces) pack_u64_field(pk, "replaces", *r.replaces);
+    if (!r.commits.empty()) pack_bytes_field(pk, "commits", pack_commits(r.commits));
   }
   void operator()(const FenceRequest& r) const {
     write_envelope(pk, r.sequencer.empty() ? 5 : 6, id, "fence");
@@ -409,6 +442,7 @@ Result<ReplicaRequestBody> read_body(const std::string& type, FieldReader& r, co
     r.boolean("committed", w.committed, Need::kOptional);
     r.bytes("sequencer", w.sequencer, kMaxSequencerBytes, Need::kOptional);
     if (r.has("replaces")) r.u64("replaces", w.replaces.emplace(), Need::kRequired);
+    read_commits(r, limits, w.commits);
     if (r.status().is_ok() && w.tombstone && !w.value.empty()) {
       return Status(Code::kBadRequest, "a tombstone write carries no value");
     }
@@ -590,6 +624,8 @@ bool names(const Version& v, const FencedTimestamp& ts, const std::optional<uint
 }
 
 VersionHead head_of(const Version& v) { return {v.ts, content_hash(v), v.state, v.tombstone, v.lock}; }
+
+size_t carried_commit_bytes(const CommitRequest& c) { return 2 + c.key.size() + 24; }
 
 bool same_write(const Version& a, const Version& b) {
   return a.ts == b.ts && a.lock == b.lock && a.tombstone == b.tombstone && a.value == b.value;

@@ -46,6 +46,15 @@ bool same_write(const Version& a, const Version& b);
 struct PingRequest {
   friend bool operator==(const PingRequest&, const PingRequest&) = default;
 };
+struct CommitRequest {
+  std::string key;
+  FencedTimestamp ts;
+  std::optional<uint64_t> hash{};
+  friend bool operator==(const CommitRequest&, const CommitRequest&) = default;
+};
+// The bytes a commit takes inside a write (WriteRequest::commits), at most
+// Limits::kMaxCarriedCommitBytes of them per write.
+size_t carried_commit_bytes(const CommitRequest& c);
 struct WriteRequest {  // a put, or a delete when tombstone is set
   std::string key;
   std::string value;
@@ -64,6 +73,10 @@ struct WriteRequest {  // a put, or a delete when tombstone is set
   // record is replaced only by a repair that names its current digest; over a
   // healthy record the field changes nothing.
   std::optional<uint64_t> replaces{};
+  // Commits of earlier writes to this replica, each with its hash, carried
+  // here rather than sent alone: the replica applies them before the write,
+  // whatever the write's own answer, and nothing answers them.
+  std::vector<CommitRequest> commits{};
   friend bool operator==(const WriteRequest&, const WriteRequest&) = default;
 };
 struct FenceRequest {
@@ -75,12 +88,6 @@ struct FenceRequest {
 };
 // Commit and purge name a version by timestamp and, since two writes can share
 // a timestamp, by content_hash() when `hash` is set.
-struct CommitRequest {
-  std::string key;
-  FencedTimestamp ts;
-  std::optional<uint64_t> hash{};
-  friend bool operator==(const CommitRequest&, const CommitRequest&) = default;
-};
 struct PurgeRequest {  // drop a pending version found superseded (DESIGN "Fence safety" 3)
   std::string key;
   FencedTimestamp ts;

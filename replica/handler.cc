@@ -65,7 +65,11 @@ ReplicaReply ReplicaHandler::apply(const wire::ReplicaRequest& request, bool& ch
   if (!failure_.is_ok()) return reply_with(failure_);
   if (const auto* d = std::get_if<wire::DropTombstoneRequest>(&body)) return drop_tombstone(*d, changed);
   if (const auto* c = std::get_if<wire::CopyManyRequest>(&body)) return copy_many(*c, changed);
-  if (const auto* w = std::get_if<wire::WriteRequest>(&body)) return write(*w, changed);
+  if (const auto* w = std::get_if<wire::WriteRequest>(&body)) {
+    // Carried commits stand alone: the write's answer says nothing about them.
+    for (const wire::CommitRequest& c : w->commits) (void)commit(c, changed);
+    return write(*w, changed);
+  }
   if (const auto* f = std::get_if<wire::FenceRequest>(&body)) return fence(*f, changed);
   if (const auto* c = std::get_if<wire::CommitRequest>(&body)) return commit(*c, changed);
   return purge(std::get<wire::PurgeRequest>(body), changed);

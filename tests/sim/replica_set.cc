@@ -22,13 +22,19 @@ std::string describe(const wire::Version& v) {
          (v.state == wire::VersionState::kCommitted ? " committed" : " pending");
 }
 
+std::string carried(const std::vector<wire::CommitRequest>& commits) {
+  std::string out;
+  for (const auto& c : commits) out += " +commit " + c.key + " " + c.ts.to_string();
+  return out;
+}
+
 }  // namespace
 
 std::string describe(const wire::ReplicaRequest& r) {
   std::string id = "#" + std::to_string(r.id) + " ";
   if (auto* w = std::get_if<wire::WriteRequest>(&r.body)) {
     return id + "write " + w->key + " " + w->ts.to_string() + (w->tombstone ? " tombstone" : " '" + w->value + "'") +
-           (w->committed ? " committed" : "");
+           (w->committed ? " committed" : "") + carried(w->commits);
   }
   if (auto* f = std::get_if<wire::FenceRequest>(&r.body)) return id + "fence " + f->lock + " " + std::to_string(f->token);
   if (auto* c = std::get_if<wire::CommitRequest>(&r.body)) return id + "commit " + c->key + " " + c->ts.to_string();

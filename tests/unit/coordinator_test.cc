@@ -527,6 +527,63 @@ TEST_CASE("a read of a missing key finds nothing", "[coordinator][read]") {
   CHECK(c.sent<wire::ReadRequest>().size() == 2);
 }
 
+TEST_CASE("held-back commits ride in the next write to each replica", "[coordinator][write]") {
+  Cluster c;
+  WriteResult first = c.write_result(c.put("a", "x", kFence3));
+  REQUIRE(first.status.is_ok());
+  c.advance_to(kLazySend - 1);
+  REQUIRE(c.sent<wire::CommitRequest>().empty());
+
+  size_t mark = c.log().size();
+  REQUIRE(c.write_result(c.put("b", "y", kFence3)).status.is_ok());
+  CHECK(c.sent<wire::CommitRequest>().empty());  // no message of their own
+  auto writes = c.sent<wire::WriteRequest>(mark);
+  REQUIRE(writes.size() == 3);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(writes[i].first == i);
+    REQUIRE(writes[i].second.commits.size() == 1);
+    CHECK(writes[i].second.commits[0].key == "a");
+    CHECK(writes[i].second.commits[0].ts == first.ts);
+    CHECK(writes[i].second.commits[0].hash.has_value());
+    CHECK(c.replica(i).stored("a")->state == VersionState::kCommitted);
+  }
+  // The second write's own commits wait for a third, or go alone once due.
+  c.advance_to(c.elapsed() + kLazySend);
+  CHECK(c.sent<wire::CommitRequest>(mark).size() == 3);
+  for (int i = 0; i < 3; ++i) CHECK(c.replica(i).stored("b")->state == VersionState::kCommitted);
+}
+
+TEST_CASE("a held-back commit goes alone when no write goes to its replica", "[coordinator][write]") {
+  Cluster c;
+  REQUIRE(c.write_result(c.put("a", "x", kFence3)).status.is_ok());
+  size_t mark = c.log().size();
+  c.get("a");  // reads, not writes: they carry nothing
+  auto commits = c.sent<wire::CommitRequest>(mark);
+  REQUIRE(commits.size() == 3);
+  for (const auto& [replica, body] : c.sent<wire::ReadRequest>(mark)) CHECK(body.key == "a");
+}
+
+TEST_CASE("a write carries at most kMaxCarriedCommitBytes of commits", "[coordinator][write]") {
+  Cluster c;
+  const std::string long_key(500, 'k');  // 528 bytes carried: 31 fit in 16384, not 32
+  c.hold = [](const Send& s) { return is<wire::WriteRequest>(s); };
+  std::vector<OpId> puts;
+  for (int i = 10; i < 42; ++i) puts.push_back(c.put(long_key + std::to_string(i), "v", kFence3));
+  c.release();  // 32 writes acknowledged together: 32 commits held back for each replica
+  for (OpId op : puts) REQUIRE(c.write_result(op).status.is_ok());
+  REQUIRE(c.sent<wire::CommitRequest>().empty());
+  c.hold = nullptr;
+  size_t mark = c.log().size();
+  REQUIRE(c.write_result(c.put("next", "v", kFence3)).status.is_ok());
+  for (const auto& [replica, body] : c.sent<wire::WriteRequest>(mark)) {
+    size_t bytes = 0;
+    for (const auto& commit : body.commits) bytes += wire::carried_commit_bytes(commit);
+    CHECK(bytes <= wire::Limits::kMaxCarriedCommitBytes);
+    CHECK(body.commits.size() == 31);
+  }
+  CHECK(c.sent<wire::CommitRequest>(mark).size() == 3);  // the one left over, to each replica
+}
+
 TEST_CASE("a read of a pending version with W copies returns it and commits it everywhere", "[coordinator][read]") {
   Cluster c;
   c.seed_all(committed(write_req("k", "old", ts(2, -1000), "L")));

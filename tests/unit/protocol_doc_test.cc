@@ -163,7 +163,9 @@ TEST_CASE("protocol.md size limits are the code's", "[wire]") {
         "(" + std::to_string(limits.max_message_bytes()) + " by default)",
         "(" + std::to_string(limits.max_reply_bytes()) + " by default)",
         "`max_key_bytes + max_value_bytes + " + std::to_string(limits.max_lock_bytes) + " + " +
-            std::to_string(wire::Limits::kMaxSequencerBytes) + " + 1024`",
+            std::to_string(wire::Limits::kMaxSequencerBytes) + " + " +
+            std::to_string(wire::Limits::kMaxCarriedCommitBytes) + " + 1024`",
+        "at most " + std::to_string(wire::Limits::kMaxCarriedCommitBytes) + " bytes of them",
         "| `sequencer` | " + std::to_string(wire::Limits::kMaxSequencerBytes) + " bytes | `too_large` |",
         "`" + std::to_string(wire::Limits::kMaxVersionsPerKey) + " * (max_value_bytes + 2 * " +
             std::to_string(limits.max_lock_bytes) + " + 128) + 4096`",

@@ -228,6 +228,58 @@ TEST_CASE("commit and purge with a content hash pick that version among equal ti
   CHECK_FALSE(r.call(purge).applied);  // committed: never purged
 }
 
+// A commit carried by a write: wire::WriteRequest::commits.
+wire::CommitRequest carried(const ReplicaRequest& w) {
+  const auto& req = std::get<wire::WriteRequest>(w.body);
+  return {req.key, req.ts, wire::content_hash(wire::Version{req.ts, req.lock, VersionState::kPending, req.tombstone,
+                                                            req.value})};
+}
+
+ReplicaRequest carrying(ReplicaRequest w, std::vector<wire::CommitRequest> commits) {
+  std::get<wire::WriteRequest>(w.body).commits = std::move(commits);
+  return w;
+}
+
+TEST_CASE("commits carried by a write apply as commit requests would", "[replica]") {
+  Replica r;
+  auto a = write_req("a", "x", ts(1), "L");
+  auto b = write_req("b", "y", ts(1, 1), "L");
+  r.call(a);
+  r.call(b);
+  auto named_otherwise = carried(b);
+  named_otherwise.hash = *named_otherwise.hash + 1;  // names no stored version: nothing happens
+  REQUIRE(r.call(carrying(write_req("c", "z", ts(1, 2), "L"), {carried(a), named_otherwise})).status.is_ok());
+  CHECK(r.stored("a")->state == VersionState::kCommitted);
+  CHECK(r.stored("b")->state == VersionState::kPending);
+  CHECK(r.stored("c")->state == VersionState::kPending);  // the carrier itself stays pending
+}
+
+TEST_CASE("commits carried by a refused write still apply", "[replica]") {
+  Replica r;
+  auto a = write_req("a", "x", ts(1), "L");
+  r.call(a);
+  r.call(fence_req("L", 2));
+  auto refused = r.call(carrying(write_req("k", "late", ts(1, 1), "L"), {carried(a)}));
+  CHECK(refused.status.code() == Code::kFenced);
+  CHECK(r.stored("a")->state == VersionState::kCommitted);
+  CHECK_FALSE(r.stored("k"));
+  auto b = write_req("b", "y", ts(2), "L");
+  r.call(b);
+  CHECK(r.call(carrying(write_req("", "v", ts(2, 1), "L"), {carried(b)})).status.code() == Code::kBadRequest);
+  CHECK(r.stored("b")->state == VersionState::kCommitted);
+}
+
+TEST_CASE("a write carrying the commit of an earlier version of its own key", "[replica]") {
+  Replica r;
+  auto first = write_req("k", "x", ts(1), "L");
+  r.call(first);
+  REQUIRE(r.call(carrying(write_req("k", "y", ts(1, 1), "L"), {carried(first)})).status.is_ok());
+  auto v = r.versions("k");
+  REQUIRE(v.size() == 2);
+  CHECK((v[0].value == "y" && v[0].state == VersionState::kPending));
+  CHECK((v[1].value == "x" && v[1].state == VersionState::kCommitted));
+}
+
 TEST_CASE("an idempotent retry does not undo a commit", "[replica]") {
   Replica r;
   r.call(write_req("k", "x", ts(1), "L"));

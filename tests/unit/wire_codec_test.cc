@@ -105,6 +105,22 @@ FencedTimestamp random_ts(std::mt19937_64& rng) {
   return {rng() % 3 == 0 ? 0 : rng(), rng() % 5 == 0 ? UINT64_MAX : rng()};
 }
 
+WriteRequest with_commits(WriteRequest w, std::vector<CommitRequest> commits) {
+  w.commits = std::move(commits);
+  return w;
+}
+
+// One carried commit as the `commits` field packs it.
+std::string packed_commit(std::string_view key, const FencedTimestamp& ts, uint64_t hash) {
+  std::string out;
+  for (uint64_t v : {uint64_t{key.size()} << 48, ts.token, ts.hlc, hash}) {
+    for (int shift = 56; shift >= 0; shift -= 8) out.push_back(static_cast<char>(v >> shift));
+  }
+  out.erase(2, 6);  // the key's length takes two bytes
+  out.insert(2, key);
+  return out;
+}
+
 // ---- Round trips.
 
 TEST_CASE("wire: every request type round-trips", "[wire]") {
@@ -126,6 +142,7 @@ TEST_CASE("wire: every request type round-trips", "[wire]") {
        {4, WriteRequest{"k", "v", false, kTs, "L", true, "ps1.x.y", 0xfeed'0000'0000'beefULL}}},
       {"repair replacing a record of digest 0", {4, WriteRequest{"k", "", true, {0, 9}, "", true, "", 0}}},
       {"commit", {7, CommitRequest{"k", kTs}}},
+      {"write carrying commits", {7, with_commits(kWrite, {{"a", kTs, 1}, {std::string("\0\xff", 2), {0, 9}, UINT64_MAX}})}},
       {"purge", {8, PurgeRequest{"k", {UINT64_MAX, UINT64_MAX}}}},
       {"read", {9, ReadRequest{"k"}}},
       {"read of the empty key", {10, ReadRequest{""}}},
@@ -145,8 +162,12 @@ TEST_CASE("wire: random requests round-trip", "[wire]") {
         break;
       case 1: {
         bool tombstone = rng() % 3 == 0;
-        r.body = WriteRequest{key, tombstone ? "" : random_bytes(rng, 300), tombstone, random_ts(rng), random_bytes(rng, 20),
-                              rng() % 2 == 0};
+        WriteRequest w{key, tombstone ? "" : random_bytes(rng, 300), tombstone, random_ts(rng), random_bytes(rng, 20),
+                       rng() % 2 == 0};
+        for (size_t i = rng() % 3 == 0 ? rng() % 4 : 0; i > 0; --i) {
+          w.commits.push_back({random_bytes(rng, 64), random_ts(rng), rng()});
+        }
+        r.body = std::move(w);
         break;
       }
       case 2:
@@ -437,6 +458,10 @@ TEST_CASE("wire: wrong field types are BadRequest", "[wire]") {
       {"fence lock missing", without(fence, "lock")},
       {"commit ts of 15 bytes", with(commit, "ts", bin(ts16.substr(0, 15)))},
       {"commit key as nil", with(commit, "key", nil())},
+      {"commits as int", with(write_fields(), "commits", u64(1))},
+      {"commits empty", with(write_fields(), "commits", bin(""))},
+      {"commits truncated", with(write_fields(), "commits", bin(packed_commit("a", kTs, 1).substr(0, 20)))},
+      {"commits with a trailing byte", with(write_fields(), "commits", bin(packed_commit("a", kTs, 1) + "x"))},
       {"ping with a field", {{"v", u64(1)}, {"id", u64(kId)}, {"type", str("ping")}, {"key", bin("k")}}},
   }), decode);
 }
@@ -450,6 +475,17 @@ TEST_CASE("wire: size limits are TooLarge", "[wire]") {
     CHECK(decode(wire::encode_request({1, ReadRequest{at_limit + "k"}}), limits).code == Code::kTooLarge);
     CHECK(decode(wire::encode_request({1, CommitRequest{at_limit + "k", kTs}}), limits).code == Code::kTooLarge);
     CHECK(decode(wire::encode_request({1, PurgeRequest{at_limit + "k", kTs}}), limits).code == Code::kTooLarge);
+    CHECK(decode(map_of(with(write_fields(), "commits", bin(packed_commit(at_limit, kTs, 1)))), limits).code ==
+          Code::kOk);
+    CHECK(decode(map_of(with(write_fields(), "commits", bin(packed_commit(at_limit + "k", kTs, 1)))), limits).code ==
+          Code::kTooLarge);
+  }
+  SECTION("carried commits") {
+    std::string commits;
+    while (commits.size() + 26 <= Limits::kMaxCarriedCommitBytes) commits += packed_commit("k", kTs, 1);
+    const std::string over = commits + packed_commit("k", kTs, 1);
+    CHECK(decode(map_of(with(write_fields(), "commits", bin(commits))), limits).code == Code::kOk);
+    CHECK(decode(map_of(with(write_fields(), "commits", bin(over))), limits).code == Code::kTooLarge);
   }
   SECTION("value") {
     const std::string at_limit(limits.max_value_bytes, 'v');
@@ -470,9 +506,14 @@ TEST_CASE("wire: size limits are TooLarge", "[wire]") {
     CHECK(decode(wire::encode_request({1, FenceRequest{"L", 1, at_limit + "s"}}), limits).code == Code::kTooLarge);
     CHECK(decode(map_of(with(write_fields(), "sequencer", str(at_limit))), limits).code == Code::kOk);
     CHECK(decode(map_of(with(write_fields(), "sequencer", str(at_limit + "s"))), limits).code == Code::kTooLarge);
-    // The largest key, value, lock and sequencer fit in one message.
+    // The largest key, value, lock, sequencer and carried commits fit in one message.
     WriteRequest w{std::string(limits.max_key_bytes, 'k'), std::string(limits.max_value_bytes, 'v'), false, kTs,
                    std::string(limits.max_lock_bytes, 'L'), true, at_limit, UINT64_MAX};
+    for (size_t room = Limits::kMaxCarriedCommitBytes; room >= 26;) {  // 26: a commit's bytes besides its key
+      const size_t key = std::min(limits.max_key_bytes, room - 26);
+      w.commits.push_back({std::string(key, 'c'), kTs, UINT64_MAX});
+      room -= wire::carried_commit_bytes(w.commits.back());
+    }
     CHECK(decode(wire::encode_request({UINT64_MAX, w}), limits).code == Code::kOk);
   }
   SECTION("whole message") { test::check_whole_message_limit(write_fields(), decode); }
