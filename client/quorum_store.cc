@@ -15,6 +15,7 @@
 
 #include "client/coordinator.h"
 #include "client/lane.h"
+#include "client/send_sweeper.h"
 #include "client/shared_context.h"
 #include "common/physical_clock.h"
 #include "common/sequencer.h"
@@ -67,8 +68,8 @@ struct Submission {
 // thread alone drives `lane` and touches `waiting`. A blocking call drives
 // `direct_lane` on its own thread while it holds `direct_mu` (or, when another
 // caller holds it, goes through the I/O thread). The commits a direct write
-// leaves held back go out with the next direct call, or from the I/O thread at
-// `direct_due_ms` when no call comes by then.
+// leaves held back go out with the next direct call, or from the process's
+// SendSweeper once `direct_due_ms` has passed with no call.
 struct QuorumStore::Impl {
   QuorumStoreOptions options;
   wire::Limits limits;
@@ -82,8 +83,8 @@ struct QuorumStore::Impl {
   // When direct_lane's held-back sends are due; 0: none, or a caller drives it.
   // Written under direct_mu.
   std::atomic<uint64_t> direct_due_ms{0};
-  // When the I/O thread wakes at the latest (UINT64_MAX: not before a wake()).
-  std::atomic<uint64_t> io_wakes_at_ms{UINT64_MAX};
+  std::shared_ptr<client::SendSweeper> sweeper = client::shared_sweeper();
+  uint64_t sweep_id = 0;
   int wake_fd = -1;
 
   std::mutex mu;
@@ -102,9 +103,14 @@ struct QuorumStore::Impl {
     wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (wake_fd < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
     io = std::thread([this] { run(); });
+    sweep_id = sweeper->add([this](uint64_t now) {
+      flush_direct(now);
+      return direct_due_ms != 0;
+    });
   }
 
   ~Impl() {
+    sweeper->remove(sweep_id);
     {
       // Held-back commits leave now rather than never (the sockets linger).
       std::lock_guard direct(direct_mu);
@@ -202,17 +208,16 @@ struct QuorumStore::Impl {
     }
   }
 
-  // After a direct call (direct_mu held): tells the I/O thread when
-  // direct_lane's held-back sends are due, and wakes it only when it would
-  // sleep past that (once per lazy_send_ms at most under a stream of calls).
+  // After a direct call (direct_mu held): when direct_lane's held-back sends
+  // are due, for the sweeper.
   void schedule_direct_flush() {
     auto due = direct_lane.coordinator().next_deadline_ms();
     direct_due_ms = due ? std::max<uint64_t>(*due, 1) : 0;
-    if (due && io_wakes_at_ms > *due) wake();
+    if (due) sweeper->wake();
   }
 
-  // I/O thread: sends direct_lane's held-back requests once due, unless a
-  // caller drives the lane (it sends them itself).
+  // Sweeper: sends direct_lane's held-back requests once due, unless a caller
+  // drives the lane (it sends them itself).
   void flush_direct(uint64_t now) {
     uint64_t due = direct_due_ms;
     if (due == 0 || now < due) return;
@@ -272,11 +277,6 @@ struct QuorumStore::Impl {
     while (running || coordinator.in_flight() > 0) {
       uint64_t now = steady_ms();
       std::optional<uint64_t> next = coordinator.next_deadline_ms();
-      // Published before direct_due_ms is read: a caller that schedules a
-      // flush after this read sees when this thread wakes, and wakes it sooner.
-      io_wakes_at_ms = next.value_or(UINT64_MAX);
-      if (uint64_t direct = direct_due_ms; direct != 0) next = std::min(next.value_or(direct), direct);
-      io_wakes_at_ms = next.value_or(UINT64_MAX);
       long timeout = -1;
       if (next) timeout = *next > now ? static_cast<long>(*next - now) : 0;
       if (!running) timeout = std::min<long>(timeout < 0 ? 100 : timeout, 100);
@@ -294,7 +294,6 @@ struct QuorumStore::Impl {
         }
         coordinator.on_tick(now);
         deliver(lane.flush(now));
-        flush_direct(now);
       } catch (const std::exception&) {
       }
     }

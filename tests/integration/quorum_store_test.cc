@@ -230,7 +230,7 @@ TEST_CASE("quorum store: a blocking put's held-back commit reaches every replica
   Cluster c;
   auto store = c.store();
   REQUIRE(store->put("k", "v").status.is_ok());
-  // The store stays open and idle: its I/O thread sends the commit once due.
+  // The store stays open and idle: the process's SendSweeper sends the commit once due.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   auto all_committed = [&] {
     for (int i = 0; i < 3; ++i) {
