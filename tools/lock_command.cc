@@ -6,7 +6,8 @@
 // kExitLeaseLost; else it releases the lock and exits with COMMAND's code.
 // SIGINT, SIGTERM and SIGHUP are passed on to COMMAND, which decides; but not
 // one the terminal sent (Ctrl-C signals the whole foreground process group, so
-// COMMAND, in our group, got it too).
+// COMMAND, in our group, got it too) unless it came as COMMAND was forked
+// (tools/signal_relay.h).
 // While COMMAND has not started yet (the lock is not granted) they cancel the
 // wait instead: COMMAND never runs and this exits 128 + the signal, like a shell.
 #include <fcntl.h>
@@ -25,6 +26,7 @@
 
 #include "tools/cluster_clients.h"
 #include "tools/command.h"
+#include "tools/signal_relay.h"
 
 namespace palisade::tools {
 namespace {
@@ -48,6 +50,7 @@ struct LockFlags {
 struct Child {
   pid_t pid = -1;
   int start_error = 0;
+  sigset_t missed{};  // pending at the fork: COMMAND never got them (pass_on)
 };
 
 Child spawn(const std::vector<std::string>& command, const std::vector<std::pair<std::string, std::string>>& env) {
@@ -72,11 +75,13 @@ Child spawn(const std::vector<std::string>& command, const std::vector<std::pair
     (void)!write(report[1], &err, sizeof err);
     _exit(kExitCannotRun);
   }
+  sigset_t missed;
+  sigpending(&missed);
   close(report[1]);
   int err = 0;
   const bool failed = read(report[0], &err, sizeof err) == sizeof err;
   close(report[0]);
-  if (!failed) return {.pid = pid};
+  if (!failed) return {.pid = pid, .missed = missed};
   waitpid(pid, nullptr, 0);
   std::fprintf(stderr, "palisade: lock: cannot run %s: %s\n", command[0].c_str(), std::strerror(err));
   return {.start_error = err == ENOENT ? kExitNotFoundCommand : kExitCannotRun};
@@ -86,27 +91,6 @@ int exit_code_of(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
   if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
   return kExitFailure;
-}
-
-// The signals passed on to COMMAND, or that cancel the wait before it runs.
-sigset_t stop_signals() {
-  sigset_t stops;
-  sigemptyset(&stops);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stops, sig);
-  return stops;
-}
-
-// Whether COMMAND got the signal `info` describes straight from the terminal,
-// so that passing it on would deliver it twice: Ctrl-C and the terminal's
-// other keys signal the whole foreground process group, and COMMAND is still
-// in ours (it may have left: setsid, a shell's job control). A kill() is
-// always passed on: it does not say whether it went to our pid alone (a
-// script's `kill $!`) or to the group, and a signal lost is worse than one
-// twice.
-bool command_got_it_too(const siginfo_t& info, pid_t command) {
-  if (info.si_code != SI_KERNEL || getpgid(command) != getpgrp()) return false;
-  // A terminal's hangup signals its session's leader alone.
-  return !(info.si_signo == SIGHUP && getsid(0) == getpid());
 }
 
 // Acquires the lock; SIGINT, SIGTERM or SIGHUP (blocked, so taken here with
@@ -189,7 +173,7 @@ int run(const LockFlags& flags, const CommonOptions& common) {
   const sigset_t stops = stop_signals();
   const timespec now{0, 0};
   if (const int sig = sigtimedwait(&stops, nullptr, &now); sig > 0) return cancel(sig);
-  const Child child = spawn(flags.command, env);
+  Child child = spawn(flags.command, env);
   if (child.pid < 0) {
     client.value()->release(lease.value());
     return child.start_error;
@@ -214,9 +198,8 @@ int run(const LockFlags& flags, const CommonOptions& common) {
     }
     const timespec tick{0, 100'000'000};
     siginfo_t info{};
-    const int sig = sigtimedwait(&handled, &info, &tick);
-    if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && !command_got_it_too(info, child.pid)) {
-      kill(child.pid, sig);  // the command decides
+    if (sigtimedwait(&handled, &info, &tick) > 0 && pass_on(info, child.pid, child.missed)) {
+      kill(child.pid, info.si_signo);  // the command decides
     }
   }
   if (expired->load() || kill_at) return kExitLeaseLost;
