@@ -243,6 +243,7 @@ struct QuorumStore::Impl {
       try {
         return run_here(s).result;
       } catch (const std::exception& e) {
+        schedule_direct_flush();  // what the lane holds back still goes out
         return refused(Status(Code::kInternal, std::string("call failed: ") + e.what()));
       }
     }

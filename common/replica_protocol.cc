@@ -283,10 +283,12 @@ void read_replaces(FieldReader& r, std::vector<Copy>& copies) {
 }
 
 // A write's carried commits: per commit, key length (2), key, token (8), hlc
-// (8), content hash (8).
+// (8), content hash (8). One without a hash is left out: carried, it would
+// name the version whose hash is 0.
 std::string pack_commits(const std::vector<CommitRequest>& commits) {
   std::string out;
   for (const CommitRequest& c : commits) {
+    if (!c.hash) continue;
     append_text(out, c.key, 2);
     append_be(out, c.ts.token, 8);
     append_be(out, c.ts.hlc, 8);
@@ -301,16 +303,20 @@ void read_commits(FieldReader& r, const Limits& limits, std::vector<CommitReques
   r.bytes("commits", raw, Limits::kMaxCarriedCommitBytes, Need::kRequired);
   if (!r.status().is_ok()) return;
   BinReader in(raw);
+  size_t read = 0;
   while (in.ok() && !in.at_end()) {
-    CommitRequest& c = out.emplace_back();
+    CommitRequest c;
     size_t key_len = in.number(2);
-    if (key_len > limits.max_key_bytes) return r.fail(Code::kTooLarge, "field 'commits': key too long");
     c.key = in.text(key_len);
     c.ts.token = in.number(8);
     c.ts.hlc = in.number(8);
     c.hash = in.number(8);
+    ++read;
+    // A key this replica cannot store names no version here: skipped, so that
+    // it does not get the write that carries it refused.
+    if (in.ok() && key_len <= limits.max_key_bytes) out.push_back(std::move(c));
   }
-  if (!in.ok() || out.empty()) return r.fail(Code::kBadRequest, "field 'commits' must hold 1 or more commits");
+  if (!in.ok() || read == 0) return r.fail(Code::kBadRequest, "field 'commits' must hold 1 or more commits");
 }
 
 // A stats reply's floors: per floor, name length (2), name, floor (8).
@@ -366,8 +372,9 @@ struct RequestEncoder {
 
   void operator()(const PingRequest&) const { write_envelope(pk, 3, id, "ping"); }
   void operator()(const WriteRequest& r) const {
+    const std::string commits = pack_commits(r.commits);
     const uint32_t optional =
-        (r.committed ? 1 : 0) + (r.sequencer.empty() ? 0 : 1) + (r.replaces ? 1 : 0) + (r.commits.empty() ? 0 : 1);
+        (r.committed ? 1 : 0) + (r.sequencer.empty() ? 0 : 1) + (r.replaces ? 1 : 0) + (commits.empty() ? 0 : 1);
     write_envelope(pk, (r.tombstone ? 7 : 8) + optional, id, "write");
     pack_bytes_field(pk, "key", r.key);
     if (!r.tombstone) pack_bytes_field(pk, "value", r.value);
@@ -377,7 +384,7 @@ struct RequestEncoder {
     if (r.committed) pack_bool_field(pk, "committed", true);
     pack_sequencer(r.sequencer);
     if (r.replaces) pack_u64_field(pk, "replaces", *r.replaces);
-    if (!r.commits.empty()) pack_bytes_field(pk, "commits", pack_commits(r.commits));
+    if (!commits.empty()) pack_bytes_field(pk, "commits", commits);
   }
   void operator()(const FenceRequest& r) const {
     write_envelope(pk, r.sequencer.empty() ? 5 : 6, id, "fence");

@@ -73,9 +73,10 @@ struct WriteRequest {  // a put, or a delete when tombstone is set
   // record is replaced only by a repair that names its current digest; over a
   // healthy record the field changes nothing.
   std::optional<uint64_t> replaces{};
-  // Commits of earlier writes to this replica, each with its hash, carried
-  // here rather than sent alone: the replica applies them before the write,
-  // whatever the write's own answer, and nothing answers them.
+  // Commits of earlier writes to this replica, carried here rather than sent
+  // alone: the replica applies them before the write, whatever the write's own
+  // answer, and nothing answers them. Only commits with a hash are carried
+  // (the encoder leaves out the others).
   std::vector<CommitRequest> commits{};
   friend bool operator==(const WriteRequest&, const WriteRequest&) = default;
 };

@@ -269,6 +269,18 @@ TEST_CASE("commits carried by a refused write still apply", "[replica]") {
   CHECK(r.stored("b")->state == VersionState::kCommitted);
 }
 
+TEST_CASE("carried commits apply before the write that carries them", "[replica]") {
+  Replica r;
+  auto newer = write_req("k", "new", ts(1, 5), "L");
+  r.call(newer);
+  // Committed first, the newer version makes this older write stale; the other
+  // order would store it and then drop it, answering ok.
+  auto reply = r.call(carrying(write_req("k", "old", ts(1), "L"), {carried(newer)}));
+  CHECK(reply.status.code() == Code::kStale);
+  CHECK(r.stored("k")->value == "new");
+  CHECK(r.stored("k")->state == VersionState::kCommitted);
+}
+
 TEST_CASE("a write carrying the commit of an earlier version of its own key", "[replica]") {
   Replica r;
   auto first = write_req("k", "x", ts(1), "L");

@@ -23,10 +23,13 @@ bool eventually(F done) {
   return done();
 }
 
+// In each test the sweeps' state is declared before the sweeper, so that it
+// outlives the sweeper's thread.
+
 TEST_CASE("send sweeper: sweeps after a wake until nothing is held", "[quorum]") {
-  client::SendSweeper sweeper(kPeriod);
   std::atomic<int> calls{0};
   std::atomic<int> held_for{3};  // rounds the sweep still holds sends
+  client::SendSweeper sweeper(kPeriod);
   sweeper.add([&](uint64_t) {
     ++calls;
     return --held_for > 0;
@@ -44,8 +47,8 @@ TEST_CASE("send sweeper: sweeps after a wake until nothing is held", "[quorum]")
 }
 
 TEST_CASE("send sweeper: a removed sweep never runs again", "[quorum]") {
-  client::SendSweeper sweeper(kPeriod);
   std::atomic<int> first{0}, second{0};
+  client::SendSweeper sweeper(kPeriod);
   uint64_t id = sweeper.add([&](uint64_t) {
     ++first;
     return true;
@@ -64,8 +67,8 @@ TEST_CASE("send sweeper: a removed sweep never runs again", "[quorum]") {
 }
 
 TEST_CASE("send sweeper: a wake from inside a sweep keeps it sweeping", "[quorum]") {
-  client::SendSweeper sweeper(kPeriod);
   std::atomic<int> calls{0};
+  client::SendSweeper sweeper(kPeriod);
   sweeper.add([&](uint64_t) {
     if (++calls < 5) sweeper.wake();  // as a store's flush that holds sends again would
     return false;

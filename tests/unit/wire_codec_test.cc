@@ -188,6 +188,14 @@ TEST_CASE("wire: random requests round-trip", "[wire]") {
                                          wire::decode_request);
 }
 
+TEST_CASE("wire: a commit without a hash is not carried", "[wire]") {
+  // Carried, it would name the version whose hash is 0, not the newest one at its timestamp.
+  CHECK(wire::encode_request({kId, with_commits(kWrite, {{"a", kTs}})}) == wire::encode_request({kId, kWrite}));
+  auto decoded = wire::decode_request(wire::encode_request({kId, with_commits(kWrite, {{"a", kTs}, {"b", kTs, 5}})}), {});
+  REQUIRE(decoded.is_ok());
+  CHECK(std::get<WriteRequest>(decoded.value().body).commits == std::vector<CommitRequest>{{"b", kTs, 5}});
+}
+
 TEST_CASE("wire: our map builder writes what the encoder writes", "[wire]") {
   // The bad-input tests below edit hand-built messages; they start from this one.
   CHECK(map_of(write_fields()) == wire::encode_request({kId, kWrite}));
@@ -477,8 +485,15 @@ TEST_CASE("wire: size limits are TooLarge", "[wire]") {
     CHECK(decode(wire::encode_request({1, PurgeRequest{at_limit + "k", kTs}}), limits).code == Code::kTooLarge);
     CHECK(decode(map_of(with(write_fields(), "commits", bin(packed_commit(at_limit, kTs, 1)))), limits).code ==
           Code::kOk);
-    CHECK(decode(map_of(with(write_fields(), "commits", bin(packed_commit(at_limit + "k", kTs, 1)))), limits).code ==
-          Code::kTooLarge);
+    // A commit of a key too long to store names nothing here: skipped, and
+    // the write that carries it is not refused for it.
+    auto skipped = wire::decode_request(
+        map_of(with(write_fields(), "commits", bin(packed_commit(at_limit + "k", kTs, 1) + packed_commit("a", kTs, 2)))),
+        limits);
+    REQUIRE(skipped.is_ok());
+    const auto& commits = std::get<WriteRequest>(skipped.value().body).commits;
+    REQUIRE(commits.size() == 1);
+    CHECK(commits[0] == CommitRequest{"a", kTs, 2});
   }
   SECTION("carried commits") {
     std::string commits;
