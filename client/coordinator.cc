@@ -63,7 +63,8 @@ struct Coordinator::ReadOp {
   int repairs_outstanding = 0;
 };
 
-Coordinator::Coordinator(CoordinatorOptions options, HybridClock& clock) : options_(options), clock_(clock) {}
+Coordinator::Coordinator(CoordinatorOptions options, HybridClock& clock)
+    : options_(options), clock_(clock), carries_(options.n, true) {}
 Coordinator::~Coordinator() = default;
 
 uint64_t Coordinator::send(OpId op, int replica, wire::ReplicaRequestBody body, bool repair) {
@@ -87,9 +88,13 @@ void Coordinator::drop_pending(OpId op) {
 void Coordinator::carry_commits() {
   std::vector<wire::WriteRequest*> carrier(options_.n, nullptr);
   std::vector<size_t> room(options_.n, wire::Limits::kMaxCarriedCommitBytes);
+  std::vector<uint64_t> carrier_id(options_.n, 0);
   for (Send& s : sends_) {
     auto* write = std::get_if<wire::WriteRequest>(&s.request.body);
-    if (write != nullptr && carrier[s.replica] == nullptr) carrier[s.replica] = write;
+    if (write != nullptr && carrier[s.replica] == nullptr && carries_[s.replica]) {
+      carrier[s.replica] = write;
+      carrier_id[s.replica] = s.request.id;
+    }
   }
   std::vector<Send> left;
   for (Send& lazy : lazy_sends_) {
@@ -103,6 +108,10 @@ void Coordinator::carry_commits() {
     write->commits.push_back(std::move(*commit));
   }
   lazy_sends_ = std::move(left);
+  for (int i = 0; i < options_.n; ++i) {
+    if (carrier[i] == nullptr || carrier[i]->commits.empty()) continue;
+    if (auto p = pending_.find(carrier_id[i]); p != pending_.end()) p->second.carried = carrier[i]->commits;
+  }
 }
 
 std::vector<Send> Coordinator::take_sends() {
@@ -461,6 +470,15 @@ void Coordinator::on_reply(int replica, const wire::ReplicaReply& reply, uint64_
   if (it == pending_.end() || it->second.replica != replica) {
     if (reply.clock != 0) (void)clock_.observe(reply.clock);
     return;  // late, duplicate or untracked (commit, purge)
+  }
+  if (!it->second.carried.empty() && reply.status.code() == Code::kBadRequest &&
+      reply.status.message().find("'commits'") != std::string::npos) {
+    // A replica older than carried commits: it gets them alone from now on,
+    // and the request again without them, as if it had not been sent.
+    carries_[replica] = false;
+    for (wire::CommitRequest& c : it->second.carried) send_untracked(replica, std::move(c));
+    it->second.carried.clear();
+    return on_unreachable(replica, reply.id, now_ms);
   }
   Pending p = it->second;
   pending_.erase(it);

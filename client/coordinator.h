@@ -98,12 +98,15 @@ class Coordinator {
     OpId op;
     int replica;
     bool repair;  // a read's repair write, not its read
+    std::vector<wire::CommitRequest> carried{};  // commits the request carries
   };
   std::map<uint64_t, Pending> pending_;  // by request id
   std::map<OpId, WriteOp> writes_;
   std::map<OpId, ReadOp> reads_;
   std::vector<Send> sends_;
   std::vector<Send> lazy_sends_;  // commits and purges, held back
+  // Per replica: false once it refused carried commits (older than them).
+  std::vector<bool> carries_;
   uint64_t lazy_due_ms_ = 0;
   uint64_t now_ms_ = 0;           // the latest time any call brought
   std::vector<Completion> completions_;

@@ -184,6 +184,7 @@ class Cluster {
   Filter hold;
   std::vector<Send> held;
   std::set<int> unreachable;
+  std::set<int> older_than_carried_commits;  // refuse a write's `commits`, as such replicas do
 
  private:
   OpId started(OpId op) {
@@ -193,6 +194,11 @@ class Cluster {
 
   void deliver(const Send& s) {
     if (unreachable.count(s.replica)) return coord_->on_unreachable(s.replica, s.request.id, now_);
+    const auto* write = std::get_if<wire::WriteRequest>(&s.request.body);
+    if (write != nullptr && !write->commits.empty() && older_than_carried_commits.count(s.replica)) {
+      ReplicaReply refused = wire::error_reply(s.request.id, Status(Code::kBadRequest, "write has unknown field 'commits'"));
+      return coord_->on_reply(s.replica, refused, now_);
+    }
     ReplicaReply reply = replica(s.replica).call(s.request);
     coord_->on_reply(s.replica, reply, now_);
   }
@@ -551,6 +557,33 @@ TEST_CASE("held-back commits ride in the next write to each replica", "[coordina
   c.advance_to(c.elapsed() + kLazySend);
   CHECK(c.sent<wire::CommitRequest>(mark).size() == 3);
   for (int i = 0; i < 3; ++i) CHECK(c.replica(i).stored("b")->state == VersionState::kCommitted);
+}
+
+TEST_CASE("replicas older than carried commits get the write again without them, and commits alone", "[coordinator][write]") {
+  Cluster c;
+  c.older_than_carried_commits = {1, 2};
+  WriteResult first = c.write_result(c.put("a", "x", kFence3));
+  REQUIRE(first.status.is_ok());
+  size_t mark = c.log().size();
+  OpId second = c.put("b", "y", kFence3);  // carries a's commit: replicas 1 and 2 refuse it
+  CHECK_FALSE(c.done(second));
+  c.advance_to(kHedge);  // sent again without commits
+  REQUIRE(c.write_result(second).status.is_ok());
+  c.advance_to(kHedge + kLazySend);
+  for (int i = 0; i < 3; ++i) {
+    INFO("replica " << i);
+    CHECK(c.replica(i).stored("a")->state == VersionState::kCommitted);
+    CHECK(c.replica(i).stored("b")->state == VersionState::kCommitted);
+  }
+  // From now on commits ride only to the replica that takes them.
+  mark = c.log().size();
+  REQUIRE(c.write_result(c.put("c", "z", kFence3)).status.is_ok());
+  REQUIRE(c.write_result(c.put("d", "w", kFence3)).status.is_ok());
+  for (const auto& [replica, body] : c.sent<wire::WriteRequest>(mark)) {
+    INFO("replica " << replica);
+    CHECK((body.commits.empty() || replica == 0));
+  }
+  CHECK(c.sent<wire::CommitRequest>(mark).size() == 2);  // c's commit, alone, to replicas 1 and 2
 }
 
 TEST_CASE("a held-back commit goes alone when no write goes to its replica", "[coordinator][write]") {
