@@ -7,6 +7,7 @@
 // Stops at the first unsafe seed. The same seed always gives the same trace hash.
 #include <cstdio>
 #include <stdexcept>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -77,18 +78,27 @@ int main(int argc, char** argv) {
   app.add_option("--max-corrupt-copies", q.max_corrupt_copies,
                  "At most this many corrupt copies of a key at once (--sim quorum; 0: no limit)")
       ->capture_default_str();
-  app.add_flag("--broken-pending-committed", q.broken_replicas_pending_as_committed,
-               "Negative control: replicas report pending versions as committed");
-  app.add_flag("--broken-hide-pending", q.broken_replicas_hide_pending,
-               "Negative control: replicas leave pending versions out of read replies");
-  app.add_flag("--broken-lying-replica", q.broken_replica_acks_without_storing,
-               "Negative control: replica 0 acknowledges writes without storing them");
-  app.add_flag("--broken-checksum", q.broken_replicas_skip_checksum,
-               "Negative control: replicas serve bit-flipped values (use with --corrupt-rate 0.3)");
-  app.add_flag("--broken-fenced-rule", q.broken_literal_fenced_rule,
-               "Negative control: writes answered Fenced by DESIGN's literal rule");
-  app.add_flag("--broken-quorums", q.broken_quorums_do_not_intersect,
-               "Negative control: readers ask N - W replicas, so read and write quorums may miss");
+  struct Control {
+    const char* flag;
+    bool QuorumSimOptions::*option;
+    const char* what;
+  };
+  for (const Control& c : {
+           Control{"--broken-pending-committed", &QuorumSimOptions::broken_replicas_pending_as_committed,
+                   "replicas report pending versions as committed"},
+           Control{"--broken-hide-pending", &QuorumSimOptions::broken_replicas_hide_pending,
+                   "replicas leave pending versions out of read replies"},
+           Control{"--broken-lying-replica", &QuorumSimOptions::broken_replica_acks_without_storing,
+                   "replica 0 acknowledges writes without storing them"},
+           Control{"--broken-checksum", &QuorumSimOptions::broken_replicas_skip_checksum,
+                   "replicas serve bit-flipped values (use with --corrupt-rate 0.3)"},
+           Control{"--broken-fenced-rule", &QuorumSimOptions::broken_literal_fenced_rule,
+                   "writes answered Fenced by DESIGN's literal rule"},
+           Control{"--broken-quorums", &QuorumSimOptions::broken_quorums_do_not_intersect,
+                   "readers ask N - W replicas, so read and write quorums may miss"},
+       }) {
+    app.add_flag(c.flag, q.*c.option, std::string("Negative control: ") + c.what);
+  }
   CLI11_PARSE(app, argc, argv);
 
   q.keep_trace = l.keep_trace = trace;
