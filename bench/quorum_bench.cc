@@ -35,7 +35,7 @@ constexpr int kReplicas = 3;
 constexpr int kPreloadKeys = 10000;  // the keys the gets read
 
 struct Flags : CommonFlags {
-  std::string stores = "both";  // per-client, shared or both
+  std::string stores = "both";  // per-client, isolated or both
   std::vector<std::string> ops = {"put", "get"};
 };
 
@@ -44,21 +44,22 @@ const char* op_name(Op op) { return op == Op::kPut ? "put" : "get"; }
 
 struct LevelResult : LoadResult {
   Op op = Op::kPut;
-  bool shared = false;  // one QuorumStore for every client thread, else one per thread
+  bool isolated = false;  // every thread's store has an engine of its own (share_connections off)
   int clients = 0;
   uint64_t client_rss_kib = 0;       // this process, VmRSS at the end of the level (stores still open)
   uint64_t client_peak_kib = 0;      // this process, VmHWM (reset before the level when the kernel allows)
   uint64_t replicas_rss_kib = 0;     // the three daemons' VmRSS summed, at the end of the level
 };
 
-const char* stores_name(const LevelResult& l) { return l.shared ? "shared" : "per-client"; }
+const char* stores_name(const LevelResult& l) { return l.isolated ? "isolated" : "per-client"; }
 
 class Bench {
  public:
   Bench(const Flags& flags, std::vector<std::string> endpoints) : flags_(flags), endpoints_(std::move(endpoints)) {}
 
-  std::unique_ptr<QuorumStore> open_store() const {
+  std::unique_ptr<QuorumStore> open_store(bool isolated = false) const {
     QuorumStoreOptions o;
+    o.share_connections = !isolated;
     o.replicas = endpoints_;
     o.read_quorum = 2;
     o.write_quorum = 2;
@@ -86,19 +87,20 @@ class Bench {
     }
   }
 
-  // `clients` threads, each doing blocking `op`s until `seconds` pass, on one
-  // shared store or on one store each. Every put thread fences its own lock once
-  // before the clock starts and writes distinct keys under it.
-  LevelResult run_level(Op op, bool shared, int clients, const Replicas& replicas) {
+  // `clients` threads, each doing blocking `op`s until `seconds` pass on a store
+  // of its own: the stores share one engine unless `isolated`. Every put thread
+  // fences its own lock once before the clock starts and writes distinct keys
+  // under it.
+  LevelResult run_level(Op op, bool isolated, int clients, const Replicas& replicas) {
     const int level = next_level_++;
     std::vector<std::unique_ptr<QuorumStore>> stores;
-    for (int i = 0; i < (shared ? 1 : clients); ++i) stores.push_back(open_store());
+    for (int i = 0; i < clients; ++i) stores.push_back(open_store(isolated));
     bool peak_reset = reset_peak_rss();
 
     const std::string value(kValueBytes, 'v');
     LevelResult r;
     static_cast<LoadResult&>(r) = run_load(clients, flags_.seconds, [&](int c) -> Operation {
-      QuorumStore& store = *stores[shared ? 0 : c];
+      QuorumStore& store = *stores[c];
       const std::string lock = "bench/" + std::to_string(level) + "/" + std::to_string(c);
       const Fence fence{lock, static_cast<uint64_t>(c) + 1};
       Operation one = [&store, &value, op, c, fence, prefix = lock + "/", i = uint64_t{0}]() mutable -> Status {
@@ -116,7 +118,7 @@ class Bench {
     });
 
     r.op = op;
-    r.shared = shared;
+    r.isolated = isolated;
     r.clients = clients;
     r.client_rss_kib = status_kib(0, "VmRSS");
     r.client_peak_kib = peak_reset ? status_kib(0, "VmHWM") : 0;
@@ -175,10 +177,10 @@ struct Report {
   Direct direct;
   uint64_t client_peak_kib = 0;    // VmHWM of the whole run
   uint64_t replica_peak_kib = 0;   // the largest daemon VmHWM
-  const LevelResult* level(Op op, bool shared, int clients) const {
+  const LevelResult* level(Op op, bool isolated, int clients) const {
     for (const auto& l : levels) {
       // With one client both models are the same; it runs once, as per-client.
-      if (l.op == op && l.clients == clients && (l.shared == shared || clients == 1)) return &l;
+      if (l.op == op && l.clients == clients && (l.isolated == isolated || clients == 1)) return &l;
     }
     return nullptr;
   }
@@ -195,11 +197,11 @@ std::vector<Target> targets(const Report& r) {
   if (get1 != nullptr) {
     out.push_back({"1-client get p50 <= 2 x round trip p50 [ms]", get1->p50_ms, 2 * r.floor.round_trip_p50_ms, true});
   }
-  for (bool shared : {false, true}) {
-    const LevelResult* put64 = r.level(Op::kPut, shared, 64);
+  for (bool isolated : {false, true}) {
+    const LevelResult* put64 = r.level(Op::kPut, isolated, 64);
     if (put1 != nullptr && put64 != nullptr) {
       out.push_back({std::string("64-client put ops/s >= 5 x 1-client put ops/s (") +
-                         (shared ? "one shared store" : "one store per client") + ")",
+                         (isolated ? "isolated stores, for comparison" : "one store per client") + ")",
                      put64->ops_per_s, 5 * put1->ops_per_s, false});
     }
   }
@@ -218,8 +220,9 @@ void print(const Report& r) {
                 static_cast<unsigned long long>(l.errors), mib(l.client_rss_kib), mib(l.client_peak_kib),
                 mib(l.replicas_rss_kib));
   }
-  std::printf("\nstores: per-client = one QuorumStore per client thread (the fair client model);\n"
-              "        shared = every client thread calls one QuorumStore (one I/O thread for all).\n"
+  std::printf("\nstores: per-client = one QuorumStore per client thread; being equal, they share one engine\n"
+              "        (connections, I/O thread), as any stores of one process do by default;\n"
+              "        isolated = the same with share_connections off: an engine per store.\n"
               "client = this process (VmRSS at the end of the level, VmHWM during it); replicas RSS = the\n"
               "three daemons' VmRSS summed. Peaks over the run: client %.1f MiB, largest replica %.1f MiB.\n\n"
               "targets:\n",
@@ -253,7 +256,7 @@ int run(const Flags& flags) {
   std::printf("palisade-quorum-bench: 3 x %s, N=3 W=2 R=2, data in %s, %.1f s per level\n", flags.replica_bin.c_str(),
               tmp.path().c_str(), flags.seconds);
   std::vector<bool> models;
-  if (flags.stores != "shared") models.push_back(false);
+  if (flags.stores != "isolated") models.push_back(false);
   if (flags.stores != "per-client") models.push_back(true);
 
   Report report;
@@ -268,9 +271,9 @@ int run(const Flags& flags) {
       for (Op op : {Op::kPut, Op::kGet}) {
         if (std::find(flags.ops.begin(), flags.ops.end(), op_name(op)) == flags.ops.end()) continue;
         for (int clients : flags.clients) {
-          for (bool shared : models) {
-            if (clients == 1 && shared && models.size() > 1) continue;  // the same as per-client
-            LevelResult level = bench.run_level(op, shared, clients, replicas);
+          for (bool isolated : models) {
+            if (clients == 1 && isolated && models.size() > 1) continue;  // the same as per-client
+            LevelResult level = bench.run_level(op, isolated, clients, replicas);
             std::printf("  %s, %d clients, %s stores: %.0f ops/s, p50 %.3f ms, p99 %.3f ms\n", op_name(op), clients,
                         stores_name(level), level.ops_per_s, level.p50_ms, level.p99_ms);
             std::fflush(stdout);
@@ -321,9 +324,10 @@ int main(int argc, char** argv) {
                "round trip, bare synced LMDB commit on the same disk)."};
   palisade::bench::add_common_options(app, flags, "Client levels (threads doing blocking calls)");
   app.add_option("--stores", flags.stores,
-                 "per-client: one QuorumStore per client thread; shared: one for all threads; both")
+                 "per-client: one QuorumStore per client thread (sharing one engine); isolated: the same\n"
+                 "with an engine per store (share_connections off); both")
       ->capture_default_str()
-      ->check(CLI::IsMember({"per-client", "shared", "both"}));
+      ->check(CLI::IsMember({"per-client", "isolated", "both"}));
   app.add_option("--ops", flags.ops, "Operations to run (the targets need both)")
       ->capture_default_str()
       ->delimiter(',')

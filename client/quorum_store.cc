@@ -301,16 +301,49 @@ struct QuorumStore::Impl {
   }
 };
 
+namespace {
+
+// What makes two stores' engines interchangeable: every option.
+client::CoordinatorOptions coordinator_options(const QuorumStoreOptions& o) {
+  return {static_cast<int>(o.replicas.size()), o.read_quorum, o.write_quorum, static_cast<uint64_t>(o.timeout.count()),
+          static_cast<uint64_t>(o.hedge_after.count())};
+}
+
+std::string engine_key(const QuorumStoreOptions& o) {
+  std::string key;
+  for (const std::string& r : o.replicas) key += r + '\n';
+  for (uint64_t n : {uint64_t(o.read_quorum), uint64_t(o.write_quorum), uint64_t(o.timeout.count()),
+                     uint64_t(o.hedge_after.count()), o.max_clock_offset_ms, uint64_t(o.max_key_bytes),
+                     uint64_t(o.max_value_bytes)}) {
+    key += std::to_string(n) + ',';
+  }
+  return key;
+}
+
+}  // namespace
+
+// The process's engines by options: one per set of equal options while a store uses it.
+std::shared_ptr<QuorumStore::Impl> QuorumStore::engine_for(QuorumStoreOptions options) {
+  client::CoordinatorOptions co = coordinator_options(options);
+  if (!options.share_connections) return std::make_shared<Impl>(std::move(options), co);
+  static std::mutex mu;
+  static std::map<std::string, std::weak_ptr<Impl>> engines;
+  std::string key = engine_key(options);
+  std::lock_guard lock(mu);
+  std::erase_if(engines, [](const auto& e) { return e.second.expired(); });
+  if (auto engine = engines[key].lock()) return engine;
+  auto engine = std::make_shared<Impl>(std::move(options), co);
+  engines[key] = engine;
+  return engine;
+}
+
 Result<std::unique_ptr<QuorumStore>> QuorumStore::open(QuorumStoreOptions options) {
-  client::CoordinatorOptions co{static_cast<int>(options.replicas.size()), options.read_quorum,
-                                options.write_quorum, static_cast<uint64_t>(options.timeout.count()),
-                                static_cast<uint64_t>(options.hedge_after.count())};
   if (options.timeout.count() <= 0 || options.hedge_after.count() < 0) {
     return Status(Code::kBadRequest, "timeout must be positive and hedge_after not negative");
   }
-  if (Status s = client::validate(co); !s.is_ok()) return s;
+  if (Status s = client::validate(coordinator_options(options)); !s.is_ok()) return s;
   try {
-    return std::unique_ptr<QuorumStore>(new QuorumStore(std::make_unique<Impl>(std::move(options), co)));
+    return std::unique_ptr<QuorumStore>(new QuorumStore(engine_for(std::move(options))));
   } catch (const zmq::error_t& e) {
     return Status(Code::kBadRequest, std::string("cannot connect to a replica: ") + e.what());
   } catch (const std::exception& e) {
@@ -324,7 +357,7 @@ Result<Fence> Fence::from_sequencer(std::string_view text) {
   return Fence{parsed.value().lock, parsed.value().token, std::string(text)};
 }
 
-QuorumStore::QuorumStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+QuorumStore::QuorumStore(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 QuorumStore::~QuorumStore() = default;
 
 namespace {

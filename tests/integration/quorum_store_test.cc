@@ -64,21 +64,49 @@ size_t threads_of_this_process() {
   return n;
 }
 
-TEST_CASE("quorum store: the stores of a process share one ZeroMQ context", "[quorum]") {
+TEST_CASE("quorum store: stores with equal options share one engine, others share the ZeroMQ context", "[quorum]") {
   QuorumStoreOptions o;
   o.replicas = {"tcp://127.0.0.1:1", "tcp://127.0.0.1:2", "tcp://127.0.0.1:3"};  // never reached
   auto first = QuorumStore::open(o);
   REQUIRE(first.is_ok());
   const size_t with_one = threads_of_this_process();
   std::vector<std::unique_ptr<QuorumStore>> more;
-  for (int i = 0; i < 3; ++i) {
-    auto store = QuorumStore::open(o);
+  auto open = [&](const QuorumStoreOptions& options) {
+    auto store = QuorumStore::open(options);
     REQUIRE(store.is_ok());
     more.push_back(std::move(store).value());
-  }
-  // Each further store adds its own I/O thread only, not a context's I/O and
-  // reaper threads as well.
+  };
+  for (int i = 0; i < 3; ++i) open(o);
+  CHECK(threads_of_this_process() == with_one);  // the same engine: no thread of their own
+  QuorumStoreOptions other = o;
+  other.timeout = std::chrono::milliseconds(999);
+  open(other);
+  open(other);
+  CHECK(threads_of_this_process() == with_one + 1);
+  // Stores that do not share an engine each add their own I/O thread only,
+  // not a context's I/O and reaper threads as well.
+  QuorumStoreOptions own = o;
+  own.share_connections = false;
+  open(own);
+  open(own);
   CHECK(threads_of_this_process() == with_one + 3);
+  more.clear();
+  first.value().reset();
+  CHECK(threads_of_this_process() < with_one);  // the last store of an engine stops it
+}
+
+TEST_CASE("quorum store: a store sharing an engine works on after the others close", "[quorum]") {
+  Cluster c;
+  auto closing = c.store();
+  auto staying = c.store();
+  Fence f{"L", 1};
+  REQUIRE(closing->fence(f).status.is_ok());
+  REQUIRE(closing->put("k", "v1", f).status.is_ok());
+  closing.reset();
+  REQUIRE(staying->put("k", "v2", f).status.is_ok());
+  ReadResult r = staying->get("k");
+  REQUIRE(r.status.is_ok());
+  CHECK(r.value == "v2");
 }
 
 TEST_CASE("quorum store: put, get, delete with all replicas up", "[quorum]") {

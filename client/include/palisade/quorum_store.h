@@ -51,6 +51,11 @@ struct QuorumStoreOptions {
   uint64_t max_clock_offset_ms = 500;          // replica clocks further ahead are refused
   size_t max_key_bytes = 511;  // what replicas accept at most
   size_t max_value_bytes = size_t{1} << 20;
+  // Stores of one process opened with equal options share one engine: the
+  // connections to the replicas, the background thread and the hybrid clock.
+  // Many stores (one per thread, say) then batch their requests like one
+  // store. false gives this store an engine of its own.
+  bool share_connections = true;
 };
 
 struct WriteResult {
@@ -106,8 +111,9 @@ class QuorumStore {
 
  private:
   struct Impl;
-  explicit QuorumStore(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  static std::shared_ptr<Impl> engine_for(QuorumStoreOptions options);
+  explicit QuorumStore(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
 };
 
 }  // namespace palisade
