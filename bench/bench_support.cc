@@ -174,9 +174,11 @@ std::string floor_json(const Floor& floor) {
 }
 
 double echo_round_trip_p50_ms(double seconds, size_t message_bytes) {
-  zmq::context_t ctx(1);
+  // Client and server each with a context (an I/O thread) of their own, as
+  // in two processes: one context would serve both ends in one thread.
+  zmq::context_t ctx(1), server_ctx(1);
   const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(tools::free_port());
-  zmq::socket_t router = transport::make_router(ctx, endpoint, transport::SocketOptions{});
+  zmq::socket_t router = transport::make_router(server_ctx, endpoint, transport::SocketOptions{});
   std::atomic<bool> stop{false};
   std::thread echo([&] {
     zmq::pollitem_t item{router.handle(), 0, ZMQ_POLLIN, 0};

@@ -105,8 +105,9 @@ Floor measure_floor(double seconds, size_t message_bytes, const std::string& lmd
 void print_floor(const Floor& floor);
 std::string floor_json(const Floor& floor);
 
-// Floor (a): DEALER -> ROUTER echo over loopback against an echo thread, one
-// message of `message_bytes` in flight, for `seconds`. p50 in ms.
+// Floor (a): DEALER -> ROUTER echo over loopback against an echo thread with a
+// ZeroMQ context of its own (as a server process has), one message of
+// `message_bytes` in flight, for `seconds`. p50 in ms.
 double echo_round_trip_p50_ms(double seconds, size_t message_bytes);
 // Floor (b): one put of `value_bytes` per mdb_txn_commit with LMDB's default
 // (synced) flags, in a fresh environment in `dir`, for `seconds`. p50 in ms.
