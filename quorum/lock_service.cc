@@ -20,6 +20,8 @@ std::string_view role_name(PaxosNode::Role role) {
   return "follower";
 }
 
+Status wait_ran_out(const std::string& lock) { return Status(Code::kTimeout, "the wait for '" + lock + "' ran out"); }
+
 }  // namespace
 
 Result<std::unique_ptr<LockService>> LockService::start(const LockServiceOptions& options, PaxosStorage& storage,
@@ -377,6 +379,8 @@ void LockService::apply(const Delivery& delivery, uint64_t now) {
               case Outcome::kStaleCall:
                 return answer(p, reply_to(p.request_id, Status(Code::kStale, "a later call of this session on '" +
                                                                                   c.lock + "' was applied")));
+              case Outcome::kWaitEnded:  // what the first one was answered
+                return answer(p, reply_to(p.request_id, wait_ran_out(c.lock)));
               case Outcome::kConflict:
                 return answer(p, reply_to(p.request_id, Status(Code::kBadRequest,
                                                                "the session holds '" + c.lock +
@@ -397,8 +401,7 @@ void LockService::apply(const Delivery& delivery, uint64_t now) {
           } else if constexpr (std::is_same_v<T, CancelWait>) {
             auto w = waiting_.find({c.session, c.lock});
             if (w != waiting_.end()) {
-              answer(w->second, reply_to(w->second.request_id,
-                                         Status(Code::kTimeout, "the wait for '" + c.lock + "' ran out")));
+              answer(w->second, reply_to(w->second.request_id, wait_ran_out(c.lock)));
               waiting_.erase(w);
             }
           }

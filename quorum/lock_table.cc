@@ -293,6 +293,8 @@ std::string_view outcome_name(Outcome outcome) {
       return "conflict";
     case Outcome::kStaleCall:
       return "stale_call";
+    case Outcome::kWaitEnded:
+      return "wait_ended";
   }
   return "unknown";
 }
@@ -393,7 +395,7 @@ CommandResult LockTable::apply_one(uint64_t tag, const Command& command, Effects
       if (held == locks_.end() ||
           (held->second.holders.count(a->session) == 0 &&
            find_waiter(held->second.waiters, a->session) == held->second.waiters.end())) {
-        return with(a->wait ? Outcome::kStaleCall : Outcome::kBusy);
+        return with(a->wait ? Outcome::kWaitEnded : Outcome::kBusy);
       }
     }
     auto it = locks_.try_emplace(a->lock).first;  // a new entry is free, so the acquire is granted below

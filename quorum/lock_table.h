@@ -103,6 +103,7 @@ enum class Outcome : uint8_t {
   kNotHeld,     // Release of a lock the session does not hold
   kConflict,    // Acquire of a lock the session holds in the other mode
   kStaleCall,   // Acquire or Release older than a call already applied, or a repeat (see `call`)
+  kWaitEnded,   // a repeat of an Acquire with wait whose wait ended (ran out) unanswered by a grant
 };
 std::string_view outcome_name(Outcome outcome);
 

@@ -273,6 +273,23 @@ TEST_CASE("lock service: a repeated acquire of a queued session keeps the first 
   CHECK(g.replies[again].status.code() == Code::kTimeout);
 }
 
+TEST_CASE("lock service: an acquire repeated after its wait ran out is answered timeout again", "[lock_service]") {
+  Group g;
+  const NodeId m = g.elect();
+  wire::LockReply holder = g.open(m, 0);
+  wire::LockReply waiter = g.open(m, 0);
+  REQUIRE(g.call(m, g.acquire(m, holder.session, "x", 1)).status.is_ok());
+  const wire::AcquireRequest waiting = g.acquire(m, waiter.session, "x", 7, 0, 300);
+  REQUIRE(g.call(m, waiting).status.code() == Code::kTimeout);
+  // The first answer was lost, say: the client sends the same call again.
+  wire::LockReply again = g.call(m, waiting);
+  CHECK(again.status.code() == Code::kTimeout);
+  CHECK(again.status.message() == "the wait for 'x' ran out");
+  // A call older than one applied is still stale.
+  REQUIRE(g.call(m, g.acquire(m, waiter.session, "x", 8)).status.code() == Code::kBusy);
+  CHECK(g.call(m, waiting).status.code() == Code::kStale);
+}
+
 TEST_CASE("lock service: a new master renews each session by its own lease", "[lock_service]") {
   Group g;
   const NodeId old_master = g.elect();
