@@ -315,6 +315,33 @@ def run(replica):
             check.reply("tie: smaller hash is stale", c.call("write", key=b"tie2", value=lo, ts=ts4, lock="L"),
                         "stale", stored_ts=ts4)
 
+        # commits carried in a write: applied before it, whatever its answer
+        def carried(key, ts, h):
+            return struct.pack(">H", len(key)) + key + ts + struct.pack(">Q", h)
+        tsc, tsh = encode_ts(6, ms + 4), encode_ts(6, ms + 5)
+        check.reply("pending write of c1", c.call("write", key=b"c1", value=b"cv", ts=tsc, lock="L"), "ok")
+        hc = content_hash(b"L", False, b"cv")
+        one = carried(b"c1", tsc, hc if hc is not None else 1)
+        for what, commits, code in [("empty", b"", "bad_request"), ("truncated", one[:-1], "bad_request"),
+                                    ("over 16384 bytes", one * (16384 // len(one) + 1), "too_large")]:
+            check.reply("commits %s: the write is refused" % what,
+                        c.call("write", key=b"host", value=b"h", ts=tsh, lock="L", commits=commits), code)
+        check.reply("commits refused: none applied", c.call("read", key=b"c1"), "ok",
+                    versions=[version(tsc, "L", "pending", b"cv")], floors={"L": 6})
+        if hc is None:
+            print("skip carried commits: libxxhash not found")
+        else:
+            check.reply("a write carrying c1's commit", c.call("write", key=b"host", value=b"h", ts=tsh, lock="L",
+                                                               commits=one), "ok")
+            check.reply("read c1: committed by the carried commit", c.call("read", key=b"c1"), "ok",
+                        versions=[version(tsc, "L", "committed", b"cv")], floors={"L": 6})
+            check.reply("pending write of c2", c.call("write", key=b"c2", value=b"cv", ts=tsc, lock="L"), "ok")
+            check.reply("a fenced write still applies what it carries",
+                        c.call("write", key=b"host2", value=b"h", ts=encode_ts(5, ms + 5), lock="L",
+                               commits=carried(b"c2", tsc, hc)), "fenced", floor=6)
+            check.reply("read c2: committed", c.call("read", key=b"c2"), "ok",
+                        versions=[version(tsc, "L", "committed", b"cv")], floors={"L": 6})
+
         # a read returns up to five versions: its reply can be five times the largest value
         mib = 1 << 20
         for i in range(5):
