@@ -43,7 +43,7 @@ class LmdbStore final : public ReplicaStore {
   struct Options {
     size_t map_size_bytes = size_t{8} << 30;      // the most the data can grow to
     size_t journal_bytes = size_t{8} << 20;       // the journal file's size when it is created
-    size_t checkpoint_bytes = size_t{256} << 10;  // journal bytes that make a commit checkpoint
+    size_t checkpoint_bytes = size_t{2} << 20;  // journal bytes that make a commit checkpoint
   };
 
   // Opens or creates the store in directory `dir` (which must exist), replays
