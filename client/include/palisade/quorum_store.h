@@ -7,9 +7,12 @@
 // before they return, so a key's reads never go back in time.
 //
 // Thread safety: every method may be called from any thread at once. A
-// blocking call runs on the caller's thread when no other blocking call is
-// running (no thread hand-off); otherwise, like every asynchronous call, it goes
-// through the store's background thread and waits on a future.
+// blocking call runs on the caller's thread when no other blocking call of the
+// store's engine is running (no thread hand-off); otherwise, like every
+// asynchronous call, it goes through the engine's background thread, which
+// batches what waits, and waits on a future. One store per thread and one
+// store for all threads behave the same: equal stores share one engine
+// (QuorumStoreOptions::share_connections).
 #pragma once
 
 #include <chrono>
