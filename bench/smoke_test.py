@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Smoke test of one end-to-end benchmark: runs it for a moment at 1 and 2
+clients and checks that it exits 0 (no failed call) and that its JSON holds
+every level it should, each with operations, latencies and no errors, and its
+targets. It measures nothing: speed is for the benchmark itself, run by hand.
+
+    smoke_test.py quorum|replica|lock BENCH_BINARY
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SHORT = ["--seconds", "0.2", "--floor-seconds", "0.1", "--clients", "1,2"]
+ARGS = {"quorum": SHORT, "replica": SHORT, "lock": SHORT + ["--handoff-clients", "2"]}
+
+
+def check_level(level, count_key="ops"):
+    assert level[count_key] > 0, level
+    assert level["errors"] == 0, level
+    assert 0 < level["p50_ms"] <= level["p99_ms"], level
+
+
+def check_targets(data, count):
+    assert len(data["targets"]) == count, data["targets"]
+    for t in data["targets"]:
+        assert t["measured"] > 0 and t["bound"] > 0 and isinstance(t["pass"], bool), t
+
+
+def check_quorum(data):
+    got = sorted((l["op"], l["stores"], l["clients"]) for l in data["levels"])
+    # With one client both store models are the same, so it runs once.
+    want = sorted((op, stores, clients) for op in ("put", "get")
+                  for stores, clients in (("per-client", 1), ("per-client", 2), ("isolated", 2)))
+    assert got == want, got
+    for level in data["levels"]:
+        check_level(level)
+    assert data["floor"]["round_trip_p50_ms"] > 0 and data["floor"]["synced_commit_p50_ms"] > 0, data["floor"]
+    check_targets(data, 2)  # the 64-client ones need a 64-client level
+
+
+def check_replica(data):
+    assert [l["clients"] for l in data["levels"]] == [1, 2], data["levels"]
+    for level in data["levels"]:
+        check_level(level)
+    check_targets(data, 1)
+
+
+def check_lock(data):
+    got = sorted((l["cycle"], l["clients"]) for l in data["levels"])
+    assert got == [("distinct", 1), ("distinct", 2), ("handoff", 2)], got
+    for level in data["levels"]:
+        check_level(level, "cycles")
+    check_targets(data, 1)
+
+
+def main():
+    kind, binary = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "bench.json")
+        cmd = [binary] + ARGS[kind] + ["--tmp-dir", tmp, "--json", out]
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=100)
+        print(run.stdout)
+        assert run.returncode == 0, "exit %d: %s" % (run.returncode, run.stderr)
+        with open(out) as f:
+            data = json.load(f)
+    {"quorum": check_quorum, "replica": check_replica, "lock": check_lock}[kind](data)
+    print("ok: %s bench" % kind)
+
+
+if __name__ == "__main__":
+    main()
