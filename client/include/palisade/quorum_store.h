@@ -57,7 +57,9 @@ struct QuorumStoreOptions {
   // Stores of one process opened with equal options share one engine: the
   // connections to the replicas, the background thread and the hybrid clock.
   // Many stores (one per thread, say) then batch their requests like one
-  // store. false gives this store an engine of its own.
+  // store. false gives this store an engine of its own, for example to keep
+  // a bulk load's thousands of requests in flight from queueing ahead of
+  // another store's calls.
   bool share_connections = true;
 };
 
