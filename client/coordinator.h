@@ -65,6 +65,8 @@ class Coordinator {
   // What to send now: held-back commits and purges go with the next requests
   // (commits inside the writes to the same replica) or once they are due.
   std::vector<Send> take_sends();
+  // Makes the held-back sends due now (a store closes).
+  void release_held_back() { lazy_due_ms_ = 0; }
   std::vector<Completion> take_completions();
   // Operations not finished, plus one while sends are held back (a closing
   // store waits for both).

@@ -53,14 +53,60 @@ Status check_sizes(const wire::Limits& limits, std::string_view key, std::string
   return Status::ok();
 }
 
+}  // namespace
+
+// A store's asynchronous calls still running on its engine: closing the store
+// waits for them, as when every store had an engine of its own.
+struct QuorumStore::Calls {
+  std::mutex mu;
+  std::condition_variable none_left;
+  size_t running = 0;  // guarded by mu
+
+  void begin() {
+    std::lock_guard lock(mu);
+    ++running;
+  }
+  void end() {
+    std::lock_guard lock(mu);
+    if (--running == 0) none_left.notify_all();
+  }
+  void wait_for_none() {
+    std::unique_lock lock(mu);
+    none_left.wait(lock, [&] { return running == 0; });
+  }
+};
+
+namespace {
+
 struct Submission {
-  enum class Kind { kWrite, kDelete, kFence, kRead } kind;
+  // kFlush: send the held-back requests now (a store closes).
+  enum class Kind { kWrite, kDelete, kFence, kRead, kFlush } kind;
   std::string key;
   std::string value;
   Fence fence;
   std::promise<WriteResult> write_done;
   std::promise<ReadResult> read_done;
+  std::shared_ptr<QuorumStore::Calls> calls{};  // of an asynchronous call: its store's
+
+  // Answers the call (a kRead with `read`, the others with `write`).
+  void finish(std::variant<WriteResult, ReadResult> result) {
+    if (auto* w = std::get_if<WriteResult>(&result)) write_done.set_value(std::move(*w));
+    if (auto* r = std::get_if<ReadResult>(&result)) read_done.set_value(std::move(*r));
+    if (calls) calls->end();
+  }
 };
+
+// Starts the operation `s` asks for (not a kFlush) on `coordinator`.
+client::OpId start_on(client::Coordinator& coordinator, const Submission& s, uint64_t now) {
+  switch (s.kind) {
+    case Submission::Kind::kWrite: return coordinator.start_write(s.key, s.value, false, s.fence, now);
+    case Submission::Kind::kDelete: return coordinator.start_write(s.key, "", true, s.fence, now);
+    case Submission::Kind::kFence: return coordinator.start_fence(s.fence, now);
+    case Submission::Kind::kRead: return coordinator.start_read(s.key, now);
+    case Submission::Kind::kFlush: break;
+  }
+  throw std::logic_error("a flush is not an operation");
+}
 
 }  // namespace
 
@@ -92,6 +138,7 @@ struct QuorumStore::Impl {
   bool stopping = false;         // guarded by mu
 
   std::map<client::OpId, Submission> waiting;
+  std::vector<Submission> flushes;  // answered once the held-back requests are sent
   std::thread io;
 
   Impl(QuorumStoreOptions o, client::CoordinatorOptions co)
@@ -111,14 +158,6 @@ struct QuorumStore::Impl {
 
   ~Impl() {
     sweeper->remove(sweep_id);
-    {
-      // Held-back commits leave now rather than never (the sockets linger).
-      std::lock_guard direct(direct_mu);
-      if (auto due = direct_lane.coordinator().next_deadline_ms()) {
-        direct_lane.coordinator().on_tick(*due);
-        (void)direct_lane.flush(*due);
-      }
-    }
     {
       std::lock_guard lock(mu);
       stopping = true;
@@ -148,20 +187,42 @@ struct QuorumStore::Impl {
     lock.unlock();
     Status closed(Code::kUnavailable, "the store is closed");
     if (s.kind == Submission::Kind::kRead) {
-      s.read_done.set_value({closed, false, {}, {}, {}});
+      s.finish(ReadResult{closed, false, {}, {}, {}});
     } else {
-      s.write_done.set_value({closed, {}, 0});
+      s.finish(WriteResult{closed, {}, 0});
     }
   }
 
-  void start(Submission s, uint64_t now) {
-    client::OpId id = 0;
-    switch (s.kind) {
-      case Submission::Kind::kWrite: id = lane.coordinator().start_write(s.key, s.value, false, s.fence, now); break;
-      case Submission::Kind::kDelete: id = lane.coordinator().start_write(s.key, "", true, s.fence, now); break;
-      case Submission::Kind::kFence: id = lane.coordinator().start_fence(s.fence, now); break;
-      case Submission::Kind::kRead: id = lane.coordinator().start_read(s.key, now); break;
+  // An asynchronous call of the store whose calls are `calls`.
+  void submit_async(Submission s, const std::shared_ptr<QuorumStore::Calls>& calls) {
+    calls->begin();
+    s.calls = calls;
+    submit(std::move(s));
+  }
+
+  // A closing store's held-back requests (commits, purges) leave now rather
+  // than with another store's next call (the sockets linger when the engine
+  // stops).
+  void send_held_back() {
+    {
+      std::lock_guard direct(direct_mu);
+      direct_lane.coordinator().release_held_back();
+      (void)direct_lane.flush(steady_ms());
+      schedule_direct_flush();
     }
+    Submission flush{Submission::Kind::kFlush, "", "", {}, {}, {}};
+    auto sent = flush.write_done.get_future();
+    submit(std::move(flush));
+    sent.wait();
+  }
+
+  void start(Submission s, uint64_t now) {
+    if (s.kind == Submission::Kind::kFlush) {
+      lane.coordinator().release_held_back();
+      flushes.push_back(std::move(s));
+      return;
+    }
+    client::OpId id = start_on(lane.coordinator(), s, now);
     waiting.emplace(id, std::move(s));
   }
 
@@ -169,8 +230,7 @@ struct QuorumStore::Impl {
     for (client::Completion& c : done) {
       auto it = waiting.find(c.op);
       if (it == waiting.end()) continue;
-      if (auto* w = std::get_if<WriteResult>(&c.result)) it->second.write_done.set_value(std::move(*w));
-      if (auto* r = std::get_if<ReadResult>(&c.result)) it->second.read_done.set_value(std::move(*r));
+      it->second.finish(std::move(c.result));
       waiting.erase(it);
     }
   }
@@ -181,13 +241,7 @@ struct QuorumStore::Impl {
     direct_due_ms = 0;  // this call sends whatever is held back
     client::Coordinator& coordinator = direct_lane.coordinator();
     uint64_t now = steady_ms();
-    client::OpId id = 0;
-    switch (s.kind) {
-      case Submission::Kind::kWrite: id = coordinator.start_write(s.key, s.value, false, s.fence, now); break;
-      case Submission::Kind::kDelete: id = coordinator.start_write(s.key, "", true, s.fence, now); break;
-      case Submission::Kind::kFence: id = coordinator.start_fence(s.fence, now); break;
-      case Submission::Kind::kRead: id = coordinator.start_read(s.key, now); break;
-    }
+    const client::OpId id = start_on(coordinator, s, now);
     std::vector<zmq::pollitem_t> items;
     direct_lane.add_poll_items(items);
     for (;;) {
@@ -297,18 +351,20 @@ struct QuorumStore::Impl {
         deliver(lane.flush(now));
       } catch (const std::exception&) {
       }
+      for (Submission& f : std::exchange(flushes, {})) f.finish(WriteResult{});  // sent, or never will be
     }
   }
 };
 
 namespace {
 
-// What makes two stores' engines interchangeable: every option.
 client::CoordinatorOptions coordinator_options(const QuorumStoreOptions& o) {
   return {static_cast<int>(o.replicas.size()), o.read_quorum, o.write_quorum, static_cast<uint64_t>(o.timeout.count()),
           static_cast<uint64_t>(o.hedge_after.count())};
 }
 
+// What makes two stores' engines interchangeable: every option.
+static_assert(sizeof(QuorumStoreOptions) == 80, "an option was added or removed: update engine_key");
 std::string engine_key(const QuorumStoreOptions& o) {
   std::string key;
   for (const std::string& r : o.replicas) key += r + '\n';
@@ -357,8 +413,12 @@ Result<Fence> Fence::from_sequencer(std::string_view text) {
   return Fence{parsed.value().lock, parsed.value().token, std::string(text)};
 }
 
-QuorumStore::QuorumStore(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
-QuorumStore::~QuorumStore() = default;
+QuorumStore::QuorumStore(std::shared_ptr<Impl> impl) : impl_(std::move(impl)), calls_(std::make_shared<Calls>()) {}
+
+QuorumStore::~QuorumStore() {
+  calls_->wait_for_none();
+  impl_->send_held_back();
+}
 
 namespace {
 
@@ -374,7 +434,7 @@ std::future<WriteResult> QuorumStore::put_async(std::string_view key, std::strin
   if (Status s = check_sizes(impl_->limits, key, value, fence); !s.is_ok()) return ready(s);
   Submission sub{Submission::Kind::kWrite, std::string(key), std::string(value), fence, {}, {}};
   auto f = sub.write_done.get_future();
-  impl_->submit(std::move(sub));
+  impl_->submit_async(std::move(sub), calls_);
   return f;
 }
 
@@ -382,7 +442,7 @@ std::future<WriteResult> QuorumStore::del_async(std::string_view key, const Fenc
   if (Status s = check_sizes(impl_->limits, key, "", fence); !s.is_ok()) return ready(s);
   Submission sub{Submission::Kind::kDelete, std::string(key), "", fence, {}, {}};
   auto f = sub.write_done.get_future();
-  impl_->submit(std::move(sub));
+  impl_->submit_async(std::move(sub), calls_);
   return f;
 }
 
@@ -390,7 +450,7 @@ std::future<WriteResult> QuorumStore::fence_async(const Fence& fence) {
   if (Status s = check_sizes(impl_->limits, "", "", fence); !s.is_ok()) return ready(s);
   Submission sub{Submission::Kind::kFence, "", "", fence, {}, {}};
   auto f = sub.write_done.get_future();
-  impl_->submit(std::move(sub));
+  impl_->submit_async(std::move(sub), calls_);
   return f;
 }
 
@@ -401,7 +461,7 @@ std::future<ReadResult> QuorumStore::get_async(std::string_view key) {
     sub.read_done.set_value({s, false, {}, {}, {}});
     return f;
   }
-  impl_->submit(std::move(sub));
+  impl_->submit_async(std::move(sub), calls_);
   return f;
 }
 

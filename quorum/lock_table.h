@@ -65,7 +65,7 @@ struct Release {
 // long ago could free a later grant. The same number again was answered
 // already, so it changes nothing either: an acquire reports the hold or wait
 // the first one left, else kBusy without a wait (as the first answer) and
-// kStaleCall with one (its wait ran out); a release frees nothing. 0: unordered.
+// kWaitEnded with one (its wait ran out); a release frees nothing. 0: unordered.
 // Ends the lock-delay of `lock` started by the expiry that took `token` away.
 // Ignored when the lock is not in that delay (a duplicate, or a later expiry).
 struct EndDelay {

@@ -109,6 +109,23 @@ TEST_CASE("quorum store: a store sharing an engine works on after the others clo
   CHECK(r.value == "v2");
 }
 
+TEST_CASE("quorum store: closing a store that shares its engine waits for its asynchronous calls", "[quorum]") {
+  Cluster c;
+  auto closing = c.store(2, 800);
+  auto staying = c.store(2, 800);
+  Fence f{"L", 1};
+  REQUIRE(closing->fence(f).status.is_ok());
+  c.stop(1);
+  c.stop(2);
+  // One replica up: the put can only end at its timeout, 800 ms on.
+  std::future<WriteResult> put = closing->put_async("k", "v", f);
+  REQUIRE(put.wait_for(std::chrono::seconds(0)) != std::future_status::ready);
+  closing.reset();
+  REQUIRE(put.wait_for(std::chrono::seconds(0)) == std::future_status::ready);
+  CHECK(put.get().status.code() == Code::kUnavailable);  // fewer than W answered by the timeout
+  CHECK(staying->get("k").status.code() != Code::kOk);  // the engine still serves the other store
+}
+
 TEST_CASE("quorum store: put, get, delete with all replicas up", "[quorum]") {
   Cluster c;
   auto store = c.store();

@@ -278,6 +278,19 @@ TEST_CASE("a write succeeds at W acknowledgements and then commits on all N", "[
   CHECK(c.completions.size() == 1);
 }
 
+TEST_CASE("held-back commits leave at once when released (a store closes)", "[coordinator][write]") {
+  Cluster c;
+  OpId op = c.put("k", "v", kFence3);
+  REQUIRE(c.write_result(op).status.is_ok());
+  c.release();
+  CHECK(c.sent<wire::CommitRequest>().empty());
+  CHECK(c.coord().in_flight() == 1);  // the held-back sends
+  c.coord().release_held_back();
+  c.release();  // no time passes
+  CHECK(c.sent_to<wire::CommitRequest>() == std::vector<int>{0, 1, 2});
+  CHECK(c.coord().in_flight() == 0);
+}
+
 TEST_CASE("a write succeeds with one of three replicas silent", "[coordinator][write]") {
   Cluster c;
   c.hold = to(1);

@@ -55,11 +55,11 @@ struct QuorumStoreOptions {
   size_t max_key_bytes = 511;  // what replicas accept at most
   size_t max_value_bytes = size_t{1} << 20;
   // Stores of one process opened with equal options share one engine: the
-  // connections to the replicas, the background thread and the hybrid clock.
-  // Many stores (one per thread, say) then batch their requests like one
-  // store. false gives this store an engine of its own, for example to keep
-  // a bulk load's thousands of requests in flight from queueing ahead of
-  // another store's calls.
+  // connections to the replicas (and their send queues, 10000 requests each),
+  // the background thread and the hybrid clock. Many stores (one per thread,
+  // say) then batch their requests like one store. false gives this store an
+  // engine of its own, for example to keep a bulk load's thousands of requests
+  // in flight from queueing ahead of another store's calls.
   bool share_connections = true;
 };
 
@@ -87,8 +87,12 @@ struct ReadResult {
 
 class QuorumStore {
  public:
+  struct Calls;  // internal: this store's asynchronous calls in flight
   // BadRequest when R + W <= N, W <= N / 2, or a quorum exceeds N.
   static Result<std::unique_ptr<QuorumStore>> open(QuorumStoreOptions options);
+  // Waits for this store's asynchronous calls to finish, and sends the
+  // commits held back for a next call now. The engine stops with the last
+  // store that shares it.
   ~QuorumStore();
   QuorumStore(const QuorumStore&) = delete;
   QuorumStore& operator=(const QuorumStore&) = delete;
@@ -119,6 +123,7 @@ class QuorumStore {
   static std::shared_ptr<Impl> engine_for(QuorumStoreOptions options);
   explicit QuorumStore(std::shared_ptr<Impl> impl);
   std::shared_ptr<Impl> impl_;
+  std::shared_ptr<Calls> calls_;
 };
 
 }  // namespace palisade
