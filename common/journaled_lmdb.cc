@@ -62,34 +62,21 @@ Status JournaledLmdb::begin_write() {
   return rc == 0 ? Status::ok() : lmdb_error_("begin write transaction in " + dir_, rc);
 }
 
-Status JournaledLmdb::begin_child(MDB_txn** child) {
-  *child = nullptr;
-  if (Status s = begin_write(); !s.is_ok()) return s;
-  int rc = mdb_txn_begin(env_, base_, 0, child);
-  return rc == 0 ? Status::ok() : lmdb_error_("begin a child transaction in " + dir_, rc);
-}
+Status JournaledLmdb::begin_batch() { return begin_write(); }
 
-Status JournaledLmdb::commit(MDB_txn* child, std::string_view record) {
-  if (!journal_->fits(record.size())) {
-    // Too large for what is free of the journal: a checkpoint carries it.
-    int rc = mdb_txn_commit(child);
-    if (rc != 0) return recover(lmdb_error_("commit a child transaction in " + dir_, rc));
-    return checkpoint();
-  }
+Status JournaledLmdb::commit(std::string_view record) {
+  if (!broken_.is_ok()) return broken_;
+  // Too large for what is free of the journal: a checkpoint carries it (and a
+  // failed one rebuilds the base without it).
+  if (!journal_->fits(record.size())) return checkpoint();
   if (Status s = journal_->append(record); !s.is_ok()) {
-    mdb_txn_abort(child);
+    recover(s);
     // The failed record may be on disk: a checkpoint moves the journal
     // position past it, so that no replay applies it.
-    checkpoint();
+    if (broken_.is_ok()) checkpoint();
     return s;
   }
-  int rc = mdb_txn_commit(child);
   unchecked_ = true;
-  if (rc != 0) {
-    // The changes are in the journal: rebuilding the base applies them.
-    recover(lmdb_error_("commit a child transaction in " + dir_, rc));
-    return broken_;
-  }
   // A failed checkpoint fails no commit: the journal holds them all. It is
   // tried again checkpoint_bytes of journal later (a full map, say, stays
   // full until the operator raises it and restarts).
@@ -155,11 +142,26 @@ Status JournaledLmdb::replay(bool reread) {
   return Status::ok();
 }
 
-Status JournaledLmdb::recover(Status cause) {
+Status JournaledLmdb::drop_batch(std::string_view keep) {
+  if (!broken_.is_ok()) return broken_;
+  if (Status s = rebuild(keep); !s.is_ok()) {
+    broken_ = Status(Code::kStorageError, "the data in " + dir_ + " cannot be used after a failed write (" +
+                                              s.message() + "): restart " + daemon_);
+  }
+  return broken_;
+}
+
+Status JournaledLmdb::rebuild(std::string_view keep) {
   end_base();
   unchecked_ = false;
   Status s = begin_write();
   if (s.is_ok()) s = replay(/*reread=*/true);
+  if (s.is_ok() && !keep.empty()) s = apply_(base_, keep);
+  return s;
+}
+
+Status JournaledLmdb::recover(Status cause) {
+  Status s = rebuild({});
   if (!s.is_ok()) {
     broken_ = Status(Code::kStorageError, "the data in " + dir_ + " cannot be used after a failed commit (" +
                                               cause.message() + ") and a failed replay of its journal (" +

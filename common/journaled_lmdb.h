@@ -2,13 +2,17 @@
 // that makes what it holds durable: what LmdbStore and LmdbPaxosStorage share
 // (docs/storage.md, "The journal" and "Failures").
 //
-// A store writes a batch in a child of the base; commit() appends the batch's
-// journal record, synced, then merges the child into the base, which stays
-// open. Every checkpoint_bytes of journal, or with a record that does not fit
-// in it, the base commits (synced) with the journal position it covers, under
-// "journal" in the store's "meta" database: a checkpoint. Opening replays the
-// journal from that position through the store's ApplyRecord. One thread at a
-// time; only the base and its children are ever open (MDB_NOLOCK is safe).
+// A store writes a batch in the base itself; commit() appends the batch's
+// journal record, synced, and the base stays open. (Not in a child
+// transaction: a child copies every page it touches that its parent holds
+// dirty, and merges them back, which at 64 clients cost about a quarter of a
+// replica's CPU. The rare batch that must be undone, after a failed write or a
+// failed append, is dropped by rebuilding the base from LMDB and the journal
+// instead.) Every checkpoint_bytes of journal, or with a record that does not
+// fit in it, the base commits (synced) with the journal position it covers,
+// under "journal" in the store's "meta" database: a checkpoint. Opening replays
+// the journal from that position through the store's ApplyRecord. One thread
+// at a time; only the base is ever open (MDB_NOLOCK is safe).
 #pragma once
 
 #include <cstddef>
@@ -56,12 +60,17 @@ class JournaledLmdb {
 
   // Opens a read-only base when none is open.
   Status begin_read();
-  // Begins a child of the base, made a write transaction first.
-  Status begin_child(MDB_txn** child);
-  // Makes `child`'s changes durable: `record` (encoding them) appended to the
-  // journal and synced, `child` merged into the base; or, when `record` does
-  // not fit, in a checkpoint. `child` is committed or aborted.
-  Status commit(MDB_txn* child, std::string_view record);
+  // Makes the base a write transaction for a batch to write in.
+  Status begin_batch();
+  // Makes the batch's changes in the base durable: `record` (encoding them)
+  // appended to the journal and synced; or, when `record` does not fit, in a
+  // checkpoint. When that fails, the base is rebuilt without the batch.
+  Status commit(std::string_view record);
+  // Drops the batch's changes from the base but `keep` (a record of some of
+  // them, applied again; may be empty): the base is rebuilt from LMDB and the
+  // journal. For a batch to undo, and after a failed LMDB write, which leaves
+  // the base unusable. Should the rebuild fail, broken().
+  Status drop_batch(std::string_view keep);
   // Commits the base with the journal position, synced. After a failed commit
   // the base is rebuilt from LMDB and the journal; should that fail, broken().
   Status checkpoint();
@@ -77,6 +86,9 @@ class JournaledLmdb {
   // Applies the records from the position in meta on: all the journal holds
   // (opening), or exactly what was appended since the checkpoint (`reread`).
   Status replay(bool reread);
+  // Begins the base again from LMDB and what the journal holds since the
+  // last checkpoint, then applies `keep`.
+  Status rebuild(std::string_view keep);
   // After a failed commit of the base: rebuilds it; returns `cause`.
   Status recover(Status cause);
 

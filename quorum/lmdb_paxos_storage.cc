@@ -53,7 +53,7 @@ std::optional<std::string_view> unseal(std::string_view key, std::string_view re
   return body;
 }
 
-// Aborts the transaction unless it was committed.
+// A read-only transaction, aborted when it goes.
 struct Txn {
   MDB_txn* txn = nullptr;
   Txn() = default;
@@ -61,11 +61,6 @@ struct Txn {
   Txn& operator=(const Txn&) = delete;
   ~Txn() {
     if (txn != nullptr) mdb_txn_abort(txn);
-  }
-  int commit() {
-    int rc = mdb_txn_commit(txn);  // frees the transaction, also on failure
-    txn = nullptr;
-    return rc;
   }
 };
 
@@ -226,14 +221,14 @@ Status LmdbPaxosStorage::commit() {
   if (!pending_.any) return Status::ok();
   Pending changes = std::move(pending_);
   pending_ = Pending();
-  // A child of the base, so that a failure (a full map) leaves the base whole.
-  MDB_txn* child = nullptr;
-  if (Status s = journaled_.begin_child(&child); !s.is_ok()) return s;
-  if (Status s = write(child, changes); !s.is_ok()) {
-    mdb_txn_abort(child);
+  if (Status s = journaled_.begin_batch(); !s.is_ok()) return s;
+  if (Status s = write(journaled_.base(), changes); !s.is_ok()) {
+    // A failed write (a full map) leaves the transaction unusable: the base is
+    // rebuilt without these changes.
+    journaled_.drop_batch({});
     return s;
   }
-  return journaled_.commit(child, encode(changes));
+  return journaled_.commit(encode(changes));
 }
 
 Status LmdbPaxosStorage::write(MDB_txn* txn, const Pending& changes) {

@@ -90,8 +90,6 @@ LmdbStore::~LmdbStore() {
   if (env_ != nullptr) mdb_env_close(env_);
 }
 
-Status LmdbStore::begin_batch() { return batch_ != nullptr ? Status::ok() : journaled_.begin_child(&batch_); }
-
 Result<Versions> LmdbStore::get(std::string_view key) {
   if (Status s = begin(); !s.is_ok()) return s;
   if (!storable(key)) return Versions();
@@ -145,20 +143,16 @@ Status LmdbStore::apply(const Change& c) {
   if (c.put == nullptr && c.floor == 0) return Status::ok();  // changes nothing
   if (c.put != nullptr && !storable(c.key)) return unstorable("key", c.key);
   if (c.floor != 0 && !storable(c.lock)) return unstorable("lock name", c.lock);
-  if (Status s = begin_batch(); !s.is_ok()) return s;
+  if (Status s = journaled_.begin_batch(); !s.is_ok()) return s;
   const std::string record = c.put != nullptr && !c.put->empty() ? encode_record(c.key, *c.put) : std::string();
-  // A nested transaction makes the change all-or-nothing: a full map fails this
-  // request alone, not the whole batch.
-  MDB_txn* child = nullptr;
-  int rc = mdb_txn_begin(env_, batch_, 0, &child);
-  if (rc != 0) return lmdb_error("begin nested transaction", rc);
   std::vector<TreeDelta> deltas;
-  Status s = apply_in(child, c, record, &deltas);
-  if (!s.is_ok()) {
-    mdb_txn_abort(child);
+  if (Status s = apply_in(journaled_.base(), c, record, &deltas); !s.is_ok()) {
+    // The change is all-or-nothing, and a failed LMDB write (a full map) leaves
+    // the transaction unusable: it is rebuilt with the batch's other changes,
+    // so this request alone fails.
+    journaled_.drop_batch(batch_log_);
     return s;
   }
-  if ((rc = mdb_txn_commit(child)) != 0) return lmdb_error("commit nested transaction", rc);
   for (const TreeDelta& d : deltas) tree_.update(d);
   log_change(batch_log_, c, record);
   return Status::ok();
@@ -169,9 +163,8 @@ Status LmdbStore::commit() {
     abort();
     return broken_;
   }
-  MDB_txn* batch = std::exchange(batch_, nullptr);
   const std::string log = std::exchange(batch_log_, std::string());
-  Status s = journaled_.commit(batch, log);
+  Status s = journaled_.commit(log);
   if (s.is_ok()) {
     tree_.commit();
   } else {
@@ -187,8 +180,7 @@ Status LmdbStore::checkpoint() {
 }
 
 void LmdbStore::drop_batch() {
-  if (batch_ != nullptr) mdb_txn_abort(batch_);
-  batch_ = nullptr;
+  if (!batch_log_.empty()) journaled_.drop_batch({});
   batch_log_.clear();
 }
 

@@ -16,8 +16,8 @@
 // checkpoint. Opening the store replays the journal from that position.
 // Never opened with MDB_NOSYNC or MDB_WRITEMAP. MDB_NOLOCK: the daemon's
 // DirLock keeps other processes out, and this object never has two
-// transactions open but a write transaction and its children, so no LMDB lock
-// ties a transaction to the thread that began it. One thread at a time.
+// transactions open, so no LMDB lock ties a transaction to the thread that
+// began it. One thread at a time.
 #pragma once
 
 #include <memory>
@@ -73,12 +73,10 @@ class LmdbStore final : public ReplicaStore {
  private:
   LmdbStore();
   Status init(const std::string& dir, Options options);
-  // The transaction that reads and writes see: the batch's, else the base.
-  MDB_txn* txn() const { return batch_ != nullptr ? batch_ : journaled_.base(); }
+  // The transaction that reads and writes see, the batch's changes included.
+  MDB_txn* txn() const { return journaled_.base(); }
   // Opens a read-only base transaction when none is open.
   Status begin() { return journaled_.begin_read(); }
-  // Opens the batch's child of the base, made a write transaction first.
-  Status begin_batch();
   // Applies `c` in `txn`, its key's new record being `record` (empty: erased);
   // the tree changes go to *deltas, for after it commits.
   Status apply_in(MDB_txn* txn, const Change& c, std::string_view record, std::vector<TreeDelta>* deltas);
@@ -108,8 +106,7 @@ class LmdbStore final : public ReplicaStore {
   uint64_t digests_rebuilt_ = 0;
   JournaledLmdb journaled_;                     // the base transaction and the journal
   const Status& broken_ = journaled_.broken();  // why the store refuses every call, if it does
-  MDB_txn* batch_ = nullptr;                    // child of the base holding the batch's changes
-  std::string batch_log_;                       // the batch's changes, as its journal record
+  std::string batch_log_;                       // the batch's changes in the base, as its journal record
 };
 
 }  // namespace palisade::replica

@@ -49,14 +49,13 @@ struct KvStore {
     return rc == 0 ? Status::ok() : lmdb_error("put", rc);
   }
   Status put(const std::string& key, const std::string& value) {
-    MDB_txn* child = nullptr;
-    if (Status s = journaled.begin_child(&child); !s.is_ok()) return s;
+    if (Status s = journaled.begin_batch(); !s.is_ok()) return s;
     const std::string record = key + "=" + value;
-    if (Status s = apply(child, record); !s.is_ok()) {
-      mdb_txn_abort(child);
+    if (Status s = apply(journaled.base(), record); !s.is_ok()) {
+      journaled.drop_batch({});
       return s;
     }
-    return journaled.commit(child, record);
+    return journaled.commit(record);
   }
   std::optional<std::string> get(const std::string& key) {
     REQUIRE(journaled.begin_read().is_ok());
@@ -95,6 +94,43 @@ TEST_CASE("journaled lmdb: a failed checkpoint rebuilds the base from LMDB and t
   test::RawLmdb raw(image.path());
   CHECK(raw.get("data", "a") == "1");
   CHECK(raw.get("data", "c") == "3");
+}
+
+TEST_CASE("journaled lmdb: a batch written in the base is dropped by a rebuild that keeps what it is told",
+          "[journal][lmdb]") {
+  tools::TempDir dir, image;
+  KvStore kv(dir.path(), size_t{64} << 10);
+  REQUIRE(kv.put("a", "1").is_ok());
+  REQUIRE(kv.journaled.begin_batch().is_ok());
+  REQUIRE(kv.apply(kv.journaled.base(), "b=2").is_ok());
+  REQUIRE(kv.apply(kv.journaled.base(), "c=3").is_ok());
+  // A write the map cannot hold leaves the transaction unusable.
+  CHECK_THAT(kv.apply(kv.journaled.base(), "d=" + std::string(100 << 10, 'd')).message(),
+             Catch::Contains("MDB_MAP_FULL"));
+  REQUIRE(kv.journaled.drop_batch("b=2").is_ok());
+  CHECK(kv.get("a") == "1");  // journaled before
+  CHECK(kv.get("b") == "2");  // kept
+  CHECK_FALSE(kv.get("c"));   // dropped
+  CHECK_FALSE(kv.get("d"));
+  REQUIRE(kv.journaled.commit("b=2").is_ok());
+  test::copy_crash_image(dir.path(), image.path());
+  KvStore crashed(image.path());
+  CHECK(crashed.get("a") == "1");
+  CHECK(crashed.get("b") == "2");
+  CHECK_FALSE(crashed.get("c"));
+}
+
+TEST_CASE("journaled lmdb: a batch whose journal append failed is gone from the base", "[journal][lmdb]") {
+  tools::TempDir dir;
+  KvStore kv(dir.path());
+  REQUIRE(kv.put("a", "1").is_ok());
+  test::fail_next_syncs(1);
+  CHECK(kv.put("b", "2").code() == Code::kStorageError);
+  CHECK_FALSE(kv.get("b"));
+  CHECK(kv.get("a") == "1");
+  CHECK(kv.journaled.broken().is_ok());
+  REQUIRE(kv.put("c", "3").is_ok());
+  CHECK(kv.get("c") == "3");
 }
 
 TEST_CASE("journaled lmdb: when the rebuild fails too, every call fails until a restart replays the journal",
