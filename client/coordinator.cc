@@ -70,6 +70,7 @@ Coordinator::~Coordinator() = default;
 uint64_t Coordinator::send(OpId op, int replica, wire::ReplicaRequestBody body, bool repair) {
   uint64_t id = next_request_id_++;
   pending_[id] = {op, replica, repair};
+  requests_of_[op].push_back(id);
   sends_.push_back({replica, {id, std::move(body)}});
   return id;
 }
@@ -80,7 +81,10 @@ void Coordinator::send_untracked(int replica, wire::ReplicaRequestBody body) {
 }
 
 void Coordinator::drop_pending(OpId op) {
-  std::erase_if(pending_, [op](const auto& p) { return p.second.op == op; });
+  auto it = requests_of_.find(op);
+  if (it == requests_of_.end()) return;
+  for (uint64_t id : it->second) pending_.erase(id);
+  requests_of_.erase(it);
 }
 
 // Moves held-back commits into the first write going to the same replica:
@@ -480,7 +484,7 @@ void Coordinator::on_reply(int replica, const wire::ReplicaReply& reply, uint64_
     it->second.carried.clear();
     return on_unreachable(replica, reply.id, now_ms);
   }
-  Pending p = it->second;
+  Pending p = std::move(it->second);
   pending_.erase(it);
   if (auto w = writes_.find(p.op); w != writes_.end()) {
     on_write_reply(w->second, reply);
@@ -495,7 +499,7 @@ void Coordinator::on_unreachable(int replica, uint64_t request_id, uint64_t now_
   note_time(now_ms);
   auto it = pending_.find(request_id);
   if (it == pending_.end() || it->second.replica != replica) return;
-  Pending p = it->second;
+  Pending p = std::move(it->second);
   pending_.erase(it);
   if (auto w = writes_.find(p.op); w != writes_.end()) {
     // Not sent, so not stored: try again shortly, until the deadline.

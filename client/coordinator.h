@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -103,6 +104,9 @@ class Coordinator {
     std::vector<wire::CommitRequest> carried{};  // commits the request carries
   };
   std::map<uint64_t, Pending> pending_;  // by request id
+  // The ids of each op's requests, so that finishing an op finds them without
+  // a walk over every pending request. Some may be answered (gone) already.
+  std::unordered_map<OpId, std::vector<uint64_t>> requests_of_;
   std::map<OpId, WriteOp> writes_;
   std::map<OpId, ReadOp> reads_;
   std::vector<Send> sends_;
