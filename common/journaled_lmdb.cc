@@ -152,6 +152,7 @@ Status JournaledLmdb::drop_batch(std::string_view keep) {
 }
 
 Status JournaledLmdb::rebuild(std::string_view keep) {
+  ++rebuilds_;
   end_base();
   unchecked_ = false;
   Status s = begin_write();

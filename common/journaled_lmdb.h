@@ -55,6 +55,8 @@ class JournaledLmdb {
   MDB_txn* base() const { return base_; }
   // Why every call must fail, after a failed rebuild of the base.
   const Status& broken() const { return broken_; }
+  // How often the base was rebuilt after a failure since opening.
+  uint64_t rebuilds() const { return rebuilds_; }
   // The base holds journaled changes that LMDB does not.
   bool unchecked() const { return unchecked_; }
 
@@ -71,10 +73,13 @@ class JournaledLmdb {
   // journal. For a batch to undo, and after a failed LMDB write, which leaves
   // the base unusable. Should the rebuild fail, broken().
   Status drop_batch(std::string_view keep);
-  // Commits the base with the journal position, synced. After a failed commit
-  // the base is rebuilt from LMDB and the journal; should that fail, broken().
+  // Commits the base with the journal position, synced. Between batches only:
+  // it would make a batch's changes durable before their record is. After a
+  // failed commit the base is rebuilt from LMDB and the journal; should that
+  // fail, broken().
   Status checkpoint();
-  // Ends a base that holds nothing to checkpoint.
+  // Ends a base that holds nothing to checkpoint. Between batches only: a
+  // batch's changes kept by drop_batch() are not counted as unchecked.
   void release();
   // A clean close: checkpoints what the base holds (unless opening did not
   // finish or the store broke), then ends it. Before the environment closes.
@@ -89,7 +94,8 @@ class JournaledLmdb {
   // Begins the base again from LMDB and what the journal holds since the
   // last checkpoint, then applies `keep`.
   Status rebuild(std::string_view keep);
-  // After a failed commit of the base: rebuilds it; returns `cause`.
+  // After a failed checkpoint or append: rebuilds the base without what the
+  // journal does not hold (or breaks the store); returns `cause`.
   Status recover(Status cause);
 
   const std::string daemon_;
@@ -105,6 +111,7 @@ class JournaledLmdb {
   bool unchecked_ = false;
   size_t checkpoint_at_bytes_ = 0;  // journal bytes that make the next commit checkpoint
   bool opened_ = false;             // finish_open() succeeded: close() may checkpoint
+  uint64_t rebuilds_ = 0;
   Status broken_;
 };
 

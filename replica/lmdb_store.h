@@ -5,8 +5,8 @@
 //   meta:     "format" -> storage format version; "journal" -> the journal
 //             position the last checkpoint reached
 // The Merkle tree (merkle.h) lives in memory: built when the store opens, which
-// also checks every record against the digests database, and kept up to date
-// by every change in the same transaction as the change.
+// also checks every record against the digests database, updated with every
+// change and undone with a batch that fails or aborts.
 //
 // Durability (docs/storage.md, "The journal"; common/journaled_lmdb.h): commit()
 // appends the batch's changes to the journal in DIR/journal and syncs it, one
@@ -69,6 +69,8 @@ class LmdbStore final : public ReplicaStore {
   // What opening found: records whose digest did not match the digests
   // database (a damaged record, or an upgrade from format 1).
   uint64_t digests_rebuilt() const { return digests_rebuilt_; }
+  // How often the open transaction was rebuilt after a failure.
+  uint64_t rebuilds() const { return journaled_.rebuilds(); }
 
  private:
   LmdbStore();
@@ -80,6 +82,9 @@ class LmdbStore final : public ReplicaStore {
   // Applies `c` in `txn`, its key's new record being `record` (empty: erased);
   // the tree changes go to *deltas, for after it commits.
   Status apply_in(MDB_txn* txn, const Change& c, std::string_view record, std::vector<TreeDelta>* deltas);
+  // Applies all of `c` to the base, or on error none of it (docs/storage.md,
+  // "Transactions, sync and group commit").
+  Status apply_whole(const Change& c, std::string_view record, std::vector<TreeDelta>* deltas);
   // Drops the batch's changes.
   void drop_batch();
 
@@ -107,6 +112,7 @@ class LmdbStore final : public ReplicaStore {
   JournaledLmdb journaled_;                     // the base transaction and the journal
   const Status& broken_ = journaled_.broken();  // why the store refuses every call, if it does
   std::string batch_log_;                       // the batch's changes in the base, as its journal record
+  bool nested_ = false;                         // a change failed: each runs in a nested transaction
 };
 
 }  // namespace palisade::replica

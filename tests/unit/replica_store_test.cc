@@ -475,6 +475,34 @@ TEST_CASE("LmdbStore: a checkpoint that fails (map full) loses no committed batc
   CHECK(reopened.value()->get(last).value() == y);
 }
 
+TEST_CASE("LmdbStore: after a write fails, later ones run nested and fail without a rebuild each",
+          "[replica][store][journal]") {
+  LmdbFixture f(/*tight=*/true);
+  LmdbStore& s = *f.lmdb;
+  const Version small = version("small", 1);
+  REQUIRE(put(s, "before", small, 1).is_ok());
+  REQUIRE(put(s, "in-batch", version("in batch", 2), 2).is_ok());
+  const Version huge = version(std::string(kHugeValueBytes, 'h'), 9, "H");
+  CHECK_THAT(put(s, "huge", huge, 9).message(), Catch::Contains("MDB_MAP_FULL"));
+  CHECK(s.rebuilds() == 1);  // the open transaction, rebuilt with the batch's two changes
+  // A full map stays full: each later failure would cost a rebuild that reads
+  // back the whole journal. They are undone by a nested transaction instead.
+  for (int i = 0; i < 3; ++i) {
+    CHECK_THAT(put(s, "huge" + std::to_string(i), huge, 9).message(), Catch::Contains("MDB_MAP_FULL"));
+  }
+  CHECK(s.rebuilds() == 1);
+  REQUIRE(put(s, "after", version("after", 3), 3).is_ok());
+  REQUIRE(s.commit().is_ok());
+  CHECK(stored(s, "in-batch") == Versions{version("in batch", 2)});
+  CHECK(stored(s, "after") == Versions{version("after", 3)});
+  CHECK(stored(s, "huge1").empty());
+  f.reopen();
+  CHECK(stored(f.store(), "before") == Versions{small});
+  CHECK(stored(f.store(), "in-batch") == Versions{version("in batch", 2)});
+  CHECK(stored(f.store(), "after") == Versions{version("after", 3)});
+  CHECK(stored(f.store(), "huge").empty());
+}
+
 TEST_CASE("LmdbStore: a failed journal sync fails its batch alone, and no later batch is lost",
           "[replica][store][journal]") {
   tools::TempDir dir, image;
