@@ -62,8 +62,6 @@ Status JournaledLmdb::begin_write() {
   return rc == 0 ? Status::ok() : lmdb_error_("begin write transaction in " + dir_, rc);
 }
 
-Status JournaledLmdb::begin_batch() { return begin_write(); }
-
 Status JournaledLmdb::commit(std::string_view record) {
   if (!broken_.is_ok()) return broken_;
   // Too large for what is free of the journal: a checkpoint carries it (and a
@@ -139,6 +137,31 @@ Status JournaledLmdb::replay(bool reread) {
     }
   }
   unchecked_ = !records.value().empty();
+  return Status::ok();
+}
+
+Status JournaledLmdb::write_whole(const std::function<Status(MDB_txn*)>& write, std::string_view keep) {
+  if (Status s = begin_write(); !s.is_ok()) return s;
+  if (!nested_) {
+    Status s = write(base_);
+    if (!s.is_ok()) {
+      nested_ = true;
+      drop_batch(keep);
+    }
+    return s;
+  }
+  MDB_txn* child = nullptr;
+  int rc = mdb_txn_begin(env_, base_, 0, &child);
+  if (rc != 0) return lmdb_error_("begin a nested transaction in " + dir_, rc);
+  if (Status s = write(child); !s.is_ok()) {
+    mdb_txn_abort(child);
+    return s;
+  }
+  if ((rc = mdb_txn_commit(child)) != 0) {
+    Status s = lmdb_error_("commit a nested transaction in " + dir_, rc);
+    drop_batch(keep);  // the base may be unusable too
+    return s;
+  }
   return Status::ok();
 }
 

@@ -2,17 +2,18 @@
 // that makes what it holds durable: what LmdbStore and LmdbPaxosStorage share
 // (docs/storage.md, "The journal" and "Failures").
 //
-// A store writes a batch in the base itself; commit() appends the batch's
-// journal record, synced, and the base stays open. (Not in a child
+// A store writes a batch in the base itself (write_whole); commit() appends
+// the batch's journal record, synced, and the base stays open. (Not in a child
 // transaction: a child copies every page it touches that its parent holds
 // dirty, and merges them back, which at 64 clients cost about a quarter of a
 // replica's CPU. The rare batch that must be undone, after a failed write or a
 // failed append, is dropped by rebuilding the base from LMDB and the journal
-// instead.) Every checkpoint_bytes of journal, or with a record that does not
-// fit in it, the base commits (synced) with the journal position it covers,
-// under "journal" in the store's "meta" database: a checkpoint. Opening replays
-// the journal from that position through the store's ApplyRecord. One thread
-// at a time; only the base is ever open (MDB_NOLOCK is safe).
+// instead; after a failed write, later writes nest.) Every checkpoint_bytes of
+// journal, or with a record that does not fit in it, the base commits (synced)
+// with the journal position it covers, under "journal" in the store's "meta"
+// database: a checkpoint. Opening replays the journal from that position
+// through the store's ApplyRecord. One thread at a time; only the base and a
+// write's nested transaction are ever open (MDB_NOLOCK is safe).
 #pragma once
 
 #include <cstddef>
@@ -62,16 +63,21 @@ class JournaledLmdb {
 
   // Opens a read-only base when none is open.
   Status begin_read();
-  // Makes the base a write transaction for a batch to write in.
-  Status begin_batch();
   // Makes the batch's changes in the base durable: `record` (encoding them)
   // appended to the journal and synced; or, when `record` does not fit, in a
   // checkpoint. When that fails, the base is rebuilt without the batch.
   Status commit(std::string_view record);
+  // Runs `write` (changes of the batch) on the base, all or nothing: on error
+  // none of its changes stay, and the base holds the batch's earlier changes,
+  // of which `keep` is the record. A failed LMDB write (a full map) leaves its
+  // transaction unusable, so at first `write` runs on the base itself and an
+  // error rebuilds the base (drop_batch). From then on, since more errors are
+  // likely (a full map stays full until a restart) and each rebuild reads back
+  // the journal, it runs in a nested transaction, which an error aborts alone.
+  Status write_whole(const std::function<Status(MDB_txn*)>& write, std::string_view keep);
   // Drops the batch's changes from the base but `keep` (a record of some of
   // them, applied again; may be empty): the base is rebuilt from LMDB and the
-  // journal. For a batch to undo, and after a failed LMDB write, which leaves
-  // the base unusable. Should the rebuild fail, broken().
+  // journal. Should the rebuild fail, broken().
   Status drop_batch(std::string_view keep);
   // Commits the base with the journal position, synced. Between batches only:
   // it would make a batch's changes durable before their record is. After a
@@ -112,6 +118,7 @@ class JournaledLmdb {
   size_t checkpoint_at_bytes_ = 0;  // journal bytes that make the next commit checkpoint
   bool opened_ = false;             // finish_open() succeeded: close() may checkpoint
   uint64_t rebuilds_ = 0;
+  bool nested_ = false;  // a write failed: write_whole() nests from now on
   Status broken_;
 };
 

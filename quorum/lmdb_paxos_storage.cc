@@ -221,14 +221,8 @@ Status LmdbPaxosStorage::commit() {
   if (!pending_.any) return Status::ok();
   Pending changes = std::move(pending_);
   pending_ = Pending();
-  if (Status s = journaled_.begin_batch(); !s.is_ok()) return s;
-  if (Status s = write(journaled_.base(), changes); !s.is_ok()) {
-    // A failed write (a full map) leaves the transaction unusable: the base is
-    // rebuilt without these changes.
-    journaled_.drop_batch({});
-    return s;
-  }
-  return journaled_.commit(encode(changes));
+  Status s = journaled_.write_whole([&](MDB_txn* txn) { return write(txn, changes); }, {});
+  return s.is_ok() ? journaled_.commit(encode(changes)) : s;
 }
 
 Status LmdbPaxosStorage::write(MDB_txn* txn, const Pending& changes) {

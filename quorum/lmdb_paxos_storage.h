@@ -17,7 +17,8 @@
 // changes too large for the journal (common/journaled_lmdb.h). Opening replays
 // the journal. The environment is never opened with MDB_NOSYNC, MDB_NOMETASYNC or
 // MDB_WRITEMAP; MDB_NOLOCK, because the daemon's DirLock keeps other processes
-// out and only one transaction is ever open. One thread at a time.
+// out and only one transaction (and a nested one of it) is ever open. One
+// thread at a time.
 #pragma once
 
 #include <cstddef>

@@ -143,40 +143,12 @@ Status LmdbStore::apply(const Change& c) {
   if (c.put == nullptr && c.floor == 0) return Status::ok();  // changes nothing
   if (c.put != nullptr && !storable(c.key)) return unstorable("key", c.key);
   if (c.floor != 0 && !storable(c.lock)) return unstorable("lock name", c.lock);
-  if (Status s = journaled_.begin_batch(); !s.is_ok()) return s;
   const std::string record = c.put != nullptr && !c.put->empty() ? encode_record(c.key, *c.put) : std::string();
   std::vector<TreeDelta> deltas;
-  if (Status s = apply_whole(c, record, &deltas); !s.is_ok()) return s;
+  Status s = journaled_.write_whole([&](MDB_txn* txn) { return apply_in(txn, c, record, &deltas); }, batch_log_);
+  if (!s.is_ok()) return s;
   for (const TreeDelta& d : deltas) tree_.update(d);
   log_change(batch_log_, c, record);
-  return Status::ok();
-}
-
-Status LmdbStore::apply_whole(const Change& c, std::string_view record, std::vector<TreeDelta>* deltas) {
-  MDB_txn* base = journaled_.base();
-  if (!nested_) {
-    Status s = apply_in(base, c, record, deltas);
-    if (!s.is_ok()) {
-      // A failed LMDB write (a full map) leaves the transaction unusable: it
-      // is rebuilt with the batch's other changes, so this request alone fails.
-      nested_ = true;
-      journaled_.drop_batch(batch_log_);
-    }
-    return s;
-  }
-  // After a failure more are likely (a full map stays full until a restart),
-  // and each would cost a rebuild: a nested transaction undoes one at once.
-  MDB_txn* child = nullptr;
-  int rc = mdb_txn_begin(env_, base, 0, &child);
-  if (rc != 0) return lmdb_error("begin nested transaction", rc);
-  if (Status s = apply_in(child, c, record, deltas); !s.is_ok()) {
-    mdb_txn_abort(child);
-    return s;
-  }
-  if ((rc = mdb_txn_commit(child)) != 0) {
-    journaled_.drop_batch(batch_log_);  // the base may be unusable too
-    return lmdb_error("commit nested transaction", rc);
-  }
   return Status::ok();
 }
 

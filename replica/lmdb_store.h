@@ -16,8 +16,8 @@
 // checkpoint. Opening the store replays the journal from that position.
 // Never opened with MDB_NOSYNC or MDB_WRITEMAP. MDB_NOLOCK: the daemon's
 // DirLock keeps other processes out, and this object never has two
-// transactions open, so no LMDB lock ties a transaction to the thread that
-// began it. One thread at a time.
+// transactions open but a write transaction and a nested one of it, so no LMDB
+// lock ties a transaction to the thread that began it. One thread at a time.
 #pragma once
 
 #include <memory>
@@ -82,9 +82,6 @@ class LmdbStore final : public ReplicaStore {
   // Applies `c` in `txn`, its key's new record being `record` (empty: erased);
   // the tree changes go to *deltas, for after it commits.
   Status apply_in(MDB_txn* txn, const Change& c, std::string_view record, std::vector<TreeDelta>* deltas);
-  // Applies all of `c` to the base, or on error none of it (docs/storage.md,
-  // "Transactions, sync and group commit").
-  Status apply_whole(const Change& c, std::string_view record, std::vector<TreeDelta>* deltas);
   // Drops the batch's changes.
   void drop_batch();
 
@@ -112,7 +109,6 @@ class LmdbStore final : public ReplicaStore {
   JournaledLmdb journaled_;                     // the base transaction and the journal
   const Status& broken_ = journaled_.broken();  // why the store refuses every call, if it does
   std::string batch_log_;                       // the batch's changes in the base, as its journal record
-  bool nested_ = false;                         // a change failed: each runs in a nested transaction
 };
 
 }  // namespace palisade::replica

@@ -49,13 +49,9 @@ struct KvStore {
     return rc == 0 ? Status::ok() : lmdb_error("put", rc);
   }
   Status put(const std::string& key, const std::string& value) {
-    if (Status s = journaled.begin_batch(); !s.is_ok()) return s;
     const std::string record = key + "=" + value;
-    if (Status s = apply(journaled.base(), record); !s.is_ok()) {
-      journaled.drop_batch({});
-      return s;
-    }
-    return journaled.commit(record);
+    Status s = journaled.write_whole([&](MDB_txn* txn) { return apply(txn, record); }, {});
+    return s.is_ok() ? journaled.commit(record) : s;
   }
   std::optional<std::string> get(const std::string& key) {
     REQUIRE(journaled.begin_read().is_ok());
@@ -96,22 +92,30 @@ TEST_CASE("journaled lmdb: a failed checkpoint rebuilds the base from LMDB and t
   CHECK(raw.get("data", "c") == "3");
 }
 
-TEST_CASE("journaled lmdb: a batch written in the base is dropped by a rebuild that keeps what it is told",
+TEST_CASE("journaled lmdb: a failed write is undone by a rebuild that keeps the batch's earlier changes, "
+          "later ones by a nested transaction",
           "[journal][lmdb]") {
   tools::TempDir dir, image;
   KvStore kv(dir.path(), size_t{64} << 10);
   REQUIRE(kv.put("a", "1").is_ok());
-  REQUIRE(kv.journaled.begin_batch().is_ok());
-  REQUIRE(kv.apply(kv.journaled.base(), "b=2").is_ok());
-  REQUIRE(kv.apply(kv.journaled.base(), "c=3").is_ok());
-  // A write the map cannot hold leaves the transaction unusable.
-  CHECK_THAT(kv.apply(kv.journaled.base(), "d=" + std::string(100 << 10, 'd')).message(),
-             Catch::Contains("MDB_MAP_FULL"));
-  REQUIRE(kv.journaled.drop_batch("b=2").is_ok());
+  auto write = [&kv](const std::string& record, std::string_view keep) {
+    return kv.journaled.write_whole([&](MDB_txn* txn) { return kv.apply(txn, record); }, keep);
+  };
+  const std::string huge = "d=" + std::string(100 << 10, 'd');  // more than the map holds
+  REQUIRE(write("b=2", {}).is_ok());
+  REQUIRE(write("c=3", "b=2").is_ok());
+  // `keep` is what the caller says the batch held before: here b alone.
+  CHECK_THAT(write(huge, "b=2").message(), Catch::Contains("MDB_MAP_FULL"));
+  CHECK(kv.journaled.rebuilds() == 1);
   CHECK(kv.get("a") == "1");  // journaled before
   CHECK(kv.get("b") == "2");  // kept
   CHECK_FALSE(kv.get("c"));   // dropped
   CHECK_FALSE(kv.get("d"));
+  // A full map stays full, and each rebuild reads back the journal: from now
+  // on a failed write is undone by the nested transaction it ran in.
+  for (int i = 0; i < 3; ++i) CHECK_THAT(write(huge, "b=2").message(), Catch::Contains("MDB_MAP_FULL"));
+  CHECK(kv.journaled.rebuilds() == 1);
+  CHECK(kv.get("b") == "2");
   REQUIRE(kv.journaled.commit("b=2").is_ok());
   test::copy_crash_image(dir.path(), image.path());
   KvStore crashed(image.path());
