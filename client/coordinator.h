@@ -72,6 +72,9 @@ class Coordinator {
   // Operations not finished, plus one while sends are held back (a closing
   // store waits for both).
   size_t in_flight() const;
+  // Requests of unfinished operations not yet answered: a finished
+  // operation's are forgotten, answered or not.
+  size_t pending_requests() const { return pending_.size(); }
 
  private:
   struct WriteOp;

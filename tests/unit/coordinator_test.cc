@@ -126,6 +126,7 @@ class Cluster {
   OpId del(std::string key, Fence fence) { return started(coord_->start_write(std::move(key), "", true, fence, now_)); }
   OpId fence(Fence fence) { return started(coord_->start_fence(fence, now_)); }
   OpId get(std::string key) { return started(coord_->start_read(std::move(key), now_)); }
+  const Coordinator& coordinator() const { return *coord_; }
 
   // Moves every clock to `elapsed` ms after the start, ticks the coordinator and
   // delivers what it sends.
@@ -301,6 +302,18 @@ TEST_CASE("a write succeeds with one of three replicas silent", "[coordinator][w
   CHECK(c.replica(0).stored("k")->state == VersionState::kCommitted);
   CHECK(c.replica(2).stored("k")->state == VersionState::kCommitted);
   CHECK_FALSE(c.replica(1).stored("k"));
+}
+
+TEST_CASE("a finished operation forgets its requests, even those a silent replica never answers",
+          "[coordinator]") {
+  Cluster c;
+  c.hold = to(1);
+  OpId put = c.put("k", "v", kFence3);
+  REQUIRE(c.write_result(put).status.is_ok());
+  OpId get = c.get("k");
+  REQUIRE(c.read_result(get).status.is_ok());
+  CHECK(c.held.size() >= 1);  // replica 1's write, never answered
+  CHECK(c.coordinator().pending_requests() == 0);
 }
 
 TEST_CASE("a write with two of three replicas silent is unavailable at the deadline, not before",
