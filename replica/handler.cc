@@ -75,21 +75,34 @@ ReplicaReply ReplicaHandler::apply(const wire::ReplicaRequest& request, bool& ch
   return purge(std::get<wire::PurgeRequest>(body), changed);
 }
 
+Result<Sequencer> ReplicaHandler::verify(std::string_view text) {
+  if (auto it = verified_.find(text); it != verified_.end()) return it->second;
+  ++sequencer_macs_;
+  auto verified = verify_sequencer(text, auth_->key, auth_->group);
+  if (verified.is_ok()) {
+    if (verified_.size() >= kVerifiedKept) verified_.clear();
+    verified_.emplace(text, verified.value());
+  }
+  return verified;
+}
+
 Status ReplicaHandler::check_sequencer(std::string_view sequencer, std::string_view lock, uint64_t token,
-                                       std::string_view what) const {
+                                       std::string_view what) {
   if (!auth_) return Status::ok();
   auto bad = [](std::string message) { return Status(Code::kBadSequencer, std::move(message)); };
-  const std::string subject = std::string(what) + " of lock '" + std::string(lock) + "' at token " +
-                              std::to_string(token);
+  // Built only for a refusal: the path every write takes stays cheap.
+  auto subject = [&] {
+    return std::string(what) + " of lock '" + std::string(lock) + "' at token " + std::to_string(token);
+  };
   if (sequencer.empty()) {
-    return bad("a " + subject + " needs the sequencer of its grant: this replica checks them");
+    return bad("a " + subject() + " needs the sequencer of its grant: this replica checks them");
   }
-  auto verified = verify_sequencer(sequencer, auth_->key, auth_->group);
-  if (!verified.is_ok()) return bad(verified.status().message() + " (" + subject + ")");
+  auto verified = verify(sequencer);
+  if (!verified.is_ok()) return bad(verified.status().message() + " (" + subject() + ")");
   const Sequencer& s = verified.value();
   if (s.lock != lock || s.token != token) {
     return bad("the sequencer grants lock '" + s.lock + "' at token " + std::to_string(s.token) + ", not the " +
-               subject);
+               subject());
   }
   if (s.mode != LockMode::kExclusive) {
     return bad("the sequencer grants lock '" + s.lock + "' in shared mode: replicas accept fenced writes only "

@@ -6,9 +6,11 @@
 // Thread safety: none; one thread (the server loop or the simulator) owns it.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/hybrid_clock.h"
@@ -53,6 +55,9 @@ class ReplicaHandler {
   bool writes_refused() const { return !failure_.is_ok(); }
   // Whether fenced writes and fences must carry a valid sequencer.
   bool verifies_sequencers() const { return auth_.has_value(); }
+  // How many sequencer MACs were checked: a text that verified once is not
+  // checked again while it is remembered (up to kVerifiedKept of them).
+  uint64_t sequencer_macs() const { return sequencer_macs_; }
 
  private:
   // Applies one request to the open batch. `changed` is set when the store changed.
@@ -72,7 +77,9 @@ class ReplicaHandler {
   // With auth_: ok when `sequencer` verifies and grants `lock` at `token`
   // exclusively; else bad_sequencer. `what` names the request in messages.
   Status check_sequencer(std::string_view sequencer, std::string_view lock, uint64_t token,
-                         std::string_view what) const;
+                         std::string_view what);
+  // The sequencer that `text` verifies to under auth_, or why it does not.
+  Result<Sequencer> verify(std::string_view text);
   wire::ReplicaReply apply_change(const Change& change, bool& changed, wire::ReplicaReply ok_reply);
   // The reply when the key's record could not be read (`status`): a `corrupt`
   // one carries the record's digest, which a repair must name to replace it.
@@ -84,6 +91,16 @@ class ReplicaHandler {
   ReplicaStore& store_;
   HybridClock& clock_;
   std::optional<SequencerAuth> auth_;
+  // Sequencer texts that verified under auth_ (which never changes): a holder
+  // sends the same one with every write, and a MAC check costs more than the
+  // rest of a write's handling. Emptied when it holds kVerifiedKept.
+  static constexpr size_t kVerifiedKept = 1024;
+  struct TextHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+  };
+  std::unordered_map<std::string, Sequencer, TextHash, std::equal_to<>> verified_;
+  uint64_t sequencer_macs_ = 0;
   Status failure_;
 };
 

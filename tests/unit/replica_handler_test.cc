@@ -652,6 +652,37 @@ TEST_CASE("with a cluster key, a refused sequencer leaves what is stored and the
   CHECK(old.floor == 6);
 }
 
+TEST_CASE("a sequencer that verified is not checked again, and still grants only its lock and token",
+          "[replica][sequencer]") {
+  Replica r(auth());
+  const std::string good = seq("L", 5);
+  REQUIRE(r.call(with_sequencer(write_req("a", "x", ts(5), "L"), good)).status.is_ok());
+  CHECK(r.handler.sequencer_macs() == 1);
+  CHECK(r.call(with_sequencer(write_req("b", "x", ts(5), "L"), good)).status.is_ok());
+  CHECK(r.call(with_sequencer(fence_req("L", 5), good)).status.is_ok());
+  CHECK(r.handler.sequencer_macs() == 1);
+  // Remembered, it is held to the same rules: another token or lock is refused.
+  CHECK(r.call(with_sequencer(write_req("c", "x", ts(6), "L"), good)).status.code() == Code::kBadSequencer);
+  CHECK(r.call(with_sequencer(fence_req("M", 5), good)).status.code() == Code::kBadSequencer);
+  CHECK(r.handler.sequencer_macs() == 1);
+  // A text that failed is checked every time it comes.
+  std::string altered = good;
+  altered.back() = altered.back() == 'A' ? 'B' : 'A';
+  for (int i = 0; i < 2; ++i) {
+    CHECK(r.call(with_sequencer(write_req("d", "x", ts(5), "L"), altered)).status.code() == Code::kBadSequencer);
+  }
+  CHECK(r.handler.sequencer_macs() == 3);
+  CHECK_FALSE(r.stored("c"));
+  CHECK_FALSE(r.stored("d"));
+  // 1024 other grants fill what is remembered: `good` is checked once more.
+  for (uint64_t token = 1; token <= 1024; ++token) {
+    REQUIRE(r.call(with_sequencer(fence_req("M", token), seq("M", token))).status.is_ok());
+  }
+  CHECK(r.handler.sequencer_macs() == 3 + 1024);
+  CHECK(r.call(with_sequencer(write_req("e", "x", ts(5), "L"), good)).status.is_ok());
+  CHECK(r.handler.sequencer_macs() == 3 + 1024 + 1);
+}
+
 TEST_CASE("with a cluster key, repair copies need the version's sequencer too", "[replica][sequencer]") {
   Replica r(auth());
   // A forged committed write (a repair copy with no or a forged sequencer)
