@@ -185,7 +185,7 @@ double echo_round_trip_p50_ms(double seconds, size_t message_bytes) {
     while (!stop.load()) {
       zmq::poll(&item, 1, 50ms);
       while (auto routed = transport::try_recv_routed(router)) {
-        transport::send_routed(router, *routed, {static_cast<const char*>(routed->payload.data()), routed->payload.size()});
+        transport::send_routed(router, *routed, routed->frame());
       }
     }
   });

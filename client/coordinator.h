@@ -52,6 +52,8 @@ class Coordinator {
   Coordinator(CoordinatorOptions options, HybridClock& clock);
   ~Coordinator();
 
+  const CoordinatorOptions& options() const { return options_; }
+
   OpId start_write(std::string key, std::string value, bool tombstone, const Fence& fence, uint64_t now_ms);
   OpId start_fence(const Fence& fence, uint64_t now_ms);
   OpId start_read(std::string key, uint64_t now_ms);

@@ -17,6 +17,11 @@
 
 namespace palisade::wire {
 
+// A ZeroMQ message to a replica holds one request per frame, at most this many;
+// the reply is one message with a reply per frame, in order. A message with
+// more frames is refused whole (docs/protocol.md, "Transport").
+constexpr size_t kMaxRequestsPerMessage = 64;
+
 enum class VersionState : uint8_t { kPending, kCommitted };
 std::string_view state_name(VersionState state);
 

@@ -10,14 +10,6 @@ void apply(zmq::socket_t& s, const SocketOptions& o) {
   s.set(zmq::sockopt::linger, o.linger_ms);
 }
 
-// Drains the remaining frames of a message.
-void discard_rest(zmq::socket_t& s) {
-  while (s.get(zmq::sockopt::rcvmore)) {
-    zmq::message_t frame;
-    if (!s.recv(frame, zmq::recv_flags::dontwait)) return;
-  }
-}
-
 }  // namespace
 
 zmq::socket_t make_router(zmq::context_t& ctx, const std::string& bind_endpoint, const SocketOptions& options) {
@@ -39,27 +31,36 @@ zmq::socket_t make_dealer(zmq::context_t& ctx, const std::string& connect_endpoi
   return s;
 }
 
-std::optional<Routed> try_recv_routed(zmq::socket_t& router) {
+std::optional<Routed> try_recv_routed(zmq::socket_t& router, size_t max_frames) {
   Routed r;
   if (!router.recv(r.identity, zmq::recv_flags::dontwait)) return std::nullopt;
-  if (!router.get(zmq::sockopt::rcvmore)) return r;  // an empty message: the decoder says so
-  (void)router.recv(r.payload);
-  if (r.payload.size() == 0 && router.get(zmq::sockopt::rcvmore)) {
+  r.frames.emplace_back();  // an empty message stays one empty frame: the decoder says so
+  if (!router.get(zmq::sockopt::rcvmore)) return r;
+  (void)router.recv(r.frames.back());
+  if (r.frames.back().size() == 0 && router.get(zmq::sockopt::rcvmore)) {
     r.delimited = true;
-    (void)router.recv(r.payload);
+    (void)router.recv(r.frames.back());
   }
-  if (router.get(zmq::sockopt::rcvmore)) {
-    discard_rest(router);
-    r.extra_frames = true;
+  while (router.get(zmq::sockopt::rcvmore)) {
+    zmq::message_t frame;
+    if (!router.recv(frame, zmq::recv_flags::dontwait)) break;
+    if (r.frames.size() < max_frames) {
+      r.frames.push_back(std::move(frame));
+    } else {
+      r.too_many_frames = true;
+    }
   }
   return r;
 }
 
-bool send_routed(zmq::socket_t& router, Routed& to, std::string_view payload) {
+bool send_routed(zmq::socket_t& router, Routed& to, std::span<const std::string_view> payloads) {
   try {
     if (!router.send(to.identity, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) return false;
     if (to.delimited) router.send(zmq::message_t(), zmq::send_flags::sndmore);
-    router.send(zmq::buffer(payload.data(), payload.size()), zmq::send_flags::none);
+    for (size_t i = 0; i < payloads.size(); ++i) {
+      const auto more = i + 1 < payloads.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
+      router.send(zmq::buffer(payloads[i].data(), payloads[i].size()), more);
+    }
     return true;
   } catch (const zmq::error_t&) {
     return false;

@@ -2,15 +2,18 @@
 // encryption) apply to every link at once. Daemons bind ROUTER sockets; clients
 // connect DEALER sockets. Internal: public headers never include this.
 //
-// Framing: a DEALER sends one frame, the message. A ROUTER receives
-// [peer identity][optional empty delimiter][message] and answers with the same
+// Framing: a DEALER sends a message of one frame per request (lockd takes one
+// per message, replicas up to wire::kMaxRequestsPerMessage). A ROUTER receives
+// [peer identity][optional empty delimiter][frames] and answers with the same
 // envelope, so REQ sockets (which add the delimiter) work as clients too.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <zmq.hpp>
 
@@ -35,14 +38,22 @@ zmq::socket_t make_dealer(zmq::context_t& ctx, const std::string& connect_endpoi
 // One message received on a ROUTER, with the envelope to answer it.
 struct Routed {
   zmq::message_t identity;
-  bool delimited = false;     // the peer is a REQ socket
-  bool extra_frames = false;  // the peer sent more frames than the framing allows
-  zmq::message_t payload;     // the first message frame
+  bool delimited = false;            // the peer is a REQ socket
+  std::vector<zmq::message_t> frames;  // the message: at least one frame (maybe empty), at most max_frames
+  bool too_many_frames = false;        // the peer sent more than max_frames; the rest were dropped
+
+  std::string_view frame(size_t i = 0) const {
+    return {static_cast<const char*>(frames[i].data()), frames[i].size()};
+  }
 };
 
 // Receives one message without blocking; nullopt when none is waiting.
-std::optional<Routed> try_recv_routed(zmq::socket_t& router);
-// Sends `payload` back along `to`'s envelope. Returns false when the peer is gone.
-bool send_routed(zmq::socket_t& router, Routed& to, std::string_view payload);
+std::optional<Routed> try_recv_routed(zmq::socket_t& router, size_t max_frames = 1);
+// Sends `payloads`, one frame each, as one message back along `to`'s envelope.
+// Returns false when the peer is gone.
+bool send_routed(zmq::socket_t& router, Routed& to, std::span<const std::string_view> payloads);
+inline bool send_routed(zmq::socket_t& router, Routed& to, std::string_view payload) {
+  return send_routed(router, to, std::span<const std::string_view>(&payload, 1));
+}
 
 }  // namespace palisade::transport

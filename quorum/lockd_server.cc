@@ -67,9 +67,9 @@ void LockdServer::receive(uint64_t now) {
 }
 
 void LockdServer::handle(transport::Routed routed, uint64_t now) {
-  std::string_view bytes(static_cast<const char*>(routed.payload.data()), routed.payload.size());
+  const std::string_view bytes = routed.frame();
   uint64_t id = 0;
-  auto request = routed.extra_frames
+  auto request = routed.too_many_frames
                      ? Result<wire::LockRequest>(Status(Code::kMalformed, "a request is one ZeroMQ frame"))
                      : wire::decode_lock_request(bytes, options_.limits, &id);
   if (request.code() == Code::kUnknownType) {
@@ -95,7 +95,7 @@ void LockdServer::handle(transport::Routed routed, uint64_t now) {
     return;
   }
   uint64_t route = next_route_++;
-  routed.payload = zmq::message_t();
+  routed.frames.clear();
   routes_.emplace(route, std::move(routed));
   service_->on_request({route, std::move(request).value()}, now);
 }

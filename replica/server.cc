@@ -30,42 +30,59 @@ void ReplicaServer::run(int stop_fd) {
 }
 
 void ReplicaServer::serve_batch() {
-  // Every received message gets exactly one reply, in arrival order.
+  // Every request frame gets exactly one reply, in arrival order; the replies to
+  // one message go back as one message.
   std::vector<transport::Routed> peers;
   std::vector<wire::ReplicaRequest> requests;
-  std::vector<std::optional<wire::ReplicaReply>> refusals;
+  std::vector<std::optional<wire::ReplicaReply>> refusals;  // per frame answered
   size_t batch_bytes = 0;
-  while (peers.size() < options_.max_batch && batch_bytes < options_.max_batch_bytes) {
-    auto routed = transport::try_recv_routed(socket_);
+  auto refuse = [&](uint64_t id, size_t bytes, Status status) {
+    spdlog::warn("refused request id {} ({} bytes): {}", id, bytes, status.to_string());
+    auto reply = wire::error_reply(id, std::move(status));
+    reply.clock = clock_.now();
+    refusals.emplace_back(std::move(reply));
+  };
+  while (requests.size() < options_.max_batch && batch_bytes < options_.max_batch_bytes) {
+    auto routed = transport::try_recv_routed(socket_, wire::kMaxRequestsPerMessage);
     if (!routed) break;
-    std::string_view bytes(static_cast<const char*>(routed->payload.data()), routed->payload.size());
-    uint64_t id = 0;
-    auto decoded = routed->extra_frames
-                       ? Result<wire::ReplicaRequest>(Status(Code::kMalformed, "a request is one ZeroMQ frame"))
-                       : wire::decode_request(bytes, options_.limits, &id);
-    if (decoded.is_ok()) {
-      requests.push_back(std::move(decoded).value());
-      refusals.emplace_back();
+    if (routed->too_many_frames) {
+      refuse(0, 0, Status(Code::kMalformed, "a message holds at most " + std::to_string(wire::kMaxRequestsPerMessage) +
+                                             " requests, one per ZeroMQ frame"));
+      routed->frames.resize(1);  // one reply for the whole message
     } else {
-      spdlog::warn("refused request id {} ({} bytes): {}", id, bytes.size(), decoded.status().to_string());
-      auto reply = wire::error_reply(id, decoded.status());
-      reply.clock = clock_.now();
-      refusals.emplace_back(std::move(reply));
+      for (size_t i = 0; i < routed->frames.size(); ++i) {
+        const std::string_view bytes = routed->frame(i);
+        uint64_t id = 0;
+        auto decoded = wire::decode_request(bytes, options_.limits, &id);
+        if (decoded.is_ok()) {
+          requests.push_back(std::move(decoded).value());
+          refusals.emplace_back();
+        } else {
+          refuse(id, bytes.size(), decoded.status());
+        }
+        batch_bytes += bytes.size();
+      }
     }
-    batch_bytes += routed->payload.size();
     peers.push_back(std::move(*routed));
   }
   std::vector<wire::ReplicaReply> replies = handler_.handle_batch(requests);
-  size_t next = 0;
-  for (size_t i = 0; i < peers.size(); ++i) {
-    const wire::ReplicaReply& reply = refusals[i] ? *refusals[i] : replies[next++];
-    Code code = reply.status.code();
-    if (code == Code::kCorrupt || code == Code::kStorageError || code == Code::kInternal) {
-      spdlog::error("request id {}: {}", reply.id, reply.status.to_string());
+  size_t next = 0, answered = 0;
+  std::vector<std::string> encoded;
+  std::vector<std::string_view> payloads;
+  for (transport::Routed& peer : peers) {
+    encoded.clear();
+    for (size_t i = 0; i < peer.frames.size(); ++i, ++answered) {
+      const wire::ReplicaReply& reply = refusals[answered] ? *refusals[answered] : replies[next++];
+      Code code = reply.status.code();
+      if (code == Code::kCorrupt || code == Code::kStorageError || code == Code::kInternal) {
+        spdlog::error("request id {}: {}", reply.id, reply.status.to_string());
+      }
+      encoded.push_back(wire::encode_reply(reply));
     }
-    transport::send_routed(socket_, peers[i], wire::encode_reply(reply));
+    payloads.assign(encoded.begin(), encoded.end());
+    transport::send_routed(socket_, peer, payloads);
   }
-  served_ += peers.size();
+  served_ += answered;
 }
 
 }  // namespace palisade::replica

@@ -810,8 +810,7 @@ class OnePageMaster {
       zmq::poll(&item, 1, 20ms);
       auto routed = transport::try_recv_routed(router_);
       if (!routed) continue;
-      auto request = wire::decode_lock_request(
-          {static_cast<const char*>(routed->payload.data()), routed->payload.size()}, wire::Limits{});
+      auto request = wire::decode_lock_request(routed->frame(), wire::Limits{});
       if (!request.is_ok()) continue;
       const auto* status = std::get_if<wire::LockStatusRequest>(&request.value().body);
       if (status == nullptr) continue;

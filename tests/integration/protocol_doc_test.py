@@ -93,15 +93,20 @@ class Client:
         self.next_id = 1
 
     def recv(self, timeout_ms=TIMEOUT_MS):
+        replies = self.recv_message(timeout_ms)
+        assert len(replies) == 1, "a reply to one request is one frame, got %d" % len(replies)
+        return replies[0]
+
+    def recv_message(self, timeout_ms=TIMEOUT_MS):
+        """The replies of one message, a frame each."""
         if not self.sock.poll(timeout_ms):
             raise TimeoutError("no reply within %d ms" % timeout_ms)
-        frames = self.sock.recv_multipart()
-        assert len(frames) == 1, "a reply is one frame, got %d" % len(frames)
-        reply = msgpack.unpackb(frames[0], raw=False)
-        assert isinstance(reply, dict), reply
-        assert reply["v"] == 1 and reply["type"] == "reply", reply
-        assert isinstance(reply["code"], str) and isinstance(reply["clock"], int), reply
-        return reply
+        replies = [msgpack.unpackb(frame, raw=False) for frame in self.sock.recv_multipart()]
+        for reply in replies:
+            assert isinstance(reply, dict), reply
+            assert reply["v"] == 1 and reply["type"] == "reply", reply
+            assert isinstance(reply["code"], str) and isinstance(reply["clock"], int), reply
+        return replies
 
     def call(self, type_, **fields):
         """Sends a request with a fresh id and returns its reply."""
@@ -456,8 +461,20 @@ def run(replica):
             msgpack.packb("type") + msgpack.packb("ping") + msgpack.packb("v") + b"\x01"
         check.reply("a field twice", c.call_raw(dup, 0), "malformed")
         check.reply("an empty frame", c.call_raw(b"", 0), "malformed")
-        c.sock.send_multipart([msgpack.packb({"v": 1, "id": 93, "type": "ping"}), b"second"])
-        check.reply("two frames", c.recv(), "malformed")
+        # a message of several requests, a frame each: one message back, a reply per frame, in order
+        c.sock.send_multipart([msgpack.packb({"v": 1, "id": 93, "type": "ping"}), b"second",
+                               msgpack.packb({"v": 1, "id": 94, "type": "read", "key": b"k1"}, use_bin_type=True)])
+        replies = c.recv_message()
+        assert [r["id"] for r in replies] == [93, 0, 94], replies
+        check.reply("first of three frames", replies[0], "ok")
+        check.reply("second of three frames", replies[1], "malformed")
+        assert replies[2]["code"] == "ok", replies[2]
+        # more than 64: refused whole, with one reply
+        c.sock.send_multipart([msgpack.packb({"v": 1, "id": 200 + i, "type": "fence", "lock": "many", "token": 1})
+                               for i in range(65)])
+        check.reply("65 frames", c.recv(), "malformed")
+        check.reply("none of the 65 was applied", c.call("read", key=b"nothing", floor_of="many"), "ok",
+                    floors={"many": 0})
 
         # a REQ socket gets its reply through the mirrored delimiter
         req = Client(ctx, replica.endpoint, zmq.REQ)

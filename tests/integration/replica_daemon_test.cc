@@ -249,7 +249,8 @@ TEST_CASE("daemon: bad input gets an error reply and changes nothing", "[replica
       {"trailing bytes", {good_write + "x"}, Code::kMalformed, 0},
       {"not a map", {"\x93\x01\x02\x03"}, Code::kMalformed, 0},
       {"an empty frame", {""}, Code::kMalformed, 0},
-      {"two frames in one message", {good_write, good_write}, Code::kMalformed, 0},
+      {"65 frames in one message", std::vector<std::string>(wire::kMaxRequestsPerMessage + 1, good_write),
+       Code::kMalformed, 0},
       {"no envelope", {RawMessage(1).text("key", "k").str()}, Code::kBadRequest, 0},
       {"unknown message type", {RawMessage("frobnicate", 0).str()}, Code::kUnknownType, 77},
       {"unknown field", {RawMessage("ping", 1).uint("extra", 1).str()}, Code::kBadRequest, 77},
@@ -332,6 +333,66 @@ TEST_CASE("daemon: bad input gets an error reply and changes nothing", "[replica
   CHECK(r.versions.front().ts == stored_ts);
   CHECK(f.daemon.process().running());
   CHECK_THAT(f.daemon.process().log(), Catch::Contains("refused request"));
+}
+
+// Sends `frames` as one message on `dealer` and returns the replies of the one message that answers it.
+std::vector<ReplicaReply> call_message(zmq::socket_t& dealer, const std::vector<std::string>& frames) {
+  for (size_t i = 0; i < frames.size(); ++i) {
+    dealer.send(zmq::buffer(frames[i]), i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+  }
+  zmq::pollitem_t item{dealer.handle(), 0, ZMQ_POLLIN, 0};
+  zmq::poll(&item, 1, std::chrono::milliseconds(5000));
+  REQUIRE((item.revents & ZMQ_POLLIN));
+  std::vector<ReplicaReply> replies;
+  zmq::message_t frame;
+  do {
+    REQUIRE(dealer.recv(frame));
+    auto reply = wire::decode_reply(frame.to_string_view(), wire::Limits{});
+    REQUIRE(reply.is_ok());
+    replies.push_back(std::move(reply).value());
+  } while (frame.more());
+  return replies;
+}
+
+std::string encoded(wire::ReplicaRequest request, uint64_t id) {
+  request.id = id;
+  return wire::encode_request(request);
+}
+
+TEST_CASE("daemon: a message of several requests gets one message with their replies, in order",
+          "[replica][daemon]") {
+  Fixture f;
+  zmq::context_t ctx(1);
+  zmq::socket_t dealer = transport::make_dealer(ctx, f.daemon.endpoint(), {.queue_until_connected = true});
+
+  // Applied in order: the read sees the write before it; a bad frame gets its own refusal.
+  auto replies = call_message(dealer, {encoded(write_req("k", "v", ts_now(1, 0), "L"), 11), "\xc1 garbage",
+                                       encoded(read_req("k"), 13)});
+  REQUIRE(replies.size() == 3);
+  CHECK(replies[0].id == 11);
+  CHECK(replies[0].status.is_ok());
+  CHECK(replies[1].id == 0);
+  CHECK(replies[1].status.code() == Code::kMalformed);
+  CHECK(replies[2].id == 13);
+  REQUIRE(replies[2].newest());
+  CHECK(replies[2].newest()->value == "v");
+
+  std::vector<std::string> fences;
+  for (uint64_t i = 0; i < wire::kMaxRequestsPerMessage; ++i) fences.push_back(encoded(fence_req("M", i + 1), 100 + i));
+  replies = call_message(dealer, fences);
+  REQUIRE(replies.size() == wire::kMaxRequestsPerMessage);
+  for (uint64_t i = 0; i < replies.size(); ++i) {
+    CHECK(replies[i].id == 100 + i);
+    CHECK(replies[i].floor == i + 1);
+  }
+
+  // One more than the limit: one refusal, and none of them applied.
+  fences.push_back(encoded(fence_req("M", 1000), 999));
+  replies = call_message(dealer, fences);
+  REQUIRE(replies.size() == 1);
+  CHECK(replies[0].id == 0);
+  CHECK(replies[0].status.code() == Code::kMalformed);
+  CHECK(call(f.conn, fence_req("M", 1)).floor == wire::kMaxRequestsPerMessage);
 }
 
 TEST_CASE("daemon: a value corrupted on disk is reported, never returned", "[replica][daemon]") {

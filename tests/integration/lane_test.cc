@@ -1,0 +1,272 @@
+// client::Lane against real palisade-replica processes: what one flush sends a
+// replica leaves as one message once the replica answered a first such message
+// (the probe); a replica that refuses it (as replicas before this framing did)
+// gets one request per message, and every write still lands. A proxy in front
+// of one real replica counts the frames of each message, and can play an older
+// replica (refusing messages of several frames) or a lossy link (dropping them).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "client/lane.h"
+#include "client/replica_connection.h"
+#include "common/physical_clock.h"
+#include "common/replica_protocol.h"
+#include "common/transport.h"
+#include "tests/support/replica_process.h"
+#include "tests/support/replica_requests.h"
+#include "tools/process.h"
+#include "tools/temp_dir.h"
+
+namespace palisade {
+namespace {
+
+using namespace std::chrono_literals;
+
+enum class Several { kForward, kRefuse, kDrop };
+
+// Forwards whole messages between one client and a replica, noting the frame
+// count of each message from the client. kRefuse answers a message of several
+// frames as replicas before this framing did: one `malformed` reply, id 0.
+class FramingProxy {
+ public:
+  FramingProxy(const std::string& replica, Several several)
+      : endpoint_("tcp://127.0.0.1:" + std::to_string(tools::free_port())), several_(several) {
+    front_ = transport::make_router(ctx_, endpoint_, {});
+    back_ = transport::make_dealer(ctx_, replica, {.queue_until_connected = true});
+    thread_ = std::thread([this] { run(); });
+  }
+  ~FramingProxy() {
+    stop_ = true;
+    thread_.join();
+  }
+  const std::string& endpoint() const { return endpoint_; }
+  // Per message from the client, what each frame is: a write's key, or its type.
+  std::vector<std::vector<std::string>> messages() {
+    std::lock_guard lock(mu_);
+    return seen_;
+  }
+
+ private:
+  void run() {
+    zmq::pollitem_t items[] = {{front_.handle(), 0, ZMQ_POLLIN, 0}, {back_.handle(), 0, ZMQ_POLLIN, 0}};
+    while (!stop_) {
+      zmq::poll(items, 2, 10ms);
+      while (auto routed = transport::try_recv_routed(front_, 1000)) {
+        identity_.copy(routed->identity);
+        {
+          std::lock_guard lock(mu_);
+          seen_.emplace_back();
+          for (size_t i = 0; i < routed->frames.size(); ++i) seen_.back().push_back(describe(routed->frame(i)));
+        }
+        if (routed->frames.size() > 1 && several_ == Several::kDrop) continue;
+        if (routed->frames.size() > 1 && several_ == Several::kRefuse) {
+          transport::send_routed(front_, *routed,
+                                 wire::encode_reply(wire::error_reply(0, Status(Code::kMalformed, "a request is one ZeroMQ frame"))));
+          continue;
+        }
+        for (size_t i = 0; i < routed->frames.size(); ++i) {
+          back_.send(routed->frames[i], i + 1 < routed->frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+        }
+      }
+      zmq::message_t frame;
+      while (back_.recv(frame, zmq::recv_flags::dontwait)) {
+        const bool more = frame.more();
+        if (first_of_reply_) {
+          zmq::message_t to;
+          to.copy(identity_);
+          front_.send(to, zmq::send_flags::sndmore);
+        }
+        front_.send(frame, more ? zmq::send_flags::sndmore : zmq::send_flags::none);
+        first_of_reply_ = !more;
+      }
+    }
+  }
+
+  static std::string describe(std::string_view frame) {
+    auto request = wire::decode_request(frame, wire::Limits{});
+    if (!request.is_ok()) return "?";
+    if (auto* w = std::get_if<wire::WriteRequest>(&request.value().body)) return w->key;
+    return "other";
+  }
+
+  zmq::context_t ctx_{1};
+  std::string endpoint_;
+  Several several_;
+  zmq::socket_t front_, back_;
+  zmq::message_t identity_;
+  bool first_of_reply_ = true;
+  std::mutex mu_;
+  std::vector<std::vector<std::string>> seen_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+uint64_t now_ms() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+// Three replicas, the first behind a FramingProxy, and a lane to them.
+struct Setup {
+  explicit Setup(Several several, uint64_t timeout_ms = 3000) {
+    for (int i = 0; i < 3; ++i) replicas.push_back(std::make_unique<test::ReplicaProcess>(dir.sub("r" + std::to_string(i))));
+    proxy = std::make_unique<FramingProxy>(replicas[0]->endpoint(), several);
+    lane = std::make_unique<client::Lane>(
+        ctx, std::vector<std::string>{proxy->endpoint(), replicas[1]->endpoint(), replicas[2]->endpoint()},
+        client::CoordinatorOptions{.timeout_ms = timeout_ms}, clock, wire::Limits{});
+    connect();
+  }
+
+  // Starts `count` writes of keys prefix0.. and sends them in one flush.
+  std::vector<client::OpId> write(const std::string& prefix, int count) {
+    std::vector<client::OpId> ops;
+    for (int i = 0; i < count; ++i) {
+      ops.push_back(lane->coordinator().start_write(prefix + std::to_string(i), "v", false, Fence{}, now_ms()));
+    }
+    collect(lane->flush(now_ms()));
+    return ops;
+  }
+
+  // Drives the lane until every op in `ops` completed; their results.
+  std::vector<WriteResult> wait(const std::vector<client::OpId>& ops) {
+    std::vector<WriteResult> results;
+    drive_until([&] {
+      results.clear();
+      for (client::OpId op : ops) {
+        if (auto it = done.find(op); it != done.end()) results.push_back(it->second);
+      }
+      return results.size() == ops.size();
+    });
+    return results;
+  }
+
+  // Receives, ticks and flushes until `done` holds (required within 10 s).
+  template <typename Done>
+  void drive_until(Done done) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!done()) {
+      REQUIRE(std::chrono::steady_clock::now() < deadline);
+      std::vector<zmq::pollitem_t> items;
+      lane->add_poll_items(items);
+      zmq::poll(items.data(), items.size(), 10ms);
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (items[i].revents & ZMQ_POLLIN) lane->receive(i, now_ms());
+      }
+      lane->coordinator().on_tick(now_ms());
+      collect(lane->flush(now_ms()));
+    }
+  }
+
+  // Writes one key at a time until one reached the proxy: the lane's socket to
+  // it is connected (a send to a socket not connected yet fails at once).
+  void connect() {
+    for (int i = 0; proxy->messages().empty(); ++i) {
+      REQUIRE(i < 1000);
+      wait({lane->coordinator().start_write("warm-up", "v" + std::to_string(i), false, Fence{}, now_ms())});
+    }
+  }
+
+  void collect(std::vector<client::Completion> completions) {
+    for (client::Completion& c : completions) done[c.op] = std::get<WriteResult>(c.result);
+  }
+
+  // Whether the replica behind the proxy stores `key`.
+  bool first_stores(const std::string& key) {
+    client::ReplicaConnection conn(replicas[0]->endpoint());
+    auto reply = conn.call(test::read_req(key));
+    REQUIRE(reply.is_ok());
+    return reply.value().newest() != nullptr;
+  }
+
+  tools::TempDir dir;
+  std::vector<std::unique_ptr<test::ReplicaProcess>> replicas;
+  std::unique_ptr<FramingProxy> proxy;
+  zmq::context_t ctx{1};
+  SystemClock wall;
+  HybridClock clock{wall};
+  std::unique_ptr<client::Lane> lane;
+  std::map<client::OpId, WriteResult> done;
+};
+
+void require_ok(const std::vector<WriteResult>& results) {
+  for (const WriteResult& r : results) REQUIRE(r.status.is_ok());
+}
+
+std::vector<std::string> keys(const std::string& prefix, int count) {
+  std::vector<std::string> out;
+  for (int i = 0; i < count; ++i) out.push_back(prefix + std::to_string(i));
+  return out;
+}
+
+// The frames of the last message that carried the write of `key`; empty when none did.
+std::vector<std::string> message_with(const std::vector<std::vector<std::string>>& messages, const std::string& key) {
+  for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
+    if (std::find(it->begin(), it->end(), key) != it->end()) return *it;
+  }
+  return {};
+}
+
+TEST_CASE("lane: a flush's requests to a replica leave as one message once it answered the probe", "[quorum][lane]") {
+  Setup s(Several::kForward);
+  auto probe = s.write("a", 8);
+  auto while_probing = s.write("b", 8);  // nothing received yet: the probe is unanswered
+  require_ok(s.wait(probe));
+  require_ok(s.wait(while_probing));
+  // Once the replicas answered a request of the probe (the quorum may not have waited for it).
+  s.drive_until([&] { return s.lane->batches_to(0) && s.lane->batches_to(1) && s.lane->batches_to(2); });
+  require_ok(s.wait(s.write("c", 8)));
+  s.drive_until([&] { return s.first_stores("c7"); });
+  const auto messages = s.proxy->messages();
+  CHECK(message_with(messages, "a0") == keys("a", 8));  // the probe
+  for (const std::string& key : keys("b", 8)) CHECK(message_with(messages, key).size() == 1);
+  CHECK(message_with(messages, "c0") == keys("c", 8));
+  for (const char* key : {"a7", "b7"}) CHECK(s.first_stores(key));
+}
+
+TEST_CASE("lane: a replica that refuses the probe gets one request per message, and every write lands",
+          "[quorum][lane]") {
+  Setup s(Several::kRefuse);
+  require_ok(s.wait(s.write("a", 8)));
+  CHECK_FALSE(s.lane->batches_to(0));
+  CHECK(s.lane->batches_to(1));
+  require_ok(s.wait(s.write("b", 8)));
+  // The refused probe's writes were sent again, one per message, as were the next ones.
+  s.drive_until([&] {
+    for (const auto& prefix : {"a", "b"}) {
+      for (const std::string& key : keys(prefix, 8)) {
+        if (!s.first_stores(key)) return false;
+      }
+    }
+    return true;
+  });
+  auto messages = s.proxy->messages();
+  const auto probe = std::find(messages.begin(), messages.end(), keys("a", 8));
+  REQUIRE(probe != messages.end());  // refused
+  for (auto it = probe + 1; it != messages.end(); ++it) CHECK(it->size() == 1);
+}
+
+TEST_CASE("lane: a probe lost on the way is sent again after the operation timeout", "[quorum][lane]") {
+  Setup s(Several::kDrop, /*timeout_ms=*/300);
+  require_ok(s.wait(s.write("a", 8)));  // W=2 from the other two replicas
+  CHECK_FALSE(s.lane->batches_to(0));
+  std::this_thread::sleep_for(400ms);
+  s.write("b", 8);
+  s.drive_until([&] { return !message_with(s.proxy->messages(), "b0").empty(); });
+  const auto messages = s.proxy->messages();
+  CHECK(std::find(messages.begin(), messages.end(), keys("a", 8)) != messages.end());
+  CHECK(message_with(messages, "b0") == keys("b", 8));  // probed again, not one per message for good
+}
+
+}  // namespace
+}  // namespace palisade
