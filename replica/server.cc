@@ -34,7 +34,7 @@ void ReplicaServer::serve_batch() {
   // one message go back as one message.
   std::vector<transport::Routed> peers;
   std::vector<wire::ReplicaRequest> requests;
-  std::vector<std::optional<wire::ReplicaReply>> refusals;  // per frame answered
+  std::vector<std::optional<wire::ReplicaReply>> refusals;  // per request frame: its refusal, if refused
   size_t batch_bytes = 0;
   auto refuse = [&](uint64_t id, size_t bytes, Status status) {
     spdlog::warn("refused request id {} ({} bytes): {}", id, bytes, status.to_string());
@@ -42,7 +42,7 @@ void ReplicaServer::serve_batch() {
     reply.clock = clock_.now();
     refusals.emplace_back(std::move(reply));
   };
-  while (requests.size() < options_.max_batch && batch_bytes < options_.max_batch_bytes) {
+  while (refusals.size() < options_.max_batch && batch_bytes < options_.max_batch_bytes) {
     auto routed = transport::try_recv_routed(socket_, wire::kMaxRequestsPerMessage);
     if (!routed) break;
     if (routed->too_many_frames) {

@@ -1,8 +1,8 @@
 // Wires a ReplicaHandler to a ZeroMQ ROUTER socket: the palisade-replica loop.
 //
-// Concurrency: one thread. Each turn drains up to max_batch waiting requests (or
-// max_batch_bytes of them), applies them as one batch (one synced commit: group
-// commit), then replies. While a commit syncs, new requests queue in ZeroMQ and
+// Concurrency: one thread. Each turn drains waiting messages (up to 64 requests
+// each) until it holds max_batch requests or max_batch_bytes of them, applies
+// them as one batch (one synced commit: group commit), then replies. While a commit syncs, new requests queue in ZeroMQ and
 // form the next, larger batch.
 #pragma once
 
