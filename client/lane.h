@@ -6,10 +6,11 @@
 // What goes to one replica in one flush leaves as one message, a request per
 // frame (up to wire::kMaxRequestsPerMessage): the replica answers with one
 // message too, which saves ZeroMQ work per request on both ends. A replica
-// older than that refuses such a message whole (`malformed`, id 0), so a lane
-// sends a replica one such message as a probe and waits for its answer before
-// it sends more; after a refusal it sends the probe's requests again, and
-// everything after them, one per message.
+// older than that refuses such a message whole (`malformed`, id 0), so before
+// a lane sends a replica several requests in a message it sends a probe (two
+// pings in one message) and sends one request per message until the probe is
+// answered: ping replies, batching; a refusal, one per message from then on.
+// A batching replica that refuses a message (a downgrade) is probed again.
 #pragma once
 
 #include <cstdint>
@@ -43,7 +44,7 @@ class Lane {
 
  private:
   enum class Batching : uint8_t {
-    kUnknown,  // not asked yet: the next message of several requests is the probe
+    kUnknown,  // not asked yet: the next flush with several requests for it sends the probe
     kProbing,  // the probe is out: one request per message until it is answered
     kYes,
     kNo,       // the replica refused the probe
@@ -51,22 +52,25 @@ class Lane {
   struct Replica {
     zmq::socket_t socket;
     Batching batching = Batching::kUnknown;
-    std::vector<uint64_t> probe;          // the request ids of the probe
-    std::vector<std::string> probe_frames;  // and the requests, to send again one by one
+    uint64_t probe_id = 0;  // the first ping's id; the second's is one more
     uint64_t probe_sent_ms = 0;
   };
 
   // Sends `frames` as one message; false when the replica is not connected.
   static bool send(Replica& replica, const std::vector<std::string>& frames);
-  // Learns from a reply whether the replica took the probe; false when the
-  // reply is its refusal (the probe's requests were not applied).
-  bool note_probe_answer(size_t replica, const wire::ReplicaReply& reply, uint64_t now_ms);
+  // Sends `replica` the probe, unless it is not connected.
+  void probe(Replica& replica, uint64_t now_ms);
+  // Learns from a reply whether the replica takes several requests per message;
+  // false when the reply answers the lane, not the coordinator.
+  bool note_batching(Replica& replica, const wire::ReplicaReply& reply);
 
   wire::Limits limits_;
   Coordinator coordinator_;
   std::vector<Replica> replicas_;
   std::vector<std::vector<const Send*>> by_replica_;  // flush's scratch
   std::vector<std::string> frames_;                   // flush's scratch
+  // Probe ids count down from the top, far from the coordinator's, which count up from 1.
+  uint64_t next_probe_id_ = ~uint64_t{0} - 1;
 };
 
 }  // namespace palisade::client

@@ -26,7 +26,8 @@ class ReplicaConnection {
   // Sends `request` (its id is replaced by a fresh one) and returns the reply;
   // Timeout when none comes within `timeout_ms`.
   Result<wire::ReplicaReply> call(wire::ReplicaRequest request, int timeout_ms = 5000);
-  // Sends arbitrary frames and returns the next decoded reply.
+  // Sends arbitrary frames as one message and returns the next decoded reply
+  // frame (a message of several requests leaves the later replies queued).
   Result<wire::ReplicaReply> call_raw(const std::vector<std::string>& frames, int timeout_ms = 5000);
 
  private:

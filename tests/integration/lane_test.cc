@@ -1,7 +1,7 @@
 // client::Lane against real palisade-replica processes: what one flush sends a
-// replica leaves as one message once the replica answered a first such message
-// (the probe); a replica that refuses it (as replicas before this framing did)
-// gets one request per message, and every write still lands. A proxy in front
+// replica leaves as one message once the replica answered a probe (two pings in
+// one message); a replica that refuses it (as replicas before this framing did)
+// gets one request per message, and every write lands. A proxy in front
 // of one real replica counts the frames of each message, and can play an older
 // replica (refusing messages of several frames) or a lossy link (dropping them).
 #include <catch2/catch.hpp>
@@ -97,6 +97,7 @@ class FramingProxy {
     auto request = wire::decode_request(frame, wire::Limits{});
     if (!request.is_ok()) return "?";
     if (auto* w = std::get_if<wire::WriteRequest>(&request.value().body)) return w->key;
+    if (std::holds_alternative<wire::PingRequest>(request.value().body)) return "ping";
     return "other";
   }
 
@@ -129,12 +130,14 @@ struct Setup {
   }
 
   // Starts `count` writes of keys prefix0.. and sends them in one flush.
-  std::vector<client::OpId> write(const std::string& prefix, int count) {
+  // `later_ms` moves the clock the lane is given ahead.
+  std::vector<client::OpId> write(const std::string& prefix, int count, uint64_t later_ms = 0) {
     std::vector<client::OpId> ops;
+    const uint64_t now = now_ms() + later_ms;
     for (int i = 0; i < count; ++i) {
-      ops.push_back(lane->coordinator().start_write(prefix + std::to_string(i), "v", false, Fence{}, now_ms()));
+      ops.push_back(lane->coordinator().start_write(prefix + std::to_string(i), "v", false, Fence{}, now));
     }
-    collect(lane->flush(now_ms()));
+    collect(lane->flush(now));
     return ops;
   }
 
@@ -217,18 +220,27 @@ std::vector<std::string> message_with(const std::vector<std::vector<std::string>
   return {};
 }
 
+const std::vector<std::string> kProbe = {"ping", "ping"};
+
+size_t probes(const std::vector<std::vector<std::string>>& messages) {
+  return static_cast<size_t>(std::count(messages.begin(), messages.end(), kProbe));
+}
+
 TEST_CASE("lane: a flush's requests to a replica leave as one message once it answered the probe", "[quorum][lane]") {
   Setup s(Several::kForward);
-  auto probe = s.write("a", 8);
+  auto first = s.write("a", 8);         // the probe goes first, then these one per message
   auto while_probing = s.write("b", 8);  // nothing received yet: the probe is unanswered
-  require_ok(s.wait(probe));
+  require_ok(s.wait(first));
   require_ok(s.wait(while_probing));
-  // Once the replicas answered a request of the probe (the quorum may not have waited for it).
+  // Once the replicas answered the probe (the quorum may not have waited for it).
   s.drive_until([&] { return s.lane->batches_to(0) && s.lane->batches_to(1) && s.lane->batches_to(2); });
   require_ok(s.wait(s.write("c", 8)));
   s.drive_until([&] { return s.first_stores("c7"); });
   const auto messages = s.proxy->messages();
-  CHECK(message_with(messages, "a0") == keys("a", 8));  // the probe
+  CHECK(probes(messages) == 1);
+  CHECK(std::find(messages.begin(), messages.end(), kProbe) < std::find(messages.begin(), messages.end(),
+                                                                         std::vector<std::string>{"a0"}));
+  for (const std::string& key : keys("a", 8)) CHECK(message_with(messages, key).size() == 1);
   for (const std::string& key : keys("b", 8)) CHECK(message_with(messages, key).size() == 1);
   CHECK(message_with(messages, "c0") == keys("c", 8));
   for (const char* key : {"a7", "b7"}) CHECK(s.first_stores(key));
@@ -238,34 +250,31 @@ TEST_CASE("lane: a replica that refuses the probe gets one request per message, 
           "[quorum][lane]") {
   Setup s(Several::kRefuse);
   require_ok(s.wait(s.write("a", 8)));
-  CHECK_FALSE(s.lane->batches_to(0));
-  CHECK(s.lane->batches_to(1));
+  s.drive_until([&] { return s.first_stores("a7"); });
   require_ok(s.wait(s.write("b", 8)));
-  // The refused probe's writes were sent again, one per message, as were the next ones.
   s.drive_until([&] {
-    for (const auto& prefix : {"a", "b"}) {
-      for (const std::string& key : keys(prefix, 8)) {
-        if (!s.first_stores(key)) return false;
-      }
+    for (const std::string& key : keys("b", 8)) {
+      if (!s.first_stores(key)) return false;
     }
     return true;
   });
-  auto messages = s.proxy->messages();
-  const auto probe = std::find(messages.begin(), messages.end(), keys("a", 8));
-  REQUIRE(probe != messages.end());  // refused
-  for (auto it = probe + 1; it != messages.end(); ++it) CHECK(it->size() == 1);
+  for (const std::string& key : keys("a", 8)) CHECK(s.first_stores(key));
+  CHECK_FALSE(s.lane->batches_to(0));
+  CHECK(s.lane->batches_to(1));
+  const auto messages = s.proxy->messages();
+  CHECK(probes(messages) == 1);  // refused, and not asked again
+  for (const auto& message : messages) {
+    if (message != kProbe) CHECK(message.size() == 1);
+  }
 }
 
 TEST_CASE("lane: a probe lost on the way is sent again after the operation timeout", "[quorum][lane]") {
-  Setup s(Several::kDrop, /*timeout_ms=*/300);
-  require_ok(s.wait(s.write("a", 8)));  // W=2 from the other two replicas
+  Setup s(Several::kDrop, /*timeout_ms=*/2000);
+  require_ok(s.wait(s.write("a", 8)));
   CHECK_FALSE(s.lane->batches_to(0));
-  std::this_thread::sleep_for(400ms);
-  s.write("b", 8);
-  s.drive_until([&] { return !message_with(s.proxy->messages(), "b0").empty(); });
-  const auto messages = s.proxy->messages();
-  CHECK(std::find(messages.begin(), messages.end(), keys("a", 8)) != messages.end());
-  CHECK(message_with(messages, "b0") == keys("b", 8));  // probed again, not one per message for good
+  s.write("b", 8, /*later_ms=*/2500);  // a flush after the probe's timeout
+  s.drive_until([&] { return probes(s.proxy->messages()) == 2; });
+  CHECK(message_with(s.proxy->messages(), "a0").size() == 1);
 }
 
 }  // namespace
