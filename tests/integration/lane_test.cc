@@ -51,6 +51,7 @@ class FramingProxy {
     thread_.join();
   }
   const std::string& endpoint() const { return endpoint_; }
+  void set(Several several) { several_ = several; }
   // Per message from the client, what each frame is: a write's key, or its type.
   std::vector<std::vector<std::string>> messages() {
     std::lock_guard lock(mu_);
@@ -103,7 +104,7 @@ class FramingProxy {
 
   zmq::context_t ctx_{1};
   std::string endpoint_;
-  Several several_;
+  std::atomic<Several> several_;
   zmq::socket_t front_, back_;
   zmq::message_t identity_;
   bool first_of_reply_ = true;
@@ -261,11 +262,30 @@ TEST_CASE("lane: a replica that refuses the probe gets one request per message, 
   for (const std::string& key : keys("a", 8)) CHECK(s.first_stores(key));
   CHECK_FALSE(s.lane->batches_to(0));
   CHECK(s.lane->batches_to(1));
+  s.write("c", 8, /*later_ms=*/10000);  // long after a probe would have timed out
+  s.drive_until([&] { return !message_with(s.proxy->messages(), "c7").empty(); });
   const auto messages = s.proxy->messages();
   CHECK(probes(messages) == 1);  // refused, and not asked again
   for (const auto& message : messages) {
     if (message != kProbe) CHECK(message.size() == 1);
   }
+}
+
+TEST_CASE("lane: a batching replica that starts refusing such messages is probed again", "[quorum][lane]") {
+  Setup s(Several::kForward);
+  require_ok(s.wait(s.write("a", 8)));
+  s.drive_until([&] { return s.lane->batches_to(0); });
+  s.proxy->set(Several::kRefuse);  // as if an older replica took its place
+  s.write("b", 8);
+  s.drive_until([&] { return !s.lane->batches_to(0); });
+  s.write("c", 8);
+  s.drive_until([&] { return probes(s.proxy->messages()) == 2; });
+  // The second probe is refused too: one request per message from then on.
+  require_ok(s.wait(s.write("d", 8)));
+  s.drive_until([&] { return s.first_stores("d7"); });
+  CHECK(message_with(s.proxy->messages(), "b0") == keys("b", 8));  // refused, lost to that replica
+  CHECK(message_with(s.proxy->messages(), "d0").size() == 1);
+  CHECK(s.first_stores("c0"));
 }
 
 TEST_CASE("lane: a probe lost on the way is sent again after the operation timeout", "[quorum][lane]") {
