@@ -31,6 +31,22 @@ def main():
     targets = bp.targets(results)
     assert targets == [{"workload": "lock", "clients": 1, "peer": "etcd", "at_least": 2, "ratio": 1.997,
                         "met": False}], targets
+    # --repeat: per point, the run with the median ops/s, whole, and every run's ops/s.
+    def run(lock_ops, put_ops, p99):
+        return {"version": "v", "points": [
+            {"workload": "lock", "clients": 1, "ops_per_s": lock_ops, "p50_ms": 1.0, "p99_ms": p99, "errors": 0},
+            {"workload": "put", "clients": 1, "ops_per_s": put_ops, "p50_ms": 1.0, "p99_ms": p99, "errors": 0}]}
+    merged = bp.median_runs([run(300, 900, 7.0), run(100, 700, 5.0), run(200, 800, 6.0)])
+    lock, put = merged["points"]
+    assert (lock["ops_per_s"], lock["p99_ms"], lock["runs_ops_per_s"]) == (200, 6.0, [300, 100, 200]), lock
+    assert (put["ops_per_s"], put["p99_ms"]) == (800, 6.0), put
+    assert bp.median_runs([run(300, 900, 7.0), run(100, 700, 5.0)])["points"][0]["ops_per_s"] == 100  # lower middle
+    assert bp.median_runs([run(300, 900, 7.0)])["points"][0]["ops_per_s"] == 300
+    info = {"machine": {"date": "d", "cpu": "c", "cores": 2, "memory_gib": 1, "os": "o", "kernel": "k",
+                        "data_fs": "ext4", "load_at_start": 0.0}, "duration_s": 5, "repeat": 3}
+    table = bp.markdown({"palisade": {**merged, "settings": "s", "topology": "t"}}, info, "cmd")
+    assert "| lock | 1 | palisade | 200 (100-300) |" in table, table
+    assert "ran 3 times" in table, table
     print("ok")
 
 
