@@ -42,11 +42,25 @@ def main():
     assert (put["ops_per_s"], put["p99_ms"]) == (800, 6.0), put
     assert bp.median_runs([run(300, 900, 7.0), run(100, 700, 5.0)])["points"][0]["ops_per_s"] == 100  # lower middle
     assert bp.median_runs([run(300, 900, 7.0)])["points"][0]["ops_per_s"] == 300
+    # A point one run lacks: the median of the runs that have it, and None in its place.
+    short = {"version": "v", "points": run(150, 0, 1.0)["points"][:1]}
+    merged_short = bp.median_runs([short, run(300, 900, 7.0), run(100, 700, 5.0)])
+    assert [p["workload"] for p in merged_short["points"]] == ["lock", "put"], merged_short
+    assert merged_short["points"][1]["runs_ops_per_s"] == [None, 900, 700], merged_short
+    assert merged_short["points"][1]["ops_per_s"] == 700  # the lower middle of two
     info = {"machine": {"date": "d", "cpu": "c", "cores": 2, "memory_gib": 1, "os": "o", "kernel": "k",
                         "data_fs": "ext4", "load_at_start": 0.0}, "duration_s": 5, "repeat": 3}
     table = bp.markdown({"palisade": {**merged, "settings": "s", "topology": "t"}}, info, "cmd")
     assert "| lock | 1 | palisade | 200 (100-300) |" in table, table
     assert "ran 3 times" in table, table
+    # The targets table prints the ratio the rows print (4.23496 is 4.23x in both, not 4.235, then 4.24x).
+    def one(ops):
+        return {"points": [{"workload": "lock", "clients": 16, "ops_per_s": ops, "p50_ms": 1.0, "p99_ms": 2.0,
+                            "errors": 0}], "version": "v", "settings": "s", "topology": "t"}
+    table = bp.markdown({"palisade": one(3471.4), "etcd": one(819.7)}, info, "cmd")
+    row_ratio = [line for line in table.splitlines() if line.startswith("| lock | 16 | etcd |")][0].split("|")[-2].strip()
+    target_ratio = [line for line in table.splitlines() if line.startswith("| lock | 16 | etcd | ≥")][0].split("|")[5].strip()
+    assert row_ratio == target_ratio, (row_ratio, target_ratio)
     print("ok")
 
 
