@@ -41,43 +41,98 @@ class BatchCountingStore final : public replica::ReplicaStore {
   int open_ = 0;
 };
 
-TEST_CASE("server: a batch holds at most max_batch_bytes of requests", "[replica][server]") {
-  zmq::context_t ctx(1);
-  SystemClock wall;
-  HybridClock clock(wall);
-  BatchCountingStore store;
-  replica::ReplicaHandler handler(store, clock);
-  replica::ServerOptions options;
-  options.listen_endpoint = "inproc://replica-server-test";
-  options.max_batch_bytes = 1000;  // two of the writes below, not three
-  replica::ReplicaServer server(ctx, handler, clock, options);
+// A ReplicaServer over inproc with a BatchCountingStore, and a client socket.
+// inproc delivers at send: what the client sends before start() is waiting
+// before the server's first turn.
+struct Served {
+  explicit Served(replica::ServerOptions options)
+      : server(ctx, handler, clock, options),
+        client(transport::make_dealer(ctx, options.listen_endpoint, {.queue_until_connected = true})) {
+    client.set(zmq::sockopt::rcvtimeo, 10000);
+  }
+  ~Served() {
+    stop();
+    close(stop_fd);
+  }
+  // Ends the server loop: its store may be read after this.
+  void stop() {
+    uint64_t one = 1;
+    if (!loop.joinable()) return;
+    (void)!write(stop_fd, &one, sizeof one);  // an eventfd: cannot be full
+    loop.join();
+  }
+  void start() {
+    loop = std::thread([this] { server.run(stop_fd); });
+  }
+  // The replies of the next message.
+  std::vector<wire::ReplicaReply> receive() {
+    std::vector<wire::ReplicaReply> replies;
+    zmq::message_t frame;
+    do {
+      REQUIRE(client.recv(frame));
+      auto decoded = wire::decode_reply(frame.to_string_view(), wire::Limits{});
+      REQUIRE(decoded.is_ok());
+      replies.push_back(decoded.value());
+    } while (frame.more());
+    return replies;
+  }
 
-  // inproc delivers at send: all ten are waiting before the server's first turn.
-  zmq::socket_t client = transport::make_dealer(ctx, options.listen_endpoint, {.queue_until_connected = true});
+  zmq::context_t ctx{1};
+  SystemClock wall;
+  HybridClock clock{wall};
+  BatchCountingStore store;
+  replica::ReplicaHandler handler{store, clock};
+  replica::ReplicaServer server;
+  zmq::socket_t client;
+  int stop_fd = eventfd(0, EFD_CLOEXEC);
+  std::thread loop;
+};
+
+TEST_CASE("server: a batch holds at most max_batch_bytes of requests", "[replica][server]") {
+  Served s({.listen_endpoint = "inproc://replica-server-test", .max_batch_bytes = 1000});  // two writes below, not three
   const int writes = 10;
   for (int i = 0; i < writes; ++i) {
     auto w = test::write_req("k" + std::to_string(i), std::string(600, 'v'), test::ts_now(0));
     w.id = static_cast<uint64_t>(i + 1);
-    REQUIRE(client.send(zmq::buffer(wire::encode_request(w)), zmq::send_flags::none));
+    REQUIRE(s.client.send(zmq::buffer(wire::encode_request(w)), zmq::send_flags::none));
   }
-  int stop_fd = eventfd(0, EFD_CLOEXEC);
-  std::thread loop([&] { server.run(stop_fd); });
+  s.start();
   for (int i = 0; i < writes; ++i) {
-    zmq::message_t reply;
-    client.set(zmq::sockopt::rcvtimeo, 10000);
-    REQUIRE(client.recv(reply));
-    auto decoded = wire::decode_reply({static_cast<const char*>(reply.data()), reply.size()}, wire::Limits{});
-    REQUIRE(decoded.is_ok());
-    CHECK(decoded.value().status.is_ok());
+    auto replies = s.receive();
+    REQUIRE(replies.size() == 1);
+    CHECK(replies[0].status.is_ok());
   }
-  uint64_t one = 1;
-  REQUIRE(write(stop_fd, &one, sizeof one) == sizeof one);
-  loop.join();
-  close(stop_fd);
+  s.stop();
+  INFO("changes per commit: " << Catch::Detail::stringify(s.store.batches));
+  CHECK(*std::max_element(s.store.batches.begin(), s.store.batches.end()) <= 2);
+  CHECK(s.store.batches.size() >= writes / 2);
+}
 
-  INFO("changes per commit: " << Catch::Detail::stringify(store.batches));
-  CHECK(*std::max_element(store.batches.begin(), store.batches.end()) <= 2);
-  CHECK(store.batches.size() >= writes / 2);
+TEST_CASE("server: max_batch counts request frames, refused ones too, and a message's replies come back together",
+          "[replica][server]") {
+  // One message below is a write and three frames that are not requests.
+  Served s({.listen_endpoint = "inproc://replica-server-frames-test", .max_batch = 4});
+  const int messages = 5;
+  for (int i = 0; i < messages; ++i) {
+    auto w = test::write_req("k" + std::to_string(i), "v", test::ts_now(0));
+    w.id = static_cast<uint64_t>(i + 1);
+    REQUIRE(s.client.send(zmq::buffer(wire::encode_request(w)), zmq::send_flags::sndmore));
+    for (int g = 0; g < 3; ++g) {
+      REQUIRE(s.client.send(zmq::str_buffer("\xc1"), g < 2 ? zmq::send_flags::sndmore : zmq::send_flags::none));
+    }
+  }
+  s.start();
+  for (int i = 0; i < messages; ++i) {
+    auto replies = s.receive();
+    REQUIRE(replies.size() == 4);
+    CHECK(replies[0].id == static_cast<uint64_t>(i + 1));
+    CHECK(replies[0].status.is_ok());
+    for (int g = 1; g < 4; ++g) CHECK(replies[g].status.code() == Code::kMalformed);
+  }
+  s.stop();
+  // Counted by requests decoded, all five messages would fit in one turn.
+  INFO("changes per commit: " << Catch::Detail::stringify(s.store.batches));
+  CHECK(s.store.batches == std::vector<int>(messages, 1));
 }
 
 }  // namespace
