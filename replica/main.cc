@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
   app.add_option("--max-clock-offset-ms", flags.max_clock_offset_ms,
                  "Refuse timestamps further ahead of local time than this")
       ->capture_default_str();
-  app.add_option("--max-batch", flags.server.max_batch, "Most requests applied per synced commit")
+  app.add_option("--max-batch", flags.server.max_batch, "Most requests applied per synced commit (checked between messages of up to 64)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
   auto* cluster = app.add_option("--cluster", flags.cluster_file,
