@@ -89,7 +89,10 @@ struct Served {
 };
 
 TEST_CASE("server: a batch holds at most max_batch_bytes of requests", "[replica][server]") {
-  Served s({.listen_endpoint = "inproc://replica-server-test", .max_batch_bytes = 1000});  // two writes below, not three
+  replica::ServerOptions options;
+  options.listen_endpoint = "inproc://replica-server-test";
+  options.max_batch_bytes = 1000;  // two of the writes below, not three
+  Served s(options);
   const int writes = 10;
   for (int i = 0; i < writes; ++i) {
     auto w = test::write_req("k" + std::to_string(i), std::string(600, 'v'), test::ts_now(0));
@@ -111,7 +114,10 @@ TEST_CASE("server: a batch holds at most max_batch_bytes of requests", "[replica
 TEST_CASE("server: max_batch counts request frames, refused ones too, and a message's replies come back together",
           "[replica][server]") {
   // One message below is a write and three frames that are not requests.
-  Served s({.listen_endpoint = "inproc://replica-server-frames-test", .max_batch = 4});
+  replica::ServerOptions options;
+  options.listen_endpoint = "inproc://replica-server-frames-test";
+  options.max_batch = 4;
+  Served s(options);
   const int messages = 5;
   for (int i = 0; i < messages; ++i) {
     auto w = test::write_req("k" + std::to_string(i), "v", test::ts_now(0));
