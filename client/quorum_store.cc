@@ -149,11 +149,19 @@ struct QuorumStore::Impl {
         direct_lane(ctx, options.replicas, co, clock, limits) {
     wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (wake_fd < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
-    io = std::thread([this] { run(); });
-    sweep_id = sweeper->add([this](uint64_t now) {
-      flush_direct(now);
-      return direct_due_ms != 0;
-    });
+    // Nothing may throw once the I/O thread runs: a joinable thread left by a
+    // failed constructor would end the process.
+    try {
+      sweep_id = sweeper->add([this](uint64_t now) {
+        flush_direct(now);
+        return direct_due_ms != 0;
+      });
+      io = std::thread([this] { run(); });
+    } catch (...) {
+      if (sweep_id != 0) sweeper->remove(sweep_id);
+      close(wake_fd);
+      throw;
+    }
   }
 
   ~Impl() {
