@@ -74,6 +74,9 @@ struct LockClient::Impl {
 
   std::mutex direct_mu;
   std::vector<zmq::socket_t> direct_sockets;  // guarded by direct_mu
+  // The direct sockets the current direct call sent on, the only ones it polls:
+  // libzmq checks each polled socket with a poll(2) of its own, twice per wait.
+  std::vector<char> direct_sent;  // guarded by direct_mu
   int direct_wake_fd = -1;  // the I/O thread ended direct_call
 
   // The released flag of each grant, shared by every Lease of it.
@@ -101,6 +104,7 @@ struct LockClient::Impl {
       sockets.push_back(transport::make_dealer(ctx, endpoint, socket_options));
       direct_sockets.push_back(transport::make_dealer(ctx, endpoint, socket_options));
     }
+    direct_sent.assign(direct_sockets.size(), 0);
     const std::string wake_endpoint = "inproc://palisade-lock-client-" + std::to_string(next_instance++);
     wake_recv = zmq::socket_t(ctx, zmq::socket_type::pair);
     wake_recv.bind(wake_endpoint);
@@ -199,6 +203,7 @@ struct LockClient::Impl {
                              std::stop_token cancel) {
     std::future<client::CallDone> done;
     uint64_t id = 0;
+    std::fill(direct_sent.begin(), direct_sent.end(), 0);
     {
       std::lock_guard lock(core_mu);
       const uint64_t now = boottime_ms();
@@ -212,9 +217,16 @@ struct LockClient::Impl {
       (void)!write(direct_wake_fd, &one, sizeof one);
     });
     std::vector<zmq::pollitem_t> items;
-    for (zmq::socket_t& s : direct_sockets) items.push_back({s.handle(), 0, ZMQ_POLLIN, 0});
-    items.push_back({nullptr, direct_wake_fd, ZMQ_POLLIN, 0});
+    std::vector<size_t> polled;  // the node of each socket in items
     while (done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      items.clear();
+      polled.clear();
+      for (size_t i = 0; i < direct_sockets.size(); ++i) {
+        if (!direct_sent[i]) continue;
+        items.push_back({direct_sockets[i].handle(), 0, ZMQ_POLLIN, 0});
+        polled.push_back(i);
+      }
+      items.push_back({nullptr, direct_wake_fd, ZMQ_POLLIN, 0});
       long timeout = kMaxPollMs;
       {
         std::lock_guard lock(core_mu);
@@ -230,8 +242,8 @@ struct LockClient::Impl {
       }
       std::lock_guard lock(core_mu);
       const uint64_t now = boottime_ms();
-      for (size_t i = 0; i < direct_sockets.size(); ++i) {
-        if (items[i].revents & ZMQ_POLLIN) receive(direct_sockets[i], i, now);
+      for (size_t k = 0; k < polled.size(); ++k) {
+        if (items[k].revents & ZMQ_POLLIN) receive(direct_sockets[polled[k]], polled[k], now);
       }
       if (cancel.stop_requested()) core.cancel(id, now);
       core.tick(now);
@@ -251,6 +263,8 @@ struct LockClient::Impl {
       if (direct_call == 0 || o.call != direct_call || !try_send(direct_sockets[o.node], o)) {
         handed.push_back(std::move(o));
         for_io = true;
+      } else {
+        direct_sent[o.node] = 1;
       }
     }
     end_calls(false);
