@@ -42,6 +42,13 @@ def main():
     assert (put["ops_per_s"], put["p99_ms"]) == (800, 6.0), put
     assert bp.median_runs([run(300, 900, 7.0), run(100, 700, 5.0)])["points"][0]["ops_per_s"] == 100  # lower middle
     assert bp.median_runs([run(300, 900, 7.0)])["points"][0]["ops_per_s"] == 300
+    # A run whose point failed operations is left out of that point's median, unless every run failed some.
+    def failed(run_result):
+        return {**run_result, "points": [{**p, "errors": 1} for p in run_result["points"]]}
+    stalled = bp.median_runs([failed(run(14, 900, 9.0)), failed(run(44, 700, 9.0)), run(187, 800, 6.0)])
+    assert (stalled["points"][0]["ops_per_s"], stalled["points"][0]["runs_ops_per_s"]) == (187, [14, 44, 187])
+    every = bp.median_runs([failed(run(14, 900, 9.0)), failed(run(44, 700, 9.0)), failed(run(187, 800, 6.0))])
+    assert every["points"][0]["ops_per_s"] == 44, every
     # A point one run lacks: the median of the runs that have it, and None in its place.
     short = {"version": "v", "points": run(150, 0, 1.0)["points"][:1]}
     merged_short = bp.median_runs([short, run(300, 900, 7.0), run(100, 700, 5.0)])
