@@ -24,16 +24,19 @@ void Lane::receive(size_t replica, uint64_t now_ms) {
   zmq::message_t msg;
   while (replicas_[replica].socket.recv(msg, zmq::recv_flags::dontwait)) {  // a frame at a time
     auto reply = wire::decode_reply({static_cast<const char*>(msg.data()), msg.size()}, limits_);
-    if (!reply.is_ok() || !note_batching(replicas_[replica], reply.value())) continue;
+    if (!reply.is_ok() || !note_batching(replicas_[replica], reply.value(), now_ms)) continue;
     coordinator_.on_reply(static_cast<int>(replica), reply.value(), now_ms);
   }
 }
 
-bool Lane::note_batching(Replica& r, const wire::ReplicaReply& reply) {
+bool Lane::note_batching(Replica& r, const wire::ReplicaReply& reply, uint64_t now_ms) {
   // The lane sends nothing a replica could refuse with id 0 but a message of
   // several requests (its requests are well formed).
   if (reply.id == 0 && reply.status.code() == Code::kMalformed) {
-    if (r.batching == Batching::kProbing) r.batching = Batching::kNo;
+    if (r.batching == Batching::kProbing) {
+      r.batching = Batching::kNo;
+      r.refused_ms = now_ms;
+    }
     // A downgraded replica: its refused requests time out; ask again.
     if (r.batching == Batching::kYes) r.batching = Batching::kUnknown;
     return false;
@@ -78,6 +81,8 @@ std::vector<Completion> Lane::flush(uint64_t now_ms) {
       if (r.batching == Batching::kProbing && now_ms >= r.probe_sent_ms + coordinator_.options().timeout_ms) {
         r.batching = Batching::kUnknown;
       }
+      // A replica that refused may have been upgraded since.
+      if (r.batching == Batching::kNo && now_ms >= r.refused_ms + kAskAgainAfterMs) r.batching = Batching::kUnknown;
       if (queued.size() > 1 && r.batching == Batching::kUnknown) probe(r, now_ms);
       for (size_t next = 0, size = 0; next < queued.size(); next += size) {
         size = r.batching == Batching::kYes ? std::min(queued.size() - next, wire::kMaxRequestsPerMessage) : 1;

@@ -9,8 +9,9 @@
 // older than that refuses such a message whole (`malformed`, id 0), so before
 // a lane sends a replica several requests in a message it sends a probe (two
 // pings in one message) and sends one request per message until the probe is
-// answered: ping replies, batching; a refusal, one per message from then on.
-// A batching replica that refuses a message (a downgrade) is probed again.
+// answered: ping replies, batching; a refusal, one per message for the next
+// kAskAgainAfterMs (then it is probed again: an upgraded replica batches). A
+// batching replica that refuses a message (a downgrade) is probed again.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,10 @@ class Lane {
   // Sends what the coordinator wants sent, and returns what completed.
   std::vector<Completion> flush(uint64_t now_ms);
 
+  // How long a replica that refused the probe gets one request per message
+  // before it is asked again.
+  static constexpr uint64_t kAskAgainAfterMs = 60'000;
+
   // Whether the replica is known to take several requests per message.
   bool batches_to(size_t replica) const { return replicas_[replica].batching == Batching::kYes; }
 
@@ -47,13 +52,14 @@ class Lane {
     kUnknown,  // not asked yet: the next flush with several requests for it sends the probe
     kProbing,  // the probe is out: one request per message until it is answered
     kYes,
-    kNo,       // the replica refused the probe
+    kNo,       // the replica refused the probe, at refused_ms
   };
   struct Replica {
     zmq::socket_t socket;
     Batching batching = Batching::kUnknown;
     uint64_t probe_id = 0;  // the first ping's id; the second's is one more
     uint64_t probe_sent_ms = 0;
+    uint64_t refused_ms = 0;
   };
 
   // Sends `frames` as one message; false when the replica is not connected.
@@ -62,7 +68,7 @@ class Lane {
   void probe(Replica& replica, uint64_t now_ms);
   // Learns from a reply whether the replica takes several requests per message;
   // false when the reply answers the lane, not the coordinator.
-  bool note_batching(Replica& replica, const wire::ReplicaReply& reply);
+  bool note_batching(Replica& replica, const wire::ReplicaReply& reply, uint64_t now_ms);
 
   wire::Limits limits_;
   Coordinator coordinator_;

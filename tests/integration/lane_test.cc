@@ -265,10 +265,30 @@ TEST_CASE("lane: a replica that refuses the probe gets one request per message, 
   s.write("c", 8, /*later_ms=*/10000);  // long after a probe would have timed out
   s.drive_until([&] { return !message_with(s.proxy->messages(), "c7").empty(); });
   const auto messages = s.proxy->messages();
-  CHECK(probes(messages) == 1);  // refused, and not asked again
+  CHECK(probes(messages) == 1);  // refused, and not asked again within a minute
   for (const auto& message : messages) {
     if (message != kProbe) CHECK(message.size() == 1);
   }
+}
+
+TEST_CASE("lane: a replica that refused the probe is asked again a minute later, and batches once it takes such "
+          "messages", "[quorum][lane]") {
+  Setup s(Several::kRefuse);
+  require_ok(s.wait(s.write("a", 8)));
+  s.drive_until([&] { return probes(s.proxy->messages()) == 1 && s.first_stores("a7"); });
+  CHECK_FALSE(s.lane->batches_to(0));
+  s.proxy->set(Several::kForward);  // as if the replica was upgraded
+  s.write("b", 8, /*later_ms=*/client::Lane::kAskAgainAfterMs - 5000);  // not yet
+  s.drive_until([&] { return s.first_stores("b7"); });
+  CHECK(probes(s.proxy->messages()) == 1);
+  s.write("c", 8, /*later_ms=*/client::Lane::kAskAgainAfterMs + 1000);
+  s.drive_until([&] { return s.lane->batches_to(0); });
+  CHECK(probes(s.proxy->messages()) == 2);
+  require_ok(s.wait(s.write("d", 8, /*later_ms=*/client::Lane::kAskAgainAfterMs + 1000)));
+  s.drive_until([&] { return s.first_stores("d7"); });
+  const auto messages = s.proxy->messages();
+  CHECK(message_with(messages, "b0").size() == 1);
+  CHECK(message_with(messages, "d0") == keys("d", 8));
 }
 
 TEST_CASE("lane: a batching replica that starts refusing such messages is probed again", "[quorum][lane]") {
