@@ -8,7 +8,7 @@ namespace palisade::client {
 
 Lane::Lane(zmq::context_t& ctx, const std::vector<std::string>& endpoints, CoordinatorOptions options,
            HybridClock& clock, wire::Limits limits)
-    : limits_(limits), coordinator_(options, clock), by_replica_(endpoints.size()) {
+    : limits_(limits), clock_(clock), coordinator_(options, clock), by_replica_(endpoints.size()) {
   // Commits and purges are not awaited: give them a moment to leave at close.
   transport::SocketOptions socket_options{.linger_ms = 500};
   for (const auto& endpoint : endpoints) {
@@ -24,7 +24,12 @@ void Lane::receive(size_t replica, uint64_t now_ms) {
   zmq::message_t msg;
   while (replicas_[replica].socket.recv(msg, zmq::recv_flags::dontwait)) {  // a frame at a time
     auto reply = wire::decode_reply({static_cast<const char*>(msg.data()), msg.size()}, limits_);
-    if (!reply.is_ok() || !note_batching(replicas_[replica], reply.value(), now_ms)) continue;
+    if (!reply.is_ok()) continue;
+    if (!note_batching(replicas_[replica], reply.value(), now_ms)) {
+      // Like every reply, it carries the replica's clock (a refusal too).
+      if (reply.value().clock != 0) (void)clock_.observe(reply.value().clock);
+      continue;
+    }
     coordinator_.on_reply(static_cast<int>(replica), reply.value(), now_ms);
   }
 }

@@ -67,10 +67,12 @@ class Lane {
   // Sends `replica` the probe, unless it is not connected.
   void probe(Replica& replica, uint64_t now_ms);
   // Learns from a reply whether the replica takes several requests per message;
-  // false when the reply answers the lane, not the coordinator.
+  // false when the reply answers the lane, not the coordinator (its clock is
+  // observed here then).
   bool note_batching(Replica& replica, const wire::ReplicaReply& reply, uint64_t now_ms);
 
   wire::Limits limits_;
+  HybridClock& clock_;
   Coordinator coordinator_;
   std::vector<Replica> replicas_;
   std::vector<std::vector<const Send*>> by_replica_;  // flush's scratch

@@ -52,6 +52,9 @@ class FramingProxy {
   }
   const std::string& endpoint() const { return endpoint_; }
   void set(Several several) { several_ = several; }
+  // When not 0: the proxy answers a probe itself, its first reply carrying
+  // this clock (the second, none: it reaches the lane's coordinator).
+  void answer_probes_with_clock(uint64_t clock) { probe_clock_ = clock; }
   // Per message from the client, what each frame is: a write's key, or its type.
   std::vector<std::vector<std::string>> messages() {
     std::lock_guard lock(mu_);
@@ -71,6 +74,7 @@ class FramingProxy {
           for (size_t i = 0; i < routed->frames.size(); ++i) seen_.back().push_back(describe(routed->frame(i)));
         }
         if (routed->frames.size() > 1 && several_ == Several::kDrop) continue;
+        if (probe_clock_ != 0 && answer_probe(*routed)) continue;
         if (routed->frames.size() > 1 && several_ == Several::kRefuse) {
           transport::send_routed(front_, *routed,
                                  wire::encode_reply(wire::error_reply(0, Status(Code::kMalformed, "a request is one ZeroMQ frame"))));
@@ -94,6 +98,25 @@ class FramingProxy {
     }
   }
 
+  // Answers `routed` itself when it is a probe (pings only, more than one).
+  bool answer_probe(transport::Routed& routed) {
+    std::vector<std::string> replies;
+    for (size_t i = 0; i < routed.frames.size(); ++i) {
+      auto request = wire::decode_request(routed.frame(i), wire::Limits{});
+      if (routed.frames.size() < 2 || !request.is_ok() ||
+          !std::holds_alternative<wire::PingRequest>(request.value().body)) {
+        return false;
+      }
+      wire::ReplicaReply pong;
+      pong.id = request.value().id;
+      pong.clock = i == 0 ? probe_clock_.load() : 0;
+      replies.push_back(wire::encode_reply(pong));
+    }
+    std::vector<std::string_view> payloads(replies.begin(), replies.end());
+    transport::send_routed(front_, routed, payloads);
+    return true;
+  }
+
   static std::string describe(std::string_view frame) {
     auto request = wire::decode_request(frame, wire::Limits{});
     if (!request.is_ok()) return "?";
@@ -105,6 +128,7 @@ class FramingProxy {
   zmq::context_t ctx_{1};
   std::string endpoint_;
   std::atomic<Several> several_;
+  std::atomic<uint64_t> probe_clock_{0};
   zmq::socket_t front_, back_;
   zmq::message_t identity_;
   bool first_of_reply_ = true;
@@ -289,6 +313,16 @@ TEST_CASE("lane: a replica that refused the probe is asked again a minute later,
   const auto messages = s.proxy->messages();
   CHECK(message_with(messages, "b0").size() == 1);
   CHECK(message_with(messages, "d0") == keys("d", 8));
+}
+
+TEST_CASE("lane: the replies to a probe feed the client's clock, as every reply does", "[quorum][lane]") {
+  Setup s(Several::kForward);
+  // Ahead of every clock here, within what a client accepts from a replica.
+  const uint64_t ahead = hlc::make(s.wall.now_ms() + s.clock.options().max_clock_offset_ms - 10, 0);
+  s.proxy->answer_probes_with_clock(ahead);
+  s.write("a", 8);
+  s.drive_until([&] { return s.lane->batches_to(0); });  // the proxy's answer came
+  CHECK(s.clock.last() >= ahead);
 }
 
 TEST_CASE("lane: a batching replica that starts refusing such messages is probed again", "[quorum][lane]") {
