@@ -67,7 +67,6 @@ void LmdbStore::log_change(std::string& log, const Change& c, std::string_view r
 
 Status LmdbStore::replay_record(MDB_txn* txn, std::string_view payload) {
   RecordReader in(payload);
-  std::vector<TreeDelta> deltas;  // the tree is built, or already up to date
   while (!in.done()) {
     const uint64_t flags = in.number(1);
     Change c;
@@ -92,7 +91,8 @@ Status LmdbStore::replay_record(MDB_txn* txn, std::string_view payload) {
       c.floor_sequencer = in.text(2);
     }
     if (!in.ok()) return Status(Code::kCorrupt, "a change is cut short");
-    if (Status s = apply_in(txn, c, record, &deltas); !s.is_ok()) return s;
+    // The tree is built after this replay, or (a rebuilt base) already has these changes.
+    if (Status s = apply_in(txn, c, record); !s.is_ok()) return s;
   }
   return Status::ok();
 }

@@ -62,8 +62,11 @@ Status LmdbStore::init(const std::string& dir, Options options) {
   floors_ = dbi;
   if ((rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &dbi)) != 0) return lmdb_error("open meta", rc);
   meta_ = dbi;
-  if ((rc = mdb_dbi_open(txn, "digests", MDB_CREATE, &dbi)) != 0) return lmdb_error("open digests", rc);
-  digests_ = dbi;
+  // Formats 2 and 3 kept an index of the tree's entries here; it lives in
+  // memory now. An older binary that opens the directory builds it again.
+  rc = mdb_dbi_open(txn, "digests", 0, &dbi);
+  if (rc == 0) rc = mdb_drop(txn, dbi, 1);
+  if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error("drop the digests database", rc);
   MDB_val k = val(kFormatKey), v;
   rc = mdb_get(txn, meta_, &k, &v);
   if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error("read format", rc);
@@ -79,7 +82,7 @@ Status LmdbStore::init(const std::string& dir, Options options) {
     MDB_val f = val(kFormat);
     if ((rc = mdb_put(txn, meta_, &k, &f, 0)) != 0) return lmdb_error("write format", rc);
   }
-  if (Status s = check_digests(); !s.is_ok()) return s;
+  if (Status s = build_tree(); !s.is_ok()) return s;
   return journaled_.finish_open();
 }
 
@@ -112,7 +115,7 @@ Result<uint64_t> LmdbStore::fence_floor(std::string_view lock) {
   return floor.value().floor;
 }
 
-Status LmdbStore::apply_in(MDB_txn* txn, const Change& c, std::string_view record, std::vector<TreeDelta>* deltas) {
+Status LmdbStore::apply_in(MDB_txn* txn, const Change& c, std::string_view record) {
   MDB_val k = val(c.key);
   int rc = 0;
   if (c.put != nullptr) {
@@ -123,18 +126,11 @@ Status LmdbStore::apply_in(MDB_txn* txn, const Change& c, std::string_view recor
       rc = mdb_del(txn, versions_, &k, nullptr);
       if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error("erase versions", rc);
     }
-    uint64_t digest = c.put->empty() ? 0 : versions_digest(c.key, *c.put);
-    auto delta = index_entry(txn, wire::LeafEntry::Kind::kKey, c.key, digest, lone_tombstone(*c.put));
-    if (!delta.is_ok()) return delta.status();
-    deltas->push_back(delta.value());
   }
   if (c.floor != 0) {
     std::string f = encode_floor_record(c.lock, {c.floor, std::string(c.floor_sequencer)});
     MDB_val lk = val(c.lock), fv = val(f);
     if ((rc = mdb_put(txn, floors_, &lk, &fv, 0)) != 0) return lmdb_error("write fence floor", rc);
-    auto delta = index_entry(txn, wire::LeafEntry::Kind::kFloor, c.lock, floor_digest(c.lock, c.floor), false);
-    if (!delta.is_ok()) return delta.status();
-    deltas->push_back(delta.value());
   }
   return Status::ok();
 }
@@ -144,10 +140,13 @@ Status LmdbStore::apply(const Change& c) {
   if (c.put != nullptr && !storable(c.key)) return unstorable("key", c.key);
   if (c.floor != 0 && !storable(c.lock)) return unstorable("lock name", c.lock);
   const std::string record = c.put != nullptr && !c.put->empty() ? encode_record(c.key, *c.put) : std::string();
-  std::vector<TreeDelta> deltas;
-  Status s = journaled_.write_whole([&](MDB_txn* txn) { return apply_in(txn, c, record, &deltas); }, batch_log_);
+  Status s = journaled_.write_whole([&](MDB_txn* txn) { return apply_in(txn, c, record); }, batch_log_);
   if (!s.is_ok()) return s;
-  for (const TreeDelta& d : deltas) tree_.update(d);
+  if (c.put != nullptr) {
+    tree_.set(wire::LeafEntry::Kind::kKey, c.key, c.put->empty() ? 0 : versions_digest(c.key, *c.put),
+              lone_tombstone(*c.put));
+  }
+  if (c.floor != 0) tree_.set(wire::LeafEntry::Kind::kFloor, c.lock, floor_digest(c.lock, c.floor), false);
   log_change(batch_log_, c, record);
   return Status::ok();
 }

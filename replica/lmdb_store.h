@@ -1,12 +1,11 @@
 // ReplicaStore on LMDB: the daemon's durable state. Databases (docs/storage.md):
 //   versions: key -> record (record.h)
 //   floors:   lock name -> fence floor record (record.h)
-//   digests:  entry position -> the entries there and their digests (anti-entropy)
 //   meta:     "format" -> storage format version; "journal" -> the journal
 //             position the last checkpoint reached
-// The Merkle tree (merkle.h) lives in memory: built when the store opens, which
-// also checks every record against the digests database, updated with every
-// change and undone with a batch that fails or aborts.
+// The Merkle tree (merkle.h), with every entry's digest, lives in memory: built
+// from every record when the store opens, updated with every change and undone
+// with a batch that fails or aborts.
 //
 // Durability (docs/storage.md, "The journal"; common/journaled_lmdb.h): commit()
 // appends the batch's changes to the journal in DIR/journal and syncs it, one
@@ -66,9 +65,8 @@ class LmdbStore final : public ReplicaStore {
   Status checkpoint();
   // Number of keys stored (committed state plus the open batch).
   Result<uint64_t> key_count();
-  // What opening found: records whose digest did not match the digests
-  // database (a damaged record, or an upgrade from format 1).
-  uint64_t digests_rebuilt() const { return digests_rebuilt_; }
+  // What opening found: key records and floors that fail their checksum.
+  uint64_t damaged_at_open() const { return damaged_at_open_; }
   // How often the open transaction was rebuilt after a failure.
   uint64_t rebuilds() const { return journaled_.rebuilds(); }
 
@@ -79,9 +77,8 @@ class LmdbStore final : public ReplicaStore {
   MDB_txn* txn() const { return journaled_.base(); }
   // Opens a read-only base transaction when none is open.
   Status begin() { return journaled_.begin_read(); }
-  // Applies `c` in `txn`, its key's new record being `record` (empty: erased);
-  // the tree changes go to *deltas, for after it commits.
-  Status apply_in(MDB_txn* txn, const Change& c, std::string_view record, std::vector<TreeDelta>* deltas);
+  // Applies `c` in `txn`, its key's new record being `record` (empty: erased).
+  Status apply_in(MDB_txn* txn, const Change& c, std::string_view record);
   // Drops the batch's changes.
   void drop_batch();
 
@@ -90,22 +87,13 @@ class LmdbStore final : public ReplicaStore {
   // Applies the changes of journal record `payload` in `txn`.
   Status replay_record(MDB_txn* txn, std::string_view payload);
 
-  // lmdb_digests.cc: the digests database and the tree.
-  // Sets the digests database's entry of (kind, name) to `digest` and
-  // `lone_tombstone` (digest 0: removes it) and returns the tree delta.
-  Result<TreeDelta> index_entry(MDB_txn* txn, wire::LeafEntry::Kind kind, std::string_view name, uint64_t digest,
-                                bool lone_tombstone);
-  // Builds the tree from every record; rewrites the digests database when it
-  // does not match them.
-  Status check_digests();
-  // Calls `visit(entry)` for every stored key and floor.
-  template <typename Visit>
-  Status scan_entries(Visit visit);
+  // lmdb_tree.cc: builds the tree from every record and floor.
+  Status build_tree();
 
   MDB_env* env_ = nullptr;
-  unsigned versions_ = 0, floors_ = 0, meta_ = 0, digests_ = 0;
+  unsigned versions_ = 0, floors_ = 0, meta_ = 0;
   MerkleTree tree_;
-  uint64_t digests_rebuilt_ = 0;
+  uint64_t damaged_at_open_ = 0;
   JournaledLmdb journaled_;                     // the base transaction and the journal
   const Status& broken_ = journaled_.broken();  // why the store refuses every call, if it does
   std::string batch_log_;                       // the batch's changes in the base, as its journal record

@@ -101,9 +101,9 @@ int serve(const Flags& flags, std::optional<replica::SequencerAuth> auth) {
   }
   auto keys = store.value()->key_count();
   store.value()->abort();
-  if (store.value()->digests_rebuilt() != 0) {
-    spdlog::warn("rebuilt the anti-entropy digests of {} entries: damaged records, or a data dir of an older format",
-                 store.value()->digests_rebuilt());
+  if (store.value()->damaged_at_open() != 0) {
+    spdlog::warn("{} stored records fail their checksum: they answer `corrupt` until a repair replaces them",
+                 store.value()->damaged_at_open());
   }
   int stop_fd = stop_signals_fd();
   if (stop_fd < 0) {

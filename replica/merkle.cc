@@ -1,5 +1,8 @@
 #include "replica/merkle.h"
 
+#include <algorithm>
+#include <tuple>
+
 #include "common/big_endian.h"
 #include "common/hash.h"
 
@@ -82,25 +85,74 @@ MerkleTree::MerkleTree() { clear(); }
 void MerkleTree::clear() {
   levels_.assign(wire::kTreeLeafLevel + 1, {});
   for (uint32_t l = 0; l <= wire::kTreeLeafLevel; ++l) levels_[l].assign(wire::tree_width(l), {});
+  leaves_.clear();
+  entries_ = 0;
   undo_.clear();
 }
 
-void MerkleTree::apply(const TreeDelta& d, int sign) {
+void MerkleTree::move_nodes(uint64_t position, uint64_t digest_xor, int tombstones) {
   for (uint32_t l = 0; l <= wire::kTreeLeafLevel; ++l) {
-    wire::TreeNode& n = levels_[l][wire::tree_node_of(d.position, l)];
-    n.digest ^= d.digest;
-    n.tombstones = static_cast<uint32_t>(static_cast<int64_t>(n.tombstones) + sign * d.tombstones);
+    wire::TreeNode& n = levels_[l][wire::tree_node_of(position, l)];
+    n.digest ^= digest_xor;
+    n.tombstones = static_cast<uint32_t>(static_cast<int64_t>(n.tombstones) + tombstones);
   }
 }
 
-void MerkleTree::update(const TreeDelta& d) {
-  if (d.digest == 0 && d.tombstones == 0) return;
-  apply(d, 1);
-  undo_.push_back(d);
+MerkleTree::Entry MerkleTree::replace(Entry e) {
+  const uint64_t leaf = wire::tree_node_of(e.position, wire::kTreeLeafLevel);
+  std::vector<Entry>& here = leaves_[leaf];
+  auto it = std::find_if(here.begin(), here.end(), [&](const Entry& x) {
+    return x.position == e.position && x.kind == e.kind && x.name == e.name;
+  });
+  move_nodes(e.position, (it == here.end() ? 0 : it->digest) ^ e.digest,
+             int{e.lone_tombstone} - int{it != here.end() && it->lone_tombstone});
+  if (it != here.end()) {
+    Entry old = std::move(*it);
+    if (e.digest != 0) {
+      *it = std::move(e);
+    } else {
+      here.erase(it);
+      --entries_;
+      if (here.empty()) leaves_.erase(leaf);
+    }
+    return old;
+  }
+  Entry none = e;  // digest 0: there was none
+  none.digest = 0;
+  none.lone_tombstone = false;
+  if (e.digest != 0) {
+    here.push_back(std::move(e));
+    ++entries_;
+  } else if (here.empty()) {
+    leaves_.erase(leaf);
+  }
+  return none;
+}
+
+void MerkleTree::set(Kind kind, std::string_view name, uint64_t digest, bool lone_tombstone) {
+  Entry e;
+  e.position = kind == Kind::kKey ? key_position(name) : floor_position(name);
+  e.digest = digest;
+  e.name = name;
+  e.kind = kind;
+  e.lone_tombstone = digest != 0 && lone_tombstone;
+  Entry old = replace(std::move(e));
+  if (old.digest == 0 && digest == 0) return;  // nothing was there, nothing is
+  undo_.push_back(std::move(old));
+}
+
+std::vector<MerkleTree::Entry> MerkleTree::leaf_entries(uint64_t leaf) const {
+  auto it = leaves_.find(leaf);
+  if (it == leaves_.end()) return {};
+  std::vector<Entry> out = it->second;
+  std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.position, a.kind, a.name) < std::tie(b.position, b.kind, b.name);
+  });
+  return out;
 }
 
 void MerkleTree::abort() {
-  for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) apply(*it, -1);
+  for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) replace(std::move(*it));
   undo_.clear();
 }
 

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/replica_protocol.h"
@@ -32,32 +34,47 @@ wire::LeafEntry key_entry(std::string_view key, std::string_view record);
 wire::LeafEntry floor_entry(std::string_view lock, std::string_view record);
 bool lone_tombstone(const wire::LeafEntry& entry);
 
-// How one change moves the tree: see MerkleTree::update.
-struct TreeDelta {
-  uint64_t position = 0;
-  uint64_t digest = 0;  // old digest XOR new digest
-  int tombstones = 0;   // new lone tombstone minus old
-};
-
 // The levels 0 (root) to wire::kTreeLeafLevel of XOR digests and tombstone
-// counts. Changes are XOR deltas, so undoing a batch applies them again.
+// counts, and every entry with its digest, by leaf: what a leaf lists. It is
+// all in memory (built from the records when the store opens) so that a change
+// touches no page of the data file beyond the record's own: an index kept in
+// LMDB by position dirtied a random page per change, which every checkpoint
+// wrote again (docs/storage.md, "Digests").
 class MerkleTree {
  public:
+  using Kind = wire::LeafEntry::Kind;
+  struct Entry {
+    uint64_t position = 0;
+    uint64_t digest = 0;
+    std::string name;
+    Kind kind = Kind::kKey;
+    bool lone_tombstone = false;
+  };
+
   MerkleTree();
 
-  // Moves an entry from its old digest and lone-tombstone flag to the new ones.
-  void update(const TreeDelta& delta);
+  // Sets entry (kind, name) to `digest` and its lone-tombstone flag; digest 0
+  // removes it.
+  void set(Kind kind, std::string_view name, uint64_t digest, bool lone_tombstone);
   wire::TreeNode node(uint32_t level, uint64_t index) const { return levels_[level][index]; }
+  // The entries of leaf `leaf`, by position then kind then name.
+  std::vector<Entry> leaf_entries(uint64_t leaf) const;
+  size_t entries() const { return entries_; }
   // The changes since the last commit() are kept, or undone.
   void commit() { undo_.clear(); }
   void abort();
   void clear();
 
  private:
-  void apply(const TreeDelta& delta, int sign);
+  // Puts `e` in place of the entry of the same kind and name (digest 0:
+  // removes it) and returns what was there (digest 0: nothing).
+  Entry replace(Entry e);
+  void move_nodes(uint64_t position, uint64_t digest_xor, int tombstones);
 
   std::vector<std::vector<wire::TreeNode>> levels_;
-  std::vector<TreeDelta> undo_;
+  std::unordered_map<uint64_t, std::vector<Entry>> leaves_;  // leaf -> its entries, unordered
+  size_t entries_ = 0;
+  std::vector<Entry> undo_;  // what each change replaced, oldest first
 };
 
 }  // namespace palisade::replica

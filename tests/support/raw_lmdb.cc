@@ -33,11 +33,20 @@ RawLmdb::~RawLmdb() {
   mdb_env_close(env_);
 }
 
-unsigned RawLmdb::dbi(const std::string& db) {
+unsigned RawLmdb::dbi(const std::string& db, unsigned flags) {
   if (txn_ == nullptr) throw std::runtime_error("RawLmdb used after commit");
   MDB_dbi d = 0;
-  check(mdb_dbi_open(txn_, db.c_str(), 0, &d), "mdb_dbi_open " + db);
+  check(mdb_dbi_open(txn_, db.c_str(), flags, &d), "mdb_dbi_open " + db);
   return d;
+}
+
+bool RawLmdb::exists(const std::string& db) {
+  if (txn_ == nullptr) throw std::runtime_error("RawLmdb used after commit");
+  MDB_dbi d = 0;
+  int rc = mdb_dbi_open(txn_, db.c_str(), 0, &d);
+  if (rc == MDB_NOTFOUND) return false;
+  check(rc, "mdb_dbi_open " + db);
+  return true;
 }
 
 std::optional<std::string> RawLmdb::get(const std::string& db, std::string_view key) {
@@ -50,7 +59,7 @@ std::optional<std::string> RawLmdb::get(const std::string& db, std::string_view 
 
 void RawLmdb::put(const std::string& db, std::string_view key, std::string_view value) {
   MDB_val k = val(key), v = val(value);
-  check(mdb_put(txn_, dbi(db), &k, &v, 0), "mdb_put");
+  check(mdb_put(txn_, dbi(db, MDB_CREATE), &k, &v, 0), "mdb_put");
 }
 
 void RawLmdb::commit() {

@@ -23,13 +23,15 @@ class RawLmdb {
   RawLmdb(const RawLmdb&) = delete;
   RawLmdb& operator=(const RawLmdb&) = delete;
 
-  // `db` is a named database ("versions", "floors", "meta"); it must exist.
+  // `db` is a named database ("versions", "floors", "meta"): get needs it to
+  // exist, put creates it when missing.
   std::optional<std::string> get(const std::string& db, std::string_view key);
   void put(const std::string& db, std::string_view key, std::string_view value);
+  bool exists(const std::string& db);
   void commit();
 
  private:
-  unsigned dbi(const std::string& db);
+  unsigned dbi(const std::string& db, unsigned flags = 0);
 
   MDB_env* env_ = nullptr;
   MDB_txn* txn_ = nullptr;

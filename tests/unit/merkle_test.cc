@@ -1,8 +1,10 @@
 // The anti-entropy Merkle tree of a replica (replica/merkle.h): what both
-// stores report through tree_node and list_leaf, how LmdbStore keeps it in the
-// same transaction as each change, and how it checks it when it opens.
+// stores report through tree_node and list_leaf, how LmdbStore keeps it with
+// each change, and how it builds it when it opens.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <map>
 #include <memory>
 
 #include "common/big_endian.h"
@@ -96,7 +98,7 @@ TEST_CASE("merkle: an aborted batch leaves the tree as it was; a committed one s
   s.reset();
   s = open(dir);
   CHECK(root(*s) == after);
-  CHECK(s->digests_rebuilt() == 0);
+  CHECK(s->damaged_at_open() == 0);
 }
 
 TEST_CASE("merkle: a key's only committed tombstone is counted up the tree", "[anti_entropy][replica]") {
@@ -151,7 +153,7 @@ TEST_CASE("merkle: opening finds a record damaged on disk and lists it as corrup
     raw.commit();
   }
   auto s = open(dir);
-  CHECK(s->digests_rebuilt() == 2);
+  CHECK(s->damaged_at_open() == 1);
   CHECK(root(*s) != healthy);
   std::vector<wire::LeafEntry> entries;
   REQUIRE(s->list_leaf(leaf_of_key("k"), entries).is_ok());
@@ -163,7 +165,57 @@ TEST_CASE("merkle: opening finds a record damaged on disk and lists it as corrup
   CHECK(root(*s) == healthy);
 }
 
-TEST_CASE("merkle: a data dir of format 1 is upgraded, its digests built", "[anti_entropy][replica]") {
+TEST_CASE("merkle: an aborted batch lists what it listed before, erased keys included", "[anti_entropy][replica]") {
+  tools::TempDir dir;
+  auto s = open(dir);
+  put(*s, "kept", {version("1", 1)});
+  put(*s, "erased", {version("1", 1)});
+  REQUIRE(s->commit().is_ok());
+  const wire::TreeNode before = root(*s);
+  put(*s, "erased", {});
+  put(*s, "kept", {version("2", 2, VersionState::kPending), version("1", 1)});
+  put(*s, "added", {version("3", 3)});
+  std::vector<wire::LeafEntry> entries;
+  REQUIRE(s->list_leaf(leaf_of_key("erased"), entries).is_ok());
+  CHECK(entries.empty());
+  s->abort();
+  CHECK(root(*s) == before);
+  for (std::string key : {"kept", "erased"}) {
+    entries.clear();
+    REQUIRE(s->list_leaf(leaf_of_key(key), entries).is_ok());
+    REQUIRE(entries.size() == 1);
+    CHECK(entries[0].name == key);
+    CHECK(entries[0].digest == replica::versions_digest(key, {version("1", 1)}));
+  }
+  entries.clear();
+  REQUIRE(s->list_leaf(leaf_of_key("added"), entries).is_ok());
+  CHECK(entries.empty());
+}
+
+TEST_CASE("merkle: a leaf lists all its entries, in position order", "[anti_entropy][replica]") {
+  tools::TempDir dir;
+  auto s = open(dir);
+  // Keys until one leaf holds three of them (of 2^20 leaves: some 20,000 names).
+  std::map<uint64_t, std::vector<std::string>> by_leaf;
+  std::vector<std::string> same_leaf;
+  for (int i = 0; same_leaf.empty(); ++i) {
+    std::string key = "k" + std::to_string(i);
+    auto& here = by_leaf[leaf_of_key(key)];
+    here.push_back(key);
+    if (here.size() == 3) same_leaf = here;
+  }
+  for (const std::string& key : same_leaf) put(*s, key, {version(key, 1)});
+  REQUIRE(s->commit().is_ok());
+  std::sort(same_leaf.begin(), same_leaf.end(),
+            [](const std::string& a, const std::string& b) { return replica::key_position(a) < replica::key_position(b); });
+  std::vector<wire::LeafEntry> entries;
+  REQUIRE(s->list_leaf(leaf_of_key(same_leaf[0]), entries).is_ok());
+  REQUIRE(entries.size() == 3);
+  for (size_t i = 0; i < 3; ++i) CHECK(entries[i].name == same_leaf[i]);
+}
+
+TEST_CASE("merkle: a data dir of an older format is upgraded: its digests database dropped, the tree built",
+          "[anti_entropy][replica]") {
   tools::TempDir dir;
   wire::TreeNode expected;
   {
@@ -174,18 +226,15 @@ TEST_CASE("merkle: a data dir of format 1 is upgraded, its digests built", "[ant
     expected = root(*s);
   }
   {
-    // Format 1 had no digests: an index that lists nothing of what is stored.
+    // Formats 1 and 2 had no journal; formats 2 and 3 indexed the digests in LMDB.
     test::RawLmdb raw(dir.path());
-    raw.put("meta", "format", "1");
-    for (uint64_t position : {replica::key_position("k"), replica::floor_position("L")}) {
-      std::string key;
-      append_be(key, position, 8);
-      raw.put("digests", key, "");
-    }
+    raw.put("meta", "format", "2");
+    std::string key;
+    append_be(key, replica::key_position("k"), 8);
+    raw.put("digests", key, "stale");
     raw.commit();
   }
   auto s = open(dir);
-  CHECK(s->digests_rebuilt() == 2);
   CHECK(root(*s) == expected);
   std::vector<wire::LeafEntry> entries;
   REQUIRE(s->list_leaf(leaf_of_key("k"), entries).is_ok());
@@ -193,6 +242,7 @@ TEST_CASE("merkle: a data dir of format 1 is upgraded, its digests built", "[ant
   s.reset();
   test::RawLmdb raw(dir.path());
   CHECK(raw.get("meta", "format") == "3");
+  CHECK_FALSE(raw.exists("digests"));
 }
 
 }  // namespace
