@@ -85,7 +85,7 @@ MerkleTree::MerkleTree() { clear(); }
 void MerkleTree::clear() {
   levels_.assign(wire::kTreeLeafLevel + 1, {});
   for (uint32_t l = 0; l <= wire::kTreeLeafLevel; ++l) levels_[l].assign(wire::tree_width(l), {});
-  leaves_.clear();
+  leaves_.assign(wire::tree_width(wire::kTreeLeafLevel), {});
   entries_ = 0;
   undo_.clear();
 }
@@ -113,7 +113,6 @@ MerkleTree::Entry MerkleTree::replace(Entry e) {
     } else {
       here.erase(it);
       --entries_;
-      if (here.empty()) leaves_.erase(leaf);
     }
     return old;
   }
@@ -123,8 +122,6 @@ MerkleTree::Entry MerkleTree::replace(Entry e) {
   if (e.digest != 0) {
     here.push_back(std::move(e));
     ++entries_;
-  } else if (here.empty()) {
-    leaves_.erase(leaf);
   }
   return none;
 }
@@ -142,9 +139,8 @@ void MerkleTree::set(Kind kind, std::string_view name, uint64_t digest, bool lon
 }
 
 std::vector<MerkleTree::Entry> MerkleTree::leaf_entries(uint64_t leaf) const {
-  auto it = leaves_.find(leaf);
-  if (it == leaves_.end()) return {};
-  std::vector<Entry> out = it->second;
+  if (leaf >= leaves_.size()) return {};
+  std::vector<Entry> out = leaves_[leaf];
   std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) {
     return std::tie(a.position, a.kind, a.name) < std::tie(b.position, b.kind, b.name);
   });

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "common/replica_protocol.h"
@@ -72,7 +71,7 @@ class MerkleTree {
   void move_nodes(uint64_t position, uint64_t digest_xor, int tombstones);
 
   std::vector<std::vector<wire::TreeNode>> levels_;
-  std::unordered_map<uint64_t, std::vector<Entry>> leaves_;  // leaf -> its entries, unordered
+  std::vector<std::vector<Entry>> leaves_;  // by leaf: its entries, unordered
   size_t entries_ = 0;
   std::vector<Entry> undo_;  // what each change replaced, oldest first
 };
