@@ -204,10 +204,10 @@ TEST_CASE("merkle: a leaf lists all its entries, in position order", "[anti_entr
     here.push_back(key);
     if (here.size() == 3) same_leaf = here;
   }
-  for (const std::string& key : same_leaf) put(*s, key, {version(key, 1)});
-  REQUIRE(s->commit().is_ok());
   std::sort(same_leaf.begin(), same_leaf.end(),
             [](const std::string& a, const std::string& b) { return replica::key_position(a) < replica::key_position(b); });
+  for (auto it = same_leaf.rbegin(); it != same_leaf.rend(); ++it) put(*s, *it, {version(*it, 1)});  // last first
+  REQUIRE(s->commit().is_ok());
   std::vector<wire::LeafEntry> entries;
   REQUIRE(s->list_leaf(leaf_of_key(same_leaf[0]), entries).is_ok());
   REQUIRE(entries.size() == 3);
