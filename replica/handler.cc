@@ -38,9 +38,16 @@ std::vector<ReplicaReply> ReplicaHandler::handle_batch(std::span<const wire::Rep
   std::vector<ReplicaReply> replies;
   replies.reserve(batch.size());
   bool changed = false;
-  for (const wire::ReplicaRequest& request : batch) {
-    replies.push_back(apply(request, changed));
-    replies.back().id = request.id;
+  try {
+    for (const wire::ReplicaRequest& request : batch) {
+      replies.push_back(apply(request, changed));
+      replies.back().id = request.id;
+    }
+  } catch (...) {
+    // Out of memory, say: none of the batch is answered, so none of it stays
+    // to be committed with the next one.
+    store_.abort();
+    throw;
   }
   Status committed = changed ? store_.commit() : Status::ok();
   if (!changed) store_.abort();

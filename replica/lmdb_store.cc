@@ -13,10 +13,10 @@ namespace palisade::replica {
 namespace {
 
 constexpr std::string_view kFormatKey = "format";
-// Format 2 added the digests database and sequencers in floor records, format
-// 3 the journal. Older directories are upgraded when opened (format 1's
-// digests are built then); older binaries refuse newer formats, so none can
-// open a directory and miss what its journal holds.
+// Format 2 added sequencers in floor records (and a digests database, dropped
+// since), format 3 the journal. Older directories are upgraded when opened;
+// older binaries refuse newer formats, so none can open a directory and miss
+// what its journal holds.
 constexpr std::string_view kFormat = "3";
 constexpr std::array<std::string_view, 2> kOlderFormats = {"1", "2"};
 

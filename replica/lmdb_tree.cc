@@ -20,14 +20,13 @@ Status LmdbStore::build_tree() {
     for (rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
       // A record that fails its checksum gets a digest of its raw bytes.
       const wire::LeafEntry e = kind == Kind::kKey ? key_entry(view(k), view(v)) : floor_entry(view(k), view(v));
-      tree_.set(kind, e.name, e.digest, lone_tombstone(e));
+      tree_.load(kind, e.name, e.digest, lone_tombstone(e));
       const bool damaged = kind == Kind::kKey ? e.corrupt : !decode_floor_record(view(k), view(v)).is_ok();
       damaged_at_open_ += damaged ? 1 : 0;
     }
     mdb_cursor_close(cursor);
     if (rc != MDB_NOTFOUND) return lmdb_error("scan", rc);
   }
-  tree_.commit();
   return Status::ok();
 }
 

@@ -102,7 +102,8 @@ int serve(const Flags& flags, std::optional<replica::SequencerAuth> auth) {
   auto keys = store.value()->key_count();
   store.value()->abort();
   if (store.value()->damaged_at_open() != 0) {
-    spdlog::warn("{} stored records fail their checksum: they answer `corrupt` until a repair replaces them",
+    spdlog::warn("{} stored records (keys' versions, fence floors) fail their checksum: requests on them answer "
+                 "`corrupt` (docs/consistency.md)",
                  store.value()->damaged_at_open());
   }
   int stop_fd = stop_signals_fd();

@@ -98,44 +98,65 @@ void MerkleTree::move_nodes(uint64_t position, uint64_t digest_xor, int tombston
   }
 }
 
+// Allocates (what may throw) before it changes anything.
 MerkleTree::Entry MerkleTree::replace(Entry e) {
-  const uint64_t leaf = wire::tree_node_of(e.position, wire::kTreeLeafLevel);
-  std::vector<Entry>& here = leaves_[leaf];
+  const uint64_t position = e.position, digest = e.digest;
+  const int lone = e.lone_tombstone ? 1 : 0;
+  std::vector<Entry>& here = leaves_[wire::tree_node_of(position, wire::kTreeLeafLevel)];
   auto it = std::find_if(here.begin(), here.end(), [&](const Entry& x) {
-    return x.position == e.position && x.kind == e.kind && x.name == e.name;
+    return x.position == position && x.kind == e.kind && x.name == e.name;
   });
-  move_nodes(e.position, (it == here.end() ? 0 : it->digest) ^ e.digest,
-             int{e.lone_tombstone} - int{it != here.end() && it->lone_tombstone});
-  if (it != here.end()) {
-    Entry old = std::move(*it);
-    if (e.digest != 0) {
+  Entry old;  // digest 0: there was none
+  if (it == here.end()) {
+    old.position = position;
+    old.kind = e.kind;
+    old.name = e.name;
+    if (digest != 0) {
+      here.push_back(std::move(e));
+      ++entries_;
+    }
+  } else {
+    old = std::move(*it);
+    if (digest != 0) {
       *it = std::move(e);
     } else {
       here.erase(it);
       --entries_;
     }
-    return old;
   }
-  Entry none = e;  // digest 0: there was none
-  none.digest = 0;
-  none.lone_tombstone = false;
-  if (e.digest != 0) {
-    here.push_back(std::move(e));
-    ++entries_;
-  }
-  return none;
+  move_nodes(position, old.digest ^ digest, lone - (old.lone_tombstone ? 1 : 0));
+  return old;
 }
 
-void MerkleTree::set(Kind kind, std::string_view name, uint64_t digest, bool lone_tombstone) {
+MerkleTree::Entry MerkleTree::entry(Kind kind, std::string_view name, uint64_t digest, bool lone_tombstone) {
   Entry e;
   e.position = kind == Kind::kKey ? key_position(name) : floor_position(name);
   e.digest = digest;
   e.name = name;
   e.kind = kind;
   e.lone_tombstone = digest != 0 && lone_tombstone;
+  return e;
+}
+
+void MerkleTree::set(Kind kind, std::string_view name, uint64_t digest, bool lone_tombstone) {
+  Entry e = entry(kind, name, digest, lone_tombstone);
+  if (undo_.size() == undo_.capacity()) undo_.reserve(std::max<size_t>(64, 2 * undo_.size()));  // no throw after
   Entry old = replace(std::move(e));
   if (old.digest == 0 && digest == 0) return;  // nothing was there, nothing is
   undo_.push_back(std::move(old));
+}
+
+void MerkleTree::load(Kind kind, std::string_view name, uint64_t digest, bool lone_tombstone) {
+  replace(entry(kind, name, digest, lone_tombstone));
+}
+
+void MerkleTree::drop_undo() {
+  // A large batch (a copy_many, say) gives its undo list's memory back.
+  if (undo_.capacity() > kKeptUndo) {
+    std::vector<Entry>().swap(undo_);
+  } else {
+    undo_.clear();
+  }
 }
 
 std::vector<MerkleTree::Entry> MerkleTree::leaf_entries(uint64_t leaf) const {
@@ -149,7 +170,7 @@ std::vector<MerkleTree::Entry> MerkleTree::leaf_entries(uint64_t leaf) const {
 
 void MerkleTree::abort() {
   for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) replace(std::move(*it));
-  undo_.clear();
+  drop_undo();
 }
 
 }  // namespace palisade::replica

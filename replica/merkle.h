@@ -53,21 +53,27 @@ class MerkleTree {
   MerkleTree();
 
   // Sets entry (kind, name) to `digest` and its lone-tombstone flag; digest 0
-  // removes it.
+  // removes it. When it throws (out of memory), nothing changed.
   void set(Kind kind, std::string_view name, uint64_t digest, bool lone_tombstone);
+  // As set(), for building the tree from the records: abort() does not undo it.
+  void load(Kind kind, std::string_view name, uint64_t digest, bool lone_tombstone);
   wire::TreeNode node(uint32_t level, uint64_t index) const { return levels_[level][index]; }
   // The entries of leaf `leaf`, by position then kind then name.
   std::vector<Entry> leaf_entries(uint64_t leaf) const;
   size_t entries() const { return entries_; }
   // The changes since the last commit() are kept, or undone.
-  void commit() { undo_.clear(); }
+  void commit() { drop_undo(); }
   void abort();
   void clear();
 
  private:
+  static constexpr size_t kKeptUndo = 4096;  // entries of undo list kept between batches
+
+  static Entry entry(Kind kind, std::string_view name, uint64_t digest, bool lone_tombstone);
   // Puts `e` in place of the entry of the same kind and name (digest 0:
   // removes it) and returns what was there (digest 0: nothing).
   Entry replace(Entry e);
+  void drop_undo();
   void move_nodes(uint64_t position, uint64_t digest_xor, int tombstones);
 
   std::vector<std::vector<wire::TreeNode>> levels_;

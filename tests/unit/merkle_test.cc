@@ -11,6 +11,7 @@
 #include "replica/lmdb_store.h"
 #include "replica/memory_store.h"
 #include "replica/merkle.h"
+#include "tests/support/failing_sync.h"
 #include "tests/support/raw_lmdb.h"
 #include "tools/temp_dir.h"
 
@@ -190,6 +191,83 @@ TEST_CASE("merkle: an aborted batch lists what it listed before, erased keys inc
   entries.clear();
   REQUIRE(s->list_leaf(leaf_of_key("added"), entries).is_ok());
   CHECK(entries.empty());
+}
+
+TEST_CASE("merkle: an aborted batch undoes each entry's changes newest first", "[anti_entropy][replica]") {
+  tools::TempDir dir;
+  auto s = open(dir);
+  put(*s, "gone", {version("", 3, VersionState::kCommitted, true)});  // a lone tombstone
+  REQUIRE(s->commit().is_ok());
+  const wire::TreeNode before = root(*s);
+  REQUIRE(before.tombstones == 1);
+  put(*s, "k", {version("1", 1)});  // added, changed, erased: undone, it was never there
+  put(*s, "k", {version("2", 2, VersionState::kPending), version("1", 1)});
+  put(*s, "k", {});
+  put(*s, "gone", {});  // tombstone collection
+  REQUIRE(s->apply(Change{.key = "both", .put = nullptr, .lock = "L", .floor = 7}).is_ok());
+  const Versions v = {version("x", 7)};
+  REQUIRE(s->apply(Change{.key = "both", .put = &v, .lock = "L", .floor = 8}).is_ok());
+  CHECK(root(*s).tombstones == 0);
+  s->abort();
+  CHECK(root(*s) == before);
+  std::vector<wire::LeafEntry> entries;
+  REQUIRE(s->list_leaf(leaf_of_key("gone"), entries).is_ok());
+  REQUIRE(entries.size() == 1);
+  CHECK(entries[0].name == "gone");
+  for (const auto& [leaf, name] : {std::pair{leaf_of_key("k"), "k"}, std::pair{leaf_of_key("both"), "both"},
+                                   std::pair{wire::tree_node_of(replica::floor_position("L"), wire::kTreeLeafLevel), "L"}}) {
+    entries.clear();
+    REQUIRE(s->list_leaf(leaf, entries).is_ok());
+    for (const auto& e : entries) CHECK(e.name != name);
+  }
+}
+
+// Every node of every level, and every listed leaf entry, of a store.
+std::pair<std::vector<wire::TreeNode>, std::vector<wire::LeafEntry>> whole_tree(ReplicaStore& s) {
+  std::vector<wire::TreeNode> nodes;
+  std::vector<wire::LeafEntry> entries;
+  for (uint32_t level = 0; level <= wire::kTreeLeafLevel; ++level) {
+    for (uint64_t i = 0; i < wire::tree_width(level); ++i) {
+      nodes.push_back(s.tree_node(level, i).value());
+      if (level == wire::kTreeLeafLevel && nodes.back().digest != 0) REQUIRE(s.list_leaf(i, entries).is_ok());
+    }
+  }
+  return {nodes, entries};
+}
+
+TEST_CASE("merkle: the tree a store builds from its data file and journal is the one it kept, failed batches aside",
+          "[anti_entropy][replica]") {
+  tools::TempDir dir, image;
+  auto s = open(dir);
+  for (int i = 0; i < 20; ++i) put(*s, "k" + std::to_string(i), {version("v", 1)});
+  REQUIRE(s->apply(Change{.lock = "L", .floor = 3, .floor_sequencer = "ps1.seq"}).is_ok());
+  REQUIRE(s->commit().is_ok());
+  REQUIRE(s->checkpoint().is_ok());  // the batches below are only in the journal
+  put(*s, "k1", {version("w", 2, VersionState::kPending), version("v", 1)});
+  put(*s, "k2", {});
+  put(*s, "t", {version("", 2, VersionState::kCommitted, true)});
+  REQUIRE(s->commit().is_ok());
+  put(*s, "k3", {});
+  put(*s, "lost", {version("x", 3)});
+  test::fail_next_syncs(1);
+  REQUIRE_FALSE(s->commit().is_ok());  // the journal's sync failed: the batch is gone
+  const auto kept = whole_tree(*s);
+  CHECK(kept.second.size() == 21);  // 20 keys, one erased, one tombstone added, and the floor
+  test::copy_crash_image(dir.path(), image.path());
+  {
+    // A format-3 directory of before the index moved to memory had it in LMDB.
+    test::RawLmdb raw(image.path());
+    std::string key;
+    append_be(key, replica::key_position("k1"), 8);
+    raw.put("digests", key, "stale");
+    raw.commit();
+  }
+  auto reopened = open(image);
+  CHECK(whole_tree(*reopened) == kept);
+  CHECK(reopened->damaged_at_open() == 0);
+  reopened.reset();
+  test::RawLmdb raw(image.path());
+  CHECK_FALSE(raw.exists("digests"));
 }
 
 TEST_CASE("merkle: a leaf lists all its entries, in position order", "[anti_entropy][replica]") {

@@ -724,5 +724,41 @@ TEST_CASE("without a cluster key, sequencers are neither needed nor checked", "[
   CHECK(r.floor("L") == 9);
 }
 
+// A MemoryStore whose apply() throws, like an allocation that fails, for one key.
+class ThrowingStore final : public replica::ReplicaStore {
+ public:
+  explicit ThrowingStore(std::string key) : throw_on_(std::move(key)) {}
+  Result<replica::Versions> get(std::string_view key) override { return inner.get(key); }
+  Result<uint64_t> fence_floor(std::string_view lock) override { return inner.fence_floor(lock); }
+  Status apply(const replica::Change& c) override {
+    if (c.key == throw_on_) throw std::bad_alloc();
+    return inner.apply(c);
+  }
+  Status commit() override { return inner.commit(); }
+  void abort() override { inner.abort(); }
+  Result<wire::TreeNode> tree_node(uint32_t level, uint64_t index) override { return inner.tree_node(level, index); }
+  Status list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) override { return inner.list_leaf(leaf, out); }
+  Result<wire::ReplicaStats> stats(size_t max_floors) override { return inner.stats(max_floors); }
+
+  replica::MemoryStore inner;
+
+ private:
+  std::string throw_on_;
+};
+
+TEST_CASE("a batch that throws part-way keeps none of its changes for the next batch to commit", "[replica]") {
+  ManualClock physical{kNowMs};
+  HybridClock clock{physical};
+  ThrowingStore store("boom");
+  replica::ReplicaHandler handler{store, clock};
+  const std::vector<ReplicaRequest> batch = {write_req("before", "x", ts(1), "L"), write_req("boom", "x", ts(1), "L")};
+  CHECK_THROWS_AS(handler.handle_batch(batch), std::bad_alloc);
+  // The next batch changes something and commits: "before" was never answered and must not be in it.
+  const std::vector<ReplicaRequest> next = {write_req("after", "y", ts(2), "L")};
+  REQUIRE(handler.handle_batch(next)[0].status.is_ok());
+  CHECK(store.inner.get("before").value().empty());
+  CHECK(store.inner.get("after").value().size() == 1);
+}
+
 }  // namespace
 }  // namespace palisade
