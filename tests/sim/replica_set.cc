@@ -1,20 +1,14 @@
 #include "tests/sim/replica_set.h"
 
+#include "tests/support/forwarding_store.h"
+
 namespace palisade::sim {
 namespace {
 
 // The negative control's disk: it forgets every fence floor.
-class FloorlessStore final : public replica::ReplicaStore {
+class FloorlessStore final : public test::ForwardingStore {
  public:
-  Result<replica::Versions> get(std::string_view key) override { return inner.get(key); }
   Result<uint64_t> fence_floor(std::string_view) override { return uint64_t{0}; }
-  Status apply(const replica::Change& c) override { return inner.apply(c); }
-  Status commit() override { return inner.commit(); }
-  void abort() override { inner.abort(); }
-  Result<wire::TreeNode> tree_node(uint32_t level, uint64_t index) override { return inner.tree_node(level, index); }
-  Status list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) override { return inner.list_leaf(leaf, out); }
-  Result<wire::ReplicaStats> stats(size_t max_floors) override { return inner.stats(max_floors); }
-  replica::MemoryStore inner;
 };
 
 std::string describe(const wire::Version& v) {

@@ -235,6 +235,17 @@ std::pair<std::vector<wire::TreeNode>, std::vector<wire::LeafEntry>> whole_tree(
   return {nodes, entries};
 }
 
+// Makes the data directory `dir` one of storage format `format` that kept its
+// index of entries in LMDB (formats 2 and 3 did), as a stale `digests` database.
+void plant_digests_database(const std::string& dir, const std::string& format) {
+  test::RawLmdb raw(dir);
+  raw.put("meta", "format", format);
+  std::string position;
+  append_be(position, replica::key_position("k1"), 8);
+  raw.put("digests", position, "stale");
+  raw.commit();
+}
+
 TEST_CASE("merkle: the tree a store builds from its data file and journal is the one it kept, failed batches aside",
           "[anti_entropy][replica]") {
   tools::TempDir dir, image;
@@ -254,17 +265,12 @@ TEST_CASE("merkle: the tree a store builds from its data file and journal is the
   const auto kept = whole_tree(*s);
   CHECK(kept.second.size() == 21);  // 20 keys, one erased, one tombstone added, and the floor
   test::copy_crash_image(dir.path(), image.path());
-  {
-    // A format-3 directory of before the index moved to memory had it in LMDB.
-    test::RawLmdb raw(image.path());
-    std::string key;
-    append_be(key, replica::key_position("k1"), 8);
-    raw.put("digests", key, "stale");
-    raw.commit();
-  }
+  plant_digests_database(image.path(), "3");  // a format-3 directory of before the index moved to memory
   auto reopened = open(image);
   CHECK(whole_tree(*reopened) == kept);
   CHECK(reopened->damaged_at_open() == 0);
+  reopened->abort();  // what the daemon does after opening: the tree built from the records stays
+  CHECK(whole_tree(*reopened) == kept);
   reopened.reset();
   test::RawLmdb raw(image.path());
   CHECK_FALSE(raw.exists("digests"));
@@ -292,6 +298,13 @@ TEST_CASE("merkle: a leaf lists all its entries, in position order", "[anti_entr
   for (size_t i = 0; i < 3; ++i) CHECK(entries[i].name == same_leaf[i]);
 }
 
+TEST_CASE("merkle: a leaf beyond the tree lists nothing", "[anti_entropy][replica]") {
+  replica::MerkleTree tree;
+  tree.set(wire::LeafEntry::Kind::kKey, "k", 1, false);
+  CHECK(tree.leaf_entries(leaf_of_key("k")).size() == 1);
+  CHECK(tree.leaf_entries(wire::tree_width(wire::kTreeLeafLevel)).empty());
+}
+
 TEST_CASE("merkle: a data dir of an older format is upgraded: its digests database dropped, the tree built",
           "[anti_entropy][replica]") {
   tools::TempDir dir;
@@ -303,15 +316,7 @@ TEST_CASE("merkle: a data dir of an older format is upgraded: its digests databa
     REQUIRE(s->commit().is_ok());
     expected = root(*s);
   }
-  {
-    // Formats 1 and 2 had no journal; formats 2 and 3 indexed the digests in LMDB.
-    test::RawLmdb raw(dir.path());
-    raw.put("meta", "format", "2");
-    std::string key;
-    append_be(key, replica::key_position("k"), 8);
-    raw.put("digests", key, "stale");
-    raw.commit();
-  }
+  plant_digests_database(dir.path(), "2");  // format 2 had no journal
   auto s = open(dir);
   CHECK(root(*s) == expected);
   std::vector<wire::LeafEntry> entries;

@@ -7,6 +7,7 @@
 #include "replica/merkle.h"
 #include "replica/memory_store.h"
 #include "client/replica_connection.h"
+#include "tests/support/forwarding_store.h"
 #include "tests/support/replica_requests.h"
 
 namespace palisade {
@@ -724,23 +725,14 @@ TEST_CASE("without a cluster key, sequencers are neither needed nor checked", "[
   CHECK(r.floor("L") == 9);
 }
 
-// A MemoryStore whose apply() throws, like an allocation that fails, for one key.
-class ThrowingStore final : public replica::ReplicaStore {
+// A store whose apply() throws, like an allocation that fails, for one key.
+class ThrowingStore final : public test::ForwardingStore {
  public:
   explicit ThrowingStore(std::string key) : throw_on_(std::move(key)) {}
-  Result<replica::Versions> get(std::string_view key) override { return inner.get(key); }
-  Result<uint64_t> fence_floor(std::string_view lock) override { return inner.fence_floor(lock); }
   Status apply(const replica::Change& c) override {
     if (c.key == throw_on_) throw std::bad_alloc();
     return inner.apply(c);
   }
-  Status commit() override { return inner.commit(); }
-  void abort() override { inner.abort(); }
-  Result<wire::TreeNode> tree_node(uint32_t level, uint64_t index) override { return inner.tree_node(level, index); }
-  Status list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) override { return inner.list_leaf(leaf, out); }
-  Result<wire::ReplicaStats> stats(size_t max_floors) override { return inner.stats(max_floors); }
-
-  replica::MemoryStore inner;
 
  private:
   std::string throw_on_;
