@@ -180,7 +180,15 @@ void Coordinator::on_write_reply(WriteOp& op, const wire::ReplicaReply& reply) {
   // floors and committed versions only rise, bad requests and sequencers stay
   // bad (a replica's key does not change while it runs). Any other
   // error (a full disk, clock skew, a busy key) may pass, and a duplicate of the
-  // request could still be stored later.
+  // request could still be stored later. A fenced or stale refusal from a
+  // replica that has dropped a version as new as this write is not final
+  // either: it may have stored this write before (docs/design-changes.md 16).
+  const bool maybe_stored_before = reply.dropped && op.ts <= *reply.dropped;
+  if ((code == Code::kFenced || code == Code::kStale) && maybe_stored_before) {
+    if (code == Code::kFenced) op.floor = std::max(op.floor, reply.floor);
+    op.error = reply.status;
+    return;
+  }
   if (code == Code::kFenced) {
     op.fenced = true;
     op.floor = std::max(op.floor, reply.floor);

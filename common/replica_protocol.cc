@@ -551,6 +551,7 @@ uint32_t reply_field_count(const ReplicaReply& reply) {
   if (!reply.status.message().empty()) ++n;
   if (reply.floor != 0) ++n;
   if (reply.stored_ts) ++n;
+  if (reply.dropped) ++n;
   if (reply.digest) ++n;
   if (reply.applied) ++n;
   if (!reply.versions.empty()) ++n;
@@ -646,6 +647,7 @@ std::string encode_reply(const ReplicaReply& reply) {
     pack_u64_field(pk, "clock", reply.clock);
     if (reply.floor != 0) pack_u64_field(pk, "floor", reply.floor);
     if (reply.stored_ts) pack_timestamp_field(pk, "stored_ts", *reply.stored_ts);
+    if (reply.dropped) pack_timestamp_field(pk, "dropped", *reply.dropped);
     if (reply.digest) pack_u64_field(pk, "digest", *reply.digest);
     if (reply.applied) pack_bool_field(pk, "applied", true);
     if (!reply.versions.empty()) {
@@ -696,6 +698,7 @@ Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits) 
         r.u64("clock", reply.clock, Need::kRequired);
         r.u64("floor", reply.floor, Need::kOptional);
         if (r.has("stored_ts")) r.timestamp("stored_ts", reply.stored_ts.emplace(), Need::kRequired);
+        if (r.has("dropped")) r.timestamp("dropped", reply.dropped.emplace(), Need::kRequired);
         if (r.has("digest")) r.u64("digest", reply.digest.emplace(), Need::kRequired);
         r.boolean("applied", reply.applied, Need::kOptional);
         read_versions(r, limits, reply.versions);

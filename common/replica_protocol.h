@@ -244,6 +244,9 @@ struct ReplicaReply {
   uint64_t clock = 0;                        // the replica's HLC when it answered
   uint64_t floor = 0;                        // fence: floor after; fenced: the floor
   std::optional<FencedTimestamp> stored_ts;  // stale: the newer committed timestamp
+  // fenced, stale: the newest version of the key the replica dropped for a
+  // committed one; a refused write no newer may have been stored there before.
+  std::optional<FencedTimestamp> dropped;
   std::optional<uint64_t> digest;            // corrupt (the key's record): the digest of its raw bytes
   std::vector<Version> versions;             // read: newest first; empty when the key has none
   std::map<std::string, uint64_t> floors;    // read: fence floor of each lock named by versions or floor_of

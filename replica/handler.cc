@@ -26,9 +26,19 @@ size_t pending_count(const Versions& versions) {
   return versions.size() - (committed_of(versions) != nullptr ? 1 : 0);
 }
 
+// A refusal tells what the replica dropped, when that may have been this very
+// write: the writer must not count it as final (docs/design-changes.md 16).
+ReplicaReply with_dropped(ReplicaReply r, const Versions& versions, const FencedTimestamp& ts) {
+  if (FencedTimestamp d = versions.dropped_up_to(ts.token); ts <= d) r.dropped = d;
+  return r;
+}
+
 void insert(Versions& versions, const Version& v) {
   auto at = std::find_if(versions.begin(), versions.end(), [&](const Version& x) { return wire::newer(v, x); });
-  if (v.state == VersionState::kCommitted) at = versions.erase(at, versions.end());
+  if (v.state == VersionState::kCommitted) {
+    versions.drop_from(at);
+    at = versions.end();
+  }
   versions.insert(at, v);
 }
 
@@ -161,6 +171,8 @@ ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed) {
     return reply_with(stored.status());
   }
   Versions versions = stored.is_ok() ? std::move(stored).value() : Versions();
+  // What the damaged record held is unknown, so any write may be one it held.
+  if (!stored.is_ok()) versions.dropped_older = {UINT64_MAX, UINT64_MAX};
   Version incoming{w.ts, w.lock, w.committed ? VersionState::kCommitted : VersionState::kPending, w.tombstone,
                    w.value, w.sequencer};
   // Already stored (a retry, a duplicate, a repair): the answer is ok, even if a
@@ -182,7 +194,7 @@ ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed) {
                                                             " is below the fence floor " + std::to_string(floor) +
                                                             " of lock '" + w.lock + "'"));
       r.floor = floor;
-      return r;
+      return with_dropped(std::move(r), versions, w.ts);
     }
   }
 
@@ -190,7 +202,7 @@ ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed) {
   if (committed != nullptr && !wire::newer(incoming, *committed)) {
     ReplicaReply r = reply_with(Status(Code::kStale, "a newer version " + committed->ts.to_string() + " is committed"));
     r.stored_ts = committed->ts;
-    return r;
+    return with_dropped(std::move(r), versions, w.ts);
   }
   if (!w.committed && pending_count(versions) + 1 >= wire::Limits::kMaxVersionsPerKey) {
     return reply_with(Status(Code::kUnavailable, "key has " + std::to_string(pending_count(versions)) +
@@ -210,7 +222,7 @@ ReplicaReply ReplicaHandler::commit_version(std::string_view key, Versions versi
   auto it = std::find_if(versions.begin(), versions.end(), [&](const Version& v) { return wire::names(v, ts, hash); });
   if (it == versions.end() || it->state == VersionState::kCommitted) return {};
   it->state = VersionState::kCommitted;
-  versions.erase(it + 1, versions.end());  // an acknowledged version makes older ones moot
+  versions.drop_from(it + 1);  // an acknowledged version makes older ones moot
   ReplicaReply ok;
   ok.applied = true;
   return apply_change(Change{.key = key, .put = &versions}, changed, ok);

@@ -14,11 +14,13 @@ namespace {
 
 constexpr std::string_view kFormatKey = "format";
 // Format 2 added sequencers in floor records (and a digests database, dropped
-// since), format 3 the journal. Older directories are upgraded when opened;
-// older binaries refuse newer formats, so none can open a directory and miss
-// what its journal holds.
-constexpr std::string_view kFormat = "3";
-constexpr std::array<std::string_view, 2> kOlderFormats = {"1", "2"};
+// since), format 3 the journal, format 4 records of format 2 (what a replica
+// dropped). Older directories are upgraded when opened; older binaries refuse
+// newer formats, so none can open a directory and miss what its journal holds
+// or take a record it cannot read for a corrupt one.
+constexpr std::string_view kFormat = "4";
+constexpr std::array<std::string_view, 2> kFormatsBeforeJournal = {"1", "2"};
+constexpr std::string_view kFormatWithJournal = "3";
 
 // Whether LMDB can hold `key` as a key at all.
 bool storable(std::string_view key) { return !key.empty() && key.size() <= LmdbStore::kMaxKeyBytes; }
@@ -70,15 +72,17 @@ Status LmdbStore::init(const std::string& dir, Options options) {
   MDB_val k = val(kFormatKey), v;
   rc = mdb_get(txn, meta_, &k, &v);
   if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error("read format", rc);
-  const bool older = rc == 0 && std::find(kOlderFormats.begin(), kOlderFormats.end(), view(v)) != kOlderFormats.end();
+  const bool before_journal = rc == 0 && std::find(kFormatsBeforeJournal.begin(), kFormatsBeforeJournal.end(),
+                                                   view(v)) != kFormatsBeforeJournal.end();
+  const bool older = before_journal || (rc == 0 && view(v) == kFormatWithJournal);
   if (rc == 0 && view(v) != kFormat && !older) {
     return Status(Code::kStorageError, "data directory " + dir + " has storage format '" + std::string(view(v)) +
                                            "', this palisade-replica reads formats 1 to " + std::string(kFormat));
   }
-  // A directory of format 3 has had its journal since it was created or upgraded.
-  const bool create = rc == MDB_NOTFOUND || older;
+  // A directory of format 3 or 4 has had its journal since it was created or upgraded.
+  const bool create = rc == MDB_NOTFOUND || before_journal;
   if (Status s = journaled_.open_journal(meta_, options.journal_bytes, create); !s.is_ok()) return s;
-  if (create) {
+  if (create || older) {
     MDB_val f = val(kFormat);
     if ((rc = mdb_put(txn, meta_, &k, &f, 0)) != 0) return lmdb_error("write format", rc);
   }

@@ -1,14 +1,19 @@
 #include "replica/record.h"
 
+#include <algorithm>
+
 #include "common/big_endian.h"
 #include "common/hash.h"
 
 namespace palisade::replica {
 namespace {
 
-// format(1) count(1), per version: flags(1) ts(16) lock_len(2) lock
+// format(1) count(1) [format 2 only: kept(1) dropped(16 * kept) [dropped_older(16) when kept has 0x80]],
+// per version: flags(1) ts(16) lock_len(2) lock
 // [sequencer_len(2) sequencer, when flags has kSequencerFlag] value_len(4) value; checksum(8)
 constexpr uint8_t kFormat = 1;
+constexpr uint8_t kFormatWithDropped = 2;  // format 1 when nothing was dropped: the same bytes as before
+constexpr uint8_t kHasDroppedOlder = 0x80;  // in the `kept` byte
 constexpr uint8_t kCommittedFlag = 1;
 constexpr uint8_t kTombstoneFlag = 2;
 constexpr uint8_t kSequencerFlag = 4;  // records written before sequencers were kept lack it
@@ -24,10 +29,50 @@ Status corrupt(std::string_view key, const char* why) {
 
 }  // namespace
 
+FencedTimestamp Versions::dropped_up_to(uint64_t token) const {
+  FencedTimestamp newest = token != 0 && token <= dropped_older.token ? dropped_older : FencedTimestamp{};
+  for (const FencedTimestamp& ts : dropped) {
+    if (ts.token == token) newest = std::max(newest, ts);
+  }
+  return newest;
+}
+
+void Versions::drop_from(const_iterator first) {
+  for (auto it = first; it != cend(); ++it) note_dropped(it->ts);
+  erase(first, cend());
+}
+
+void Versions::note_dropped(const FencedTimestamp& ts) {
+  auto at = std::find_if(dropped.begin(), dropped.end(), [&](const FencedTimestamp& d) { return d.token >= ts.token; });
+  if (at != dropped.end() && at->token == ts.token) {
+    *at = std::max(*at, ts);
+    return;
+  }
+  dropped.insert(at, ts);
+  if (dropped.size() > kDroppedTokensKept) {
+    // The lowest token goes, except unfenced writes' (token 0): they are kept
+    // apart, for dropped_older bounds fenced tokens only.
+    auto oldest = dropped.begin() + (dropped.front().token == 0 ? 1 : 0);
+    dropped_older = std::max(dropped_older, *oldest);
+    dropped.erase(oldest);
+  }
+}
+
 std::string encode_record(std::string_view key, const Versions& versions) {
   std::string out;
-  out.push_back(static_cast<char>(kFormat));
+  const bool dropped = !versions.dropped.empty() || versions.dropped_older != FencedTimestamp{};
+  auto append_ts = [&](const FencedTimestamp& t) {
+    auto bytes = t.encode();
+    out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  };
+  out.push_back(static_cast<char>(dropped ? kFormatWithDropped : kFormat));
   out.push_back(static_cast<char>(versions.size()));
+  if (dropped) {
+    const bool older = versions.dropped_older != FencedTimestamp{};
+    out.push_back(static_cast<char>(versions.dropped.size() | (older ? kHasDroppedOlder : 0)));
+    for (const FencedTimestamp& t : versions.dropped) append_ts(t);
+    if (older) append_ts(versions.dropped_older);
+  }
   for (const wire::Version& v : versions) {
     uint8_t flags = (v.state == wire::VersionState::kCommitted ? kCommittedFlag : 0) | (v.tombstone ? kTombstoneFlag : 0) |
                     (v.sequencer.empty() ? 0 : kSequencerFlag);
@@ -51,10 +96,23 @@ Result<Versions> decode_record(std::string_view key, std::string_view rec) {
   if (rec.size() < 2 + 8) return corrupt(key, "record too short");
   std::string_view body = rec.substr(0, rec.size() - 8);
   if (read_be(rec.data() + body.size(), 8) != checksum(key, body)) return corrupt(key, "checksum mismatch");
-  if (static_cast<uint8_t>(rec[0]) != kFormat) return corrupt(key, "unknown record format");
+  const uint8_t format = static_cast<uint8_t>(rec[0]);
+  if (format != kFormat && format != kFormatWithDropped) return corrupt(key, "unknown record format");
   size_t count = static_cast<uint8_t>(rec[1]);
   size_t pos = 2;
   Versions versions;
+  if (format == kFormatWithDropped) {
+    const uint8_t kept_byte = pos < body.size() ? static_cast<uint8_t>(body[pos]) : 0xff;
+    const size_t kept = kept_byte & ~kHasDroppedOlder, older = (kept_byte & kHasDroppedOlder) != 0 ? 1 : 0;
+    if (kept > Versions::kDroppedTokensKept || kept + older == 0 || pos + 1 + (kept + older) * 16 > body.size()) {
+      return corrupt(key, "bad dropped versions");
+    }
+    ++pos;
+    for (size_t i = 0; i < kept + older; ++i, pos += 16) {
+      auto t = FencedTimestamp::decode(reinterpret_cast<const uint8_t*>(body.data() + pos));
+      (i < kept ? versions.dropped.emplace_back() : versions.dropped_older) = t;
+    }
+  }
   for (size_t i = 0; i < count; ++i) {
     if (pos + kVersionFixedBytes > body.size()) return corrupt(key, "truncated version");
     wire::Version& v = versions.emplace_back();

@@ -389,14 +389,14 @@ def run(replica):
         s = r["stats"]
         assert set(s) == {"keys", "floor_count", "floors", "data_bytes", "format"}, s
         keys_now = s["keys"]
-        assert keys_now > 0 and s["floor_count"] == 1 and s["format"] == 3 and s["data_bytes"] > 0, s
+        assert keys_now > 0 and s["floor_count"] == 1 and s["format"] == 4 and s["data_bytes"] > 0, s
         assert s["floors"] == struct.pack(">H", 1) + b"L" + struct.pack(">Q", 6), s
         check.reply("fence M at 3", c.call("fence", lock="M", token=3), "ok", floor=3)
         check.reply("write a new key", c.call("write", key=b"stats-new", value=b"1", ts=encode_ts(0, ms)), "ok")
         r = c.call("stats", max_floors=1)
         check.reply("stats with max_floors 1: the list is cut", r, "ok", stats={
             "keys": keys_now + 1, "floor_count": 2, "floors": struct.pack(">H", 1) + b"L" + struct.pack(">Q", 6),
-            "data_bytes": r["stats"]["data_bytes"], "format": 3})
+            "data_bytes": r["stats"]["data_bytes"], "format": 4})
         r = c.call("stats", max_floors=0)
         check.reply("stats with max_floors 0: counts alone", r, "ok", stats=dict(r["stats"], floors=b""))
         check.reply("stats max_floors over 1000", c.call("stats", max_floors=1001), "bad_request")

@@ -461,7 +461,7 @@ TEST_CASE("daemon: a data dir of another storage format is refused", "[replica][
   stop(f.daemon);
   {
     test::RawLmdb raw(f.daemon.data_dir());
-    raw.put("meta", "format", "4");
+    raw.put("meta", "format", "5");
     raw.commit();
   }
   tools::Process refused({test::replica_binary(), "--data-dir", f.daemon.data_dir(), "--listen", f.daemon.endpoint()},
@@ -471,9 +471,9 @@ TEST_CASE("daemon: a data dir of another storage format is refused", "[replica][
   REQUIRE(status);
   CHECK(WIFEXITED(*status));
   CHECK(WEXITSTATUS(*status) != 0);
-  CHECK_THAT(refused.log(), Catch::Contains("storage format '4'"));
+  CHECK_THAT(refused.log(), Catch::Contains("storage format '5'"));
   test::RawLmdb raw(f.daemon.data_dir());  // left as it was
-  CHECK(raw.get("meta", "format") == "4");
+  CHECK(raw.get("meta", "format") == "5");
   CHECK(raw.get("versions", "k").has_value());
 }
 

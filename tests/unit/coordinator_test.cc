@@ -149,6 +149,12 @@ class Cluster {
     run();
   }
 
+  // Delivers `s` again (a duplicate on the network): its reply goes to the coordinator.
+  void redeliver(const Send& s) {
+    deliver(s);
+    run();
+  }
+
   bool done(OpId op) const { return results_.count(op) > 0; }
   WriteResult write_result(OpId op) const {
     REQUIRE(done(op));
@@ -186,6 +192,7 @@ class Cluster {
   std::vector<Send> held;
   std::set<int> unreachable;
   std::set<int> older_than_carried_commits;  // refuse a write's `commits`, as such replicas do
+  bool replicas_forget_dropped = false;  // replies without `dropped`, as before design change 16
 
  private:
   OpId started(OpId op) {
@@ -201,6 +208,7 @@ class Cluster {
       return coord_->on_reply(s.replica, refused, now_);
     }
     ReplicaReply reply = replica(s.replica).call(s.request);
+    if (replicas_forget_dropped) reply.dropped.reset();
     coord_->on_reply(s.replica, reply, now_);
   }
 
@@ -363,6 +371,39 @@ TEST_CASE("a write refused by the fence floor of two replicas is fenced, even if
   CHECK(c.replica(0).stored("k"));  // the third replica stored it, pending
   CHECK(c.replica(0).stored("k")->state == VersionState::kPending);
   CHECK(c.sent<wire::CommitRequest>().empty());
+}
+
+// Simulator seed 187232, by hand: a write stored on W replicas, read, then
+// superseded; a duplicate of it reaches a replica that has dropped it since.
+TEST_CASE("a refusal of a duplicate of a dropped version is not final", "[coordinator][write][fence]") {
+  Cluster c;
+  c.seed(1, fence_req("L", 6));  // the new holder's fence reached replica 1 only
+  c.hold = to(2);
+  OpId op = c.put("k", "v", {"L", 5});  // 0 stores it, 1 refuses it
+  REQUIRE(c.held.size() == 1);
+  const Send write = c.held.front();
+  c.held.clear();
+  c.hold = nullptr;
+  CHECK_FALSE(c.done(op));
+  REQUIRE(c.replica(2).call(write.request).status.is_ok());  // stored; the reply is lost
+  // W copies: a reader returns it (and commits it).
+  OpId read = c.get("k");
+  c.advance_to(kHedge);
+  REQUIRE(c.read_result(read).status.is_ok());
+  REQUIRE(c.read_result(read).value == "v");
+  // The new holder writes the key; replica 2 drops v.
+  c.seed(2, committed(write_req("k", "new", ts(6, 10), "L")));
+  SECTION("the refusal names what replica 2 dropped: the outcome stays unknown") {
+    c.redeliver(write);
+    WriteResult r = c.write_result(op);
+    CHECK(r.status.code() == Code::kUnavailable);
+    CHECK(r.floor == 6);
+  }
+  SECTION("negative control: a refusal without it is counted as final, and a write that was read is fenced") {
+    c.replicas_forget_dropped = true;
+    c.redeliver(write);
+    CHECK(c.write_result(op).status.code() == Code::kFenced);
+  }
 }
 
 TEST_CASE("a write fenced by two replicas is answered without waiting for the third", "[coordinator][write][fence]") {

@@ -274,6 +274,7 @@ TEST_CASE("merkle: the tree a store builds from its data file and journal is the
   reopened.reset();
   test::RawLmdb raw(image.path());
   CHECK_FALSE(raw.exists("digests"));
+  CHECK(raw.get("meta", "format") == "4");  // upgraded in place: the journal's batches above were kept
 }
 
 TEST_CASE("merkle: a leaf lists all its entries, in position order", "[anti_entropy][replica]") {
@@ -324,7 +325,7 @@ TEST_CASE("merkle: a data dir of an older format is upgraded: its digests databa
   CHECK(entries.size() == 1);
   s.reset();
   test::RawLmdb raw(dir.path());
-  CHECK(raw.get("meta", "format") == "3");
+  CHECK(raw.get("meta", "format") == "4");
   CHECK_FALSE(raw.exists("digests"));
 }
 

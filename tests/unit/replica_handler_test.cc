@@ -210,6 +210,69 @@ TEST_CASE("a duplicate of a stored write is ok even after the floor rose", "[rep
   CHECK(r.call(write_req("k", "y", ts(2, 1), "L")).status.code() == Code::kFenced);
 }
 
+// Regression (simulator seed 187232): the same, after a newer commit dropped the
+// version. The replica cannot tell that duplicate from a new write, so its
+// refusal names what it dropped, and the writer does not count it as final.
+TEST_CASE("a refusal names the newest version dropped with the write's token", "[replica]") {
+  Replica r;
+  auto w = write_req("k", "x", ts(2, 10), "L");
+  REQUIRE(r.call(w).status.is_ok());
+  r.call(fence_req("L", 3));
+  r.committed_write(write_req("k", "y", ts(3, 20), "L"));  // drops x
+  const ReplicaReply dup = r.call(w);
+  CHECK(dup.status.code() == Code::kFenced);
+  REQUIRE(dup.dropped);
+  CHECK(*dup.dropped == ts(2, 10));
+  // A write of token 2 newer than anything dropped was never stored here: final.
+  const ReplicaReply newer = r.call(write_req("k", "z", ts(2, 11), "L"));
+  CHECK(newer.status.code() == Code::kFenced);
+  CHECK_FALSE(newer.dropped);
+  // So was one of a token this replica dropped nothing of.
+  CHECK_FALSE(r.call(write_req("k", "z", ts(1, 5), "L")).dropped);
+  // Stale refusals name it too: y dropped by a newer write of token 3.
+  r.committed_write(write_req("k", "y2", ts(3, 30), "L"));
+  const ReplicaReply stale = r.call(write_req("k", "y", ts(3, 20), "L"));
+  CHECK(stale.status.code() == Code::kStale);
+  REQUIRE(stale.dropped);
+  CHECK(*stale.dropped == ts(3, 20));
+}
+
+TEST_CASE("a repair that drops versions records them as a commit does", "[replica]") {
+  Replica r;
+  auto w = write_req("k", "x", ts(2, 10), "L");
+  REQUIRE(r.call(w).status.is_ok());
+  r.call(fence_req("L", 5));
+  auto repair = write_req("k", "y", ts(4, 10), "L");
+  std::get<wire::WriteRequest>(repair.body).committed = true;
+  REQUIRE(r.call(repair).status.is_ok());
+  const ReplicaReply dup = r.call(w);
+  CHECK(dup.status.code() == Code::kFenced);
+  CHECK(dup.dropped == ts(2, 10));
+}
+
+TEST_CASE("what a replica dropped is kept per token for the newest tokens, and bounds the older ones",
+          "[replica]") {
+  Replica r;
+  const size_t kept = replica::Versions::kDroppedTokensKept;
+  r.committed_write(write_req("k", "unfenced", ts(0, 1)));
+  for (uint64_t token = 1; token <= kept + 2; ++token) {
+    r.committed_write(write_req("k", "v" + std::to_string(token), ts(token, token * 10), "L"));
+  }
+  // Dropped: token 0 and tokens 1 .. kept + 1 (kept + 2 is committed). Token 0
+  // and the kept - 1 newest fenced tokens are kept; tokens 1 and 2 are not.
+  auto dropped_of = [&](const FencedTimestamp& t, const std::string& lock) {
+    return r.call(write_req("k", "late", t, lock)).dropped;
+  };
+  CHECK(dropped_of(ts(0, 0), "") == ts(0, 1));  // unfenced writes keep their own entry
+  CHECK_FALSE(dropped_of(ts(0, 2), ""));         // newer than the unfenced one dropped
+  CHECK(dropped_of(ts(kept + 1, 1), "L") == ts(kept + 1, (kept + 1) * 10));  // a kept token
+  CHECK(dropped_of(ts(3, 5), "L") == ts(3, 30));                              // the oldest kept
+  // The newest forgotten version bounds every fenced token up to its own.
+  CHECK(dropped_of(ts(1, 99), "L") == ts(2, 20));
+  CHECK(dropped_of(ts(2, 5), "L") == ts(2, 20));
+  CHECK_FALSE(dropped_of(ts(2, 21), "L"));
+}
+
 TEST_CASE("commit and purge with a content hash pick that version among equal timestamps", "[replica]") {
   Replica r;
   auto a = write_req("k", "alpha", ts(3), "L");
@@ -492,6 +555,9 @@ TEST_CASE("a corrupt record is replaced only by a repair that names its digest",
   CHECK(r.call(repair_req("k", "v1", ts(5, 10), read.digest)).status.code() == Code::kStale);
   CHECK(r.call(repair_req("k", "v3", ts(5, 30), std::nullopt)).status.is_ok());
   CHECK(r.stored("k")->value == "v3");
+  // What the damaged record held is unknown: no refusal of the key is final here now.
+  r.call(fence_req("L", 7));
+  CHECK(r.call(write_req("k", "late", ts(5, 50), "L")).dropped == FencedTimestamp{UINT64_MAX, UINT64_MAX});
 }
 
 TEST_CASE("a digest names one damage: the key damaged again needs the new one", "[replica]") {

@@ -141,7 +141,7 @@ struct LmdbBacked {
     lmdb = std::move(r).value();
   }
   replica::ReplicaStore& store() { return *lmdb; }
-  uint32_t format = 3;
+  uint32_t format = 4;
   tools::TempDir dir;
   std::unique_ptr<replica::LmdbStore> lmdb;
 };

@@ -354,16 +354,16 @@ TEST_CASE("LmdbStore: a data dir of another storage format is refused and left a
   }
   {
     test::RawLmdb raw(dir.path());
-    REQUIRE(raw.get("meta", "format") == "3");
-    raw.put("meta", "format", "4");
+    REQUIRE(raw.get("meta", "format") == "4");
+    raw.put("meta", "format", "5");
     raw.commit();
   }
   auto refused = LmdbStore::open(dir.path(), {});
   REQUIRE(refused.code() == Code::kStorageError);
   CHECK_THAT(refused.status().message(),
-             Catch::Contains(dir.path()) && Catch::Contains("format '4'") && Catch::Contains("reads formats 1 to 3"));
+             Catch::Contains(dir.path()) && Catch::Contains("format '5'") && Catch::Contains("reads formats 1 to 4"));
   test::RawLmdb raw(dir.path());
-  CHECK(raw.get("meta", "format") == "4");
+  CHECK(raw.get("meta", "format") == "5");
   CHECK(raw.get("versions", "k").has_value());
 }
 
@@ -739,6 +739,12 @@ TEST_CASE("LmdbStore: keys up to kMaxKeyBytes are stored, longer and empty ones 
 
 // ---- the record codec ----
 
+Versions with_dropped(Versions v, std::vector<FencedTimestamp> dropped, FencedTimestamp older) {
+  v.dropped = std::move(dropped);
+  v.dropped_older = older;
+  return v;
+}
+
 std::vector<std::pair<std::string, Versions>> sample_records() {
   return {
       {"k", {version("value", 3, "lock", VersionState::kCommitted)}},
@@ -749,6 +755,9 @@ std::vector<std::pair<std::string, Versions>> sample_records() {
       {"several",
        {version("newest", 9, "L"), version("", 8, "L", VersionState::kPending, true),
         version("committed", 7, "M", VersionState::kCommitted)}},
+      {"dropped", with_dropped({version("c", 9, "L", VersionState::kCommitted)}, {{0, 4}, {7, 8}}, {})},
+      {"dropped older", with_dropped({version("c", 9, "L", VersionState::kCommitted)}, {{8, 1}}, {6, 2})},
+      {"dropped all", with_dropped({version("c", 9, "L", VersionState::kCommitted)}, {}, {UINT64_MAX, UINT64_MAX})},
       {std::string(511, 'K'), {version(std::string(70000, 'v'), 2, "L")}},
       {"with sequencers",
        {with_seq(version("b", 5, "L"), "ps1.b"), with_seq(version("a", 4, "L", VersionState::kCommitted), "ps1.a")}},
@@ -801,6 +810,35 @@ TEST_CASE("record: every single-bit flip is detected", "[replica][record]") {
   }
 }
 
+// Re-seals a record's body with a valid checksum (the layout in record.cc), to
+// reach the checks behind the checksum.
+std::string reseal(std::string_view key, std::string body) {
+  uint64_t sum = hash64(body, hash64(key));
+  for (int i = 7; i >= 0; --i) body.push_back(static_cast<char>((sum >> (8 * i)) & 0xff));
+  return body;
+}
+
+TEST_CASE("record: what a replica dropped is kept in format 2, nothing dropped keeps format 1", "[replica][record]") {
+  Versions v{version("c", 9, "L", VersionState::kCommitted)};
+  CHECK(replica::encode_record("k", v)[0] == 1);
+  v.drop_from(v.end());
+  CHECK(replica::encode_record("k", v)[0] == 1);  // dropping nothing notes nothing
+  v.push_back(version("old", 8, "L", VersionState::kCommitted));
+  v.drop_from(v.begin() + 1);
+  REQUIRE(v.size() == 1);
+  const std::string rec = replica::encode_record("k", v);
+  CHECK(rec[0] == 2);
+  auto decoded = replica::decode_record("k", rec);
+  REQUIRE(decoded.is_ok());
+  CHECK(decoded.value().dropped_up_to(8) == version("old", 8, "L").ts);
+  // A bad count of dropped versions, behind a valid checksum, is corrupt.
+  std::string body = rec.substr(0, rec.size() - 8);
+  body[2] = static_cast<char>(replica::Versions::kDroppedTokensKept + 1);
+  CHECK(replica::decode_record("k", reseal("k", body)).code() == Code::kCorrupt);
+  body[2] = 0;  // format 2 with nothing dropped is never written
+  CHECK(replica::decode_record("k", reseal("k", body)).code() == Code::kCorrupt);
+}
+
 TEST_CASE("record: truncated, extended or misplaced records are detected", "[replica][record]") {
   const std::string rec = replica::encode_record("k", {version("value", 3, "lock"), version("old", 2, "lock")});
   for (size_t n = 0; n < rec.size(); ++n) {
@@ -814,13 +852,6 @@ TEST_CASE("record: truncated, extended or misplaced records are detected", "[rep
   CHECK_THAT(moved.status().message(), Catch::Contains("'other'"));
 }
 
-// Re-seals a record's body with a valid checksum (the layout in record.cc), to
-// reach the checks behind the checksum.
-std::string reseal(std::string_view key, std::string body) {
-  uint64_t sum = hash64(body, hash64(key));
-  for (int i = 7; i >= 0; --i) body.push_back(static_cast<char>((sum >> (8 * i)) & 0xff));
-  return body;
-}
 
 TEST_CASE("record: a valid checksum over a bad format byte, count or lengths is still corrupt", "[replica][record]") {
   const Version v = version("value", 3, "lock");
@@ -837,7 +868,7 @@ TEST_CASE("record: a valid checksum over a bad format byte, count or lengths is 
     damaged[at] = byte;
     return replica::decode_record("k", reseal("k", damaged)).code() == Code::kCorrupt;
   };
-  CHECK(corrupt_after(0, 2));                                                     // format
+  CHECK(corrupt_after(0, 3));                                                     // format
   CHECK(corrupt_after(1, 2));                                                     // more versions than there are
   CHECK(corrupt_after(1, 0));                                                     // fewer: trailing bytes
   CHECK(corrupt_after(kLockLenAt, '\x7f'));                                       // lock runs past the end
