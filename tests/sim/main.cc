@@ -4,7 +4,8 @@
 //   palisade-sim --seeds 1000                   the quorum store alone (tokens handed out by the test)
 //   palisade-sim --replicas 5 --read-quorum 2 --write-quorum 4 --seeds 1000    uneven quorums
 //   palisade-sim --seeds 10000 --corrupt-rate 0.3                               many bit flips
-// Stops at the first unsafe seed. The same seed always gives the same trace hash.
+//   palisade-sim --seeds 10000 --keep-going --quiet                             what scripts/soak runs
+// Stops at the first unsafe seed unless --keep-going. The same seed always gives the same trace hash.
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -52,6 +53,7 @@ Run run_lock(LockSimOptions o) {
 int main(int argc, char** argv) {
   uint64_t first = 1, seeds = 1;
   bool trace = false, broken_floor = false, broken_lease = false, broken_delay = false;
+  bool keep_going = false, quiet = false;
   std::string sim = "quorum";
   QuorumSimOptions q;
   LockSimOptions l;
@@ -62,6 +64,8 @@ int main(int argc, char** argv) {
   app.add_option("--seed", first, "First (or only) seed")->capture_default_str();
   app.add_option("--seeds", seeds, "How many seeds to run from --seed on")->capture_default_str();
   app.add_flag("--trace", trace, "Print every event of each run");
+  app.add_flag("--keep-going", keep_going, "Run every seed, also after an unsafe one");
+  app.add_flag("--quiet", quiet, "Print only unsafe seeds and the tally");
   app.add_option("--replicas", q.replicas, "Replicas (N; W = R = N / 2 + 1 unless set)")->capture_default_str()->check(CLI::Range(1, 9));
   app.add_option("--lockd", l.lockd, "Lock group nodes (--sim lock)")->capture_default_str()->check(CLI::Range(1, 9));
   app.add_option("--clients", q.clients, "Client processes")->capture_default_str();
@@ -96,6 +100,8 @@ int main(int argc, char** argv) {
                    "writes answered Fenced by DESIGN's literal rule"},
            Control{"--broken-quorums", &QuorumSimOptions::broken_quorums_do_not_intersect,
                    "readers ask N - W replicas, so read and write quorums may miss"},
+           Control{"--broken-forget-dropped", &QuorumSimOptions::broken_replicas_forget_dropped,
+                   "replicas do not say what they dropped, so writers count refused duplicates as final"},
        }) {
     app.add_flag(c.flag, q.*c.option, std::string("Negative control: ") + c.what);
   }
@@ -109,7 +115,8 @@ int main(int argc, char** argv) {
   l.clients = q.clients;
   bool broken = broken_floor || broken_lease || broken_delay || q.broken_replicas_pending_as_committed ||
                 q.broken_replicas_hide_pending || q.broken_replica_acks_without_storing ||
-                q.broken_replicas_skip_checksum || q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect;
+                q.broken_replicas_skip_checksum || q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect ||
+                q.broken_replicas_forget_dropped;
   uint64_t unsafe = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
     q.seed = l.seed = seed;
@@ -121,14 +128,16 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (trace) std::fputs(r.trace.c_str(), stdout);
-    std::printf("seed %llu: trace %016llx, %s, %zu violations\n", static_cast<unsigned long long>(seed),
-                static_cast<unsigned long long>(r.trace_hash), r.summary.c_str(), r.violations.size());
+    if (!quiet || !r.violations.empty()) {
+      std::printf("seed %llu: trace %016llx, %s, %zu violations\n", static_cast<unsigned long long>(seed),
+                  static_cast<unsigned long long>(r.trace_hash), r.summary.c_str(), r.violations.size());
+    }
     for (const auto& v : r.violations) std::printf("  %s\n", v.c_str());
     if (!r.violations.empty()) {
       ++unsafe;
       std::printf("replay: palisade-sim --sim %s --seed %llu --trace (with the same options)\n", sim.c_str(),
                   static_cast<unsigned long long>(seed));
-      if (!broken) return 1;
+      if (!broken && !keep_going) return 1;
     }
   }
   std::printf("%llu of %llu seeds unsafe\n", static_cast<unsigned long long>(unsafe),

@@ -46,7 +46,8 @@ class QuorumSim {
                            .pending_as_committed = o.broken_replicas_pending_as_committed,
                            .hide_pending = o.broken_replicas_hide_pending,
                            .first_acks_without_storing = o.broken_replica_acks_without_storing,
-                           .skip_checksum = o.broken_replicas_skip_checksum}) {
+                           .skip_checksum = o.broken_replicas_skip_checksum,
+                           .forget_dropped = o.broken_replicas_forget_dropped}) {
     world_.faults() = o.faults;
     int quorum = o.replicas / 2 + 1;
     r_ = o.read_quorum != 0 ? o.read_quorum : quorum;

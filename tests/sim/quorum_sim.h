@@ -62,6 +62,11 @@ struct QuorumSimOptions {
   // reach W copies (a fence in flight reaches one replica first): "visible
   // though refused". Rare unless clients are busy and the network worse (sim_test).
   bool broken_literal_fenced_rule = false;
+  // Replicas do not say what they dropped (docs/design-changes.md 16): a
+  // duplicate of a write that W replicas stored, that was read and then
+  // superseded, is refused `fenced` by a replica that dropped it, and its
+  // writer answers Fenced: "visible though refused". Seed 187232 trips it.
+  bool broken_replicas_forget_dropped = false;
   bool keep_trace = false;
 };
 

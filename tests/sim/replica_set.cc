@@ -115,6 +115,7 @@ void ReplicaSet::flush(int i) {
 }
 
 void ReplicaSet::falsify(int i, const wire::ReplicaRequest& request, wire::ReplicaReply& reply) {
+  if (options_.forget_dropped) reply.dropped.reset();
   auto* read = std::get_if<wire::ReadRequest>(&request.body);
   if (read == nullptr || !reply.status.is_ok()) return;
   Replica& r = replicas_[i];

@@ -53,6 +53,9 @@ class ReplicaSet {
     // replicas do not check their records' checksums: a bit flip changes the
     // value they serve instead of making the record corrupt.
     bool skip_checksum = false;
+    // replicas leave out of their refusals what they dropped, so a writer
+    // counts the refusal of a duplicate of a dropped version as final.
+    bool forget_dropped = false;
   };
 
   // Replica i is world node i.
