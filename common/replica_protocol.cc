@@ -330,12 +330,13 @@ std::string pack_stats_floors(const std::vector<std::pair<std::string, uint64_t>
 }
 
 void pack_stats(Packer& pk, const ReplicaStats& s) {
-  pk.pack_map(5);
+  pk.pack_map(s.insecure ? 6 : 5);
   pack_u64_field(pk, "keys", s.keys);
   pack_u64_field(pk, "floor_count", s.floor_count);
   pack_bytes_field(pk, "floors", pack_stats_floors(s.floors));
   pack_u64_field(pk, "data_bytes", s.data_bytes);
   pack_u64_field(pk, "format", s.format);
+  if (s.insecure) pack_bool_field(pk, "insecure", true);
 }
 
 void read_stats(FieldReader& r, const Limits& limits, std::optional<ReplicaStats>& out) {
@@ -351,6 +352,7 @@ void read_stats(FieldReader& r, const Limits& limits, std::optional<ReplicaStats
   sr.bytes("floors", floors, kMaxStatsFloors * (2 + limits.max_lock_bytes + 8), Need::kRequired);
   sr.u64("data_bytes", s.data_bytes, Need::kRequired);
   sr.u64("format", format, Need::kRequired);
+  sr.boolean("insecure", s.insecure, Need::kOptional);
   if (Status st = sr.finish(); !st.is_ok()) return r.fail(st.code(), st.message());
   s.format = static_cast<uint32_t>(format);
   BinReader in(floors);

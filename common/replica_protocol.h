@@ -185,6 +185,7 @@ struct ReplicaStats {
   std::vector<std::pair<std::string, uint64_t>> floors;  // lock -> floor, by lock name
   uint64_t data_bytes = 0;   // bytes of the data file in use (0: not on disk)
   uint32_t format = 0;       // storage format of the data directory (0: not on disk)
+  bool insecure = false;     // started with --insecure: accepts any fencing token, unchecked
   friend bool operator==(const ReplicaStats&, const ReplicaStats&) = default;
 };
 

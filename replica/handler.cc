@@ -308,6 +308,7 @@ ReplicaReply ReplicaHandler::stats(const wire::StatsRequest& s) {
   if (!got.is_ok()) return reply_with(got.status());
   ReplicaReply reply;
   reply.stats = std::move(got).value();
+  reply.stats->insecure = !auth_;
   return reply;
 }
 

@@ -33,7 +33,8 @@ class ReplicaHandler {
   // every fenced write (token > 0), repair copies included, must carry a sequencer
   // that verifies under auth (MAC, group) and names the request's lock and token
   // under an exclusive lock; otherwise it is refused with bad_sequencer and
-  // changes nothing. Without `auth`, sequencers are ignored.
+  // changes nothing. Without `auth`, sequencers are ignored: any token is
+  // accepted, which the daemon allows only with --insecure (stats say so).
   ReplicaHandler(ReplicaStore& store, HybridClock& clock, std::optional<SequencerAuth> auth = std::nullopt)
       : store_(store), clock_(clock), auth_(std::move(auth)) {}
 

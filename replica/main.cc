@@ -37,6 +37,7 @@ struct Flags {
   // Background anti-entropy over the cluster file's replicas; 0: off.
   uint64_t anti_entropy_interval_ms = 0;
   std::optional<uint64_t> gc_grace_ms;
+  bool insecure = false;  // run without the cluster key: any fencing token is accepted
 };
 
 // The background anti-entropy of --anti-entropy-interval, or none.
@@ -114,8 +115,8 @@ int serve(const Flags& flags, std::optional<replica::SequencerAuth> auth) {
   if (auth) {
     spdlog::info("fenced writes and fences must carry a sequencer of lock group '{}'", auth->group);
   } else {
-    spdlog::warn("no cluster key (--cluster, or --key-file and --group): fenced writes are not authenticated, "
-                 "any client can write under any fencing token");
+    spdlog::warn("INSECURE (--insecure): no cluster key, so fenced writes and fences are not authenticated: any "
+                 "client can write under any fencing token, and fence a lock for ever with a huge one");
   }
   SystemClock wall_clock;
   HybridClock clock(wall_clock, {.max_clock_offset_ms = flags.max_clock_offset_ms});
@@ -188,10 +189,15 @@ int main(int argc, char** argv) {
                  "With --anti-entropy-interval: drop tombstones every replica holds committed once older than this")
       ->transform(CLI::AsNumberWithUnit(ms_units, kUnitRequired, "DURATION"))
       ->needs(interval);
+  app.add_flag("--insecure", flags.insecure,
+               "Run without the cluster key: accept fenced writes and fences under any token, unchecked\n"
+               "(one client can fence a lock for ever). Only on a trusted network; logged at start and\n"
+               "shown by `palisade status`")
+      ->excludes(cluster)
+      ->excludes(key_file);
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")->capture_default_str();
-  app.footer("Without --cluster or --key-file, fenced writes are not authenticated: a client can write\n"
-             "under any fencing token (a forged token would fence a lock for ever). Give every replica\n"
-             "the cluster key in production.");
+  app.footer("A replica needs the cluster key (--cluster, or --key-file and --group) to check the\n"
+             "sequencer of every fenced write and fence; without it, it starts only with --insecure.");
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e palisade-replica %l: %v");
@@ -199,6 +205,11 @@ int main(int argc, char** argv) {
   // The key first: a replica that cannot check sequencers as told must not start.
   std::optional<replica::SequencerAuth> auth;
   if (!load_auth(flags, &auth)) return 1;
+  if (!auth && !flags.insecure) {
+    spdlog::error("no cluster key: give --cluster FILE (or --key-file and --group) so that fenced writes are "
+                  "checked, or --insecure to accept any fencing token (only on a trusted network)");
+    return 1;
+  }
   std::error_code ec;
   std::filesystem::create_directories(flags.data_dir, ec);
   if (ec) {

@@ -319,7 +319,11 @@ Status LocalCluster::launch() {
   for (const std::string& ep : config_.replicas) {
     const std::string name = "replica-" + std::to_string(replicas_.size());
     std::vector<std::string> argv = {o.replica_binary, "--data-dir", o.dir + "/" + name, "--listen", ep};
-    if (o.verify_sequencers) argv.insert(argv.end(), {"--cluster", cluster_file_});
+    if (o.verify_sequencers) {
+      argv.insert(argv.end(), {"--cluster", cluster_file_});
+    } else {
+      argv.push_back("--insecure");
+    }
     argv.insert(argv.end(), {"--log-level", o.log_level});
     argv.insert(argv.end(), o.replica_args.begin(), o.replica_args.end());
     auto probe = [ctx, ep](int timeout_ms) {

@@ -67,7 +67,7 @@ struct LocalClusterOptions {
   int read_quorum = 0;   // 0: a majority (written to the cluster file only when set)
   int write_quorum = 0;
   // Replicas get --cluster and so verify the sequencer of every fenced write.
-  // False: no key for them, fenced writes are not authenticated.
+  // False: no key for them, they run --insecure: fenced writes are not authenticated.
   bool verify_sequencers = true;
   std::vector<std::string> lockd_args;    // extra flags for every lockd, e.g. {"--snapshot-every", "20"}
   std::vector<std::string> replica_args;  // extra flags for every replica

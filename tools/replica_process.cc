@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <stdexcept>
@@ -32,6 +33,11 @@ ReplicaProcess::ReplicaProcess(std::string binary, std::string data_dir, std::ve
 void ReplicaProcess::start() {
   std::vector<std::string> argv = {binary_, "--data-dir", data_dir_, "--listen", endpoint_};
   argv.insert(argv.end(), extra_args_.begin(), extra_args_.end());
+  // Given no cluster key, it runs on loopback for a test or a bench: insecure, said explicitly.
+  const bool keyed = std::any_of(extra_args_.begin(), extra_args_.end(), [](const std::string& a) {
+    return a == "--cluster" || a == "--key-file" || a == "--config";
+  });
+  if (!keyed) argv.push_back("--insecure");
   process_ = std::make_unique<Process>(argv, data_dir_ + ".log");
   wait_ready();
 }

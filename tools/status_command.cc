@@ -46,7 +46,7 @@ nlohmann::json replica_json(zmq::context_t& ctx, const std::string& endpoint) {
   for (const auto& [lock, floor] : s.floors) floors[lock] = floor;
   out.update({{"keys", s.keys}, {"floor_count", s.floor_count}, {"floors", floors},
               {"floors_cut", s.floors.size() < s.floor_count}, {"data_bytes", s.data_bytes},
-              {"format", s.format}});
+              {"format", s.format}, {"insecure", s.insecure}});
   return out;
 }
 
@@ -61,9 +61,10 @@ void print_replica(const nlohmann::json& r) {
     std::printf("  %-24s answering, no stats: %s\n", endpoint, r["stats_error"].get_ref<const std::string&>().c_str());
     return;
   }
-  std::printf("  %-24s answering, %llu keys, %llu floors, %.1f MB of data\n", endpoint,
+  std::printf("  %-24s answering, %llu keys, %llu floors, %.1f MB of data%s\n", endpoint,
               r["keys"].get<unsigned long long>(), r["floor_count"].get<unsigned long long>(),
-              static_cast<double>(r["data_bytes"].get<uint64_t>()) / 1e6);
+              static_cast<double>(r["data_bytes"].get<uint64_t>()) / 1e6,
+              r["insecure"].get<bool>() ? ", INSECURE: no cluster key, any fencing token accepted" : "");
   std::vector<std::pair<uint64_t, std::string>> floors;
   for (const auto& [lock, floor] : r["floors"].items()) floors.emplace_back(floor.get<uint64_t>(), lock);
   std::sort(floors.begin(), floors.end(), std::greater<>());

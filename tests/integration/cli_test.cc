@@ -978,7 +978,8 @@ TEST_CASE("cli: status reports each replica's keys and the fence floor a locked 
     CHECK(r["floor_count"] == 1);
     CHECK(r["floors"] == nlohmann::json{{"L", token}});
     CHECK(r["floors_cut"] == false);
-    CHECK(r["format"] == 3);
+    CHECK(r["format"] == 4);
+    CHECK(r["insecure"] == false);  // cluster up gives replicas the cluster key
   }
   Run text = fx.run({"status"});
   INFO(text.out);

@@ -62,7 +62,7 @@ class Replica:
         self.endpoint = "tcp://127.0.0.1:%d" % self.port
         self.log = open(os.path.join(self.dir, "replica.log"), "wb")
         self.proc = subprocess.Popen(
-            [binary, "--data-dir", os.path.join(self.dir, "data"), "--listen", self.endpoint],
+            [binary, "--data-dir", os.path.join(self.dir, "data"), "--listen", self.endpoint, "--insecure"],
             stdout=self.log, stderr=subprocess.STDOUT)
 
     def stop(self):
@@ -387,7 +387,8 @@ def run(replica):
         r = c.call("stats")
         check.reply("stats", r, "ok", stats=r.get("stats"))
         s = r["stats"]
-        assert set(s) == {"keys", "floor_count", "floors", "data_bytes", "format"}, s
+        assert set(s) == {"keys", "floor_count", "floors", "data_bytes", "format", "insecure"}, s
+        assert s["insecure"] is True, s  # started --insecure: no cluster key
         keys_now = s["keys"]
         assert keys_now > 0 and s["floor_count"] == 1 and s["format"] == 4 and s["data_bytes"] > 0, s
         assert s["floors"] == struct.pack(">H", 1) + b"L" + struct.pack(">Q", 6), s
@@ -396,7 +397,7 @@ def run(replica):
         r = c.call("stats", max_floors=1)
         check.reply("stats with max_floors 1: the list is cut", r, "ok", stats={
             "keys": keys_now + 1, "floor_count": 2, "floors": struct.pack(">H", 1) + b"L" + struct.pack(">Q", 6),
-            "data_bytes": r["stats"]["data_bytes"], "format": 4})
+            "data_bytes": r["stats"]["data_bytes"], "format": 4, "insecure": True})
         r = c.call("stats", max_floors=0)
         check.reply("stats with max_floors 0: counts alone", r, "ok", stats=dict(r["stats"], floors=b""))
         check.reply("stats max_floors over 1000", c.call("stats", max_floors=1001), "bad_request")

@@ -441,7 +441,7 @@ TEST_CASE("daemon: a second daemon on the same data dir is refused", "[replica][
   Fixture f;
   write_ok(f.conn, "k", "v", ts_now(1), "L");
   tools::Process second({test::replica_binary(), "--data-dir", f.daemon.data_dir(), "--listen",
-                        "tcp://127.0.0.1:" + std::to_string(tools::free_port())},
+                        "tcp://127.0.0.1:" + std::to_string(tools::free_port()), "--insecure"},
                        f.tmp.sub("second.log"));
   auto status = second.wait(kExitTimeoutMs);
   INFO(second.log());
@@ -464,7 +464,8 @@ TEST_CASE("daemon: a data dir of another storage format is refused", "[replica][
     raw.put("meta", "format", "5");
     raw.commit();
   }
-  tools::Process refused({test::replica_binary(), "--data-dir", f.daemon.data_dir(), "--listen", f.daemon.endpoint()},
+  tools::Process refused(
+      {test::replica_binary(), "--data-dir", f.daemon.data_dir(), "--listen", f.daemon.endpoint(), "--insecure"},
                         f.tmp.sub("refused.log"));
   auto status = refused.wait(kExitTimeoutMs);
   INFO(refused.log());
@@ -563,7 +564,8 @@ TEST_CASE("daemon: settings come from a config file, and flags override it", "[r
     std::ofstream config(tmp.sub("replica.toml"));
     config << "data-dir = \"" << tmp.sub("data") << "\"\n"
            << "listen = \"" << endpoint << "\"\n"
-           << "max-value-bytes = 16\n";
+           << "max-value-bytes = 16\n"
+           << "insecure = true\n";
   }
   std::string other = "tcp://127.0.0.1:" + std::to_string(tools::free_port());
   tools::Process daemon({test::replica_binary(), "--config", tmp.sub("replica.toml"), "--listen", other},
@@ -641,11 +643,38 @@ TEST_CASE("daemon: with the cluster key, it refuses forged sequencers and accept
   stop(daemon);
 }
 
-TEST_CASE("daemon: without a cluster key it warns and takes any fenced write", "[replica][daemon][sequencer]") {
-  Fixture f;
+TEST_CASE("daemon: without a cluster key it starts only with --insecure", "[replica][daemon][sequencer]") {
+  tools::TempDir tmp;
+  tools::Process bare({test::replica_binary(), "--data-dir", tmp.sub("d"), "--listen",
+                       "tcp://127.0.0.1:" + std::to_string(tools::free_port())},
+                      tmp.sub("bare.log"));
+  auto status = bare.wait(kExitTimeoutMs);
+  INFO(bare.log());
+  REQUIRE(status);
+  CHECK(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 1);
+  CHECK_THAT(bare.log(), Catch::Contains("no cluster key") && Catch::Contains("--insecure"));
+  CHECK_FALSE(std::filesystem::exists(tmp.sub("d")));  // refused before it touched anything
+}
+
+TEST_CASE("daemon: --insecure takes any fenced write, says so in its log and its stats", "[replica][daemon][sequencer]") {
+  Fixture f;  // started --insecure, as every keyless test replica is
   CHECK(call(f.conn, with_sequencer(fence_req("L", 5), "ps1.not.genuine")).status.is_ok());
   write_ok(f.conn, "k", "v", ts_now(5), "L");
-  CHECK_THAT(f.daemon.process().log(), Catch::Contains("not authenticated"));
+  CHECK_THAT(f.daemon.process().log(), Catch::Contains("INSECURE") && Catch::Contains("not authenticated"));
+  const ReplicaReply stats = call(f.conn, {1, wire::StatsRequest{}});
+  REQUIRE(stats.stats);
+  CHECK(stats.stats->insecure);
+}
+
+TEST_CASE("daemon: with a cluster key its stats do not say insecure", "[replica][daemon][sequencer]") {
+  KeyedCluster cluster;
+  test::ReplicaProcess daemon(cluster.tmp.sub("data"), {"--cluster", cluster.tmp.sub("cluster.toml")});
+  ReplicaConnection conn(daemon.endpoint());
+  const ReplicaReply stats = call(conn, {1, wire::StatsRequest{}});
+  REQUIRE(stats.stats);
+  CHECK_FALSE(stats.stats->insecure);
+  stop(daemon);
 }
 
 TEST_CASE("daemon: an unreadable key or cluster file stops it with a clear error", "[replica][daemon][sequencer]") {
@@ -695,7 +724,7 @@ TEST_CASE("daemon: an unreadable key or cluster file stops it with a clear error
     std::string log;
     CHECK(exit_code_and_log({bin, "--help"}, cluster.tmp.sub("help.log"), &log) == Code::kOk);
     CHECK_THAT(log, Catch::Contains("--cluster") && Catch::Contains("--key-file") && Catch::Contains("--group") &&
-                        Catch::Contains("not authenticated"));
+                        Catch::Contains("--insecure") && Catch::Contains("any token"));
   }
 }
 

@@ -38,7 +38,8 @@ TEST_CASE("stats wire: the request and the reply round trip", "[replica][wire]")
                              .floor_count = 3000,
                              .floors = {{"L", 5}, {std::string(256, 'x'), UINT64_MAX}, {"\0\xff"s, 1}},
                              .data_bytes = 123456789,
-                             .format = 2};
+                             .format = 2,
+                             .insecure = true};
   const std::string bytes = wire::encode_reply(reply);
   auto decoded = wire::decode_reply(bytes, {});
   INFO(decoded.status().to_string());
@@ -177,6 +178,7 @@ TEMPLATE_TEST_CASE("stats: the handler counts keys and lists fence floors by loc
   CHECK(empty.floor_count == 0);
   CHECK(empty.floors.empty());
   CHECK(empty.format == r.backing.format);
+  CHECK(empty.insecure);  // a handler without the cluster key takes any token, and says so
 
   REQUIRE(r.call({test::write_req("a", "1", at(0, 1))}).status.is_ok());
   REQUIRE(r.call({test::write_req("b", "2", at(5, 1), "L")}).status.is_ok());  // raises L's floor to 5
