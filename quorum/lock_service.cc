@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/check.h"
+#include "quorum/peer_checks.h"
 
 namespace palisade::quorum {
 
@@ -198,9 +199,11 @@ void LockService::synced(uint64_t now) {
 
 // ---- Time ----
 
-void LockService::on_peer(const PeerMessage& message, uint64_t now) {
-  node_->receive(message, now);
+Status LockService::on_peer(const PeerMessage& message, uint64_t now) {
+  Status s = check_peer_values(message, table_, node_->applied_through());
+  if (s.is_ok()) s = node_->receive(message, now);
   settle(now);
+  return s;
 }
 
 void LockService::tick(uint64_t now) {
@@ -326,12 +329,12 @@ void LockService::answer_grant(const Pending& p, const Grant& grant, uint64_t no
 void LockService::apply(const Delivery& delivery, uint64_t now) {
   if (delivery.snapshot) {
     Status s = table_.restore(delivery.value);
-    PALISADE_CHECK(s.is_ok());  // snapshots come from this group's own nodes
+    PALISADE_CHECK(s.is_ok());  // from this node's disk, or checked on arrival (peer_checks.h)
     return;
   }
   if (delivery.value.empty()) return;  // a no-op
   auto batch = decode_batch(delivery.value);
-  PALISADE_CHECK(batch.is_ok());  // values are checksummed on disk and come from this group's masters
+  PALISADE_CHECK(batch.is_ok());  // checksummed on disk, and checked on arrival (peer_checks.h)
   Effects effects = table_.apply(batch.value());
   if (!master_) return;  // followers keep the state; only the master answers
 

@@ -57,7 +57,10 @@ class LockService {
                                                     uint64_t now_ms);
 
   void on_request(ClientRequest request, uint64_t now_ms);
-  void on_peer(const PeerMessage& message, uint64_t now_ms);
+  // Ok, or why the message was refused: a value that is not a batch, a
+  // snapshot that does not restore or would lower the grant counter, a ballot
+  // or slot out of range. A refused message changes nothing.
+  Status on_peer(const PeerMessage& message, uint64_t now_ms);
   void tick(uint64_t now_ms);
   // Proposes the batched commands (when master and the pipeline has room).
   void flush(uint64_t now_ms);

@@ -76,7 +76,9 @@ void LockdServer::handle(transport::Routed routed, uint64_t now) {
     // Not a client request: a peer's message, or a client's unknown type.
     auto peer = decode_peer(bytes, options_.max_peer_message_bytes);
     if (peer.is_ok()) {
-      service_->on_peer(peer.value(), now);
+      Status s = service_->on_peer(peer.value(), now);
+      if (!s.is_ok()) spdlog::warn("refused a peer {} from node {}: {}", peer_type_name(peer.value().body),
+                                   peer.value().from, s.to_string());
       return;
     }
     if (peer.code() != Code::kUnknownType) {

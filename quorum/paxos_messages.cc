@@ -214,6 +214,12 @@ Result<PeerBody> read_body(const std::string& type, FieldReader& r, size_t max_b
 
 }  // namespace
 
+std::string_view peer_type_name(const PeerBody& body) {
+  constexpr std::string_view kNames[] = {kPrepare, kPromise, kAccept, kAccepted, kCatchUpRequest, kCatchUp};
+  static_assert(std::size(kNames) == std::variant_size_v<PeerBody>);
+  return kNames[body.index()];
+}
+
 std::string encode_peer(const PeerMessage& message) {
   msgpack::sbuffer buf;
   Packer pk(buf);

@@ -22,6 +22,10 @@ using Ballot = uint64_t;
 constexpr Ballot make_ballot(uint64_t round, NodeId node) { return (round << 8) | node; }
 constexpr uint64_t ballot_round(Ballot b) { return b >> 8; }
 constexpr NodeId ballot_node(Ballot b) { return static_cast<NodeId>(b & 0xff); }
+// The highest round a node accepts from a peer. Far below the 56-bit top, so
+// that a node that saw the highest ballot allowed can always campaign above it.
+constexpr uint64_t kMaxRound = (uint64_t{1} << 48) - 1;
+constexpr bool ballot_in_range(Ballot b) { return ballot_round(b) <= kMaxRound; }
 
 // A value an acceptor accepted (or, in catch-up, a chosen value) for one slot.
 // An empty value is a no-op (a gap filled by a new master).
@@ -82,8 +86,8 @@ struct CatchUpRequest {
 // snapshot (the state machine through `snapshot_slot`) first.
 struct CatchUp {
   Slot snapshot_slot = 0;  // 0: no snapshot in this message
-  std::string snapshot;
-  std::vector<Entry> chosen;  // contiguous, from snapshot_slot + 1 or the asked slot
+  std::string snapshot{};
+  std::vector<Entry> chosen{};  // contiguous, from snapshot_slot + 1 or the asked slot
   friend bool operator==(const CatchUp&, const CatchUp&) = default;
 };
 
@@ -96,6 +100,9 @@ struct PeerMessage {
   PeerBody body;
   friend bool operator==(const PeerMessage&, const PeerMessage&) = default;
 };
+
+// The wire name of the body's type ("prepare", "catch_up", ...).
+std::string_view peer_type_name(const PeerBody& body);
 
 std::string encode_peer(const PeerMessage& message);
 // Malformed, BadRequest (missing/mistyped/unknown field), TooLarge past `max_bytes`.

@@ -9,6 +9,20 @@ namespace palisade::quorum {
 namespace {
 
 constexpr uint64_t kMillion = 1'000'000;
+// How far past its applied slot a node takes accepted entries (a promise's or
+// an accept's). A new master fills every slot up to the highest one it heard
+// of, so one entry absurdly far ahead would have it propose without end.
+constexpr Slot kMaxSlotsAhead = Slot{1} << 20;
+// No slot beyond this: applied_ + 1 must never wrap.
+constexpr Slot kMaxSlot = Slot{1} << 62;
+
+Status out_of_range(const std::string& what) { return Status(Code::kBadRequest, what); }
+
+Status check_ballot(std::string_view name, Ballot b) {
+  if (ballot_in_range(b)) return Status::ok();
+  return out_of_range(std::string(name) + " " + std::to_string(b) + " has round " + std::to_string(ballot_round(b)) +
+                      ", above the highest allowed " + std::to_string(kMaxRound));
+}
 
 }  // namespace
 
@@ -52,11 +66,53 @@ NodeId PaxosNode::master_hint() const {
   return master_hint_;
 }
 
-void PaxosNode::receive(const PeerMessage& message, uint64_t now_ms) {
+Status PaxosNode::check_ranges(const PeerBody& body) const {
+  auto entries = [&](std::string_view name, const std::vector<Entry>& list, Slot limit) {
+    for (const Entry& e : list) {
+      if (Status s = check_ballot(std::string(name) + " ballot", e.ballot); !s.is_ok()) return s;
+      if (e.slot > limit) {
+        return out_of_range(std::string(name) + " slot " + std::to_string(e.slot) + " is beyond slot " +
+                            std::to_string(limit) + " (applied through " + std::to_string(applied_) + ")");
+      }
+    }
+    return Status::ok();
+  };
+  const Slot ahead = std::min(applied_ + kMaxSlotsAhead, kMaxSlot);
+  return std::visit(
+      [&](const auto& m) -> Status {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, Prepare>) return check_ballot("prepare ballot", m.ballot);
+        if constexpr (std::is_same_v<T, Promise>) {
+          if (Status s = check_ballot("promise ballot", m.ballot); !s.is_ok()) return s;
+          if (Status s = check_ballot("promised ballot", m.promised); !s.is_ok()) return s;
+          return entries("accepted entry", m.accepted, ahead);
+        }
+        if constexpr (std::is_same_v<T, Accept>) {
+          if (Status s = check_ballot("accept ballot", m.ballot); !s.is_ok()) return s;
+          return entries("accept entry", m.entries, ahead);
+        }
+        if constexpr (std::is_same_v<T, Accepted>) {
+          if (Status s = check_ballot("accepted ballot", m.ballot); !s.is_ok()) return s;
+          return check_ballot("promised ballot", m.promised);
+        }
+        if constexpr (std::is_same_v<T, CatchUpRequest>) return Status::ok();
+        if constexpr (std::is_same_v<T, CatchUp>) {
+          if (m.snapshot_slot > kMaxSlot) {
+            return out_of_range("catch-up snapshot slot " + std::to_string(m.snapshot_slot) + " is beyond slot " +
+                                std::to_string(kMaxSlot));
+          }
+          return entries("chosen entry", m.chosen, kMaxSlot);
+        }
+      },
+      body);
+}
+
+Status PaxosNode::receive(const PeerMessage& message, uint64_t now_ms) {
   if (message.group != options_.group || message.to != options_.self || message.from == options_.self ||
       std::find(options_.members.begin(), options_.members.end(), message.from) == options_.members.end()) {
-    return;
+    return Status::ok();
   }
+  if (Status s = check_ranges(message.body); !s.is_ok()) return s;
   const NodeId from = message.from;
   std::visit(
       [&](const auto& m) {
@@ -69,6 +125,7 @@ void PaxosNode::receive(const PeerMessage& message, uint64_t now_ms) {
         if constexpr (std::is_same_v<T, CatchUp>) on_catch_up(m);
       },
       message.body);
+  return Status::ok();
 }
 
 void PaxosNode::tick(uint64_t now) {
@@ -313,6 +370,14 @@ void PaxosNode::send_early(NodeId to, PeerBody body) {
 
 void PaxosNode::campaign(uint64_t now) {
   uint64_t round = std::max(ballot_round(promised_), ballot_round(highest_seen_)) + 1;
+  // Peers refuse rounds above kMaxRound (2^48 elections away from round 1), and
+  // this node refuses peers' ballots above it; only a promise written to disk
+  // before those checks existed gets here. Such a node can no longer lead (it
+  // still accepts and learns), but it must not wrap the round and abort.
+  if (round > kMaxRound) {
+    restart_election_timer(now);
+    return;
+  }
   ballot_ = make_ballot(round, options_.self);
   highest_seen_ = ballot_;
   promise_ballot(ballot_);

@@ -67,7 +67,10 @@ class PaxosNode {
   static Result<std::unique_ptr<PaxosNode>> start(const PaxosOptions& options, PaxosStorage& storage,
                                                   uint64_t now_ms);
 
-  void receive(const PeerMessage& message, uint64_t now_ms);
+  // Ok, or why the message was refused (a ballot out of range, a promise
+  // reaching absurdly far ahead); a refused message changes nothing. Messages
+  // of another group, to another node or from a non-member are ignored (ok).
+  Status receive(const PeerMessage& message, uint64_t now_ms);
   void tick(uint64_t now_ms);
   // Master only: puts `value` into the next slot. False when not master.
   bool propose(std::string value, uint64_t now_ms);
@@ -109,6 +112,9 @@ class PaxosNode {
   void on_accepted(NodeId from, const Accepted& m, uint64_t now);
   void on_catch_up_request(NodeId from, const CatchUpRequest& m);
   void on_catch_up(const CatchUp& m);
+  // BadRequest when a field of `body` could push this node somewhere it cannot
+  // leave: a ballot it could never campaign above, slots absurdly far ahead.
+  Status check_ranges(const PeerBody& body) const;
 
   void campaign(uint64_t now);
   void become_master(uint64_t now);

@@ -359,3 +359,79 @@ TEST_CASE("lock service: lock_status lists every lock by name in pages", "[lock_
 
 }  // namespace
 }  // namespace palisade::quorum
+
+namespace palisade::quorum {
+
+namespace {
+
+// A group whose master granted three locks: the grant counter is 3 everywhere.
+struct GrantedGroup : Group {
+  GrantedGroup() {
+    m = elect();
+    f = m == 1 ? 2 : 1;
+    uint64_t session = open(m, 0).session;
+    for (int i = 0; i < 3; ++i) REQUIRE(call(m, acquire(m, session, "l" + std::to_string(i), 1)).status.is_ok());
+    run(1000);
+    REQUIRE(services[f]->table().grant_counter() == 3);
+  }
+  Status to_follower(PeerBody body) {
+    Status s = services[f]->on_peer({.from = m, .to = f, .group = 7, .body = std::move(body)}, now);
+    turn(f);
+    return s;
+  }
+  NodeId m = 0, f = 0;
+};
+
+}  // namespace
+
+TEST_CASE("lock service: a catch-up snapshot that lowers the grant counter is refused", "[lock_service][guards]") {
+  // Issue #23: a forged catch-up with an empty table at slot 1000 reset the
+  // follower's counter to 0, and as master it granted token 1 again.
+  GrantedGroup g;
+  const Slot applied = g.services[g.f]->node().applied_through();
+  Status s = g.to_follower(CatchUp{.snapshot_slot = applied + 1000, .snapshot = LockTable().snapshot()});
+  CHECK(s.code() == Code::kBadRequest);
+  CHECK(g.services[g.f]->node().applied_through() == applied);
+  CHECK(g.services[g.f]->table().grant_counter() == 3);
+  CHECK(g.disks[g.f]->committed().snapshot_slot < applied + 1000);
+}
+
+TEST_CASE("lock service: a catch-up snapshot that does not restore is refused, not fatal", "[lock_service][guards]") {
+  GrantedGroup g;
+  const Slot applied = g.services[g.f]->node().applied_through();
+  Status s = g.to_follower(CatchUp{.snapshot_slot = applied + 5, .snapshot = "not a snapshot"});
+  CHECK(s.code() == Code::kBadRequest);
+  CHECK(g.services[g.f]->node().applied_through() == applied);
+  CHECK(g.disks[g.f]->committed().snapshot_slot == 0);
+}
+
+TEST_CASE("lock service: values that are not batches are refused, not fatal", "[lock_service][guards]") {
+  GrantedGroup g;
+  const Slot next = g.services[g.f]->node().applied_through() + 1;
+  const Ballot b = g.epoch(g.m);
+  const Entry bad{.slot = next, .ballot = b, .value = "\x01garbage"};
+  // Chosen at once: before the check, applying it aborted the follower.
+  CHECK(g.to_follower(Accept{.ballot = b, .seq = 1, .chosen_through = next, .entries = {bad}}).code() ==
+        Code::kBadRequest);
+  CHECK(g.to_follower(CatchUp{.chosen = {bad}}).code() == Code::kBadRequest);
+  CHECK(g.to_follower(Promise{.ballot = b, .ok = true, .promised = b, .accepted = {bad}}).code() ==
+        Code::kBadRequest);
+  CHECK(g.services[g.f]->node().applied_through() == next - 1);
+  CHECK_FALSE(g.services[g.f]->node().log().count(next));
+  // The group goes on granting, with the next token.
+  uint64_t session = g.open(g.m, 0).session;
+  auto granted = g.call(g.m, g.acquire(g.m, session, "after", 1));
+  REQUIRE(granted.status.is_ok());
+  CHECK(granted.token == 4);
+}
+
+TEST_CASE("lock service: a genuine catch-up snapshot still installs", "[lock_service][guards]") {
+  GrantedGroup g;
+  LockTable ahead;
+  REQUIRE(ahead.restore(g.services[g.m]->table().snapshot()).is_ok());
+  const Slot applied = g.services[g.f]->node().applied_through();
+  CHECK(g.to_follower(CatchUp{.snapshot_slot = applied + 2, .snapshot = ahead.snapshot()}).is_ok());
+  CHECK(g.services[g.f]->node().applied_through() == applied + 2);
+}
+
+}  // namespace palisade::quorum

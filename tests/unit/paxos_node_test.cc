@@ -447,3 +447,85 @@ TEST_CASE("messages of another group or to another node are ignored", "[paxos]")
 }
 
 }  // namespace palisade::quorum
+
+namespace palisade::quorum {
+
+TEST_CASE("a forged accept with a round near the top is refused; the node still campaigns", "[paxos][guards]") {
+  // Issue #23: this accept made a follower promise round 2^56-1; its next
+  // campaign wrapped the round and aborted, and the promise on disk aborted
+  // every restart.
+  Cluster c(3);
+  NodeId m = c.elect();
+  NodeId f = other_than(m);
+  NodeId claimed = 6 - m - f;  // the third node
+  const Ballot before = c.nodes[f]->epoch();
+  PeerMessage forged{.from = claimed, .to = f, .group = 7,
+                     .body = Accept{.ballot = make_ballot((uint64_t{1} << 56) - 1, claimed), .seq = 1}};
+  Status s = c.nodes[f]->receive(forged, c.now);
+  c.settle(f);
+  CHECK(s.code() == Code::kBadRequest);
+  CHECK(c.nodes[f]->epoch() == before);
+  CHECK(c.nodes[f]->master_hint() == m);
+  CHECK(c.disks[f]->committed().promised == before);
+  // The master dies: the others elect a new one above the old epoch.
+  c.crash(m);
+  c.run(kLease + 4000);
+  auto next = c.master();
+  REQUIRE(next);
+  CHECK(c.nodes[*next]->epoch() > before);
+}
+
+TEST_CASE("ballots above the highest round are refused in every message that carries one", "[paxos][guards]") {
+  Cluster c(3);
+  NodeId m = c.elect();
+  NodeId f = other_than(m);
+  NodeId third = 6 - m - f;
+  const Ballot top = make_ballot(kMaxRound + 1, third);
+  const Ballot ok_ballot = make_ballot(kMaxRound, third);
+  REQUIRE(ballot_in_range(ok_ballot));
+  REQUIRE_FALSE(ballot_in_range(top));
+  auto to_f = [&](PeerBody body) {
+    Status s = c.nodes[f]->receive({.from = third, .to = f, .group = 7, .body = std::move(body)}, c.now);
+    c.settle(f);
+    return s;
+  };
+  const Ballot before = c.nodes[f]->epoch();
+  CHECK(to_f(Prepare{.ballot = top, .from_slot = 1, .seq = 1}).code() == Code::kBadRequest);
+  CHECK(to_f(Promise{.ballot = before, .ok = false, .promised = top}).code() == Code::kBadRequest);
+  CHECK(to_f(Accepted{.ballot = before, .ok = false, .promised = top}).code() == Code::kBadRequest);
+  CHECK(to_f(CatchUp{.chosen = {{.slot = 1, .ballot = top, .value = ""}}}).code() == Code::kBadRequest);
+  CHECK(c.nodes[f]->epoch() == before);
+  c.wire.clear();
+  // The highest allowed round is not out of range (the acceptor may still say no).
+  CHECK(to_f(Prepare{.ballot = ok_ballot, .from_slot = 1, .seq = 1}).is_ok());
+}
+
+TEST_CASE("a promise or accept reaching absurdly far past the applied slot is refused", "[paxos][guards]") {
+  Cluster c(3);
+  NodeId m = c.elect();
+  NodeId f = other_than(m);
+  const Ballot b = c.nodes[f]->epoch();
+  const Slot far = c.nodes[f]->applied_through() + (Slot{1} << 21);
+  Status s = c.nodes[f]->receive(
+      {.from = m, .to = f, .group = 7, .body = Accept{.ballot = b, .seq = 1, .entries = {{far, b, ""}}}}, c.now);
+  CHECK(s.code() == Code::kBadRequest);
+  CHECK_FALSE(c.nodes[f]->log().count(far));
+  s = c.nodes[f]->receive({.from = m, .to = f, .group = 7, .body = CatchUp{.snapshot_slot = ~Slot{0}}}, c.now);
+  CHECK(s.code() == Code::kBadRequest);
+  CHECK(c.nodes[f]->applied_through() < far);
+}
+
+TEST_CASE("a node whose disk holds a promise at the top round does not abort", "[paxos][guards]") {
+  // Written by a node before ballots were range-checked: it cannot lead any more,
+  // but it keeps running (and following) instead of aborting on every start.
+  Cluster c(3);
+  c.disks[1]->set_promised(make_ballot((uint64_t{1} << 56) - 1, 2));
+  REQUIRE(c.disks[1]->commit().is_ok());
+  c.crash(1);
+  c.boot(1);
+  c.cut = {2, 3};
+  REQUIRE_NOTHROW(c.run(3 * kLease));
+  CHECK(c.nodes[1]->role() == PaxosNode::Role::kFollower);
+}
+
+}  // namespace palisade::quorum
