@@ -18,6 +18,7 @@ LockdServer::LockdServer(zmq::context_t& ctx, PaxosStorage& storage, LockdServer
     : ctx_(ctx),
       storage_(storage),
       options_(std::move(options)),
+      auth_(options_.service.key, options_.service.group),
       router_(transport::make_router(ctx, options_.listen_endpoint, options_.socket)) {
   for (const auto& [id, endpoint] : options_.service.endpoints) {
     if (id != options_.service.paxos.self) peers_.emplace(id, transport::make_dealer(ctx, endpoint, options_.socket));
@@ -68,22 +69,19 @@ void LockdServer::receive(uint64_t now) {
 
 void LockdServer::handle(transport::Routed routed, uint64_t now) {
   const std::string_view bytes = routed.frame();
+  if (!routed.too_many_frames) {
+    if (auto body = auth_.verified_body(bytes)) return handle_peer(*body, now);
+  }
   uint64_t id = 0;
   auto request = routed.too_many_frames
                      ? Result<wire::LockRequest>(Status(Code::kMalformed, "a request is one ZeroMQ frame"))
                      : wire::decode_lock_request(bytes, options_.limits, &id);
-  if (request.code() == Code::kUnknownType) {
-    // Not a client request: a peer's message, or a client's unknown type.
-    auto peer = decode_peer(bytes, options_.max_peer_message_bytes);
-    if (peer.is_ok()) {
-      Status s = service_->on_peer(peer.value(), now);
-      if (!s.is_ok()) spdlog::warn("refused a peer {} from node {}: {}", peer_type_name(peer.value().body),
-                                   peer.value().from, s.to_string());
-      return;
-    }
-    if (peer.code() != Code::kUnknownType) {
-      spdlog::warn("refused a peer message ({} bytes): {}", bytes.size(), peer.status().to_string());
-      return;
+  if (!request.is_ok() && !routed.too_many_frames) {
+    // A peer's message without a MAC, or with a wrong one: nobody to answer.
+    if (names_peer_type(bytes, options_.max_peer_message_bytes)) return count_forged(bytes.size(), "no MAC");
+    if (bytes.size() > PeerAuth::kMacBytes &&
+        names_peer_type(bytes.substr(0, bytes.size() - PeerAuth::kMacBytes), options_.max_peer_message_bytes)) {
+      return count_forged(bytes.size(), "a MAC that does not verify");
     }
   }
   if (!request.is_ok()) {
@@ -102,10 +100,34 @@ void LockdServer::handle(transport::Routed routed, uint64_t now) {
   service_->on_request({route, std::move(request).value()}, now);
 }
 
+void LockdServer::handle_peer(std::string_view body, uint64_t now) {
+  auto peer = decode_peer(body, options_.max_peer_message_bytes);
+  Status s = peer.status();
+  if (peer.is_ok() && peer.value().to != options_.service.paxos.self) {
+    s = Status(Code::kBadRequest, "it is addressed to node " + std::to_string(peer.value().to));
+  }
+  if (s.is_ok()) s = service_->on_peer(peer.value(), now);
+  if (s.is_ok()) return;
+  ++refused_peer_messages_;
+  spdlog::warn("refused a peer message ({} bytes{}): {}", body.size(),
+               peer.is_ok() ? fmt::format(", {} from node {}", peer_type_name(peer.value().body), peer.value().from)
+                            : std::string(),
+               s.to_string());
+}
+
+void LockdServer::count_forged(size_t bytes, std::string_view why) {
+  ++forged_peer_messages_;
+  // Logged at 1, 2, 4, 8, ...: a flood of forgeries cannot flood the log.
+  if ((forged_peer_messages_ & (forged_peer_messages_ - 1)) == 0) {
+    spdlog::warn("dropped a message that claims to be a peer's ({} bytes, {}): {} forged peer messages so far",
+                 bytes, why, forged_peer_messages_);
+  }
+}
+
 void LockdServer::send_peer(const PeerMessage& m) {
   auto peer = peers_.find(m.to);
   if (peer == peers_.end()) return;
-  std::string bytes = encode_peer(m);
+  std::string bytes = auth_.seal(m);
   // Dropped when the peer is down or slow: Paxos resends what matters.
   (void)peer->second.send(zmq::buffer(bytes), zmq::send_flags::dontwait);
 }

@@ -1,7 +1,8 @@
 // Wires a LockService to ZeroMQ and LMDB: the palisade-lockd loop.
 //
 // One ROUTER on the node's endpoint receives both client requests and peer
-// messages (peers send through one DEALER per peer). Each turn drains what is
+// messages (peers send through one DEALER per peer); a peer's message is told
+// from a client's by its MAC (quorum/peer_auth.h), never by what it claims. Each turn drains what is
 // waiting, feeds it to the service, proposes the batched commands, commits the
 // acceptor state with one sync (group commit), and only then sends the turn's
 // messages and replies. Time is CLOCK_BOOTTIME, which keeps counting through a
@@ -20,6 +21,7 @@
 #include "common/envelope.h"
 #include "common/transport.h"
 #include "quorum/lock_service.h"
+#include "quorum/peer_auth.h"
 #include "quorum/paxos_storage.h"
 
 namespace palisade::quorum {
@@ -49,12 +51,20 @@ class LockdServer {
   Status run(int stop_fd);
 
   const LockService& service() const { return *service_; }
+  // Messages dropped because they claim to be a peer's and their MAC does not
+  // verify (forged, or signed with another key or group).
+  uint64_t forged_peer_messages() const { return forged_peer_messages_; }
+  // Peer messages that verified but were refused (see LockService::on_peer).
+  uint64_t refused_peer_messages() const { return refused_peer_messages_; }
 
  private:
   LockdServer(zmq::context_t& ctx, PaxosStorage& storage, LockdServerOptions options);
   // Drains waiting messages into the service.
   void receive(uint64_t now);
   void handle(transport::Routed routed, uint64_t now);
+  // A message whose MAC verified.
+  void handle_peer(std::string_view body, uint64_t now);
+  void count_forged(size_t bytes, std::string_view why);
   // Commits, then sends; restarts the service from storage when the commit fails.
   Status finish_turn(uint64_t now);
   void send_peer(const PeerMessage& m);
@@ -64,6 +74,7 @@ class LockdServer {
   zmq::context_t& ctx_;
   PaxosStorage& storage_;
   LockdServerOptions options_;
+  PeerAuth auth_;
   zmq::socket_t router_;
   std::map<NodeId, zmq::socket_t> peers_;
   std::unique_ptr<LockService> service_;
@@ -71,6 +82,8 @@ class LockdServer {
   uint64_t next_route_ = 1;
   bool was_master_ = false;
   NodeId last_hint_ = 0;
+  uint64_t forged_peer_messages_ = 0;
+  uint64_t refused_peer_messages_ = 0;
 };
 
 }  // namespace palisade::quorum

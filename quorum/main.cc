@@ -102,6 +102,8 @@ int serve(const Flags& flags) {
                  flags.id, cluster.value().group, getpid(), options.value().listen_endpoint, flags.data_dir,
                  service.node().applied_through());
     Status stopped = server.value()->run(stop_fd);
+    spdlog::info("{} forged peer messages dropped, {} peer messages refused", server.value()->forged_peer_messages(),
+                 server.value()->refused_peer_messages());
     if (!stopped.is_ok()) {
       spdlog::error("stopping: {}", stopped.to_string());
       return 1;

@@ -227,6 +227,13 @@ std::string encode_peer(const PeerMessage& message) {
   return {buf.data(), buf.size()};
 }
 
+bool names_peer_type(std::string_view bytes, size_t max_bytes) {
+  auto opened = wire::open_envelope(bytes, max_bytes, nullptr, kMaxListEntries);
+  if (!opened.is_ok()) return false;
+  const std::string& t = opened.value().type;
+  return t == kPrepare || t == kPromise || t == kAccept || t == kAccepted || t == kCatchUpRequest || t == kCatchUp;
+}
+
 Result<PeerMessage> decode_peer(std::string_view bytes, size_t max_bytes) {
   // A promise lists every entry the acceptor accepted since the asked slot.
   auto opened = wire::open_envelope(bytes, max_bytes, nullptr, kMaxListEntries);

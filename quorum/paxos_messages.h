@@ -105,6 +105,9 @@ struct PeerMessage {
 std::string_view peer_type_name(const PeerBody& body);
 
 std::string encode_peer(const PeerMessage& message);
+// Whether `bytes` is a map whose type names a peer message (whatever its other
+// fields): for telling a forged or unsigned peer message from a client's bad request.
+bool names_peer_type(std::string_view bytes, size_t max_bytes);
 // Malformed, BadRequest (missing/mistyped/unknown field), TooLarge past `max_bytes`.
 Result<PeerMessage> decode_peer(std::string_view bytes, size_t max_bytes);
 

@@ -36,12 +36,15 @@
 
 #include "common/cluster_config.h"
 #include "common/envelope.h"
+#include "common/hash.h"
 #include "common/lock_protocol.h"
 #include "common/sequencer.h"
 #include "common/transport.h"
 #include "palisade/lock_client.h"
 #include "palisade/quorum_store.h"
 #include "client/replica_connection.h"
+#include "quorum/lock_table.h"
+#include "quorum/paxos_messages.h"
 #include "tests/support/local_cluster.h"
 #include "tests/support/printers.h"
 #include "tests/support/replica_requests.h"
@@ -756,6 +759,8 @@ struct RawConnection {
     return reply.value();
   }
   std::optional<wire::LockReply> call(const std::string& bytes) { return call(std::vector<std::string>{bytes}); }
+  // One frame, no reply expected.
+  void send(const std::string& bytes) { REQUIRE(socket.send(zmq::buffer(bytes), zmq::send_flags::none)); }
 };
 
 // A request map: the envelope, then `fields` as unsigned integers.
@@ -827,6 +832,106 @@ TEST_CASE("lock group: malformed requests get error replies and the daemons keep
   // And the group still grants locks.
   auto c = fx.client();
   CHECK(c->try_acquire("after-the-garbage").is_ok());
+}
+
+// ---- f2. forged peer messages ----
+
+// Every type of peer message, with what a forger would put in: node `claimed`
+// as sender, rounds at the top of the range, slots far ahead, snapshots and
+// values that do not decode, and an empty lock table as a snapshot.
+std::vector<quorum::PeerBody> forged_bodies(quorum::NodeId claimed) {
+  using namespace quorum;
+  const Ballot top = make_ballot((uint64_t{1} << 56) - 1, claimed);
+  const Ballot high = make_ballot(1000, claimed);
+  const std::string junk = "\xc1 not a batch";
+  return {
+      Prepare{.ballot = top, .from_slot = 1, .seq = 1},
+      Prepare{.ballot = high, .from_slot = 1, .seq = 1},
+      Promise{.ballot = high, .ok = true, .promised = top, .seq = 1, .snapshot_slot = 1000,
+              .accepted = {{1, high, junk}}},
+      Accept{.ballot = top, .seq = 1, .chosen_through = 1000},  // issue #23: a crash loop
+      Accept{.ballot = high, .seq = 1, .chosen_through = 1000, .entries = {{1, high, junk}, {2, high, junk}}},
+      Accepted{.ballot = high, .ok = false, .promised = top, .seq = 1, .slots = {1, 2}},
+      CatchUpRequest{.from_slot = 1},
+      CatchUp{.snapshot_slot = 1000, .snapshot = LockTable().snapshot()},  // issue #23: tokens from 1 again
+      CatchUp{.snapshot_slot = 1000, .snapshot = junk},
+      CatchUp{.snapshot_slot = 0, .snapshot = {}, .chosen = {{1, high, junk}}},
+  };
+}
+
+// Acquires and releases `lock`; the token.
+uint64_t cycle(LockClient& client, const std::string& lock) {
+  auto l = client.try_acquire(lock);
+  REQUIRE(l.is_ok());
+  Lease lease = l.value();
+  REQUIRE(client.release(lease).is_ok());
+  return lease.token();
+}
+
+TEST_CASE("lock group: forged peer messages from a client socket are dropped; nothing aborts, tokens go on",
+          "[lockgroup]") {
+  Fixture fx;
+  auto a = fx.client();
+  uint64_t last = 0;
+  for (int i = 0; i < 3; ++i) last = cycle(*a, "before");
+  const uint32_t master = fx.master();
+  const uint64_t group = hash64(kGroup);
+
+  // From plain client sockets, to every node: every peer type claiming every
+  // other node as sender, unsigned and with a made-up MAC.
+  size_t forged = 0;
+  for (uint32_t node : fx.cluster->lockd_ids()) {
+    RawConnection raw(fx.cluster->lockd(node).endpoint());
+    for (uint32_t claimed : fx.cluster->lockd_ids()) {
+      if (claimed == node) continue;
+      for (quorum::PeerBody& body : forged_bodies(claimed)) {
+        const std::string bytes =
+            quorum::encode_peer({.from = claimed, .to = node, .group = group, .body = std::move(body)});
+        raw.send(bytes);
+        raw.send(bytes + std::string(32, '\x5a'));
+        forged += 2;
+      }
+    }
+    // One connection's frames are handled in order: once this is answered, so was every forgery.
+    auto find = raw.call(request(99, "find_master"));
+    REQUIRE(find);
+    CHECK(find->master == master);
+  }
+  INFO("sent " << forged << " forged peer messages");
+
+  for (uint32_t node : fx.cluster->lockd_ids()) {
+    INFO("node " << node);
+    CHECK(fx.cluster->lockd(node).running());
+    const std::string log = fx.cluster->lockd(node).log();
+    CHECK_THAT(log, Catch::Contains("forged peer messages so far"));
+    CHECK_THAT(log, !Catch::Contains("check failed"));
+    auto status = fx.cluster->lock_status(node);
+    REQUIRE(status);
+    // No node jumped to slot 1000, took a forged ballot, or follows a forged master.
+    CHECK(status->applied_slot < 1000);
+    CHECK(quorum::ballot_round(status->epoch) < 1000);
+    CHECK(status->master == master);
+  }
+  const uint64_t after = cycle(*a, "after");
+  CHECK(after > last);
+
+  // The master dies: the followers that were sent the forged accept campaign
+  // (before the fix, the first to do so aborted, and again at every restart).
+  fx.cluster->lockd(master).kill();
+  auto next = fx.cluster->wait_for_master_other_than(master, 20s);
+  if (!next) {
+    INFO(fx.logs());
+    FAIL("no new master after the forgeries and the master's death");
+  }
+  auto b = fx.client();
+  const uint64_t later = cycle(*b, "later");
+  CHECK(later > after);
+  // The old master comes back on its data dir and rejoins.
+  Status restarted = fx.cluster->lockd(master).restart();
+  INFO(restarted.to_string());
+  REQUIRE(restarted.is_ok());
+  CHECK(cycle(*b, "last") > later);
+  for (uint32_t node : fx.cluster->lockd_ids()) CHECK(fx.cluster->lockd(node).running());
 }
 
 // ---- g. the command line ----

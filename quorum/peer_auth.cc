@@ -1,0 +1,49 @@
+#include "quorum/peer_auth.h"
+
+#include <sodium.h>
+
+#include "common/check.h"
+
+namespace palisade::quorum {
+namespace {
+
+static_assert(crypto_generichash_KEYBYTES == 32 && PeerAuth::kMacBytes == crypto_generichash_BYTES);
+static_assert(SequencerKey::kBytes >= crypto_generichash_KEYBYTES_MIN &&
+              SequencerKey::kBytes <= crypto_generichash_KEYBYTES_MAX);
+
+// Domain separation: what the derived key is for, and which group's it is.
+constexpr std::string_view kContext = "palisade-lockd peer messages v1";
+
+}  // namespace
+
+PeerAuth::PeerAuth(const SequencerKey& cluster_key, std::string_view group) {
+  PALISADE_CHECK(sodium_init() >= 0);
+  std::string input(kContext);
+  input.push_back('\0');
+  input.append(group);
+  crypto_generichash(key_.data(), key_.size(), reinterpret_cast<const unsigned char*>(input.data()), input.size(),
+                     cluster_key.bytes().data(), cluster_key.bytes().size());
+}
+
+std::string PeerAuth::mac_of(std::string_view body) const {
+  std::string mac(kMacBytes, '\0');
+  crypto_generichash(reinterpret_cast<unsigned char*>(mac.data()), mac.size(),
+                     reinterpret_cast<const unsigned char*>(body.data()), body.size(), key_.data(), key_.size());
+  return mac;
+}
+
+std::string PeerAuth::seal(const PeerMessage& message) const {
+  std::string frame = encode_peer(message);
+  frame += mac_of(frame);
+  return frame;
+}
+
+std::optional<std::string_view> PeerAuth::verified_body(std::string_view frame) const {
+  if (frame.size() <= kMacBytes) return std::nullopt;
+  std::string_view body = frame.substr(0, frame.size() - kMacBytes);
+  const std::string mac = mac_of(body);
+  if (sodium_memcmp(mac.data(), frame.data() + body.size(), kMacBytes) != 0) return std::nullopt;
+  return body;
+}
+
+}  // namespace palisade::quorum
