@@ -19,6 +19,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "client/grant_fence.h"
 #include "client/lease_clock.h"
 #include "client/lock_session.h"
 #include "client/shared_context.h"
@@ -529,11 +530,9 @@ Result<Lease> LockClient::acquire(std::string_view lock, AcquireOptions options)
   // Shared holders make no fenced writes (replicas refuse them): nothing to fence.
   if (impl_->options.store != nullptr && g.mode == LockMode::kExclusive) {
     WriteResult fenced = impl_->options.store->fence(Fence{g.lock, g.token, g.sequencer});
-    if (!fenced.status.is_ok()) {
+    if (Status s = client::grant_fence_status(fenced, g.lock, g.token); !s.is_ok()) {
       (void)release(lease);
-      return Status(fenced.status.code(),
-                    "lock '" + g.lock + "' was granted (token " + std::to_string(g.token) +
-                        ") but its fence did not reach a write quorum, so it was released: " + fenced.status.message());
+      return s;
     }
   }
   return lease;

@@ -512,3 +512,30 @@ TEST_CASE("lock client: connect gives up when no node answers", "[lock_client]")
 
 }  // namespace
 }  // namespace palisade
+
+namespace palisade {
+
+TEST_CASE("lock client: an acquire whose fence finds a higher floor fails fenced and holds nothing",
+          "[lock_client]") {
+  // A later holder's fence is on the replicas already (here: one signed with
+  // the cluster key for token 1000), so any grant the group makes now is
+  // superseded before it is used.
+  Cluster cluster;
+  auto store = cluster.store();
+  auto key = SequencerKey::load(cluster.key_file);
+  REQUIRE(key.is_ok());
+  const Sequencer later{.group = kGroup, .lock = "account", .mode = LockMode::kExclusive, .token = 1000};
+  REQUIRE(store->fence(Fence{"account", 1000, sign_sequencer(later, key.value())}).status.is_ok());
+
+  LockClientOptions o = cluster.client_options();
+  o.store = store.get();
+  auto a = cluster.client(o);
+  auto la = a->acquire("account");
+  CHECK(la.code() == Code::kFenced);
+  // It gave the grant back: another session gets the lock at once.
+  auto b = cluster.client(cluster.client_options());
+  auto lb = b->try_acquire("account");
+  CHECK(lb.is_ok());
+}
+
+}  // namespace palisade

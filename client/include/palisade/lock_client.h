@@ -85,7 +85,9 @@ class LockClient {
   // back), no_session (the session expired or closed: a client does not open a
   // second one), bad_request (the session holds it in the other mode, bad
   // options). With a store, an exclusive grant is fenced first; when the fence
-  // fails the lock is released and the fence's error returned. Acquiring a lock
+  // fails the lock is released and the fence's error returned, and when it
+  // finds a floor above the grant's token (a later holder superseded it) the
+  // lock is released and fenced returned. Acquiring a lock
   // the session holds returns the same grant; cancelled when another thread
   // releases the lock while this acquire is on its way (its grant, if any, is
   // given back). The lease returned is valid unless the session is in
