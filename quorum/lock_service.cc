@@ -266,7 +266,8 @@ void LockService::settle(uint64_t now) {
   bool master = node_->is_master(now);
   if (master && !master_) became_master(now);
   if (!master && master_) lost_mastership();
-  if (master && node_->applied_through() >= node_->snapshot_slot() + options_.snapshot_every) {
+  // Every node compacts, followers too: their logs would grow for ever.
+  if (node_->applied_through() >= node_->snapshot_slot() + options_.snapshot_every) {
     node_->compact(node_->applied_through(), table_.snapshot());
   }
 }

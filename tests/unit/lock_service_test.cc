@@ -27,7 +27,7 @@ constexpr uint64_t kHeartbeat = 600;       // so the shortest lease is 2 x 600 =
 constexpr uint64_t kMasterLease = 4000;
 
 struct Group {
-  Group() {
+  explicit Group(size_t snapshot_every = 10000) : snapshot_every(snapshot_every) {
     for (NodeId id : members) {
       disks[id] = std::make_unique<MemoryPaxosStorage>();
       boot(id);
@@ -48,6 +48,7 @@ struct Group {
     o.group = "test";
     o.key = SequencerKey::from_hex(std::string(64, '5')).value();
     o.session_lease_ms = kDefaultLease;
+    o.snapshot_every = snapshot_every;
     o.seed = id;
     return o;
   }
@@ -142,6 +143,7 @@ struct Group {
                                 .call = call};
   }
 
+  size_t snapshot_every;
   std::vector<NodeId> members = {1, 2, 3};
   std::map<NodeId, std::unique_ptr<MemoryPaxosStorage>> disks;
   std::map<NodeId, std::unique_ptr<LockService>> services;
@@ -432,6 +434,33 @@ TEST_CASE("lock service: a genuine catch-up snapshot still installs", "[lock_ser
   const Slot applied = g.services[g.f]->node().applied_through();
   CHECK(g.to_follower(CatchUp{.snapshot_slot = applied + 2, .snapshot = ahead.snapshot()}).is_ok());
   CHECK(g.services[g.f]->node().applied_through() == applied + 2);
+}
+
+}  // namespace palisade::quorum
+
+namespace palisade::quorum {
+
+TEST_CASE("lock service: followers compact their logs too", "[lock_service]") {
+  constexpr size_t kEvery = 10;
+  Group g(kEvery);
+  const NodeId m = g.elect();
+  uint64_t session = g.open(m, 0).session;
+  for (uint64_t call = 1; call <= 40; ++call) {
+    REQUIRE(g.call(m, g.acquire(m, session, "l" + std::to_string(call), call)).status.is_ok());
+  }
+  g.run(1000);
+  for (NodeId id : g.members) {
+    INFO("node " << id << (id == m ? " (master)" : " (follower)"));
+    const PaxosNode& node = g.services[id]->node();
+    REQUIRE(node.applied_through() > 4 * kEvery);
+    CHECK(node.snapshot_slot() + kEvery > node.applied_through());
+    CHECK(g.disks[id]->committed().snapshot_slot == node.snapshot_slot());
+    CHECK(g.disks[id]->committed().accepted.size() <= kEvery + 4);
+    // The snapshot is the table as applied through its slot.
+    LockTable restored;
+    REQUIRE(restored.restore(g.disks[id]->committed().snapshot).is_ok());
+    CHECK(restored.grant_counter() > 0);
+  }
 }
 
 }  // namespace palisade::quorum
