@@ -45,6 +45,7 @@
 #include "client/replica_connection.h"
 #include "quorum/lock_table.h"
 #include "quorum/paxos_messages.h"
+#include "quorum/peer_auth.h"
 #include "tests/support/local_cluster.h"
 #include "tests/support/printers.h"
 #include "tests/support/replica_requests.h"
@@ -736,6 +737,15 @@ TEST_CASE("lock group: a follower restarted after many commands catches up, and 
   CHECK(kept.value().valid());
 }
 
+// Acquires and releases `lock`; the token.
+uint64_t cycle(LockClient& client, const std::string& lock) {
+  auto l = client.try_acquire(lock);
+  REQUIRE(l.is_ok());
+  Lease lease = l.value();
+  REQUIRE(client.release(lease).is_ok());
+  return lease.token();
+}
+
 // ---- f. malformed requests ----
 
 // A raw DEALER to one lockd node.
@@ -859,15 +869,6 @@ std::vector<quorum::PeerBody> forged_bodies(quorum::NodeId claimed) {
   };
 }
 
-// Acquires and releases `lock`; the token.
-uint64_t cycle(LockClient& client, const std::string& lock) {
-  auto l = client.try_acquire(lock);
-  REQUIRE(l.is_ok());
-  Lease lease = l.value();
-  REQUIRE(client.release(lease).is_ok());
-  return lease.token();
-}
-
 TEST_CASE("lock group: forged peer messages from a client socket are dropped; nothing aborts, tokens go on",
           "[lockgroup]") {
   Fixture fx;
@@ -932,6 +933,83 @@ TEST_CASE("lock group: forged peer messages from a client socket are dropped; no
   REQUIRE(restarted.is_ok());
   CHECK(cycle(*b, "last") > later);
   for (uint32_t node : fx.cluster->lockd_ids()) CHECK(fx.cluster->lockd(node).running());
+}
+
+// ---- f3. a long log (issue #24) ----
+
+TEST_CASE("lock group: a node restarted ~2000 slots behind catches up; long peer messages are read as peers",
+          "[lockgroup]") {
+  // Issue #24: peer messages were decoded with a client request's limits, so
+  // a promise listing more than 64 accepted entries was refused ("too_large:
+  // array size overflow"): a node behind a long log could not win an election
+  // and catching up took up to a minute.
+  constexpr int kCycles = 1000;  // acquire + release: 2000 slots, one each
+  Fixture fx;
+  const uint32_t master = fx.master();
+  std::vector<uint32_t> followers;
+  for (uint32_t id : fx.cluster->lockd_ids()) {
+    if (id != master) followers.push_back(id);
+  }
+  REQUIRE(followers.size() == 2);
+  const uint32_t behind = followers[0], full = followers[1];
+  fx.cluster->lockd(behind).kill();
+  uint64_t last = 0;
+  {
+    auto a = fx.client();
+    for (int i = 0; i < kCycles; ++i) last = cycle(*a, "cycle");
+  }
+  auto at_master = fx.cluster->lock_status(master);
+  REQUIRE(at_master);
+  INFO("the master applied through slot " << at_master->applied_slot);
+
+  // The master dies as the lagging node comes back: it and `full` elect a
+  // master between them. Should `behind` campaign, `full`'s promise lists
+  // every entry since `behind`'s applied slot, ~2000 of them.
+  fx.cluster->lockd(master).kill();
+  REQUIRE(fx.cluster->lockd(behind).restart().is_ok());
+  auto first = fx.cluster->lock_status(behind);
+  REQUIRE(first);
+  CHECK(first->applied_slot + 1000 < at_master->applied_slot);
+  auto elected = fx.cluster->wait_for_master_other_than(master, 30s);
+  if (!elected) {
+    INFO(fx.logs());
+    FAIL("no master after the restart behind a long log");
+  }
+  const bool caught_up = eventually(
+      [&] {
+        auto s = fx.cluster->lock_status(behind);
+        return s && s->applied_slot >= at_master->applied_slot;
+      },
+      30s);
+  if (!caught_up) {
+    INFO(fx.logs());
+    FAIL("the restarted node did not catch up");
+  }
+  auto b = fx.client();
+  CHECK(cycle(*b, "cycle") > last);
+
+  // Whoever won, a promise of 2000 entries, signed as `full`'s, reaches
+  // `behind` (not a candidate now: it ignores it) and is read as a peer message.
+  auto key = SequencerKey::load(fx.cluster->key_file());
+  REQUIRE(key.is_ok());
+  quorum::Promise promise{.ballot = quorum::make_ballot(1, full), .ok = true, .promised = 0, .seq = 1, .snapshot_slot = 0,
+                          .accepted = {}};
+  for (quorum::Slot slot = 1; slot <= 2000; ++slot) promise.accepted.push_back({slot, promise.ballot, ""});
+  quorum::PeerAuth auth(key.value(), kGroup);
+  RawConnection raw(fx.cluster->lockd(behind).endpoint());
+  const std::string frame =
+      auth.seal({.from = full, .to = behind, .group = hash64(kGroup), .body = std::move(promise)});
+  CHECK(frame.size() > 20000);
+  raw.send(frame);
+  REQUIRE(raw.call(request(99, "find_master")));  // answered after the promise was handled
+  for (uint32_t id : {behind, full}) {
+    INFO("node " << id);
+    const std::string log = fx.cluster->lockd(id).log();
+    CHECK_THAT(log, !Catch::Contains("too_large"));
+    CHECK_THAT(log, !Catch::Contains("refused"));
+  }
+  std::printf("long log: node %u restarted %llu slots behind; master after it: node %u\n", behind,
+              static_cast<unsigned long long>(at_master->applied_slot - first->applied_slot), *elected);
 }
 
 // ---- g. the command line ----
