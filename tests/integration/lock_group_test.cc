@@ -900,11 +900,28 @@ TEST_CASE("lock group: forged peer messages from a client socket are dropped; no
   }
   INFO("sent " << forged << " forged peer messages");
 
+  // Signed with the cluster key, as by a buggy peer: a catch-up whose empty
+  // table would take the grant counter back, and a message addressed to
+  // another node (a replay of one node's message to another) are refused.
+  auto key = SequencerKey::load(fx.cluster->key_file());
+  REQUIRE(key.is_ok());
+  quorum::PeerAuth auth(key.value(), kGroup);
+  for (uint32_t node : fx.cluster->lockd_ids()) {
+    const uint32_t other = node == master ? (master % 3) + 1 : master;
+    RawConnection raw(fx.cluster->lockd(node).endpoint());
+    quorum::CatchUp reset{.snapshot_slot = 1000, .snapshot = quorum::LockTable().snapshot(), .chosen = {}};
+    raw.send(auth.seal({.from = other, .to = node, .group = group, .body = reset}));
+    raw.send(auth.seal({.from = other, .to = 6 - node - other, .group = group, .body = reset}));  // the third node
+    REQUIRE(raw.call(request(98, "find_master")));
+  }
+
   for (uint32_t node : fx.cluster->lockd_ids()) {
     INFO("node " << node);
     CHECK(fx.cluster->lockd(node).running());
     const std::string log = fx.cluster->lockd(node).log();
     CHECK_THAT(log, Catch::Contains("forged peer messages so far"));
+    CHECK_THAT(log, Catch::Contains("below this node's"));  // the grant counter
+    CHECK_THAT(log, Catch::Contains("it is addressed to node"));
     CHECK_THAT(log, !Catch::Contains("check failed"));
     auto status = fx.cluster->lock_status(node);
     REQUIRE(status);
