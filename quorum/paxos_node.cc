@@ -9,9 +9,11 @@ namespace palisade::quorum {
 namespace {
 
 constexpr uint64_t kMillion = 1'000'000;
-// How far past its applied slot a node takes accepted entries (a promise's or
-// an accept's). A new master fills every slot up to the highest one it heard
-// of, so one entry absurdly far ahead would have it propose without end.
+// How far past its applied slot a node takes accepted entries. A new master
+// fills every slot up to the highest one a promise reported, so one entry
+// absurdly far ahead would have it propose without end: such a promise is
+// refused, and such an entry in an accept is not accepted (the master resends
+// it; not accepting is always safe).
 constexpr Slot kMaxSlotsAhead = Slot{1} << 20;
 // No slot beyond this: applied_ + 1 must never wrap.
 constexpr Slot kMaxSlot = Slot{1} << 62;
@@ -87,10 +89,7 @@ Status PaxosNode::check_ranges(const PeerBody& body) const {
           if (Status s = check_ballot("promised ballot", m.promised); !s.is_ok()) return s;
           return entries("accepted entry", m.accepted, ahead);
         }
-        if constexpr (std::is_same_v<T, Accept>) {
-          if (Status s = check_ballot("accept ballot", m.ballot); !s.is_ok()) return s;
-          return entries("accept entry", m.entries, ahead);
-        }
+        if constexpr (std::is_same_v<T, Accept>) return check_ballot("accept ballot", m.ballot);
         if constexpr (std::is_same_v<T, Accepted>) {
           if (Status s = check_ballot("accepted ballot", m.ballot); !s.is_ok()) return s;
           return check_ballot("promised ballot", m.promised);
@@ -236,8 +235,9 @@ void PaxosNode::on_accept(NodeId from, const Accept& m, uint64_t now) {
   master_hint_ = from;
   restart_election_timer(now);
   Accepted reply{.ballot = m.ballot, .ok = true, .promised = promised_, .seq = m.seq};
+  const Slot ahead = std::min(applied_ + kMaxSlotsAhead, kMaxSlot);
   for (const Entry& e : m.entries) {
-    if (e.ballot != m.ballot) continue;
+    if (e.ballot != m.ballot || e.slot > ahead) continue;
     // A slot applied here is chosen, and a master only ever proposes the chosen
     // value for it: acknowledging it without storing is the same.
     if (e.slot > applied_) store_accepted(e);

@@ -68,7 +68,8 @@ class PaxosNode {
                                                   uint64_t now_ms);
 
   // Ok, or why the message was refused (a ballot out of range, a promise
-  // reaching absurdly far ahead); a refused message changes nothing. Messages
+  // reaching absurdly far ahead); a refused message changes nothing. (An
+  // accept's entries that far ahead are not accepted; the rest of it is.) Messages
   // of another group, to another node or from a non-member are ignored (ok).
   Status receive(const PeerMessage& message, uint64_t now_ms);
   void tick(uint64_t now_ms);
