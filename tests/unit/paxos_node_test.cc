@@ -549,3 +549,27 @@ TEST_CASE("a node whose disk holds a promise at the top round does not abort", "
 }
 
 }  // namespace palisade::quorum
+
+namespace palisade::quorum {
+
+TEST_CASE("a catch-up snapshot at or below the applied slot is not installed", "[paxos][guards]") {
+  // A replayed or stale catch-up must never move a node's state back.
+  Cluster c(3);
+  NodeId m = c.elect();
+  for (int i = 0; i < 5; ++i) REQUIRE(c.propose("v" + std::to_string(i)));
+  c.run(500);
+  NodeId f = other_than(m);
+  const Slot applied = c.nodes[f]->applied_through();
+  REQUIRE(applied >= 5);
+  for (Slot at : {applied - 2, applied}) {
+    Status s = c.nodes[f]->receive(
+        {.from = m, .to = f, .group = 7, .body = CatchUp{.snapshot_slot = at, .snapshot = "old", .chosen = {}}}, c.now);
+    c.settle(f);
+    CHECK(s.is_ok());
+    CHECK(c.nodes[f]->applied_through() == applied);
+    CHECK(c.snapshot_installs[f] == 0);
+    CHECK(c.disks[f]->committed().snapshot_slot == 0);
+  }
+}
+
+}  // namespace palisade::quorum
