@@ -32,6 +32,7 @@ struct Coordinator::WriteOp {
   Status bad_sequencer;  // a replica refused the sequencer (for good)
   uint64_t floor = 0;
   Status error;
+  Status maybe_stored;  // a refusal of a replica that may have stored it before (not final)
   std::vector<int> unsent;  // replicas not connected when it was sent: sent again later
   uint64_t resend_at_ms = 0;
 };
@@ -185,8 +186,11 @@ void Coordinator::on_write_reply(WriteOp& op, const wire::ReplicaReply& reply) {
   // either: it may have stored this write before (docs/design-changes.md 16).
   const bool maybe_stored_before = reply.dropped && op.ts <= *reply.dropped;
   if ((code == Code::kFenced || code == Code::kStale) && maybe_stored_before) {
-    if (code == Code::kFenced) op.floor = std::max(op.floor, reply.floor);
-    op.error = reply.status;
+    if (code == Code::kFenced) op.floor = std::max(op.floor, reply.floor);  // a newer token exists all the same
+    if (code == Code::kStale && reply.stored_ts && reply.stored_ts->token > op.ts.token) {
+      op.floor = std::max(op.floor, reply.stored_ts->token);
+    }
+    op.maybe_stored = reply.status;
     return;
   }
   if (code == Code::kFenced) {
@@ -242,7 +246,12 @@ void Coordinator::decide_write(OpId id, WriteOp& op, uint64_t now_ms) {
     std::string what = std::to_string(op.acks) + " of " + std::to_string(w) + " acknowledgements, " +
                        std::to_string(op.answered) + " of " + std::to_string(n) +
                        " replicas answered; the write may or may not take effect";
-    if (op.fenced) what += "; a replica reports a newer token " + std::to_string(op.floor);
+    if (op.fenced || (!op.maybe_stored.is_ok() && op.floor > op.ts.token)) {
+      what += "; a replica reports a newer token " + std::to_string(op.floor);
+    }
+    if (!op.maybe_stored.is_ok()) {
+      what += "; a replica that may have stored it before refused it: " + op.maybe_stored.to_string();
+    }
     if (!op.bad_sequencer.is_ok()) what += "; a replica refused the sequencer: " + op.bad_sequencer.message();
     if (!op.error.is_ok()) what += "; last refusal: " + op.error.to_string();
     Code code = op.answered == n ? Code::kUnavailable : op.answered < w ? Code::kUnavailable : Code::kTimeout;

@@ -171,8 +171,12 @@ ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed) {
     return reply_with(stored.status());
   }
   Versions versions = stored.is_ok() ? std::move(stored).value() : Versions();
-  // What the damaged record held is unknown, so any write may be one it held.
-  if (!stored.is_ok()) versions.dropped_older = {UINT64_MAX, UINT64_MAX};
+  // What the damaged record held is unknown, so any write may be one it held,
+  // unfenced ones (which the bound on fenced tokens does not cover) included.
+  if (!stored.is_ok()) {
+    versions.dropped = {{0, UINT64_MAX}};
+    versions.dropped_older = {UINT64_MAX, UINT64_MAX};
+  }
   Version incoming{w.ts, w.lock, w.committed ? VersionState::kCommitted : VersionState::kPending, w.tombstone,
                    w.value, w.sequencer};
   // Already stored (a retry, a duplicate, a repair): the answer is ok, even if a

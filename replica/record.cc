@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/big_endian.h"
+#include "common/check.h"
 #include "common/hash.h"
 
 namespace palisade::replica {
@@ -68,6 +69,7 @@ std::string encode_record(std::string_view key, const Versions& versions) {
   out.push_back(static_cast<char>(dropped ? kFormatWithDropped : kFormat));
   out.push_back(static_cast<char>(versions.size()));
   if (dropped) {
+    PALISADE_CHECK(versions.dropped.size() <= Versions::kDroppedTokensKept);  // below the 0x80 flag
     const bool older = versions.dropped_older != FencedTimestamp{};
     out.push_back(static_cast<char>(versions.dropped.size() | (older ? kHasDroppedOlder : 0)));
     for (const FencedTimestamp& t : versions.dropped) append_ts(t);
@@ -110,6 +112,9 @@ Result<Versions> decode_record(std::string_view key, std::string_view rec) {
     ++pos;
     for (size_t i = 0; i < kept + older; ++i, pos += 16) {
       auto t = FencedTimestamp::decode(reinterpret_cast<const uint8_t*>(body.data() + pos));
+      if (i < kept && !versions.dropped.empty() && versions.dropped.back().token >= t.token) {
+        return corrupt(key, "dropped versions out of order");
+      }
       (i < kept ? versions.dropped.emplace_back() : versions.dropped_older) = t;
     }
   }

@@ -35,7 +35,10 @@ void ReplicaProcess::start() {
   argv.insert(argv.end(), extra_args_.begin(), extra_args_.end());
   // Given no cluster key, it runs on loopback for a test or a bench: insecure, said explicitly.
   const bool keyed = std::any_of(extra_args_.begin(), extra_args_.end(), [](const std::string& a) {
-    return a == "--cluster" || a == "--key-file" || a == "--config";
+    for (std::string_view flag : {"--cluster", "--key-file", "--config"}) {
+      if (a == flag || a.starts_with(std::string(flag) + "=")) return true;
+    }
+    return false;
   });
   if (!keyed) argv.push_back("--insecure");
   process_ = std::make_unique<Process>(argv, data_dir_ + ".log");

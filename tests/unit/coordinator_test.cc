@@ -427,6 +427,41 @@ TEST_CASE("a write refused as stale by a version with a higher token is fenced",
   CHECK(r.floor == 7);
 }
 
+// The same as seed 187232 with a newer write of the same lease: a stale refusal.
+TEST_CASE("a stale refusal of a duplicate of a dropped version is not final", "[coordinator][write]") {
+  Cluster c;
+  c.seed(1, committed(write_req("k", "later", ts(5, 100), "L")));  // 1 refuses it stale, for good
+  c.hold = to(2);
+  OpId op = c.put("k", "v", {"L", 5});  // 0 stores it
+  REQUIRE(c.held.size() == 1);
+  const Send write = c.held.front();
+  c.held.clear();
+  c.hold = nullptr;
+  REQUIRE(c.replica(2).call(write.request).status.is_ok());  // stored on 2 (W copies); the reply is lost
+  c.seed(2, committed(write_req("k", "later", ts(5, 100), "L")));  // 2 drops it
+  SECTION("unknown, not stale") {
+    c.redeliver(write);
+    CHECK(c.write_result(op).status.code() == Code::kUnavailable);
+  }
+  SECTION("negative control: without `dropped` it is answered stale") {
+    c.replicas_forget_dropped = true;
+    c.redeliver(write);
+    CHECK(c.write_result(op).status.code() == Code::kStale);
+  }
+}
+
+TEST_CASE("a fenced refusal naming a dropped version older than the write is final", "[coordinator][write][fence]") {
+  Cluster c;
+  for (int i : {1, 2}) {
+    c.seed(i, write_req("k", "old", ts(5, -100), "L"));
+    c.seed(i, committed(write_req("k", "newer", ts(6, -50), "L")));  // drops the old one
+  }
+  OpId op = c.put("k", "v", {"L", 5});  // newer than what 1 and 2 dropped of token 5
+  WriteResult r = c.write_result(op);
+  CHECK(r.status.code() == Code::kFenced);
+  CHECK(r.floor == 6);
+}
+
 TEST_CASE("a write refused as stale by a newer version of the same token is stale", "[coordinator][write]") {
   Cluster c;
   c.seed(1, committed(write_req("k", "later", ts(5, 100), "L")));

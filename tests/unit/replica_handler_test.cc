@@ -558,6 +558,10 @@ TEST_CASE("a corrupt record is replaced only by a repair that names its digest",
   // What the damaged record held is unknown: no refusal of the key is final here now.
   r.call(fence_req("L", 7));
   CHECK(r.call(write_req("k", "late", ts(5, 50), "L")).dropped == FencedTimestamp{UINT64_MAX, UINT64_MAX});
+  // Unfenced writes too: an unfenced write the damaged record held is refused stale, not finally.
+  const ReplicaReply unfenced = r.call(write_req("k", "late", ts(0, 50)));
+  CHECK(unfenced.status.code() == Code::kStale);
+  CHECK(unfenced.dropped == FencedTimestamp{0, UINT64_MAX});
 }
 
 TEST_CASE("a digest names one damage: the key damaged again needs the new one", "[replica]") {

@@ -367,6 +367,30 @@ TEST_CASE("LmdbStore: a data dir of another storage format is refused and left a
   CHECK(raw.get("versions", "k").has_value());
 }
 
+TEST_CASE("LmdbStore: what a replica dropped survives the journal's replay and a checkpoint", "[replica][store]") {
+  tools::TempDir dir;
+  Versions v{version("c", 9, "L", VersionState::kCommitted)};
+  v.dropped = {FencedTimestamp{0, 4}, FencedTimestamp{7, 8}};
+  v.dropped_older = FencedTimestamp{6, 2};
+  {
+    auto s = LmdbStore::open(dir.path(), {});
+    REQUIRE(s.is_ok());
+    REQUIRE(s.value()->apply(Change{.key = "k", .put = &v}).is_ok());
+    REQUIRE(s.value()->commit().is_ok());  // in the journal only: no checkpoint
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    INFO((pass == 0 ? "replayed from the journal" : "after a checkpoint"));
+    auto s = LmdbStore::open(dir.path(), {});
+    REQUIRE(s.is_ok());
+    auto got = s.value()->get("k");
+    REQUIRE(got.is_ok());
+    CHECK(got.value() == v);
+    CHECK(got.value().dropped_up_to(7) == FencedTimestamp{7, 8});
+    s.value()->abort();
+    REQUIRE(s.value()->checkpoint().is_ok());
+  }
+}
+
 TEST_CASE("LmdbStore: a batch that reads first, then writes, then reads sees its own change", "[replica][store]") {
   tools::TempDir dir;
   const replica::Versions one = {version("v")};
@@ -837,10 +861,25 @@ TEST_CASE("record: what a replica dropped is kept in format 2, nothing dropped k
   CHECK(replica::decode_record("k", reseal("k", body)).code() == Code::kCorrupt);
   body[2] = 0;  // format 2 with nothing dropped is never written
   CHECK(replica::decode_record("k", reseal("k", body)).code() == Code::kCorrupt);
+  body[2] = static_cast<char>(1 | 0x80);  // a bound that is not there: the versions do not fit
+  CHECK(replica::decode_record("k", reseal("k", body)).code() == Code::kCorrupt);
+  // Tokens must ascend, each once.
+  for (std::vector<FencedTimestamp> bad : {std::vector<FencedTimestamp>{{7, 8}, {0, 4}},
+                                           std::vector<FencedTimestamp>{{7, 8}, {7, 9}}}) {
+    Versions out_of_order{version("c", 9, "L", VersionState::kCommitted)};
+    out_of_order.dropped = bad;
+    CHECK(replica::decode_record("k", replica::encode_record("k", out_of_order)).code() == Code::kCorrupt);
+  }
 }
 
 TEST_CASE("record: truncated, extended or misplaced records are detected", "[replica][record]") {
-  const std::string rec = replica::encode_record("k", {version("value", 3, "lock"), version("old", 2, "lock")});
+  Versions versions{version("value", 3, "lock"), version("old", 2, "lock")};
+  SECTION("format 1") {}
+  SECTION("format 2") {
+    versions.dropped = {FencedTimestamp{0, 4}, FencedTimestamp{1, 2}};
+    versions.dropped_older = FencedTimestamp{0, 9};
+  }
+  const std::string rec = replica::encode_record("k", versions);
   for (size_t n = 0; n < rec.size(); ++n) {
     INFO("prefix of " << n << " bytes");
     CHECK(replica::decode_record("k", rec.substr(0, n)).code() == Code::kCorrupt);
