@@ -1,5 +1,7 @@
 #include "common/cluster_config.h"
 
+#include "common/endpoint.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -113,6 +115,9 @@ void check_endpoint(Checker& c, const toml::table& t, const std::string& endpoin
                     std::set<std::string>& seen) {
   const toml::node* node = t.get("endpoint");
   if (endpoint.empty()) return c.fail(node->source(), "'endpoint'" + what + " must not be empty");
+  if (std::string problem = endpoint_problem(endpoint); !problem.empty()) {
+    return c.fail(node->source(), "'endpoint'" + what + ": " + problem);
+  }
   if (!seen.insert(endpoint).second) {
     c.fail(node->source(), "endpoint '" + endpoint + "'" + what + " is used by another node");
   }

@@ -1,12 +1,12 @@
 // The cluster file (TOML): the lock group's nodes, the replicas, quorum sizes and
 // timing. Daemons and clients read the same file; only daemons read the key file
-// it names. docs/operations.md shows an example.
+// it names. `palisade cluster up` writes one.
 //
 //   group = "local-1"              # goes into every sequencer
 //   key_file = "cluster.key"       # 64 hex digits; relative to this file
 //   [[lockd]]
 //   id = 1
-//   endpoint = "tcp://127.0.0.1:7100"
+//   endpoint = "tcp://127.0.0.1:7100"  # tcp://HOST:PORT or ipc://PATH, checked
 //   [[replica]]
 //   endpoint = "tcp://127.0.0.1:7200"
 //   [quorum]                       # optional

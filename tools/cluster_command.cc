@@ -101,7 +101,7 @@ int up(ClusterFlags flags, const CommonOptions& common, const SizesGiven& given)
   }
   if (existing && given.any()) {
     auto config = load_cluster_file(flags.cluster_file());
-    if (!config.is_ok()) return report_error("cluster up", config.status());
+    if (!config.is_ok()) return report_cluster_error("cluster up", config.status());
     if (std::string differs = conflict(flags, given, config.value()); !differs.empty()) {
       std::fprintf(stderr,
                    "palisade: cluster up: %s already holds a cluster (%s); start it as it is (without --lockd, "

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "common/endpoint.h"
 #include "quorum/paxos_messages.h"
 
 namespace palisade::tools {
@@ -47,6 +48,11 @@ Result<ClusterConfig> load_cluster(const CommonOptions& common) {
     return Status(Code::kBadRequest, "cluster file " + file + " (" + how + "): " + config.status().message());
   }
   return config;
+}
+
+int report_cluster_error(std::string_view what, const Status& status) {
+  std::fprintf(stderr, "palisade: %.*s: %s\n", static_cast<int>(what.size()), what.data(), status.message().c_str());
+  return status.code() == Code::kUnavailable ? kExitUnavailable : kExitFailure;
 }
 
 int exit_code_for(const Status& status) {
@@ -130,6 +136,10 @@ CLI::Option* add_duration_option(CLI::App* app, const std::string& name, std::ch
       description);
   option->type_name("DURATION")->default_str(format_duration(target));
   return option;
+}
+
+CLI::Validator endpoint_validator() {
+  return CLI::Validator([](std::string& endpoint) { return endpoint_problem(endpoint); }, "ENDPOINT", "endpoint");
 }
 
 void add_common_options(CLI::App& app, CommonOptions& common) {

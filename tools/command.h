@@ -55,6 +55,10 @@ std::string resolve_cluster_file(const CommonOptions& common);
 // file and how it was chosen, and how to start a local cluster.
 Result<ClusterConfig> load_cluster(const CommonOptions& common);
 
+// Reports a load_cluster() failure: no cluster file is kExitUnavailable (start
+// one), a file that cannot be read or is not a cluster file kExitFailure.
+int report_cluster_error(std::string_view what, const Status& status);
+
 // The exit code for a failed Status: fenced, unavailable, timeout, usage
 // (bad request, too large), else failure.
 int exit_code_for(const Status& status);
@@ -79,6 +83,8 @@ EpochParts epoch_parts(uint64_t epoch);
 // A flag that takes a duration with its unit, checked by parse_duration.
 CLI::Option* add_duration_option(CLI::App* app, const std::string& name, std::chrono::milliseconds& target,
                                  const std::string& description);
+// Refuses a malformed endpoint (common/endpoint.h), naming it: a usage error.
+CLI::Validator endpoint_validator();
 // --cluster and -o/--output, given before or after the subcommand.
 void add_common_options(CLI::App& app, CommonOptions& common);
 

@@ -36,7 +36,7 @@ Result<Fence> fence_of(const KvFlags& flags) {
 
 int write(const char* what, const KvFlags& flags, const CommonOptions& common, bool tombstone) {
   auto config = load_cluster(common);
-  if (!config.is_ok()) return report_error(what, config.status());
+  if (!config.is_ok()) return report_cluster_error(what, config.status());
   auto fence = fence_of(flags);
   if (!fence.is_ok()) return report_error(what, fence.status());
   auto store = open_store(config.value(), flags.timeout);
@@ -64,7 +64,7 @@ int write(const char* what, const KvFlags& flags, const CommonOptions& common, b
 
 int read(const KvFlags& flags, const CommonOptions& common) {
   auto config = load_cluster(common);
-  if (!config.is_ok()) return report_error("get", config.status());
+  if (!config.is_ok()) return report_cluster_error("get", config.status());
   auto store = open_store(config.value(), flags.timeout);
   if (!store.is_ok()) return report_error("get", store.status());
   const ReadResult r = store.value()->get(flags.key);

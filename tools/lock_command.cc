@@ -129,7 +129,7 @@ int run(const LockFlags& flags, const CommonOptions& common) {
   pthread_sigmask(SIG_BLOCK, &handled, nullptr);
 
   auto config = load_cluster(common);
-  if (!config.is_ok()) return report_error("lock", config.status());
+  if (!config.is_ok()) return report_cluster_error("lock", config.status());
   auto store = open_store(config.value());
   if (!store.is_ok()) return report_error("lock", store.status());
   auto expired = std::make_shared<std::atomic<bool>>(false);

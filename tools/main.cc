@@ -1,5 +1,8 @@
 // palisade: the command line. Each subcommand lives in tools/*_command.cc;
 // tools/command.h holds what they share (flags, exit codes, the cluster file).
+#include <cstdio>
+#include <exception>
+
 #include <CLI/CLI.hpp>
 
 #include "tools/command.h"
@@ -36,6 +39,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  } catch (const std::exception& e) {
+    // A bug, not an input: still an error message and an exit code, never an abort.
+    std::fprintf(stderr, "palisade: internal error: %s\n", e.what());
+    return kExitFailure;
   }
   return exit_code;
 }

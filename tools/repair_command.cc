@@ -88,7 +88,7 @@ void print_json(const AntiEntropyReport& r) {
 
 int run(const RepairFlags& flags, const CommonOptions& common) {
   auto config = load_cluster(common);
-  if (!config.is_ok()) return report_error("repair", config.status());
+  if (!config.is_ok()) return report_cluster_error("repair", config.status());
   AntiEntropyOptions o;
   o.replicas = flags.replicas.empty() ? config.value().replicas : flags.replicas;
   o.cluster_size = static_cast<int>(config.value().replicas.size());
@@ -119,7 +119,8 @@ void add_repair_command(CLI::App& app, const CommonOptions& common, int& exit_co
       "repair", "Anti-entropy: compare the replicas' Merkle trees and copy what differs, by the fence rules");
   sub->add_option("--replica", flags->replicas,
                   "A replica endpoint to compare (repeat it; default: every replica in the cluster file)")
-      ->type_name("ENDPOINT");
+      ->type_name("ENDPOINT")
+      ->check(endpoint_validator());
   sub->add_flag("--dry-run", flags->dry_run, "Report what differs, change nothing");
   sub->add_option_function<std::string>(
          "--gc-grace",

@@ -77,7 +77,7 @@ void print_replica(const nlohmann::json& r) {
 
 int run(const CommonOptions& common) {
   auto loaded = load_cluster(common);
-  if (!loaded.is_ok()) return report_error("status", loaded.status());
+  if (!loaded.is_ok()) return report_cluster_error("status", loaded.status());
   const ClusterConfig& config = loaded.value();
   zmq::context_t ctx(1);
 

@@ -273,6 +273,31 @@ TEST_CASE("cli: put, get and del, writes fenced by a sequencer, and their exit c
   CHECK(no_file.out.find("no cluster file") != std::string::npos);
 }
 
+TEST_CASE("cli: a malformed endpoint in the cluster file or --replica is named, never an abort", "[cli]") {
+  tools::TempDir dir;
+  const std::string file = dir.sub("cluster.toml");
+  std::ofstream(file) << "group = \"g\"\n[[lockd]]\nid = 1\nendpoint = \"tcp://127.0.0.1:1\"\n"
+                         "[[replica]]\nendpoint = \"tcp://127.0.0.1:2\"\n[[replica]]\nendpoint = \"garbage\"\n";
+  for (std::vector<std::string> args : {std::vector<std::string>{"status"}, {"get", "k"}, {"put", "k", "v"},
+                                        {"del", "k"}, {"repair"}, {"lock", "L", "--", "true"}}) {
+    INFO(args[0]);
+    args.insert(args.begin(), {"--cluster", file});
+    Run r = palisade(dir, args);
+    INFO(r.out);
+    CHECK(r.code == 1);  // a bad cluster file (docs/cli.md)
+    CHECK(r.out.find(file + ":8: 'endpoint' of [[replica]] 2: 'garbage' is not an endpoint") != std::string::npos);
+  }
+  // A good file, a bad flag: a usage error that names it.
+  std::ofstream(file) << "group = \"g\"\n[[lockd]]\nid = 1\nendpoint = \"tcp://127.0.0.1:1\"\n"
+                         "[[replica]]\nendpoint = \"tcp://127.0.0.1:2\"\n";
+  for (const std::string bad : {"garbage", "tcp://127.0.0.1", "tcp://host:99999", "udp://h:1"}) {
+    Run r = palisade(dir, {"--cluster", file, "repair", "--replica", bad});
+    INFO(r.out);
+    CHECK(r.code == 2);
+    CHECK(r.out.find("'" + bad + "'") != std::string::npos);
+  }
+}
+
 TEST_CASE("cli: lock waits or fails when held, reports a missing command, and stops the command when the lease "
           "is lost",
           "[cli]") {

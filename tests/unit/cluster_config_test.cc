@@ -113,8 +113,8 @@ TEST_CASE("cluster file: defaults and optional parts", "[config]") {
     CHECK(q.value().write_quorum == 3);
   }
   SECTION("seven lockd nodes") {
-    std::string text = "group = \"g\"\n[[replica]]\nendpoint = \"r\"\n";
-    for (int i = 1; i <= 7; ++i) text += "[[lockd]]\nid = " + std::to_string(i * 30) + "\nendpoint = \"l" + std::to_string(i) + "\"\n";
+    std::string text = "group = \"g\"\n[[replica]]\nendpoint = \"tcp://h:1\"\n";
+    for (int i = 1; i <= 7; ++i) text += "[[lockd]]\nid = " + std::to_string(i * 30) + "\nendpoint = \"tcp://l:" + std::to_string(i) + "\"\n";
     CHECK(parse_cluster_config(text, kPath).is_ok());
   }
 }
@@ -152,14 +152,14 @@ TEST_CASE("cluster file: bad files are refused with the file, line and problem",
       {"unknown key in [quorum]", edit("read = 2", "read = 2\nquorum = 2"), "unknown key 'quorum' in [quorum]"},
       {"unknown key in [timing]", edit("heartbeat_ms = 500", "heartbeat_ms = 500\nheartbeat = 5"),
        "unknown key 'heartbeat' in [timing]"},
-      {"no lockd", kMinimal.substr(0, kMinimal.find("[[lockd]]")) + "[[replica]]\nendpoint = \"r\"\n", "1..7 [[lockd]]"},
+      {"no lockd", kMinimal.substr(0, kMinimal.find("[[lockd]]")) + "[[replica]]\nendpoint = \"tcp://h:1\"\n", "1..7 [[lockd]]"},
       {"eight lockd", [] {
-         std::string text = "group = \"g\"\n[[replica]]\nendpoint = \"r\"\n";
-         for (int i = 1; i <= 8; ++i) text += "[[lockd]]\nid = " + std::to_string(i) + "\nendpoint = \"l" + std::to_string(i) + "\"\n";
+         std::string text = "group = \"g\"\n[[replica]]\nendpoint = \"tcp://h:1\"\n";
+         for (int i = 1; i <= 8; ++i) text += "[[lockd]]\nid = " + std::to_string(i) + "\nendpoint = \"tcp://l:" + std::to_string(i) + "\"\n";
          return text;
        }(),
        "it has 8"},
-      {"lockd not a list of tables", "group = \"g\"\nlockd = 3\n[[replica]]\nendpoint = \"r\"\n",
+      {"lockd not a list of tables", "group = \"g\"\nlockd = 3\n[[replica]]\nendpoint = \"tcp://h:1\"\n",
        "'lockd' must be a list of tables"},
       {"lockd id missing", edit("id = 2\n", ""), "missing key 'id' of [[lockd]] node 2"},
       {"lockd id 0", edit("id = 2", "id = 0"), "'id' of [[lockd]] node 2 is 0, must be 1..255"},
@@ -170,6 +170,13 @@ TEST_CASE("cluster file: bad files are refused with the file, line and problem",
       {"lockd endpoint missing", edit("endpoint = \"tcp://127.0.0.1:7101\"\n", ""), "missing key 'endpoint' of [[lockd]] node 2"},
       {"lockd endpoint empty", edit("\"tcp://127.0.0.1:7101\"", "\"\""), "'endpoint' of [[lockd]] node 2 must not be empty"},
       {"lockd endpoints twice", edit("\"tcp://127.0.0.1:7101\"", "\"tcp://127.0.0.1:7100\""), "is used by another node"},
+      {"replica endpoint without a transport", edit("\"tcp://127.0.0.1:7201\"", "\"garbage\""),
+       "'endpoint' of [[replica]] 2: 'garbage' is not an endpoint"},
+      {"lockd endpoint without a port", edit("\"tcp://127.0.0.1:7101\"", "\"tcp://127.0.0.1\""),
+       "'endpoint' of [[lockd]] node 2: endpoint 'tcp://127.0.0.1' is not valid: it has no port"},
+      {"endpoint port out of range", edit("\"tcp://127.0.0.1:7201\"", "\"tcp://h:70000\""), "its port '70000'"},
+      {"endpoint of an unknown transport", edit("\"tcp://127.0.0.1:7201\"", "\"udp://h:1\""),
+       "'udp' is not a transport"},
       {"no replica", kMinimal.substr(0, kMinimal.find("[[replica]]")), "at least one [[replica]]"},
       {"replica endpoint empty", edit("\"tcp://127.0.0.1:7201\"", "\"\""), "'endpoint' of [[replica]] 2 must not be empty"},
       {"replica endpoint twice", edit("\"tcp://127.0.0.1:7201\"", "\"tcp://127.0.0.1:7200\""), "is used by another node"},
