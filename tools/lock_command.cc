@@ -1,12 +1,12 @@
 // `palisade lock NAME -- COMMAND ...`: runs COMMAND while holding a lock, with
 // the grant in its environment (PALISADE_LOCK, PALISADE_TOKEN,
 // PALISADE_SEQUENCER, and PALISADE_CLUSTER so that `palisade put` inside it
-// writes to the same cluster, fenced). When the session expires meanwhile,
-// COMMAND gets SIGTERM (SIGKILL after --kill-after) and this exits with
-// kExitLeaseLost; else it releases the lock and exits with COMMAND's code.
-// SIGINT, SIGTERM and SIGHUP are passed on to COMMAND, which decides; but not
-// one the terminal sent (Ctrl-C signals the whole foreground process group, so
-// COMMAND, in our group, got it too) unless it came as COMMAND was forked
+// writes to the same cluster, fenced). COMMAND runs in a process group of its
+// own, which gets the terminal when we have it. When the session expires
+// meanwhile, COMMAND's group gets SIGTERM (SIGKILL after --kill-after) and this
+// exits with kExitLeaseLost, as it does when the release finds the session
+// gone; else it releases the lock and exits with COMMAND's code.
+// SIGINT, SIGTERM and SIGHUP are passed on to COMMAND's group, which decides
 // (tools/signal_relay.h).
 // While COMMAND has not started yet (the lock is not granted) they cancel the
 // wait instead: COMMAND never runs and this exits 128 + the signal, like a shell.
@@ -45,13 +45,24 @@ struct LockFlags {
   bool verbose = false;
 };
 
-// Forks and execs COMMAND with `env` added; the child's pid, or the exit code
-// that says why it could not start (126, 127).
+// Forks and execs COMMAND with `env` added, in a process group of its own so
+// that a stop (lease lost, a signal passed on) reaches what it started too: a
+// shell's children would outlive a signal sent to the shell alone. When
+// `palisade` owns the terminal, the group gets it (as a shell's foreground
+// job), so COMMAND reads it and gets its keys (Ctrl-C, Ctrl-Z) straight.
+// The child's pid (its group's id), or the exit code that says why it could
+// not start (126, 127).
 struct Child {
   pid_t pid = -1;
   int start_error = 0;
   sigset_t missed{};  // pending at the fork: COMMAND never got them (pass_on)
+  int terminal = -1;  // the terminal handed to COMMAND's group, -1 when none
 };
+
+// Our terminal when we are its foreground process group, else -1.
+int owned_terminal() {
+  return isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp() ? STDIN_FILENO : -1;
+}
 
 Child spawn(const std::vector<std::string>& command, const std::vector<std::pair<std::string, std::string>>& env) {
   int report[2];
@@ -59,6 +70,7 @@ Child spawn(const std::vector<std::string>& command, const std::vector<std::pair
   std::vector<char*> argv;
   for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  const int terminal = owned_terminal();
   const pid_t pid = fork();
   if (pid < 0) {
     close(report[0]);
@@ -66,6 +78,10 @@ Child spawn(const std::vector<std::string>& command, const std::vector<std::pair
     return {.start_error = kExitCannotRun};
   }
   if (pid == 0) {
+    // Both sides set the group and hand over the terminal, as a shell does,
+    // so neither order of running races. SIGTTOU is blocked (run()) until exec.
+    setpgid(0, 0);
+    if (terminal >= 0) tcsetpgrp(terminal, getpid());
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     sigset_t none;
     sigemptyset(&none);
@@ -75,16 +91,32 @@ Child spawn(const std::vector<std::string>& command, const std::vector<std::pair
     (void)!write(report[1], &err, sizeof err);
     _exit(kExitCannotRun);
   }
+  setpgid(pid, pid);
+  if (terminal >= 0) tcsetpgrp(terminal, pid);
   sigset_t missed;
   sigpending(&missed);
   close(report[1]);
   int err = 0;
   const bool failed = read(report[0], &err, sizeof err) == sizeof err;
   close(report[0]);
-  if (!failed) return {.pid = pid, .missed = missed};
+  if (!failed) return {.pid = pid, .missed = missed, .terminal = terminal};
   waitpid(pid, nullptr, 0);
+  if (terminal >= 0) tcsetpgrp(terminal, getpgrp());
   std::fprintf(stderr, "palisade: lock: cannot run %s: %s\n", command[0].c_str(), std::strerror(err));
   return {.start_error = err == ENOENT ? kExitNotFoundCommand : kExitCannotRun};
+}
+
+// Whether any process of COMMAND's group is left (its leader may have exited).
+bool group_alive(pid_t group) { return kill(-group, 0) == 0 || errno == EPERM; }
+
+// COMMAND stopped (Ctrl-Z): stop too, as a shell's job does, giving the
+// terminal back; resumed (`fg`), hand it over again and resume COMMAND.
+void stop_with(const Child& child) {
+  if (child.terminal < 0) return;  // not on a terminal: whoever stopped it resumes it
+  tcsetpgrp(child.terminal, getpgrp());
+  raise(SIGTSTP);
+  if (owned_terminal() >= 0) tcsetpgrp(child.terminal, child.pid);
+  kill(-child.pid, SIGCONT);
 }
 
 int exit_code_of(int wait_status) {
@@ -126,7 +158,9 @@ int run(const LockFlags& flags, const CommonOptions& common) {
   sigset_t handled;
   sigemptyset(&handled);
   for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&handled, sig);
-  pthread_sigmask(SIG_BLOCK, &handled, nullptr);
+  sigset_t blocked = handled;
+  sigaddset(&blocked, SIGTTOU);  // tcsetpgrp() from the background, as COMMAND ends
+  pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
 
   auto config = load_cluster(common);
   if (!config.is_ok()) return report_cluster_error("lock", config.status());
@@ -181,30 +215,47 @@ int run(const LockFlags& flags, const CommonOptions& common) {
 
   std::optional<Clock::time_point> kill_at;
   bool killed = false;
+  bool exited = false;
   int wait_status = 0;
-  for (;;) {
-    if (waitpid(child.pid, &wait_status, WNOHANG) == child.pid) break;
+  // Until COMMAND has exited and, once stopping it, its whole group has.
+  while (!exited || (kill_at && !killed && group_alive(child.pid))) {
+    if (!exited && waitpid(child.pid, &wait_status, WNOHANG | WUNTRACED) == child.pid) {
+      if (WIFSTOPPED(wait_status)) {
+        stop_with(child);
+        continue;
+      }
+      exited = true;
+      if (child.terminal >= 0) tcsetpgrp(child.terminal, getpgrp());
+      continue;
+    }
     if (expired->load() && !kill_at) {
       std::fprintf(stderr, "palisade: lock: lost '%s': the session expired; stopping the command (SIGTERM)\n",
                    flags.name.c_str());
-      kill(child.pid, SIGTERM);
+      kill(-child.pid, SIGTERM);
       kill_at = Clock::now() + flags.kill_after;
     }
     if (kill_at && !killed && Clock::now() >= *kill_at) {
       std::fprintf(stderr, "palisade: lock: the command did not exit within %s of SIGTERM; killing it (SIGKILL)\n",
                    format_duration(flags.kill_after).c_str());
-      kill(child.pid, SIGKILL);
+      kill(-child.pid, SIGKILL);
       killed = true;
     }
     const timespec tick{0, 100'000'000};
     siginfo_t info{};
-    if (sigtimedwait(&handled, &info, &tick) > 0 && pass_on(info, child.pid, child.missed)) {
-      kill(child.pid, info.si_signo);  // the command decides
+    if (sigtimedwait(&handled, &info, &tick) > 0 && !exited && pass_on(info, child.pid, child.missed)) {
+      kill(-child.pid, info.si_signo);  // the command decides, with all it started
     }
   }
   if (expired->load() || kill_at) return kExitLeaseLost;
-  if (Status s = client.value()->release(lease.value()); !s.is_ok() && flags.verbose) {
-    std::fprintf(stderr, "palisade: lock: release: %s\n", s.to_string().c_str());
+  // The session may have expired unseen (this process was paused past its
+  // lease while COMMAND ran): the lock group says so now.
+  if (Status s = client.value()->release(lease.value()); !s.is_ok()) {
+    if (s.code() == Code::kNoSession || expired->load()) {
+      std::fprintf(stderr, "palisade: lock: lost '%s' while the command ran: %s\n", flags.name.c_str(),
+                   s.to_string().c_str());
+      return kExitLeaseLost;
+    }
+    if (flags.verbose) std::fprintf(stderr, "palisade: lock: release: %s\n", s.to_string().c_str());
   }
   return exit_code_of(wait_status);
 }
@@ -228,11 +279,12 @@ void add_lock_command(CLI::App& app, const CommonOptions& common, int& exit_code
   lock->add_flag("--shared", flags->shared, "A shared (reader) lock instead of an exclusive one");
   lock->add_flag("-v,--verbose", flags->verbose, "Say on stderr what is held, with its token");
   lock->footer(
-      "COMMAND runs with PALISADE_LOCK, PALISADE_TOKEN (decimal), PALISADE_SEQUENCER and PALISADE_CLUSTER set;\n"
-      "`palisade put` and `palisade del` inside it are fenced by the grant. SIGINT, SIGTERM and SIGHUP\n"
-      "are passed on to COMMAND, unless it got them too (Ctrl-C, a kill to the process group from\n"
-      "within it); while the lock is not yet granted they cancel the wait instead.\n"
-      "Exit: COMMAND's code; 7 when the lease was lost (COMMAND got SIGTERM); 6 when --wait ran out;\n"
+      "COMMAND runs with PALISADE_LOCK, PALISADE_TOKEN (decimal), PALISADE_SEQUENCER and PALISADE_CLUSTER set,\n"
+      "in a process group of its own; `palisade put` and `palisade del` inside it are fenced by the grant.\n"
+      "SIGINT, SIGTERM and SIGHUP are passed on to COMMAND's group; while the lock is not yet granted\n"
+      "they cancel the wait instead.\n"
+      "Exit: COMMAND's code; 7 when the lease was lost while COMMAND ran (its group got SIGTERM);\n"
+      "6 when --wait ran out;\n"
       "4 when the cluster is unavailable; 126/127 when COMMAND cannot be run / is not found;\n"
       "128+N when signal N cancelled the wait (COMMAND did not run).");
   lock->callback([flags, &common, &exit_code] { exit_code = run(*flags, common); });

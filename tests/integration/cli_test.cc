@@ -729,6 +729,83 @@ TEST_CASE("cli: lock --kill-after SIGKILLs a COMMAND that ignores SIGTERM after 
   CHECK_FALSE(tools::is_alive(command));
 }
 
+// Whether `pid` has exited and waits for its parent to reap it.
+bool is_zombie(pid_t pid) {
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  return paren != std::string::npos && stat.size() > paren + 2 && stat[paren + 2] == 'Z';
+}
+
+// COMMAND `sh -c` that starts `sleep 600` (a grandchild of `palisade lock`),
+// writes its pid to `pid_file` and waits for it.
+std::string grandchild_script(const std::string& pid_file) {
+  return "sleep 600 & echo $! > " + pid_file + ".tmp; mv " + pid_file + ".tmp " + pid_file + "; wait";
+}
+
+tools::DaemonRecord process_in(const std::string& pid_file) {
+  tools::DaemonRecord p;
+  p.pid = std::stoi(read_file(pid_file));
+  p.start_time = tools::process_start_time(p.pid).value_or(0);
+  return p;
+}
+
+TEST_CASE("cli: a lost lease and a SIGTERM stop COMMAND's whole process group, grandchildren too", "[cli]") {
+  default_signal_actions();
+  Fixture fx;
+  for (const bool lease_lost : {true, false}) {
+    INFO((lease_lost ? "the lease is lost" : "SIGTERM to palisade lock"));
+    const std::string lock = lease_lost ? "lost" : "termed";
+    const std::string pid_file = fx.dir.sub(lock + ".pid");
+    auto holder = fx.start(lock + ".log", {"lock", "-v", lock, "--", "sh", "-c", grandchild_script(pid_file)});
+    wait_until("COMMAND to start its child", [&] {
+      REQUIRE(holder->running());
+      return std::filesystem::exists(pid_file);
+    });
+    const tools::DaemonRecord sleeper = process_in(pid_file);
+    REQUIRE(tools::is_alive(sleeper));
+    if (lease_lost) {
+      fx.take_over(*holder, lock);
+    } else {
+      holder->signal(SIGTERM);
+    }
+    auto ended = ended_with(*holder, 30000);
+    INFO(holder->log());
+    CHECK(ended == (lease_lost ? 7 : 128 + SIGTERM));
+    // The sleep got the signal with its shell: nothing of COMMAND outlives palisade.
+    wait_until("the grandchild to be gone", [&] { return !tools::is_alive(sleeper) || is_zombie(sleeper.pid); });
+  }
+}
+
+TEST_CASE("cli: lock exits 7 when its session expired while COMMAND ran, even if COMMAND ended first", "[cli]") {
+  default_signal_actions();
+  Fixture fx;
+  const std::string ready = fx.dir.sub("paused.ready");
+  const std::string go = fx.dir.sub("paused.go");
+  auto holder = fx.start("paused.log", {"lock", "-v", "paused", "--", "sh", "-c",
+                                        "echo $$ > " + ready + ".tmp; mv " + ready + ".tmp " + ready +
+                                            "; while [ ! -e " + go + " ]; do sleep 0.05; done; exit 0"});
+  wait_until("COMMAND to start", [&] {
+    REQUIRE(holder->running());
+    return std::filesystem::exists(ready);
+  });
+  const pid_t command = std::stoi(read_file(ready));
+  // palisade lock is paused: COMMAND ends (unreaped), the session expires,
+  // another client takes the lock; then palisade wakes.
+  holder->signal(SIGSTOP);
+  std::ofstream(go) << "";
+  wait_until("COMMAND to exit", [&] { return is_zombie(command); });
+  LockClientOptions o;
+  o.nodes = fx.cluster->lockd_endpoints();
+  auto other = LockClient::connect(o);
+  REQUIRE(other.is_ok());
+  REQUIRE(other.value()->acquire("paused", {.wait = 20s}).is_ok());
+  holder->signal(SIGCONT);
+  auto ended = ended_with(*holder, 30000);
+  INFO(holder->log());
+  CHECK(ended == 7);
+  CHECK(holder->log().find("lost 'paused'") != std::string::npos);
+}
+
 TEST_CASE("cli: status shows epochs as ROUND.NODE, and -o json the raw epoch with its round and node", "[cli]") {
   Fixture fx;
   Run json = fx.run({"status", "-o", "json"});
