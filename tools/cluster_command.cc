@@ -86,6 +86,20 @@ std::string conflict(const ClusterFlags& flags, const SizesGiven& given, const C
   return out;
 }
 
+// A first `up` that failed leaves no cluster behind (its daemons died with the
+// LocalCluster): a retry, with other flags too, starts afresh instead of
+// finding a cluster that never ran. The logs stay, for the reason.
+void forget_new_cluster(const ClusterFlags& flags) {
+  std::error_code ec;
+  for (const char* file : {"cluster.toml", "cluster.key", "daemons"}) fs::remove(flags.dir + "/" + file, ec);
+  for (const auto& entry : fs::directory_iterator(flags.dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory() && (name.rfind("lockd-", 0) == 0 || name.rfind("replica-", 0) == 0)) {
+      fs::remove_all(entry.path(), ec);
+    }
+  }
+}
+
 int up(ClusterFlags flags, const CommonOptions& common, const SizesGiven& given) {
   auto records = read_daemon_records(flags.records_path());
   if (!records.is_ok()) return report_error("cluster up", records.status());
@@ -136,7 +150,10 @@ int up(ClusterFlags flags, const CommonOptions& common, const SizesGiven& given)
   options.start_timeout = 30s;
   for (const DaemonRecord& r : running) options.adopt.push_back({r.name, r.pid, r.start_time, r.endpoint});
   auto cluster = LocalCluster::start(options);
-  if (!cluster.is_ok()) return report_error("cluster up", cluster.status());
+  if (!cluster.is_ok()) {
+    if (!existing) forget_new_cluster(flags);
+    return report_error("cluster up", cluster.status());
+  }
   LocalCluster& c = *cluster.value();
 
   struct Up {

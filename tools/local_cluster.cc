@@ -362,6 +362,17 @@ Status LocalCluster::launch() {
     found->adopt(a.pid, a.start_time);
   }
 
+  // A daemon that cannot listen exits, but another process on its port would
+  // answer for it, and the cluster file would lead clients there.
+  for (const auto* list : {&lockd_, &replicas_}) {
+    for (const auto& d : *list) {
+      if (d->running()) continue;  // adopted
+      if (listening_on(d->endpoint())) {
+        return Status(Code::kBadRequest, d->name() + " cannot listen on " + d->endpoint() +
+                                             ": another process listens there");
+      }
+    }
+  }
   for (auto& d : replicas_) d->start(o.detached);
   for (auto& d : lockd_) d->start(o.detached);
 
@@ -379,7 +390,7 @@ Status LocalCluster::launch() {
     for (auto& d : lockd_) {
       if (!d->running()) return d->wait_ready(milliseconds(0));  // says how it exited
     }
-    if (master_id(milliseconds(std::clamp(ms_left(deadline), 1, 300)))) return Status::ok();
+    if (master_id(milliseconds(std::clamp(ms_left(deadline), 1, 300)))) break;
     if (Clock::now() >= deadline) {
       return Status(Code::kUnavailable, "no lockd master was elected within " +
                                             std::to_string(o.start_timeout.count()) + " ms; the logs end:\n" +
@@ -387,6 +398,14 @@ Status LocalCluster::launch() {
     }
     std::this_thread::sleep_for(milliseconds(20));
   }
+  // Each answered while alive; one that exited since (it could not listen, or
+  // lock its data directory) must not be reported as started.
+  for (const auto* list : {&replicas_, &lockd_}) {
+    for (const auto& d : *list) {
+      if (!d->running()) return d->wait_ready(milliseconds(0));  // says how it exited
+    }
+  }
+  return Status::ok();
 }
 
 Status LocalCluster::write_cluster_files() {

@@ -52,5 +52,8 @@ class Process {
 
 // A TCP port on 127.0.0.1 that was free a moment ago.
 int free_port();
+// Whether a process listens on the port of a tcp://HOST:PORT endpoint on this
+// machine now (false for other endpoints). TIME_WAIT leftovers do not count.
+bool listening_on(const std::string& endpoint);
 
 }  // namespace palisade::tools

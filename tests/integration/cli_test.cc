@@ -974,6 +974,37 @@ TEST_CASE("cli: status says locks_complete false when the master stops answering
   CHECK(text.out.find(says) != std::string::npos);
 }
 
+TEST_CASE("cli: cluster up on ports another cluster holds fails, names the daemon, and a retry needs no purge",
+          "[cli]") {
+  tools::TempDir home;
+  const std::string a = home.sub("a");
+  const std::string b = home.sub("b");
+  ClusterDown cleanup_a{home, a};
+  ClusterDown cleanup_b{home, b};
+  REQUIRE(palisade(home, {"cluster", "up", "--dir", a}).code == 0);
+  auto config = load_cluster_file(a + "/cluster.toml");
+  REQUIRE(config.is_ok());
+  const std::string taken = config.value().lockd[0].endpoint;
+  const std::string port = taken.substr(taken.rfind(':') + 1);
+
+  // Its daemons could not listen, and A's would have answered for them.
+  Run clash = palisade(home, {"cluster", "up", "--dir", b, "--base-port", port});
+  INFO(clash.out);
+  CHECK(clash.code == 2);
+  CHECK(clash.out.find("lockd-1 cannot listen on " + taken + ": another process listens there") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(b + "/cluster.toml"));  // nothing leads a client to A by mistake
+  auto records = tools::read_daemon_records(b + "/daemons");
+  REQUIRE(records.is_ok());
+  for (const auto& r : records.value()) CHECK_FALSE(tools::is_alive(r));
+
+  // A retry with other flags starts a cluster of its own: no `down --purge` first.
+  Run retry = palisade(home, {"cluster", "up", "--dir", b});
+  INFO(retry.out);
+  REQUIRE(retry.code == 0);
+  REQUIRE(palisade(home, {"--cluster", b + "/cluster.toml", "put", "only-in-b", "v"}).code == 0);
+  CHECK(palisade(home, {"--cluster", a + "/cluster.toml", "get", "only-in-b"}).code == 5);
+}
+
 TEST_CASE("cli: cluster up on a partly running cluster starts only the daemons that exited, with their data",
           "[cli]") {
   tools::TempDir home;
