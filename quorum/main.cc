@@ -15,6 +15,7 @@
 #include "common/dir_lock.h"
 #include "common/hash.h"
 #include "common/stop_signals.h"
+#include "common/version.h"
 #include "quorum/lmdb_paxos_storage.h"
 #include "quorum/lockd_server.h"
 
@@ -124,10 +125,11 @@ int main(int argc, char** argv) {
                "Replicates the lock table with multi-Paxos among the lockd nodes of the\n"
                "cluster file, grants locks as leases with fencing tokens and signed\n"
                "sequencers, and syncs its acceptor state before acknowledging it."};
+  app.set_version_flag("--version", std::string("palisade-lockd ") + palisade::version());
   app.add_option("--id", flags.id, "This node's id in the cluster file's [[lockd]] list")
       ->required()
       ->check(CLI::Range(1, 255));
-  app.add_option("--cluster", flags.cluster_file, "The cluster file (TOML; see docs/operations.md)")
+  app.add_option("--cluster", flags.cluster_file, "The cluster file (TOML; common/cluster_config.h describes it)")
       ->required()
       ->check(CLI::ExistingFile);
   app.add_option("--data-dir", flags.data_dir, "Directory of this node's LMDB files (created if missing)")

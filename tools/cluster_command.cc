@@ -17,6 +17,7 @@
 #include "client/replica_connection.h"
 #include "tools/command.h"
 #include "tools/daemon_records.h"
+#include "tools/health.h"
 #include "tools/local_cluster.h"
 #include "tools/lockd_call.h"
 
@@ -148,6 +149,8 @@ int up(ClusterFlags flags, const CommonOptions& common, const SizesGiven& given)
   options.reuse_cluster_file = true;
   options.detached = true;
   options.start_timeout = 30s;
+  // Replicas that drifted (one was down) converge without `palisade repair`.
+  options.replica_args = {"--anti-entropy-interval", "1m"};
   for (const DaemonRecord& r : running) options.adopt.push_back({r.name, r.pid, r.start_time, r.endpoint});
   auto cluster = LocalCluster::start(options);
   if (!cluster.is_ok()) {
@@ -262,7 +265,11 @@ int status(const ClusterFlags& flags, const CommonOptions& common) {
   }
   zmq::context_t ctx(1);
   nlohmann::json daemons = nlohmann::json::array();
-  bool all_up = true;
+  HealthCounts counts;
+  if (auto config = load_cluster_file(flags.cluster_file()); config.is_ok()) {
+    counts.read_quorum = config.value().read_quorum;
+    counts.write_quorum = config.value().write_quorum;
+  }
   for (const DaemonRecord& r : records.value()) {
     std::string state = !is_alive(r) ? "exited" : is_paused(r) ? "paused" : "running";
     std::string role;
@@ -278,7 +285,15 @@ int status(const ClusterFlags& flags, const CommonOptions& common) {
         role = reply.is_ok() && reply.value().status.is_ok() ? "answering" : "not answering";
       }
     }
-    all_up = all_up && state == "running" && role != "not answering";
+    const bool answering = state == "running" && role != "not answering";
+    if (r.name.starts_with("lockd-")) {
+      ++counts.lockd;
+      counts.lockd_answering += answering ? 1 : 0;
+      counts.master = counts.master || role == "master";
+    } else {
+      ++counts.replicas;
+      counts.replicas_answering += answering ? 1 : 0;
+    }
     nlohmann::json d{{"name", r.name}, {"pid", r.pid}, {"state", state}, {"endpoint", r.endpoint}, {"role", role}};
     if (epoch) {
       const EpochParts p = epoch_parts(*epoch);
@@ -286,13 +301,15 @@ int status(const ClusterFlags& flags, const CommonOptions& common) {
     }
     daemons.push_back(d);
   }
+  const Health health = health_of(counts);
   if (common.json()) {
-    std::printf("%s\n", nlohmann::json{{"dir", flags.dir}, {"cluster_file", flags.cluster_file()}, {"healthy", all_up},
+    std::printf("%s\n", nlohmann::json{{"dir", flags.dir}, {"cluster_file", flags.cluster_file()},
+                                       {"healthy", health == Health::kHealthy}, {"state", health_name(health)},
                                        {"daemons", daemons}}
                             .dump(2)
                             .c_str());
   } else {
-    std::printf("%s (%s)\n", flags.cluster_file().c_str(), all_up ? "healthy" : "NOT healthy");
+    std::printf("%s (%s)\n", flags.cluster_file().c_str(), health_name(health));
     std::printf("  %-10s %-8s %-8s %-24s %s\n", "NAME", "PID", "STATE", "ENDPOINT", "ROLE");
     for (const auto& d : daemons) {
       std::string role = d["role"].get<std::string>();
@@ -301,7 +318,7 @@ int status(const ClusterFlags& flags, const CommonOptions& common) {
                   d["state"].get<std::string>().c_str(), d["endpoint"].get<std::string>().c_str(), role.c_str());
     }
   }
-  return all_up ? kExitOk : kExitUnavailable;
+  return health == Health::kUnavailable ? kExitUnavailable : kExitOk;
 }
 
 }  // namespace

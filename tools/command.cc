@@ -6,11 +6,16 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "common/endpoint.h"
 #include "quorum/paxos_messages.h"
 
 namespace palisade::tools {
 namespace {
+
+// How errors are printed: as -o asks (main() also sets it for usage errors).
+OutputFormat error_format = OutputFormat::kText;
 
 std::string env(const char* name) {
   const char* v = std::getenv(name);
@@ -51,15 +56,15 @@ Result<ClusterConfig> load_cluster(const CommonOptions& common) {
 }
 
 int report_cluster_error(std::string_view what, const Status& status) {
-  std::fprintf(stderr, "palisade: %.*s: %s\n", static_cast<int>(what.size()), what.data(), status.message().c_str());
-  return status.code() == Code::kUnavailable ? kExitUnavailable : kExitFailure;
+  return report_failure(what, status.message(),
+                        status.code() == Code::kUnavailable ? kExitUnavailable : kExitFailure);
 }
 
 int exit_code_for(const Status& status) {
   switch (status.code()) {
     case Code::kOk: return kExitOk;
-    case Code::kFenced:
-    case Code::kBadSequencer: return kExitFenced;
+    case Code::kFenced: return kExitFenced;
+    case Code::kBadSequencer: return kExitUsage;  // forged, another cluster's, a shared grant: not a newer holder
     case Code::kUnavailable:
     case Code::kNotMaster:
     case Code::kStaleEpoch: return kExitUnavailable;
@@ -72,9 +77,18 @@ int exit_code_for(const Status& status) {
 }
 
 int report_error(std::string_view what, const Status& status) {
-  std::fprintf(stderr, "palisade: %.*s: %s\n", static_cast<int>(what.size()), what.data(),
-               status.to_string().c_str());
-  return exit_code_for(status);
+  return report_failure(what, status.to_string(), exit_code_for(status));
+}
+
+int report_failure(std::string_view what, std::string_view message, int code) {
+  if (error_format == OutputFormat::kJson) {
+    const nlohmann::json out{{"error", {{"command", what}, {"message", message}, {"exit_code", code}}}};
+    std::fprintf(stderr, "%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
+    std::fprintf(stderr, "palisade: %.*s: %.*s\n", static_cast<int>(what.size()), what.data(),
+                 static_cast<int>(message.size()), message.data());
+  }
+  return code;
 }
 
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
@@ -126,11 +140,17 @@ std::string format_epoch(uint64_t epoch) {
 
 CLI::Option* add_duration_option(CLI::App* app, const std::string& name, std::chrono::milliseconds& target,
                                  const std::string& description) {
+  return add_duration_option(app, name, target, true, description);
+}
+
+CLI::Option* add_duration_option(CLI::App* app, const std::string& name, std::chrono::milliseconds& target,
+                                 bool allow_zero, const std::string& description) {
   auto* option = app->add_option_function<std::string>(
       name,
-      [&target](const std::string& text) {
+      [&target, allow_zero, name](const std::string& text) {
         auto d = parse_duration(text);
         if (!d) throw CLI::ValidationError("'" + text + "' is not a duration: write it with a unit, as 500ms, 2s, 1m or 1m30s");
+        if (!allow_zero && d->count() == 0) throw CLI::ValidationError(name + " must be more than 0");
         target = *d;
       },
       description);
@@ -142,6 +162,8 @@ CLI::Validator endpoint_validator() {
   return CLI::Validator([](std::string& endpoint) { return endpoint_problem(endpoint); }, "ENDPOINT", "endpoint");
 }
 
+void set_error_format(OutputFormat format) { error_format = format; }
+
 void add_common_options(CLI::App& app, CommonOptions& common) {
   app.add_option("--cluster", common.cluster_file,
                  "The cluster file (default: $PALISADE_CLUSTER, else the local cluster's: " + default_cluster_dir() +
@@ -151,6 +173,7 @@ void add_common_options(CLI::App& app, CommonOptions& common) {
          "-o,--output",
          [&common](const std::string& format) {
            common.output = format == "json" ? OutputFormat::kJson : OutputFormat::kText;
+           error_format = common.output;
          },
          "Output format: text, or json for tools")
       ->check(CLI::IsMember({"text", "json"}))

@@ -63,7 +63,12 @@ int report_cluster_error(std::string_view what, const Status& status);
 // (bad request, too large), else failure.
 int exit_code_for(const Status& status);
 // Prints "palisade: <what>: <status>" to stderr and returns exit_code_for(status).
+// With -o json, one line {"error": {"command", "message", "exit_code"}} instead.
 int report_error(std::string_view what, const Status& status);
+// As report_error, with a message and exit code of the caller's.
+int report_failure(std::string_view what, std::string_view message, int code);
+// For errors reported before -o is parsed (usage errors): main() scans argv.
+void set_error_format(OutputFormat format);
 
 // "500ms", "2s", "1m", "1h", "1m30s"; a bare number is rejected (say the unit).
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
@@ -83,6 +88,9 @@ EpochParts epoch_parts(uint64_t epoch);
 // A flag that takes a duration with its unit, checked by parse_duration.
 CLI::Option* add_duration_option(CLI::App* app, const std::string& name, std::chrono::milliseconds& target,
                                  const std::string& description);
+// The same, refusing 0 when !allow_zero (a timeout, a lease).
+CLI::Option* add_duration_option(CLI::App* app, const std::string& name, std::chrono::milliseconds& target,
+                                 bool allow_zero, const std::string& description);
 // Refuses a malformed endpoint (common/endpoint.h), naming it: a usage error.
 CLI::Validator endpoint_validator();
 // --cluster and -o/--output, given before or after the subcommand.

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -26,6 +27,7 @@
 
 #include "tools/cluster_clients.h"
 #include "tools/command.h"
+#include "tools/reachable.h"
 #include "tools/signal_relay.h"
 
 namespace palisade::tools {
@@ -127,7 +129,8 @@ int exit_code_of(int wait_status) {
 
 // Acquires the lock; SIGINT, SIGTERM or SIGHUP (blocked, so taken here with
 // sigtimedwait) cancel the wait. `caught` is the signal that did, 0 when none.
-Result<Lease> acquire_or_stop(LockClient& client, const LockFlags& flags, int& caught) {
+Result<Lease> acquire_or_stop(LockClient& client, const LockFlags& flags, std::chrono::milliseconds wait,
+                              int& caught) {
   std::stop_source stop;
   std::atomic<bool> acquiring{true};
   std::atomic<int> signal_caught{0};
@@ -144,7 +147,7 @@ Result<Lease> acquire_or_stop(LockClient& client, const LockFlags& flags, int& c
     }
   });
   auto lease = client.acquire(flags.name, {.mode = flags.shared ? LockMode::kShared : LockMode::kExclusive,
-                                           .wait = flags.wait,
+                                           .wait = wait,
                                            .lock_delay = flags.lock_delay,
                                            .cancel = stop.get_token()});
   acquiring = false;
@@ -164,6 +167,17 @@ int run(const LockFlags& flags, const CommonOptions& common) {
 
   auto config = load_cluster(common);
   if (!config.is_ok()) return report_cluster_error("lock", config.status());
+  // Nothing listening is known at once; else --wait bounds the whole wait,
+  // finding a master included.
+  const ClusterConfig& cluster = config.value();
+  std::vector<std::string> nodes;
+  for (const LockdNode& n : cluster.lockd) nodes.push_back(n.endpoint);
+  if (Status s = enough_listening(nodes, nodes.size() / 2 + 1, "lock group nodes"); !s.is_ok()) {
+    return report_error("lock", s);
+  }
+  const int w = cluster.write_quorum != 0 ? cluster.write_quorum : static_cast<int>(cluster.replicas.size()) / 2 + 1;
+  if (Status s = enough_listening(cluster.replicas, w, "replicas"); !s.is_ok()) return report_error("lock", s);
+  const auto deadline = Clock::now() + flags.wait;
   auto store = open_store(config.value());
   if (!store.is_ok()) return report_error("lock", store.status());
   auto expired = std::make_shared<std::atomic<bool>>(false);
@@ -177,10 +191,19 @@ int run(const LockFlags& flags, const CommonOptions& common) {
     }
     if (e == SessionEvent::kSafe && verbose) std::fprintf(stderr, "palisade: lock: session safe again\n");
   };
-  auto client = LockClient::connect(options);
-  if (!client.is_ok()) return report_error("lock", client.status());
+  auto client = LockClient::connect(options, std::clamp(flags.wait, std::chrono::milliseconds(1000),
+                                                       std::chrono::milliseconds(10000)));
+  if (!client.is_ok()) {
+    // The library and the lock group name the lease by their fields; a user gave --ttl.
+    std::string message = client.status().message();
+    for (const char* field : {"session_ttl ", "lease_ms "}) {
+      if (message.rfind(field, 0) == 0) message = "--ttl " + format_duration(flags.ttl) + " (" + message + ")";
+    }
+    return report_error("lock", Status(client.status().code(), message));
+  }
   int caught = 0;
-  auto lease = acquire_or_stop(*client.value(), flags, caught);
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  auto lease = acquire_or_stop(*client.value(), flags, std::max(left, std::chrono::milliseconds(0)), caught);
   // Granted at the last moment or not: COMMAND does not run.
   auto cancel = [&](int sig) {
     if (lease.is_ok()) (void)client.value()->release(lease.value());
@@ -246,7 +269,11 @@ int run(const LockFlags& flags, const CommonOptions& common) {
       kill(-child.pid, info.si_signo);  // the command decides, with all it started
     }
   }
-  if (expired->load() || kill_at) return kExitLeaseLost;
+  if (kill_at) return kExitLeaseLost;  // said so as it stopped COMMAND
+  if (expired->load()) {
+    std::fprintf(stderr, "palisade: lock: lost '%s' while the command ran: the session expired\n", flags.name.c_str());
+    return kExitLeaseLost;
+  }
   // The session may have expired unseen (this process was paused past its
   // lease while COMMAND ran): the lock group says so now.
   if (Status s = client.value()->release(lease.value()); !s.is_ok()) {
@@ -269,24 +296,29 @@ void add_lock_command(CLI::App& app, const CommonOptions& common, int& exit_code
   lock->add_option("COMMAND", flags->command, "The command and its arguments (after --)")->required();
   add_duration_option(lock, "--wait", flags->wait, "How long to wait for the lock (0s: fail at once when held)")
       ->default_str("until granted");
-  add_duration_option(lock, "--ttl", flags->ttl,
+  add_duration_option(lock, "--ttl", flags->ttl, /*allow_zero=*/false,
                       "The session's lease: how long the lock outlives this process's last KeepAlive (1s..10m)")
       ->default_str("the cluster's session_lease_ms");
   add_duration_option(lock, "--lock-delay", flags->lock_delay,
                       "Keep the lock from others this long should our session expire holding it (at most 1m)");
   add_duration_option(lock, "--kill-after", flags->kill_after,
                       "After a lost lease, SIGKILL the command if it has not exited this long after SIGTERM");
-  lock->add_flag("--shared", flags->shared, "A shared (reader) lock instead of an exclusive one");
+  lock->add_flag("--shared", flags->shared, "A shared (reader) lock instead of an exclusive one; it cannot fence writes");
   lock->add_flag("-v,--verbose", flags->verbose, "Say on stderr what is held, with its token");
   lock->footer(
       "COMMAND runs with PALISADE_LOCK, PALISADE_TOKEN (decimal), PALISADE_SEQUENCER and PALISADE_CLUSTER set,\n"
-      "in a process group of its own; `palisade put` and `palisade del` inside it are fenced by the grant.\n"
+      "in a process group of its own; `palisade put` and `palisade del` inside it are fenced by the grant\n"
+      "(an exclusive one: a --shared grant cannot fence a write, and put refuses its sequencer).\n"
       "SIGINT, SIGTERM and SIGHUP are passed on to COMMAND's group; while the lock is not yet granted\n"
       "they cancel the wait instead.\n"
       "Exit: COMMAND's code; 7 when the lease was lost while COMMAND ran (its group got SIGTERM);\n"
       "6 when --wait ran out;\n"
       "4 when the cluster is unavailable; 126/127 when COMMAND cannot be run / is not found;\n"
-      "128+N when signal N cancelled the wait (COMMAND did not run).");
+      "128+N when signal N cancelled the wait (COMMAND did not run).\n"
+      "Examples:\n"
+      "  palisade lock ledger -- sh -c 'palisade put balance 100'\n"
+      "  palisade lock -v job --ttl 5s --wait 1m -- ./nightly-job.sh\n"
+      "  palisade lock readers --shared -- palisade get balance");
   lock->callback([flags, &common, &exit_code] { exit_code = run(*flags, common); });
 }
 

@@ -131,7 +131,7 @@ void add_repair_command(CLI::App& app, const CommonOptions& common, int& exit_co
          },
          "Drop tombstones that every replica holds committed and that are older than this (default: keep them)")
       ->type_name("DURATION");
-  add_duration_option(sub, "--timeout", flags->timeout, "A replica that does not answer within this is unreachable");
+  add_duration_option(sub, "--timeout", flags->timeout, /*allow_zero=*/false, "A replica that does not answer within this is unreachable");
   sub->footer("Exit status: 0 the replicas were equal, 8 they differed (repaired, or left alone with --dry-run),\n"
               "4 a replica could not be reached (what the others allowed was repaired).");
   sub->callback([flags, &common, &exit_code] { exit_code = run(*flags, common); });

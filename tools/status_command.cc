@@ -1,8 +1,8 @@
 // `palisade status`: the lock group as each node sees it (role, epoch as
 // ROUND.NODE, applied slot, sessions; the master's locks with holders and
 // tokens) and each replica: whether it answers, its keys and its fence floors
-// (the `stats` request). Exit 0 when a master answers and a write quorum of replicas does,
-// kExitUnavailable otherwise.
+// (the `stats` request). Healthy, degraded or unavailable (tools/health.h):
+// exit 0 unless unavailable.
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -13,6 +13,8 @@
 
 #include "client/replica_connection.h"
 #include "tools/command.h"
+#include "tools/health.h"
+#include "tools/reachable.h"
 #include "tools/lockd_call.h"
 
 namespace palisade::tools {
@@ -32,10 +34,11 @@ nlohmann::json epoch_json(uint64_t epoch) {
 // One replica as JSON: reachable, and what its stats say. A replica that
 // answers without stats (one older than the request: unknown_type; a disk
 // error) is reachable, with "stats_error" saying why.
-nlohmann::json replica_json(zmq::context_t& ctx, const std::string& endpoint) {
+nlohmann::json replica_json(zmq::context_t& ctx, const std::string& endpoint, bool refused) {
   client::ReplicaConnection conn(ctx, endpoint);
-  auto reply = conn.call({0, wire::StatsRequest{}}, 1000);
+  auto reply = refused ? Result<wire::ReplicaReply>(Status(Code::kUnavailable, "refused")) : conn.call({0, wire::StatsRequest{}}, 1000);
   nlohmann::json out{{"endpoint", endpoint}, {"reachable", reply.is_ok()}};
+  for (const char* field : {"keys", "floor_count", "floors", "floors_cut", "data_bytes", "format"}) out[field] = nullptr;
   if (!reply.is_ok()) return out;
   if (!reply.value().stats) {
     out["stats_error"] = reply.value().status.is_ok() ? "no stats in the reply" : reply.value().status.to_string();
@@ -57,7 +60,7 @@ void print_replica(const nlohmann::json& r) {
     std::printf("  %-24s not answering\n", endpoint);
     return;
   }
-  if (!r.contains("keys")) {
+  if (r["keys"].is_null()) {
     std::printf("  %-24s answering, no stats: %s\n", endpoint, r["stats_error"].get_ref<const std::string&>().c_str());
     return;
   }
@@ -84,10 +87,21 @@ int run(const CommonOptions& common) {
   nlohmann::json nodes = nlohmann::json::array();
   std::optional<wire::LockReply> master;
   std::string master_endpoint;
+  // Who refuses connections is known at once: not asked, not waited for.
+  std::vector<std::string> all;
+  for (const LockdNode& n : config.lockd) all.push_back(n.endpoint);
+  all.insert(all.end(), config.replicas.begin(), config.replicas.end());
+  const std::vector<std::string> refused = refusing(all, 1000ms);
+  auto is_refused = [&](const std::string& e) { return std::find(refused.begin(), refused.end(), e) != refused.end(); };
+  size_t lockd_answering = 0;
   for (const LockdNode& n : config.lockd) {
-    auto reply = call_lockd_endpoint(ctx, n.endpoint, wire::LockStatusRequest{}, 1000ms);
-    nlohmann::json node{{"id", n.id}, {"endpoint", n.endpoint}, {"reachable", reply.has_value()}};
+    auto reply = is_refused(n.endpoint) ? std::nullopt
+                                        : call_lockd_endpoint(ctx, n.endpoint, wire::LockStatusRequest{}, 1000ms);
+    nlohmann::json node{{"id", n.id}, {"endpoint", n.endpoint}, {"reachable", reply.has_value()}, {"role", nullptr},
+                        {"applied_slot", nullptr}, {"sessions", nullptr}, {"epoch", nullptr},
+                        {"epoch_round", nullptr}, {"epoch_node", nullptr}};
     if (reply) {
+      ++lockd_answering;
       node.update({{"role", reply->role}, {"applied_slot", reply->applied_slot}, {"sessions", reply->sessions}});
       node.update(epoch_json(reply->epoch));
       if (reply->role == "master" && (!master || reply->epoch > master->epoch)) {
@@ -121,26 +135,36 @@ int run(const CommonOptions& common) {
   nlohmann::json replicas = nlohmann::json::array();
   int answering = 0;
   for (const std::string& endpoint : config.replicas) {
-    replicas.push_back(replica_json(ctx, endpoint));
+    replicas.push_back(replica_json(ctx, endpoint, is_refused(endpoint)));
     answering += replicas.back()["reachable"].get<bool>() ? 1 : 0;
   }
   const int majority = static_cast<int>(config.replicas.size()) / 2 + 1;
   const int write_quorum = config.write_quorum != 0 ? config.write_quorum : majority;
-  const bool healthy = master.has_value() && answering >= write_quorum;
+  const Health health = health_of({.master = master.has_value(),
+                                   .lockd_answering = lockd_answering,
+                                   .lockd = config.lockd.size(),
+                                   .replicas_answering = static_cast<size_t>(answering),
+                                   .replicas = config.replicas.size(),
+                                   .read_quorum = config.read_quorum,
+                                   .write_quorum = config.write_quorum});
+  const bool healthy = health == Health::kHealthy;
+  const int exit_code = health == Health::kUnavailable ? kExitUnavailable : kExitOk;
 
   if (common.json()) {
-    nlohmann::json out{{"cluster_file", config.path}, {"group", config.group}, {"healthy", healthy}};
+    nlohmann::json out{{"cluster_file", config.path}, {"group", config.group}, {"healthy", healthy},
+                       {"state", health_name(health)}};
+    // Without a master, what only a master knows is null, not a default.
     out["lock_group"] = {{"master", master ? nlohmann::json(master->node) : nlohmann::json(nullptr)},
                          {"nodes", nodes},
-                         {"locks", locks},
-                         {"locks_complete", locks_complete}};
-    out["lock_group"].update(epoch_json(master ? master->epoch : 0));
+                         {"locks", master ? locks : nlohmann::json(nullptr)},
+                         {"locks_complete", master ? nlohmann::json(locks_complete) : nlohmann::json(nullptr)},
+                         {"epoch", nullptr}, {"epoch_round", nullptr}, {"epoch_node", nullptr}};
+    if (master) out["lock_group"].update(epoch_json(master->epoch));
     out["replicas"] = replicas;
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-    return healthy ? kExitOk : kExitUnavailable;
+    return exit_code;
   }
-  std::printf("cluster %s (group '%s'): %s\n", config.path.c_str(), config.group.c_str(),
-              healthy ? "healthy" : "NOT healthy");
+  std::printf("cluster %s (group '%s'): %s\n", config.path.c_str(), config.group.c_str(), health_name(health));
   std::printf("\nlock group: %s\n", master ? ("master lockd-" + std::to_string(master->node) + ", epoch " +
                                               format_epoch(master->epoch) + ", " + std::to_string(master->sessions) +
                                               " sessions")
@@ -174,7 +198,7 @@ int run(const CommonOptions& common) {
   }
   std::printf("\nreplicas: %d of %zu answer (write quorum %d)\n", answering, config.replicas.size(), write_quorum);
   for (const auto& r : replicas) print_replica(r);
-  return healthy ? kExitOk : kExitUnavailable;
+  return exit_code;
 }
 
 }  // namespace

@@ -180,6 +180,8 @@ TEST_CASE("cli: cluster up starts a healthy cluster in the background, down stop
   REQUIRE(records.is_ok());
   REQUIRE(records.value().size() == 6);
   for (const auto& r : records.value()) CHECK(tools::is_alive(r));
+  // The replicas run anti-entropy in the background.
+  CHECK(read_file(dir + "/replica-0.log").find("anti-entropy every 60000 ms") != std::string::npos);
 
   // Every other command finds the local cluster without being told.
   Run status = palisade(home, {"status"});
@@ -296,6 +298,142 @@ TEST_CASE("cli: a malformed endpoint in the cluster file or --replica is named, 
     CHECK(r.code == 2);
     CHECK(r.out.find("'" + bad + "'") != std::string::npos);
   }
+}
+
+// A cluster file whose every endpoint refuses connections (nothing listens).
+std::string dead_cluster_file(const tools::TempDir& dir) {
+  ClusterConfig config;
+  config.group = "dead";
+  config.lockd = {{.id = 1, .endpoint = "tcp://127.0.0.1:" + std::to_string(tools::free_port())}};
+  config.replicas = {"tcp://127.0.0.1:" + std::to_string(tools::free_port())};
+  const std::string file = dir.sub("dead.toml");
+  std::ofstream(file) << format_cluster_config(config);
+  return file;
+}
+
+TEST_CASE("cli: the exit codes of docs/cli.md, usage errors that name the problem, and errors as JSON", "[cli]") {
+  Fixture fx;
+  const std::string bin = PALISADE_BIN;
+  CHECK(fx.run({"put", "k", "v"}).code == 0);
+
+  // 1: a file that is not a cluster file.
+  const std::string garbage = fx.dir.sub("garbage.toml");
+  std::ofstream(garbage) << "this is not toml [";
+  CHECK(palisade(fx.dir, {"--cluster", garbage, "get", "k"}).code == 1);
+
+  // 2: usage. An empty key, for every command; an empty --sequencer; --ttl 0s and --timeout 0s.
+  for (std::vector<std::string> args : {std::vector<std::string>{"get", ""}, {"put", "", "v"}, {"del", ""}}) {
+    Run r = fx.run(args);
+    INFO(args[0] << ": " << r.out);
+    CHECK(r.code == 2);
+    CHECK(r.out.find("the key is empty") != std::string::npos);
+  }
+  Run empty_sequencer = fx.run({"put", "k", "v", "--sequencer", ""});
+  CHECK(empty_sequencer.code == 2);
+  CHECK(empty_sequencer.out.find("--sequencer is empty") != std::string::npos);
+  CHECK(fx.run({"lock", "L", "--ttl", "0s", "--", "true"}).code == 2);
+  CHECK(fx.run({"get", "k", "--timeout", "0s"}).code == 2);
+  // A sequencer whose MAC does not verify, and a shared grant's: usage, not fenced.
+  const std::string sequencer = last_line(fx.run({"lock", "X", "--", "sh", "-c", "echo $PALISADE_SEQUENCER"}).out);
+  REQUIRE(sequencer.rfind("ps1.", 0) == 0);
+  std::string forged = sequencer;
+  forged.back() = forged.back() == 'A' ? 'B' : 'A';
+  Run forged_put = fx.run({"put", "k", "x", "--sequencer", forged});
+  INFO(forged_put.out);
+  CHECK(forged_put.code == 2);
+  Run shared = fx.run({"lock", "S", "--shared", "--", bin, "put", "k", "x"});
+  CHECK(shared.code == 2);
+  CHECK(shared.out.find("shared grant of lock 'S', which cannot fence a write") != std::string::npos);
+  // An unknown command is named.
+  for (const std::string word : {"version", "ls"}) {
+    Run r = fx.run({word});
+    CHECK(r.code == 2);
+    CHECK(r.out.find("unknown command '" + word + "'") != std::string::npos);
+  }
+
+  // 3: an unfenced write over a fenced key says so, truly.
+  REQUIRE(fx.run({"lock", "F", "--", bin, "put", "fenced-key", "v"}).code == 0);
+  Run unfenced = fx.run({"put", "fenced-key", "w"});
+  INFO(unfenced.out);
+  CHECK(unfenced.code == 3);
+  CHECK(unfenced.out.find("holds a write fenced by a lock") != std::string::npos);
+
+  // 4, at once, when nothing listens; status names no master and no epoch.
+  const std::string dead = dead_cluster_file(fx.dir);
+  for (std::vector<std::string> args : {std::vector<std::string>{"get", "k"}, {"put", "k", "v"}, {"lock", "L", "--", "true"}}) {
+    args.insert(args.begin(), {"--cluster", dead});
+    Run r = palisade(fx.dir, args);
+    INFO(r.out);
+    CHECK(r.code == 4);
+    CHECK(r.out.find("nothing answers") != std::string::npos);
+  }
+  Run dead_status = palisade(fx.dir, {"--cluster", dead, "status", "-o", "json"});
+  CHECK(dead_status.code == 4);
+  auto ds = json_of(dead_status);
+  CHECK(ds["state"] == "unavailable");
+  CHECK(ds["lock_group"]["epoch"].is_null());
+  CHECK(ds["lock_group"]["locks_complete"].is_null());
+  CHECK(ds["lock_group"]["nodes"][0]["role"].is_null());
+  CHECK(ds["lock_group"]["nodes"][0]["epoch"].is_null());
+  CHECK(ds["replicas"][0]["keys"].is_null());
+
+  // 5 and 6.
+  CHECK(fx.run({"get", "absent"}).code == 5);
+  Run quick = fx.run({"get", "k", "--timeout", "1ms"});
+  INFO(quick.out);
+  CHECK(quick.code == 6);
+
+  // 126: COMMAND exists but cannot be run.
+  const std::string not_executable = fx.dir.sub("not-executable");
+  std::ofstream(not_executable) << "#!/bin/sh\n";
+  CHECK(fx.run({"lock", "L", "--", not_executable}).code == 126);
+
+  // -o json: errors too, one JSON object with the exit code.
+  Run json_error = fx.run({"get", "k", "--timeout", "1ms", "-o", "json"});
+  CHECK(json_error.code == 6);
+  CHECK(json_of(json_error)["error"]["exit_code"] == 6);
+  CHECK(json_of(json_error)["error"]["command"] == "get");
+  Run json_usage = fx.run({"-o", "json", "frobnicate"});
+  CHECK(json_usage.code == 2);
+  CHECK(json_of(json_usage)["error"]["message"].get<std::string>().find("unknown command 'frobnicate'") !=
+        std::string::npos);
+}
+
+TEST_CASE("cli: --version on palisade and both daemons, before any required flag", "[cli]") {
+  tools::TempDir dir;
+  const std::filesystem::path build = std::filesystem::path(PALISADE_BIN).parent_path().parent_path();
+  for (const auto& [bin, name] : {std::pair<std::string, std::string>{PALISADE_BIN, "palisade"},
+                                  {(build / "quorum/palisade-lockd").string(), "palisade-lockd"},
+                                  {(build / "replica/palisade-replica").string(), "palisade-replica"}}) {
+    tools::Process p({bin, "--version"}, dir.sub(name + ".log"));
+    CHECK(ended_with(p, 10000) == 0);
+    CHECK(p.log().rfind(name + " ", 0) == 0);
+  }
+}
+
+TEST_CASE("cli: put reads a value from stdin or a file; get -o json carries bytes that are not UTF-8 as base64",
+          "[cli]") {
+  Fixture fx;
+  const std::string bin = PALISADE_BIN;
+  // Over what one argument may hold (128 KiB), and with bytes that are not UTF-8.
+  std::string big(300 * 1024, 'x');
+  big[7] = '\xff';
+  const std::string file = fx.dir.sub("big.bin");
+  std::ofstream(file, std::ios::binary) << big;
+  REQUIRE(fx.run({"put", "big", "--from-file", file}).code == 0);
+  auto got = json_of(fx.run({"get", "big", "-o", "json"}));
+  CHECK(got["value"].is_null());
+  const std::string b64 = got["value_base64"].get<std::string>();
+  CHECK(b64.size() == (big.size() + 2) / 3 * 4);
+  CHECK(b64.substr(0, 12) == "eHh4eHh4eP94");  // "xxxxxxx\xffx"
+
+  // `-` is stdin.
+  const std::string script = "printf 'a\\376' | '" + bin + "' --cluster '" + fx.cluster->cluster_file() + "' put from-stdin -";
+  tools::Process sh({"/bin/sh", "-c", script}, fx.dir.sub("stdin.log"));
+  REQUIRE(ended_with(sh, 30000) == 0);
+  auto stdin_value = json_of(fx.run({"get", "from-stdin", "-o", "json"}));
+  CHECK(stdin_value["value_base64"] == "Yf4=");
+  CHECK(fx.run({"put", "k", "v", "--from-file", file}).code == 2);  // one value, not two
 }
 
 TEST_CASE("cli: lock waits or fails when held, reports a missing command, and stops the command when the lease "
@@ -1028,6 +1166,19 @@ TEST_CASE("cli: cluster up on a partly running cluster starts only the daemons t
   for (const auto& r : before.value()) {
     if (is_victim(r)) wait_until(r.name + " to die", [&] { return !tools::is_alive(r); });
   }
+
+  // One definition of health: status and cluster status both say degraded (a
+  // master and both quorums answer, not every daemon), and exit 0.
+  wait_until("a master again", [&] {
+    return json_of(palisade(home, {"--cluster", file, "status", "-o", "json"}))["state"] == "degraded";
+  });
+  Run degraded = palisade(home, {"--cluster", file, "status"});
+  CHECK(degraded.code == 0);
+  CHECK(degraded.out.find("): degraded\n") != std::string::npos);
+  Run degraded_daemons = palisade(home, {"cluster", "status", "--dir", dir, "-o", "json"});
+  CHECK(degraded_daemons.code == 0);
+  CHECK(json_of(degraded_daemons)["state"] == "degraded");
+  CHECK(json_of(degraded_daemons)["healthy"] == false);
 
   // A size other than the cluster's is refused and starts nothing; the same size is no conflict.
   Run conflict = palisade(home, {"cluster", "up", "--dir", dir, "--replicas", "5"});
