@@ -411,6 +411,64 @@ TEST_CASE("cli: --version on palisade and both daemons, before any required flag
   }
 }
 
+// Every `    $ ` line of the tour in docs/cli.md, in order.
+std::vector<std::string> tour_commands() {
+  const std::string doc = read_file((std::filesystem::path(__FILE__).parent_path() / "../../docs/cli.md").string());
+  const size_t begin = doc.find("## A tour");
+  const size_t end = doc.find("## Commands");
+  REQUIRE(begin != std::string::npos);
+  REQUIRE(end != std::string::npos);
+  std::istringstream in(doc.substr(begin, end - begin));
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("    $ ", 0) == 0) out.push_back(line.substr(6));
+  }
+  return out;
+}
+
+TEST_CASE("cli: the tour in docs/cli.md runs as written and says what it says", "[cli][tour]") {
+  tools::TempDir home;
+  // The tour's paths are under ~/.local/state: the default cluster directory.
+  const std::string old_home = std::getenv("HOME") != nullptr ? std::getenv("HOME") : "";
+  const std::string old_path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  setenv("HOME", home.path().c_str(), 1);
+  setenv("PATH", (std::filesystem::path(PALISADE_BIN).parent_path().string() + ":" + old_path).c_str(), 1);
+  for (const char* v : {"PALISADE_HOME", "PALISADE_CLUSTER", "XDG_STATE_HOME", "PALISADE_SEQUENCER"}) unsetenv(v);
+  const std::string dir = home.path() + "/.local/state/palisade/local";
+  ClusterDown cleanup{home, dir};
+
+  std::string script = "cd ~\n";  // the tour's files (job.held) go there, as a person's would
+  for (const std::string& command : tour_commands()) script += command + "\n";
+  REQUIRE(script.find("palisade cluster up") != std::string::npos);
+  std::ofstream(home.sub("tour.sh")) << script;
+  // In a process group of its own, so that what a failed run leaves (a
+  // background `palisade lock`) goes with it.
+  tools::Process tour({"/bin/bash", home.sub("tour.sh")}, home.sub("tour.log"),
+                      tools::ProcessOptions{.own_process_group = true});
+  const auto ended = ended_with(tour, 240000);
+  ::kill(-tour.pid(), SIGKILL);
+  setenv("HOME", old_home.c_str(), 1);
+  setenv("PATH", old_path.c_str(), 1);
+  const std::string out = tour.log();
+  INFO(out);
+  REQUIRE(ended == 0);
+  // What the tour says each step prints, in order.
+  size_t at = 0;
+  for (const std::string& expected : std::vector<std::string>{
+           "started a cluster in " + dir, "OK\n", "hello\n", "\"value\": \"hello\"", "token 1\n",
+        "\"lock\": \"ledger\"", "has a newer holder (token 2 < 3); nothing was written", "exit 3\n", "\n70\n",
+        "holding 'job'", "someone else got it", "lost 'job'", "exit 7\n", "lock group: master lockd-",
+        "started lockd-1 of the cluster in " + dir, "ranges", "exit 0\n", "stopped "}) {
+    INFO("expecting " << expected);
+    const size_t found = out.find(expected, at);
+    CHECK(found != std::string::npos);
+    if (found != std::string::npos) at = found;
+  }
+  // The dry run: 8 (they differ), or 0 if a background run repaired replica-2 first.
+  CHECK((out.find("exit 8\n") != std::string::npos || out.find("exit 0\n") != std::string::npos));
+  CHECK_FALSE(std::filesystem::exists(dir));  // cluster down --purge
+}
+
 TEST_CASE("cli: put reads a value from stdin or a file; get -o json carries bytes that are not UTF-8 as base64",
           "[cli]") {
   Fixture fx;
