@@ -469,6 +469,21 @@ TEST_CASE("cli: the tour in docs/cli.md runs as written and says what it says", 
   CHECK_FALSE(std::filesystem::exists(dir));  // cluster down --purge
 }
 
+TEST_CASE("cli: lock --wait bounds the whole wait when the lock group listens but no master answers", "[cli]") {
+  Fixture fx;
+  // Paused nodes accept connections (the kernel does) and answer nothing.
+  for (uint32_t id : fx.cluster->lockd_ids()) fx.cluster->lockd(id).pause();
+  std::vector<std::string> argv = {PALISADE_BIN};
+  argv.insert(argv.end(), fx.with_cluster.begin(), fx.with_cluster.end());
+  argv.insert(argv.end(), {"lock", "L", "--wait", "1s", "--", "true"});
+  tools::Process lock(argv, fx.dir.sub("no-master.log"));
+  // It waited 10 s to open a session whatever --wait said; well before that now.
+  const auto ended = ended_with(lock, 8000);
+  for (uint32_t id : fx.cluster->lockd_ids()) fx.cluster->lockd(id).resume();
+  INFO(lock.log());
+  CHECK(ended == 4);
+}
+
 TEST_CASE("cli: put reads a value from stdin or a file; get -o json carries bytes that are not UTF-8 as base64",
           "[cli]") {
   Fixture fx;

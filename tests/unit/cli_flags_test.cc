@@ -41,7 +41,8 @@ TEST_CASE("cli flags: an epoch reads as ROUND.NODE", "[cli]") {
 TEST_CASE("cli flags: each kind of failure has its exit code", "[cli]") {
   CHECK(exit_code_for(Status::ok()) == kExitOk);
   CHECK(exit_code_for(Status(Code::kFenced, "")) == kExitFenced);
-  CHECK(exit_code_for(Status(Code::kBadSequencer, "")) == kExitFenced);
+  // A forged sequencer, another lock group's, a shared grant's: a usage error, not a newer holder.
+  CHECK(exit_code_for(Status(Code::kBadSequencer, "")) == kExitUsage);
   CHECK(exit_code_for(Status(Code::kUnavailable, "")) == kExitUnavailable);
   CHECK(exit_code_for(Status(Code::kTimeout, "")) == kExitTimeout);
   CHECK(exit_code_for(Status(Code::kBusy, "")) == kExitTimeout);
