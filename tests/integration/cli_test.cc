@@ -484,7 +484,7 @@ TEST_CASE("cli: lock --wait bounds the whole wait when the lock group listens bu
   CHECK(ended == 4);
 }
 
-TEST_CASE("cli: put reads a value from stdin or a file; get -o json carries bytes that are not UTF-8 as base64",
+TEST_CASE("cli: put reads a value from stdin or a file, and get -o json carries bytes that are not UTF-8 as base64",
           "[cli]") {
   Fixture fx;
   const std::string bin = PALISADE_BIN;
