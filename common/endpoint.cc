@@ -17,6 +17,7 @@ std::string tcp_problem(std::string_view address) {
   const std::string_view host = address.substr(0, colon);
   const std::string_view port = address.substr(colon + 1);
   if (host.empty()) return "it has no host (tcp://HOST:PORT)";
+  if (host == "*") return "'*' is for listening: name the host clients connect to";
   if (host.front() == '[' && host.back() != ']') return "its IPv6 address lacks a ']'";
   if (!all_digits(port) || port.size() > 5 || std::stoi(std::string(port)) < 1 || std::stoi(std::string(port)) > 65535) {
     return "its port '" + std::string(port) + "' is not a number 1..65535";
