@@ -38,7 +38,9 @@ nlohmann::json replica_json(zmq::context_t& ctx, const std::string& endpoint, bo
   client::ReplicaConnection conn(ctx, endpoint);
   auto reply = refused ? Result<wire::ReplicaReply>(Status(Code::kUnavailable, "refused")) : conn.call({0, wire::StatsRequest{}}, 1000);
   nlohmann::json out{{"endpoint", endpoint}, {"reachable", reply.is_ok()}};
-  for (const char* field : {"keys", "floor_count", "floors", "floors_cut", "data_bytes", "format"}) out[field] = nullptr;
+  for (const char* field : {"keys", "floor_count", "floors", "floors_cut", "data_bytes", "format", "insecure"}) {
+    out[field] = nullptr;
+  }
   if (!reply.is_ok()) return out;
   if (!reply.value().stats) {
     out["stats_error"] = reply.value().status.is_ok() ? "no stats in the reply" : reply.value().status.to_string();

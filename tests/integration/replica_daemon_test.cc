@@ -683,9 +683,9 @@ TEST_CASE("daemon: an unreadable key or cluster file stops it with a clear error
   const std::string data = cluster.tmp.sub("data");
   std::ofstream(cluster.tmp.sub("bad.key")) << "not a key\n";
   std::ofstream(cluster.tmp.sub("bad.toml")) << "group = \"it-1\"\nkey_file = \"absent.key\"\n"
-                                             << "[[lockd]]\nid = 1\nendpoint = \"e1\"\n[[replica]]\nendpoint = \"e2\"\n";
+                                             << "[[lockd]]\nid = 1\nendpoint = \"tcp://127.0.0.1:1\"\n[[replica]]\nendpoint = \"tcp://127.0.0.1:2\"\n";
   std::ofstream(cluster.tmp.sub("nokey.toml")) << "group = \"it-1\"\n"
-                                               << "[[lockd]]\nid = 1\nendpoint = \"e1\"\n[[replica]]\nendpoint = \"e2\"\n";
+                                               << "[[lockd]]\nid = 1\nendpoint = \"tcp://127.0.0.1:1\"\n[[replica]]\nendpoint = \"tcp://127.0.0.1:2\"\n";
   struct Case {
     const char* name;
     std::vector<std::string> args;
