@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e palisade-lockd[" + std::to_string(flags.id) + "] %l: %v");
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z palisade-lockd[" + std::to_string(flags.id) + "] %l: %v");
   spdlog::set_level(spdlog::level::from_str(flags.log_level));
   std::error_code ec;
   std::filesystem::create_directories(flags.data_dir, ec);

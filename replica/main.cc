@@ -202,7 +202,7 @@ int main(int argc, char** argv) {
              "sequencer of every fenced write and fence; without it, it starts only with --insecure.");
   CLI11_PARSE(app, argc, argv);
 
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e palisade-replica %l: %v");
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z palisade-replica %l: %v");  // ISO 8601, with the zone
   spdlog::set_level(spdlog::level::from_str(flags.log_level));
   // The key first: a replica that cannot check sequencers as told must not start.
   std::optional<replica::SequencerAuth> auth;

@@ -27,6 +27,7 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -1106,6 +1107,8 @@ TEST_CASE("lock group: palisade-lockd's command line", "[lockgroup]") {
     auto [status, out] = run_lockd(dir, "no-key", {"--id", "1", "--cluster", keyless, "--data-dir", dir.sub("d")});
     CHECK(status != 0);
     CHECK_THAT(out, Catch::Contains("missing.key"));
+    // Log lines carry their time with its zone (ISO 8601).
+    CHECK(std::regex_search(out, std::regex(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d palisade-lockd)")));
   }
   SECTION("a data dir another lockd uses") {
     tools::Process first({test::lockd_binary(), "--id", "1", "--cluster", good, "--data-dir", dir.sub("shared")},

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <signal.h>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -662,6 +663,9 @@ TEST_CASE("daemon: --insecure takes any fenced write, says so in its log and its
   CHECK(call(f.conn, with_sequencer(fence_req("L", 5), "ps1.not.genuine")).status.is_ok());
   write_ok(f.conn, "k", "v", ts_now(5), "L");
   CHECK_THAT(f.daemon.process().log(), Catch::Contains("INSECURE") && Catch::Contains("not authenticated"));
+  // Log lines carry their time with its zone (ISO 8601).
+  CHECK(std::regex_search(f.daemon.process().log(),
+                          std::regex(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d palisade-replica)")));
   const ReplicaReply stats = call(f.conn, {1, wire::StatsRequest{}});
   REQUIRE(stats.stats);
   CHECK(stats.stats->insecure);
