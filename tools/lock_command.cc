@@ -181,15 +181,22 @@ int run(const LockFlags& flags, const CommonOptions& common) {
   auto store = open_store(config.value());
   if (!store.is_ok()) return report_error("lock", store.status());
   auto expired = std::make_shared<std::atomic<bool>>(false);
+  // Jeopardy matters to a user while COMMAND runs under the lock; while
+  // waiting (a master failover passes through it) only with -v.
+  auto running = std::make_shared<std::atomic<bool>>(false);
   LockClientOptions options = lock_client_options(config.value());
   options.session_ttl = flags.ttl;
   options.store = store.value().get();  // the acquire fences a write quorum of replicas before it returns
-  options.on_event = [expired, verbose = flags.verbose](SessionEvent e) {
+  options.on_event = [expired, running, verbose = flags.verbose](SessionEvent e) {
     if (e == SessionEvent::kExpired) expired->store(true);
+    if (!running->load() && !verbose) return;
     if (e == SessionEvent::kJeopardy) {
-      std::fprintf(stderr, "palisade: lock: session in jeopardy: its lease ran out without a KeepAlive answer\n");
+      std::fprintf(stderr, running->load() ? "palisade: lock: session in jeopardy: no KeepAlive answer within its "
+                                             "lease; the command is stopped if the session expires\n"
+                                           : "palisade: lock: session in jeopardy while waiting: no KeepAlive "
+                                             "answer within its lease\n");
     }
-    if (e == SessionEvent::kSafe && verbose) std::fprintf(stderr, "palisade: lock: session safe again\n");
+    if (e == SessionEvent::kSafe) std::fprintf(stderr, "palisade: lock: session safe again\n");
   };
   auto client = LockClient::connect(options, std::clamp(flags.wait, std::chrono::milliseconds(1000),
                                                        std::chrono::milliseconds(10000)));
@@ -230,6 +237,7 @@ int run(const LockFlags& flags, const CommonOptions& common) {
   const sigset_t stops = stop_signals();
   const timespec now{0, 0};
   if (const int sig = sigtimedwait(&stops, nullptr, &now); sig > 0) return cancel(sig);
+  running->store(true);
   Child child = spawn(flags.command, env);
   if (child.pid < 0) {
     client.value()->release(lease.value());

@@ -549,6 +549,44 @@ TEST_CASE("cli: lock waits or fails when held, reports a missing command, and st
   CHECK(holder.log().find("got-term") != std::string::npos);
 }
 
+// Issue #24: most `palisade lock` calls of a fault run said "session in
+// jeopardy" while they waited, which every master failover goes through.
+TEST_CASE("cli: lock reports jeopardy while COMMAND runs, and while it waits only with -v", "[cli]") {
+  Fixture fx;
+  const std::string ready = fx.dir.sub("ready");
+  auto holder = fx.start("holder.log", {"lock", "L", "--", "sh", "-c",
+                                        "touch " + ready + "; i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done"});
+  wait_until("the holder's COMMAND", [&] {
+    REQUIRE(holder->running());
+    return std::filesystem::exists(ready);
+  });
+  auto quiet = fx.start("quiet.log", {"lock", "L", "--wait", "60s", "--", "true"});
+  auto verbose = fx.start("verbose.log", {"lock", "-v", "L", "--wait", "60s", "--", "true"});
+  wait_until("the waiters' sessions", [&] {  // the holder's and theirs, on the master
+    nlohmann::json status = json_of(fx.run({"status", "-o", "json"}));
+    for (const auto& node : status["lock_group"]["nodes"]) {
+      if (node["role"] == "master" && node["sessions"].is_number() && node["sessions"].get<int>() >= 3) return true;
+    }
+    return false;
+  });
+  // No KeepAlive answered for longer than the 3 s session lease, well within the 10 s grace.
+  for (uint32_t id : fx.cluster->lockd_ids()) fx.cluster->lockd(id).pause();
+  std::this_thread::sleep_for(4500ms);
+  for (uint32_t id : fx.cluster->lockd_ids()) fx.cluster->lockd(id).resume();
+  wait_until("the holder safe again", [&] {
+    REQUIRE(holder->running());
+    return holder->log().find("safe again") != std::string::npos;
+  });
+  holder->signal(SIGTERM);
+  CHECK(ended_with(*holder, 20000) == 128 + SIGTERM);
+  CHECK(ended_with(*quiet, 30000) == 0);
+  CHECK(ended_with(*verbose, 30000) == 0);
+  INFO("holder: " << holder->log() << "quiet: " << quiet->log() << "verbose: " << verbose->log());
+  CHECK_THAT(holder->log(), Catch::Contains("session in jeopardy: no KeepAlive answer"));
+  CHECK_THAT(verbose->log(), Catch::Contains("session in jeopardy while waiting"));
+  CHECK_THAT(quiet->log(), !Catch::Contains("jeopardy"));
+}
+
 TEST_CASE("cli: lock passes SIGTERM, SIGINT and SIGHUP on to COMMAND, exits with its code and releases the lock",
           "[cli]") {
   default_signal_actions();
