@@ -1,4 +1,4 @@
-// Standard base64 (RFC 4648 section 4, padded), for bytes JSON cannot carry.
+// Standard base64 (RFC 4648 section 4, padded; libsodium's), for bytes JSON cannot carry.
 #pragma once
 
 #include <string>
