@@ -436,7 +436,11 @@ void LockSession::give_up(uint64_t id, uint64_t now, std::optional<Status> why) 
     release_orphan(lock, now);
     return;
   }
+  const bool close = call.kind == Kind::kClose;
   finish(id, Status(code, std::move(what)));
+  // The owner is done with the session all the same: kept alive by KeepAlives
+  // nobody needs, it would hold its locks for ever. The group expires it.
+  if (close) closed();
 }
 
 void LockSession::release_orphan(const std::string& lock, uint64_t now) {

@@ -119,6 +119,9 @@ class LockSession {
   uint64_t release(std::string lock, uint64_t now_ms);
   uint64_t check_sequencer(std::string sequencer, uint64_t now_ms);
   // Closes the session cleanly (its locks are released without lock-delay).
+  // When no master answers it within call_timeout, it ends unavailable and the
+  // session is closed here all the same: no more KeepAlives, so the lock group
+  // expires it after its lease (its locks then get their lock-delay).
   uint64_t close(uint64_t now_ms);
   // Ends call `call` at once with Cancelled, if it has not ended. An acquire's
   // grant that turns up later is given back.

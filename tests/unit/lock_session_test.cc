@@ -692,6 +692,29 @@ TEST_CASE("release, check_sequencer and close", "[lock_session]") {
   CHECK(g.s.next_timer_ms() == LockSession::kNever);
 }
 
+// Lock simulation seed 62322: a close that no master answered left the session
+// kept alive by KeepAlives, holding a lock whose release had failed, for ever.
+TEST_CASE("a close no master answers ends unavailable and still stops the KeepAlives", "[lock_session]") {
+  Group g;
+  g.open();
+  const uint64_t cl = g.s.close(g.now);
+  std::vector<CallDone> ended;
+  for (uint64_t t = kStart + 100; t <= kStart + 12000; t += 100) {
+    g.at(t);
+    for (const Outgoing& o : g.out()) {
+      if (is<wire::KeepAliveRequest>(o)) g.reply(o, Group::ok_session(o));  // the group answers KeepAlives only
+    }
+    for (CallDone& d : g.done()) ended.push_back(d);
+  }
+  REQUIRE(ended.size() == 1);
+  CHECK(ended[0].call == cl);
+  CHECK(ended[0].status.code() == Code::kUnavailable);
+  CHECK(g.s.state() == SessionState::kClosed);
+  CHECK(g.s.next_timer_ms() == LockSession::kNever);
+  g.at(kStart + 60000);
+  g.nothing_sent();  // the lock group expires the session after its lease
+}
+
 TEST_CASE("an acquire answered after a release of its lock does not count as held", "[lock_session]") {
   Group g;
   g.open();
