@@ -2,6 +2,8 @@
 
 #include <time.h>
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "quorum/paxos_messages.h"
@@ -28,6 +30,7 @@ LockdServer::LockdServer(zmq::context_t& ctx, PaxosStorage& storage, LockdServer
 Result<std::unique_ptr<LockdServer>> LockdServer::create(zmq::context_t& ctx, PaxosStorage& storage,
                                                          LockdServerOptions options) {
   std::unique_ptr<LockdServer> server(new LockdServer(ctx, storage, std::move(options)));
+  server->options_.service.paxos.incarnation = server->next_incarnation();
   auto service = LockService::start(server->options_.service, storage, boottime_ms());
   if (!service.is_ok()) return service.status();
   server->service_ = std::move(service).value();
@@ -115,6 +118,14 @@ void LockdServer::handle_peer(std::string_view body, uint64_t now) {
                s.to_string());
 }
 
+uint64_t LockdServer::next_incarnation() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  uint64_t us = static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+  last_incarnation_ = std::max(us, last_incarnation_ + 1);
+  return last_incarnation_;
+}
+
 void LockdServer::count_forged(size_t bytes, std::string_view why) {
   ++forged_peer_messages_;
   // Logged at 1, 2, 4, 8, ...: a flood of forgeries cannot flood the log.
@@ -161,6 +172,7 @@ Status LockdServer::finish_turn(uint64_t now) {
       service_->take_peer_messages();
       service_->take_replies();
       routes_.clear();
+      options_.service.paxos.incarnation = next_incarnation();
       auto restarted = LockService::start(options_.service, storage_, now);
       if (!restarted.is_ok()) return restarted.status();
       service_ = std::move(restarted).value();

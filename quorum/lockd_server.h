@@ -65,6 +65,9 @@ class LockdServer {
   // A message whose MAC verified.
   void handle_peer(std::string_view body, uint64_t now);
   void count_forged(size_t bytes, std::string_view why);
+  // The incarnation of the next start of the service (PaxosOptions::incarnation):
+  // the wall clock in microseconds, and above the previous one of this process.
+  uint64_t next_incarnation();
   // Commits, then sends; restarts the service from storage when the commit fails.
   Status finish_turn(uint64_t now);
   void send_peer(const PeerMessage& m);
@@ -84,6 +87,7 @@ class LockdServer {
   NodeId last_hint_ = 0;
   uint64_t forged_peer_messages_ = 0;
   uint64_t refused_peer_messages_ = 0;
+  uint64_t last_incarnation_ = 0;
 };
 
 }  // namespace palisade::quorum

@@ -29,8 +29,8 @@ constexpr std::string_view kAccepted = "accepted";
 constexpr std::string_view kCatchUpRequest = "catch_up_request";
 constexpr std::string_view kCatchUp = "catch_up";
 
-// v, id, type, from, to, group.
-constexpr uint32_t kCommonFields = 6;
+// v, id, type, from, to, group, incarnation, serial.
+constexpr uint32_t kCommonFields = 8;
 
 void pack_entries(Packer& pk, std::string_view name, const std::vector<Entry>& entries) {
   pack_text(pk, name);
@@ -65,6 +65,8 @@ struct BodyEncoder {
     pack_u64(pk, "from", m.from);
     pack_u64(pk, "to", m.to);
     pack_u64(pk, "group", m.group);
+    pack_u64(pk, "incarnation", m.incarnation);
+    pack_u64(pk, "serial", m.serial);
   }
   void operator()(const Prepare& b) const {
     common(3, kPrepare);
@@ -248,6 +250,8 @@ Result<PeerMessage> decode_peer(std::string_view bytes, size_t max_bytes) {
   read_node(r, "from", m.from);
   read_node(r, "to", m.to);
   r.u64("group", m.group, Need::kRequired);
+  r.u64("incarnation", m.incarnation, Need::kRequired);
+  r.u64("serial", m.serial, Need::kRequired);
   if (Status s = r.finish(); !s.is_ok()) return s;
   m.body = std::move(body).value();
   return m;

@@ -97,6 +97,12 @@ struct PeerMessage {
   NodeId from = 0;
   NodeId to = 0;
   uint64_t group = 0;  // hash of the group id: a node refuses messages of another cluster
+  // Set by the sending node as it hands the message out (PaxosNode): which
+  // start of that node sent it, and its number among the messages sent since.
+  // (incarnation, serial) grows with every message a node sends, so a receiver
+  // can tell a replayed or stale message from a new one.
+  uint64_t incarnation = 0;
+  uint64_t serial = 0;
   PeerBody body;
   friend bool operator==(const PeerMessage&, const PeerMessage&) = default;
 };

@@ -112,6 +112,10 @@ Status PaxosNode::receive(const PeerMessage& message, uint64_t now_ms) {
     return Status::ok();
   }
   if (Status s = check_ranges(message.body); !s.is_ok()) return s;
+  if (!fresh(message)) {
+    ++stale_messages_;
+    return Status::ok();  // dropped, as the network may drop it
+  }
   const NodeId from = message.from;
   std::visit(
       [&](const auto& m) {
@@ -120,11 +124,42 @@ Status PaxosNode::receive(const PeerMessage& message, uint64_t now_ms) {
         if constexpr (std::is_same_v<T, Promise>) on_promise(from, m, now_ms);
         if constexpr (std::is_same_v<T, Accept>) on_accept(from, m, now_ms);
         if constexpr (std::is_same_v<T, Accepted>) on_accepted(from, m, now_ms);
-        if constexpr (std::is_same_v<T, CatchUpRequest>) on_catch_up_request(from, m);
+        if constexpr (std::is_same_v<T, CatchUpRequest>) on_catch_up_request(from, m, now_ms);
         if constexpr (std::is_same_v<T, CatchUp>) on_catch_up(m);
       },
       message.body);
   return Status::ok();
+}
+
+bool PaxosNode::fresh(const PeerMessage& message) {
+  // A prepare or accept renews the sender's lease and restarts the election
+  // timer; a catch-up request may cost a whole snapshot. Each is taken only
+  // when newer than the last of its kind from that sender: a replay (the
+  // frames are signed, not encrypted, and nothing else dates them) or a
+  // message overtaken by a newer one is dropped. Other messages are answers
+  // that a duplicate cannot harm.
+  std::map<NodeId, std::pair<uint64_t, uint64_t>>* last = nullptr;
+  if (std::holds_alternative<Prepare>(message.body) || std::holds_alternative<Accept>(message.body)) {
+    last = &last_lead_;
+  } else if (std::holds_alternative<CatchUpRequest>(message.body)) {
+    last = &last_catch_up_;
+  } else {
+    return true;
+  }
+  const std::pair<uint64_t, uint64_t> stamp{message.incarnation, message.serial};
+  auto [it, inserted] = last->try_emplace(message.from, stamp);
+  if (inserted) return true;
+  if (stamp <= it->second) return false;
+  it->second = stamp;
+  return true;
+}
+
+std::vector<PeerMessage> PaxosNode::stamp(std::vector<PeerMessage> messages) {
+  for (PeerMessage& m : messages) {
+    m.incarnation = options_.incarnation;
+    m.serial = ++serial_;
+  }
+  return messages;
 }
 
 void PaxosNode::tick(uint64_t now) {
@@ -175,8 +210,8 @@ void PaxosNode::compact(Slot slot, std::string snapshot) {
   log_.erase(log_.begin(), log_.upper_bound(slot));
 }
 
-std::vector<PeerMessage> PaxosNode::take_early_messages() { return std::exchange(early_out_, {}); }
-std::vector<PeerMessage> PaxosNode::take_messages() { return std::exchange(out_, {}); }
+std::vector<PeerMessage> PaxosNode::take_early_messages() { return stamp(std::exchange(early_out_, {})); }
+std::vector<PeerMessage> PaxosNode::take_messages() { return stamp(std::exchange(out_, {})); }
 
 void PaxosNode::on_synced() {
   durable_promised_ = promised_;
@@ -295,10 +330,18 @@ void PaxosNode::deliver(const Entry& entry) {
   deliveries_.push_back({entry.slot, entry.value, false});
 }
 
-void PaxosNode::on_catch_up_request(NodeId from, const CatchUpRequest& m) {
+void PaxosNode::on_catch_up_request(NodeId from, const CatchUpRequest& m, uint64_t now) {
   CatchUp reply;
   Slot from_slot = m.from_slot;
-  if (from_slot <= snapshot_slot_) {
+  if (from_slot <= snapshot_slot_ && snapshot_slot_ > 0) {
+    // The snapshot can be 64 MiB: at most one per peer every half heartbeat
+    // (a learner asks again after a whole one when the answer got lost).
+    auto sent = snapshot_sent_at_.find(from);
+    if (sent != snapshot_sent_at_.end() && now < sent->second + options_.heartbeat_ms / 2) {
+      ++catch_ups_limited_;
+      return;
+    }
+    snapshot_sent_at_[from] = now;
     reply.snapshot_slot = snapshot_slot_;
     reply.snapshot = snapshot_;
     from_slot = snapshot_slot_ + 1;

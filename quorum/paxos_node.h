@@ -45,6 +45,12 @@ struct PaxosOptions {
   uint64_t election_timeout_ms = 1000;
   uint64_t max_drift_ppm = 1000;
   uint64_t seed = 0;                   // election jitter
+  // Must grow with every start of this node (and never be 0): the daemon uses
+  // its wall clock in microseconds. Peers ignore a prepare, accept or
+  // catch_up_request not newer, by (incarnation, serial), than the last one
+  // they took from this node, so a replayed message cannot renew a lease,
+  // hold off an election or ask for another snapshot.
+  uint64_t incarnation = 1;
   size_t max_entries_per_message = 64;
   // Negative control for the simulator: acceptors promise whoever asks and
   // nodes campaign while another master's lease runs. Unsafe.
@@ -70,7 +76,8 @@ class PaxosNode {
   // Ok, or why the message was refused (a ballot out of range, a promise
   // reaching absurdly far ahead); a refused message changes nothing. (An
   // accept's entries that far ahead are not accepted; the rest of it is.) Messages
-  // of another group, to another node or from a non-member are ignored (ok).
+  // of another group, to another node or from a non-member are ignored (ok), and
+  // so are stale or replayed ones (stale_messages()).
   Status receive(const PeerMessage& message, uint64_t now_ms);
   void tick(uint64_t now_ms);
   // Master only: puts `value` into the next slot. False when not master.
@@ -82,6 +89,8 @@ class PaxosNode {
   // The storage committed everything this node wrote so far.
   void on_synced();
 
+  // Each message gets its incarnation and serial here: the driver sends them in
+  // the order it takes them.
   std::vector<PeerMessage> take_early_messages();
   std::vector<PeerMessage> take_messages();
   std::vector<Delivery> take_deliveries();
@@ -101,6 +110,12 @@ class PaxosNode {
   // Accepted entries above the snapshot; those up to applied_through() are chosen.
   const std::map<Slot, Entry>& log() const { return log_; }
   Slot snapshot_slot() const { return snapshot_slot_; }
+  // Prepares, accepts and catch-up requests ignored because they were not newer
+  // than the last one taken from their sender (replays, or reordered).
+  uint64_t stale_messages() const { return stale_messages_; }
+  // Catch-up requests left unanswered because a snapshot went to that peer
+  // less than half a heartbeat ago.
+  uint64_t catch_ups_limited() const { return catch_ups_limited_; }
   // Slots proposed by this master and not yet chosen.
   size_t in_flight() const { return role_ == Role::kMaster ? next_slot_ - 1 - applied_ : 0; }
 
@@ -111,7 +126,11 @@ class PaxosNode {
   void on_promise(NodeId from, const Promise& m, uint64_t now);
   void on_accept(NodeId from, const Accept& m, uint64_t now);
   void on_accepted(NodeId from, const Accepted& m, uint64_t now);
-  void on_catch_up_request(NodeId from, const CatchUpRequest& m);
+  void on_catch_up_request(NodeId from, const CatchUpRequest& m, uint64_t now);
+  // Whether `message` is newer than the last prepare/accept (or catch-up
+  // request) taken from its sender; if so it becomes the last one.
+  bool fresh(const PeerMessage& message);
+  std::vector<PeerMessage> stamp(std::vector<PeerMessage> messages);
   void on_catch_up(const CatchUp& m);
   // BadRequest when a field of `body` could push this node somewhere it cannot
   // leave: a ballot it could never campaign above, slots absurdly far ahead.
@@ -175,6 +194,14 @@ class PaxosNode {
   std::map<NodeId, uint64_t> ack_time_;     // newest send time a node's reply vouches for
   uint64_t lease_until_ = 0;                // the master lease, local clock
   uint64_t next_heartbeat_ = 0;
+
+  // Replay guard: (incarnation, serial) of the newest message taken per sender.
+  uint64_t serial_ = 0;
+  std::map<NodeId, std::pair<uint64_t, uint64_t>> last_lead_;      // prepares and accepts
+  std::map<NodeId, std::pair<uint64_t, uint64_t>> last_catch_up_;  // catch-up requests
+  std::map<NodeId, uint64_t> snapshot_sent_at_;                     // local time of the last snapshot sent
+  uint64_t stale_messages_ = 0;
+  uint64_t catch_ups_limited_ = 0;
 
   Ballot durable_promised_ = 0;      // promised_ as of the last on_synced()
   std::vector<Slot> unsynced_own_;    // this master's accepts not yet on disk: not yet its votes

@@ -7,8 +7,9 @@
 // the key of a sequencer MAC (HMAC-SHA-512-256 under the cluster key itself),
 // and a message of one group never verifies in another. The map names its
 // sender and receiver, so a message to one node is refused by every other.
-// Replays verify: Paxos takes duplicates, and nodes refuse what would move
-// them back (quorum/peer_checks.h, PaxosNode::receive).
+// Replays verify: PaxosNode drops prepares, accepts and catch-up requests not
+// newer, by (incarnation, serial), than the last it took from their sender,
+// and refuses what would move it back (quorum/peer_checks.h).
 //
 // Until CurveZMQ encrypts the sockets, the messages are readable on the wire;
 // what the MAC stops is a client, or anyone without the key, acting as a peer.

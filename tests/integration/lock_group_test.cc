@@ -953,6 +953,59 @@ TEST_CASE("lock group: forged peer messages from a client socket are dropped; no
   for (uint32_t node : fx.cluster->lockd_ids()) CHECK(fx.cluster->lockd(node).running());
 }
 
+TEST_CASE("lock group: a dead master's heartbeat replayed to the followers does not hold off the election",
+          "[lockgroup]") {
+  // Peer frames are signed, not encrypted: anyone on the path can copy one of
+  // the master's heartbeats and send it again and again. Before each message
+  // carried (incarnation, serial), every copy renewed the dead master's lease
+  // on the followers and restarted their election timers: no election for as
+  // long as the replays went on.
+  Fixture fx;
+  const uint32_t master = fx.master();
+  auto status = fx.cluster->lock_status(master);
+  REQUIRE(status);
+  auto key = SequencerKey::load(fx.cluster->key_file());
+  REQUIRE(key.is_ok());
+  quorum::PeerAuth auth(key.value(), kGroup);
+  // One heartbeat to each follower, stamped newer than anything the master
+  // sent (as a copy of its next heartbeat would be), so that the first copy is taken.
+  std::vector<std::pair<uint32_t, std::string>> frames;
+  for (uint32_t node : fx.cluster->lockd_ids()) {
+    if (node == master) continue;
+    frames.emplace_back(node, auth.seal({.from = master, .to = node, .group = hash64(kGroup),
+                                         .incarnation = ~uint64_t{0} - 1, .serial = 1,
+                                         .body = quorum::Accept{.ballot = status->epoch, .seq = 1}}));
+  }
+  fx.cluster->lockd(master).kill();
+  std::atomic<bool> stop{false};
+  std::atomic<int> sent{0};
+  std::thread replayer([&] {
+    std::vector<std::unique_ptr<RawConnection>> raws;
+    for (const auto& [node, frame] : frames) {
+      raws.push_back(std::make_unique<RawConnection>(fx.cluster->lockd(node).endpoint()));
+    }
+    while (!stop) {
+      for (size_t i = 0; i < frames.size(); ++i) {
+        (void)raws[i]->socket.send(zmq::buffer(frames[i].second), zmq::send_flags::dontwait);
+      }
+      ++sent;
+      std::this_thread::sleep_for(100ms);  // the pace of the replay, not a wait for anything
+    }
+  });
+  auto next = fx.cluster->wait_for_master_other_than(master, 20s);
+  stop = true;
+  replayer.join();
+  INFO("replayed " << sent.load() << " times");
+  if (!next) {
+    INFO(fx.logs());
+    FAIL("no new master while a heartbeat of the dead master was replayed");
+  }
+  CHECK(sent.load() > 10);  // the replays went on through the election
+  auto after = fx.cluster->lock_status(*next);
+  REQUIRE(after);
+  CHECK(after->epoch > status->epoch);
+}
+
 // ---- f3. a long log (issue #24) ----
 
 TEST_CASE("lock group: a node restarted ~2000 slots behind catches up; long peer messages are read as peers",

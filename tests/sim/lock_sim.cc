@@ -230,6 +230,8 @@ class LockSim {
                                    .election_timeout_ms = o_.timing.election_timeout_ms,
                                    .max_drift_ppm = o_.timing.max_clock_drift_ppm,
                                    .seed = world_.rng()(),
+                                   // Grows with every restart, as the daemon's wall clock does.
+                                   .incarnation = node(i).incarnation + 1,
                                    .max_entries_per_message = 64,
                                    .ignore_master_lease = o_.broken_master_ignores_lease};
     for (int k = 1; k <= o_.lockd; ++k) s.endpoints[static_cast<quorum::NodeId>(k)] = endpoint(k);

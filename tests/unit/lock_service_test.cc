@@ -34,7 +34,7 @@ struct Group {
     }
   }
 
-  LockServiceOptions options(NodeId id) const {
+  LockServiceOptions options(NodeId id) {
     LockServiceOptions o;
     o.paxos = PaxosOptions{.self = id,
                            .members = members,
@@ -43,7 +43,8 @@ struct Group {
                            .heartbeat_ms = kHeartbeat,
                            .election_timeout_ms = 1000,
                            .max_drift_ppm = 1000,
-                           .seed = 42 + id};
+                           .seed = 42 + id,
+                           .incarnation = ++boots[id]};  // grows with every start, as the daemon's does
     for (NodeId m : members) o.endpoints[m] = "tcp://n" + std::to_string(m);
     o.group = "test";
     o.key = SequencerKey::from_hex(std::string(64, '5')).value();
@@ -146,6 +147,7 @@ struct Group {
   size_t snapshot_every;
   std::vector<NodeId> members = {1, 2, 3};
   std::map<NodeId, std::unique_ptr<MemoryPaxosStorage>> disks;
+  std::map<NodeId, uint64_t> boots;  // starts of each node: its incarnation
   std::map<NodeId, std::unique_ptr<LockService>> services;
   std::deque<PeerMessage> net;
   std::map<uint64_t, wire::LockReply> replies;  // by request id

@@ -44,8 +44,9 @@ const char* type_of(const PeerMessage& m) {
   return names[m.body.index()];
 }
 
-PeerMessage msg(PeerBody body, NodeId from = 3, NodeId to = 5, uint64_t group = 0xfeed'beef'cafe'f00d) {
-  return PeerMessage{from, to, group, std::move(body)};
+PeerMessage msg(PeerBody body, NodeId from = 3, NodeId to = 5, uint64_t group = 0xfeed'beef'cafe'f00d,
+                uint64_t incarnation = 1'764'000'000'000'000, uint64_t serial = 77) {
+  return PeerMessage{from, to, group, incarnation, serial, std::move(body)};
 }
 
 // One message of each type, with every list non-empty (the bad-input tests
@@ -273,37 +274,42 @@ TEST_CASE("peer messages: random messages round-trip", "[lockgroup][wire]") {
       case 4: body = CatchUpRequest{rng()}; break;
       default: body = CatchUp{rng(), bytes(100), entries()};
     }
-    PeerMessage m{static_cast<NodeId>(1 + rng() % 255), static_cast<NodeId>(1 + rng() % 255), rng(), body};
+    PeerMessage m{static_cast<NodeId>(1 + rng() % 255), static_cast<NodeId>(1 + rng() % 255), rng(), rng(), rng(),
+                  body};
     INFO("case " << i);
     check_round_trip(m);
   }
 }
 
 TEST_CASE("peer messages: the encoding is the documented map", "[lockgroup][wire]") {
-  // {v: 1, id: 0, type: "catch_up_request", from: 3, to: 5, group: 9, from_slot: 21}
+  // {v: 1, id: 0, type: "catch_up_request", from: 3, to: 5, group: 9, incarnation: 1000, serial: 4,
+  //  from_slot: 21}
   msgpack::sbuffer buf;
   Packer pk(buf);
-  pk.pack_map(7);
+  pk.pack_map(9);
   for (auto [name, value] : std::vector<std::pair<std::string, PackFn>>{{"v", u64(1)},
                                                                          {"id", u64(0)},
                                                                          {"type", str("catch_up_request")},
                                                                          {"from", u64(3)},
                                                                          {"to", u64(5)},
                                                                          {"group", u64(9)},
+                                                                         {"incarnation", u64(1000)},
+                                                                         {"serial", u64(4)},
                                                                          {"from_slot", u64(21)}}) {
     str(name)(pk);
     value(pk);
   }
-  CHECK(encode_peer(msg(CatchUpRequest{21}, 3, 5, 9)) == std::string(buf.data(), buf.size()));
+  CHECK(encode_peer(msg(CatchUpRequest{21}, 3, 5, 9, 1000, 4)) == std::string(buf.data(), buf.size()));
   // Entries are maps {slot, ballot, value (bin)}.
   std::vector<FieldAt> fields = fields_of(encode_peer(samples()[2]));
   std::vector<std::string> names;
   for (const FieldAt& f : fields) names.push_back(path_name(f.path));
-  CHECK(names == std::vector<std::string>{"v", "id", "type", "from", "to", "group", "ballot", "seq",
+  CHECK(names == std::vector<std::string>{"v", "id", "type", "from", "to", "group", "incarnation", "serial",
+                                          "ballot", "seq",
                                           "chosen_through", "entries", "entries.0", "entries.0.slot",
                                           "entries.0.ballot", "entries.0.value", "entries.1", "entries.1.slot",
                                           "entries.1.ballot", "entries.1.value"});
-  CHECK(fields[13].type == msgpack::type::BIN);
+  CHECK(fields[15].type == msgpack::type::BIN);
 }
 
 // ---- Bad input.

@@ -42,6 +42,7 @@ struct Cluster {
   }
 
   void boot(NodeId id) {
+    ++options[id].incarnation;  // as the daemon's wall clock grows from start to start
     auto node = PaxosNode::start(options[id], *disks[id], now);
     REQUIRE(node.is_ok());
     nodes[id] = std::move(node).value();
@@ -509,7 +510,9 @@ TEST_CASE("entries absurdly far past the applied slot are not accepted; such a p
   const Slot next = c.nodes[f]->applied_through() + 1;
   const Slot far = c.nodes[f]->applied_through() + (Slot{1} << 21);
   // The accept is taken (it renews the lease), its far entry is not accepted.
-  Status s = c.nodes[f]->receive({.from = m, .to = f, .group = 7,
+  // (Stamped as if from a later start of m: newer than anything m sent.)
+  Status s = c.nodes[f]->receive({.from = m, .to = f, .group = 7, .incarnation = c.options[m].incarnation + 1,
+                                  .serial = 1,
                                   .body = Accept{.ballot = b, .seq = 1, .entries = {{next, b, "x"}, {far, b, ""}}}},
                                  c.now);
   CHECK(s.is_ok());
@@ -570,6 +573,101 @@ TEST_CASE("a catch-up snapshot at or below the applied slot is not installed", "
     CHECK(c.snapshot_installs[f] == 0);
     CHECK(c.disks[f]->committed().snapshot_slot == 0);
   }
+}
+
+}  // namespace palisade::quorum
+
+namespace palisade::quorum {
+
+// The messages `from` sends to `to` when it next ticks at `at` (a master's heartbeat).
+std::vector<PeerMessage> sent_at_tick(Cluster& c, NodeId from, NodeId to, uint64_t at) {
+  c.now = at;
+  c.nodes[from]->tick(c.now);
+  c.settle(from);
+  std::vector<PeerMessage> out;
+  for (const PeerMessage& m : c.wire) {
+    if (m.from == from && m.to == to) out.push_back(m);
+  }
+  return out;
+}
+
+TEST_CASE("a replayed heartbeat does not hold off the election after the master dies", "[paxos][guards][replay]") {
+  // Peer frames are signed, not encrypted: anyone on the path can keep one of
+  // the master's heartbeats and send it again. It verifies, and before the
+  // (incarnation, serial) check it renewed the dead master's lease on every
+  // follower and restarted their election timers.
+  Cluster c(3);
+  NodeId m = c.elect();
+  NodeId f = other_than(m);
+  NodeId g = 6 - m - f;
+  c.run(1000);
+  std::map<NodeId, PeerMessage> captured;
+  for (NodeId to : {f, g}) {
+    for (const PeerMessage& msg : sent_at_tick(c, m, to, c.nodes[m]->next_timer_ms())) {
+      if (std::holds_alternative<Accept>(msg.body)) captured.emplace(to, msg);
+    }
+  }
+  REQUIRE(captured.size() == 2);
+  c.deliver_all();
+  const Ballot old = c.nodes[f]->epoch();
+  c.crash(m);
+  // Replayed to both followers every 100 ms, for two leases and more.
+  std::optional<NodeId> next;
+  const uint64_t end = c.now + 2 * kLease + 4000;
+  while (c.now < end && !next) {
+    for (auto& [to, msg] : captured) {
+      CHECK(c.nodes[to]->receive(msg, c.now).is_ok());
+      c.settle(to);
+    }
+    c.run(100);
+    next = c.master();
+  }
+  REQUIRE(next);
+  CHECK(c.nodes[*next]->epoch() > old);
+  CHECK(c.nodes[f]->stale_messages() + c.nodes[g]->stale_messages() > 0);
+  CHECK(c.max_masters == 1);
+}
+
+TEST_CASE("a replayed catch_up_request is not answered again; snapshots to a peer are rate-limited",
+          "[paxos][guards][replay]") {
+  Cluster c(3);
+  NodeId m = c.elect();
+  for (int i = 0; i < 5; ++i) REQUIRE(c.propose("v" + std::to_string(i)));
+  c.run(500);
+  NodeId f = other_than(m);
+  const Slot applied = c.nodes[m]->applied_through();
+  c.nodes[m]->compact(applied, std::string(1000, 's'));
+  c.settle(m);
+  c.deliver_all();
+  auto ask = [&](uint64_t serial) {
+    PeerMessage request{.from = f, .to = m, .group = 7, .incarnation = c.options[f].incarnation + 1,
+                        .serial = serial, .body = CatchUpRequest{.from_slot = 1}};
+    REQUIRE(c.nodes[m]->receive(request, c.now).is_ok());
+    c.settle(m);
+    size_t snapshots = 0;
+    for (const PeerMessage& out : c.wire) {
+      if (const auto* cu = std::get_if<CatchUp>(&out.body); cu != nullptr && out.to == f) {
+        CHECK(cu->snapshot_slot == applied);
+        ++snapshots;
+      }
+    }
+    c.wire.clear();
+    return snapshots;
+  };
+  CHECK(ask(10) == 1);
+  // The same frame again, over and over, a second apart: never answered again.
+  for (int i = 0; i < 10; ++i) {
+    c.now += 1000;
+    CHECK(ask(10) == 0);
+  }
+  CHECK(c.nodes[m]->stale_messages() >= 10);
+  // A new request is answered, but a second snapshot within half a heartbeat is not sent.
+  c.now += 1000;
+  CHECK(ask(11) == 1);
+  CHECK(ask(12) == 0);
+  CHECK(c.nodes[m]->catch_ups_limited() == 1);
+  c.now += 250;
+  CHECK(ask(13) == 1);
 }
 
 }  // namespace palisade::quorum
