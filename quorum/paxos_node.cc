@@ -11,9 +11,10 @@ namespace {
 constexpr uint64_t kMillion = 1'000'000;
 // How far past its applied slot a node takes accepted entries. A new master
 // fills every slot up to the highest one a promise reported, so one entry
-// absurdly far ahead would have it propose without end: such a promise is
-// refused, and such an entry in an accept is not accepted (the master resends
-// it; not accepting is always safe).
+// absurdly far ahead would have it propose without end: a candidate that gets
+// such a promise does not lead but catches up first (it is that far behind),
+// and such an entry in an accept is not accepted (the master resends it; not
+// accepting is always safe).
 constexpr Slot kMaxSlotsAhead = Slot{1} << 20;
 // No slot beyond this: applied_ + 1 must never wrap.
 constexpr Slot kMaxSlot = Slot{1} << 62;
@@ -79,7 +80,6 @@ Status PaxosNode::check_ranges(const PeerBody& body) const {
     }
     return Status::ok();
   };
-  const Slot ahead = std::min(applied_ + kMaxSlotsAhead, kMaxSlot);
   return std::visit(
       [&](const auto& m) -> Status {
         using T = std::decay_t<decltype(m)>;
@@ -87,7 +87,12 @@ Status PaxosNode::check_ranges(const PeerBody& body) const {
         if constexpr (std::is_same_v<T, Promise>) {
           if (Status s = check_ballot("promise ballot", m.ballot); !s.is_ok()) return s;
           if (Status s = check_ballot("promised ballot", m.promised); !s.is_ok()) return s;
-          return entries("accepted entry", m.accepted, ahead);
+          if (m.snapshot_slot > kMaxSlot) {
+            return out_of_range("promise snapshot slot " + std::to_string(m.snapshot_slot) + " is beyond slot " +
+                                std::to_string(kMaxSlot));
+          }
+          // Entries far ahead are no reason to refuse: on_promise catches up instead.
+          return entries("accepted entry", m.accepted, kMaxSlot);
         }
         if constexpr (std::is_same_v<T, Accept>) return check_ballot("accept ballot", m.ballot);
         if constexpr (std::is_same_v<T, Accepted>) {
@@ -454,8 +459,13 @@ void PaxosNode::on_promise(NodeId from, const Promise& m, uint64_t now) {
     if (m.promised > ballot_) lose_campaign(now);
     return;  // else a lease elsewhere: other acceptors may still say yes
   }
-  if (m.snapshot_slot > applied_) {
-    // It compacted slots this node never learned: catch up before leading.
+  const Slot ahead = std::min(applied_ + kMaxSlotsAhead, kMaxSlot);
+  const bool far_entry =
+      std::any_of(m.accepted.begin(), m.accepted.end(), [&](const Entry& e) { return e.slot > ahead; });
+  if (m.snapshot_slot > applied_ || far_entry) {
+    // It compacted slots this node never learned, or accepted slots too far
+    // ahead to fill: catch up before leading. (Dropping the far entries
+    // instead would be unsafe: one of them may be chosen.)
     lose_campaign(now);
     catch_up_pending_ = true;
     catch_up_sent_at_ = now;

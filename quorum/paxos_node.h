@@ -73,11 +73,12 @@ class PaxosNode {
   static Result<std::unique_ptr<PaxosNode>> start(const PaxosOptions& options, PaxosStorage& storage,
                                                   uint64_t now_ms);
 
-  // Ok, or why the message was refused (a ballot out of range, a promise
-  // reaching absurdly far ahead); a refused message changes nothing. (An
-  // accept's entries that far ahead are not accepted; the rest of it is.) Messages
-  // of another group, to another node or from a non-member are ignored (ok), and
-  // so are stale or replayed ones (stale_messages()).
+  // Ok, or why the message was refused (a ballot or slot out of range); a
+  // refused message changes nothing. (An accept's entries absurdly far ahead
+  // are not accepted, the rest of it is; a promise reporting such entries
+  // sends the candidate to catch up.) Messages of another group, to another
+  // node or from a non-member are ignored (ok), and so are stale or replayed
+  // ones (stale_messages()).
   Status receive(const PeerMessage& message, uint64_t now_ms);
   void tick(uint64_t now_ms);
   // Master only: puts `value` into the next slot. False when not master.
