@@ -144,6 +144,13 @@ void LockdServer::send_peer(const PeerMessage& m) {
 }
 
 void LockdServer::log_changes(uint64_t now) {
+  if (service_->node().stuck_at_top_round() && now >= next_stuck_log_ms_) {
+    next_stuck_log_ms_ = now + 60'000;  // once a minute: loud, not a flood
+    spdlog::error(
+        "the promise on disk (epoch {}) is at the highest round a peer accepts: this node can neither lead nor "
+        "follow. Stop it, then empty its data directory (it catches up from its peers) or restore it from a backup",
+        service_->node().epoch());
+  }
   bool master = service_->is_master(now);
   NodeId hint = service_->node().master_hint();
   if (master == was_master_ && hint == last_hint_) return;

@@ -88,6 +88,7 @@ class LockdServer {
   uint64_t forged_peer_messages_ = 0;
   uint64_t refused_peer_messages_ = 0;
   uint64_t last_incarnation_ = 0;
+  uint64_t next_stuck_log_ms_ = 0;  // when to say again that the node is stuck at the top round
 };
 
 }  // namespace palisade::quorum

@@ -420,9 +420,12 @@ void PaxosNode::campaign(uint64_t now) {
   uint64_t round = std::max(ballot_round(promised_), ballot_round(highest_seen_)) + 1;
   // Peers refuse rounds above kMaxRound (2^48 elections away from round 1), and
   // this node refuses peers' ballots above it; only a promise written to disk
-  // before those checks existed gets here. Such a node can no longer lead (it
-  // still accepts and learns), but it must not wrap the round and abort.
+  // before those checks existed gets here. Such a node can neither lead nor
+  // follow: every accept it gets is below its promise, and it refuses them. It
+  // must not wrap the round and abort; the driver tells the operator to empty
+  // or restore its data directory (stuck_at_top_round()).
   if (round > kMaxRound) {
+    stuck_at_top_round_ = true;
     restart_election_timer(now);
     return;
   }

@@ -117,6 +117,10 @@ class PaxosNode {
   // Catch-up requests left unanswered because a snapshot went to that peer
   // less than half a heartbeat ago.
   uint64_t catch_ups_limited() const { return catch_ups_limited_; }
+  // The promise on disk is at the highest round a peer accepts: this node can
+  // neither lead (no higher ballot is allowed) nor follow (every accept is below
+  // its promise). Only emptying or restoring its data directory fixes it.
+  bool stuck_at_top_round() const { return stuck_at_top_round_; }
   // Slots proposed by this master and not yet chosen.
   size_t in_flight() const { return role_ == Role::kMaster ? next_slot_ - 1 - applied_ : 0; }
 
@@ -203,6 +207,7 @@ class PaxosNode {
   std::map<NodeId, uint64_t> snapshot_sent_at_;                     // local time of the last snapshot sent
   uint64_t stale_messages_ = 0;
   uint64_t catch_ups_limited_ = 0;
+  bool stuck_at_top_round_ = false;
 
   Ballot durable_promised_ = 0;      // promised_ as of the last on_synced()
   std::vector<Slot> unsynced_own_;    // this master's accepts not yet on disk: not yet its votes

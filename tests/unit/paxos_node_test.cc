@@ -532,17 +532,29 @@ TEST_CASE("entries absurdly far past the applied slot are not accepted", "[paxos
   CHECK(c.nodes[f]->applied_through() < far);
 }
 
-TEST_CASE("a node whose disk holds a promise at the top round does not abort", "[paxos][guards]") {
-  // Written by a node before ballots were range-checked: it cannot lead any more,
-  // but it keeps running (and following) instead of aborting on every start.
+TEST_CASE("a node whose disk holds a promise at the top round does not abort, and says it is stuck",
+          "[paxos][guards]") {
+  // Written by a node before ballots were range-checked: it can neither lead
+  // (no round above its promise is allowed) nor follow (every accept is below
+  // its promise). It keeps running instead of aborting on every start, and
+  // tells the driver, which tells the operator to empty its data directory.
   Cluster c(3);
   c.disks[1]->set_promised(make_ballot((uint64_t{1} << 56) - 1, 2));
   REQUIRE(c.disks[1]->commit().is_ok());
   c.crash(1);
   c.boot(1);
+  CHECK_FALSE(c.nodes[1]->stuck_at_top_round());  // not known before it tries to campaign
   c.cut = {2, 3};
   REQUIRE_NOTHROW(c.run(3 * kLease));
   CHECK(c.nodes[1]->role() == PaxosNode::Role::kFollower);
+  CHECK(c.nodes[1]->stuck_at_top_round());
+  // It does not follow the master the others elect.
+  c.cut.clear();
+  NodeId m = c.elect();
+  CHECK(m != 1);
+  REQUIRE(c.propose("x"));
+  c.run(2000);
+  CHECK(c.nodes[1]->applied_through() == 0);
 }
 
 }  // namespace palisade::quorum
