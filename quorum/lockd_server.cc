@@ -112,10 +112,14 @@ void LockdServer::handle_peer(std::string_view body, uint64_t now) {
   if (s.is_ok()) s = service_->on_peer(peer.value(), now);
   if (s.is_ok()) return;
   ++refused_peer_messages_;
-  spdlog::warn("refused a peer message ({} bytes{}): {}", body.size(),
-               peer.is_ok() ? fmt::format(", {} from node {}", peer_type_name(peer.value().body), peer.value().from)
-                            : std::string(),
-               s.to_string());
+  // Logged at 1, 2, 4, 8, ... as forgeries are: a peer (or anyone replaying
+  // one) that sends refused messages without end cannot flood the log.
+  if ((refused_peer_messages_ & (refused_peer_messages_ - 1)) == 0) {
+    spdlog::warn("refused a peer message ({} bytes{}): {}: {} peer messages refused so far", body.size(),
+                 peer.is_ok() ? fmt::format(", {} from node {}", peer_type_name(peer.value().body), peer.value().from)
+                              : std::string(),
+                 s.to_string(), refused_peer_messages_);
+  }
 }
 
 uint64_t LockdServer::next_incarnation() {

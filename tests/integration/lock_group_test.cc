@@ -953,6 +953,33 @@ TEST_CASE("lock group: forged peer messages from a client socket are dropped; no
   for (uint32_t node : fx.cluster->lockd_ids()) CHECK(fx.cluster->lockd(node).running());
 }
 
+TEST_CASE("lock group: refused peer messages are logged at powers of two only", "[lockgroup]") {
+  // A peer (or anyone replaying one's frames) that sends refused messages
+  // without end must not flood the log, as forged ones cannot.
+  Fixture fx;
+  const uint32_t master = fx.master();
+  const uint32_t node = master % 3 + 1;
+  const uint32_t third = 6 - master - node;
+  auto key = SequencerKey::load(fx.cluster->key_file());
+  REQUIRE(key.is_ok());
+  quorum::PeerAuth auth(key.value(), kGroup);
+  RawConnection raw(fx.cluster->lockd(node).endpoint());
+  // Addressed to another node: verified, then refused.
+  const std::string frame = auth.seal({.from = master, .to = third, .group = hash64(kGroup),
+                                       .body = quorum::CatchUpRequest{.from_slot = 1}});
+  for (int i = 0; i < 100; ++i) raw.send(frame);
+  REQUIRE(raw.call(request(99, "find_master")));  // answered after the 100 were handled
+  const std::string log = fx.cluster->lockd(node).log();
+  size_t lines = 0;
+  for (size_t at = log.find("refused a peer message"); at != std::string::npos;
+       at = log.find("refused a peer message", at + 1)) {
+    ++lines;
+  }
+  INFO(log);
+  CHECK(lines == 7);  // 1, 2, 4, 8, 16, 32, 64
+  CHECK_THAT(log, Catch::Contains("64 peer messages refused so far"));
+}
+
 TEST_CASE("lock group: a dead master's heartbeat replayed to the followers does not hold off the election",
           "[lockgroup]") {
   // Peer frames are signed, not encrypted: anyone on the path can copy one of
