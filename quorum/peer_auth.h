@@ -13,6 +13,8 @@
 //
 // Until CurveZMQ encrypts the sockets, the messages are readable on the wire;
 // what the MAC stops is a client, or anyone without the key, acting as a peer.
+// Every replica host holds the cluster key too (to check sequencers), so any
+// of them can derive this key and act as a peer (issue #26).
 #pragma once
 
 #include <array>
