@@ -531,7 +531,16 @@ Result<Lease> LockClient::acquire(std::string_view lock, AcquireOptions options)
   if (impl_->options.store != nullptr && g.mode == LockMode::kExclusive) {
     WriteResult fenced = impl_->options.store->fence(Fence{g.lock, g.token, g.sequencer});
     if (Status s = client::grant_fence_status(fenced, g.lock, g.token); !s.is_ok()) {
-      (void)release(lease);
+      // Give back this grant only. While the fence was on its way, another
+      // thread of this session may have got the same grant, released it and
+      // acquired the lock again: release() goes by the lock's name, and would
+      // free that newer grant.
+      if (!lease.released_->exchange(true)) {
+        impl_->forget_flag(g.lock, lease.released_);
+        (void)impl_->run_blocking([lock = g.lock, token = g.token](client::LockSession& core, uint64_t now) {
+          return core.release_grant(lock, token, now);
+        });
+      }
       return s;
     }
   }

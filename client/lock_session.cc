@@ -257,6 +257,14 @@ uint64_t LockSession::release(std::string lock, uint64_t now_ms) {
   return start_call(std::move(call), now_ms);
 }
 
+uint64_t LockSession::release_grant(std::string lock, uint64_t token, uint64_t now_ms) {
+  auto held = held_.find(lock);
+  if (held != held_.end() && held->second == token) return release(std::move(lock), now_ms);
+  const uint64_t id = next_call_++;
+  done_.push_back({id, Status::ok()});
+  return id;
+}
+
 uint64_t LockSession::check_sequencer(std::string sequencer, uint64_t now_ms) {
   Call call;
   call.kind = Kind::kCheck;
@@ -384,7 +392,7 @@ void LockSession::on_call_reply(const Sent& sent, uint64_t request_id, size_t no
       }
       // The grant is no longer than the session lease the master had left.
       deadline_ = std::min(deadline_, lease_end(sent.at, reply.lease_ms, options_.max_drift_ppm));
-      held_.insert(call.lock);
+      held_[call.lock] = reply.token;
       GrantInfo grant{.lock = call.lock, .mode = reply.mode, .token = reply.token, .sequencer = reply.sequencer};
       return finish(id, Status::ok(), std::move(grant));
     }

@@ -117,6 +117,10 @@ class LockSession {
   // after it expired or closed they end with no_session.
   uint64_t acquire(std::string lock, LockMode mode, uint64_t lock_delay_ms, uint64_t wait_ms, uint64_t now_ms);
   uint64_t release(std::string lock, uint64_t now_ms);
+  // release(lock) if this session's grant of `lock` is still the one with
+  // `token`; else the call ends at once, ok, releasing nothing: that grant was
+  // released already, and a newer grant of the lock must not be.
+  uint64_t release_grant(std::string lock, uint64_t token, uint64_t now_ms);
   uint64_t check_sequencer(std::string sequencer, uint64_t now_ms);
   // Closes the session cleanly (its locks are released without lock-delay).
   // When no master answers it within call_timeout, it ends unavailable and the
@@ -242,7 +246,7 @@ class LockSession {
   uint64_t next_call_ = 1;
   std::map<uint64_t, Sent> sent_;   // by request id
   std::map<uint64_t, Call> calls_;  // by call id
-  std::set<std::string> held_;      // locks granted to this session and not released
+  std::map<std::string, uint64_t> held_;  // locks granted to this session and not released -> their token
 
   std::vector<Outgoing> out_;
   std::vector<CallDone> done_;

@@ -758,6 +758,47 @@ TEST_CASE("an acquire answered after a release of its lock does not count as hel
   CHECK(body<wire::ReleaseRequest>(give_back).call > rel2);
 }
 
+TEST_CASE("release_grant frees only the grant with its token, not a newer grant of the lock", "[lock_session]") {
+  // LockClient::acquire gives back a grant whose fence found a higher floor.
+  // Meanwhile another thread of the session may have got the same grant,
+  // released it and acquired the lock again: only token 1 may be given back.
+  Group g;
+  g.open();
+  const uint64_t first = g.s.acquire("x", LockMode::kExclusive, 0, 0, g.now);
+  Outgoing acq1 = g.one();
+  g.reply(acq1, Group::grant(acq1, 1, kLease));
+  REQUIRE(g.one_done().call == first);
+  const uint64_t rel = g.s.release("x", g.now);
+  Outgoing release = g.one();
+  LockReply released = Group::master_reply(release);
+  released.released = true;
+  g.reply(release, released);
+  REQUIRE(g.one_done().call == rel);
+  const uint64_t again = g.s.acquire("x", LockMode::kExclusive, 0, 0, g.now);
+  Outgoing acq2 = g.one();
+  g.reply(acq2, Group::grant(acq2, 2, kLease));
+  REQUIRE(g.one_done().call == again);
+
+  // Token 1 is gone: nothing is sent, the call ends at once.
+  const uint64_t stale = g.s.release_grant("x", 1, g.now);
+  g.nothing_sent();
+  CallDone d = g.one_done();
+  CHECK(d.call == stale);
+  CHECK(d.status.is_ok());
+  // Token 2 is the session's grant: it is released.
+  const uint64_t current = g.s.release_grant("x", 2, g.now);
+  Outgoing release2 = g.one();
+  CHECK(body<wire::ReleaseRequest>(release2).lock == "x");
+  LockReply released2 = Group::master_reply(release2);
+  released2.released = true;
+  g.reply(release2, released2);
+  CHECK(g.one_done().call == current);
+  // And once released, token 2 is not released again.
+  g.s.release_grant("x", 2, g.now);
+  g.nothing_sent();
+  CHECK(g.one_done().status.is_ok());
+}
+
 TEST_CASE("calls made while the session opens wait for it", "[lock_session]") {
   Group g;
   Outgoing open = g.one();
