@@ -117,9 +117,12 @@ Status PaxosNode::receive(const PeerMessage& message, uint64_t now_ms) {
     return Status::ok();
   }
   if (Status s = check_ranges(message.body); !s.is_ok()) return s;
-  if (!fresh(message)) {
+  const bool is_fresh = fresh(message);
+  if (!is_fresh) {
     ++stale_messages_;
-    return Status::ok();  // dropped, as the network may drop it
+    // Dropped, as the network may drop it; but a stale accept still brings
+    // its entries (on_accept), so that reordering costs no resends.
+    if (!std::holds_alternative<Accept>(message.body)) return Status::ok();
   }
   const NodeId from = message.from;
   std::visit(
@@ -127,7 +130,7 @@ Status PaxosNode::receive(const PeerMessage& message, uint64_t now_ms) {
         using T = std::decay_t<decltype(m)>;
         if constexpr (std::is_same_v<T, Prepare>) on_prepare(from, m, now_ms);
         if constexpr (std::is_same_v<T, Promise>) on_promise(from, m, now_ms);
-        if constexpr (std::is_same_v<T, Accept>) on_accept(from, m, now_ms);
+        if constexpr (std::is_same_v<T, Accept>) on_accept(from, m, now_ms, is_fresh);
         if constexpr (std::is_same_v<T, Accepted>) on_accepted(from, m, now_ms);
         if constexpr (std::is_same_v<T, CatchUpRequest>) on_catch_up_request(from, m, now_ms);
         if constexpr (std::is_same_v<T, CatchUp>) on_catch_up(m);
@@ -138,10 +141,10 @@ Status PaxosNode::receive(const PeerMessage& message, uint64_t now_ms) {
 
 bool PaxosNode::fresh(const PeerMessage& message) {
   // A prepare or accept renews the sender's lease and restarts the election
-  // timer; a catch-up request may cost a whole snapshot. Each is taken only
+  // timer; a catch-up request may cost a whole snapshot. Each does so only
   // when newer than the last of its kind from that sender: a replay (the
   // frames are signed, not encrypted, and nothing else dates them) or a
-  // message overtaken by a newer one is dropped. Other messages are answers
+  // message overtaken by a newer one does not. Other messages are answers
   // that a duplicate cannot harm.
   std::map<NodeId, std::pair<uint64_t, uint64_t>>* last = nullptr;
   if (std::holds_alternative<Prepare>(message.body) || std::holds_alternative<Accept>(message.body)) {
@@ -263,7 +266,7 @@ void PaxosNode::on_prepare(NodeId from, const Prepare& m, uint64_t now) {
                      .accepted = accepted_from(m.from_slot)});
 }
 
-void PaxosNode::on_accept(NodeId from, const Accept& m, uint64_t now) {
+void PaxosNode::on_accept(NodeId from, const Accept& m, uint64_t now, bool is_fresh) {
   highest_seen_ = std::max(highest_seen_, m.ballot);
   if (ballot_node(m.ballot) != from || m.ballot < promised_) {
     send(from, Accepted{.ballot = m.ballot, .ok = false, .promised = promised_, .seq = m.seq});
@@ -271,16 +274,23 @@ void PaxosNode::on_accept(NodeId from, const Accept& m, uint64_t now) {
   }
   if (role_ != Role::kFollower) step_down(now);  // m.ballot >= promised_ >= our own ballot
   promise_ballot(m.ballot);
-  lease_to(from, now);
   master_hint_ = from;
-  restart_election_timer(now);
-  Accepted reply{.ballot = m.ballot, .ok = true, .promised = promised_, .seq = m.seq};
+  // A stale accept (a replay, or one overtaken by a newer prepare or accept
+  // of this sender) renews no lease and restarts no timer, and its reply
+  // carries no seq: it vouches for no send time of the master's.
+  if (is_fresh) {
+    lease_to(from, now);
+    restart_election_timer(now);
+  }
+  Accepted reply{.ballot = m.ballot, .ok = true, .promised = promised_, .seq = is_fresh ? m.seq : 0};
   const Slot ahead = std::min(applied_ + kMaxSlotsAhead, kMaxSlot);
   for (const Entry& e : m.entries) {
     if (e.ballot != m.ballot || e.slot > ahead) continue;
     // A slot applied here is chosen, and a master only ever proposes the chosen
-    // value for it: acknowledging it without storing is the same.
-    if (e.slot > applied_) store_accepted(e);
+    // value for it: acknowledging it without storing is the same. An entry
+    // already stored as is is not written again (a replay costs no sync).
+    auto stored = log_.find(e.slot);
+    if (e.slot > applied_ && (stored == log_.end() || !(stored->second == e))) store_accepted(e);
     reply.slots.push_back(e.slot);
   }
   learn(m.chosen_through, m.ballot, from, now);

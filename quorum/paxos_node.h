@@ -46,10 +46,11 @@ struct PaxosOptions {
   uint64_t max_drift_ppm = 1000;
   uint64_t seed = 0;                   // election jitter
   // Must grow with every start of this node (and never be 0): the daemon uses
-  // its wall clock in microseconds. Peers ignore a prepare, accept or
-  // catch_up_request not newer, by (incarnation, serial), than the last one
-  // they took from this node, so a replayed message cannot renew a lease,
-  // hold off an election or ask for another snapshot.
+  // its wall clock in microseconds. Peers drop a prepare or catch_up_request
+  // not newer, by (incarnation, serial), than the last one they took from
+  // this node, and take only the entries of such an accept, so a replayed
+  // message cannot renew a lease, hold off an election or ask for another
+  // snapshot.
   uint64_t incarnation = 1;
   size_t max_entries_per_message = 64;
   // Negative control for the simulator: acceptors promise whoever asks and
@@ -111,8 +112,9 @@ class PaxosNode {
   // Accepted entries above the snapshot; those up to applied_through() are chosen.
   const std::map<Slot, Entry>& log() const { return log_; }
   Slot snapshot_slot() const { return snapshot_slot_; }
-  // Prepares, accepts and catch-up requests ignored because they were not newer
-  // than the last one taken from their sender (replays, or reordered).
+  // Prepares, accepts and catch-up requests not newer than the last one taken
+  // from their sender (replays, or reordered): dropped, or for an accept, only
+  // its entries taken.
   uint64_t stale_messages() const { return stale_messages_; }
   // Catch-up requests left unanswered because a snapshot went to that peer
   // less than half a heartbeat ago.
@@ -129,7 +131,7 @@ class PaxosNode {
 
   void on_prepare(NodeId from, const Prepare& m, uint64_t now);
   void on_promise(NodeId from, const Promise& m, uint64_t now);
-  void on_accept(NodeId from, const Accept& m, uint64_t now);
+  void on_accept(NodeId from, const Accept& m, uint64_t now, bool is_fresh);
   void on_accepted(NodeId from, const Accepted& m, uint64_t now);
   void on_catch_up_request(NodeId from, const CatchUpRequest& m, uint64_t now);
   // Whether `message` is newer than the last prepare/accept (or catch-up

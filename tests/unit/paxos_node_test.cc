@@ -634,6 +634,48 @@ TEST_CASE("a replayed heartbeat does not hold off the election after the master 
   CHECK(c.max_masters == 1);
 }
 
+TEST_CASE("a replayed accept gives its entries again, but vouches for no lease time and costs no sync",
+          "[paxos][guards][replay]") {
+  // Dropping a stale accept would be safe, but in a network that reorders
+  // (the simulator's) it also drops entries that only a heartbeat resends.
+  Cluster c(3);
+  NodeId m = c.elect();
+  NodeId f = other_than(m);
+  c.run(1000);
+  REQUIRE(c.nodes[m]->propose("v", c.now));
+  for (auto& out : c.nodes[m]->take_early_messages()) c.wire.push_back(std::move(out));
+  c.settle(m);
+  std::optional<PeerMessage> accept;
+  for (const PeerMessage& msg : c.wire) {
+    if (const auto* a = std::get_if<Accept>(&msg.body); a != nullptr && msg.to == f && !a->entries.empty()) {
+      accept = msg;
+    }
+  }
+  REQUIRE(accept);
+  c.deliver_all();
+  c.run(1000);
+  const uint64_t syncs = c.disks[f]->sync_count();
+  const uint64_t election_at = c.nodes[f]->next_timer_ms();
+  c.now += 10;
+  REQUIRE(c.nodes[f]->receive(*accept, c.now).is_ok());
+  CHECK(c.nodes[f]->stale_messages() == 1);
+  CHECK(c.nodes[f]->next_timer_ms() == election_at);  // the election timer is not restarted
+  for (auto& out : c.nodes[f]->take_early_messages()) c.wire.push_back(std::move(out));
+  REQUIRE(c.disks[f]->commit().is_ok());
+  c.nodes[f]->on_synced();
+  CHECK(c.disks[f]->sync_count() == syncs);  // nothing written again
+  bool answered = false;
+  for (const PeerMessage& out : c.nodes[f]->take_messages()) {
+    if (const auto* a = std::get_if<Accepted>(&out.body); a != nullptr) {
+      answered = true;
+      CHECK(a->ok);
+      CHECK(a->seq == 0);  // no send time of the master's to count a lease from
+      CHECK(a->slots.size() == std::get<Accept>(accept->body).entries.size());  // its entries are acknowledged
+    }
+  }
+  CHECK(answered);
+}
+
 TEST_CASE("a replayed catch_up_request is not answered again; snapshots to a peer are rate-limited",
           "[paxos][guards][replay]") {
   Cluster c(3);
