@@ -2,28 +2,20 @@
 
 #include <sodium.h>
 
-#include "common/check.h"
+#include "common/derived_key.h"
 
 namespace palisade::quorum {
 namespace {
 
-static_assert(crypto_generichash_KEYBYTES == 32 && PeerAuth::kMacBytes == crypto_generichash_BYTES);
-static_assert(SequencerKey::kBytes >= crypto_generichash_KEYBYTES_MIN &&
-              SequencerKey::kBytes <= crypto_generichash_KEYBYTES_MAX);
+static_assert(PeerAuth::kMacBytes == crypto_generichash_BYTES);
 
 // Domain separation: what the derived key is for, and which group's it is.
 constexpr std::string_view kContext = "palisade-lockd peer messages v1";
 
 }  // namespace
 
-PeerAuth::PeerAuth(const SequencerKey& cluster_key, std::string_view group) {
-  PALISADE_CHECK(sodium_init() >= 0);
-  std::string input(kContext);
-  input.push_back('\0');
-  input.append(group);
-  crypto_generichash(key_.data(), key_.size(), reinterpret_cast<const unsigned char*>(input.data()), input.size(),
-                     cluster_key.bytes().data(), cluster_key.bytes().size());
-}
+PeerAuth::PeerAuth(const SequencerKey& cluster_key, std::string_view group)
+    : key_(derive_key(cluster_key, kContext, group)) {}
 
 std::string PeerAuth::mac_of(std::string_view body) const {
   std::string mac(kMacBytes, '\0');

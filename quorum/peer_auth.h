@@ -23,7 +23,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/sequencer.h"
+#include "common/derived_key.h"
 #include "quorum/paxos_messages.h"
 
 namespace palisade::quorum {
@@ -43,7 +43,7 @@ class PeerAuth {
  private:
   std::string mac_of(std::string_view body) const;
 
-  std::array<unsigned char, 32> key_{};
+  DerivedKey key_{};
 };
 
 }  // namespace palisade::quorum
