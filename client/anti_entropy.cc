@@ -5,11 +5,13 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 
 #include <zmq.hpp>
 
 #include "client/anti_entropy_core.h"
 #include "common/physical_clock.h"
+#include "common/repair_seal.h"
 #include "common/transport.h"
 
 namespace palisade {
@@ -35,7 +37,16 @@ Status validate(const AntiEntropyOptions& o, int n, int w) {
   }
   if (o.timeout.count() <= 0) return Status(Code::kBadRequest, "timeout must be positive");
   if (o.gc_grace && o.gc_grace->count() < 0) return Status(Code::kBadRequest, "gc_grace must not be negative");
+  if (o.key_file.empty() != o.group.empty()) {
+    return Status(Code::kBadRequest, "a repairer's seal needs both the cluster key file and the group");
+  }
   return Status::ok();
+}
+
+// Repairs that change what replicas hold go sealed: copies and commits.
+bool changes_versions(const wire::ReplicaRequestBody& body) {
+  return std::holds_alternative<wire::CopyManyRequest>(body) || std::holds_alternative<wire::CommitRequest>(body) ||
+         std::holds_alternative<wire::WriteRequest>(body);
 }
 
 }  // namespace
@@ -44,6 +55,12 @@ Result<AntiEntropyReport> run_anti_entropy(const AntiEntropyOptions& options) {
   const int n = options.cluster_size > 0 ? options.cluster_size : static_cast<int>(options.replicas.size());
   const int w = options.write_quorum > 0 ? options.write_quorum : n / 2 + 1;
   if (Status s = validate(options, n, w); !s.is_ok()) return s;
+  std::optional<RepairSeal> seal;
+  if (!options.key_file.empty()) {
+    auto key = SequencerKey::load(options.key_file);
+    if (!key.is_ok()) return key.status();
+    seal.emplace(key.value(), options.group);
+  }
   SystemClock wall;
   client::AntiEntropyConfig config;
   config.replicas = static_cast<int>(options.replicas.size());
@@ -69,6 +86,7 @@ Result<AntiEntropyReport> run_anti_entropy(const AntiEntropyOptions& options) {
   for (;;) {
     for (auto& send : core.take_sends()) {
       std::string bytes = wire::encode_request(send.request);
+      if (seal && changes_versions(send.request.body)) bytes = seal->seal(bytes, wall.now_ms());
       const bool tree = std::holds_alternative<wire::TreeRequest>(send.request.body) ||
                         std::holds_alternative<wire::LeafRequest>(send.request.body);
       in_flight[send.request.id] = {send.replica, Clock::now() + options.timeout, tree};

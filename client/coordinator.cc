@@ -25,6 +25,7 @@ struct Coordinator::WriteOp {
   FencedTimestamp ts;
   uint64_t deadline_ms = 0;
   int acks = 0;
+  wire::Certificate receipts;  // of the replicas that acknowledged, to prove the commit
   int answered = 0;
   int nonstores = 0;  // replicas that definitely did not store it
   bool fenced = false;
@@ -48,6 +49,7 @@ struct Coordinator::ReadOp {
     std::optional<uint64_t> corrupt_digest;   // the damaged record's digest its last `corrupt` named
     uint64_t answered_request = 0;            // the request its answer (`answered`) replied to
     std::vector<wire::Version> versions;      // newest first; the committed one last
+    std::vector<wire::Receipt> receipts;      // one per version, from a replica that checks sequencers
     std::map<std::string, uint64_t> floors;  // fence floors learnt, by lock
     std::string floor_of;                     // what the outstanding read asked for
   };
@@ -175,6 +177,12 @@ void Coordinator::on_write_reply(WriteOp& op, const wire::ReplicaReply& reply) {
   if (code == Code::kOk) {
     ++op.acks;
     op.floor = std::max(op.floor, reply.floor);
+    for (const wire::Receipt& r : reply.receipts) {
+      auto same = [&](const wire::Receipt& x) { return x.replica == r.replica; };
+      if (op.receipts.size() < wire::kMaxCertificateReceipts && std::none_of(op.receipts.begin(), op.receipts.end(), same)) {
+        op.receipts.push_back(r);
+      }
+    }
     return;
   }
   // Refusals that hold for good count as replicas that never store it: fence
@@ -218,7 +226,7 @@ void Coordinator::decide_write(OpId id, WriteOp& op, uint64_t now_ms) {
     if (!op.is_fence) {
       uint64_t hash = wire::content_hash(
           wire::Version{op.ts, op.write.lock, wire::VersionState::kPending, op.write.tombstone, op.write.value});
-      for (int i = 0; i < n; ++i) send_untracked(i, wire::CommitRequest{op.write.key, op.ts, hash});
+      for (int i = 0; i < n; ++i) send_untracked(i, wire::CommitRequest{op.write.key, op.ts, hash, op.receipts});
     }
     return finish_write(id, op, Status::ok());
   }
@@ -323,6 +331,7 @@ void Coordinator::on_read_reply(OpId id, ReadOp& op, int replica, const wire::Re
   rep.answered = true;
   rep.answered_request = reply->id;
   rep.versions = reply->versions;
+  rep.receipts = reply->receipts.size() == reply->versions.size() ? reply->receipts : std::vector<wire::Receipt>{};
 }
 
 namespace {
@@ -439,10 +448,38 @@ void Coordinator::advance_read(OpId id, ReadOp& op, uint64_t now_ms) {
   }
 }
 
+// The receipts of `v` from the replicas that answered holding it; nullopt when
+// none answered with receipts (replicas that do not check sequencers ask no proof).
+std::optional<wire::Certificate> Coordinator::certificate_of(const ReadOp& op, const wire::Version& v) const {
+  wire::Certificate certificate;
+  bool receipts_seen = false;
+  for (const auto& rep : op.replicas) {
+    if (!rep.answered || rep.receipts.empty()) continue;
+    receipts_seen = true;
+    for (size_t j = 0; j < rep.versions.size(); ++j) {
+      if (wire::same_write(rep.versions[j], v) && certificate.size() < wire::kMaxCertificateReceipts) {
+        certificate.push_back(rep.receipts[j]);
+      }
+    }
+  }
+  if (!receipts_seen) return std::nullopt;
+  return certificate;
+}
+
 void Coordinator::choose(OpId id, ReadOp& op, const std::optional<wire::Version>& v) {
   op.chosen = true;
   op.result = v;
   if (!v) return;
+  // Under a lock, replicas commit it only with receipts of W replicas: a read
+  // that saw fewer copies (it returns a version committed on one replica)
+  // leaves the spreading to anti-entropy.
+  wire::Certificate certificate;
+  if (v->ts.token != 0) {
+    if (auto seen = certificate_of(op, *v)) {
+      if (seen->size() < static_cast<size_t>(options_.w)) return;
+      certificate = std::move(*seen);
+    }
+  }
   // Blocking read repair: replicas that answered without it get it, committed
   // since it is known acknowledged; holders of a pending copy commit theirs.
   // A replica whose record is corrupt gets it only with the digest of the
@@ -457,11 +494,12 @@ void Coordinator::choose(OpId id, ReadOp& op, const std::optional<wire::Version>
     const wire::Version* base = committed_of(rep.versions);
     if (base != nullptr && !wire::newer(*v, *base)) continue;  // it has this or newer, committed
     if (holds(rep.versions, *v)) {
-      send_untracked(i, wire::CommitRequest{op.key, v->ts, wire::content_hash(*v)});
+      send_untracked(i, wire::CommitRequest{op.key, v->ts, wire::content_hash(*v), certificate});
       continue;
     }
     wire::WriteRequest repair{op.key, v->value, v->tombstone, v->ts, v->lock, /*committed=*/true, v->sequencer};
     if (!rep.answered) repair.replaces = rep.corrupt_digest;
+    repair.certificate = certificate;
     send(id, i, std::move(repair), true);
     ++op.repairs_outstanding;
   }

@@ -95,6 +95,7 @@ class Coordinator {
   bool decide_read(OpId id, ReadOp& op);
   void ask(OpId id, ReadOp& op, int replica, std::string floor_of);
   void choose(OpId id, ReadOp& op, const std::optional<wire::Version>& v);
+  std::optional<wire::Certificate> certificate_of(const ReadOp& op, const wire::Version& v) const;
   void finish_read(OpId id, ReadOp& op, Status status);
   void drop_pending(OpId op);
 

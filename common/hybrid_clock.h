@@ -38,6 +38,8 @@ class HybridClock {
   uint64_t last() const { return last_.load(std::memory_order_acquire); }
 
   const Options& options() const { return options_; }
+  // The physical clock's reading, in ms since the epoch.
+  uint64_t physical_ms() { return physical_.now_ms(); }
 
  private:
   // Raises last_ to max(last_ + 1, floor) and returns the new value.

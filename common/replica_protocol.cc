@@ -282,9 +282,48 @@ void read_replaces(FieldReader& r, std::vector<Copy>& copies) {
   }
 }
 
+// Receipts travel as one `bin`: per receipt, the replica id (8) and the MAC (16).
+void append_receipts(std::string& out, const std::vector<Receipt>& receipts) {
+  for (const Receipt& r : receipts) {
+    append_be(out, r.replica, 8);
+    out.append(reinterpret_cast<const char*>(r.mac.data()), r.mac.size());
+  }
+}
+
+std::string pack_receipts(const std::vector<Receipt>& receipts) {
+  std::string out;
+  append_receipts(out, receipts);
+  return out;
+}
+
+// `count` receipts from `in`; false on an overrun.
+bool take_receipts(BinReader& in, size_t count, std::vector<Receipt>& out) {
+  for (size_t i = 0; i < count && in.ok(); ++i) {
+    Receipt r;
+    r.replica = in.number(8);
+    std::string mac = in.text(r.mac.size());
+    if (!in.ok()) return false;
+    std::copy(mac.begin(), mac.end(), r.mac.begin());
+    out.push_back(r);
+  }
+  return in.ok();
+}
+
+void read_receipts(FieldReader& r, std::string_view name, size_t max_count, std::vector<Receipt>& out) {
+  if (!r.has(name)) return;
+  std::string raw;
+  r.bytes(name, raw, max_count * kReceiptBytes, Need::kRequired);
+  if (!r.status().is_ok()) return;
+  BinReader in(raw);
+  if (raw.empty() || raw.size() % kReceiptBytes != 0 || !take_receipts(in, raw.size() / kReceiptBytes, out)) {
+    return r.fail(Code::kBadRequest, "field '" + std::string(name) + "' must hold 1 to " + std::to_string(max_count) +
+                                         " receipts of " + std::to_string(kReceiptBytes) + " bytes");
+  }
+}
+
 // A write's carried commits: per commit, key length (2), key, token (8), hlc
-// (8), content hash (8). One without a hash is left out: carried, it would
-// name the version whose hash is 0.
+// (8), content hash (8), receipt count (1), receipts. One without a hash is
+// left out: carried, it would name the version whose hash is 0.
 std::string pack_commits(const std::vector<CommitRequest>& commits) {
   std::string out;
   for (const CommitRequest& c : commits) {
@@ -293,6 +332,8 @@ std::string pack_commits(const std::vector<CommitRequest>& commits) {
     append_be(out, c.ts.token, 8);
     append_be(out, c.ts.hlc, 8);
     append_be(out, c.hash.value_or(0), 8);
+    append_be(out, c.certificate.size(), 1);
+    append_receipts(out, c.certificate);
   }
   return out;
 }
@@ -311,12 +352,16 @@ void read_commits(FieldReader& r, const Limits& limits, std::vector<CommitReques
     c.ts.token = in.number(8);
     c.ts.hlc = in.number(8);
     c.hash = in.number(8);
+    const size_t receipts = in.number(1);
+    if (receipts > kMaxCertificateReceipts || !take_receipts(in, receipts, c.certificate)) break;
     ++read;
     // A key this replica cannot store names no version here: skipped, so that
     // it does not get the write that carries it refused.
     if (in.ok() && key_len <= limits.max_key_bytes) out.push_back(std::move(c));
   }
-  if (!in.ok() || read == 0) return r.fail(Code::kBadRequest, "field 'commits' must hold 1 or more commits");
+  if (!in.ok() || !in.at_end() || read == 0) {
+    return r.fail(Code::kBadRequest, "field 'commits' must hold 1 or more commits");
+  }
 }
 
 // A stats reply's floors: per floor, name length (2), name, floor (8).
@@ -376,7 +421,8 @@ struct RequestEncoder {
   void operator()(const WriteRequest& r) const {
     const std::string commits = pack_commits(r.commits);
     const uint32_t optional =
-        (r.committed ? 1 : 0) + (r.sequencer.empty() ? 0 : 1) + (r.replaces ? 1 : 0) + (commits.empty() ? 0 : 1);
+        (r.committed ? 1 : 0) + (r.sequencer.empty() ? 0 : 1) + (r.replaces ? 1 : 0) + (commits.empty() ? 0 : 1) +
+        (r.certificate.empty() ? 0 : 1);
     write_envelope(pk, (r.tombstone ? 7 : 8) + optional, id, "write");
     pack_bytes_field(pk, "key", r.key);
     if (!r.tombstone) pack_bytes_field(pk, "value", r.value);
@@ -387,6 +433,7 @@ struct RequestEncoder {
     pack_sequencer(r.sequencer);
     if (r.replaces) pack_u64_field(pk, "replaces", *r.replaces);
     if (!commits.empty()) pack_bytes_field(pk, "commits", commits);
+    if (!r.certificate.empty()) pack_bytes_field(pk, "certificate", pack_receipts(r.certificate));
   }
   void operator()(const FenceRequest& r) const {
     write_envelope(pk, r.sequencer.empty() ? 5 : 6, id, "fence");
@@ -398,13 +445,14 @@ struct RequestEncoder {
     if (!sequencer.empty()) pack_text_field(pk, "sequencer", sequencer);
   }
   void key_and_ts(std::string_view type, const std::string& key, const FencedTimestamp& ts,
-                  const std::optional<uint64_t>& hash) const {
-    write_envelope(pk, hash ? 6 : 5, id, type);
+                  const std::optional<uint64_t>& hash, const Certificate& certificate = {}) const {
+    write_envelope(pk, (hash ? 6 : 5) + (certificate.empty() ? 0 : 1), id, type);
     pack_bytes_field(pk, "key", key);
     pack_timestamp_field(pk, "ts", ts);
     if (hash) pack_u64_field(pk, "hash", *hash);
+    if (!certificate.empty()) pack_bytes_field(pk, "certificate", pack_receipts(certificate));
   }
-  void operator()(const CommitRequest& r) const { key_and_ts("commit", r.key, r.ts, r.hash); }
+  void operator()(const CommitRequest& r) const { key_and_ts("commit", r.key, r.ts, r.hash, r.certificate); }
   void operator()(const PurgeRequest& r) const { key_and_ts("purge", r.key, r.ts, r.hash); }
   void operator()(const DropTombstoneRequest& r) const { key_and_ts("drop_tombstone", r.key, r.ts, r.hash); }
   void operator()(const TreeRequest& r) const {
@@ -452,6 +500,10 @@ Result<ReplicaRequestBody> read_body(const std::string& type, FieldReader& r, co
     r.bytes("sequencer", w.sequencer, kMaxSequencerBytes, Need::kOptional);
     if (r.has("replaces")) r.u64("replaces", w.replaces.emplace(), Need::kRequired);
     read_commits(r, limits, w.commits);
+    read_receipts(r, "certificate", kMaxCertificateReceipts, w.certificate);
+    if (r.status().is_ok() && !w.certificate.empty() && !w.committed) {
+      return Status(Code::kBadRequest, "only a committed write carries a certificate");
+    }
     if (r.status().is_ok() && w.tombstone && !w.value.empty()) {
       return Status(Code::kBadRequest, "a tombstone write carries no value");
     }
@@ -498,7 +550,11 @@ Result<ReplicaRequestBody> read_body(const std::string& type, FieldReader& r, co
     r.bytes("key", key, limits.max_key_bytes, Need::kRequired);
     r.timestamp("ts", ts, Need::kRequired);
     if (r.has("hash")) r.u64("hash", hash.emplace(), Need::kRequired);
-    if (type == "commit") return ReplicaRequestBody{CommitRequest{std::move(key), ts, hash}};
+    if (type == "commit") {
+      CommitRequest c{std::move(key), ts, hash};
+      read_receipts(r, "certificate", kMaxCertificateReceipts, c.certificate);
+      return ReplicaRequestBody{std::move(c)};
+    }
     if (type == "drop_tombstone") return ReplicaRequestBody{DropTombstoneRequest{std::move(key), ts, hash}};
     return ReplicaRequestBody{PurgeRequest{std::move(key), ts, hash}};
   }
@@ -558,6 +614,7 @@ uint32_t reply_field_count(const ReplicaReply& reply) {
   if (reply.applied) ++n;
   if (!reply.versions.empty()) ++n;
   if (!reply.floors.empty()) ++n;
+  if (!reply.receipts.empty()) ++n;
   if (!reply.nodes.empty()) ++n;
   if (!reply.entries.empty()) ++n;
   if (reply.leaves_done != 0) ++n;
@@ -635,7 +692,9 @@ bool names(const Version& v, const FencedTimestamp& ts, const std::optional<uint
 
 VersionHead head_of(const Version& v) { return {v.ts, content_hash(v), v.state, v.tombstone, v.lock}; }
 
-size_t carried_commit_bytes(const CommitRequest& c) { return 2 + c.key.size() + 24; }
+size_t carried_commit_bytes(const CommitRequest& c) {
+  return 2 + c.key.size() + 25 + c.certificate.size() * kReceiptBytes;
+}
 
 bool same_write(const Version& a, const Version& b) {
   return a.ts == b.ts && a.lock == b.lock && a.tombstone == b.tombstone && a.value == b.value;
@@ -657,6 +716,7 @@ std::string encode_reply(const ReplicaReply& reply) {
       pk.pack_array(static_cast<uint32_t>(reply.versions.size()));
       for (const Version& v : reply.versions) pack_version(pk, v);
     }
+    if (!reply.receipts.empty()) pack_bytes_field(pk, "receipts", pack_receipts(reply.receipts));
     if (!reply.floors.empty()) {
       pack_text(pk, "floors");
       pk.pack_map(static_cast<uint32_t>(reply.floors.size()));
@@ -705,6 +765,7 @@ Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits) 
         r.boolean("applied", reply.applied, Need::kOptional);
         read_versions(r, limits, reply.versions);
         read_floors(r, limits, reply.floors);
+        read_receipts(r, "receipts", Limits::kMaxVersionsPerKey, reply.receipts);
         r.bytes("nodes", nodes, kMaxTreeNodesPerRequest * 12, Need::kOptional);
         r.bytes("entries", entries, limits.max_reply_bytes(), Need::kOptional);
         r.u64("leaves_done", reply.leaves_done, Need::kOptional);
@@ -720,6 +781,9 @@ Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits) 
         if (Status e = unpack_entries(entries, limits, reply.entries); !e.is_ok()) return e;
         if (Status e = unpack_records(records, limits, reply.records); !e.is_ok()) return e;
         if (reply.records.size() != reply.keys_done) return Status(Code::kBadRequest, "records must be keys_done long");
+        if (!reply.receipts.empty() && !reply.versions.empty() && reply.receipts.size() != reply.versions.size()) {
+          return Status(Code::kBadRequest, "receipts must be one per version");
+        }
         return Status::ok();
       });
 }

@@ -2,6 +2,7 @@
 // One request, one reply, matched by id.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -48,6 +49,20 @@ bool newer(const Version& a, const Version& b);
 // The same write: equal timestamp and content.
 bool same_write(const Version& a, const Version& b);
 
+// A replica's receipt for a version it stores: its id (random, made with its
+// data directory) and a MAC of id, key, timestamp and content hash under a key
+// only replicas derive (replica/receipts.h). W receipts of distinct replicas
+// are a certificate: proof that W replicas acknowledged the version, which a
+// replica that checks sequencers asks of a commit of a version under a lock.
+struct Receipt {
+  uint64_t replica = 0;
+  std::array<uint8_t, 16> mac{};
+  friend bool operator==(const Receipt&, const Receipt&) = default;
+};
+using Certificate = std::vector<Receipt>;
+constexpr size_t kReceiptBytes = 24;
+constexpr size_t kMaxCertificateReceipts = 15;
+
 struct PingRequest {
   friend bool operator==(const PingRequest&, const PingRequest&) = default;
 };
@@ -55,6 +70,8 @@ struct CommitRequest {
   std::string key;
   FencedTimestamp ts;
   std::optional<uint64_t> hash{};
+  // Receipts of the version from W replicas (needed under a lock, unless sealed).
+  Certificate certificate{};
   friend bool operator==(const CommitRequest&, const CommitRequest&) = default;
 };
 // The bytes a commit takes inside a write (WriteRequest::commits), at most
@@ -67,7 +84,8 @@ struct WriteRequest {  // a put, or a delete when tombstone is set
   FencedTimestamp ts;
   std::string lock;
   // Store it as committed: only for versions known to be acknowledged (read
-  // repair and anti-entropy copying them). The fence floor does not refuse it.
+  // repair and anti-entropy copying them). The fence floor does not refuse it,
+  // so under a lock it needs a certificate, or a repairer's seal.
   bool committed = false;
   // The sequencer text of the lock grant (common/sequencer.h), at most
   // kMaxSequencerBytes; empty when none. A replica that holds the cluster key
@@ -83,6 +101,8 @@ struct WriteRequest {  // a put, or a delete when tombstone is set
   // answer, and nothing answers them. Only commits with a hash are carried
   // (the encoder leaves out the others).
   std::vector<CommitRequest> commits{};
+  // Only with `committed`: the version's receipts from W replicas.
+  Certificate certificate{};
   friend bool operator==(const WriteRequest&, const WriteRequest&) = default;
 };
 struct FenceRequest {
@@ -234,6 +254,9 @@ using ReplicaRequestBody = std::variant<PingRequest, WriteRequest, FenceRequest,
 struct ReplicaRequest {
   uint64_t id = 0;
   ReplicaRequestBody body;
+  // Set by the receiving replica, never encoded: the frame carried a valid
+  // repairer's seal (common/repair_seal.h).
+  bool from_repairer = false;
   friend bool operator==(const ReplicaRequest&, const ReplicaRequest&) = default;
 };
 
@@ -251,6 +274,9 @@ struct ReplicaReply {
   std::optional<uint64_t> digest;            // corrupt (the key's record): the digest of its raw bytes
   std::vector<Version> versions;             // read: newest first; empty when the key has none
   std::map<std::string, uint64_t> floors;    // read: fence floor of each lock named by versions or floor_of
+  // From a replica that checks sequencers: write ok: its receipt of the
+  // version; read: one per version, in the order of `versions`.
+  std::vector<Receipt> receipts;
 
   const Version* newest() const { return versions.empty() ? nullptr : &versions.front(); }
   bool applied = false;                      // commit, purge, drop_tombstone: whether it changed anything

@@ -33,6 +33,12 @@ ReplicaReply with_dropped(ReplicaReply r, const Versions& versions, const Fenced
   return r;
 }
 
+// The version a write stores.
+Version version_of(const wire::WriteRequest& w) {
+  return {w.ts, w.lock, w.committed ? VersionState::kCommitted : VersionState::kPending, w.tombstone, w.value,
+          w.sequencer};
+}
+
 void insert(Versions& versions, const Version& v) {
   auto at = std::find_if(versions.begin(), versions.end(), [&](const Version& x) { return wire::newer(v, x); });
   if (v.state == VersionState::kCommitted) {
@@ -43,6 +49,35 @@ void insert(Versions& versions, const Version& v) {
 }
 
 }  // namespace
+
+ReplicaHandler::ReplicaHandler(ReplicaStore& store, HybridClock& clock, std::optional<ReplicaAuth> auth)
+    : store_(store), clock_(clock), auth_(std::move(auth)) {
+  if (auth_) {
+    receipts_.emplace(auth_->key, auth_->group, auth_->replica_id, auth_->write_quorum);
+    seal_.emplace(auth_->key, auth_->group);
+  }
+}
+
+Result<wire::ReplicaRequest> ReplicaHandler::decode(std::string_view frame, const wire::Limits& limits,
+                                                    uint64_t* id_out) {
+  if (!RepairSeal::is_sealed(frame)) return wire::decode_request(frame, limits, id_out);
+  if (frame.size() <= RepairSeal::kHeaderBytes) return Status(Code::kMalformed, "a sealed frame holds no request");
+  std::optional<std::string_view> request;
+  if (seal_) {
+    request = seal_->open(frame, clock_.physical_ms());
+    if (!request) {
+      (void)wire::decode_request(frame.substr(RepairSeal::kHeaderBytes), limits, id_out);  // the id, for the reply
+      return Status(Code::kBadRequest, "the repairer's seal does not verify: another cluster key or group, or made "
+                                       "more than " + std::to_string(kSealLifetimeMs / 1000) +
+                                       " s from this replica's clock");
+    }
+  } else {
+    request = frame.substr(RepairSeal::kHeaderBytes);
+  }
+  auto decoded = wire::decode_request(*request, limits, id_out);
+  if (decoded.is_ok()) decoded.value().from_repairer = seal_.has_value();
+  return decoded;
+}
 
 std::vector<ReplicaReply> ReplicaHandler::handle_batch(std::span<const wire::ReplicaRequest> batch) {
   std::vector<ReplicaReply> replies;
@@ -81,14 +116,19 @@ ReplicaReply ReplicaHandler::apply(const wire::ReplicaRequest& request, bool& ch
   if (const auto* m = std::get_if<wire::ReadManyRequest>(&body)) return read_many(*m);
   if (!failure_.is_ok()) return reply_with(failure_);
   if (const auto* d = std::get_if<wire::DropTombstoneRequest>(&body)) return drop_tombstone(*d, changed);
-  if (const auto* c = std::get_if<wire::CopyManyRequest>(&body)) return copy_many(*c, changed);
+  const bool repairer = request.from_repairer;
+  if (const auto* c = std::get_if<wire::CopyManyRequest>(&body)) return copy_many(*c, changed, repairer);
   if (const auto* w = std::get_if<wire::WriteRequest>(&body)) {
     // Carried commits stand alone: the write's answer says nothing about them.
-    for (const wire::CommitRequest& c : w->commits) (void)commit(c, changed);
-    return write(*w, changed);
+    for (const wire::CommitRequest& c : w->commits) (void)commit(c, changed, repairer);
+    ReplicaReply reply = write(*w, changed, repairer);
+    if (receipts_ && reply.status.is_ok()) {
+      reply.receipts = {receipts_->issue(w->key, w->ts, wire::content_hash(version_of(*w)))};
+    }
+    return reply;
   }
   if (const auto* f = std::get_if<wire::FenceRequest>(&body)) return fence(*f, changed);
-  if (const auto* c = std::get_if<wire::CommitRequest>(&body)) return commit(*c, changed);
+  if (const auto* c = std::get_if<wire::CommitRequest>(&body)) return commit(*c, changed, repairer);
   return purge(std::get<wire::PurgeRequest>(body), changed);
 }
 
@@ -128,6 +168,16 @@ Status ReplicaHandler::check_sequencer(std::string_view sequencer, std::string_v
   return Status::ok();
 }
 
+Status ReplicaHandler::check_proof(std::string_view key, const Version& v, const wire::Certificate& certificate,
+                                   bool repairer, std::string_view what) const {
+  if (!receipts_ || v.ts.token == 0 || repairer) return Status::ok();
+  if (receipts_->proves(certificate, key, v.ts, wire::content_hash(v))) return Status::ok();
+  return Status(Code::kBadRequest,
+                "a " + std::string(what) + " of a version under lock '" + v.lock + "' needs proof that " +
+                    std::to_string(receipts_->write_quorum()) +
+                    " replicas acknowledged it (a certificate of their receipts), or a repairer's seal");
+}
+
 ReplicaReply ReplicaHandler::apply_change(const Change& change, bool& changed, ReplicaReply ok_reply) {
   Status s = store_.apply(change);
   if (!s.is_ok()) return reply_with(s);
@@ -144,7 +194,7 @@ ReplicaReply ReplicaHandler::unreadable(std::string_view key, Status status) {
   return r;
 }
 
-ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed) {
+ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed, bool repairer) {
   if (w.key.empty()) return bad_request("key must not be empty");
   if ((w.ts.token == 0) != w.lock.empty()) {
     return bad_request("a write names a lock exactly when its token is non-zero");
@@ -154,6 +204,12 @@ ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed) {
   // a forged committed write cannot plant a huge token either.
   if (w.ts.token != 0) {
     if (Status s = check_sequencer(w.sequencer, w.lock, w.ts.token, "fenced write"); !s.is_ok()) return reply_with(s);
+  }
+  Version incoming = version_of(w);
+  if (w.committed) {
+    if (Status s = check_proof(w.key, incoming, w.certificate, repairer, "committed write"); !s.is_ok()) {
+      return reply_with(s);
+    }
   }
   if (auto observed = clock_.observe(w.ts.hlc); !observed.is_ok()) return reply_with(observed.status());
 
@@ -177,8 +233,6 @@ ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed) {
     versions.dropped = {{0, UINT64_MAX}};
     versions.dropped_older = {UINT64_MAX, UINT64_MAX};
   }
-  Version incoming{w.ts, w.lock, w.committed ? VersionState::kCommitted : VersionState::kPending, w.tombstone,
-                   w.value, w.sequencer};
   // Already stored (a retry, a duplicate, a repair): the answer is ok, even if a
   // floor rose since, for a refusal would claim it is not stored.
   for (const Version& v : versions) {
@@ -243,9 +297,14 @@ ReplicaReply ReplicaHandler::fence(const wire::FenceRequest& f, bool& changed) {
   return apply_change(Change{.lock = f.lock, .floor = f.token, .floor_sequencer = f.sequencer}, changed, ok);
 }
 
-ReplicaReply ReplicaHandler::commit(const wire::CommitRequest& c, bool& changed) {
+ReplicaReply ReplicaHandler::commit(const wire::CommitRequest& c, bool& changed, bool repairer) {
   auto stored = store_.get(c.key);
   if (!stored.is_ok()) return unreadable(c.key, stored.status());
+  const Versions& versions = stored.value();
+  auto named = std::find_if(versions.begin(), versions.end(), [&](const Version& v) { return wire::names(v, c.ts, c.hash); });
+  if (named != versions.end() && named->state == VersionState::kPending) {
+    if (Status s = check_proof(c.key, *named, c.certificate, repairer, "commit"); !s.is_ok()) return reply_with(s);
+  }
   return commit_version(c.key, std::move(stored).value(), c.ts, c.hash, changed);
 }
 
@@ -268,6 +327,9 @@ ReplicaReply ReplicaHandler::read(const wire::ReadRequest& r) {
   if (!stored.is_ok()) return unreadable(r.key, stored.status());
   ReplicaReply reply;
   reply.versions = std::move(stored).value();
+  if (receipts_) {
+    for (const Version& v : reply.versions) reply.receipts.push_back(receipts_->issue(r.key, v.ts, wire::content_hash(v)));
+  }
   std::vector<std::string_view> locks;
   for (const Version& v : reply.versions) locks.push_back(v.lock);
   locks.push_back(r.floor_of);
@@ -341,13 +403,13 @@ ReplicaReply ReplicaHandler::read_many(const wire::ReadManyRequest& r) {
   return reply;
 }
 
-ReplicaReply ReplicaHandler::copy_many(const wire::CopyManyRequest& c, bool& changed) {
+ReplicaReply ReplicaHandler::copy_many(const wire::CopyManyRequest& c, bool& changed, bool repairer) {
   ReplicaReply reply;
   // Each copy is a committed write, by the same rules; a refused one stops no other.
   for (const wire::Copy& copy : c.copies) {
     const Version& v = copy.version;
     const wire::WriteRequest w{copy.key, v.value, v.tombstone, v.ts, v.lock, true, v.sequencer, copy.replaces};
-    ReplicaReply one = write(w, changed);
+    ReplicaReply one = write(w, changed, repairer);
     if (one.status.is_ok()) continue;
     if (reply.refused++ == 0) reply.first_refusal = "key '" + copy.key + "': " + one.status.to_string();
   }

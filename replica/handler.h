@@ -14,17 +14,22 @@
 #include <vector>
 
 #include "common/hybrid_clock.h"
+#include "common/repair_seal.h"
 #include "common/replica_protocol.h"
 #include "common/sequencer.h"
+#include "replica/receipts.h"
 #include "replica/store.h"
 
 namespace palisade::replica {
 
-// What a replica checks sequencers against: the cluster key and its lock group's
-// id (cluster file "group").
-struct SequencerAuth {
+// What a replica checks sequencers and receipts against: the cluster key and
+// its lock group's id (cluster file "group"); and what its receipts say: its
+// id, and how many replicas' receipts prove a version acknowledged (W).
+struct ReplicaAuth {
   SequencerKey key;
   std::string group;
+  int write_quorum = 0;   // W, at least 1
+  uint64_t replica_id = 0;
 };
 
 class ReplicaHandler {
@@ -33,10 +38,20 @@ class ReplicaHandler {
   // every fenced write (token > 0), repair copies included, must carry a sequencer
   // that verifies under auth (MAC, group) and names the request's lock and token
   // under an exclusive lock; otherwise it is refused with bad_sequencer and
-  // changes nothing. Without `auth`, sequencers are ignored: any token is
-  // accepted, which the daemon allows only with --insecure (stats say so).
-  ReplicaHandler(ReplicaStore& store, HybridClock& clock, std::optional<SequencerAuth> auth = std::nullopt)
-      : store_(store), clock_(clock), auth_(std::move(auth)) {}
+  // changes nothing. A version under a lock becomes committed only on proof:
+  // a commit or committed write carries a certificate (W replicas' receipts),
+  // or comes from a repairer (ReplicaRequest::from_repairer); otherwise it is
+  // refused with bad_request. Accepted writes and read versions get this
+  // replica's receipt. Without `auth`, sequencers are ignored and no proof is
+  // asked: any token is accepted, which the daemon allows only with
+  // --insecure (stats say so).
+  ReplicaHandler(ReplicaStore& store, HybridClock& clock, std::optional<ReplicaAuth> auth = std::nullopt);
+
+  // Decodes a request frame: plain, or sealed by a repairer (common/repair_seal.h),
+  // whose request gets from_repairer when the seal verifies under auth and was
+  // made within kSealLifetimeMs of this replica's clock. A seal that does not
+  // verify is bad_request. Without auth a seal is not checked, and means nothing.
+  Result<wire::ReplicaRequest> decode(std::string_view frame, const wire::Limits& limits, uint64_t* id_out);
 
   // Applies `batch` in order and commits it with one durable commit. Returns one
   // reply per request, in order. Replies may be sent only after this returns.
@@ -63,9 +78,10 @@ class ReplicaHandler {
  private:
   // Applies one request to the open batch. `changed` is set when the store changed.
   wire::ReplicaReply apply(const wire::ReplicaRequest& request, bool& changed);
-  wire::ReplicaReply write(const wire::WriteRequest& w, bool& changed);
+  // `repairer`: the request came from a repairer (a sealed frame).
+  wire::ReplicaReply write(const wire::WriteRequest& w, bool& changed, bool repairer);
   wire::ReplicaReply fence(const wire::FenceRequest& f, bool& changed);
-  wire::ReplicaReply commit(const wire::CommitRequest& c, bool& changed);
+  wire::ReplicaReply commit(const wire::CommitRequest& c, bool& changed, bool repairer);
   wire::ReplicaReply purge(const wire::PurgeRequest& p, bool& changed);
   wire::ReplicaReply read(const wire::ReadRequest& r);
   // Anti-entropy (docs/anti-entropy.md).
@@ -74,7 +90,11 @@ class ReplicaHandler {
   wire::ReplicaReply drop_tombstone(const wire::DropTombstoneRequest& d, bool& changed);
   wire::ReplicaReply stats(const wire::StatsRequest& s);
   wire::ReplicaReply read_many(const wire::ReadManyRequest& r);
-  wire::ReplicaReply copy_many(const wire::CopyManyRequest& c, bool& changed);
+  wire::ReplicaReply copy_many(const wire::CopyManyRequest& c, bool& changed, bool repairer);
+  // With auth_: ok when making `v` committed is proven (by a repairer, or a
+  // certificate of W receipts) or needs no proof (no lock); else bad_request.
+  Status check_proof(std::string_view key, const wire::Version& v, const wire::Certificate& certificate,
+                     bool repairer, std::string_view what) const;
   // With auth_: ok when `sequencer` verifies and grants `lock` at `token`
   // exclusively; else bad_sequencer. `what` names the request in messages.
   Status check_sequencer(std::string_view sequencer, std::string_view lock, uint64_t token,
@@ -91,7 +111,9 @@ class ReplicaHandler {
 
   ReplicaStore& store_;
   HybridClock& clock_;
-  std::optional<SequencerAuth> auth_;
+  std::optional<ReplicaAuth> auth_;
+  std::optional<Receipts> receipts_;  // with auth_
+  std::optional<RepairSeal> seal_;    // with auth_
   // Sequencer texts that verified under auth_ (which never changes): a holder
   // sends the same one with every write, and a MAC check costs more than the
   // rest of a write's handling. Emptied when it holds kVerifiedKept.

@@ -1,11 +1,13 @@
 #include "replica/lmdb_store.h"
 
 #include <lmdb.h>
+#include <sodium.h>
 
 #include <algorithm>
 #include <array>
 #include <utility>
 
+#include "common/big_endian.h"
 #include "replica/lmdb_util.h"
 #include "replica/record.h"
 
@@ -19,6 +21,7 @@ constexpr std::string_view kFormatKey = "format";
 // newer formats, so none can open a directory and miss what its journal holds
 // or take a record it cannot read for a corrupt one.
 constexpr std::string_view kFormat = "4";
+constexpr std::string_view kReplicaIdKey = "replica_id";
 constexpr std::array<std::string_view, 2> kFormatsBeforeJournal = {"1", "2"};
 constexpr std::string_view kFormatWithJournal = "3";
 
@@ -86,8 +89,29 @@ Status LmdbStore::init(const std::string& dir, Options options) {
     MDB_val f = val(kFormat);
     if ((rc = mdb_put(txn, meta_, &k, &f, 0)) != 0) return lmdb_error("write format", rc);
   }
+  if (Status s = load_replica_id(); !s.is_ok()) return s;
   if (Status s = build_tree(); !s.is_ok()) return s;
   return journaled_.finish_open();
+}
+
+Status LmdbStore::load_replica_id() {
+  MDB_txn* txn = journaled_.base();
+  MDB_val k = val(kReplicaIdKey), v;
+  int rc = mdb_get(txn, meta_, &k, &v);
+  if (rc == 0 && v.mv_size == 8) {
+    replica_id_ = load_be64(static_cast<const uint8_t*>(v.mv_data));
+    return Status::ok();
+  }
+  if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error("read the replica id", rc);
+  // Made once, with the directory (or on the first start of an older one).
+  uint8_t id[8];
+  do {
+    randombytes_buf(id, sizeof id);
+    replica_id_ = load_be64(id);
+  } while (replica_id_ == 0);
+  MDB_val put{sizeof id, id};
+  if ((rc = mdb_put(txn, meta_, &k, &put, 0)) != 0) return lmdb_error("write the replica id", rc);
+  return Status::ok();
 }
 
 LmdbStore::~LmdbStore() {

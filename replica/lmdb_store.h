@@ -2,7 +2,8 @@
 //   versions: key -> record (record.h)
 //   floors:   lock name -> fence floor record (record.h)
 //   meta:     "format" -> storage format version; "journal" -> the journal
-//             position the last checkpoint reached
+//             position the last checkpoint reached; "replica_id" -> this
+//             replica's id in its receipts (8 random bytes, made once)
 // The Merkle tree (merkle.h), with every entry's digest, lives in memory: built
 // from every record when the store opens, updated with every change and undone
 // with a batch that fails or aborts.
@@ -67,10 +68,14 @@ class LmdbStore final : public ReplicaStore {
   Result<uint64_t> key_count();
   // What opening found: key records and floors that fail their checksum.
   uint64_t damaged_at_open() const { return damaged_at_open_; }
+  // This replica's id in its receipts (wire::Receipt): random, never 0, kept
+  // in the directory.
+  uint64_t replica_id() const { return replica_id_; }
   // How often the open transaction was rebuilt after a failure.
   uint64_t rebuilds() const { return journaled_.rebuilds(); }
 
  private:
+  Status load_replica_id();
   LmdbStore();
   Status init(const std::string& dir, Options options);
   // The transaction that reads and writes see, the batch's changes included.
@@ -94,6 +99,7 @@ class LmdbStore final : public ReplicaStore {
   unsigned versions_ = 0, floors_ = 0, meta_ = 0;
   MerkleTree tree_;
   uint64_t damaged_at_open_ = 0;
+  uint64_t replica_id_ = 0;
   JournaledLmdb journaled_;                     // the base transaction and the journal
   const Status& broken_ = journaled_.broken();  // why the store refuses every call, if it does
   std::string batch_log_;                       // the batch's changes in the base, as its journal record

@@ -35,6 +35,7 @@ struct Flags {
   std::string cluster_file;
   std::string key_file;
   std::string group;
+  int write_quorum = 0;  // with --key-file: W, whose receipts prove a version acknowledged
   // Background anti-entropy over the cluster file's replicas; 0: off.
   uint64_t anti_entropy_interval_ms = 0;
   std::optional<uint64_t> gc_grace_ms;
@@ -49,6 +50,8 @@ std::unique_ptr<replica::BackgroundRepair> background_repair(const Flags& flags)
   AntiEntropyOptions o;
   o.replicas = cluster.value().replicas;
   o.write_quorum = cluster.value().write_quorum;
+  o.key_file = cluster.value().key_file;  // seals its repairs (load_auth checked it)
+  o.group = cluster.value().group;
   if (flags.gc_grace_ms) o.gc_grace = std::chrono::milliseconds(*flags.gc_grace_ms);
   spdlog::info("anti-entropy every {} ms over {} replicas", flags.anti_entropy_interval_ms, o.replicas.size());
   return std::make_unique<replica::BackgroundRepair>(o, std::chrono::milliseconds(flags.anti_entropy_interval_ms));
@@ -56,8 +59,9 @@ std::unique_ptr<replica::BackgroundRepair> background_repair(const Flags& flags)
 
 // The key and group to verify sequencers with, from the flags; nullopt in *auth
 // when none are configured. False (after logging why) when they cannot be loaded.
-bool load_auth(const Flags& flags, std::optional<replica::SequencerAuth>* auth) {
+bool load_auth(const Flags& flags, std::optional<replica::ReplicaAuth>* auth) {
   std::string key_file = flags.key_file, group = flags.group;
+  int write_quorum = flags.write_quorum;
   if (!flags.cluster_file.empty()) {
     auto cluster = load_cluster_file(flags.cluster_file);
     if (!cluster.is_ok()) {
@@ -71,6 +75,8 @@ bool load_auth(const Flags& flags, std::optional<replica::SequencerAuth>* auth) 
     }
     key_file = cluster.value().key_file;
     group = cluster.value().group;
+    const int n = static_cast<int>(cluster.value().replicas.size());
+    write_quorum = cluster.value().write_quorum > 0 ? cluster.value().write_quorum : n / 2 + 1;
   }
   if (key_file.empty() && !group.empty()) {
     spdlog::error("--group needs a non-empty --key-file");
@@ -86,11 +92,11 @@ bool load_auth(const Flags& flags, std::optional<replica::SequencerAuth>* auth) 
     spdlog::error("{}", key.status().message());
     return false;
   }
-  *auth = replica::SequencerAuth{key.value(), group};
+  *auth = replica::ReplicaAuth{key.value(), group, write_quorum};
   return true;
 }
 
-int serve(const Flags& flags, std::optional<replica::SequencerAuth> auth) {
+int serve(const Flags& flags, std::optional<replica::ReplicaAuth> auth) {
   auto dir_lock = DirLock::acquire(flags.data_dir);
   if (!dir_lock.is_ok()) {
     spdlog::error("{}", dir_lock.status().message());
@@ -114,7 +120,10 @@ int serve(const Flags& flags, std::optional<replica::SequencerAuth> auth) {
     return 1;
   }
   if (auth) {
-    spdlog::info("fenced writes and fences must carry a sequencer of lock group '{}'", auth->group);
+    auth->replica_id = store.value()->replica_id();
+    spdlog::info("fenced writes and fences must carry a sequencer of lock group '{}'; commits under a lock need "
+                 "receipts of {} replicas (this one's id: {:016x})",
+                 auth->group, auth->write_quorum, auth->replica_id);
   } else {
     spdlog::warn("INSECURE (--insecure): no cluster key, so fenced writes and fences are not authenticated: any "
                  "client can write under any fencing token, and fence a lock for ever with a huge one");
@@ -177,8 +186,13 @@ int main(int argc, char** argv) {
                                   "Instead of --cluster: the cluster key file (64 hex digits); needs --group");
   auto* group = app.add_option("--group", flags.group,
                                "Instead of --cluster: the lock group's id that sequencers must name; needs --key-file");
-  key_file->needs(group)->excludes(cluster);
+  auto* write_quorum = app.add_option("--write-quorum", flags.write_quorum,
+                                      "Instead of --cluster, with --key-file: W, the writes' quorum. A version under\n"
+                                      "a lock is committed here only on W replicas' receipts (or a repairer's seal)")
+                           ->check(CLI::Range(1, 255));
+  key_file->needs(group)->needs(write_quorum)->excludes(cluster);
   group->needs(key_file)->excludes(cluster);
+  write_quorum->needs(key_file);
   const auto kUnitRequired = static_cast<CLI::AsNumberWithUnit::Options>(CLI::AsNumberWithUnit::CASE_SENSITIVE |
                                                                         CLI::AsNumberWithUnit::UNIT_REQUIRED);
   const std::map<std::string, uint64_t> ms_units{{"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}};
@@ -196,7 +210,8 @@ int main(int argc, char** argv) {
                "(one client can fence a lock for ever). Only on a trusted network; logged at start and\n"
                "shown by `palisade status`")
       ->excludes(cluster)
-      ->excludes(key_file);
+      ->excludes(key_file)
+      ->excludes(write_quorum);
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")->capture_default_str();
   app.footer("A replica needs the cluster key (--cluster, or --key-file and --group) to check the\n"
              "sequencer of every fenced write and fence; without it, it starts only with --insecure.");
@@ -205,7 +220,7 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z palisade-replica %l: %v");  // ISO 8601, with the zone
   spdlog::set_level(spdlog::level::from_str(flags.log_level));
   // The key first: a replica that cannot check sequencers as told must not start.
-  std::optional<replica::SequencerAuth> auth;
+  std::optional<replica::ReplicaAuth> auth;
   if (!load_auth(flags, &auth)) return 1;
   if (!auth && !flags.insecure) {
     spdlog::error("no cluster key: give --cluster FILE (or --key-file and --group) so that fenced writes are "

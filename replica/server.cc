@@ -53,7 +53,7 @@ void ReplicaServer::serve_batch() {
       for (size_t i = 0; i < routed->frames.size(); ++i) {
         const std::string_view bytes = routed->frame(i);
         uint64_t id = 0;
-        auto decoded = wire::decode_request(bytes, options_.limits, &id);
+        auto decoded = handler_.decode(bytes, options_.limits, &id);
         if (decoded.is_ok()) {
           requests.push_back(std::move(decoded).value());
           refusals.emplace_back();

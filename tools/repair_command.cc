@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -96,6 +98,17 @@ int run(const RepairFlags& flags, const CommonOptions& common) {
   o.gc_grace = flags.gc_grace;
   o.dry_run = flags.dry_run;
   o.timeout = flags.timeout;
+  // A repairer holds the cluster key: replicas that check sequencers take its
+  // copies and commits of versions under a lock (docs/anti-entropy.md).
+  const std::string& key_file = config.value().key_file;
+  if (!key_file.empty() && ::access(key_file.c_str(), R_OK) == 0) {
+    o.key_file = key_file;
+    o.group = config.value().group;
+  } else if (!key_file.empty() && !flags.dry_run) {
+    std::fprintf(stderr, "palisade repair: cannot read the cluster key %s (%s): replicas that check sequencers will "
+                         "refuse its repairs of versions under a lock\n",
+                 key_file.c_str(), std::strerror(errno));
+  }
   const bool show_progress = !common.json() && isatty(STDERR_FILENO);
   if (show_progress) o.progress = print_progress;
   auto report = run_anti_entropy(o);

@@ -5,10 +5,12 @@
 #include <csignal>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <thread>
 
 #include "client/replica_connection.h"
+#include "common/sequencer.h"
 #include "palisade/anti_entropy.h"
 #include "palisade/quorum_store.h"
 #include "replica/lmdb_store.h"
@@ -28,8 +30,8 @@ struct Replicas {
   tools::TempDir dir;
   std::vector<std::unique_ptr<ReplicaProcess>> replicas;
 
-  explicit Replicas(int n) {
-    for (int i = 0; i < n; ++i) replicas.push_back(std::make_unique<ReplicaProcess>(data_dir(i)));
+  explicit Replicas(int n, std::vector<std::string> args = {}) {
+    for (int i = 0; i < n; ++i) replicas.push_back(std::make_unique<ReplicaProcess>(data_dir(i), args));
   }
   std::string data_dir(int i) const { return dir.sub("r" + std::to_string(i)); }
   std::vector<std::string> endpoints() const {
@@ -47,14 +49,18 @@ struct Replicas {
   }
   AntiEntropyReport repair(std::optional<std::chrono::milliseconds> gc_grace = std::nullopt) {
     AntiEntropyOptions o;
-    o.replicas = endpoints();
     o.gc_grace = gc_grace;
+    AntiEntropyReport report = repair_with(o);
+    INFO("first refusal: " << report.first_refusal);
+    CHECK(report.refused == 0);
+    return report;
+  }
+  AntiEntropyReport repair_with(AntiEntropyOptions o) {
+    o.replicas = endpoints();
     o.timeout = std::chrono::milliseconds(2000);
     auto report = run_anti_entropy(o);
     INFO(report.status().to_string());
     REQUIRE(report.is_ok());
-    INFO("first refusal: " << report.value().first_refusal);
-    CHECK(report.value().refused == 0);
     return report.value();
   }
   // Everything replica i holds of `key`, newest first.
@@ -159,6 +165,60 @@ TEST_CASE("anti-entropy: a superseded holder's pending write on one replica is p
     CHECK(c.call(r, {0, wire::ReadRequest{"k", "L"}}).floors.at("L") == 2);
   }
   CHECK(c.repair().equal);
+}
+
+TEST_CASE("anti-entropy: replicas with the cluster key take copies under a lock only from a repairer",
+          "[anti_entropy][sequencer]") {
+  tools::TempDir keys;
+  const SequencerKey key = SequencerKey::generate();
+  const std::string key_file = keys.sub("cluster.key");
+  std::ofstream(key_file) << key.to_hex() << "\n";
+  Replicas c(3, {"--key-file", key_file, "--group", "ae", "--write-quorum", "2"});
+  auto grant = [&](uint64_t token) { return sign_sequencer({"ae", "L", LockMode::kExclusive, token}, key); };
+  // Token 3 wrote k on replicas 0 and 1 while 2 was away; then token 4 fenced
+  // all three, so the copy replica 2 needs is below its floor.
+  const auto write = test::with_sequencer(test::write_req("k", "v", test::ts_now(3), "L"), grant(3));
+  for (int r : {0, 1}) REQUIRE(c.call(r, write).status.is_ok());
+  for (int r = 0; r < 3; ++r) REQUIRE(c.call(r, test::with_sequencer(test::fence_req("L", 4), grant(4))).floor == 4);
+  // A plain client cannot commit it there: no receipts, no seal.
+  auto repair = write;
+  std::get<wire::WriteRequest>(repair.body).committed = true;
+  wire::ReplicaReply plain = c.call(2, repair);
+  CHECK(plain.status.code() == Code::kBadRequest);
+  CHECK_THAT(plain.status.message(), Catch::Contains("receipts"));
+
+  SECTION("without the key, its copies and commits are refused") {
+    AntiEntropyReport report = c.repair_with({});
+    CHECK(report.refused >= 1);
+    CHECK_THAT(report.first_refusal, Catch::Contains("receipts"));
+    CHECK(c.held(2, "k").empty());
+  }
+  SECTION("with the key, replica 2 gets it, committed, below its floor") {
+    AntiEntropyOptions o;
+    o.key_file = key_file;
+    o.group = "ae";
+    AntiEntropyReport report = c.repair_with(o);
+    INFO(report.first_refusal);
+    CHECK(report.refused == 0);
+    CHECK(report.versions_sent == 1);
+    for (int r = 0; r < 3; ++r) {
+      auto held = c.held(r, "k");
+      REQUIRE(held.size() == 1);
+      CHECK(held[0].state == VersionState::kCommitted);
+      CHECK(held[0].value == "v");
+    }
+    CHECK(c.repair_with(o).equal);
+  }
+  SECTION("a key of another cluster is no repairer's") {
+    const std::string other = keys.sub("other.key");
+    std::ofstream(other) << SequencerKey::generate().to_hex() << "\n";
+    AntiEntropyOptions o;
+    o.key_file = other;
+    o.group = "ae";
+    AntiEntropyReport report = c.repair_with(o);
+    CHECK(report.refused >= 1);
+    CHECK(c.held(2, "k").empty());
+  }
 }
 
 TEST_CASE("anti-entropy: a corrupted value on one replica is repaired from the others", "[anti_entropy]") {

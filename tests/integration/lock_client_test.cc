@@ -49,7 +49,7 @@ struct Cluster {
     std::ofstream(key_file) << SequencerKey::generate().to_hex() << "\n";
     for (int i = 0; i < 3; ++i) {
       replicas.push_back(std::make_unique<test::ReplicaProcess>(
-          dir.sub("r" + std::to_string(i)), std::vector<std::string>{"--key-file", key_file, "--group", kGroup}));
+          dir.sub("r" + std::to_string(i)), std::vector<std::string>{"--key-file", key_file, "--group", kGroup, "--write-quorum", "2"}));
     }
     std::ofstream toml(cluster_file);
     toml << "group = \"" << kGroup << "\"\nkey_file = \"" << key_file << "\"\n";

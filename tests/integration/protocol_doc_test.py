@@ -321,8 +321,8 @@ def run(replica):
                         "stale", stored_ts=ts4)
 
         # commits carried in a write: applied before it, whatever its answer
-        def carried(key, ts, h):
-            return struct.pack(">H", len(key)) + key + ts + struct.pack(">Q", h)
+        def carried(key, ts, h):  # with no receipts (this replica asks for none)
+            return struct.pack(">H", len(key)) + key + ts + struct.pack(">QB", h, 0)
         tsc, tsh = encode_ts(6, ms + 4), encode_ts(6, ms + 5)
         check.reply("pending write of c1", c.call("write", key=b"c1", value=b"cv", ts=tsc, lock="L"), "ok")
         hc = content_hash(b"L", False, b"cv")

@@ -335,7 +335,7 @@ TEST_CASE("quorum store: replicas with the cluster key take signed sequencers on
   tools::TempDir keys;
   const SequencerKey key = SequencerKey::generate();
   std::ofstream(keys.sub("cluster.key")) << key.to_hex() << "\n";
-  Cluster c({"--key-file", keys.sub("cluster.key"), "--group", "qs"});
+  Cluster c({"--key-file", keys.sub("cluster.key"), "--group", "qs", "--write-quorum", "2"});
   auto store = c.store();
   auto good = Fence::from_sequencer(sign_sequencer({"qs", "L", LockMode::kExclusive, 4}, key));
   REQUIRE(good.is_ok());

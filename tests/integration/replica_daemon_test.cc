@@ -612,7 +612,9 @@ TEST_CASE("daemon: with the cluster key, it refuses forged sequencers and accept
   KeyedCluster cluster;
   std::vector<std::string> args;
   SECTION("--cluster") { args = {"--cluster", cluster.tmp.sub("cluster.toml")}; }
-  SECTION("--key-file and --group") { args = {"--key-file", cluster.tmp.sub("cluster.key"), "--group", "it-1"}; }
+  SECTION("--key-file, --group and --write-quorum") {
+    args = {"--key-file", cluster.tmp.sub("cluster.key"), "--group", "it-1", "--write-quorum", "2"};
+  }
   ReplicaProcess daemon(cluster.tmp.sub("data"), args);
   ReplicaConnection conn(daemon.endpoint());
   const SequencerKey forger = SequencerKey::generate();
@@ -696,12 +698,12 @@ TEST_CASE("daemon: an unreadable key or cluster file stops it with a clear error
     std::string says;
   };
   const std::vector<Case> cases = {
-      {"missing key file", {"--key-file", cluster.tmp.sub("absent.key"), "--group", "g"}, "cannot read key file"},
-      {"not a key", {"--key-file", cluster.tmp.sub("bad.key"), "--group", "g"}, "bad.key"},
+      {"missing key file", {"--key-file", cluster.tmp.sub("absent.key"), "--group", "g", "--write-quorum", "2"}, "cannot read key file"},
+      {"not a key", {"--key-file", cluster.tmp.sub("bad.key"), "--group", "g", "--write-quorum", "2"}, "bad.key"},
       {"missing cluster file", {"--cluster", cluster.tmp.sub("absent.toml")}, "cannot read cluster file"},
       {"cluster file naming a missing key file", {"--cluster", cluster.tmp.sub("bad.toml")}, "absent.key"},
       {"cluster file naming no key file", {"--cluster", cluster.tmp.sub("nokey.toml")}, "names no key_file"},
-      {"empty group", {"--key-file", cluster.tmp.sub("cluster.key"), "--group", ""}, "--group"},
+      {"empty group", {"--key-file", cluster.tmp.sub("cluster.key"), "--group", "", "--write-quorum", "2"}, "--group"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.name) {
@@ -713,10 +715,12 @@ TEST_CASE("daemon: an unreadable key or cluster file stops it with a clear error
       CHECK_THAT(log, Catch::Contains(c.says));
     }
   }
-  SECTION("--key-file without --group, or with --cluster, is a usage error") {
+  SECTION("--key-file without --group or --write-quorum, or with --cluster, is a usage error") {
     for (const auto& extra : std::vector<std::vector<std::string>>{
              {"--key-file", cluster.tmp.sub("cluster.key")},
+             {"--key-file", cluster.tmp.sub("cluster.key"), "--group", "g"},
              {"--group", "g"},
+             {"--write-quorum", "2"},
              {"--cluster", cluster.tmp.sub("cluster.toml"), "--key-file", cluster.tmp.sub("cluster.key"), "--group", "g"}}) {
       std::vector<std::string> argv = {bin, "--data-dir", data};
       argv.insert(argv.end(), extra.begin(), extra.end());
@@ -728,7 +732,7 @@ TEST_CASE("daemon: an unreadable key or cluster file stops it with a clear error
     std::string log;
     CHECK(exit_code_and_log({bin, "--help"}, cluster.tmp.sub("help.log"), &log) == Code::kOk);
     CHECK_THAT(log, Catch::Contains("--cluster") && Catch::Contains("--key-file") && Catch::Contains("--group") &&
-                        Catch::Contains("--insecure") && Catch::Contains("any token"));
+                        Catch::Contains("--write-quorum") && Catch::Contains("--insecure") && Catch::Contains("any token"));
   }
 }
 

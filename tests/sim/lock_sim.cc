@@ -125,7 +125,7 @@ class LockSim {
         replicas_(world_, {.replicas = o.replicas,
                            .max_clock_offset_ms = o.max_clock_offset_ms,
                            .skip_fence_floor = o.broken_replicas_skip_fence_floor,
-                           .auth = replica::SequencerAuth{key_, kGroup}}),
+                           .auth = replica::ReplicaAuth{key_, kGroup, o.replicas / 2 + 1}}),
         lock_delays_(o.timing.max_clock_drift_ppm) {
     world_.faults() = o.faults;
     for (int i = 1; i <= o.lockd; ++i) {

@@ -69,7 +69,7 @@ void ReplicaSet::receive(int i, int from, const std::string& bytes) {
   Replica& r = replicas_[i];
   if (!r.up) return;
   uint64_t id = 0;
-  auto request = wire::decode_request(bytes, wire::Limits{}, &id);
+  auto request = r.handler->decode(bytes, wire::Limits{}, &id);
   if (!request.is_ok()) {
     world_.send(i, from, wire::encode_reply(wire::error_reply(id, request.status())));
     return;
@@ -146,7 +146,9 @@ void ReplicaSet::restart(int i) {
   Replica& r = replicas_[i];
   r.up = true;
   r.clock = std::make_unique<HybridClock>(*r.physical);
-  r.handler = std::make_unique<replica::ReplicaHandler>(*r.store, *r.clock, options_.auth);
+  std::optional<replica::ReplicaAuth> auth = options_.auth;
+  if (auth) auth->replica_id = static_cast<uint64_t>(i) + 1;  // each replica its own id, as its directory would
+  r.handler = std::make_unique<replica::ReplicaHandler>(*r.store, *r.clock, std::move(auth));
 }
 
 bool ReplicaSet::corrupt(int i, const std::string& key) {

@@ -40,7 +40,7 @@ class ReplicaSet {
     uint64_t max_clock_offset_ms = 200;
     // Negative control: replicas that ignore fence floors.
     bool skip_fence_floor = false;
-    std::optional<replica::SequencerAuth> auth;
+    std::optional<replica::ReplicaAuth> auth;  // replica_id is set per replica
     // More negative controls (the quorum simulation's; docs in quorum_sim.h):
     // replicas answer reads with their pending versions marked committed, so
     // readers return the newest pending version without counting its copies;

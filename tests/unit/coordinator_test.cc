@@ -66,7 +66,7 @@ uint64_t reported_floor(const ReplicaReply& r, const std::string& lock) {
 }
 
 struct FakeReplica {
-  explicit FakeReplica(std::optional<replica::SequencerAuth> auth = std::nullopt)
+  explicit FakeReplica(std::optional<replica::ReplicaAuth> auth = std::nullopt)
       : handler{store, clock, std::move(auth)} {}
 
   ManualClock physical{kStartMs};
@@ -102,10 +102,13 @@ Filter to(int replica) {
 class Cluster {
  public:
   // With `auth`, every replica checks sequencers.
-  explicit Cluster(CoordinatorOptions options = {}, std::optional<replica::SequencerAuth> auth = std::nullopt)
+  explicit Cluster(CoordinatorOptions options = {}, std::optional<replica::ReplicaAuth> auth = std::nullopt)
       : options_(options) {
     REQUIRE(client::validate(options).is_ok());
-    for (int i = 0; i < options.n; ++i) replicas_.push_back(std::make_unique<FakeReplica>(auth));
+    for (int i = 0; i < options.n; ++i) {
+      if (auth) auth->replica_id = static_cast<uint64_t>(i) + 1;
+      replicas_.push_back(std::make_unique<FakeReplica>(auth));
+    }
     coord_ = std::make_unique<Coordinator>(options, clock_);
   }
 
@@ -568,7 +571,7 @@ TEST_CASE("a fence raises the floor on W replicas and reports the highest floor"
 TEST_CASE("a write or fence whose sequencer replicas refuse is bad_sequencer, without waiting", "[coordinator][write][sequencer]") {
   const SequencerKey key = SequencerKey::from_hex(std::string(64, '1')).value();
   const SequencerKey forger = SequencerKey::from_hex(std::string(64, '2')).value();
-  Cluster c({}, replica::SequencerAuth{key, "g"});
+  Cluster c({}, replica::ReplicaAuth{key, "g", 2});
   const Fence good{"L", 3, sign_sequencer({"g", "L", LockMode::kExclusive, 3}, key)};
   const Fence forged{"L", 3, sign_sequencer({"g", "L", LockMode::kExclusive, 3}, forger)};
 
@@ -593,6 +596,63 @@ TEST_CASE("a write or fence whose sequencer replicas refuse is bad_sequencer, wi
   // Unfenced writes need no sequencer.
   c.hold = nullptr;
   CHECK(c.write_result(c.put("plain", "v", {})).status.is_ok());
+}
+
+TEST_CASE("with replicas that check sequencers, commits and repairs carry the receipts that prove them",
+          "[coordinator][sequencer][receipts]") {
+  const SequencerKey key = SequencerKey::from_hex(std::string(64, '1')).value();
+  Cluster c({}, replica::ReplicaAuth{key, "g", 2});
+  const Fence fence{"L", 3, sign_sequencer({"g", "L", LockMode::kExclusive, 3}, key)};
+  REQUIRE(c.write_result(c.fence(fence)).status.is_ok());
+
+  SECTION("the writer's commits: every replica commits") {
+    REQUIRE(c.write_result(c.put("k", "v", fence)).status.is_ok());
+    c.advance_to(kLazySend);
+    auto commits = c.sent<wire::CommitRequest>();
+    REQUIRE(commits.size() == 3);
+    for (const auto& [replica, commit] : commits) CHECK(commit.certificate.size() >= 2);
+    for (int i = 0; i < 3; ++i) CHECK(c.replica(i).stored("k")->state == VersionState::kCommitted);
+  }
+  SECTION("a reader repairs a replica that missed the write, with the copies' receipts") {
+    c.hold = to(2);
+    REQUIRE(c.write_result(c.put("k", "v", fence)).status.is_ok());
+    c.held.clear();  // replica 2 never gets the write
+    // The writer's commits are late, so the read hears from all three (replica
+    // 1 last) before it can return the version: two pending copies.
+    auto read_of_1 = [](const Send& s) {
+      return s.replica == 1 && std::holds_alternative<wire::ReadRequest>(s.request.body);
+    };
+    c.hold = [&](const Send& s) { return read_of_1(s) || std::holds_alternative<wire::CommitRequest>(s.request.body); };
+    size_t mark = c.log().size();
+    OpId get = c.get("k");
+    c.advance_to(kHedge);
+    REQUIRE_FALSE(c.done(get));
+    c.release(read_of_1);
+    REQUIRE(c.read_result(get).found);
+    auto repairs = c.sent<wire::WriteRequest>(mark);
+    REQUIRE(repairs.size() == 1);
+    CHECK(repairs[0].first == 2);
+    CHECK(repairs[0].second.committed);
+    CHECK(repairs[0].second.certificate.size() == 2);
+    CHECK(c.replica(2).stored("k")->state == VersionState::kCommitted);
+    // And it commits the pending copies with the same proof.
+    c.hold = nullptr;
+    c.release();
+    for (int i : {0, 1}) CHECK(c.replica(i).stored("k")->state == VersionState::kCommitted);
+  }
+  SECTION("a version committed on one replica is returned, and not repaired without W receipts") {
+    // Replica 0 holds it committed (anti-entropy sealed it there); 1 and 2 never got it.
+    auto write = test::with_sequencer(test::write_req("k", "v", {3, hlc::make(kStartMs, 1)}, "L"), fence.sequencer);
+    std::get<wire::WriteRequest>(write.body).committed = true;
+    write.from_repairer = true;
+    c.seed(0, write);
+    size_t mark = c.log().size();
+    ReadResult read = c.read_result(c.get("k"));
+    REQUIRE(read.found);
+    CHECK(read.value == "v");
+    CHECK(c.sent<wire::WriteRequest>(mark).empty());
+    CHECK(c.sent<wire::CommitRequest>(mark).empty());
+  }
 }
 
 TEST_CASE("Fence::from_sequencer reads the lock and token without the key", "[coordinator][sequencer]") {
@@ -700,7 +760,7 @@ TEST_CASE("a held-back commit goes alone when no write goes to its replica", "[c
 
 TEST_CASE("a write carries at most kMaxCarriedCommitBytes of commits", "[coordinator][write]") {
   Cluster c;
-  const std::string long_key(500, 'k');  // 528 bytes carried: 31 fit in 16384, not 32
+  const std::string long_key(499, 'k');  // 528 bytes carried (no receipts): 31 fit in 16384, not 32
   c.hold = [](const Send& s) { return is<wire::WriteRequest>(s); };
   std::vector<OpId> puts;
   for (int i = 10; i < 42; ++i) puts.push_back(c.put(long_key + std::to_string(i), "v", kFence3));

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/hybrid_clock.h"
+#include "common/repair_seal.h"
 #include "replica/handler.h"
 #include "replica/merkle.h"
 #include "replica/memory_store.h"
@@ -31,7 +32,7 @@ FencedTimestamp ts(uint64_t token, uint64_t ms_offset = 0, uint64_t logical = 0)
 }
 
 struct Replica {
-  explicit Replica(std::optional<replica::SequencerAuth> auth = std::nullopt) : handler{store, clock, std::move(auth)} {}
+  explicit Replica(std::optional<replica::ReplicaAuth> auth = std::nullopt) : handler{store, clock, std::move(auth)} {}
 
   ManualClock physical{kNowMs};
   HybridClock clock{physical};
@@ -625,7 +626,8 @@ const SequencerKey kKey = SequencerKey::from_hex(std::string(64, '5')).value();
 const SequencerKey kOtherKey = SequencerKey::from_hex(std::string(64, '6')).value();
 constexpr const char* kGroup = "grp";
 
-replica::SequencerAuth auth() { return {kKey, kGroup}; }
+// W = 2; each replica its own id.
+replica::ReplicaAuth auth(uint64_t replica_id = 1) { return {kKey, kGroup, 2, replica_id}; }
 
 std::string seq(std::string lock, uint64_t token, LockMode mode = LockMode::kExclusive, const SequencerKey& key = kKey,
                 std::string group = kGroup) {
@@ -754,34 +756,200 @@ TEST_CASE("a sequencer that verified is not checked again, and still grants only
   CHECK(r.handler.sequencer_macs() == 3 + 1024 + 1);
 }
 
+// The receipt a replica hands for a write it accepts.
+wire::Receipt receipt_of(Replica& r, const ReplicaRequest& write) {
+  ReplicaReply reply = r.call(write);
+  REQUIRE(reply.status.is_ok());
+  REQUIRE(reply.receipts.size() == 1);
+  return reply.receipts[0];
+}
+
+ReplicaRequest committed(ReplicaRequest w, wire::Certificate certificate = {}) {
+  auto& write = std::get<wire::WriteRequest>(w.body);
+  write.committed = true;
+  write.certificate = std::move(certificate);
+  return w;
+}
+
+ReplicaRequest certified(ReplicaRequest commit, wire::Certificate certificate) {
+  std::get<wire::CommitRequest>(commit.body).certificate = std::move(certificate);
+  return commit;
+}
+
+ReplicaRequest from_repairer(ReplicaRequest r) {
+  r.from_repairer = true;
+  return r;
+}
+
 TEST_CASE("with a cluster key, repair copies need the version's sequencer too", "[replica][sequencer]") {
-  Replica r(auth());
+  Replica r(auth(1)), other(auth(2));
   // A forged committed write (a repair copy with no or a forged sequencer)
   // must not plant a version with a huge token.
-  auto forged = write_req("k", "x", ts(uint64_t{1} << 63), "L");
-  std::get<wire::WriteRequest>(forged.body).committed = true;
-  CHECK(r.call(forged).status.code() == Code::kBadSequencer);
-  CHECK(r.call(with_sequencer(forged, seq("L", 5))).status.code() == Code::kBadSequencer);
+  auto forged = committed(write_req("k", "x", ts(uint64_t{1} << 63), "L"));
+  CHECK(r.call(from_repairer(forged)).status.code() == Code::kBadSequencer);
+  CHECK(r.call(from_repairer(with_sequencer(forged, seq("L", 5)))).status.code() == Code::kBadSequencer);
   CHECK_FALSE(r.stored("k"));
   // A version keeps its sequencer, reads return it, and a copy carrying it is
   // accepted as a repair.
   CHECK(r.call(with_sequencer(write_req("k", "x", ts(4), "L"), seq("L", 4))).status.is_ok());
   REQUIRE(r.stored("k"));
   CHECK(r.stored("k")->sequencer == seq("L", 4));
-  Replica other(auth());
-  auto repair = with_sequencer(write_req("k", "x", ts(4), "L"), r.stored("k")->sequencer);
-  std::get<wire::WriteRequest>(repair.body).committed = true;
-  CHECK(other.call(repair).status.is_ok());
+  auto repair = committed(with_sequencer(write_req("k", "x", ts(4), "L"), r.stored("k")->sequencer));
+  CHECK(other.call(from_repairer(repair)).status.is_ok());
   CHECK(other.stored("k")->state == VersionState::kCommitted);
   CHECK(other.stored("k")->sequencer == seq("L", 4));
-  // Unfenced repair copies need none; a commit and a purge never carry one.
-  auto unfenced = write_req("u", "v", ts(0), "");
-  std::get<wire::WriteRequest>(unfenced.body).committed = true;
-  CHECK(other.call(unfenced).status.is_ok());
-  CHECK(r.call(with_sequencer(write_req("j", "y", ts(7), "L"), seq("L", 7))).status.is_ok());
-  CHECK(r.call(commit_req("j", ts(7))).applied);
+  // Unfenced repair copies need none, nor proof; a purge never carries one.
+  CHECK(other.call(committed(write_req("u", "v", ts(0), ""))).status.is_ok());
+  CHECK(other.stored("u")->state == VersionState::kCommitted);
   CHECK(r.call(with_sequencer(write_req("j", "z", ts(7, 1), "L"), seq("L", 7))).status.is_ok());
   CHECK(r.call(purge_req("j", ts(7, 1))).applied);
+}
+
+TEST_CASE("with a cluster key, a version under a lock is committed only on proof of W acknowledgements",
+          "[replica][sequencer][receipts]") {
+  // A superseded holder of L (token 4; token 5 fenced replicas 2 and 3) got
+  // its write onto replica 1 only. Committing it there would make it readable
+  // (a reader returns a version committed on any replica).
+  Replica r1(auth(1)), r2(auth(2)), r3(auth(3));
+  const auto write = with_sequencer(write_req("k", "late", ts(4), "L"), seq("L", 4));
+  const wire::Receipt mine = receipt_of(r1, write);
+  CHECK(mine.replica == 1);
+  for (Replica* fenced : {&r2, &r3}) {
+    REQUIRE(fenced->call(with_sequencer(fence_req("L", 5), seq("L", 5))).status.is_ok());
+    CHECK(fenced->call(write).status.code() == Code::kFenced);
+  }
+  struct Case {
+    const char* name;
+    ReplicaRequest request;
+  };
+  const wire::Receipt forged{.replica = 2, .mac = mine.mac};
+  const std::vector<Case> refused = {
+      {"a commit without a certificate", commit_req("k", ts(4))},
+      {"a commit with its one receipt", certified(commit_req("k", ts(4)), {mine})},
+      {"a commit with its one receipt twice", certified(commit_req("k", ts(4)), {mine, mine})},
+      {"a commit with a receipt claimed for another replica", certified(commit_req("k", ts(4)), {mine, forged})},
+      {"a committed write without a certificate", committed(write)},
+      {"a committed write of a new value", committed(with_sequencer(write_req("k", "new", ts(4, 1), "L"), seq("L", 4)),
+                                                     {mine, forged})},
+  };
+  for (const Case& c : refused) {
+    DYNAMIC_SECTION(c.name) {
+      ReplicaReply reply = r1.call(c.request);
+      INFO(reply.status.to_string());
+      CHECK(reply.status.code() == Code::kBadRequest);
+      CHECK_THAT(reply.status.message(), Catch::Contains("receipts") && Catch::Contains("lock 'L'"));
+      CHECK_FALSE(reply.applied);
+      REQUIRE(r1.versions("k").size() == 1);
+      CHECK(r1.stored("k")->state == VersionState::kPending);
+      CHECK(r1.stored("k")->value == "late");
+    }
+  }
+  SECTION("receipts of another version prove nothing") {
+    Replica r4(auth(4));
+    const wire::Receipt other = receipt_of(r4, with_sequencer(write_req("k", "other", ts(4), "L"), seq("L", 4)));
+    CHECK(r1.call(certified(commit_req("k", ts(4)), {mine, other})).status.code() == Code::kBadRequest);
+    CHECK(r1.stored("k")->state == VersionState::kPending);
+  }
+  SECTION("a replica of another key or group cannot vouch") {
+    Replica stranger({{kOtherKey, kGroup, 2, 9}});
+    const wire::Receipt theirs =
+        receipt_of(stranger, with_sequencer(write_req("k", "late", ts(4), "L"), seq("L", 4, LockMode::kExclusive, kOtherKey)));
+    CHECK(r1.call(certified(commit_req("k", ts(4)), {mine, theirs})).status.code() == Code::kBadRequest);
+    CHECK(r1.stored("k")->state == VersionState::kPending);
+  }
+}
+
+TEST_CASE("with a cluster key, W receipts or a repairer's seal commit a version under a lock",
+          "[replica][sequencer][receipts]") {
+  Replica r1(auth(1)), r2(auth(2)), r3(auth(3));
+  const auto write = with_sequencer(write_req("k", "x", ts(4), "L"), seq("L", 4));
+  const wire::Certificate certificate = {receipt_of(r1, write), receipt_of(r2, write)};
+  SECTION("a commit with the receipts of two replicas") {
+    ReplicaReply reply = r1.call(certified(commit_req("k", ts(4)), certificate));
+    CHECK(reply.status.is_ok());
+    CHECK(reply.applied);
+    CHECK(r1.stored("k")->state == VersionState::kCommitted);
+  }
+  SECTION("commits carried in a write") {
+    auto carrier = with_sequencer(write_req("other", "y", ts(4), "L"), seq("L", 4));
+    std::get<wire::WriteRequest>(carrier.body).commits = {
+        std::get<wire::CommitRequest>(certified(commit_req("k", ts(4)), certificate).body)};
+    REQUIRE(r2.call(carrier).status.is_ok());
+    CHECK(r2.stored("k")->state == VersionState::kCommitted);
+  }
+  SECTION("a read repair of a replica that missed it, even after a newer grant fenced that replica") {
+    REQUIRE(r3.call(with_sequencer(fence_req("L", 5), seq("L", 5))).status.is_ok());
+    CHECK(r3.call(committed(write, certificate)).status.is_ok());
+    CHECK(r3.stored("k")->state == VersionState::kCommitted);
+    CHECK(r3.stored("k")->value == "x");
+  }
+  SECTION("a repairer's copy and commit, with no certificate") {
+    REQUIRE(r3.call(with_sequencer(fence_req("L", 5), seq("L", 5))).status.is_ok());
+    CHECK(r3.call(from_repairer(committed(write))).status.is_ok());
+    CHECK(r3.stored("k")->state == VersionState::kCommitted);
+    ReplicaReply copied = r3.call(
+        from_repairer({9, wire::CopyManyRequest{{{"k2", {ts(4), "L", VersionState::kCommitted, false, "z", seq("L", 4)}}}}}));
+    CHECK(copied.refused == 0);
+    CHECK(r3.stored("k2")->state == VersionState::kCommitted);
+    CHECK(r1.call(from_repairer(commit_req("k", ts(4)))).applied);
+  }
+  SECTION("a copy from anyone else is refused") {
+    ReplicaReply copied =
+        r3.call({9, wire::CopyManyRequest{{{"k2", {ts(4), "L", VersionState::kCommitted, false, "z", seq("L", 4)}}}}});
+    CHECK(copied.refused == 1);
+    CHECK_THAT(copied.first_refusal, Catch::Contains("receipts"));
+    CHECK_FALSE(r3.stored("k2"));
+  }
+  SECTION("unfenced versions need no proof") {
+    REQUIRE(r1.call(write_req("u", "v", ts(0), "")).status.is_ok());
+    CHECK(r1.call(commit_req("u", ts(0))).applied);
+  }
+  SECTION("reads hand a receipt per version, which prove it as the write's did") {
+    ReplicaReply read1 = r1.call(read_req("k")), read2 = r2.call(read_req("k"));
+    REQUIRE(read1.receipts.size() == 1);
+    CHECK(read1.receipts[0] == certificate[0]);
+    CHECK(r3.call(committed(write, {read1.receipts[0], read2.receipts[0]})).status.is_ok());
+  }
+}
+
+TEST_CASE("a sealed frame marks its request a repairer's only when the seal verifies", "[replica][sequencer][seal]") {
+  Replica r(auth(1));
+  const std::string request = wire::encode_request(commit_req("k", ts(4)));
+  const RepairSeal seal(kKey, kGroup);
+  uint64_t id = 0;
+  SECTION("a plain frame") {
+    auto plain = r.handler.decode(request, {}, &id);
+    REQUIRE(plain.is_ok());
+    CHECK_FALSE(plain.value().from_repairer);
+  }
+  SECTION("sealed now, or within the seal's lifetime") {
+    for (uint64_t at : {kNowMs, kNowMs - kSealLifetimeMs, kNowMs + kSealLifetimeMs}) {
+      auto sealed = r.handler.decode(seal.seal(request, at), {}, &id);
+      REQUIRE(sealed.is_ok());
+      CHECK(sealed.value().from_repairer);
+      CHECK(std::holds_alternative<wire::CommitRequest>(sealed.value().body));
+    }
+  }
+  SECTION("refused: another key or group, an altered byte, too old or too new, cut short") {
+    std::string altered = seal.seal(request, kNowMs);
+    altered.back() ^= 1;
+    for (const std::string& frame :
+         {RepairSeal(kOtherKey, kGroup).seal(request, kNowMs), RepairSeal(kKey, "other").seal(request, kNowMs), altered,
+          seal.seal(request, kNowMs - kSealLifetimeMs - 1), seal.seal(request, kNowMs + kSealLifetimeMs + 1)}) {
+      auto refused = r.handler.decode(frame, {}, &id);
+      REQUIRE_FALSE(refused.is_ok());
+      CHECK(refused.status().code() == Code::kBadRequest);
+      CHECK_THAT(refused.status().message(), Catch::Contains("seal"));
+    }
+    CHECK(r.handler.decode(seal.seal(request, kNowMs).substr(0, RepairSeal::kHeaderBytes), {}, &id).status().code() ==
+          Code::kMalformed);
+  }
+  SECTION("a replica without the key reads the request and trusts nothing") {
+    Replica insecure;
+    auto sealed = insecure.handler.decode(RepairSeal(kOtherKey, kGroup).seal(request, kNowMs), {}, &id);
+    REQUIRE(sealed.is_ok());
+    CHECK_FALSE(sealed.value().from_repairer);
+  }
 }
 
 TEST_CASE("without a cluster key, sequencers are neither needed nor checked", "[replica][sequencer]") {

@@ -118,8 +118,13 @@ std::string packed_commit(std::string_view key, const FencedTimestamp& ts, uint6
   }
   out.erase(2, 6);  // the key's length takes two bytes
   out.insert(2, key);
+  out.push_back(0);  // no receipts
   return out;
 }
+
+// Two receipts of distinct replicas.
+const wire::Certificate kCertificate = {{1, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}},
+                                        {UINT64_MAX, {0xff, 0, 0xfe}}};
 
 // ---- Round trips.
 
@@ -142,6 +147,13 @@ TEST_CASE("wire: every request type round-trips", "[wire]") {
        {4, WriteRequest{"k", "v", false, kTs, "L", true, "ps1.x.y", 0xfeed'0000'0000'beefULL}}},
       {"repair replacing a record of digest 0", {4, WriteRequest{"k", "", true, {0, 9}, "", true, "", 0}}},
       {"commit", {7, CommitRequest{"k", kTs}}},
+      {"commit with a certificate", {7, CommitRequest{"k", kTs, 3, kCertificate}}},
+      {"repair with a certificate", {4, [] {
+         WriteRequest w{"k", "v", false, kTs, "L", true, "ps1.x.y"};
+         w.certificate = kCertificate;
+         return w;
+       }()}},
+      {"write carrying commits with certificates", {7, with_commits(kWrite, {{"a", kTs, 1, kCertificate}, {"b", kTs, 2}})}},
       {"write carrying commits", {7, with_commits(kWrite, {{"a", kTs, 1}, {std::string("\0\xff", 2), {0, 9}, UINT64_MAX}})}},
       {"purge", {8, PurgeRequest{"k", {UINT64_MAX, UINT64_MAX}}}},
       {"read", {9, ReadRequest{"k"}}},
@@ -231,6 +243,17 @@ TEST_CASE("wire: every reply shape round-trips", "[wire]") {
       r.digest = digest;
       check_reply_round_trip(r);
     }
+  }
+  SECTION("write ok with its receipt") {
+    ReplicaReply r = reply_of(17, Status::ok(), 81);
+    r.receipts = {kCertificate[0]};
+    check_reply_round_trip(r);
+  }
+  SECTION("read with a receipt per version") {
+    ReplicaReply r = reply_of(18, Status::ok(), 82);
+    r.versions = {Version{kTs, "L", VersionState::kPending, false, "b"}, Version{kTs, "L", VersionState::kCommitted, false, "a"}};
+    r.receipts = kCertificate;
+    check_reply_round_trip(r);
   }
   SECTION("read: committed version with its lock's floor") {
     ReplicaReply r = reply_of(16, Status::ok(), 79);
@@ -470,6 +493,14 @@ TEST_CASE("wire: wrong field types are BadRequest", "[wire]") {
       {"commits empty", with(write_fields(), "commits", bin(""))},
       {"commits truncated", with(write_fields(), "commits", bin(packed_commit("a", kTs, 1).substr(0, 20)))},
       {"commits with a trailing byte", with(write_fields(), "commits", bin(packed_commit("a", kTs, 1) + "x"))},
+      {"a carried commit with more receipts than it holds",
+       with(write_fields(), "commits", bin(packed_commit("a", kTs, 1).substr(0, 27) + std::string(1, '\x01')))},
+      {"a carried commit with 16 receipts",
+       with(write_fields(), "commits",
+            bin(packed_commit("a", kTs, 1).substr(0, 27) + std::string(1, '\x10') + std::string(16 * 24, 'r')))},
+      {"certificate without committed", with(write_fields(), "certificate", bin(std::string(48, 'r')))},
+      {"certificate empty", with(with(write_fields(), "committed", boolean(true)), "certificate", bin(""))},
+      {"certificate not whole receipts", with(commit, "certificate", bin(std::string(47, 'r')))},
       {"ping with a field", {{"v", u64(1)}, {"id", u64(kId)}, {"type", str("ping")}, {"key", bin("k")}}},
   }), decode);
 }
@@ -495,9 +526,18 @@ TEST_CASE("wire: size limits are TooLarge", "[wire]") {
     REQUIRE(commits.size() == 1);
     CHECK(commits[0] == CommitRequest{"a", kTs, 2});
   }
+  SECTION("certificate") {
+    const wire::Certificate fifteen(wire::kMaxCertificateReceipts, kCertificate[0]);
+    CHECK(decode(wire::encode_request({1, CommitRequest{"k", kTs, 1, fifteen}}), limits).code == Code::kOk);
+    wire::Certificate sixteen = fifteen;
+    sixteen.push_back(kCertificate[1]);
+    CHECK(decode(wire::encode_request({1, CommitRequest{"k", kTs, 1, sixteen}}), limits).code == Code::kTooLarge);
+  }
   SECTION("carried commits") {
     std::string commits;
-    while (commits.size() + 26 <= Limits::kMaxCarriedCommitBytes) commits += packed_commit("k", kTs, 1);
+    while (commits.size() + packed_commit("k", kTs, 1).size() <= Limits::kMaxCarriedCommitBytes) {
+      commits += packed_commit("k", kTs, 1);
+    }
     const std::string over = commits + packed_commit("k", kTs, 1);
     CHECK(decode(map_of(with(write_fields(), "commits", bin(commits))), limits).code == Code::kOk);
     CHECK(decode(map_of(with(write_fields(), "commits", bin(over))), limits).code == Code::kTooLarge);
@@ -521,11 +561,12 @@ TEST_CASE("wire: size limits are TooLarge", "[wire]") {
     CHECK(decode(wire::encode_request({1, FenceRequest{"L", 1, at_limit + "s"}}), limits).code == Code::kTooLarge);
     CHECK(decode(map_of(with(write_fields(), "sequencer", str(at_limit))), limits).code == Code::kOk);
     CHECK(decode(map_of(with(write_fields(), "sequencer", str(at_limit + "s"))), limits).code == Code::kTooLarge);
-    // The largest key, value, lock, sequencer and carried commits fit in one message.
+    // The largest key, value, lock, sequencer, certificate and carried commits fit in one message.
     WriteRequest w{std::string(limits.max_key_bytes, 'k'), std::string(limits.max_value_bytes, 'v'), false, kTs,
                    std::string(limits.max_lock_bytes, 'L'), true, at_limit, UINT64_MAX};
-    for (size_t room = Limits::kMaxCarriedCommitBytes; room >= 26;) {  // 26: a commit's bytes besides its key
-      const size_t key = std::min(limits.max_key_bytes, room - 26);
+    w.certificate = wire::Certificate(wire::kMaxCertificateReceipts, kCertificate[0]);
+    for (size_t room = Limits::kMaxCarriedCommitBytes; room >= 27;) {  // 27: a commit's bytes besides its key
+      const size_t key = std::min(limits.max_key_bytes, room - 27);
       w.commits.push_back({std::string(key, 'c'), kTs, UINT64_MAX});
       room -= wire::carried_commit_bytes(w.commits.back());
     }

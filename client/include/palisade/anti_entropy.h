@@ -61,6 +61,13 @@ struct AntiEntropyOptions {
   // `replicas`). Comparing fewer than N leaves the others as "not heard from".
   int cluster_size = 0;
   int write_quorum = 0;  // W; 0: a majority of cluster_size
+  // The cluster key file and the lock group's id (the cluster file's key_file
+  // and group). With them the run is a repairer's: replicas that check
+  // sequencers accept its copies and commits of versions under a lock, which
+  // they otherwise take only on proof of W acknowledgements. Without them,
+  // such repairs are refused (counted in `refused`).
+  std::string key_file;
+  std::string group;
   // Tombstones are dropped only when set, and once older than this (by their
   // timestamp's physical clock). It must exceed the longest time a write can
   // stay in flight (client timeouts and retries), or an old write arriving

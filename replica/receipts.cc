@@ -1,0 +1,56 @@
+#include "replica/receipts.h"
+
+#include <sodium.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "common/big_endian.h"
+#include "common/check.h"
+
+namespace palisade::replica {
+namespace {
+
+constexpr std::string_view kPurpose = "palisade replica receipts v1";
+static_assert(sizeof(wire::Receipt::mac) >= crypto_generichash_BYTES_MIN);
+
+}  // namespace
+
+Receipts::Receipts(const SequencerKey& cluster_key, std::string_view group, uint64_t replica_id, int write_quorum)
+    : key_(derive_key(cluster_key, kPurpose, group)), replica_id_(replica_id), write_quorum_(write_quorum) {
+  PALISADE_CHECK(write_quorum >= 1);
+}
+
+wire::Receipt Receipts::sign(uint64_t replica, std::string_view key, const FencedTimestamp& ts, uint64_t hash) const {
+  uint8_t head[32];
+  store_be64(head, replica);
+  store_be64(head + 8, ts.token);
+  store_be64(head + 16, ts.hlc);
+  store_be64(head + 24, hash);
+  crypto_generichash_state state;
+  wire::Receipt receipt{.replica = replica};
+  crypto_generichash_init(&state, key_.data(), key_.size(), receipt.mac.size());
+  crypto_generichash_update(&state, head, sizeof head);
+  crypto_generichash_update(&state, reinterpret_cast<const unsigned char*>(key.data()), key.size());
+  crypto_generichash_final(&state, receipt.mac.data(), receipt.mac.size());
+  return receipt;
+}
+
+wire::Receipt Receipts::issue(std::string_view key, const FencedTimestamp& ts, uint64_t hash) const {
+  return sign(replica_id_, key, ts, hash);
+}
+
+bool Receipts::proves(const wire::Certificate& certificate, std::string_view key, const FencedTimestamp& ts,
+                      uint64_t hash) const {
+  if (certificate.size() < static_cast<size_t>(write_quorum_)) return false;
+  std::vector<uint64_t> replicas;
+  for (const wire::Receipt& r : certificate) {
+    if (std::find(replicas.begin(), replicas.end(), r.replica) != replicas.end()) continue;
+    const wire::Receipt expected = sign(r.replica, key, ts, hash);
+    if (sodium_memcmp(expected.mac.data(), r.mac.data(), r.mac.size()) != 0) continue;
+    replicas.push_back(r.replica);
+  }
+  return replicas.size() >= static_cast<size_t>(write_quorum_);
+}
+
+}  // namespace palisade::replica
