@@ -247,7 +247,12 @@ ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed, b
     floor = f.value();
     // A committed write copies a version already acknowledged under its fence
     // (read repair, anti-entropy): a floor raised since then does not undo it.
-    if (w.ts.token < floor && !w.committed) {
+    // With the cluster key, only a repairer's does: a certificate does not
+    // expire, so a superseded holder could otherwise store its acknowledged
+    // version again after the new holder deleted the key and the tombstone
+    // was collected.
+    const bool past_floor = w.committed && (repairer || !auth_);
+    if (w.ts.token < floor && !past_floor) {
       ReplicaReply r = reply_with(Status(Code::kFenced, "token " + std::to_string(w.ts.token) +
                                                             " is below the fence floor " + std::to_string(floor) +
                                                             " of lock '" + w.lock + "'"));

@@ -877,11 +877,26 @@ TEST_CASE("with a cluster key, W receipts or a repairer's seal commit a version 
     REQUIRE(r2.call(carrier).status.is_ok());
     CHECK(r2.stored("k")->state == VersionState::kCommitted);
   }
-  SECTION("a read repair of a replica that missed it, even after a newer grant fenced that replica") {
-    REQUIRE(r3.call(with_sequencer(fence_req("L", 5), seq("L", 5))).status.is_ok());
+  SECTION("a read repair of a replica that missed it") {
     CHECK(r3.call(committed(write, certificate)).status.is_ok());
     CHECK(r3.stored("k")->state == VersionState::kCommitted);
     CHECK(r3.stored("k")->value == "x");
+  }
+  SECTION("a commit of a copy already there, after a newer grant fenced the replica") {
+    REQUIRE(r2.call(with_sequencer(fence_req("L", 5), seq("L", 5))).status.is_ok());
+    CHECK(r2.call(certified(commit_req("k", ts(4)), certificate)).applied);
+    CHECK(r2.stored("k")->state == VersionState::kCommitted);
+  }
+  SECTION("below the floor, a certificate does not store a version anew: only a repairer does") {
+    // Else a superseded holder could bring back its acknowledged version once
+    // the new holder deleted the key and the tombstone was collected.
+    REQUIRE(r3.call(with_sequencer(fence_req("L", 5), seq("L", 5))).status.is_ok());
+    ReplicaReply refused = r3.call(committed(write, certificate));
+    CHECK(refused.status.code() == Code::kFenced);
+    CHECK(refused.floor == 5);
+    CHECK_FALSE(r3.stored("k"));
+    CHECK(r3.call(from_repairer(committed(write))).status.is_ok());
+    CHECK(r3.stored("k")->state == VersionState::kCommitted);
   }
   SECTION("a repairer's copy and commit, with no certificate") {
     REQUIRE(r3.call(with_sequencer(fence_req("L", 5), seq("L", 5))).status.is_ok());
