@@ -56,6 +56,11 @@ class ReplicaSet {
     // replicas leave out of their refusals what they dropped, so a writer
     // counts the refusal of a duplicate of a dropped version as final.
     bool forget_dropped = false;
+    // replicas trust every client as a repairer (the lock simulation's; the
+    // old behaviour): every request decoded is marked from_repairer, as if its
+    // frame carried a repairer's seal, so any client's committed write or
+    // commit makes a fenced version committed.
+    bool trust_everyone = false;
   };
 
   // Replica i is world node i.

@@ -16,6 +16,7 @@ void World::isolate(int node, uint64_t for_ms) {
 }
 
 void World::send(int from, int to, std::string bytes) {
+  if (tap_) tap_(from, to, bytes);
   for (int end : {from, to}) {
     auto it = isolated_until_.find(end);
     if (it != isolated_until_.end() && now_ms_ < it->second) {

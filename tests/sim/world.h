@@ -39,6 +39,11 @@ class World {
   void attach(int node, Receiver receiver) { receivers_[node] = std::move(receiver); }
   // Sends through the faulty network.
   void send(int from, int to, std::string bytes);
+  // `observer` sees every frame sent, as it is sent (before the network loses,
+  // duplicates or delays it): an eavesdropper on the wire, which until CurveZMQ
+  // encrypts the sockets anyone on the network can be. Draws nothing from the
+  // RNG, so a tap changes no run.
+  void tap(std::function<void(int from, int to, const std::string& bytes)> observer) { tap_ = std::move(observer); }
 
   NetworkFaults& faults() { return faults_; }
   // Cuts `node` off from every other node for `for_ms`: what it sends and what
@@ -67,6 +72,7 @@ class World {
   std::mt19937_64 rng_;
   std::map<std::pair<uint64_t, uint64_t>, Event> queue_;  // (time, seq) -> event
   std::map<int, Receiver> receivers_;
+  std::function<void(int, int, const std::string&)> tap_;
   std::map<int, uint64_t> isolated_until_;
   NetworkFaults faults_;
   bool keep_trace_;
