@@ -62,6 +62,8 @@ std::vector<std::string> check(const History& h) {
   // Clients' clocks can give two writes one timestamp: content tells them apart.
   std::multimap<std::pair<std::string, FencedTimestamp>, const WriteRecord*> by_ts;
   for (const WriteRecord& w : h.writes) by_ts.emplace(std::make_pair(w.key, w.ts), &w);
+  std::map<std::pair<std::string, std::string>, const AdversaryWrite*> adversary;  // (key, value) -> its write
+  for (const AdversaryWrite& a : h.adversary) adversary.emplace(std::make_pair(a.key, a.value), &a);
 
   for (const WriteRecord& w : h.writes) {
     if (w.token != 0 && w.result == Code::kOk && w.start_ms > superseded_at(h, w.lock, w.token)) {
@@ -79,6 +81,15 @@ std::vector<std::string> check(const History& h) {
       if (r.found != w.tombstone && (!r.found || r.value == w.value)) match = &w;
     }
     returned[i] = version_of(r, match);
+    if (match == nullptr && r.found) {
+      if (auto a = adversary.find({r.key, r.value}); a != adversary.end()) {
+        const AdversaryWrite& w = *a->second;
+        out.push_back("adversary write visible: " + describe(r) + ", written by the adversary under " + w.lock +
+                      " token " + std::to_string(w.token) + " at " + std::to_string(w.sent_ms) + " ms (" + w.why +
+                      ")");
+        continue;
+      }
+    }
     if (match == nullptr) {
       out.push_back("never written with that content: " + describe(r));
       continue;

@@ -42,10 +42,28 @@ struct ReadRecord {
   FencedTimestamp ts;  // {0,0} when the key has no version at all
 };
 
+// A value the adversary of the lock simulation (tests/sim/adversary.h) wrote:
+// one that no read may ever return, whatever else the adversary did with it.
+// Values are unique ("x<adversary>-<n>"), so a read that returns one is
+// told by its value alone.
+struct AdversaryWrite {
+  std::string key;
+  std::string value;
+  std::string lock;
+  uint64_t token = 0;    // the token of its timestamp
+  uint64_t sent_ms = 0;  // when the adversary first sent it
+  // Why it must stay invisible: "superseded" (sent after a fence of the lock
+  // with a larger token completed), "one replica" (sent to one replica only,
+  // so never W copies), "wrong sequencer" (the sequencer does not grant that
+  // lock and token, or is forged), with the detail.
+  std::string why;
+};
+
 struct History {
   std::vector<WriteRecord> writes;
   std::vector<FenceRecord> fences;
   std::vector<ReadRecord> reads;
+  std::vector<AdversaryWrite> adversary;
 };
 
 // Every violation found, one line each; empty when the history is safe:
@@ -55,7 +73,8 @@ struct History {
 //    or returned by a read (a superseded holder's write);
 //  - a read started after a write was acknowledged returns an older version
 //    (an acknowledged write was lost);
-//  - a read started after another read returned goes back in time.
+//  - a read started after another read returned goes back in time;
+//  - a read returns a value the adversary wrote (History::adversary).
 // "Older" is the order replicas and readers use (wire::newer): timestamp, then,
 // for two writes with one timestamp, content hash. So a read that returns the
 // loser of such a tie after the winner was acknowledged or returned is caught.

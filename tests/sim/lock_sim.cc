@@ -13,6 +13,7 @@
 #include "common/sequencer.h"
 #include "quorum/lock_service.h"
 #include "quorum/memory_paxos_storage.h"
+#include "quorum/peer_auth.h"
 #include "tests/sim/lock_checkers.h"
 #include "tests/sim/replica_set.h"
 
@@ -21,6 +22,7 @@ namespace {
 
 constexpr int kLockdBase = 100;   // world node of lockd i (i from 1)
 constexpr int kClientBase = 200;    // world node of client c's store connection
+constexpr int kAdversaryBase = 900;  // world node of adversary a
 constexpr int kSessionBase = 1000;  // world node of client c's session: one per incarnation (a new socket)
 constexpr const char* kGroup = "sim";
 constexpr uint64_t kMaxRunMs = 30 * 60 * 1000;
@@ -125,7 +127,9 @@ class LockSim {
         replicas_(world_, {.replicas = o.replicas,
                            .max_clock_offset_ms = o.max_clock_offset_ms,
                            .skip_fence_floor = o.broken_replicas_skip_fence_floor,
-                           .auth = replica::ReplicaAuth{key_, kGroup, o.replicas / 2 + 1}}),
+                           .auth = replica::ReplicaAuth{key_, kGroup, o.replicas / 2 + 1},
+                           .trust_everyone = o.broken_replicas_trust_everyone}),
+        peer_auth_(key_, kGroup),
         lock_delays_(o.timing.max_clock_drift_ppm) {
     world_.faults() = o.faults;
     for (int i = 1; i <= o.lockd; ++i) {
@@ -156,6 +160,30 @@ class LockSim {
       clients_.push_back(std::move(cl));
       world_.attach(kClientBase + c, [this, c](int from, const std::string& bytes) { client_receive(c, from, bytes); });
     }
+    for (int a = 0; a < o.adversaries; ++a) {
+      Adversary::Setup s;
+      s.index = a;
+      s.node = kAdversaryBase + a;
+      s.replicas = o.replicas;
+      s.write_quorum = o.replicas / 2 + 1;
+      s.lockd_base = kLockdBase;
+      s.lockd = o.lockd;
+      s.group_hash = hash64(kGroup);
+      s.group = kGroup;
+      for (int k = 0; k < o.locks; ++k) s.locks.push_back(lock_of(k));
+      s.key_of = [](const std::string& lock) { return "key" + lock.substr(4); };
+      s.fenced_token = [this](const std::string& lock) { return fenced_token(lock); };
+      s.commits = o.adversary_commits;
+      adversaries_.push_back(std::make_unique<Adversary>(world_, std::move(s), history_, adversary_counters_));
+    }
+    if (!adversaries_.empty()) {
+      // They see what everyone else sends, not each other's frames: a value
+      // one of them sent to one replica only stays on one replica.
+      world_.tap([this](int from, int to, const std::string& bytes) {
+        if (from >= kAdversaryBase && from < kAdversaryBase + o_.adversaries) return;
+        for (auto& a : adversaries_) a->observe(from, to, bytes);
+      });
+    }
   }
 
   LockSimResult run() {
@@ -163,12 +191,14 @@ class LockSim {
       world_.at(world_.uniform(0, 100), "start client " + std::to_string(c), [this, c] { open_session(c); });
     }
     schedule_faults();
+    for (auto& a : adversaries_) a->start();
     while (!world_.idle() && !workload_done() && world_.now_ms() < kMaxRunMs) {
       world_.run(world_.now_ms() + 1000);
     }
     if (!workload_done()) violations_.push_back("the workload did not finish in " + std::to_string(kMaxRunMs) + " ms");
     // Heal, let the messages in flight land, then read every key.
     healed_ = true;
+    for (auto& a : adversaries_) a->stop();
     world_.faults() = NetworkFaults{0, 0, world_.faults().max_delay_ms, 0, 0};
     replicas_.restart_all();
     for (int k = 0; k < o_.locks; ++k) {
@@ -183,6 +213,7 @@ class LockSim {
     result.violations = std::move(violations_);
     result.lock_delays = lock_delays_.started();
     result.lock_delays_contested = lock_delays_.contested();
+    result.adversary = adversary_counters_;
     result.trace_hash = world_.trace_hash();
     result.trace = world_.trace();
     result.events = world_.events();
@@ -261,29 +292,78 @@ class LockSim {
     after_input(i);
   }
 
+  // As LockdServer::handle: a frame whose MAC verifies is a peer's, anything
+  // else a client's request; a frame that is neither is dropped. Only the
+  // adversary sends those (and frames that verify but are not for this node).
   void lockd_receive(int i, int from, const std::string& bytes) {
     Lockd& n = node(i);
     if (!n.service) return;
+    const bool adversary = from >= kAdversaryBase && from < kAdversaryBase + o_.adversaries;
     uint64_t now = local(n);
-    uint64_t id = 0;
-    auto request = wire::decode_lock_request(bytes, wire::Limits{}, &id);
-    if (request.is_ok()) {
-      world_.record("lockd " + std::to_string(i) + " <- session " + std::to_string(from) + " #" +
-                    std::to_string(id));
-      if (o_.broken_lockd_ignore_lock_delay) {
-        if (auto* acquire = std::get_if<wire::AcquireRequest>(&request.value().body)) acquire->lock_delay_ms = 0;
-      }
-      n.service->on_request({static_cast<uint64_t>(from), std::move(request).value()}, now);
-    } else {
-      auto peer = quorum::decode_peer(bytes, size_t{64} << 20);
+    if (auto body = peer_auth_.verified_body(bytes)) {
+      auto peer = quorum::decode_peer(*body, size_t{64} << 20);
       if (!peer.is_ok()) {
-        violations_.push_back("lockd " + std::to_string(i) + " cannot decode a message: " + peer.status().to_string());
+        violations_.push_back("lockd " + std::to_string(i) + " cannot decode a signed message: " +
+                              peer.status().to_string());
         return;
       }
-      if (o_.keep_trace) world_.record("lockd " + std::to_string(i) + " <- " + describe_peer(peer.value()));
-      n.service->on_peer(peer.value(), now);
+      if (o_.keep_trace) {
+        world_.record("lockd " + std::to_string(i) + " <- " + describe_peer(peer.value()) +
+                      (adversary ? " (replayed)" : ""));
+      }
+      if (peer.value().to != static_cast<quorum::NodeId>(i)) {
+        if (!adversary) violations_.push_back("lockd " + std::to_string(i) + " got a message for another node");
+        ++adversary_counters_.peer_replays_misaddressed;
+        return;
+      }
+      const uint64_t stale = n.service->node().stale_messages();
+      Status s = n.service->on_peer(peer.value(), now);
+      if (adversary) {
+        if (!s.is_ok()) {
+          ++adversary_counters_.peer_replays_refused;
+        } else if (n.service->node().stale_messages() != stale) {
+          ++adversary_counters_.peer_replays_stale;
+        } else {
+          ++adversary_counters_.peer_replays_taken;
+        }
+      }
+      after_input(i);
+      return;
     }
+    uint64_t id = 0;
+    auto request = wire::decode_lock_request(bytes, wire::Limits{}, &id);
+    if (!request.is_ok()) {
+      if (!adversary) {
+        violations_.push_back("lockd " + std::to_string(i) + " cannot decode a message: " +
+                              request.status().to_string());
+        return;
+      }
+      ++adversary_counters_.peer_forged_dropped;
+      world_.record("lockd " + std::to_string(i) + " drops a forged frame");
+      return;
+    }
+    if (adversary) {
+      // A forged peer frame that reads as a client's request: the daemon would
+      // answer it as one, harmlessly, but it was meant as a peer's.
+      ++adversary_counters_.peer_forged_taken;
+      violations_.push_back("lockd " + std::to_string(i) + " took a forged peer frame for a client request");
+      return;
+    }
+    world_.record("lockd " + std::to_string(i) + " <- session " + std::to_string(from) + " #" + std::to_string(id));
+    if (o_.broken_lockd_ignore_lock_delay) {
+      if (auto* acquire = std::get_if<wire::AcquireRequest>(&request.value().body)) acquire->lock_delay_ms = 0;
+    }
+    n.service->on_request({static_cast<uint64_t>(from), std::move(request).value()}, now);
     after_input(i);
+  }
+
+  // The largest token of `lock` whose fence has completed; 0 when none.
+  uint64_t fenced_token(const std::string& lock) const {
+    uint64_t token = 0;
+    for (const FenceRecord& f : history_.fences) {
+      if (f.result == Code::kOk && f.lock == lock) token = std::max(token, f.token);
+    }
+    return token;
   }
 
   // The daemon's turn: propose, then hold every output until the disk synced.
@@ -293,10 +373,10 @@ class LockSim {
     n.service->flush(now);
     // Accepts of a master whose promise is on disk leave before its own sync.
     for (auto& m : n.service->take_early_peer_messages()) {
-      world_.send(kLockdBase + i, kLockdBase + static_cast<int>(m.to), quorum::encode_peer(m));
+      world_.send(kLockdBase + i, kLockdBase + static_cast<int>(m.to), peer_auth_.seal(m));
     }
     for (auto& m : n.service->take_peer_messages()) {
-      n.outbox.emplace_back(kLockdBase + static_cast<int>(m.to), quorum::encode_peer(m));
+      n.outbox.emplace_back(kLockdBase + static_cast<int>(m.to), peer_auth_.seal(m));
     }
     for (auto& r : n.service->take_replies()) {
       n.outbox.emplace_back(static_cast<int>(r.route), wire::encode_lock_reply(r.reply));
@@ -319,10 +399,10 @@ class LockSim {
     uint64_t now = local(n);
     n.service->synced(now);
     for (auto& m : n.service->take_early_peer_messages()) {
-      n.outbox.emplace_back(kLockdBase + static_cast<int>(m.to), quorum::encode_peer(m));
+      n.outbox.emplace_back(kLockdBase + static_cast<int>(m.to), peer_auth_.seal(m));
     }
     for (auto& m : n.service->take_peer_messages()) {
-      n.outbox.emplace_back(kLockdBase + static_cast<int>(m.to), quorum::encode_peer(m));
+      n.outbox.emplace_back(kLockdBase + static_cast<int>(m.to), peer_auth_.seal(m));
     }
     for (auto& r : n.service->take_replies()) {
       n.outbox.emplace_back(static_cast<int>(r.route), wire::encode_lock_reply(r.reply));
@@ -844,11 +924,14 @@ class LockSim {
   World world_;
   SequencerKey key_;
   ReplicaSet replicas_;
+  quorum::PeerAuth peer_auth_;  // the lockd nodes' (they all derive the same key)
   std::vector<quorum::NodeId> members_;
   std::vector<std::string> endpoints_;
   std::vector<Lockd> lockd_;
   std::vector<SimClient> clients_;
   History history_;
+  std::vector<std::unique_ptr<Adversary>> adversaries_;
+  AdversaryCounters adversary_counters_;
   std::map<quorum::Slot, uint64_t> chosen_;
   std::set<uint64_t> epochs_;
   std::vector<std::string> violations_;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/cluster_config.h"
+#include "tests/sim/adversary.h"
 #include "tests/sim/history.h"
 #include "tests/sim/world.h"
 
@@ -39,10 +40,19 @@ struct LockSimOptions {
                        .election_timeout_ms = 1000,
                        .max_clock_drift_ppm = 1000};
   size_t snapshot_every = 25;  // small, so that snapshots and catch-up from them happen
+  // Adversaries on the network (tests/sim/adversary.h): forged and replayed
+  // peer frames and replica requests, writes under wrong and superseded
+  // sequencers. No read may return what they write.
+  int adversaries = 1;
+  bool adversary_commits = true;  // they also send commits and committed writes (repairs)
   // Negative controls: the checkers must object.
   bool broken_master_ignores_lease = false;
   bool broken_replicas_skip_fence_floor = false;
   bool broken_lockd_ignore_lock_delay = false;  // the lockd nodes never see the lock-delay a client asks for
+  // Replicas trust every client as a repairer (the old behaviour): every
+  // request they decode is marked from_repairer, so the adversary's committed
+  // writes and commits of its pending ones are taken.
+  bool broken_replicas_trust_everyone = false;
   bool keep_trace = false;
 };
 
@@ -56,6 +66,7 @@ struct LockSimResult {
   uint64_t writes_ok = 0, writes_fenced = 0, reads_ok = 0;
   uint64_t lock_delays = 0;            // started by expiries, by the log
   uint64_t lock_delays_contested = 0;  // of them, ones another session's acquire ran into
+  AdversaryCounters adversary;
   History history;
 };
 

@@ -44,7 +44,16 @@ Run run_lock(LockSimOptions o) {
           u(r.events) + " events, " + u(r.end_ms / 1000) + " s simulated, " + u(r.grants) + " grants, " +
               u(r.epochs) + " epochs, " + u(r.expired_sessions) + " sessions expired, writes ok " + u(r.writes_ok) +
               " fenced " + u(r.writes_fenced) + ", reads ok " + u(r.reads_ok) + ", lock-delays " + u(r.lock_delays) +
-              " (" + u(r.lock_delays_contested) + " contested)",
+              " (" + u(r.lock_delays_contested) + " contested), adversary: " + u(r.adversary.peer_forged) +
+              " forged peer frames (" + u(r.adversary.peer_forged_dropped) + " dropped), " +
+              u(r.adversary.peer_replayed) + " replayed (" + u(r.adversary.peer_replays_misaddressed) +
+              " misaddressed, " + u(r.adversary.peer_replays_stale) + " stale, " +
+              u(r.adversary.peer_replays_refused) + " refused, " + u(r.adversary.peer_replays_taken) + " taken), " +
+              u(r.adversary.values) + " values in " + u(r.adversary.writes) + " writes (" +
+              u(r.adversary.refused) + " refused, " + u(r.adversary.bad_sequencer) + " of them bad_sequencer, " +
+              u(r.adversary.stored) + " stored), " + u(r.adversary.commits) + " commits (" +
+              u(r.adversary.commits_applied) + " applied), " + u(r.adversary.replica_replays) +
+              " replica requests replayed",
           r.trace};
 }
 
@@ -52,7 +61,8 @@ Run run_lock(LockSimOptions o) {
 
 int main(int argc, char** argv) {
   uint64_t first = 1, seeds = 1;
-  bool trace = false, broken_floor = false, broken_lease = false, broken_delay = false;
+  bool trace = false, broken_floor = false, broken_lease = false, broken_delay = false, broken_trust = false;
+  bool no_adversary_commits = false;
   bool keep_going = false, quiet = false;
   std::string sim = "quorum";
   QuorumSimOptions q;
@@ -74,6 +84,14 @@ int main(int argc, char** argv) {
   app.add_flag("--broken-fence-floor", broken_floor, "Negative control: replicas ignore fence floors");
   app.add_flag("--broken-master-lease", broken_lease, "Negative control: nobody honours the master lease (--sim lock)");
   app.add_flag("--broken-lock-delay", broken_delay, "Negative control: lockd nodes ignore lock-delays (--sim lock)");
+  app.add_flag("--broken-trust-everyone", broken_trust,
+               "Negative control: replicas trust every client as a repairer, so the adversary's committed writes "
+               "and commits are taken (--sim lock)");
+  app.add_option("--adversaries", l.adversaries, "Adversaries on the network (--sim lock; 0: none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 9));
+  app.add_flag("--no-adversary-commits", no_adversary_commits,
+               "The adversaries send no commits and no committed writes (--sim lock)");
   // The quorum simulation's other knobs and negative controls (tests/sim/quorum_sim.h).
   app.add_option("--read-quorum", q.read_quorum, "R (--sim quorum; 0: N / 2 + 1)")->capture_default_str();
   app.add_option("--write-quorum", q.write_quorum, "W (--sim quorum; 0: N / 2 + 1)")->capture_default_str();
@@ -111,9 +129,11 @@ int main(int argc, char** argv) {
   q.broken_replicas_skip_fence_floor = l.broken_replicas_skip_fence_floor = broken_floor;
   l.broken_master_ignores_lease = broken_lease;
   l.broken_lockd_ignore_lock_delay = broken_delay;
+  l.broken_replicas_trust_everyone = broken_trust;
+  l.adversary_commits = !no_adversary_commits;
   l.replicas = q.replicas;
   l.clients = q.clients;
-  bool broken = broken_floor || broken_lease || broken_delay || q.broken_replicas_pending_as_committed ||
+  bool broken = broken_floor || broken_lease || broken_delay || broken_trust || q.broken_replicas_pending_as_committed ||
                 q.broken_replicas_hide_pending || q.broken_replica_acks_without_storing ||
                 q.broken_replicas_skip_checksum || q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect ||
                 q.broken_replicas_forget_dropped;
