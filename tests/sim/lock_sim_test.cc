@@ -1,6 +1,7 @@
 // The lock-group simulation under CI: many seeds, determinism, and negative
 // controls that prove the checkers can see a broken master lease, a broken
-// fence floor and lock-delays nobody applies. Seeds are split into slices so
+// fence floor, lock-delays nobody applies, and replicas that take any
+// client's repairs and commits (against the adversary, issue #23). Seeds are split into slices so
 // that ctest runs them in parallel. The lock-delay and token checkers are also
 // driven by hand here, for the cases the workload does not make (shared locks).
 #include "tests/sim/lock_sim.h"
@@ -18,6 +19,7 @@ uint64_t seed_count() { return seed_count_from_env("PALISADE_LOCK_SIM_SEEDS", 20
 
 void run_slice(uint64_t slice, uint64_t slices) {
   uint64_t grants = 0, fenced = 0, acknowledged = 0, epochs = 0, expired = 0, delays = 0, contested = 0;
+  uint64_t adversary_values = 0, adversary_peer_frames = 0;
   const uint64_t runs = run_seeds(LockSimOptions{}, {seed_count(), slice, slices}, "palisade-sim --sim lock",
                                   run_lock_sim, [&](const LockSimResult& r) {
                                     grants += r.grants;
@@ -27,6 +29,8 @@ void run_slice(uint64_t slice, uint64_t slices) {
                                     expired += r.expired_sessions;
                                     delays += r.lock_delays;
                                     contested += r.lock_delays_contested;
+                                    adversary_values += r.adversary.values;
+                                    adversary_peer_frames += r.adversary.peer_forged + r.adversary.peer_replayed;
                                   });
   // The workload must exercise what it claims to check.
   CHECK(grants > 5 * runs);
@@ -36,6 +40,8 @@ void run_slice(uint64_t slice, uint64_t slices) {
   CHECK(expired > runs / 10);
   CHECK(delays > runs);         // about 2 per seed
   CHECK(contested > runs / 2);  // about 0.9 per seed: acquires that a lock-delay must hold off
+  CHECK(adversary_values > runs);
+  CHECK(adversary_peer_frames > runs);
 }
 
 TEST_CASE("lock sim: safety holds, seeds 1 mod 4", "[sim]") { run_slice(0, 4); }
@@ -53,6 +59,92 @@ TEST_CASE("lock sim: five lockd nodes and five replicas", "[sim]") {
 
 TEST_CASE("lock sim: the same seed gives the same trace hash", "[sim]") {
   check_same_seed_same_trace(LockSimOptions{}, run_lock_sim);
+}
+
+// ---- The adversary (tests/sim/adversary.h, issue #23) ----
+
+bool adversary_visible(const LockSimResult& r) {
+  return std::any_of(r.violations.begin(), r.violations.end(),
+                     [](const std::string& v) { return v.rfind("adversary write visible: ", 0) == 0; });
+}
+
+// Until replicas take commits and committed writes of fenced versions only with
+// W acknowledgements or from a repairer, this fails: the adversary's commits
+// and repairs make its values visible (issue #23).
+TEST_CASE("lock sim: two adversaries change nothing", "[sim]") {
+  LockSimOptions o;
+  o.adversaries = 2;
+  run_seeds(o, {seed_count() / 10}, "palisade-sim --sim lock --adversaries 2", run_lock_sim);
+}
+
+// Everything but commits and repairs: forged and replayed peer frames and
+// replica requests, wrong sequencers, superseded writes.
+TEST_CASE("lock sim: an adversary that sends no commits or repairs changes nothing", "[sim]") {
+  LockSimOptions o;
+  o.adversaries = 2;
+  o.adversary_commits = false;
+  run_seeds(o, {seed_count() / 10}, "palisade-sim --sim lock --adversaries 2 --no-adversary-commits", run_lock_sim);
+}
+
+TEST_CASE("lock sim: the adversary does what it claims", "[sim]") {
+  AdversaryCounters total;
+  const uint64_t seeds = 50;
+  for (uint64_t seed = 1; seed <= seeds; ++seed) {
+    LockSimOptions o;
+    o.seed = seed;
+    const AdversaryCounters a = run_lock_sim(o).adversary;
+    total.peer_forged += a.peer_forged;
+    total.peer_forged_dropped += a.peer_forged_dropped;
+    total.peer_forged_taken += a.peer_forged_taken;
+    total.peer_replayed += a.peer_replayed;
+    total.peer_replays_misaddressed += a.peer_replays_misaddressed;
+    total.peer_replays_stale += a.peer_replays_stale;
+    total.peer_replays_taken += a.peer_replays_taken;
+    total.values += a.values;
+    total.writes += a.writes;
+    total.refused += a.refused;
+    total.bad_sequencer += a.bad_sequencer;
+    total.stored += a.stored;
+    total.commits += a.commits;
+    total.replica_replays += a.replica_replays;
+  }
+  INFO("forged " << total.peer_forged << " dropped " << total.peer_forged_dropped << ", replayed "
+                 << total.peer_replayed << " misaddressed " << total.peer_replays_misaddressed << " stale "
+                 << total.peer_replays_stale << " taken " << total.peer_replays_taken << ", values " << total.values
+                 << " writes " << total.writes << " refused " << total.refused << " bad_sequencer "
+                 << total.bad_sequencer << " stored " << total.stored << ", commits " << total.commits
+                 << ", replica replays " << total.replica_replays);
+  CHECK(total.peer_forged_taken == 0);
+  // Every forged frame that reached a running node was dropped; the network
+  // loses some, and nodes are down at times.
+  CHECK(total.peer_forged > 8 * seeds);  // 585 in seeds 1..50
+  CHECK(total.peer_forged_dropped > total.peer_forged * 2 / 3);  // 498
+  CHECK(total.peer_replayed > 8 * seeds);  // 528
+  CHECK(total.peer_replays_misaddressed > seeds);
+  CHECK(total.peer_replays_stale > seeds);
+  CHECK(total.values > 20 * seeds);
+  CHECK(total.writes > total.values);
+  CHECK(total.refused > 5 * seeds);
+  CHECK(total.bad_sequencer > 2 * seeds);
+  // Pending copies on one replica at least; before replicas check commits,
+  // also the superseded repairs (801 in all).
+  CHECK(total.stored > seeds);
+  CHECK(total.commits > 5 * seeds);
+  CHECK(total.replica_replays > 10 * seeds);
+}
+
+TEST_CASE("lock sim: negative control, replicas that trust every client as a repairer are caught", "[sim]") {
+  LockSimOptions broken;
+  broken.broken_replicas_trust_everyone = true;
+  SECTION("a seed that shows it") {
+    // Seed 2: a superseded write (token 6, after token 7 fenced) and a value
+    // sent to one replica, both made visible by commits and repairs.
+    broken.seed = 2;
+    CHECK(adversary_visible(run_lock_sim(broken)));
+  }
+  SECTION("many seeds") {
+    CHECK(count_caught(broken, 50, run_lock_sim, adversary_visible) >= 30);  // 40 of 50
+  }
 }
 
 TEST_CASE("lock sim: negative control, a master lease nobody honours is caught", "[sim]") {
