@@ -73,6 +73,14 @@ void Adversary::receive(int from, const std::string& bytes) {
   in_flight_.erase(it);
   const Code code = r.status.code();
   if (sent == Sent::kWrite) {
+    auto value = written_.find(r.id);
+    if (value != written_.end()) {
+      wire::Certificate& mine = receipts_[value->second];
+      for (const wire::Receipt& receipt : r.receipts) {
+        if (std::find(mine.begin(), mine.end(), receipt) == mine.end()) mine.push_back(receipt);
+      }
+      written_.erase(value);
+    }
     if (code == Code::kOk) ++counters_.stored;
     if (code == Code::kFenced || code == Code::kStale || code == Code::kBadSequencer) ++counters_.refused;
     if (code == Code::kBadSequencer) ++counters_.bad_sequencer;
@@ -201,8 +209,11 @@ wire::WriteRequest Adversary::new_write(const std::string& lock, uint64_t token,
 void Adversary::send_write(int replica, const wire::WriteRequest& w) {
   const uint64_t id = next_id_++;
   in_flight_[id] = Sent::kWrite;
+  written_[id] = w.value;
   ++counters_.writes;
-  world_.send(s_.node, replica, wire::encode_request({id, w}));
+  wire::WriteRequest sent = w;
+  if (sent.committed) sent.certificate = receipts_[w.value];
+  world_.send(s_.node, replica, wire::encode_request({id, sent}));
 }
 
 void Adversary::send_commit(int replica, const wire::WriteRequest& w) {
@@ -210,7 +221,8 @@ void Adversary::send_commit(int replica, const wire::WriteRequest& w) {
   const uint64_t id = next_id_++;
   in_flight_[id] = Sent::kCommit;
   ++counters_.commits;
-  world_.send(s_.node, replica, wire::encode_request({id, wire::CommitRequest{w.key, w.ts, wire::content_hash(v)}}));
+  world_.send(s_.node, replica,
+              wire::encode_request({id, wire::CommitRequest{w.key, w.ts, wire::content_hash(v), receipts_[w.value]}}));
 }
 
 // Commits `w` on `replicas` a while later, as if it had been acknowledged.

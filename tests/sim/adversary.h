@@ -136,6 +136,11 @@ class Adversary {
   std::deque<PeerFrame> peer_frames_;    // the last captured, a few of many
   std::deque<Captured> replica_frames_;  // likewise
   std::map<uint64_t, Sent> in_flight_;   // request id -> what it was
+  std::map<uint64_t, std::string> written_;  // write request id -> its value
+  // The receipts its writes earned, by value: sent with its commits and
+  // committed writes, as a modified client would (fewer than W, or the rule
+  // would let a read return it).
+  std::map<std::string, wire::Certificate> receipts_;
 };
 
 }  // namespace palisade::sim

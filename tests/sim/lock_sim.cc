@@ -127,7 +127,7 @@ class LockSim {
         replicas_(world_, {.replicas = o.replicas,
                            .max_clock_offset_ms = o.max_clock_offset_ms,
                            .skip_fence_floor = o.broken_replicas_skip_fence_floor,
-                           .auth = replica::ReplicaAuth{key_, kGroup, o.replicas / 2 + 1},
+                           .auth = replica::ReplicaAuth{key_, kGroup, o.broken_replicas_one_receipt ? 1 : o.replicas / 2 + 1},
                            .trust_everyone = o.broken_replicas_trust_everyone}),
         peer_auth_(key_, kGroup),
         lock_delays_(o.timing.max_clock_drift_ppm) {

@@ -53,6 +53,9 @@ struct LockSimOptions {
   // request they decode is marked from_repairer, so the adversary's committed
   // writes and commits of its pending ones are taken.
   bool broken_replicas_trust_everyone = false;
+  // Replicas take one receipt as proof that W replicas acknowledged a version,
+  // so the adversary's commits carrying the receipt its own write earned pass.
+  bool broken_replicas_one_receipt = false;
   bool keep_trace = false;
 };
 

@@ -126,10 +126,11 @@ TEST_CASE("lock sim: the adversary does what it claims", "[sim]") {
   CHECK(total.writes > total.values);
   CHECK(total.refused > 5 * seeds);
   CHECK(total.bad_sequencer > 2 * seeds);
-  // Pending copies on one replica at least; before replicas check commits,
-  // also the superseded repairs (801 in all).
+  // Pending copies on one replica at least.
   CHECK(total.stored > seeds);
   CHECK(total.commits > 5 * seeds);
+  // None of its versions has W receipts: replicas commit none of them.
+  CHECK(total.commits_applied == 0);
   CHECK(total.replica_replays > 10 * seeds);
 }
 
@@ -145,6 +146,12 @@ TEST_CASE("lock sim: negative control, replicas that trust every client as a rep
   SECTION("many seeds") {
     CHECK(count_caught(broken, 50, run_lock_sim, adversary_visible) >= 30);  // 40 of 50
   }
+}
+
+TEST_CASE("lock sim: negative control, replicas that take one receipt for W are caught", "[sim]") {
+  LockSimOptions broken;
+  broken.broken_replicas_one_receipt = true;
+  CHECK(count_caught(broken, 50, run_lock_sim, adversary_visible) >= 15);  // 26 of 50
 }
 
 TEST_CASE("lock sim: negative control, a master lease nobody honours is caught", "[sim]") {

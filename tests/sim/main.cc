@@ -87,6 +87,8 @@ int main(int argc, char** argv) {
   app.add_flag("--broken-trust-everyone", broken_trust,
                "Negative control: replicas trust every client as a repairer, so the adversary's committed writes "
                "and commits are taken (--sim lock)");
+  app.add_flag("--broken-one-receipt", l.broken_replicas_one_receipt,
+               "Negative control: replicas take one receipt as proof of W acknowledgements (--sim lock)");
   app.add_option("--adversaries", l.adversaries, "Adversaries on the network (--sim lock; 0: none)")
       ->capture_default_str()
       ->check(CLI::Range(0, 9));
