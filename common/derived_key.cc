@@ -23,4 +23,15 @@ DerivedKey derive_key(const SequencerKey& cluster_key, std::string_view purpose,
   return key;
 }
 
+void keyed_mac(const DerivedKey& key, std::initializer_list<std::string_view> parts, unsigned char* out,
+               size_t out_bytes) {
+  PALISADE_CHECK(out_bytes >= crypto_generichash_BYTES_MIN && out_bytes <= crypto_generichash_BYTES_MAX);
+  crypto_generichash_state state;
+  crypto_generichash_init(&state, key.data(), key.size(), out_bytes);
+  for (std::string_view part : parts) {
+    crypto_generichash_update(&state, reinterpret_cast<const unsigned char*>(part.data()), part.size());
+  }
+  crypto_generichash_final(&state, out, out_bytes);
+}
+
 }  // namespace palisade

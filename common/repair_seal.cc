@@ -17,13 +17,8 @@ RepairSeal::RepairSeal(const SequencerKey& cluster_key, std::string_view group)
     : key_(derive_key(cluster_key, kPurpose, group)) {}
 
 std::string RepairSeal::mac_of(std::string_view time, std::string_view request) const {
-  crypto_generichash_state state;
-  crypto_generichash_init(&state, key_.data(), key_.size(), kMacBytes);
-  for (std::string_view part : {time, request}) {
-    crypto_generichash_update(&state, reinterpret_cast<const unsigned char*>(part.data()), part.size());
-  }
   std::string mac(kMacBytes, '\0');
-  crypto_generichash_final(&state, reinterpret_cast<unsigned char*>(mac.data()), mac.size());
+  keyed_mac(key_, {time, request}, reinterpret_cast<unsigned char*>(mac.data()), mac.size());
   return mac;
 }
 

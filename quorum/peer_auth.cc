@@ -19,8 +19,7 @@ PeerAuth::PeerAuth(const SequencerKey& cluster_key, std::string_view group)
 
 std::string PeerAuth::mac_of(std::string_view body) const {
   std::string mac(kMacBytes, '\0');
-  crypto_generichash(reinterpret_cast<unsigned char*>(mac.data()), mac.size(),
-                     reinterpret_cast<const unsigned char*>(body.data()), body.size(), key_.data(), key_.size());
+  keyed_mac(key_, {body}, reinterpret_cast<unsigned char*>(mac.data()), mac.size());
   return mac;
 }
 

@@ -27,12 +27,8 @@ wire::Receipt Receipts::sign(uint64_t replica, std::string_view key, const Fence
   store_be64(head + 8, ts.token);
   store_be64(head + 16, ts.hlc);
   store_be64(head + 24, hash);
-  crypto_generichash_state state;
   wire::Receipt receipt{.replica = replica};
-  crypto_generichash_init(&state, key_.data(), key_.size(), receipt.mac.size());
-  crypto_generichash_update(&state, head, sizeof head);
-  crypto_generichash_update(&state, reinterpret_cast<const unsigned char*>(key.data()), key.size());
-  crypto_generichash_final(&state, receipt.mac.data(), receipt.mac.size());
+  keyed_mac(key_, {{reinterpret_cast<const char*>(head), sizeof head}, key}, receipt.mac.data(), receipt.mac.size());
   return receipt;
 }
 
