@@ -28,6 +28,7 @@ constexpr std::string_view kAccept = "accept";
 constexpr std::string_view kAccepted = "accepted";
 constexpr std::string_view kCatchUpRequest = "catch_up_request";
 constexpr std::string_view kCatchUp = "catch_up";
+constexpr std::string_view kStepDown = "step_down";
 
 // v, id, type, from, to, group, incarnation, serial.
 constexpr uint32_t kCommonFields = 8;
@@ -110,6 +111,11 @@ struct BodyEncoder {
     pack_text(pk, "snapshot");
     pack_bytes(pk, b.snapshot);
     pack_entries(pk, "chosen", b.chosen);
+  }
+  void operator()(const StepDown& b) const {
+    common(2, kStepDown);
+    pack_u64(pk, "ballot", b.ballot);
+    pack_u64(pk, "successor", b.successor);
   }
 };
 
@@ -211,13 +217,19 @@ Result<PeerBody> read_body(const std::string& type, FieldReader& r, size_t max_b
     read_entries(r, "chosen", max_bytes, b.chosen);
     return PeerBody{std::move(b)};
   }
+  if (type == kStepDown) {
+    StepDown b;
+    r.u64("ballot", b.ballot, Need::kRequired);
+    read_node(r, "successor", b.successor);
+    return PeerBody{std::move(b)};
+  }
   return Status(Code::kUnknownType, "unknown peer message type '" + type + "'");
 }
 
 }  // namespace
 
 std::string_view peer_type_name(const PeerBody& body) {
-  constexpr std::string_view kNames[] = {kPrepare, kPromise, kAccept, kAccepted, kCatchUpRequest, kCatchUp};
+  constexpr std::string_view kNames[] = {kPrepare, kPromise, kAccept, kAccepted, kCatchUpRequest, kCatchUp, kStepDown};
   static_assert(std::size(kNames) == std::variant_size_v<PeerBody>);
   return kNames[body.index()];
 }
@@ -233,7 +245,8 @@ bool names_peer_type(std::string_view bytes, size_t max_bytes) {
   auto opened = wire::open_envelope(bytes, max_bytes, nullptr, kMaxListEntries);
   if (!opened.is_ok()) return false;
   const std::string& t = opened.value().type;
-  return t == kPrepare || t == kPromise || t == kAccept || t == kAccepted || t == kCatchUpRequest || t == kCatchUp;
+  return t == kPrepare || t == kPromise || t == kAccept || t == kAccepted || t == kCatchUpRequest || t == kCatchUp ||
+         t == kStepDown;
 }
 
 Result<PeerMessage> decode_peer(std::string_view bytes, size_t max_bytes) {

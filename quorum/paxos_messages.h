@@ -1,6 +1,7 @@
 // Messages between palisade-lockd nodes (docs/protocol.md, "Lock group peers"):
 // multi-Paxos phase 1 (prepare/promise), phase 2 (accept/accepted, which also
-// carry the master lease and the chosen prefix) and catch-up.
+// carry the master lease and the chosen prefix), catch-up, and a stopping
+// master's step-down.
 #pragma once
 
 #include <cstdint>
@@ -91,7 +92,17 @@ struct CatchUp {
   friend bool operator==(const CatchUp&, const CatchUp&) = default;
 };
 
-using PeerBody = std::variant<Prepare, Promise, Accept, Accepted, CatchUpRequest, CatchUp>;
+// A master that stops (a planned restart) gave up `ballot` before sending
+// this: "I no longer lead in `ballot`; release the lease you promised me for
+// it. `successor`, campaign now." Only the acceptor whose promise is still
+// `ballot` releases anything (PaxosNode::hand_over, docs/design-changes.md 18).
+struct StepDown {
+  Ballot ballot = 0;
+  NodeId successor = 0;
+  friend bool operator==(const StepDown&, const StepDown&) = default;
+};
+
+using PeerBody = std::variant<Prepare, Promise, Accept, Accepted, CatchUpRequest, CatchUp, StepDown>;
 
 struct PeerMessage {
   NodeId from = 0;

@@ -100,6 +100,7 @@ Status PaxosNode::check_ranges(const PeerBody& body) const {
           return check_ballot("promised ballot", m.promised);
         }
         if constexpr (std::is_same_v<T, CatchUpRequest>) return Status::ok();
+        if constexpr (std::is_same_v<T, StepDown>) return check_ballot("step-down ballot", m.ballot);
         if constexpr (std::is_same_v<T, CatchUp>) {
           if (m.snapshot_slot > kMaxSlot) {
             return out_of_range("catch-up snapshot slot " + std::to_string(m.snapshot_slot) + " is beyond slot " +
@@ -134,6 +135,7 @@ Status PaxosNode::receive(const PeerMessage& message, uint64_t now_ms) {
         if constexpr (std::is_same_v<T, Accepted>) on_accepted(from, m, now_ms);
         if constexpr (std::is_same_v<T, CatchUpRequest>) on_catch_up_request(from, m, now_ms);
         if constexpr (std::is_same_v<T, CatchUp>) on_catch_up(m);
+        if constexpr (std::is_same_v<T, StepDown>) on_step_down(from, m, now_ms);
       },
       message.body);
   return Status::ok();
@@ -144,10 +146,12 @@ bool PaxosNode::fresh(const PeerMessage& message) {
   // timer; a catch-up request may cost a whole snapshot. Each does so only
   // when newer than the last of its kind from that sender: a replay (the
   // frames are signed, not encrypted, and nothing else dates them) or a
-  // message overtaken by a newer one does not. Other messages are answers
-  // that a duplicate cannot harm.
+  // message overtaken by a newer one does not. A step-down counts with them:
+  // an accept sent before it arrives stale after it, and renews no lease the
+  // step-down released. Other messages are answers that a duplicate cannot harm.
   std::map<NodeId, std::pair<uint64_t, uint64_t>>* last = nullptr;
-  if (std::holds_alternative<Prepare>(message.body) || std::holds_alternative<Accept>(message.body)) {
+  if (std::holds_alternative<Prepare>(message.body) || std::holds_alternative<Accept>(message.body) ||
+      std::holds_alternative<StepDown>(message.body)) {
     last = &last_lead_;
   } else if (std::holds_alternative<CatchUpRequest>(message.body)) {
     last = &last_catch_up_;
@@ -207,6 +211,36 @@ bool PaxosNode::propose(std::string value, uint64_t now_ms) {
   send_accepts(now_ms, {slot});
   advance_chosen();
   return true;
+}
+
+bool PaxosNode::hand_over(uint64_t now) {
+  if (role_ != Role::kMaster) return false;
+  const Ballot ballot = ballot_;
+  const NodeId successor = likely_successor();
+  // No longer master before anything leaves: the leases the peers release
+  // were promised to this ballot, and nothing here relies on them any more.
+  step_down(now);
+  if (lease_owner_ == options_.self) lease_owner_until_ = now;
+  if (successor == 0) return true;  // a group of one: nobody to tell
+  for (NodeId m : options_.members) {
+    if (m != options_.self) send(m, StepDown{.ballot = ballot, .successor = successor});
+  }
+  return true;
+}
+
+NodeId PaxosNode::likely_successor() const {
+  NodeId best = 0;
+  uint64_t best_time = 0;
+  for (NodeId m : options_.members) {
+    if (m == options_.self) continue;
+    auto it = ack_time_.find(m);
+    const uint64_t t = it == ack_time_.end() ? 0 : it->second;
+    if (best == 0 || t > best_time) {
+      best = m;
+      best_time = t;
+    }
+  }
+  return best;
 }
 
 void PaxosNode::compact(Slot slot, std::string snapshot) {
@@ -368,6 +402,20 @@ void PaxosNode::on_catch_up_request(NodeId from, const CatchUpRequest& m, uint64
   }
   if (reply.snapshot_slot == 0 && reply.chosen.empty()) return;
   send_early(from, std::move(reply));  // chosen values: nothing here needs to be on this node's disk first
+}
+
+void PaxosNode::on_step_down(NodeId from, const StepDown& m, uint64_t now) {
+  // Only a promise of that very ballot is released: a step-down of an older
+  // ballot of the sender (a replay, or a late one) says nothing of a later one.
+  if (ballot_node(m.ballot) != from || m.ballot != promised_) return;
+  // (Only a follower has promised another node's ballot.)
+  if (lease_owner_ == from) lease_owner_until_ = now;
+  master_hint_ = 0;
+  if (m.successor == options_.self) {
+    campaign(now);
+  } else {
+    restart_election_timer(now);  // the successor goes first; if it does not, this node will
+  }
 }
 
 void PaxosNode::on_catch_up(const CatchUp& m) {

@@ -88,6 +88,14 @@ class PaxosNode {
   // before it can go.
   void compact(Slot slot, std::string snapshot);
 
+  // Master only (false otherwise): a planned stop. Stops being master at once,
+  // gives back its own acceptor's promise, and tells every peer (StepDown) to
+  // release the lease it promised for this ballot and that `successor` (the
+  // follower heard from last) may campaign at once. Sent with take_messages(),
+  // after every accept of the ballot: a peer takes no accept of it after the
+  // step-down (an older serial is stale).
+  bool hand_over(uint64_t now_ms);
+
   // The storage committed everything this node wrote so far.
   void on_synced();
 
@@ -112,7 +120,7 @@ class PaxosNode {
   // Accepted entries above the snapshot; those up to applied_through() are chosen.
   const std::map<Slot, Entry>& log() const { return log_; }
   Slot snapshot_slot() const { return snapshot_slot_; }
-  // Prepares, accepts and catch-up requests not newer than the last one taken
+  // Prepares, accepts, step-downs and catch-up requests not newer than the last one taken
   // from their sender (replays, or reordered): dropped, or for an accept, only
   // its entries taken.
   uint64_t stale_messages() const { return stale_messages_; }
@@ -134,6 +142,9 @@ class PaxosNode {
   void on_accept(NodeId from, const Accept& m, uint64_t now, bool is_fresh);
   void on_accepted(NodeId from, const Accepted& m, uint64_t now);
   void on_catch_up_request(NodeId from, const CatchUpRequest& m, uint64_t now);
+  void on_step_down(NodeId from, const StepDown& m, uint64_t now);
+  // The follower whose answer vouches for the latest send time (0: none).
+  NodeId likely_successor() const;
   // Whether `message` is newer than the last prepare/accept (or catch-up
   // request) taken from its sender; if so it becomes the last one.
   bool fresh(const PeerMessage& message);
@@ -204,7 +215,7 @@ class PaxosNode {
 
   // Replay guard: (incarnation, serial) of the newest message taken per sender.
   uint64_t serial_ = 0;
-  std::map<NodeId, std::pair<uint64_t, uint64_t>> last_lead_;      // prepares and accepts
+  std::map<NodeId, std::pair<uint64_t, uint64_t>> last_lead_;      // prepares, accepts and step-downs
   std::map<NodeId, std::pair<uint64_t, uint64_t>> last_catch_up_;  // catch-up requests
   std::map<NodeId, uint64_t> snapshot_sent_at_;                     // local time of the last snapshot sent
   uint64_t stale_messages_ = 0;

@@ -40,7 +40,8 @@ Result<PeerMessage> decode(std::string_view bytes, size_t max_bytes = kMaxBytes)
 }
 
 const char* type_of(const PeerMessage& m) {
-  static const char* names[] = {"prepare", "promise", "accept", "accepted", "catch_up_request", "catch_up"};
+  static const char* names[] = {"prepare",          "promise",  "accept",   "accepted",
+                                "catch_up_request", "catch_up", "step_down"};
   return names[m.body.index()];
 }
 
@@ -62,6 +63,7 @@ std::vector<PeerMessage> samples() {
       msg(Accepted{b, false, make_ballot(42, 5), 903, {19, 20, UINT64_MAX}}),
       msg(CatchUpRequest{21}),
       msg(CatchUp{12, "snapshot\0bytes"s, {Entry{13, b, "a"}, Entry{14, b, "b"}}}),
+      msg(StepDown{b, 4}),
   };
 }
 
@@ -229,6 +231,7 @@ TEST_CASE("peer messages: every type round-trips", "[lockgroup][wire]") {
     check_round_trip(msg(Accepted{make_ballot(1, 1), true, 0, 1, {}}));
     check_round_trip(msg(CatchUpRequest{UINT64_MAX}));
     check_round_trip(msg(CatchUp{}));
+    check_round_trip(msg(StepDown{UINT64_MAX, 255}));
     check_round_trip(msg(Accept{1, 2, 3, {Entry{UINT64_MAX, UINT64_MAX, std::string(1 << 20, '\0')}}}));
   }
   SECTION("lists longer than a client message's 64 entries") {
@@ -261,7 +264,7 @@ TEST_CASE("peer messages: random messages round-trip", "[lockgroup][wire]") {
   };
   for (int i = 0; i < 3'000; ++i) {
     PeerBody body;
-    switch (rng() % 6) {
+    switch (rng() % 7) {
       case 0: body = Prepare{rng(), rng(), rng()}; break;
       case 1: body = Promise{rng(), rng() % 2 == 0, rng(), rng(), rng(), entries()}; break;
       case 2: body = Accept{rng(), rng(), rng(), entries()}; break;
@@ -272,6 +275,7 @@ TEST_CASE("peer messages: random messages round-trip", "[lockgroup][wire]") {
         break;
       }
       case 4: body = CatchUpRequest{rng()}; break;
+      case 5: body = StepDown{rng(), static_cast<NodeId>(1 + rng() % 255)}; break;
       default: body = CatchUp{rng(), bytes(100), entries()};
     }
     PeerMessage m{static_cast<NodeId>(1 + rng() % 255), static_cast<NodeId>(1 + rng() % 255), rng(), rng(), rng(),
@@ -519,4 +523,18 @@ TEST_CASE("peer messages: decoding limits on lists, maps and nesting are TooLarg
 }
 
 }  // namespace
+}  // namespace palisade::quorum
+
+namespace palisade::quorum {
+
+TEST_CASE("peer messages: a step-down's successor is a node id", "[lockgroup][wire]") {
+  const std::string valid = encode_peer(msg(StepDown{make_ballot(2, 3), 4}));
+  for (uint64_t bad : {uint64_t{0}, uint64_t{256}}) {
+    auto r = decode(edited(valid, {{"successor"}, Op::kReplace, u64(bad)}));
+    INFO(r.status().to_string());
+    CHECK(r.code() == Code::kBadRequest);
+  }
+  CHECK(decode(edited(valid, {{"successor"}, Op::kReplace, u64(255)})).is_ok());
+}
+
 }  // namespace palisade::quorum

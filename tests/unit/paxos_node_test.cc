@@ -495,6 +495,7 @@ TEST_CASE("ballots above the highest round are refused in every message that car
   CHECK(to_f(Promise{.ballot = before, .ok = false, .promised = top}).code() == Code::kBadRequest);
   CHECK(to_f(Accepted{.ballot = before, .ok = false, .promised = top}).code() == Code::kBadRequest);
   CHECK(to_f(CatchUp{.chosen = {{.slot = 1, .ballot = top, .value = ""}}}).code() == Code::kBadRequest);
+  CHECK(to_f(StepDown{.ballot = top, .successor = f}).code() == Code::kBadRequest);
   CHECK(c.nodes[f]->epoch() == before);
   c.wire.clear();
   // The highest allowed round is not out of range (the acceptor may still say no).
@@ -787,6 +788,173 @@ TEST_CASE("a promise with entries far ahead but no snapshot past the applied slo
   bool asked = false;
   for (const PeerMessage& out : c.wire) asked = asked || std::holds_alternative<CatchUpRequest>(out.body);
   CHECK(asked);
+}
+
+}  // namespace palisade::quorum
+
+namespace palisade::quorum {
+
+// The step-downs `id` hands out as it hands over (left on the wire too).
+std::vector<PeerMessage> hand_over(Cluster& c, NodeId id) {
+  REQUIRE(c.nodes[id]->hand_over(c.now));
+  c.settle(id);
+  std::vector<PeerMessage> out;
+  for (const PeerMessage& m : c.wire) {
+    if (m.from == id && std::holds_alternative<StepDown>(m.body)) out.push_back(m);
+  }
+  return out;
+}
+
+TEST_CASE("a master that hands over lets its successor lead at once, not after its lease", "[paxos][step_down]") {
+  Cluster c(3);
+  NodeId old = c.elect();
+  REQUIRE(c.propose("before"));
+  c.run(1000);
+  const Ballot old_epoch = c.nodes[old]->epoch();
+  const uint64_t lease_end = c.nodes[old]->master_lease_until();
+  REQUIRE(lease_end > c.now + 2000);
+  auto step_downs = hand_over(c, old);
+  CHECK_FALSE(c.nodes[old]->is_master(c.now));
+  CHECK(c.nodes[old]->role() == PaxosNode::Role::kFollower);
+  REQUIRE(step_downs.size() == 2);
+  const NodeId successor = std::get<StepDown>(step_downs[0].body).successor;
+  CHECK(successor != old);
+  for (const PeerMessage& m : step_downs) CHECK(std::get<StepDown>(m.body) == StepDown{old_epoch, successor});
+  c.crash(old);  // a planned restart: it goes once the step-down is sent
+  // No clock moves: the successor campaigns on the step-down, both followers
+  // have released the lease, and its no-op is chosen by their answers.
+  c.deliver_all();
+  REQUIRE(c.master() == successor);
+  CHECK(c.nodes[successor]->epoch() > old_epoch);
+  CHECK(c.now < lease_end);
+  int masters = 0;
+  for (auto& [id, node] : c.nodes) masters += node->is_master(c.now) ? 1 : 0;
+  CHECK(masters == 1);
+  REQUIRE(c.propose("after"));
+  c.run(1000);
+  CHECK(values_of(c.delivered[successor]) == std::vector<std::string>{"before", "after"});
+  c.boot(old);
+  c.run(2000);
+  CHECK(c.master() == successor);
+  CHECK(values_of(c.delivered[old]) == std::vector<std::string>{"before", "after"});
+  CHECK(c.max_masters == 1);
+}
+
+TEST_CASE("without a hand-over the followers wait out the stopped master's lease", "[paxos][step_down]") {
+  // The same stop as above, as a crash: what the hand-over saves.
+  Cluster c(3);
+  NodeId old = c.elect();
+  c.run(1000);
+  const uint64_t lease_end = c.nodes[old]->master_lease_until();
+  c.crash(old);
+  std::optional<uint64_t> next_at;
+  for (int i = 0; i < 1000 && !next_at; ++i) {
+    c.run(10);
+    if (c.master()) next_at = c.now;
+  }
+  REQUIRE(next_at);
+  CHECK(*next_at >= lease_end);
+}
+
+TEST_CASE("a follower does not hand over, and a lone master tells nobody", "[paxos][step_down]") {
+  Cluster c(3);
+  NodeId m = c.elect();
+  CHECK_FALSE(c.nodes[other_than(m)]->hand_over(c.now));
+  Cluster lone(1);
+  NodeId only = lone.elect();
+  REQUIRE(lone.nodes[only]->hand_over(lone.now));
+  lone.settle(only);
+  CHECK(lone.wire.empty());
+  CHECK_FALSE(lone.nodes[only]->is_master(lone.now));
+}
+
+TEST_CASE("if the successor is gone, the other followers elect one after a timeout, not the lease",
+          "[paxos][step_down]") {
+  Cluster c(5);
+  NodeId old = c.elect();
+  c.run(1000);
+  const uint64_t lease_end = c.nodes[old]->master_lease_until();
+  auto step_downs = hand_over(c, old);
+  const NodeId successor = std::get<StepDown>(step_downs[0].body).successor;
+  c.crash(old);
+  c.crash(successor);
+  std::optional<uint64_t> next_at;
+  for (int i = 0; i < 1000 && !next_at; ++i) {
+    c.run(10);
+    if (c.master()) next_at = c.now;
+  }
+  REQUIRE(next_at);
+  CHECK(*next_at < lease_end);
+  CHECK(c.max_masters == 1);
+}
+
+TEST_CASE("an accept sent before the step-down and delivered after it renews no lease", "[paxos][step_down][replay]") {
+  Cluster c(3);
+  NodeId m = c.elect();
+  c.run(1000);
+  NodeId f = other_than(m);
+  NodeId g = 6 - m - f;
+  // A heartbeat to f, held back in the network: g answers the later one, so
+  // g is the follower heard from last, and the successor.
+  std::optional<PeerMessage> late;
+  for (const PeerMessage& msg : sent_at_tick(c, m, f, c.nodes[m]->next_timer_ms())) {
+    if (std::holds_alternative<Accept>(msg.body)) late = msg;
+  }
+  REQUIRE(late);
+  std::erase_if(c.wire, [&](const PeerMessage& msg) { return msg.to == f && msg.from == m; });
+  c.deliver_all();
+  auto step_downs = hand_over(c, m);
+  REQUIRE(std::get<StepDown>(step_downs[0].body).successor == g);
+  c.crash(m);
+  // f gets the step-down, then the held-back heartbeat.
+  for (const PeerMessage& msg : step_downs) {
+    if (msg.to == f) REQUIRE(c.nodes[f]->receive(msg, c.now).is_ok());
+  }
+  std::erase_if(c.wire, [&](const PeerMessage& msg) { return msg.to == f && msg.from == m; });
+  c.settle(f);
+  const uint64_t stale = c.nodes[f]->stale_messages();
+  REQUIRE(c.nodes[f]->receive(*late, c.now).is_ok());
+  c.settle(f);
+  CHECK(c.nodes[f]->stale_messages() == stale + 1);
+  // Had the heartbeat renewed f's lease for m, f would refuse g's prepare.
+  c.deliver_all();
+  CHECK(c.master() == g);
+}
+
+TEST_CASE("a step-down of an older ballot, replayed, releases nothing", "[paxos][step_down][guards][replay]") {
+  Cluster c(3);
+  NodeId m = c.elect();
+  c.run(1000);
+  auto old_step_downs = hand_over(c, m);
+  c.deliver_all();
+  // Hand over until m leads again, in a later ballot.
+  for (int i = 0; i < 20 && c.master() != m; ++i) {
+    REQUIRE(c.master());
+    hand_over(c, *c.master());
+    c.deliver_all();
+  }
+  REQUIRE(c.master() == m);
+  c.run(1000);
+  const uint64_t lease_end = c.nodes[m]->master_lease_until();
+  c.cut.insert(m);
+  for (PeerMessage msg : old_step_downs) {
+    const uint64_t stale = c.nodes[msg.to]->stale_messages();
+    REQUIRE(c.nodes[msg.to]->receive(msg, c.now).is_ok());  // as captured: stale
+    CHECK(c.nodes[msg.to]->stale_messages() == stale + 1);
+    msg.serial += 1'000'000;  // past the replay guard (as after the receiver restarted): the ballot still differs
+    REQUIRE(c.nodes[msg.to]->receive(msg, c.now).is_ok());
+    c.settle(msg.to);
+  }
+  std::optional<uint64_t> next_at;
+  for (int i = 0; i < 2000 && !next_at; ++i) {
+    c.run(10);
+    for (auto& [id, node] : c.nodes) {
+      if (id != m && node->is_master(c.now)) next_at = c.now;
+    }
+  }
+  REQUIRE(next_at);
+  CHECK(*next_at >= lease_end);
+  CHECK(c.max_masters == 1);
 }
 
 }  // namespace palisade::quorum
