@@ -192,6 +192,12 @@ void LockService::flush(uint64_t now) {
   settle(now);
 }
 
+bool LockService::hand_over(uint64_t now) {
+  const bool was_master = node_->hand_over(now);
+  settle(now);
+  return was_master;
+}
+
 void LockService::synced(uint64_t now) {
   node_->on_synced();
   settle(now);

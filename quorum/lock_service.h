@@ -65,6 +65,11 @@ class LockService {
   // Proposes the batched commands (when master and the pipeline has room).
   void flush(uint64_t now_ms);
 
+  // A planned stop: a master hands over (PaxosNode::hand_over) and answers
+  // what it has pending with not_master; false when not master. The driver
+  // then finishes its turn as usual, so that the step-down leaves.
+  bool hand_over(uint64_t now_ms);
+
   // The storage committed: this node's own accepts count as votes now.
   void synced(uint64_t now_ms);
 

@@ -45,7 +45,7 @@ Status LockdServer::run(int stop_fd) {
       uint64_t next = service_->next_timer_ms();
       auto wait = std::chrono::milliseconds(next > now ? std::min<uint64_t>(next - now, 1000) : 0);
       zmq::poll(items, 2, wait);
-      if (items[1].revents & ZMQ_POLLIN) return Status::ok();
+      if (items[1].revents & ZMQ_POLLIN) return stop(boottime_ms());
       now = boottime_ms();
       if (items[0].revents & ZMQ_POLLIN) receive(now);
       if (service_->next_timer_ms() <= now) service_->tick(now);
@@ -147,6 +147,18 @@ void LockdServer::send_peer(const PeerMessage& m) {
   (void)peer->second.send(zmq::buffer(bytes), zmq::send_flags::dontwait);
 }
 
+Status LockdServer::stop(uint64_t now) {
+  const Ballot epoch = service_->node().epoch();
+  if (!service_->hand_over(now)) return Status::ok();  // a follower just goes
+  spdlog::info("stepping down for a planned stop (epoch {}): the peers release the master lease", epoch);
+  Status turn = finish_turn(now);
+  // Closing a socket drops what it has not sent: give the step-down (and the
+  // not_master answers) a moment to leave.
+  for (auto& [id, peer] : peers_) peer.set(zmq::sockopt::linger, options_.stop_linger_ms);
+  router_.set(zmq::sockopt::linger, options_.stop_linger_ms);
+  return turn;
+}
+
 void LockdServer::log_changes(uint64_t now) {
   if (service_->node().stuck_at_top_round() && now >= next_stuck_log_ms_) {
     next_stuck_log_ms_ = now + 60'000;  // once a minute: loud, not a flood
@@ -154,6 +166,11 @@ void LockdServer::log_changes(uint64_t now) {
         "the promise on disk (epoch {}) is at the highest round a peer accepts: this node can neither lead nor "
         "follow. Stop it, then empty its data directory (it catches up from its peers) or restore it from a backup",
         service_->node().epoch());
+  }
+  const PaxosNode& node = service_->node();
+  if (node.role() == PaxosNode::Role::kCandidate && node.epoch() != last_campaign_) {
+    last_campaign_ = node.epoch();
+    spdlog::info("campaigning for master, epoch {}", last_campaign_);
   }
   bool master = service_->is_master(now);
   NodeId hint = service_->node().master_hint();

@@ -35,6 +35,8 @@ struct LockdServerOptions {
   wire::Limits limits;
   transport::SocketOptions socket;
   size_t max_batch = 4096;  // messages drained per turn
+  // How long a stopping master waits, at most, for its step-down to leave.
+  int stop_linger_ms = 500;
   // Catch-up messages carry snapshots of the whole lock table.
   size_t max_peer_message_bytes = size_t{64} << 20;
 };
@@ -46,8 +48,10 @@ class LockdServer {
   static Result<std::unique_ptr<LockdServer>> create(zmq::context_t& ctx, PaxosStorage& storage,
                                                      LockdServerOptions options);
 
-  // Serves until `stop_fd` becomes readable (a signalfd in the daemon): ok. An
-  // error when the acceptor state can no longer be read back from disk.
+  // Serves until `stop_fd` becomes readable (a signalfd in the daemon): ok. A
+  // master then hands over (LockService::hand_over) and waits up to
+  // stop_linger_ms for its step-down to leave. An error when the acceptor
+  // state can no longer be read back from disk.
   Status run(int stop_fd);
 
   const LockService& service() const { return *service_; }
@@ -71,7 +75,9 @@ class LockdServer {
   // Commits, then sends; restarts the service from storage when the commit fails.
   Status finish_turn(uint64_t now);
   void send_peer(const PeerMessage& m);
-  // Logs becoming master, losing it, and following a new one.
+  // A planned stop: a master hands over and finishes the turn that sends it.
+  Status stop(uint64_t now);
+  // Logs becoming master, losing it, campaigning, and following a new one.
   void log_changes(uint64_t now);
 
   zmq::context_t& ctx_;
@@ -85,6 +91,7 @@ class LockdServer {
   uint64_t next_route_ = 1;
   bool was_master_ = false;
   NodeId last_hint_ = 0;
+  Ballot last_campaign_ = 0;  // the epoch of the last campaign logged
   uint64_t forged_peer_messages_ = 0;
   uint64_t refused_peer_messages_ = 0;
   uint64_t last_incarnation_ = 0;

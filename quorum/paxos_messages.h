@@ -95,7 +95,7 @@ struct CatchUp {
 // A master that stops (a planned restart) gave up `ballot` before sending
 // this: "I no longer lead in `ballot`; release the lease you promised me for
 // it. `successor`, campaign now." Only the acceptor whose promise is still
-// `ballot` releases anything (PaxosNode::hand_over, docs/design-changes.md 18).
+// `ballot` releases anything (PaxosNode::hand_over, docs/design-changes.md 19).
 struct StepDown {
   Ballot ballot = 0;
   NodeId successor = 0;

@@ -1033,6 +1033,73 @@ TEST_CASE("lock group: a dead master's heartbeat replayed to the followers does 
   CHECK(after->epoch > status->epoch);
 }
 
+// ---- f2b. a planned restart of the master (issue #24, bug 2) ----
+
+TEST_CASE("lock group: a master stopped by SIGTERM hands over; the next grant does not wait out its lease",
+          "[lockgroup][step_down]") {
+  // A master lease of 8 s: without the hand-over no other node may lead until
+  // it has run out on the followers, so the next grant would come 8 s or more
+  // after the stop (the crash in "SIGKILL of the master" waits it out).
+  Fixture fx([](tools::LocalClusterOptions& o) {
+    o.timing.master_lease_ms = 8000;
+    o.start_timeout = 40s;
+  });
+  auto c = fx.client();
+  auto first = c->acquire("handover");
+  REQUIRE(first.is_ok());
+  Lease held = first.value();
+  REQUIRE(c->release(held).is_ok());
+  const uint32_t old = fx.master();
+  const uint64_t epoch = c->epoch();
+
+  const Clock::time_point stopped = Clock::now();
+  fx.cluster->lockd(old).stop();
+  auto next = c->acquire("handover", {.wait = 20000ms});
+  const Clock::time_point granted = Clock::now();
+  if (!next.is_ok()) {
+    INFO(fx.logs());
+    FAIL("acquire after the master's SIGTERM: " << next.status().to_string());
+  }
+  const int64_t took = ms_between(stopped, granted);
+  const int64_t lease_ms = static_cast<int64_t>(fx.cluster->config().timing.master_lease_ms);
+  std::printf("hand-over: node %u stopped, a lock granted %lld ms later (master lease %lld ms)\n", old,
+              static_cast<long long>(took), static_cast<long long>(lease_ms));
+  CHECK(next.value().token() > held.token());
+  CHECK(c->epoch() > epoch);
+  const uint32_t successor = fx.master();
+  CHECK(successor != old);
+  const std::string old_log = fx.cluster->lockd(old).log();
+  const std::string new_log = fx.cluster->lockd(successor).log();
+  INFO(old_log << "\n" << new_log);
+  CHECK_THAT(old_log, Catch::Contains("stepping down for a planned stop"));
+  CHECK_THAT(old_log, Catch::Contains("stopped cleanly"));
+  // The successor campaigned on the step-down; it is the deterministic sign,
+  // the time is the measure: half the lease is a wide margin on a loaded machine.
+  CHECK_THAT(new_log, Catch::Contains("campaigning for master"));
+  CHECK(took < lease_ms / 2);
+  // The group goes on with the old master back as a follower.
+  REQUIRE(fx.cluster->lockd(old).start_and_wait().is_ok());
+  auto again = c->try_acquire("other");
+  CHECK(again.is_ok());
+}
+
+TEST_CASE("lock group: a follower stopped by SIGTERM just exits", "[lockgroup][step_down]") {
+  Fixture fx;
+  const uint32_t master = fx.master();
+  const uint32_t follower = master % 3 + 1;
+  auto status = fx.cluster->lock_status(master);
+  REQUIRE(status);
+  fx.cluster->lockd(follower).stop();
+  const std::string log = fx.cluster->lockd(follower).log();
+  INFO(log);
+  CHECK_THAT(log, !Catch::Contains("stepping down"));
+  CHECK_THAT(log, Catch::Contains("stopped cleanly"));
+  auto after = fx.cluster->lock_status(master);
+  REQUIRE(after);
+  CHECK(after->role == "master");
+  CHECK(after->epoch == status->epoch);
+}
+
 // ---- f3. a long log (issue #24) ----
 
 TEST_CASE("lock group: a node restarted ~2000 slots behind catches up; long peer messages are read as peers",

@@ -65,6 +65,9 @@ std::string describe_peer(const quorum::PeerMessage& m) {
         if constexpr (std::is_same_v<T, quorum::Accepted>) {
           return from + "accepted " + std::to_string(b.ballot) + (b.ok ? " ok" : " refused, promised " + std::to_string(b.promised));
         }
+        if constexpr (std::is_same_v<T, quorum::StepDown>) {
+          return from + "step-down " + std::to_string(b.ballot) + ", successor " + std::to_string(b.successor);
+        }
         if constexpr (std::is_same_v<T, quorum::CatchUpRequest>) return from + "catch-up request from " + std::to_string(b.from_slot);
         if constexpr (std::is_same_v<T, quorum::CatchUp>) {
           return from + "catch-up " + std::to_string(b.chosen.size()) + " entries, snapshot " + std::to_string(b.snapshot_slot);
@@ -442,6 +445,22 @@ class LockSim {
     });
   }
 
+  // A planned stop (SIGTERM to the daemon): a master hands over, commits and
+  // sends as it does at the end of a turn, then goes; nothing unsynced is lost.
+  void stop_master() {
+    for (int i = 1; i <= o_.lockd; ++i) {
+      Lockd& n = node(i);
+      if (!n.service || !n.service->hand_over(local(n))) continue;
+      world_.record("stop lockd " + std::to_string(i) + " as planned: it hands over");
+      for (auto& m : n.service->take_early_peer_messages()) {
+        n.outbox.emplace_back(kLockdBase + static_cast<int>(m.to), quorum::encode_peer(m));
+      }
+      sync(i);
+      crash_lockd(i);
+      return;
+    }
+  }
+
   // ---- checkers over the lock group ----
 
   void check_lockd(int i) {
@@ -542,6 +561,7 @@ class LockSim {
     world_.at(1000, "faults", [this] {
       if (healed_) return;
       if (world_.chance(o_.lockd_crash_per_second)) crash_lockd(static_cast<int>(world_.uniform(1, o_.lockd)));
+      if (world_.chance(o_.master_stop_per_second)) stop_master();
       if (world_.chance(o_.replica_crash_per_second)) {
         int r = static_cast<int>(world_.uniform(0, o_.replicas - 1));
         if (replicas_.up(r)) {

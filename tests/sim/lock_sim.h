@@ -2,7 +2,7 @@
 // simulated disks, client processes running the LockSession core and the quorum
 // coordinator, and replica cores, over a network that drops, duplicates, delays
 // by minutes and partitions; nodes crash and restart keeping only what they
-// synced; clocks are offset and drift within the configured bound; clients
+// synced (or stop as planned, a master handing over first); clocks are offset and drift within the configured bound; clients
 // pause for longer than their leases, and many sessions choose their own lease
 // length (TTL) instead of the cluster's. Deterministic per seed.
 #pragma once
@@ -28,6 +28,7 @@ struct LockSimOptions {
   NetworkFaults faults;
   double isolate_per_second = 0.03;        // chance per second that a node is cut off for a while
   double lockd_crash_per_second = 0.02;
+  double master_stop_per_second = 0.01;    // chance per second that the master stops as planned (hands over)
   double replica_crash_per_second = 0.02;
   double client_crash = 0.1;               // chance a client dies holding its lock (its session expires)
   double pause = 0.15;                     // chance a client pauses between checking its lease and writing

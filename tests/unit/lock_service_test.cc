@@ -466,3 +466,39 @@ TEST_CASE("lock service: followers compact their logs too", "[lock_service]") {
 }
 
 }  // namespace palisade::quorum
+
+namespace palisade::quorum {
+
+TEST_CASE("lock service: a master that hands over answers not_master; a follower leads at once, locks kept",
+          "[lock_service][step_down]") {
+  Group g;
+  const NodeId m = g.elect();
+  const uint64_t a = g.open(m, 0).session;
+  const uint64_t b = g.open(m, 0).session;
+  const wire::LockReply held = g.call(m, g.acquire(m, a, "x", 1));
+  REQUIRE(held.status.is_ok());
+  g.run(1000);
+  const uint64_t lease_end = g.services[m]->node().master_lease_until();
+  // An acquire batched but not proposed yet when the stop comes.
+  const uint64_t id = g.next_id++;
+  g.services[m]->on_request({.route = 1, .request = {id, g.acquire(m, b, "y", 1)}}, g.now);
+  CHECK_FALSE(g.services[g.members[0] == m ? g.members[1] : g.members[0]]->hand_over(g.now));  // a follower
+  REQUIRE(g.services[m]->hand_over(g.now));
+  CHECK_FALSE(g.services[m]->is_master(g.now));
+  g.turn(m);
+  REQUIRE(g.replies.count(id) == 1);
+  CHECK(g.replies[id].status.code() == Code::kNotMaster);
+  g.deliver();  // no time passes: the successor campaigns on the step-down
+  REQUIRE(g.master());
+  const NodeId next = *g.master();
+  CHECK(next != m);
+  CHECK(g.now < lease_end);
+  // Sessions and holds carry over; the lock is not granted to anyone else.
+  CHECK(g.keep_alive(next, a).status.is_ok());
+  CHECK(g.call(next, g.acquire(next, b, "x", 2)).status.code() == Code::kBusy);
+  const wire::LockReply again = g.call(next, g.acquire(next, a, "x", 1));
+  REQUIRE(again.status.is_ok());
+  CHECK(again.token == held.token);
+}
+
+}  // namespace palisade::quorum
