@@ -333,6 +333,14 @@ void LockService::answer_grant(const Pending& p, const Grant& grant, uint64_t no
   answer(p, std::move(reply));
 }
 
+void LockService::note_grant(const Grant& grant) {
+  events_.push_back({.kind = LockEvent::Kind::kGranted,
+                     .session = grant.session,
+                     .lock = grant.lock,
+                     .mode = grant.mode,
+                     .token = grant.token});
+}
+
 void LockService::apply(const Delivery& delivery, uint64_t now) {
   if (delivery.snapshot) {
     Status s = table_.restore(delivery.value);
@@ -364,12 +372,19 @@ void LockService::apply(const Delivery& delivery, uint64_t now) {
             reply.lease_ms = lease;
             answer(p, std::move(reply));
           } else if constexpr (std::is_same_v<T, CloseSession> || std::is_same_v<T, ExpireSession>) {
+            if (result.outcome == Outcome::kOk) {
+              events_.push_back({.kind = std::is_same_v<T, CloseSession> ? LockEvent::Kind::kClosed
+                                                                         : LockEvent::Kind::kExpired,
+                                 .session = c.session,
+                                 .locks = result.released});
+            }
             drop_session(c.session);
             std::erase_if(waiting_, [&](const auto& w) { return w.first.first == c.session; });
             answer(p, std::move(reply));
           } else if constexpr (std::is_same_v<T, Acquire>) {
             switch (result.outcome) {
               case Outcome::kOk:
+                note_grant(*result.grant);
                 return answer_grant(p, *result.grant, now);
               case Outcome::kQueued: {
                 if (p.answer) waiting_[{c.session, c.lock}] = p;
@@ -407,6 +422,9 @@ void LockService::apply(const Delivery& delivery, uint64_t now) {
                                                                                c.lock + "' was applied")));
             }
             reply.released = result.outcome == Outcome::kOk;
+            if (reply.released) {
+              events_.push_back({.kind = LockEvent::Kind::kReleased, .session = c.session, .lock = c.lock});
+            }
             answer(p, std::move(reply));
           } else if constexpr (std::is_same_v<T, CancelWait>) {
             auto w = waiting_.find({c.session, c.lock});
@@ -419,6 +437,7 @@ void LockService::apply(const Delivery& delivery, uint64_t now) {
         command);
   }
   for (const Grant& grant : effects.woken) {
+    note_grant(grant);
     std::erase_if(wait_timers_, [&](const Timer& t) { return t.session == grant.session && t.lock == grant.lock; });
     auto w = waiting_.find({grant.session, grant.lock});
     if (w == waiting_.end()) continue;  // the client asks again and gets the grant then

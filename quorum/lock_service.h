@@ -24,6 +24,7 @@
 #include "common/cluster_config.h"
 #include "common/lock_protocol.h"
 #include "common/sequencer.h"
+#include "quorum/lock_events.h"
 #include "quorum/lock_table.h"
 #include "quorum/paxos_node.h"
 
@@ -76,6 +77,8 @@ class LockService {
   std::vector<PeerMessage> take_early_peer_messages() { return node_->take_early_messages(); }
   std::vector<PeerMessage> take_peer_messages() { return node_->take_messages(); }
   std::vector<ClientReply> take_replies() { return std::exchange(replies_, {}); }
+  // What this node applied as master since the last call, for the log.
+  std::vector<LockEvent> take_events() { return std::exchange(events_, {}); }
   uint64_t next_timer_ms() const;
 
   const PaxosNode& node() const { return *node_; }
@@ -113,6 +116,7 @@ class LockService {
   void drop_session(SessionId session);
   void answer(const Pending& p, wire::LockReply reply);
   void answer_grant(const Pending& p, const Grant& grant, uint64_t now);
+  void note_grant(const Grant& grant);
   wire::LockReply reply_to(uint64_t request_id, Status status) const;
   // Sessions that the master has seen run out: their expiry is proposed once.
   void expire_sessions(uint64_t now);
@@ -139,6 +143,7 @@ class LockService {
   std::vector<TaggedCommand> batch_;
 
   std::vector<ClientReply> replies_;
+  std::vector<LockEvent> events_;
 };
 
 }  // namespace palisade::quorum

@@ -354,6 +354,7 @@ CommandResult LockTable::apply_one(uint64_t tag, const Command& command, Effects
       if (auto h = l.holders.find(session); h != l.holders.end()) {
         uint64_t delay = h->second;
         l.holders.erase(h);
+        result.released.push_back(name);
         touched = true;
         // Only an expiry delays, and only when it leaves the lock free: the session may
         // still be alive somewhere and believe it holds the lock.

@@ -124,6 +124,7 @@ struct CommandResult {
   Outcome outcome = Outcome::kOk;
   SessionId session = 0;        // OpenSession: the new session
   std::optional<Grant> grant{};  // Acquire answered kOk
+  std::vector<std::string> released{};  // CloseSession, ExpireSession: the locks the session held
   friend bool operator==(const CommandResult&, const CommandResult&) = default;
 };
 

@@ -167,6 +167,11 @@ void LockdServer::log_changes(uint64_t now) {
         "follow. Stop it, then empty its data directory (it catches up from its peers) or restore it from a backup",
         service_->node().epoch());
   }
+  // Taken every turn; formatted only when info is logged (benchmarks run at warn).
+  const std::vector<LockEvent> events = service_->take_events();
+  if (spdlog::should_log(spdlog::level::info)) {
+    for (const LockEvent& e : events) spdlog::info("{}", describe(e));
+  }
   const PaxosNode& node = service_->node();
   if (node.role() == PaxosNode::Role::kCandidate && node.epoch() != last_campaign_) {
     last_campaign_ = node.epoch();

@@ -77,7 +77,8 @@ class LockdServer {
   void send_peer(const PeerMessage& m);
   // A planned stop: a master hands over and finishes the turn that sends it.
   Status stop(uint64_t now);
-  // Logs becoming master, losing it, campaigning, and following a new one.
+  // Logs becoming master, losing it, campaigning, following a new one, and
+  // what the master applied (grants, releases, closed and expired sessions).
   void log_changes(uint64_t now);
 
   zmq::context_t& ctx_;

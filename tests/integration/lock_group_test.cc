@@ -1100,6 +1100,41 @@ TEST_CASE("lock group: a follower stopped by SIGTERM just exits", "[lockgroup][s
   CHECK(after->epoch == status->epoch);
 }
 
+// ---- f2c. what lockd logs (issue #24, bug 9) ----
+
+TEST_CASE("lock group: the master logs elections, grants, releases, closes and expiries at info",
+          "[lockgroup][logs]") {
+  Fixture fx;
+  const uint32_t master = fx.master();
+  auto client = fx.client();
+  auto lease = client->acquire("logged", {.mode = LockMode::kShared});
+  REQUIRE(lease.is_ok());
+  Lease held = lease.value();
+  REQUIRE(client->release(held).is_ok());
+  // A holder that dies: its session expires with the lock.
+  Holder holder(fx, "holder-logs", {"--lock", "expiring"});
+  holder.wait_for("ready", 20s);
+  holder.process->kill();
+  auto log = [&] { return fx.cluster->lockd(master).log(); };
+  const bool expired = eventually(
+      [&] { return log().find("expired, releasing 1 lock: 'expiring' (with their lock-delays)") != std::string::npos; },
+      20s);
+  INFO(fx.logs());
+  REQUIRE(expired);
+  const std::string s = std::to_string(client->session());
+  const std::string text = log();
+  CHECK_THAT(text, Catch::Contains("campaigning for master, epoch"));
+  CHECK_THAT(text, Catch::Contains("master now, epoch"));
+  CHECK_THAT(text, Catch::Contains("granted lock 'logged' shared to session " + s + ", token " +
+                                   std::to_string(held.token())));
+  CHECK_THAT(text, Catch::Contains("released lock 'logged' by session " + s));
+  CHECK_THAT(text, Catch::Contains("granted lock 'expiring' exclusive to session"));
+  // A clean close says what it released.
+  client.reset();
+  CHECK(eventually([&] { return log().find("session " + s + " closed, releasing 0 locks") != std::string::npos; },
+                   10s));
+}
+
 // ---- f3. a long log (issue #24) ----
 
 TEST_CASE("lock group: a node restarted ~2000 slots behind catches up; long peer messages are read as peers",

@@ -384,6 +384,7 @@ class LockSim {
     for (auto& r : n.service->take_replies()) {
       n.outbox.emplace_back(static_cast<int>(r.route), wire::encode_lock_reply(r.reply));
     }
+    record_events(i);
     if ((!n.outbox.empty() || n.disk->dirty()) && !n.sync_scheduled) {
       n.sync_scheduled = true;
       uint64_t incarnation = n.incarnation;
@@ -410,10 +411,18 @@ class LockSim {
     for (auto& r : n.service->take_replies()) {
       n.outbox.emplace_back(static_cast<int>(r.route), wire::encode_lock_reply(r.reply));
     }
+    record_events(i);
     for (auto& [to, bytes] : n.outbox) world_.send(kLockdBase + i, to, std::move(bytes));
     n.outbox.clear();
     check_lockd(i);
     schedule_lockd_tick(i);
+  }
+
+  // What the daemon would log at info: grants, releases, closed and expired sessions.
+  void record_events(int i) {
+    for (const auto& e : node(i).service->take_events()) {
+      world_.record("lockd " + std::to_string(i) + ": " + quorum::describe(e));
+    }
   }
 
   void schedule_lockd_tick(int i) {

@@ -469,6 +469,58 @@ TEST_CASE("lock service: followers compact their logs too", "[lock_service]") {
 
 namespace palisade::quorum {
 
+TEST_CASE("lock service: the master reports grants, releases, closes and expiries; followers nothing",
+          "[lock_service][logs]") {
+  Group g;
+  const NodeId m = g.elect();
+  const uint64_t a = g.open(m, 1200).session;
+  const uint64_t b = g.open(m, 0).session;
+  REQUIRE(g.call(m, g.acquire(m, a, "x", 1, 5000)).status.is_ok());
+  REQUIRE(g.call(m, g.acquire(m, a, "y", 1)).status.is_ok());
+  const wire::LockReply by_b = g.call(m, g.acquire(m, b, "z", 1));
+  REQUIRE(by_b.status.is_ok());
+  REQUIRE(g.call(m, wire::ReleaseRequest{.epoch = g.epoch(m), .session = b, .lock = "z", .call = 2}).released);
+  // A release of a lock not held reports nothing.
+  REQUIRE_FALSE(g.call(m, wire::ReleaseRequest{.epoch = g.epoch(m), .session = b, .lock = "z", .call = 3}).released);
+  for (const auto& [id, s] : g.services) {
+    if (id != m) CHECK(s->take_events().empty());
+  }
+  std::vector<LockEvent> events = g.services[m]->take_events();
+  // Session a's lease (1.2 s) runs out: its expiry frees x and y.
+  for (int i = 0; i < 30; ++i) {
+    g.keep_alive(m, b);
+    g.run(100);
+  }
+  REQUIRE(g.call(m, wire::CloseSessionRequest{.epoch = g.epoch(m), .session = b}).status.is_ok());
+  for (LockEvent& e : g.services[m]->take_events()) events.push_back(std::move(e));
+  const std::vector<LockEvent> want = {
+      {.kind = LockEvent::Kind::kGranted, .session = a, .lock = "x", .token = 1},
+      {.kind = LockEvent::Kind::kGranted, .session = a, .lock = "y", .token = 2},
+      {.kind = LockEvent::Kind::kGranted, .session = b, .lock = "z", .token = by_b.token},
+      {.kind = LockEvent::Kind::kReleased, .session = b, .lock = "z"},
+      {.kind = LockEvent::Kind::kExpired, .session = a, .locks = {"x", "y"}},
+      {.kind = LockEvent::Kind::kClosed, .session = b},
+  };
+  CHECK(events == want);
+  CHECK(describe(events[0]) == "granted lock 'x' exclusive to session " + std::to_string(a) + ", token 1");
+  CHECK(describe(events[3]) == "released lock 'z' by session " + std::to_string(b));
+  CHECK(describe(events[4]) ==
+        "session " + std::to_string(a) + " expired, releasing 2 locks: 'x', 'y' (with their lock-delays)");
+  CHECK(describe(events[5]) == "session " + std::to_string(b) + " closed, releasing 0 locks");
+}
+
+TEST_CASE("lock events: lock names cannot break or fake a log line; long lists are counted", "[lock_service][logs]") {
+  LockEvent shared{.kind = LockEvent::Kind::kGranted, .session = 3, .lock = "a\nb'c\\\x7f\xff", .mode = LockMode::kShared,
+                   .token = 9};
+  CHECK(describe(shared) == "granted lock 'a\\x0ab\\x27c\\x5c\\x7f\\xff' shared to session 3, token 9");
+  LockEvent many{.kind = LockEvent::Kind::kClosed, .session = 4};
+  for (int i = 0; i < 10; ++i) many.locks.push_back("l" + std::to_string(i));
+  CHECK(describe(many) ==
+        "session 4 closed, releasing 10 locks: 'l0', 'l1', 'l2', 'l3', 'l4', 'l5', 'l6', 'l7' and 2 more");
+  LockEvent one{.kind = LockEvent::Kind::kExpired, .session = 5, .locks = {"only"}};
+  CHECK(describe(one) == "session 5 expired, releasing 1 lock: 'only' (with their lock-delays)");
+}
+
 TEST_CASE("lock service: a master that hands over answers not_master; a follower leads at once, locks kept",
           "[lock_service][step_down]") {
   Group g;

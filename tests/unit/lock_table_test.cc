@@ -436,13 +436,30 @@ TEST_CASE("lock table: one result per command, in order, with its tag", "[lock_t
                                      {11, Outcome::kOk, 2},
                                      {12, Outcome::kOk, 0, Grant{1, "x", kEx, 1}},
                                      {13, Outcome::kQueued},
-                                     {14, Outcome::kOk},
+                                     {14, Outcome::kOk, 0, std::nullopt, {"x"}},  // the locks it released
                                      {15, Outcome::kOk},
                                      {16, Outcome::kNoSession}};
   CHECK(e.results == want);
   CHECK(e.delays == std::vector<DelayStarted>{{"x", 1, 100}});
   CHECK(e.woken == std::vector<Grant>{{2, "x", kEx, 2}});
   CHECK(table.apply({}).results.empty());
+}
+
+TEST_CASE("lock table: a close or expiry names the locks the session held, not those it waited for",
+          "[lock_table]") {
+  const bool expire = GENERATE(false, true);
+  Table t;
+  const SessionId a = t.open();
+  const SessionId b = t.open();
+  t.grant(acquire(a, "shared", kSh));
+  t.grant(acquire(b, "shared", kSh));  // still held by b afterwards
+  t.grant(acquire(a, "mine", kEx));
+  t.grant(acquire(b, "theirs", kEx));
+  REQUIRE(t.outcome(acquire(a, "theirs", kEx, kWait)) == Outcome::kQueued);
+  const CommandResult r = t.run(expire ? Command{ExpireSession{a}} : Command{CloseSession{a}});
+  CHECK(r.outcome == Outcome::kOk);
+  CHECK(r.released == std::vector<std::string>{"mine", "shared"});
+  CHECK(t.run(CloseSession{a}).released.empty());  // gone already
 }
 
 // ---- A random run against a model of the holders.
