@@ -408,9 +408,14 @@ void PaxosNode::on_step_down(NodeId from, const StepDown& m, uint64_t now) {
   // Only a promise of that very ballot is released: a step-down of an older
   // ballot of the sender (a replay, or a late one) says nothing of a later one.
   if (ballot_node(m.ballot) != from || m.ballot != promised_) return;
-  // (Only a follower has promised another node's ballot.)
-  if (lease_owner_ == from) lease_owner_until_ = now;
   master_hint_ = 0;
+  if (lease_owner_ != from) {
+    // It restarted since it promised (and promises nobody for a lease): it
+    // keeps that wait, which the step-down says nothing about.
+    restart_election_timer(now);
+    return;
+  }
+  lease_owner_until_ = now;
   if (m.successor == options_.self) {
     campaign(now);
   } else {

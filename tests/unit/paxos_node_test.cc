@@ -888,6 +888,24 @@ TEST_CASE("if the successor is gone, the other followers elect one after a timeo
   CHECK(c.max_masters == 1);
 }
 
+TEST_CASE("a successor restarted since its promise keeps its start-up wait; it does not campaign at once",
+          "[paxos][step_down]") {
+  Cluster c(3);
+  NodeId old = c.elect();
+  c.run(1000);
+  auto step_downs = hand_over(c, old);
+  const NodeId successor = std::get<StepDown>(step_downs[0].body).successor;
+  c.wire.clear();
+  c.crash(successor);
+  c.boot(successor);  // its promise of the old ballot is on disk; whom it leased to is forgotten
+  for (const PeerMessage& m : step_downs) {
+    if (m.to == successor) REQUIRE(c.nodes[successor]->receive(m, c.now).is_ok());
+  }
+  c.settle(successor);
+  CHECK(c.nodes[successor]->role() == PaxosNode::Role::kFollower);
+  CHECK(c.wire.empty());
+}
+
 TEST_CASE("an accept sent before the step-down and delivered after it renews no lease", "[paxos][step_down][replay]") {
   Cluster c(3);
   NodeId m = c.elect();
