@@ -143,8 +143,16 @@ Result<ClusterConfig> parse_cluster_config(std::string_view text, const std::str
   Checker c(path);
   ClusterConfig config;
   config.path = path;
-  c.only_keys(root, {"group", "key_file", "lockd", "replica", "quorum", "timing"}, "");
+  c.only_keys(root, {"cluster_id", "group", "key_file", "lockd", "replica", "quorum", "timing"}, "");
 
+  if (auto hex = c.text(root, "cluster_id", false, "")) {
+    auto id = cluster_id_from_hex(*hex);
+    if (!id) {
+      c.fail(root.get("cluster_id")->source(), "'cluster_id' must be " + std::to_string(2 * kClusterIdBytes) +
+                                                   " hex digits, not '" + *hex + "'");
+    }
+    config.cluster_id = id.value_or("");
+  }
   if (auto group = c.text(root, "group", true, "")) {
     if (group->empty() || group->size() > kMaxGroupBytes) {
       c.fail(root.get("group")->source(), "'group' must be 1.." + std::to_string(kMaxGroupBytes) + " bytes");
@@ -274,6 +282,7 @@ std::string format_cluster_config(const ClusterConfig& config) {
     return out.str();
   };
   std::ostringstream out;
+  if (!config.cluster_id.empty()) out << "cluster_id = " << quoted(cluster_id_hex(config.cluster_id)) << "\n";
   out << "group = " << quoted(config.group) << "\n";
   if (!config.key_file.empty()) out << "key_file = " << quoted(config.key_file) << "\n";
   for (const LockdNode& n : config.lockd) {

@@ -2,6 +2,8 @@
 // timing. Daemons and clients read the same file; only daemons read the key file
 // it names. `palisade cluster up` writes one.
 //
+//   cluster_id = "6f1c...e2"        # optional: 32 hex digits, made when the cluster
+//                                  # was created; clients refuse daemons of another id
 //   group = "local-1"              # goes into every sequencer
 //   key_file = "cluster.key"       # 64 hex digits; relative to this file
 //   [[lockd]]
@@ -24,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cluster_id.h"
 #include "palisade/status.h"
 
 namespace palisade {
@@ -46,6 +49,9 @@ struct ClusterTiming {
 
 struct ClusterConfig {
   std::string path;  // where it was read from
+  // The cluster's identity (common/cluster_id.h): 16 bytes, or empty for a
+  // file without one (written before cluster ids; then nothing is checked).
+  std::string cluster_id;
   std::string group;
   std::string key_file;  // absolute, resolved against the cluster file's directory
   std::vector<LockdNode> lockd;

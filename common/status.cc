@@ -5,7 +5,7 @@
 namespace palisade {
 namespace {
 
-constexpr std::array<std::pair<Code, std::string_view>, 20> kNames = {{
+constexpr std::array<std::pair<Code, std::string_view>, 21> kNames = {{
     {Code::kOk, "ok"},
     {Code::kMalformed, "malformed"},
     {Code::kBadRequest, "bad_request"},
@@ -25,6 +25,7 @@ constexpr std::array<std::pair<Code, std::string_view>, 20> kNames = {{
     {Code::kNoSession, "no_session"},
     {Code::kBusy, "busy"},
     {Code::kInternal, "internal"},
+    {Code::kWrongCluster, "wrong_cluster"},
     {Code::kCancelled, "cancelled"},
 }};
 

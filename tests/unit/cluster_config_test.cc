@@ -16,6 +16,7 @@ namespace {
 const std::string kPath = "/etc/palisade/cluster.toml";
 
 const std::string kGood = R"(# a three-node cluster
+cluster_id = "00112233445566778899AABBCCDDEEFF"
 group = "local-1"
 key_file = "cluster.key"
 
@@ -72,6 +73,7 @@ TEST_CASE("cluster file: a good file", "[config]") {
   REQUIRE(parsed.is_ok());
   const ClusterConfig& c = parsed.value();
   CHECK(c.path == kPath);
+  CHECK(cluster_id_hex(c.cluster_id) == "00112233445566778899aabbccddeeff");
   CHECK(c.group == "local-1");
   CHECK(c.key_file == "/etc/palisade/cluster.key");
   REQUIRE(c.lockd.size() == 3);
@@ -91,6 +93,7 @@ TEST_CASE("cluster file: defaults and optional parts", "[config]") {
   INFO(parsed.status().to_string());
   REQUIRE(parsed.is_ok());
   const ClusterConfig& c = parsed.value();
+  CHECK(c.cluster_id.empty());  // a file from before cluster ids: nothing is checked
   CHECK(c.key_file.empty());
   CHECK(c.read_quorum == 0);
   CHECK(c.write_quorum == 0);
@@ -139,6 +142,10 @@ TEST_CASE("cluster file: bad files are refused with the file, line and problem",
   const std::vector<Case> cases = {
       {"not TOML", "group = \n", "not valid TOML"},
       {"duplicate key", edit("group = \"local-1\"", "group = \"a\"\ngroup = \"b\""), "not valid TOML"},
+      {"cluster_id too short", edit("EEFF\"", "EE\""), "'cluster_id' must be 32 hex digits, not '00112233445566778899AABBCCDDEE'"},
+      {"cluster_id not hex", edit("00112233", "0011223g"), "'cluster_id' must be 32 hex digits"},
+      {"cluster_id empty", edit("\"00112233445566778899AABBCCDDEEFF\"", "\"\""), "'cluster_id' must be 32 hex digits, not ''"},
+      {"cluster_id not a string", edit("\"00112233445566778899AABBCCDDEEFF\"", "7"), "'cluster_id' must be a string"},
       {"group missing", edit("group = \"local-1\"\n", ""), "missing key 'group'"},
       {"group empty", edit("\"local-1\"", "\"\""), "'group' must be"},
       {"group too long", edit("\"local-1\"", "\"" + std::string(129, 'g') + "\""), "'group' must be"},
@@ -213,8 +220,11 @@ TEST_CASE("cluster file: bad files are refused with the file, line and problem",
 TEST_CASE("cluster file: problems name the line", "[config]") {
   auto parsed = parse_cluster_config(edit("id = 2", "id = 0"), kPath);
   REQUIRE_FALSE(parsed.is_ok());
-  // "id = 0" is on line 9 of kGood.
-  CHECK(parsed.status().message().starts_with(kPath + ":9: "));
+  // "id = 0" is on line 10 of kGood.
+  CHECK(parsed.status().message().starts_with(kPath + ":10: "));
+  auto bad_id = parse_cluster_config(edit("EEFF\"", "EE\""), kPath);
+  REQUIRE_FALSE(bad_id.is_ok());
+  CHECK(bad_id.status().message().starts_with(kPath + ":2: "));
 }
 
 TEST_CASE("cluster file: format_cluster_config reads back as the same config", "[config]") {
@@ -231,6 +241,7 @@ TEST_CASE("cluster file: format_cluster_config reads back as the same config", "
   SECTION("a config built in code, with characters TOML must escape") {
     ClusterConfig c;
     c.path = kPath;
+    c.cluster_id = new_cluster_id();
     c.group = "g \"quoted\" \\ back\tslash";
     c.key_file = "/keys/a \"b\".key";
     c.lockd = {{255, "ipc:///tmp/lockd \"1\""}, {1, "tcp://[::1]:7100"}};

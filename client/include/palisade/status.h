@@ -32,6 +32,7 @@ enum class Code : uint8_t {
   kNoSession,           // the session expired or was closed: its leases are void
   kBusy,                // the lock is held by another session, or in lock-delay
   kInternal,            // a bug on the answering side
+  kWrongCluster,        // the daemon belongs to another cluster than the caller's (cluster_id)
   kCancelled,           // the caller cancelled the call (client side only)
 };
 
