@@ -1,5 +1,7 @@
 #include "common/envelope.h"
 
+#include "common/cluster_id.h"
+
 namespace palisade::wire {
 namespace {
 
@@ -63,6 +65,22 @@ void write_envelope(msgpack::packer<msgpack::sbuffer>& pk, uint32_t field_count,
   pk.pack_uint64(id);
   pack_text(pk, "type");
   pack_text(pk, type);
+}
+
+void write_request_envelope(msgpack::packer<msgpack::sbuffer>& pk, uint32_t field_count, uint64_t id,
+                            std::string_view cluster, std::string_view type) {
+  write_envelope(pk, field_count + (cluster.empty() ? 0 : 1), id, type);
+  if (cluster.empty()) return;
+  pack_text(pk, "cluster");
+  pack_bytes(pk, cluster);
+}
+
+void read_request_cluster(FieldReader& r, std::string& out) {
+  r.bytes("cluster", out, kClusterIdBytes, Need::kOptional);
+  if (r.status().is_ok() && r.has("cluster") && out.size() != kClusterIdBytes) {
+    r.fail(Code::kBadRequest, "field 'cluster' must be the " + std::to_string(kClusterIdBytes) +
+                                  " bytes of a cluster id, not " + std::to_string(out.size()));
+  }
 }
 
 void pack_status(msgpack::packer<msgpack::sbuffer>& pk, const Status& status) {

@@ -54,6 +54,15 @@ Result<Envelope> open_envelope(std::string_view bytes, size_t max_bytes, uint64_
 void write_envelope(msgpack::packer<msgpack::sbuffer>& pk, uint32_t field_count, uint64_t id,
                     std::string_view type);
 
+// A request's envelope: write_envelope's entries, then "cluster" (bin, the
+// 16 bytes of the cluster id) when `cluster` is not empty; `field_count`
+// counts the request's other fields, the envelope's three included.
+void write_request_envelope(msgpack::packer<msgpack::sbuffer>& pk, uint32_t field_count, uint64_t id,
+                            std::string_view cluster, std::string_view type);
+// Reads what write_request_envelope wrote as "cluster" into `out` (left empty
+// when absent); BadRequest unless it is 16 bytes.
+void read_request_cluster(FieldReader& r, std::string& out);
+
 void pack_bytes(msgpack::packer<msgpack::sbuffer>& pk, std::string_view bytes);
 // A reply's status: "code" (its wire name), and "message" when not empty.
 // Two fields, or one without a message.

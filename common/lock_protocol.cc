@@ -16,18 +16,24 @@ constexpr size_t kMaxEndpointBytes = 1024;  // a ZeroMQ endpoint
 struct RequestEncoder {
   Packer& pk;
   uint64_t id;
+  std::string_view cluster;
+
+  // The envelope and "cluster", heading a map of `field_count` other fields.
+  void head(uint32_t field_count, std::string_view type) const {
+    write_request_envelope(pk, field_count, id, cluster, type);
+  }
 
   void epoch_and_session(uint32_t body_fields, std::string_view type, uint64_t epoch, uint64_t session) const {
-    write_envelope(pk, 3 + 2 + body_fields, id, type);
+    head(3 + 2 + body_fields, type);
     pack_u64_field(pk, "epoch", epoch);
     pack_u64_field(pk, "session", session);
   }
 
-  void operator()(const FindMasterRequest&) const { write_envelope(pk, 3, id, "find_master"); }
+  void operator()(const FindMasterRequest&) const { head(3, "find_master"); }
   void operator()(const OpenSessionRequest& r) const {
     // lease_ms only when chosen: a request for the default is what masters
     // from before per-session leases accept.
-    write_envelope(pk, r.lease_ms != 0 ? 5 : 4, id, "open_session");
+    head(r.lease_ms != 0 ? 5 : 4, "open_session");
     pack_u64_field(pk, "epoch", r.epoch);
     if (r.lease_ms != 0) pack_u64_field(pk, "lease_ms", r.lease_ms);
   }
@@ -47,11 +53,11 @@ struct RequestEncoder {
     pack_text_field(pk, "lock", r.lock);
   }
   void operator()(const CheckSequencerRequest& r) const {
-    write_envelope(pk, 4, id, "check_sequencer");
+    head(4, "check_sequencer");
     pack_text_field(pk, "sequencer", r.sequencer);
   }
   void operator()(const LockStatusRequest& r) const {
-    write_envelope(pk, r.after.empty() ? 3 : 4, id, "lock_status");
+    head(r.after.empty() ? 3 : 4, "lock_status");
     if (!r.after.empty()) pack_text_field(pk, "after", r.after);
   }
 };

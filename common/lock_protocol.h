@@ -89,6 +89,9 @@ using LockRequestBody = std::variant<FindMasterRequest, OpenSessionRequest, Keep
 struct LockRequest {
   uint64_t id = 0;
   LockRequestBody body;
+  // The id of the cluster the sender means (common/cluster_id.h), on the wire
+  // as "cluster"; empty: any. A node of another cluster answers wrong_cluster.
+  std::string cluster{};
   friend bool operator==(const LockRequest&, const LockRequest&) = default;
 };
 

@@ -30,19 +30,20 @@ std::string encode_message(Write&& write) {
   return {buf.data(), buf.size()};
 }
 
-// A request (an id and a variant body), packed by `Encoder{pk, id}`, which has
-// an operator() for each type of body.
+// A request (an id, a variant body and the cluster it is for), packed by
+// `Encoder{pk, id, cluster}`, which has an operator() for each type of body.
 template <typename Encoder, typename Request>
 std::string encode_request_with(const Request& request) {
   return encode_message([&](msgpack::packer<msgpack::sbuffer>& pk) {
-    std::visit(Encoder{pk, request.id}, request.body);
+    std::visit(Encoder{pk, request.id, request.cluster}, request.body);
   });
 }
 
 // A reply's envelope and status: the first fields of a map of `field_count` in all.
 void write_reply_head(msgpack::packer<msgpack::sbuffer>& pk, uint32_t field_count, uint64_t id, const Status& status);
 
-// Decodes a request of at most `max_bytes`: the envelope, then the body with
+// Decodes a request of at most `max_bytes`: the envelope and its cluster
+// (read_request_cluster), then the body with
 // `read_body(type, fields, body)` (a Status; UnknownType for a type it does not
 // know), then BadRequest for any field it did not read. On failure *id_out
 // holds the request's id when it could be read, else 0.
@@ -56,6 +57,7 @@ Result<Request> decode_request_with(std::string_view bytes, size_t max_bytes, ui
   // -Wmaybe-uninitialized (a false positive on the variant's alternatives).
   Result<Request> request{Request{}};
   request.value().id = env.id;
+  read_request_cluster(r, request.value().cluster);
   if (Status s = read_body(env.type, r, request.value().body); !s.is_ok()) return s;
   if (Status s = r.finish(); !s.is_ok()) return s;
   return request;

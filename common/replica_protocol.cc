@@ -416,14 +416,20 @@ void read_stats(FieldReader& r, const Limits& limits, std::optional<ReplicaStats
 struct RequestEncoder {
   Packer& pk;
   uint64_t id;
+  std::string_view cluster;
 
-  void operator()(const PingRequest&) const { write_envelope(pk, 3, id, "ping"); }
+  // The envelope and "cluster", heading a map of `field_count` other fields.
+  void head(uint32_t field_count, std::string_view type) const {
+    write_request_envelope(pk, field_count, id, cluster, type);
+  }
+
+  void operator()(const PingRequest&) const { head(3, "ping"); }
   void operator()(const WriteRequest& r) const {
     const std::string commits = pack_commits(r.commits);
     const uint32_t optional =
         (r.committed ? 1 : 0) + (r.sequencer.empty() ? 0 : 1) + (r.replaces ? 1 : 0) + (commits.empty() ? 0 : 1) +
         (r.certificate.empty() ? 0 : 1);
-    write_envelope(pk, (r.tombstone ? 7 : 8) + optional, id, "write");
+    head((r.tombstone ? 7 : 8) + optional, "write");
     pack_bytes_field(pk, "key", r.key);
     if (!r.tombstone) pack_bytes_field(pk, "value", r.value);
     pack_bool_field(pk, "tombstone", r.tombstone);
@@ -436,7 +442,7 @@ struct RequestEncoder {
     if (!r.certificate.empty()) pack_bytes_field(pk, "certificate", pack_receipts(r.certificate));
   }
   void operator()(const FenceRequest& r) const {
-    write_envelope(pk, r.sequencer.empty() ? 5 : 6, id, "fence");
+    head(r.sequencer.empty() ? 5 : 6, "fence");
     pack_text_field(pk, "lock", r.lock);
     pack_u64_field(pk, "token", r.token);
     pack_sequencer(r.sequencer);
@@ -446,7 +452,7 @@ struct RequestEncoder {
   }
   void key_and_ts(std::string_view type, const std::string& key, const FencedTimestamp& ts,
                   const std::optional<uint64_t>& hash, const Certificate& certificate = {}) const {
-    write_envelope(pk, (hash ? 6 : 5) + (certificate.empty() ? 0 : 1), id, type);
+    head((hash ? 6 : 5) + (certificate.empty() ? 0 : 1), type);
     pack_bytes_field(pk, "key", key);
     pack_timestamp_field(pk, "ts", ts);
     if (hash) pack_u64_field(pk, "hash", *hash);
@@ -456,32 +462,32 @@ struct RequestEncoder {
   void operator()(const PurgeRequest& r) const { key_and_ts("purge", r.key, r.ts, r.hash); }
   void operator()(const DropTombstoneRequest& r) const { key_and_ts("drop_tombstone", r.key, r.ts, r.hash); }
   void operator()(const TreeRequest& r) const {
-    write_envelope(pk, 5, id, "tree");
+    head(5, "tree");
     pack_u64_field(pk, "level", r.level);
     pack_bytes_field(pk, "nodes", pack_u64s(r.nodes));
   }
   void operator()(const LeafRequest& r) const {
-    write_envelope(pk, 4, id, "leaf");
+    head(4, "leaf");
     pack_bytes_field(pk, "leaves", pack_u64s(r.leaves));
   }
   void operator()(const ReadManyRequest& r) const {
-    write_envelope(pk, 4, id, "read_many");
+    head(4, "read_many");
     std::string keys;
     for (const std::string& k : r.keys) append_text(keys, k, 2);
     pack_bytes_field(pk, "keys", keys);
   }
   void operator()(const CopyManyRequest& r) const {
     const bool replaces = any_replaces(r.copies);
-    write_envelope(pk, replaces ? 5 : 4, id, "copy_many");
+    head(replaces ? 5 : 4, "copy_many");
     pack_bytes_field(pk, "copies", pack_copies(r.copies));
     if (replaces) pack_bytes_field(pk, "replaces", pack_replaces(r.copies));
   }
   void operator()(const StatsRequest& r) const {
-    write_envelope(pk, 4, id, "stats");
+    head(4, "stats");
     pack_u64_field(pk, "max_floors", r.max_floors);
   }
   void operator()(const ReadRequest& r) const {
-    write_envelope(pk, r.floor_of.empty() ? 4 : 5, id, "read");
+    head(r.floor_of.empty() ? 4 : 5, "read");
     pack_bytes_field(pk, "key", r.key);
     if (!r.floor_of.empty()) pack_text_field(pk, "floor_of", r.floor_of);
   }

@@ -257,6 +257,9 @@ struct ReplicaRequest {
   // Set by the receiving replica, never encoded: the frame carried a valid
   // repairer's seal (common/repair_seal.h).
   bool from_repairer = false;
+  // The id of the cluster the sender means (common/cluster_id.h), on the wire
+  // as "cluster"; empty: any. A replica of another cluster answers wrong_cluster.
+  std::string cluster{};
   friend bool operator==(const ReplicaRequest&, const ReplicaRequest&) = default;
 };
 

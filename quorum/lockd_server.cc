@@ -87,13 +87,17 @@ void LockdServer::handle(transport::Routed routed, uint64_t now) {
       return count_forged(bytes.size(), "a MAC that does not verify");
     }
   }
-  if (!request.is_ok()) {
-    spdlog::warn("refused request id {} ({} bytes): {}", id, bytes.size(), request.status().to_string());
+  Status refusal = request.status();
+  if (refusal.is_ok()) refusal = check_cluster_id(options_.cluster_id, request.value().cluster);
+  if (!refusal.is_ok()) {
+    spdlog::warn("refused request id {} ({} bytes): {}", id, bytes.size(), refusal.to_string());
     wire::LockReply reply;
     reply.id = id;
-    reply.status = request.status();
-    reply.epoch = service_->node().epoch();
-    reply.master = service_->node().master_hint();
+    // A client of another cluster learns nothing of this group's state.
+    const bool foreign = refusal.code() == Code::kWrongCluster;
+    reply.status = std::move(refusal);
+    reply.epoch = foreign ? 0 : service_->node().epoch();
+    reply.master = foreign ? 0 : service_->node().master_hint();
     transport::send_routed(router_, routed, wire::encode_lock_reply(reply));
     return;
   }

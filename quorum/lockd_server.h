@@ -18,6 +18,7 @@
 
 #include <zmq.hpp>
 
+#include "common/cluster_id.h"
 #include "common/envelope.h"
 #include "common/transport.h"
 #include "quorum/lock_service.h"
@@ -32,6 +33,9 @@ uint64_t boottime_ms();
 struct LockdServerOptions {
   LockServiceOptions service;
   std::string listen_endpoint;
+  // The cluster's id (common/cluster_id.h); client requests that name another
+  // are answered wrong_cluster. Empty: requests that name any id are.
+  std::string cluster_id;
   wire::Limits limits;
   transport::SocketOptions socket;
   size_t max_batch = 4096;  // messages drained per turn

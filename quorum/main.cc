@@ -44,6 +44,7 @@ Result<quorum::LockdServerOptions> server_options(const Flags& flags, const Clus
   if (!key.is_ok()) return key.status();
   quorum::LockdServerOptions o;
   o.listen_endpoint = self->endpoint;
+  o.cluster_id = cluster.cluster_id;
   quorum::LockServiceOptions& s = o.service;
   s.paxos.self = flags.id;
   for (const LockdNode& n : cluster.lockd) {
@@ -99,8 +100,9 @@ int serve(const Flags& flags) {
       return 1;
     }
     const auto& service = server.value()->service();
-    spdlog::info("started: node {} of group '{}', pid {}, listening on {}, data dir {}, applied through slot {}",
-                 flags.id, cluster.value().group, getpid(), options.value().listen_endpoint, flags.data_dir,
+    spdlog::info("started: node {} of group '{}', cluster id {}, pid {}, listening on {}, data dir {}, applied "
+                 "through slot {}",
+                 flags.id, cluster.value().group, cluster_id_hex(cluster.value().cluster_id), getpid(), options.value().listen_endpoint, flags.data_dir,
                  service.node().applied_through());
     Status stopped = server.value()->run(stop_fd);
     spdlog::info("{} forged peer messages dropped, {} peer messages refused", server.value()->forged_peer_messages(),
@@ -129,7 +131,9 @@ int main(int argc, char** argv) {
   app.add_option("--id", flags.id, "This node's id in the cluster file's [[lockd]] list")
       ->required()
       ->check(CLI::Range(1, 255));
-  app.add_option("--cluster", flags.cluster_file, "The cluster file (TOML; common/cluster_config.h describes it)")
+  app.add_option("--cluster", flags.cluster_file, "The cluster file (TOML; common/cluster_config.h describes it). Its\n"
+                 "cluster_id, when set, is this node's: client requests that name another\n"
+                 "cluster id are answered wrong_cluster")
       ->required()
       ->check(CLI::ExistingFile);
   app.add_option("--data-dir", flags.data_dir, "Directory of this node's LMDB files (created if missing)")

@@ -36,6 +36,8 @@ struct Flags {
   std::string key_file;
   std::string group;
   int write_quorum = 0;  // with --key-file: W, whose receipts prove a version acknowledged
+  // The cluster's id: the cluster file's cluster_id, or --cluster-id (hex) without one.
+  std::string cluster_id;
   // Background anti-entropy over the cluster file's replicas; 0: off.
   uint64_t anti_entropy_interval_ms = 0;
   std::optional<uint64_t> gc_grace_ms;
@@ -52,6 +54,7 @@ std::unique_ptr<replica::BackgroundRepair> background_repair(const Flags& flags)
   o.write_quorum = cluster.value().write_quorum;
   o.key_file = cluster.value().key_file;  // seals its repairs (load_auth checked it)
   o.group = cluster.value().group;
+  if (!cluster.value().cluster_id.empty()) o.cluster_id = cluster_id_hex(cluster.value().cluster_id);
   if (flags.gc_grace_ms) o.gc_grace = std::chrono::milliseconds(*flags.gc_grace_ms);
   spdlog::info("anti-entropy every {} ms over {} replicas", flags.anti_entropy_interval_ms, o.replicas.size());
   return std::make_unique<replica::BackgroundRepair>(o, std::chrono::milliseconds(flags.anti_entropy_interval_ms));
@@ -96,6 +99,23 @@ bool load_auth(const Flags& flags, std::optional<replica::ReplicaAuth>* auth) {
   return true;
 }
 
+// The cluster id requests are checked against (flags.server.cluster_id): the
+// cluster file's, else --cluster-id's. False (after logging why) when the
+// cluster file cannot be read.
+bool load_cluster_id(Flags& flags) {
+  if (flags.cluster_file.empty()) {
+    flags.server.cluster_id = cluster_id_from_hex(flags.cluster_id).value_or("");
+    return true;
+  }
+  auto cluster = load_cluster_file(flags.cluster_file);
+  if (!cluster.is_ok()) {
+    spdlog::error("{}", cluster.status().message());
+    return false;
+  }
+  flags.server.cluster_id = cluster.value().cluster_id;
+  return true;
+}
+
 int serve(const Flags& flags, std::optional<replica::ReplicaAuth> auth) {
   auto dir_lock = DirLock::acquire(flags.data_dir);
   if (!dir_lock.is_ok()) {
@@ -134,8 +154,9 @@ int serve(const Flags& flags, std::optional<replica::ReplicaAuth> auth) {
   zmq::context_t ctx(1);
   try {
     replica::ReplicaServer server(ctx, handler, clock, flags.server);
-    spdlog::info("started: pid {}, listening on {}, data dir {}, {} keys", getpid(), flags.server.listen_endpoint,
-                 flags.data_dir, keys.is_ok() ? keys.value() : 0);
+    spdlog::info("started: pid {}, cluster id {}, listening on {}, data dir {}, {} keys", getpid(),
+                 cluster_id_hex(flags.server.cluster_id), flags.server.listen_endpoint, flags.data_dir,
+                 keys.is_ok() ? keys.value() : 0);
     auto repair = background_repair(flags);
     server.run(stop_fd);
     if (Status s = store.value()->checkpoint(); !s.is_ok()) {
@@ -190,6 +211,15 @@ int main(int argc, char** argv) {
                                       "Instead of --cluster, with --key-file: W, the writes' quorum. A version under\n"
                                       "a lock is committed here only on W replicas' receipts (or a repairer's seal)")
                            ->check(CLI::Range(1, 255));
+  app.add_option("--cluster-id", flags.cluster_id,
+                 "Instead of --cluster: the cluster's id (32 hex digits, the cluster file's\n"
+                 "cluster_id); requests that name another id are answered wrong_cluster.\n"
+                 "With --cluster, the file's cluster_id is used; with neither, no id: only\n"
+                 "requests that name none are answered")
+      ->check([](const std::string& hex) {
+        return cluster_id_from_hex(hex) ? std::string() : "must be " + std::to_string(2 * kClusterIdBytes) + " hex digits";
+      })
+      ->excludes(cluster);
   key_file->needs(group)->needs(write_quorum)->excludes(cluster);
   group->needs(key_file)->excludes(cluster);
   write_quorum->needs(key_file);
@@ -221,7 +251,7 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(flags.log_level));
   // The key first: a replica that cannot check sequencers as told must not start.
   std::optional<replica::ReplicaAuth> auth;
-  if (!load_auth(flags, &auth)) return 1;
+  if (!load_auth(flags, &auth) || !load_cluster_id(flags)) return 1;
   if (!auth && !flags.insecure) {
     spdlog::error("no cluster key: give --cluster FILE (or --key-file and --group) so that fenced writes are "
                   "checked, or --insecure to accept any fencing token (only on a trusted network)");

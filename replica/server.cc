@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include "common/cluster_id.h"
+
 namespace palisade::replica {
 
 ReplicaServer::ReplicaServer(zmq::context_t& ctx, ReplicaHandler& handler, HybridClock& clock,
@@ -54,6 +56,11 @@ void ReplicaServer::serve_batch() {
         const std::string_view bytes = routed->frame(i);
         uint64_t id = 0;
         auto decoded = handler_.decode(bytes, options_.limits, &id);
+        if (decoded.is_ok()) {
+          if (Status s = check_cluster_id(options_.cluster_id, decoded.value().cluster); !s.is_ok()) {
+            decoded = s;
+          }
+        }
         if (decoded.is_ok()) {
           requests.push_back(std::move(decoded).value());
           refusals.emplace_back();

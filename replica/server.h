@@ -19,6 +19,9 @@ namespace palisade::replica {
 
 struct ServerOptions {
   std::string listen_endpoint = "tcp://127.0.0.1:7400";
+  // The cluster's id (common/cluster_id.h): requests that name another are
+  // answered wrong_cluster, unapplied. Empty: requests that name any id are.
+  std::string cluster_id;
   wire::Limits limits;
   transport::SocketOptions socket;
   size_t max_batch = 1024;                      // requests per commit

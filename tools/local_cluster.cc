@@ -323,6 +323,7 @@ Status LocalCluster::launch() {
       argv.insert(argv.end(), {"--cluster", cluster_file_});
     } else {
       argv.push_back("--insecure");
+      if (!config_.cluster_id.empty()) argv.insert(argv.end(), {"--cluster-id", cluster_id_hex(config_.cluster_id)});
     }
     argv.insert(argv.end(), {"--log-level", o.log_level});
     argv.insert(argv.end(), o.replica_args.begin(), o.replica_args.end());
@@ -421,6 +422,7 @@ Status LocalCluster::write_cluster_files() {
     }
   };
   ClusterConfig config;
+  config.cluster_id = new_cluster_id();
   config.group = o.group;
   config.key_file = "cluster.key";  // relative to the cluster file: the directory can be moved
   for (int i = 1; i <= o.lockd; ++i) config.lockd.push_back({static_cast<uint32_t>(i), endpoint()});
