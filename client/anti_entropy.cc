@@ -10,6 +10,7 @@
 #include <zmq.hpp>
 
 #include "client/anti_entropy_core.h"
+#include "common/cluster_id.h"
 #include "common/physical_clock.h"
 #include "common/repair_seal.h"
 #include "common/transport.h"
@@ -36,6 +37,9 @@ Status validate(const AntiEntropyOptions& o, int n, int w) {
                                          std::to_string(n) + " replicas");
   }
   if (o.timeout.count() <= 0) return Status(Code::kBadRequest, "timeout must be positive");
+  if (!o.cluster_id.empty() && !cluster_id_from_hex(o.cluster_id)) {
+    return Status(Code::kBadRequest, "cluster_id '" + o.cluster_id + "' is not 32 hex digits");
+  }
   if (o.gc_grace && o.gc_grace->count() < 0) return Status(Code::kBadRequest, "gc_grace must not be negative");
   if (o.key_file.empty() != o.group.empty()) {
     return Status(Code::kBadRequest, "a repairer's seal needs both the cluster key file and the group");
@@ -69,6 +73,7 @@ Result<AntiEntropyReport> run_anti_entropy(const AntiEntropyOptions& options) {
   if (options.gc_grace) config.gc_grace_ms = static_cast<uint64_t>(options.gc_grace->count());
   config.now_wall_ms = wall.now_ms();
   config.dry_run = options.dry_run;
+  config.cluster_id = cluster_id_from_hex(options.cluster_id).value_or("");
   client::AntiEntropyCore core(config);
   AntiEntropyReport& report = core.report();
 
@@ -110,6 +115,10 @@ Result<AntiEntropyReport> run_anti_entropy(const AntiEntropyOptions& options) {
         report.bytes_received += msg.size();
         auto reply = wire::decode_reply({static_cast<const char*>(msg.data()), msg.size()}, limits);
         if (!reply.is_ok()) continue;  // undecodable: that request times out
+        if (reply.value().status.code() == Code::kWrongCluster) {  // the replica list is wrong: nothing to compare
+          return Status(Code::kWrongCluster,
+                        options.replicas[r] + " is not a replica of this cluster: " + reply.value().status.message());
+        }
         auto it = in_flight.find(reply.value().id);
         if (it == in_flight.end() || it->second.replica != static_cast<int>(r)) continue;
         if (it->second.tree) report.tree_bytes += msg.size();

@@ -27,6 +27,7 @@ struct AntiEntropyConfig {
   uint64_t now_wall_ms = 0;  // when the run started, for gc_grace
   bool dry_run = false;
   size_t window = 64;  // requests in flight per replica
+  std::string cluster_id{};  // named by every request (common/cluster_id.h); empty: none
 };
 
 struct AntiEntropySend {

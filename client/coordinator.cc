@@ -31,6 +31,7 @@ struct Coordinator::WriteOp {
   bool fenced = false;
   bool stale = false;
   Status bad_sequencer;  // a replica refused the sequencer (for good)
+  Status wrong_cluster;  // a replica of another cluster refused it
   uint64_t floor = 0;
   Status error;
   Status maybe_stored;  // a refusal of a replica that may have stored it before (not final)
@@ -46,6 +47,7 @@ struct Coordinator::ReadOp {
     bool failed = false;    // its last answer was an error or it was unreachable: wait for the retry time
     bool answered = false;  // a successful read reply
     bool corrupt = false;   // it answered that its copy is corrupt: unknown, and to repair
+    bool foreign = false;   // it is of another cluster (wrong_cluster): never asked again
     std::optional<uint64_t> corrupt_digest;   // the damaged record's digest its last `corrupt` named
     uint64_t answered_request = 0;            // the request its answer (`answered`) replied to
     std::vector<wire::Version> versions;      // newest first; the committed one last
@@ -64,6 +66,7 @@ struct Coordinator::ReadOp {
   bool chosen = false;
   std::optional<wire::Version> result;
   int repairs_outstanding = 0;
+  Status wrong_cluster;  // the last wrong_cluster answer
 };
 
 Coordinator::Coordinator(CoordinatorOptions options, HybridClock& clock)
@@ -74,13 +77,13 @@ uint64_t Coordinator::send(OpId op, int replica, wire::ReplicaRequestBody body, 
   uint64_t id = next_request_id_++;
   pending_[id] = {op, replica, repair};
   requests_of_[op].push_back(id);
-  sends_.push_back({replica, {id, std::move(body)}});
+  sends_.push_back({replica, {id, std::move(body), options_.cluster_id}});
   return id;
 }
 
 void Coordinator::send_untracked(int replica, wire::ReplicaRequestBody body) {
   if (lazy_sends_.empty()) lazy_due_ms_ = now_ms_ + options_.lazy_send_ms;
-  lazy_sends_.push_back({replica, {next_request_id_++, std::move(body)}});
+  lazy_sends_.push_back({replica, {next_request_id_++, std::move(body), options_.cluster_id}});
 }
 
 void Coordinator::drop_pending(OpId op) {
@@ -201,7 +204,9 @@ void Coordinator::on_write_reply(WriteOp& op, const wire::ReplicaReply& reply) {
     op.maybe_stored = reply.status;
     return;
   }
-  if (code == Code::kFenced) {
+  if (code == Code::kWrongCluster) {
+    op.wrong_cluster = reply.status;  // it refused before looking: never stored
+  } else if (code == Code::kFenced) {
     op.fenced = true;
     op.floor = std::max(op.floor, reply.floor);
   } else if (code == Code::kStale && reply.stored_ts && reply.stored_ts->token > op.ts.token) {
@@ -231,6 +236,9 @@ void Coordinator::decide_write(OpId id, WriteOp& op, uint64_t now_ms) {
     return finish_write(id, op, Status::ok());
   }
   if (n - op.nonstores < w) {  // W copies are impossible: it never becomes visible
+    // A replica of another cluster: the cluster file (or the network) is
+    // wrong, which no answer of the others can make right.
+    if (!op.wrong_cluster.is_ok()) return finish_write(id, op, op.wrong_cluster);
     // A refused sequencer first: whatever else replicas say, this holder's
     // writes cannot succeed until it presents a valid one.
     if (!op.bad_sequencer.is_ok()) {
@@ -261,6 +269,7 @@ void Coordinator::decide_write(OpId id, WriteOp& op, uint64_t now_ms) {
       what += "; a replica that may have stored it before refused it: " + op.maybe_stored.to_string();
     }
     if (!op.bad_sequencer.is_ok()) what += "; a replica refused the sequencer: " + op.bad_sequencer.message();
+    if (!op.wrong_cluster.is_ok()) what += "; " + op.wrong_cluster.message();
     if (!op.error.is_ok()) what += "; last refusal: " + op.error.to_string();
     Code code = op.answered == n ? Code::kUnavailable : op.answered < w ? Code::kUnavailable : Code::kTimeout;
     finish_write(id, op, Status(code, what));
@@ -290,7 +299,7 @@ OpId Coordinator::start_read(std::string key, uint64_t now_ms) {
 
 void Coordinator::ask(OpId id, ReadOp& op, int replica, std::string floor_of) {
   auto& rep = op.replicas[replica];
-  if (rep.outstanding || rep.failed) return;
+  if (rep.outstanding || rep.failed || rep.foreign) return;
   rep.asked = rep.outstanding = true;
   rep.floor_of = floor_of;
   send(id, replica, wire::ReadRequest{op.key, std::move(floor_of)});
@@ -305,6 +314,11 @@ void Coordinator::on_read_reply(OpId id, ReadOp& op, int replica, const wire::Re
   auto& rep = op.replicas[replica];
   rep.outstanding = false;
   Code code = reply == nullptr ? Code::kUnavailable : reply->status.code();
+  if (code == Code::kWrongCluster) {
+    rep.foreign = true;
+    op.wrong_cluster = reply->status;
+    return;
+  }
   // A corrupt copy may have held anything: it counts as not heard from.
   rep.corrupt |= code == Code::kCorrupt;
   if (code == Code::kCorrupt && reply->digest && reply->digest != rep.corrupt_digest && !op.chosen) {
@@ -420,6 +434,8 @@ bool Coordinator::decide_read(OpId id, ReadOp& op) {
 }
 
 void Coordinator::advance_read(OpId id, ReadOp& op, uint64_t now_ms) {
+  const auto foreign = std::count_if(op.replicas.begin(), op.replicas.end(), [](const auto& rep) { return rep.foreign; });
+  if (!op.chosen && options_.n - foreign < options_.r) return finish_read(id, op, op.wrong_cluster);
   if (!op.chosen) {
     bool retry = now_ms >= op.retry_at_ms;
     int answered = 0, failed = 0;

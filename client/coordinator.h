@@ -31,6 +31,8 @@ struct CoordinatorOptions {
   // 20 rather than 5: clients that put every few ms then rarely send a commit
   // alone (palisade-quorum-bench: +14% puts/s at 16 clients, bench/README.md).
   uint64_t lazy_send_ms = 20;
+  // The cluster's id (common/cluster_id.h), named by every request; empty: none.
+  std::string cluster_id{};
 };
 // BadRequest unless 1 <= R, W <= N, R + W > N and W > N / 2.
 Status validate(const CoordinatorOptions& options);

@@ -12,7 +12,7 @@ Lane::Lane(zmq::context_t& ctx, const std::vector<std::string>& endpoints, Coord
   // Commits and purges are not awaited: give them a moment to leave at close.
   transport::SocketOptions socket_options{.linger_ms = 500};
   for (const auto& endpoint : endpoints) {
-    replicas_.push_back({.socket = transport::make_dealer(ctx, endpoint, socket_options)});
+    replicas_.push_back({.socket = transport::make_dealer(ctx, endpoint, socket_options), .endpoint = endpoint});
   }
 }
 
@@ -25,6 +25,7 @@ void Lane::receive(size_t replica, uint64_t now_ms) {
   while (replicas_[replica].socket.recv(msg, zmq::recv_flags::dontwait)) {  // a frame at a time
     auto reply = wire::decode_reply({static_cast<const char*>(msg.data()), msg.size()}, limits_);
     if (!reply.is_ok()) continue;
+    if (reply.value().status.code() == Code::kWrongCluster) name_foreign(replicas_[replica], reply.value());
     if (!note_batching(replicas_[replica], reply.value(), now_ms)) {
       // Like every reply, it carries the replica's clock (a refusal too).
       if (reply.value().clock != 0) (void)clock_.observe(reply.value().clock);
@@ -32,6 +33,11 @@ void Lane::receive(size_t replica, uint64_t now_ms) {
     }
     coordinator_.on_reply(static_cast<int>(replica), reply.value(), now_ms);
   }
+}
+
+void Lane::name_foreign(const Replica& r, wire::ReplicaReply& reply) {
+  reply.status = Status(Code::kWrongCluster, r.endpoint + " is not a replica of this cluster: " + reply.status.message());
+  reply.clock = 0;  // another cluster's clock is nothing to this one's timestamps
 }
 
 bool Lane::note_batching(Replica& r, const wire::ReplicaReply& reply, uint64_t now_ms) {
@@ -55,7 +61,8 @@ bool Lane::note_batching(Replica& r, const wire::ReplicaReply& reply, uint64_t n
 void Lane::probe(Replica& r, uint64_t now_ms) {
   std::vector<std::string> pings;
   const uint64_t id = next_probe_id_ -= 2;
-  for (uint64_t i = 0; i < 2; ++i) pings.push_back(wire::encode_request({.id = id + i, .body = wire::PingRequest{}}));
+  for (uint64_t i = 0; i < 2; ++i) pings.push_back(wire::encode_request(
+      {.id = id + i, .body = wire::PingRequest{}, .cluster = coordinator_.options().cluster_id}));
   if (!send(r, pings)) return;
   r.batching = Batching::kProbing;
   r.probe_id = id;

@@ -56,6 +56,7 @@ class Lane {
   };
   struct Replica {
     zmq::socket_t socket;
+    std::string endpoint;
     Batching batching = Batching::kUnknown;
     uint64_t probe_id = 0;  // the first ping's id; the second's is one more
     uint64_t probe_sent_ms = 0;
@@ -64,6 +65,9 @@ class Lane {
 
   // Sends `frames` as one message; false when the replica is not connected.
   static bool send(Replica& replica, const std::vector<std::string>& frames);
+  // A wrong_cluster reply, made to name the replica's endpoint (and without
+  // the foreign replica's clock).
+  static void name_foreign(const Replica& r, wire::ReplicaReply& reply);
   // Sends `replica` the probe, unless it is not connected.
   void probe(Replica& replica, uint64_t now_ms);
   // Learns from a reply whether the replica takes several requests per message;

@@ -23,6 +23,7 @@
 #include "client/lease_clock.h"
 #include "client/lock_session.h"
 #include "client/shared_context.h"
+#include "common/cluster_id.h"
 #include "common/lock_protocol.h"
 #include "common/transport.h"
 #include "palisade/quorum_store.h"
@@ -93,7 +94,8 @@ struct LockClient::Impl {
             .max_drift_ppm = o.max_clock_drift_ppm,
             .call_timeout_ms = std::max<uint64_t>(1, ms(o.call_timeout)),
             .retry_backoff_ms = std::clamp<uint64_t>(ms(o.request_timeout) / 20, 1, 50),
-            .session_lease_ms = ms(o.session_ttl)};
+            .session_lease_ms = ms(o.session_ttl),
+            .cluster_id = cluster_id_from_hex(o.cluster_id).value_or("")};
   }
 
   explicit Impl(LockClientOptions o) : options(std::move(o)), core(core_options(options), boottime_ms()) {
@@ -466,6 +468,9 @@ Result<std::unique_ptr<LockClient>> LockClient::connect(LockClientOptions option
     return Status(Code::kBadRequest, "request_timeout and call_timeout must be positive, grace not negative");
   }
   if (options.max_clock_drift_ppm >= 1'000'000) return Status(Code::kBadRequest, "max_clock_drift_ppm must be < 1e6");
+  if (!options.cluster_id.empty() && !cluster_id_from_hex(options.cluster_id)) {
+    return Status(Code::kBadRequest, "cluster_id '" + options.cluster_id + "' is not 32 hex digits");
+  }
   const auto ttl = options.session_ttl.count();
   if (ttl != 0 && (ttl < static_cast<int64_t>(wire::kMinSessionLeaseMs) ||
                    ttl > static_cast<int64_t>(wire::kMaxSessionLeaseMs))) {

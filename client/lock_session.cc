@@ -153,6 +153,7 @@ void LockSession::on_reply(size_t node, const wire::LockReply& reply, uint64_t n
     sent_.erase(it);
     return;
   }
+  if (reply.status.code() == Code::kWrongCluster) return wrong_cluster(node, reply.status);
   check_deadline(now_ms);
   if (!live()) return;
   if (sent.call == 0) {
@@ -161,6 +162,19 @@ void LockSession::on_reply(size_t node, const wire::LockReply& reply, uint64_t n
     on_call_reply(sent, reply.id, node, reply, now_ms);
   }
   check_deadline(now_ms);
+}
+
+void LockSession::wrong_cluster(size_t node, const Status& why) {
+  const std::string at = node < endpoints_.size() ? endpoints_[node] : "lock group node " + std::to_string(node);
+  Status refusal(Code::kWrongCluster, at + " is not a node of this cluster: " + why.message());
+  if (session_ == 0) open_error_ = refusal;
+  set_state(SessionState::kExpired);
+  end_all_calls(refusal);
+}
+
+std::vector<Outgoing> LockSession::take_outgoing() {
+  for (Outgoing& o : out_) o.request.cluster = options_.cluster_id;
+  return std::exchange(out_, {});
 }
 
 void LockSession::on_unreachable(size_t node, uint64_t request_id, uint64_t now_ms) {
@@ -541,9 +555,9 @@ void LockSession::check_deadline(uint64_t now) {
   }
 }
 
-void LockSession::end_all_calls(const std::string& why) {
+void LockSession::end_all_calls(const Status& why) {
   for (const auto& [id, call] : calls_) {
-    if (!call.internal) done_.push_back({id, Status(Code::kNoSession, why)});
+    if (!call.internal) done_.push_back({id, why});
   }
   calls_.clear();
   // Only answers to open_session are still worth reading (to close a stray session).
@@ -555,13 +569,13 @@ void LockSession::end_all_calls(const std::string& why) {
 void LockSession::expire(std::string why) {
   if (!live()) return;
   set_state(SessionState::kExpired);
-  end_all_calls("session " + std::to_string(session_) + " expired: " + why);
+  end_all_calls(Status(Code::kNoSession, "session " + std::to_string(session_) + " expired: " + why));
 }
 
 void LockSession::closed() {
   if (state_ == SessionState::kClosed) return;
   set_state(SessionState::kClosed);
-  end_all_calls("the session was closed");
+  end_all_calls(Status(Code::kNoSession, "the session was closed"));
 }
 
 void LockSession::prune(uint64_t now) {

@@ -62,6 +62,11 @@ struct LockSessionOptions {
   // and at least twice the group's heartbeat); 0: the cluster's default. The
   // session follows whatever lease the master answers with.
   uint64_t session_lease_ms = 0;
+  // The cluster's id (common/cluster_id.h), named by every request; empty:
+  // none. A node that answers wrong_cluster ends the session at once (kExpired;
+  // open_error() and every call's end say which node and which ids): a
+  // client pointed at another cluster's daemons must not go on with them.
+  std::string cluster_id{};
 };
 
 enum class SessionState : uint8_t { kOpening, kSafe, kJeopardy, kExpired, kClosed };
@@ -131,7 +136,8 @@ class LockSession {
   // grant that turns up later is given back.
   void cancel(uint64_t call, uint64_t now_ms);
 
-  std::vector<Outgoing> take_outgoing() { return std::exchange(out_, {}); }
+  // What to send; every request names options.cluster_id.
+  std::vector<Outgoing> take_outgoing();
   std::vector<CallDone> take_done() { return std::exchange(done_, {}); }
   // State changes, in order (kSafe after kOpening or kJeopardy, kExpired, kClosed).
   std::vector<SessionState> take_events() { return std::exchange(events_, {}); }
@@ -141,8 +147,8 @@ class LockSession {
 
   SessionState state() const { return state_; }
   // Why the session could not be opened (the master refused the open_session
-  // as bad_request, e.g. a lease out of its range: the session is kExpired);
-  // ok otherwise.
+  // as bad_request, e.g. a lease out of its range, or a node answered
+  // wrong_cluster: the session is kExpired); ok otherwise.
   const Status& open_error() const { return open_error_; }
   uint64_t session() const { return session_; }
   uint64_t epoch() const { return epoch_; }
@@ -217,7 +223,9 @@ class LockSession {
   }
   void set_state(SessionState state);
   void check_deadline(uint64_t now);
-  void end_all_calls(const std::string& why);
+  void end_all_calls(const Status& why);
+  // A node answered wrong_cluster: the session ends, every call with WrongCluster.
+  void wrong_cluster(size_t node, const Status& why);
   void expire(std::string why);
   void closed();
   void prune(uint64_t now);

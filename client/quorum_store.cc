@@ -17,6 +17,7 @@
 #include "client/lane.h"
 #include "client/send_sweeper.h"
 #include "client/shared_context.h"
+#include "common/cluster_id.h"
 #include "common/physical_clock.h"
 #include "common/sequencer.h"
 
@@ -367,15 +368,18 @@ struct QuorumStore::Impl {
 namespace {
 
 client::CoordinatorOptions coordinator_options(const QuorumStoreOptions& o) {
-  return {static_cast<int>(o.replicas.size()), o.read_quorum, o.write_quorum, static_cast<uint64_t>(o.timeout.count()),
-          static_cast<uint64_t>(o.hedge_after.count())};
+  client::CoordinatorOptions co{static_cast<int>(o.replicas.size()), o.read_quorum, o.write_quorum,
+                                static_cast<uint64_t>(o.timeout.count()), static_cast<uint64_t>(o.hedge_after.count())};
+  co.cluster_id = cluster_id_from_hex(o.cluster_id).value_or("");
+  return co;
 }
 
 // What makes two stores' engines interchangeable: every option.
-static_assert(sizeof(QuorumStoreOptions) == 80, "an option was added or removed: update engine_key");
+static_assert(sizeof(QuorumStoreOptions) == 112, "an option was added or removed: update engine_key");
 std::string engine_key(const QuorumStoreOptions& o) {
   std::string key;
   for (const std::string& r : o.replicas) key += r + '\n';
+  key += o.cluster_id + '\n';
   for (uint64_t n : {uint64_t(o.read_quorum), uint64_t(o.write_quorum), uint64_t(o.timeout.count()),
                      uint64_t(o.hedge_after.count()), o.max_clock_offset_ms, uint64_t(o.max_key_bytes),
                      uint64_t(o.max_value_bytes)}) {
@@ -404,6 +408,9 @@ std::shared_ptr<QuorumStore::Impl> QuorumStore::engine_for(QuorumStoreOptions op
 Result<std::unique_ptr<QuorumStore>> QuorumStore::open(QuorumStoreOptions options) {
   if (options.timeout.count() <= 0 || options.hedge_after.count() < 0) {
     return Status(Code::kBadRequest, "timeout must be positive and hedge_after not negative");
+  }
+  if (!options.cluster_id.empty() && !cluster_id_from_hex(options.cluster_id)) {
+    return Status(Code::kBadRequest, "cluster_id '" + options.cluster_id + "' is not 32 hex digits");
   }
   if (Status s = client::validate(coordinator_options(options)); !s.is_ok()) return s;
   try {

@@ -1,6 +1,7 @@
 // Clients for the cluster a cluster file describes: its replicas as a
 // QuorumStore (R and W from the file, else majorities), its lock group as
-// LockClient options. For the command line, the demo and its lock holders.
+// LockClient options, both with the file's cluster_id. For the command line,
+// the demo and its lock holders.
 #pragma once
 
 #include <chrono>

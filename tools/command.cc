@@ -72,6 +72,9 @@ int exit_code_for(const Status& status) {
     case Code::kBusy: return kExitTimeout;
     case Code::kBadRequest:
     case Code::kTooLarge: return kExitUsage;
+    // The cluster file leads to another cluster's daemons: a bad cluster file
+    // (or a port taken over), which no retry mends.
+    case Code::kWrongCluster: return kExitFailure;
     default: return kExitFailure;
   }
 }

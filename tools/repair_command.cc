@@ -94,6 +94,7 @@ int run(const RepairFlags& flags, const CommonOptions& common) {
   AntiEntropyOptions o;
   o.replicas = flags.replicas.empty() ? config.value().replicas : flags.replicas;
   o.cluster_size = static_cast<int>(config.value().replicas.size());
+  if (!config.value().cluster_id.empty()) o.cluster_id = cluster_id_hex(config.value().cluster_id);
   o.write_quorum = config.value().write_quorum;
   o.gc_grace = flags.gc_grace;
   o.dry_run = flags.dry_run;

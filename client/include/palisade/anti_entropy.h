@@ -57,6 +57,10 @@ struct AntiEntropyReport {
 
 struct AntiEntropyOptions {
   std::vector<std::string> replicas;  // ZeroMQ endpoints to compare: two, or all N
+  // The cluster's id (the cluster file's cluster_id, 32 hex digits), named by
+  // every request: a replica of another cluster answers wrong_cluster, and the
+  // run ends with WrongCluster. Empty: requests name none.
+  std::string cluster_id;
   // N, for the rules that count copies over the whole cluster (0: the number of
   // `replicas`). Comparing fewer than N leaves the others as "not heard from".
   int cluster_size = 0;
@@ -82,7 +86,8 @@ struct AntiEntropyOptions {
 };
 
 // Compares and repairs. Unavailable when fewer than two replicas answer;
-// BadRequest for bad options. Otherwise ok, with what was found and done
+// BadRequest for bad options; WrongCluster when a replica is of another
+// cluster (cluster_id). Otherwise ok, with what was found and done
 // (unreachable replicas are listed in the report).
 Result<AntiEntropyReport> run_anti_entropy(const AntiEntropyOptions& options);
 

@@ -37,6 +37,11 @@ enum class SessionEvent : uint8_t {
 
 struct LockClientOptions {
   std::vector<std::string> nodes;                   // palisade-lockd endpoints
+  // The cluster's id: the cluster file's cluster_id, 32 hex digits. Every
+  // request names it, and a node of another cluster answers wrong_cluster:
+  // connect, and every call, then end with WrongCluster (final, not retried).
+  // Empty: requests name no cluster, and any node answers them.
+  std::string cluster_id;
   std::chrono::milliseconds request_timeout{1000};  // ask another node after this
   std::chrono::milliseconds grace{45000};           // how long jeopardy may last
   // The session's lease (its TTL): how long the lock group keeps the session,

@@ -47,6 +47,12 @@ struct Fence {
 
 struct QuorumStoreOptions {
   std::vector<std::string> replicas;  // ZeroMQ endpoints, e.g. tcp://127.0.0.1:7400; N = their count
+  // The cluster's id: the cluster file's cluster_id, 32 hex digits. Every
+  // request names it, and a replica of another cluster answers wrong_cluster
+  // without applying anything; an operation that cannot reach its quorum for
+  // that ends with WrongCluster at once (final, not retried). Empty: requests
+  // name no cluster, and any replica answers them.
+  std::string cluster_id;
   int read_quorum = 2;                // R
   int write_quorum = 2;               // W
   std::chrono::milliseconds timeout{2000};     // per operation
