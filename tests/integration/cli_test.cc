@@ -1258,6 +1258,41 @@ TEST_CASE("cli: cluster up on ports another cluster holds fails, names the daemo
   CHECK(palisade(home, {"--cluster", a + "/cluster.toml", "get", "only-in-b"}).code == 5);
 }
 
+// Issue #24: `cluster up --dir D2 --base-port P` on ports another cluster held
+// left a file whose endpoints reached that cluster, and put, get and `lock --
+// put` through it succeeded there. D2's file here: cluster A's endpoints
+// under an id of its own, as `cluster up` would have written it.
+TEST_CASE("cli: a cluster file whose endpoints reach another cluster's daemons fails with the identity error, exit 1",
+          "[cli]") {
+  Fixture fx;
+  REQUIRE(fx.run({"put", "k", "A's"}).code == 0);
+  ClusterConfig d2 = fx.cluster->config();
+  d2.cluster_id = new_cluster_id();
+  const std::string file = fx.dir.sub("d2.toml");
+  std::ofstream(file) << format_cluster_config(d2);
+  const std::string refusal = "belongs to cluster " + cluster_id_hex(fx.cluster->config().cluster_id) +
+                              ", the request is for cluster " + cluster_id_hex(d2.cluster_id);
+  const std::string bin = PALISADE_BIN;
+  for (std::vector<std::string> args : {std::vector<std::string>{"put", "k", "from D2"},
+                                        {"get", "k"},
+                                        {"del", "k"},
+                                        {"lock", "L", "--", bin, "--cluster", file, "put", "k", "from D2"}}) {
+    args.insert(args.begin(), {"--cluster", file});
+    Run r = palisade(fx.dir, args);
+    INFO(r.out);
+    CHECK(r.code == 1);  // docs/cli.md: the cluster file leads to another cluster
+    CHECK(r.out.find("wrong_cluster: tcp://127.0.0.1:") != std::string::npos);
+    CHECK(r.out.find(refusal) != std::string::npos);
+  }
+  auto json = json_of(palisade(fx.dir, {"--cluster", file, "-o", "json", "get", "k"}));
+  CHECK(json["error"]["exit_code"] == 1);
+  // Nothing of D2's reached A.
+  CHECK(fx.run({"get", "k"}).out == "A's\n");
+  Run status = fx.run({"-o", "json", "status"});
+  INFO(status.out);
+  CHECK(status.out.find("\"L\"") == std::string::npos);
+}
+
 TEST_CASE("cli: cluster up on a partly running cluster starts only the daemons that exited, with their data",
           "[cli]") {
   tools::TempDir home;

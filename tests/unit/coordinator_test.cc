@@ -196,6 +196,7 @@ class Cluster {
   std::set<int> unreachable;
   std::set<int> older_than_carried_commits;  // refuse a write's `commits`, as such replicas do
   bool replicas_forget_dropped = false;  // replies without `dropped`, as before design change 16
+  std::set<int> foreign;  // replicas of another cluster: they answer wrong_cluster, unapplied
 
  private:
   OpId started(OpId op) {
@@ -205,6 +206,9 @@ class Cluster {
 
   void deliver(const Send& s) {
     if (unreachable.count(s.replica)) return coord_->on_unreachable(s.replica, s.request.id, now_);
+    if (foreign.count(s.replica)) {
+      return coord_->on_reply(s.replica, wire::error_reply(s.request.id, Status(Code::kWrongCluster, "elsewhere")), now_);
+    }
     const auto* write = std::get_if<wire::WriteRequest>(&s.request.body);
     if (write != nullptr && !write->commits.empty() && older_than_carried_commits.count(s.replica)) {
       ReplicaReply refused = wire::error_reply(s.request.id, Status(Code::kBadRequest, "write has unknown field 'commits'"));
@@ -251,6 +255,43 @@ class Cluster {
 };
 
 const Fence kFence3{"L", 3};
+
+// ---- cluster identity ----
+
+TEST_CASE("replicas of another cluster: W or R out of reach ends the call at once with wrong_cluster",
+          "[coordinator][identity]") {
+  CoordinatorOptions o;
+  o.cluster_id = std::string(16, '\xa1');
+  Cluster c(o);
+  c.foreign = {0, 1, 2};
+  OpId put = c.put("k", "v", {});
+  OpId fence = c.fence(kFence3);
+  OpId get = c.get("k");
+  // No time passed: nothing waited for a deadline, nothing is asked again.
+  CHECK(c.write_result(put).status.code() == Code::kWrongCluster);
+  CHECK(c.write_result(fence).status.code() == Code::kWrongCluster);
+  CHECK(c.read_result(get).status.code() == Code::kWrongCluster);
+  const size_t sent = c.log().size();
+  CHECK(sent == 3 + 3 + 2);  // the write and the fence to all N, the read to R
+  for (const Send& s : c.log()) CHECK(s.request.cluster == o.cluster_id);
+  c.advance_to(kTimeout * 2);
+  CHECK(c.log().size() == sent);
+}
+
+TEST_CASE("one replica of another cluster counts as one that never stores: the others make the quorum",
+          "[coordinator][identity]") {
+  Cluster c;
+  c.foreign = {1};
+  OpId put = c.put("k", "v", {});
+  CHECK(c.write_result(put).status.is_ok());
+  OpId get = c.get("k");
+  c.advance_to(CoordinatorOptions{}.hedge_ms);
+  REQUIRE(c.done(get));
+  INFO(c.read_result(get).status.to_string());
+  CHECK(c.read_result(get).status.is_ok());
+  CHECK(c.read_result(get).value == "v");
+  CHECK_FALSE(c.replica(1).stored("k").has_value());
+}
 
 // ---- writes ----
 

@@ -128,6 +128,8 @@ TEST_CASE("lock wire: every request type round-trips", "[wire][lockgroup]") {
       {"lock_status", {UINT64_MAX, LockStatusRequest{}}},
       {"lock_status after a lock", {14, LockStatusRequest{"orders/17"}}},
       {"lock_status after the longest name", {15, LockStatusRequest{longest_lock}}},
+      {"acquire naming its cluster", {16, kAcquire, std::string(16, '\xc1')}},
+      {"find_master naming its cluster", {17, FindMasterRequest{}, std::string("0123456789abcdef")}},
   };
   test::check_request_round_trips(cases, wire::encode_lock_request, wire::decode_lock_request);
 }

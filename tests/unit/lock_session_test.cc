@@ -946,6 +946,49 @@ TEST_CASE("a lease the master refuses ends the session at once, saying why", "[l
   CHECK(g.s.next_timer_ms() == LockSession::kNever);
 }
 
+TEST_CASE("every request names the cluster, and a node of another cluster ends the session at once",
+          "[lock_session]") {
+  const std::string id(16, '\xa1');
+  LockSessionOptions o = options();
+  o.cluster_id = id;
+  Group g(o);
+  Outgoing open = g.one();
+  CHECK(open.request.cluster == id);
+  const uint64_t call = g.s.acquire("x", LockMode::kExclusive, 0, 0, g.now);
+  LockReply refused = Group::master_reply(open, Code::kWrongCluster, 0);
+  refused.status = Status(Code::kWrongCluster, "this daemon belongs to cluster b2, the request is for cluster a1");
+  g.reply(open, refused);
+  CHECK(g.s.state() == SessionState::kExpired);
+  CHECK(g.s.take_events() == std::vector{SessionState::kExpired});
+  CHECK(g.s.open_error().code() == Code::kWrongCluster);
+  CHECK(g.s.open_error().message() == "tcp://n0:7000 is not a node of this cluster: " + refused.status.message());
+  CallDone d = g.one_done();
+  CHECK(d.call == call);
+  CHECK(d.status.code() == Code::kWrongCluster);
+  CHECK(d.status.message() == g.s.open_error().message());
+  // Final: nothing is asked again, of that node or another.
+  g.at(kStart + 60000);
+  g.nothing_sent();
+  CHECK(g.s.next_timer_ms() == LockSession::kNever);
+}
+
+TEST_CASE("a node of another cluster ends an open session and its calls", "[lock_session]") {
+  LockSessionOptions o = options();
+  o.cluster_id = std::string(16, '\xa1');
+  Group g(o);
+  g.open();
+  const uint64_t call = g.s.acquire("x", LockMode::kExclusive, 0, 0, g.now);
+  Outgoing acquire = g.one();
+  CHECK(acquire.request.cluster == o.cluster_id);
+  g.reply(acquire, Group::master_reply(acquire, Code::kWrongCluster, 0));
+  CHECK(g.s.state() == SessionState::kExpired);
+  CallDone d = g.one_done();
+  CHECK(d.call == call);
+  CHECK(d.status.code() == Code::kWrongCluster);
+  CHECK(d.status.message().starts_with(kEndpoints[acquire.node] + " is not a node of this cluster: "));
+  CHECK(g.s.open_error().is_ok());  // it had opened
+}
+
 // ---- Lease, against a LeaseClock the test sets ----
 
 std::atomic<uint64_t> fake_now{0};

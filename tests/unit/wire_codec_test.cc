@@ -159,6 +159,8 @@ TEST_CASE("wire: every request type round-trips", "[wire]") {
       {"read", {9, ReadRequest{"k"}}},
       {"read of the empty key", {10, ReadRequest{""}}},
       {"read with the floor of another lock", {11, ReadRequest{"k", "M"}}},
+      {"write naming its cluster", {12, kWrite, std::string("\x00\xff\x5a cluster id \x01", 16)}},
+      {"ping naming its cluster", {13, PingRequest{}, std::string(16, '\x07')}},
   };
   test::check_request_round_trips(cases, wire::encode_request, wire::decode_request);
 }
@@ -451,6 +453,27 @@ TEST_CASE("wire: envelope problems and id_out", "[wire]") {
   key_twice.push_back({"key", bin("k2")});
   cases.push_back({"duplicate field", key_twice, Code::kMalformed, 0});
   test::check_cases(cases, decode);
+}
+
+TEST_CASE("wire: a request's cluster is the 16 bytes of a cluster id", "[wire]") {
+  auto with_cluster = [](std::string id) {
+    Fields f = write_fields();
+    f.insert(f.begin() + 3, {"cluster", bin(std::move(id))});
+    return f;
+  };
+  test::check_cases({{"15 bytes", with_cluster(std::string(15, 'c')), Code::kBadRequest, kId},
+                     {"none at all", with_cluster(""), Code::kBadRequest, kId},
+                     {"17 bytes", with_cluster(std::string(17, 'c')), Code::kTooLarge, kId},
+                     {"an integer", [] {
+                        Fields f = write_fields();
+                        f.push_back({"cluster", u64(1)});
+                        return f;
+                      }(), Code::kBadRequest, kId}},
+                    decode);
+  // Encoded right after the envelope, as bin.
+  const std::string bytes = wire::encode_request({kId, PingRequest{}, std::string(16, 'c')});
+  CHECK(bytes.find(std::string("\xa7" "cluster\xc4\x10") + std::string(16, 'c')) != std::string::npos);
+  CHECK(wire::encode_request({kId, PingRequest{}}).find("cluster") == std::string::npos);
 }
 
 TEST_CASE("wire: wrong field types are BadRequest", "[wire]") {
