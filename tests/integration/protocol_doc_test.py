@@ -435,6 +435,13 @@ def run(replica):
         check.reply("wrong version", c.call_raw(msgpack.packb({"v": 2, "id": 91, "type": "ping"}), 91),
                     "unsupported_version")
         check.reply("unknown field", c.call("ping", color="red"), "bad_request")
+        # cluster identity: this replica has no id, so it answers no request that names one
+        other = c.call("write", key=b"kc", value=b"1", ts=encode_ts(0, ms), cluster=b"\xa1" * 16)
+        check.reply("a write for a cluster, to a replica without an id", other, "wrong_cluster")
+        assert other["message"] == "this daemon belongs to cluster none, the request is for cluster " + "a1" * 16, other
+        check.reply("nothing of it was stored", c.call("read", key=b"kc"), "ok")
+        check.reply("cluster of 15 bytes", c.call("ping", cluster=b"\x01" * 15), "bad_request")
+        check.reply("cluster of 17 bytes", c.call("ping", cluster=b"\x01" * 17), "too_large")
         check.reply("missing key", c.call("read"), "bad_request")
         check.reply("mistyped token", c.call("fence", lock="L", token="7"), "bad_request")
         check.reply("fence token 0", c.call("fence", lock="L", token=0), "bad_request")

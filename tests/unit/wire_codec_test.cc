@@ -458,7 +458,7 @@ TEST_CASE("wire: envelope problems and id_out", "[wire]") {
 TEST_CASE("wire: a request's cluster is the 16 bytes of a cluster id", "[wire]") {
   auto with_cluster = [](std::string id) {
     Fields f = write_fields();
-    f.insert(f.begin() + 3, {"cluster", bin(std::move(id))});
+    f.insert(f.begin() + 3, test::Field{"cluster", bin(std::move(id))});
     return f;
   };
   test::check_cases({{"15 bytes", with_cluster(std::string(15, 'c')), Code::kBadRequest, kId},
