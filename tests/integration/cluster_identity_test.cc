@@ -145,6 +145,21 @@ TEST_CASE("identity: a replica started without a cluster file takes its id from 
     CHECK(none.value().status.code() == Code::kWrongCluster);
     CHECK(none.value().status.message().find("belongs to cluster none") != std::string::npos);
   }
+  SECTION("--help says where each daemon takes its id from; --cluster-id and --cluster exclude each other") {
+    tools::Process help({test::replica_binary(), "--help"}, dir.sub("help.log"));
+    REQUIRE(help.wait(10000).has_value());
+    CHECK_THAT(help.log(), Catch::Contains("--cluster-id") && Catch::Contains("wrong_cluster"));
+    tools::Process lockd_help({test::lockd_binary(), "--help"}, dir.sub("lockd-help.log"));
+    REQUIRE(lockd_help.wait(10000).has_value());
+    CHECK_THAT(lockd_help.log(), Catch::Contains("cluster_id") && Catch::Contains("wrong_cluster"));
+    tools::Process both({test::replica_binary(), "--data-dir", dir.sub("both"), "--cluster", dir.sub("c.toml"),
+                         "--cluster-id", mine},
+                        dir.sub("both.log"));
+    auto ended = both.wait(10000);
+    REQUIRE(ended.has_value());
+    CHECK(*ended != 0);
+    CHECK_THAT(both.log(), Catch::Contains("--cluster-id"));
+  }
   SECTION("an --cluster-id that is not 32 hex digits is refused at start") {
     tools::Process bad({test::replica_binary(), "--data-dir", dir.sub("bad"), "--insecure", "--cluster-id", "12ab"},
                        dir.sub("bad.log"));
