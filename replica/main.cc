@@ -202,7 +202,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100000));
   auto* cluster = app.add_option("--cluster", flags.cluster_file,
                                  "Cluster file (TOML): check the sequencer of every fenced write and fence\n"
-                                 "against its lock group ('group') and cluster key ('key_file')");
+                                 "against its lock group ('group') and cluster key ('key_file'); its\n"
+                                 "cluster_id, when set, is this replica's (see --cluster-id)");
   auto* key_file = app.add_option("--key-file", flags.key_file,
                                   "Instead of --cluster: the cluster key file (64 hex digits); needs --group");
   auto* group = app.add_option("--group", flags.group,
