@@ -254,12 +254,12 @@ using ReplicaRequestBody = std::variant<PingRequest, WriteRequest, FenceRequest,
 struct ReplicaRequest {
   uint64_t id = 0;
   ReplicaRequestBody body;
-  // Set by the receiving replica, never encoded: the frame carried a valid
-  // repairer's seal (common/repair_seal.h).
-  bool from_repairer = false;
   // The id of the cluster the sender means (common/cluster_id.h), on the wire
   // as "cluster"; empty: any. A replica of another cluster answers wrong_cluster.
   std::string cluster{};
+  // Set by the receiving replica, never encoded: the frame carried a valid
+  // repairer's seal (common/repair_seal.h).
+  bool from_repairer = false;
   friend bool operator==(const ReplicaRequest&, const ReplicaRequest&) = default;
 };
 
