@@ -27,6 +27,10 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
+// The role `cluster status` shows for a daemon that answers as another
+// cluster's (wrong_cluster): its port was taken by someone else's daemon.
+constexpr const char* kOtherCluster = "another cluster's";
+
 struct ClusterFlags {
   std::string dir;
   int lockd = 3;
@@ -266,9 +270,11 @@ int status(const ClusterFlags& flags, const CommonOptions& common) {
   zmq::context_t ctx(1);
   nlohmann::json daemons = nlohmann::json::array();
   HealthCounts counts;
+  std::string cluster_id;  // the daemons must answer as this cluster's
   if (auto config = load_cluster_file(flags.cluster_file()); config.is_ok()) {
     counts.read_quorum = config.value().read_quorum;
     counts.write_quorum = config.value().write_quorum;
+    cluster_id = config.value().cluster_id;
   }
   for (const DaemonRecord& r : records.value()) {
     std::string state = !is_alive(r) ? "exited" : is_paused(r) ? "paused" : "running";
@@ -276,16 +282,22 @@ int status(const ClusterFlags& flags, const CommonOptions& common) {
     std::optional<uint64_t> epoch;
     if (state == "running") {
       if (r.name.starts_with("lockd-")) {
-        auto reply = call_lockd_endpoint(ctx, r.endpoint, wire::LockStatusRequest{}, 500ms);
-        role = reply ? reply->role : "not answering";
-        if (reply) epoch = reply->epoch;
+        auto reply = call_lockd_endpoint(ctx, r.endpoint, wire::LockStatusRequest{}, 500ms, cluster_id);
+        role = !reply                             ? "not answering"
+               : reply->status.code() == Code::kWrongCluster ? kOtherCluster
+               : reply->status.is_ok()           ? reply->role
+                                                 : "not answering";
+        if (reply && reply->status.is_ok()) epoch = reply->epoch;
       } else {
         client::ReplicaConnection conn(ctx, r.endpoint);
-        auto reply = conn.call({0, wire::PingRequest{}}, 500);
-        role = reply.is_ok() && reply.value().status.is_ok() ? "answering" : "not answering";
+        auto reply = conn.call({.id = 0, .body = wire::PingRequest{}, .cluster = cluster_id}, 500);
+        role = !reply.is_ok()                                          ? "not answering"
+               : reply.value().status.code() == Code::kWrongCluster ? kOtherCluster
+               : reply.value().status.is_ok()                       ? "answering"
+                                                                    : "not answering";
       }
     }
-    const bool answering = state == "running" && role != "not answering";
+    const bool answering = state == "running" && role != "not answering" && role != kOtherCluster;
     if (r.name.starts_with("lockd-")) {
       ++counts.lockd;
       counts.lockd_answering += answering ? 1 : 0;

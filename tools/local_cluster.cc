@@ -327,9 +327,11 @@ Status LocalCluster::launch() {
     }
     argv.insert(argv.end(), {"--log-level", o.log_level});
     argv.insert(argv.end(), o.replica_args.begin(), o.replica_args.end());
-    auto probe = [ctx, ep](int timeout_ms) {
+    // Answering means answering as this cluster's: a daemon of another
+    // cluster on the same port answers wrong_cluster.
+    auto probe = [ctx, ep, id = config_.cluster_id](int timeout_ms) {
       client::ReplicaConnection conn(*ctx, ep);
-      auto reply = conn.call({0, wire::PingRequest{}}, timeout_ms);
+      auto reply = conn.call({.id = 0, .body = wire::PingRequest{}, .cluster = id}, timeout_ms);
       return reply.is_ok() && reply.value().status.is_ok();
     };
     replicas_.push_back(
@@ -342,8 +344,9 @@ Status LocalCluster::launch() {
                                      o.dir + "/" + name, "--log-level", o.log_level};
     argv.insert(argv.end(), o.lockd_args.begin(), o.lockd_args.end());
     const std::string ep = node.endpoint;
-    auto probe = [ctx, ep](int timeout_ms) {
-      return call_lockd_endpoint(*ctx, ep, wire::LockStatusRequest{}, milliseconds(timeout_ms)).has_value();
+    auto probe = [ctx, ep, id = config_.cluster_id](int timeout_ms) {
+      auto reply = call_lockd_endpoint(*ctx, ep, wire::LockStatusRequest{}, milliseconds(timeout_ms), id);
+      return reply.has_value() && reply->status.is_ok();
     };
     lockd_.push_back(
         std::make_unique<Daemon>(name, std::move(argv), ep, o.dir + "/" + name, o.dir + "/" + name + ".log", probe));
@@ -472,7 +475,7 @@ std::optional<wire::LockReply> LocalCluster::call_lockd(uint32_t id, const wire:
                                                         milliseconds timeout) {
   Daemon& d = lockd(id);
   if (!d.running() || d.paused()) return std::nullopt;
-  return call_lockd_endpoint(*ctx_, d.endpoint(), request, timeout);
+  return call_lockd_endpoint(*ctx_, d.endpoint(), request, timeout, config_.cluster_id);
 }
 
 std::optional<wire::LockReply> LocalCluster::lock_status(uint32_t id, milliseconds timeout) {

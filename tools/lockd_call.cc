@@ -11,9 +11,10 @@ namespace palisade::tools {
 
 std::optional<wire::LockReply> call_lockd_endpoint(zmq::context_t& ctx, const std::string& endpoint,
                                                    const wire::LockRequestBody& body,
-                                                   std::chrono::milliseconds timeout) {
+                                                   std::chrono::milliseconds timeout,
+                                                   const std::string& cluster) {
   using Clock = std::chrono::steady_clock;
-  const wire::LockRequest request{.id = next_lock_request_id(), .body = body};
+  const wire::LockRequest request{.id = next_lock_request_id(), .body = body, .cluster = cluster};
   try {
     zmq::socket_t s = transport::make_dealer(ctx, endpoint, {.queue_until_connected = true});
     const std::string bytes = wire::encode_lock_request(request);

@@ -19,10 +19,13 @@ namespace palisade::tools {
 constexpr size_t kMaxLockReplyBytes = size_t{16} << 20;
 
 // Sends `body` on a fresh DEALER to `endpoint` and waits for its reply; nullopt
-// when none comes within `timeout`.
+// when none comes within `timeout`. `cluster` is the id the request names
+// (raw bytes, common/cluster_id.h; empty: any): a node of another cluster
+// answers wrong_cluster.
 std::optional<wire::LockReply> call_lockd_endpoint(zmq::context_t& ctx, const std::string& endpoint,
                                                    const wire::LockRequestBody& body,
-                                                   std::chrono::milliseconds timeout);
+                                                   std::chrono::milliseconds timeout,
+                                                   const std::string& cluster);
 // A fresh request id, unique in this process.
 uint64_t next_lock_request_id();
 

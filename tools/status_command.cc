@@ -33,11 +33,15 @@ nlohmann::json epoch_json(uint64_t epoch) {
 
 // One replica as JSON: reachable, and what its stats say. A replica that
 // answers without stats (one older than the request: unknown_type; a disk
-// error) is reachable, with "stats_error" saying why.
-nlohmann::json replica_json(zmq::context_t& ctx, const std::string& endpoint, bool refused) {
+// error; one of another cluster: wrong_cluster) is reachable, with
+// "stats_error" saying why; "own_cluster" is false for the last.
+nlohmann::json replica_json(zmq::context_t& ctx, const std::string& endpoint, bool refused,
+                            const std::string& cluster) {
   client::ReplicaConnection conn(ctx, endpoint);
-  auto reply = refused ? Result<wire::ReplicaReply>(Status(Code::kUnavailable, "refused")) : conn.call({0, wire::StatsRequest{}}, 1000);
-  nlohmann::json out{{"endpoint", endpoint}, {"reachable", reply.is_ok()}};
+  auto reply = refused ? Result<wire::ReplicaReply>(Status(Code::kUnavailable, "refused"))
+                       : conn.call({.id = 0, .body = wire::StatsRequest{}, .cluster = cluster}, 1000);
+  nlohmann::json out{{"endpoint", endpoint}, {"reachable", reply.is_ok()},
+                     {"own_cluster", reply.is_ok() && reply.value().status.code() != Code::kWrongCluster}};
   for (const char* field : {"keys", "floor_count", "floors", "floors_cut", "data_bytes", "format", "insecure"}) {
     out[field] = nullptr;
   }
@@ -63,7 +67,8 @@ void print_replica(const nlohmann::json& r) {
     return;
   }
   if (r["keys"].is_null()) {
-    std::printf("  %-24s answering, no stats: %s\n", endpoint, r["stats_error"].get_ref<const std::string&>().c_str());
+    std::printf("  %-24s %s: %s\n", endpoint, r["own_cluster"].get<bool>() ? "answering, no stats" : "another cluster's",
+                r["stats_error"].get_ref<const std::string&>().c_str());
     return;
   }
   std::printf("  %-24s answering, %llu keys, %llu floors, %.1f MB of data%s\n", endpoint,
@@ -98,11 +103,16 @@ int run(const CommonOptions& common) {
   size_t lockd_answering = 0;
   for (const LockdNode& n : config.lockd) {
     auto reply = is_refused(n.endpoint) ? std::nullopt
-                                        : call_lockd_endpoint(ctx, n.endpoint, wire::LockStatusRequest{}, 1000ms);
+                                        : call_lockd_endpoint(ctx, n.endpoint, wire::LockStatusRequest{}, 1000ms,
+                                                              config.cluster_id);
     nlohmann::json node{{"id", n.id}, {"endpoint", n.endpoint}, {"reachable", reply.has_value()}, {"role", nullptr},
                         {"applied_slot", nullptr}, {"sessions", nullptr}, {"epoch", nullptr},
-                        {"epoch_round", nullptr}, {"epoch_node", nullptr}};
-    if (reply) {
+                        {"epoch_round", nullptr}, {"epoch_node", nullptr}, {"error", nullptr}};
+    // A node that answers with an error (wrong_cluster: it is another
+    // cluster's) is reachable but not counted as answering.
+    if (reply && !reply->status.is_ok()) {
+      node["error"] = reply->status.to_string();
+    } else if (reply) {
       ++lockd_answering;
       node.update({{"role", reply->role}, {"applied_slot", reply->applied_slot}, {"sessions", reply->sessions}});
       node.update(epoch_json(reply->epoch));
@@ -125,7 +135,8 @@ int run(const CommonOptions& common) {
       }
       if (page.size() < wire::kMaxStatusLocks) break;
       auto next =
-          call_lockd_endpoint(ctx, master_endpoint, wire::LockStatusRequest{.after = page.back().name}, 1000ms);
+          call_lockd_endpoint(ctx, master_endpoint, wire::LockStatusRequest{.after = page.back().name}, 1000ms,
+                              config.cluster_id);
       if (!next || !next->status.is_ok()) {
         locks_complete = false;
         break;
@@ -137,8 +148,8 @@ int run(const CommonOptions& common) {
   nlohmann::json replicas = nlohmann::json::array();
   int answering = 0;
   for (const std::string& endpoint : config.replicas) {
-    replicas.push_back(replica_json(ctx, endpoint, is_refused(endpoint)));
-    answering += replicas.back()["reachable"].get<bool>() ? 1 : 0;
+    replicas.push_back(replica_json(ctx, endpoint, is_refused(endpoint), config.cluster_id));
+    answering += replicas.back()["own_cluster"].get<bool>() ? 1 : 0;
   }
   const int majority = static_cast<int>(config.replicas.size()) / 2 + 1;
   const int write_quorum = config.write_quorum != 0 ? config.write_quorum : majority;
@@ -177,6 +188,11 @@ int run(const CommonOptions& common) {
     if (!n["reachable"].get<bool>()) {
       std::printf("  %-4u %-24s %s\n", n["id"].get<unsigned>(), n["endpoint"].get<std::string>().c_str(),
                   "not answering");
+      continue;
+    }
+    if (!n["error"].is_null()) {
+      std::printf("  %-4u %-24s %s\n", n["id"].get<unsigned>(), n["endpoint"].get<std::string>().c_str(),
+                  n["error"].get_ref<const std::string&>().c_str());
       continue;
     }
     std::printf("  %-4u %-24s %-10s %-8s %-8llu %llu\n", n["id"].get<unsigned>(),

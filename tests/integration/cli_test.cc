@@ -36,6 +36,7 @@
 
 #include "client/replica_connection.h"
 #include "common/cluster_config.h"
+#include "common/cluster_id.h"
 #include "common/lock_protocol.h"
 #include "common/transport.h"
 #include "palisade/lock_client.h"
@@ -194,6 +195,39 @@ TEST_CASE("cli: cluster up starts a healthy cluster in the background, down stop
   CHECK(cs["healthy"] == true);
   CHECK(cs["daemons"].size() == 6);
   CHECK(palisade(home, {"put", "k", "kept across restarts"}).code == 0);
+
+  // Under another cluster's id, the same daemons are another cluster's: both
+  // status commands name them so and count none (issue #24: a port taken by
+  // another cluster's daemon must not pass for one's own).
+  {
+    const std::string file = dir + "/cluster.toml";
+    const std::string original = read_file(file);
+    ClusterConfig other = load_cluster_file(file).value();
+    other.cluster_id = new_cluster_id();
+    std::ofstream(file) << format_cluster_config(other);
+    Run foreign = palisade(home, {"cluster", "status", "-o", "json"});
+    INFO(foreign.out);
+    CHECK(foreign.code == 4);
+    auto fj = json_of(foreign);
+    CHECK(fj["state"] == "unavailable");
+    for (const auto& d : fj["daemons"]) CHECK(d["role"] == "another cluster's");
+    Run foreign_status = palisade(home, {"-o", "json", "status"});
+    INFO(foreign_status.out);
+    CHECK(foreign_status.code == 4);
+    auto sj = json_of(foreign_status);
+    CHECK(sj["lock_group"]["master"].is_null());
+    for (const auto& n : sj["lock_group"]["nodes"]) {
+      CHECK(n["reachable"] == true);
+      CHECK(n["error"].get<std::string>().starts_with("wrong_cluster: "));
+    }
+    for (const auto& r : sj["replicas"]) {
+      CHECK(r["reachable"] == true);
+      CHECK(r["own_cluster"] == false);
+    }
+    Run foreign_text = palisade(home, {"status"});
+    CHECK(foreign_text.out.find("another cluster's: wrong_cluster: ") != std::string::npos);
+    std::ofstream(file) << original;
+  }
 
   Run again = palisade(home, {"cluster", "up"});
   CHECK(again.code == 0);
