@@ -1,4 +1,4 @@
-// The quorum coordinator (DESIGN "Client", "Fence safety"): sans-I/O. It turns
+// The quorum coordinator (docs/design.md "Client", "Fence safety"): sans-I/O. It turns
 // puts, deletes, fences and gets into requests to replicas, and replies and time
 // into results. It never touches sockets, threads or clocks: `now_ms` comes in
 // from the caller (any monotonic millisecond count), and write timestamps from

@@ -1,5 +1,5 @@
-// The client side of a lock-group session, sans-I/O (DESIGN "Lock group",
-// client side): finds the master, opens the session, schedules KeepAlives, keeps
+// The client side of a lock-group session, sans-I/O (docs/design.md
+// "Sessions and leases"): finds the master, opens the session, schedules KeepAlives, keeps
 // the local lease deadline, and runs acquire/release/check calls with retries
 // across failovers. LockClient wires it to ZeroMQ and CLOCK_BOOTTIME; the
 // simulator wires it to simulated nodes and clocks.

@@ -18,7 +18,7 @@
 
 namespace palisade::wire {
 
-constexpr uint64_t kMaxLockDelayMs = 60'000;  // DESIGN: lock-delay is at most 60 s
+constexpr uint64_t kMaxLockDelayMs = 60'000;  // lock-delay: at most 60 s (docs/design.md "Sessions and leases")
 // The session lease a client may choose (OpenSessionRequest::lease_ms); the
 // master also asks for at least twice its heartbeat_ms. Shorter leases mean
 // KeepAlives (a third of the lease apart) faster than the group's own

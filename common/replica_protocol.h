@@ -114,7 +114,7 @@ struct FenceRequest {
 };
 // Commit and purge name a version by timestamp and, since two writes can share
 // a timestamp, by content_hash() when `hash` is set.
-struct PurgeRequest {  // drop a pending version found superseded (DESIGN "Fence safety" 3)
+struct PurgeRequest {  // drop a pending version found superseded (docs/design.md "Fence safety" 3)
   std::string key;
   FencedTimestamp ts;
   std::optional<uint64_t> hash{};

@@ -1,4 +1,4 @@
-// Sequencers (DESIGN "Lock group"): the proof of a grant that a lock holder hands
+// Sequencers (docs/design.md "Sequencers"): the proof of a grant that a lock holder hands
 // to the services it writes to. It names the lock, mode, fencing token and lock
 // group, and carries a MAC under the cluster key, so a client cannot forge a
 // token (a forged token 2^63 would fence a lock forever).

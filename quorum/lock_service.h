@@ -1,4 +1,4 @@
-// The lock service of one palisade-lockd node, sans-I/O (DESIGN "Lock group"):
+// The lock service of one palisade-lockd node, sans-I/O (docs/design.md "Lock group"):
 // it answers client requests, runs the PaxosNode that replicates the lock table,
 // and, while master, keeps the session leases, lock-delays and waits on its own
 // monotonic clock and ends them with logged commands.

@@ -1,5 +1,5 @@
-// The lock table: the replicated state machine of the lock group (DESIGN "Lock
-// group"). Deterministic and pure: every node applies the same chosen commands
+// The lock table: the replicated state machine of the lock group (docs/design.md
+// "Lock group"). Deterministic and pure: every node applies the same chosen commands
 // in the same order and reaches the same state. No clocks, no I/O: durations
 // (lock-delay, wait) are stored as durations, and the master times them on its
 // own clock and ends them with logged commands (EndDelay, CancelWait, ExpireSession).

@@ -1,4 +1,4 @@
-// One node of the lock group's multi-Paxos (DESIGN "Lock group"): acceptor,
+// One node of the lock group's multi-Paxos (docs/design.md "Lock group"): acceptor,
 // proposer and learner in one sans-I/O class. It takes peer messages and timer
 // ticks with the local monotonic time, and returns messages to send and chosen
 // values to apply; durable state goes through PaxosStorage.

@@ -1,4 +1,4 @@
-// The replica's request handler (DESIGN "Replicas"): sans-I/O. It applies decoded
+// The replica's request handler (docs/design.md "Replicas"): sans-I/O. It applies decoded
 // requests to a ReplicaStore by the fenced last-writer-wins rules and returns the
 // replies; it never touches sockets, files or threads, and reads time only through
 // the HybridClock it is given.

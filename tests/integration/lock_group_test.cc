@@ -1,8 +1,8 @@
 // The lock group as a whole, on real processes: three palisade-lockd nodes and
 // three palisade-replica daemons (verifying sequencers) started by
 // tools::LocalCluster, clients in this process and lock holders in processes of
-// their own (`palisade demo-holder`) that the tests pause and kill. DESIGN "Lock
-// group", "Client" and "Fence safety"; docs/sessions.md.
+// their own (`palisade demo-holder`) that the tests pause and kill. docs/design.md
+// "Lock group", "Client" and "Fence safety"; docs/sessions.md.
 //
 // The cluster runs with short timings (session lease 3 s, master lease 1.5 s,
 // election timeout 0.5 s) so that failovers and expiries take seconds. Every

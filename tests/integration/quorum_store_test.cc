@@ -1,5 +1,5 @@
 // QuorumStore against three real palisade-replica processes (N=3, W=2, R=2):
-// DESIGN's "Client" and "Fence safety" on real sockets and disks.
+// docs/design.md "Client" and "Fence safety" on real sockets and disks.
 #include <catch2/catch.hpp>
 
 #include <atomic>

@@ -1,5 +1,6 @@
 // What clients asked and were answered, with simulated start and end times, and
-// the checkers that judge it against DESIGN's "Fence safety" promises.
+// the checkers that judge it against the promises of docs/design.md
+// "Fence safety".
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Checkers of two promises of the lock group that no single node can see
 // broken: lock-delay (docs/sessions.md "Lock-delay", docs/design-changes.md
 // §11) and fencing tokens that strictly increase over all grants of the group
-// (DESIGN "Lock group", docs/sessions.md "Leases and tokens"). The lock
+// (docs/design.md "Lock group", docs/sessions.md "Leases and tokens"). The lock
 // simulation feeds them what it sees; they keep their own records, across
 // every node and every reboot. Times are global simulated milliseconds.
 #pragma once

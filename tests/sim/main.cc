@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
            Control{"--broken-checksum", &QuorumSimOptions::broken_replicas_skip_checksum,
                    "replicas serve bit-flipped values (use with --corrupt-rate 0.3)"},
            Control{"--broken-fenced-rule", &QuorumSimOptions::broken_literal_fenced_rule,
-                   "writes answered Fenced by DESIGN's literal rule"},
+                   "writes answered Fenced by the starting design's literal rule (docs/design-changes.md 2)"},
            Control{"--broken-quorums", &QuorumSimOptions::broken_quorums_do_not_intersect,
                    "readers ask N - W replicas, so read and write quorums may miss"},
            Control{"--broken-forget-dropped", &QuorumSimOptions::broken_replicas_forget_dropped,

@@ -162,8 +162,8 @@ class QuorumSim {
     if (!reply.is_ok()) return;
     world_.record("client " + std::to_string(c) + " <- " + std::to_string(from) + " " + describe(reply.value()));
     if (o_.broken_literal_fenced_rule) {
-      // DESIGN's rule applied as replies arrive: a refusal while fewer than W
-      // replicas acknowledged decides Fenced.
+      // The starting design's rule (docs/design-changes.md 2) applied as replies arrive: a
+      // refusal while fewer than W replicas acknowledged decides Fenced.
       Code code = reply.value().status.code();
       auto it = clients_[c].write_requests.find(reply.value().id);
       if (it != clients_[c].write_requests.end()) {

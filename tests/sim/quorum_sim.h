@@ -56,7 +56,7 @@ struct QuorumSimOptions {
   // Replicas do not check checksums, so a bit flip changes a value they serve:
   // "never written with that content" (run it with a higher corrupt_per_second).
   bool broken_replicas_skip_checksum = false;
-  // Writes are answered by DESIGN's literal rule, "fewer than W acks with any
+  // Writes are answered by the starting design's literal rule, "fewer than W acks with any
   // FENCED/STALE refusal: Fenced" (docs/design-changes.md 2), applied as replies
   // arrive: a refusal before the W-th ack decides Fenced, though the write may
   // reach W copies (a fence in flight reaches one replica first): "visible

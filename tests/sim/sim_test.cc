@@ -254,7 +254,7 @@ TEST_CASE("sim: negative control, replicas that skip checksums are caught", "[si
   check_caught(broken, 50, {{"never written with that content", 15}});  // in 49 runs
 }
 
-TEST_CASE("sim: negative control, DESIGN's literal Fenced rule is caught", "[sim]") {
+TEST_CASE("sim: negative control, the literal Fenced rule of design-changes 2 is caught", "[sim]") {
   QuorumSimOptions broken;
   broken.broken_literal_fenced_rule = true;
   // The rule differs only when a refusal comes before the W-th ack: fence

@@ -1,4 +1,4 @@
-// The quorum coordinator (DESIGN "Client", "Fence safety") driven by hand: a fake
+// The quorum coordinator (docs/design.md "Client", "Fence safety") driven by hand: a fake
 // cluster of N replicas, each a real ReplicaHandler over a MemoryStore, behind a
 // network the test controls (hold a message back, release it later, make a
 // replica unreachable), and one manual clock for everybody.

@@ -1,4 +1,4 @@
-// The lock table (DESIGN "Lock group"): grants, tokens, queues, lock-delay,
+// The lock table (docs/design.md "Lock group"): grants, tokens, queues, lock-delay,
 // sessions, the batch codec and snapshots. Random cases come from fixed seeds so
 // a failure reproduces.
 #include "quorum/lock_table.h"

@@ -1,5 +1,5 @@
-// DESIGN's replica rules as a table of cases, run through the sans-I/O handler on
-// the in-memory store.
+// The replica rules (docs/design.md "Replicas") as a table of cases, run through the
+// sans-I/O handler on the in-memory store.
 #include <catch2/catch.hpp>
 
 #include "common/hybrid_clock.h"

@@ -1,4 +1,4 @@
-// Properties of the fenced hybrid timestamp (DESIGN "Fenced hybrid timestamp"):
+// Properties of the fenced hybrid timestamp (docs/design.md "Fenced hybrid timestamp"):
 // byte order equals timestamp order, the token dominates, and the binary and human
 // forms round-trip. Random cases come from a fixed seed so a failure reproduces.
 #include <algorithm>

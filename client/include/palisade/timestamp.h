@@ -1,5 +1,6 @@
-// The fenced hybrid timestamp (DESIGN "Fenced hybrid timestamp"): a fencing token in
-// the high 64 bits, a hybrid logical clock value in the low 64, ordered token first.
+// The fenced hybrid timestamp (docs/design.md "Fenced hybrid timestamp"): a fencing
+// token in the high 64 bits, a hybrid logical clock value in the low 64, ordered
+// token first.
 #pragma once
 
 #include <array>
