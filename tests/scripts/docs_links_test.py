@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Checks the repository's markdown links and that nothing cites the external design.
 
-1. Every relative link in every *.md file points to an existing file, and its
-   #anchor (if any) to a heading of the target, by GitHub's slug rules.
+1. Every relative link (or image) in every *.md file points to an existing file
+   of the repository, and its #anchor (if any) to a heading of the target, by
+   GitHub's slug rules.
 2. No file names the design document the project started from, which is not
    part of the repository (docs/design.md replaces it).
 
 Usage: docs_links_test.py [REPO_ROOT]  (default: two levels above this script)
 """
+import functools
 import os
 import re
 import sys
@@ -15,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parents[2]).resolve()
 
-LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 # Written split so that this file does not match its own patterns.
 FORBIDDEN = [re.compile(p) for p in ("DESIGN" r"\.md", "shared/" "DESIGN", "DESIGN" ' "', "DESIGN" "'s")]
@@ -45,18 +47,17 @@ def slug(heading):
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
-def anchors(path, cache={}):
-    if path not in cache:
-        count, found = {}, set()
-        for _, line in prose(path.read_text(encoding="utf-8")):
-            m = HEADING.match(line)
-            if m:
-                base = slug(m.group(1))
-                n = count.get(base, 0)  # GitHub numbers repeated headings: x, x-1, x-2
-                found.add(f"{base}-{n}" if n else base)
-                count[base] = n + 1
-        cache[path] = found
-    return cache[path]
+@functools.cache
+def anchors(path):
+    count, found = {}, set()
+    for _, line in prose(path.read_text(encoding="utf-8")):
+        m = HEADING.match(line)
+        if m:
+            base = slug(m.group(1))
+            n = count.get(base, 0)  # GitHub numbers repeated headings: x, x-1, x-2
+            found.add(f"{base}-{n}" if n else base)
+            count[base] = n + 1
+    return found
 
 
 def check_links(md):
