@@ -6,6 +6,8 @@
    GitHub's slug rules.
 2. No file names the design document the project started from, which is not
    part of the repository (docs/design.md replaces it).
+3. A citation of a section of docs/design.md (`docs/design.md "Lock group"`,
+   also across comment lines) names a heading of it.
 
 Usage: docs_links_test.py [REPO_ROOT]  (default: two levels above this script)
 """
@@ -20,6 +22,7 @@ ROOT = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parents[2]).res
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 # Written split so that this file does not match its own patterns.
+CITATION = re.compile(r'design\.md(?:\s|//|#)*"([^"\n]+)"')
 FORBIDDEN = [re.compile(p) for p in ("DESIGN" r"\.md", "shared/" "DESIGN", "DESIGN" ' "', "DESIGN" "'s")]
 
 
@@ -84,9 +87,15 @@ def check_citations(path):
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:  # binary (an image)
         return []
-    return [f"{path.relative_to(ROOT)}:{n}: cites the design outside the repository: {line.strip()}"
-            for n, line in enumerate(text.splitlines(), 1)
-            if any(p.search(line) for p in FORBIDDEN)]
+    errors = [f"{path.relative_to(ROOT)}:{n}: cites the design outside the repository: {line.strip()}"
+              for n, line in enumerate(text.splitlines(), 1)
+              if any(p.search(line) for p in FORBIDDEN)]
+    design = ROOT / "docs" / "design.md"
+    for m in CITATION.finditer(text):
+        if design.exists() and slug(m.group(1)) not in anchors(design):
+            n = text.count("\n", 0, m.start()) + 1
+            errors.append(f"{path.relative_to(ROOT)}:{n}: docs/design.md has no section \"{m.group(1)}\"")
+    return errors
 
 
 def main():
