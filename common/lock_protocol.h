@@ -127,7 +127,6 @@ struct LockReply {
   uint64_t applied_slot = 0;
   uint64_t sessions = 0;
   std::vector<LockInfo> locks;  // at most kMaxStatusLocks, by name
-  friend bool operator==(const LockReply&, const LockReply&) = default;
 };
 
 std::string encode_lock_request(const LockRequest& request);

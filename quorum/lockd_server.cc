@@ -17,8 +17,7 @@ uint64_t boottime_ms() {
 }
 
 LockdServer::LockdServer(zmq::context_t& ctx, PaxosStorage& storage, LockdServerOptions options)
-    : ctx_(ctx),
-      storage_(storage),
+    : storage_(storage),
       options_(std::move(options)),
       auth_(options_.service.key, options_.service.group),
       router_(transport::make_router(ctx, options_.listen_endpoint, options_.socket)) {

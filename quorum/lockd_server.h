@@ -85,7 +85,6 @@ class LockdServer {
   // what the master applied (grants, releases, closed and expired sessions).
   void log_changes(uint64_t now);
 
-  zmq::context_t& ctx_;
   PaxosStorage& storage_;
   LockdServerOptions options_;
   PeerAuth auth_;
