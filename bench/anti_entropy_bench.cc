@@ -7,15 +7,15 @@
 #include <filesystem>
 
 #include "bench/bench_support.h"
-#include "palisade/anti_entropy.h"
+#include "antientropy/anti_entropy.h"
 #include "replica/lmdb_store.h"
 
 namespace palisade::bench {
 namespace {
 
 struct Flags {
-  std::string replica_bin = tools::sibling_replica_binary();
-  std::string tmp_dir = tools::default_temp_base();
+  std::string replica_bin = cli::sibling_replica_binary();
+  std::string tmp_dir = cli::default_temp_base();
   uint64_t keys = 1'000'000;
   double differ_percent = 1;
   size_t value_bytes = 100;
@@ -51,7 +51,7 @@ uint64_t load(const std::string& dir, const Flags& flags, bool newer) {
   return differing_bytes;
 }
 
-Result<AntiEntropyReport> repair(const tools::ReplicaProcess& a, const tools::ReplicaProcess& b) {
+Result<AntiEntropyReport> repair(const cli::ReplicaProcess& a, const cli::ReplicaProcess& b) {
   AntiEntropyOptions o;
   o.replicas = {a.endpoint(), b.endpoint()};
   o.timeout = std::chrono::seconds(30);
@@ -59,14 +59,14 @@ Result<AntiEntropyReport> repair(const tools::ReplicaProcess& a, const tools::Re
 }
 
 int run(const Flags& flags) {
-  tools::TempDir dir(flags.tmp_dir);
+  cli::TempDir dir(flags.tmp_dir);
   auto t0 = Clock::now();
   load(dir.sub("a"), flags, false);
   const uint64_t differing_bytes = load(dir.sub("b"), flags, true);
   std::printf("loaded %llu keys of %zu-byte values into two data dirs in %.1f s (through the store API)\n",
               static_cast<unsigned long long>(flags.keys), flags.value_bytes, ms_between(t0, Clock::now()) / 1000);
   t0 = Clock::now();
-  tools::ReplicaProcess a(flags.replica_bin, dir.sub("a")), b(flags.replica_bin, dir.sub("b"));
+  cli::ReplicaProcess a(flags.replica_bin, dir.sub("a")), b(flags.replica_bin, dir.sub("b"));
   std::printf("both replicas started (each checks its records and builds its tree) in %.1f s\n",
               ms_between(t0, Clock::now()) / 1000);
 

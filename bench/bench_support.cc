@@ -14,8 +14,8 @@
 
 #include <zmq.hpp>
 
-#include "common/transport.h"
-#include "tools/process.h"
+#include "transport/transport.h"
+#include "cli/process.h"
 
 namespace palisade::bench {
 
@@ -86,7 +86,7 @@ Replicas start_replicas(const std::string& replica_bin, const std::string& dir, 
     const std::string data_dir = dir + "/replica" + std::to_string(i);
     std::filesystem::create_directories(data_dir);
     replicas.push_back(
-        std::make_unique<tools::ReplicaProcess>(replica_bin, data_dir, std::vector<std::string>{"--log-level", "warn"}));
+        std::make_unique<cli::ReplicaProcess>(replica_bin, data_dir, std::vector<std::string>{"--log-level", "warn"}));
   }
   return replicas;
 }
@@ -177,7 +177,7 @@ double echo_round_trip_p50_ms(double seconds, size_t message_bytes) {
   // Client and server each with a context (an I/O thread) of their own, as
   // in two processes: one context would serve both ends in one thread.
   zmq::context_t ctx(1), server_ctx(1);
-  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(tools::free_port());
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(cli::free_port());
   zmq::socket_t router = transport::make_router(server_ctx, endpoint, transport::SocketOptions{});
   std::atomic<bool> stop{false};
   std::thread echo([&] {

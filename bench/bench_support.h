@@ -1,4 +1,4 @@
-// What the end-to-end benches share beyond tools/ (daemons, temporary
+// What the end-to-end benches share beyond cli/ (daemons, temporary
 // directories) and client/ (ReplicaConnection): closed-loop load threads,
 // latency quantiles, RSS readings, the floor measurements (bare ZeroMQ round
 // trip, bare synced LMDB commit) and the PASS/MISS target lines.
@@ -16,10 +16,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "common/replica_protocol.h"
+#include "wire/replica_protocol.h"
 #include "palisade/status.h"
-#include "tools/replica_process.h"
-#include "tools/temp_dir.h"
+#include "cli/replica_process.h"
+#include "cli/temp_dir.h"
 
 namespace palisade::bench {
 
@@ -42,8 +42,8 @@ bool reset_peak_rss();
 
 // The options every end-to-end bench takes; `seconds` defaults differ.
 struct CommonFlags {
-  std::string replica_bin = tools::sibling_replica_binary();
-  std::string tmp_dir = tools::default_temp_base();
+  std::string replica_bin = cli::sibling_replica_binary();
+  std::string tmp_dir = cli::default_temp_base();
   double seconds = 2;
   double floor_seconds = 1;
   std::vector<int> clients = {1, 16, 64};
@@ -58,7 +58,7 @@ int run_main(const char* name, const std::function<int()>& run);
 // `count` copies of `replica_bin` on free loopback ports, serving `dir`/replicaI
 // (created), logging warnings and errors only (to `dir`/replicaI.log); all
 // started and answering. Each is killed when its object dies.
-using Replicas = std::vector<std::unique_ptr<tools::ReplicaProcess>>;
+using Replicas = std::vector<std::unique_ptr<cli::ReplicaProcess>>;
 Replicas start_replicas(const std::string& replica_bin, const std::string& dir, int count);
 // `what`, then the log of every replica, for an error message.
 std::string with_logs(const std::string& what, const Replicas& replicas);

@@ -6,7 +6,7 @@
 // round trip from the master to a follower), judged against the targets. bench/README.md explains what each number means.
 //
 // Everything runs in a temporary directory for a bounded time; the daemons
-// (tools::LocalCluster) are killed on the way out, also on error, and die with
+// (cli::LocalCluster) are killed on the way out, also on error, and die with
 // this process if it is killed.
 #include <algorithm>
 #include <chrono>
@@ -23,12 +23,12 @@
 #include <zmq.hpp>
 
 #include "bench/bench_support.h"
-#include "common/cluster_config.h"
-#include "common/lock_protocol.h"
-#include "common/transport.h"
+#include "config/cluster_config.h"
+#include "wire/lock_protocol.h"
+#include "transport/transport.h"
 #include "palisade/lock_client.h"
-#include "tools/local_cluster.h"
-#include "tools/temp_dir.h"
+#include "cli/local_cluster.h"
+#include "cli/temp_dir.h"
 
 namespace palisade::bench {
 namespace {
@@ -54,7 +54,7 @@ constexpr Reference kReferences[] = {{"ZooKeeper", 660, 2400}, {"etcd", 470, 130
 constexpr double kAimOverZooKeeper = 4;
 
 struct Flags : CommonFlags {
-  std::string lockd_bin = tools::sibling_lockd_binary();
+  std::string lockd_bin = cli::sibling_lockd_binary();
   int handoff_clients = 16;
   int sessions = 100000;
   bool skip_memory = false;
@@ -83,8 +83,8 @@ struct Memory {
   std::vector<NodeMemory> nodes;
 };
 
-std::unique_ptr<tools::LocalCluster> start_group(const Flags& flags, const std::string& dir, ClusterTiming timing) {
-  tools::LocalClusterOptions o;
+std::unique_ptr<cli::LocalCluster> start_group(const Flags& flags, const std::string& dir, ClusterTiming timing) {
+  cli::LocalClusterOptions o;
   o.dir = dir;
   o.lockd = kLockd;
   o.replicas = kReplicas;
@@ -92,7 +92,7 @@ std::unique_ptr<tools::LocalCluster> start_group(const Flags& flags, const std::
   o.replica_binary = flags.replica_bin;
   o.timing = timing;
   o.log_level = "warn";
-  auto cluster = tools::LocalCluster::start(std::move(o));
+  auto cluster = cli::LocalCluster::start(std::move(o));
   if (!cluster.is_ok()) throw std::runtime_error("cannot start the lock group: " + cluster.status().to_string());
   return std::move(cluster).value();
 }
@@ -316,7 +316,7 @@ void write_json(const Report& r, const std::string& path) {
 }
 
 int run(const Flags& flags) {
-  tools::TempDir tmp(flags.tmp_dir);
+  cli::TempDir tmp(flags.tmp_dir);
   std::printf("palisade-lock-bench: %d x %s, data in %s, %.1f s per level\n", kLockd, flags.lockd_bin.c_str(),
               tmp.path().c_str(), flags.seconds);
   Report report;

@@ -5,7 +5,7 @@
 // what each number means.
 //
 // Everything runs in a temporary directory for a bounded time; the daemons
-// (tools::ReplicaProcess) are killed on the way out, also on error, and die with
+// (cli::ReplicaProcess) are killed on the way out, also on error, and die with
 // this process if it is killed.
 #include <algorithm>
 #include <chrono>
@@ -21,11 +21,11 @@
 
 #include "bench/bench_support.h"
 #include "client/replica_connection.h"
-#include "common/hybrid_clock.h"
-#include "common/physical_clock.h"
-#include "common/replica_protocol.h"
+#include "base/hybrid_clock.h"
+#include "base/physical_clock.h"
+#include "wire/replica_protocol.h"
 #include "palisade/quorum_store.h"
-#include "tools/temp_dir.h"
+#include "cli/temp_dir.h"
 
 namespace palisade::bench {
 namespace {
@@ -252,7 +252,7 @@ void write_json(const Report& r, const std::string& path) {
 }
 
 int run(const Flags& flags) {
-  tools::TempDir tmp(flags.tmp_dir);
+  cli::TempDir tmp(flags.tmp_dir);
   std::printf("palisade-quorum-bench: 3 x %s, N=3 W=2 R=2, data in %s, %.1f s per level\n", flags.replica_bin.c_str(),
               tmp.path().c_str(), flags.seconds);
   std::vector<bool> models;

@@ -4,7 +4,7 @@
 // explains what each number means.
 //
 // Everything runs over loopback, in a temporary directory, for a bounded time;
-// the daemon (a tools::ReplicaProcess) is killed on the way out, also on error,
+// the daemon (a cli::ReplicaProcess) is killed on the way out, also on error,
 // and dies with this process if this process is killed.
 #include <cstdio>
 #include <memory>
@@ -17,10 +17,10 @@
 
 #include "bench/bench_support.h"
 #include "client/replica_connection.h"
-#include "common/hybrid_clock.h"
-#include "common/physical_clock.h"
-#include "common/replica_protocol.h"
-#include "tools/temp_dir.h"
+#include "base/hybrid_clock.h"
+#include "base/physical_clock.h"
+#include "wire/replica_protocol.h"
+#include "cli/temp_dir.h"
 
 namespace palisade::bench {
 namespace {
@@ -107,12 +107,12 @@ void write_json(const Report& r, const std::string& path) {
 }
 
 int run(const Flags& flags) {
-  tools::TempDir tmp(flags.tmp_dir);
+  cli::TempDir tmp(flags.tmp_dir);
 
   Report report;
   {
     Replicas replicas = start_replicas(flags.replica_bin, tmp.path(), 1);
-    tools::ReplicaProcess& replica = *replicas[0];
+    cli::ReplicaProcess& replica = *replicas[0];
     std::printf("palisade-replica-bench: %s on %s, data in %s, %.1f s per level\n", flags.replica_bin.c_str(),
                 replica.endpoint().c_str(), tmp.path().c_str(), flags.seconds);
     const pid_t pid = replica.process().pid();

@@ -18,9 +18,9 @@
 
 #include <benchmark/benchmark.h>
 
-#include "common/big_endian.h"
-#include "common/hybrid_clock.h"
-#include "common/physical_clock.h"
+#include "base/big_endian.h"
+#include "base/hybrid_clock.h"
+#include "base/physical_clock.h"
 #include "palisade/timestamp.h"
 
 namespace palisade {

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "palisade/quorum_store.h"
-#include "common/hybrid_clock.h"
-#include "common/replica_protocol.h"
+#include "base/hybrid_clock.h"
+#include "wire/replica_protocol.h"
 
 namespace palisade::client {
 
@@ -31,7 +31,7 @@ struct CoordinatorOptions {
   // 20 rather than 5: clients that put every few ms then rarely send a commit
   // alone (palisade-quorum-bench: +14% puts/s at 16 clients, bench/README.md).
   uint64_t lazy_send_ms = 20;
-  // The cluster's id (common/cluster_id.h), named by every request; empty: none.
+  // The cluster's id (base/cluster_id.h), named by every request; empty: none.
   std::string cluster_id{};
 };
 // BadRequest unless 1 <= R, W <= N, R + W > N and W > N / 2.

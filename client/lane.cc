@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/transport.h"
+#include "transport/transport.h"
 
 namespace palisade::client {
 

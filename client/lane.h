@@ -21,7 +21,7 @@
 #include <zmq.hpp>
 
 #include "client/coordinator.h"
-#include "common/envelope.h"
+#include "wire/envelope.h"
 
 namespace palisade::client {
 

@@ -23,9 +23,9 @@
 #include "client/lease_clock.h"
 #include "client/lock_session.h"
 #include "client/shared_context.h"
-#include "common/cluster_id.h"
-#include "common/lock_protocol.h"
-#include "common/transport.h"
+#include "base/cluster_id.h"
+#include "wire/lock_protocol.h"
+#include "transport/transport.h"
 #include "palisade/quorum_store.h"
 
 namespace palisade {

@@ -39,7 +39,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/lock_protocol.h"
+#include "wire/lock_protocol.h"
 #include "palisade/lock_mode.h"
 #include "palisade/status.h"
 
@@ -62,7 +62,7 @@ struct LockSessionOptions {
   // and at least twice the group's heartbeat); 0: the cluster's default. The
   // session follows whatever lease the master answers with.
   uint64_t session_lease_ms = 0;
-  // The cluster's id (common/cluster_id.h), named by every request; empty:
+  // The cluster's id (base/cluster_id.h), named by every request; empty:
   // none. A node that answers wrong_cluster ends the session at once (kExpired;
   // open_error() and every call's end say which node and which ids): a
   // client pointed at another cluster's daemons must not go on with them.

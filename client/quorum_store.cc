@@ -17,9 +17,9 @@
 #include "client/lane.h"
 #include "client/send_sweeper.h"
 #include "client/shared_context.h"
-#include "common/cluster_id.h"
-#include "common/physical_clock.h"
-#include "common/sequencer.h"
+#include "base/cluster_id.h"
+#include "base/physical_clock.h"
+#include "wire/sequencer.h"
 
 namespace palisade {
 namespace {

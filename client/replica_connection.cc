@@ -1,6 +1,6 @@
 #include "client/replica_connection.h"
 
-#include "common/transport.h"
+#include "transport/transport.h"
 
 namespace palisade::client {
 

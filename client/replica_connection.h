@@ -12,7 +12,7 @@
 
 #include <zmq.hpp>
 
-#include "common/replica_protocol.h"
+#include "wire/replica_protocol.h"
 
 namespace palisade::client {
 

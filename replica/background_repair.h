@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "palisade/anti_entropy.h"
+#include "antientropy/anti_entropy.h"
 
 namespace palisade::replica {
 

@@ -13,10 +13,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/hybrid_clock.h"
-#include "common/repair_seal.h"
-#include "common/replica_protocol.h"
-#include "common/sequencer.h"
+#include "base/hybrid_clock.h"
+#include "auth/repair_seal.h"
+#include "wire/replica_protocol.h"
+#include "auth/sequencer_key.h"
 #include "replica/receipts.h"
 #include "replica/store.h"
 
@@ -47,7 +47,7 @@ class ReplicaHandler {
   // --insecure (stats say so).
   ReplicaHandler(ReplicaStore& store, HybridClock& clock, std::optional<ReplicaAuth> auth = std::nullopt);
 
-  // Decodes a request frame: plain, or sealed by a repairer (common/repair_seal.h),
+  // Decodes a request frame: plain, or sealed by a repairer (auth/repair_seal.h),
   // whose request gets from_repairer when the seal verifies under auth and was
   // made within kSealLifetimeMs of this replica's clock. A seal that does not
   // verify is bad_request. Without auth a seal is not checked, and means nothing.

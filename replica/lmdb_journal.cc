@@ -1,5 +1,5 @@
 // LmdbStore's journal records: a batch's changes as one record, and back
-// (common/journaled_lmdb.h replays them).
+// (storage/journaled_lmdb.h replays them).
 //
 // A record is the batch's changes one after the other, each
 //   flags(1: bit 0 key, bit 1 floor)
@@ -7,7 +7,7 @@
 //   [lock_len(2) lock floor(8) sequencer_len(2) sequencer]  (floor)
 // big-endian. The key's record is its stored LMDB value (record.h), with its
 // own checksum; the journal record as a whole has the journal's checksum.
-#include "common/big_endian.h"
+#include "base/big_endian.h"
 #include "replica/lmdb_store.h"
 #include "replica/record.h"
 

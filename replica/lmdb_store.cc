@@ -7,7 +7,7 @@
 #include <array>
 #include <utility>
 
-#include "common/big_endian.h"
+#include "base/big_endian.h"
 #include "replica/lmdb_util.h"
 #include "replica/record.h"
 

@@ -8,7 +8,7 @@
 // from every record when the store opens, updated with every change and undone
 // with a batch that fails or aborts.
 //
-// Durability (docs/storage.md, "The journal"; common/journaled_lmdb.h): commit()
+// Durability (docs/storage.md, "The journal"; storage/journaled_lmdb.h): commit()
 // appends the batch's changes to the journal in DIR/journal and syncs it, one
 // device flush, then keeps them in a write transaction that stays open. Every
 // checkpoint_bytes of journal, or with a batch that does not fit in it, that
@@ -23,8 +23,8 @@
 #include <memory>
 #include <string>
 
-#include "common/envelope.h"
-#include "common/journaled_lmdb.h"
+#include "wire/envelope.h"
+#include "storage/journaled_lmdb.h"
 #include "replica/merkle.h"
 #include "replica/store.h"
 

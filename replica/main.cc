@@ -11,11 +11,11 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include "common/cluster_config.h"
-#include "common/dir_lock.h"
-#include "common/physical_clock.h"
-#include "common/stop_signals.h"
-#include "common/version.h"
+#include "config/cluster_config.h"
+#include "storage/dir_lock.h"
+#include "base/physical_clock.h"
+#include "base/stop_signals.h"
+#include "base/version.h"
 #include "replica/background_repair.h"
 #include "replica/handler.h"
 #include "replica/lmdb_store.h"

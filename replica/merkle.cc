@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
-#include "common/big_endian.h"
-#include "common/hash.h"
+#include "base/big_endian.h"
+#include "wire/hash.h"
 
 namespace palisade::replica {
 namespace {

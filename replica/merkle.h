@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/replica_protocol.h"
+#include "wire/replica_protocol.h"
 #include "replica/record.h"
 
 namespace palisade::replica {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "common/big_endian.h"
-#include "common/check.h"
+#include "base/big_endian.h"
+#include "base/check.h"
 
 namespace palisade::replica {
 namespace {

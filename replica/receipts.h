@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "common/derived_key.h"
-#include "common/replica_protocol.h"
+#include "auth/derived_key.h"
+#include "wire/replica_protocol.h"
 
 namespace palisade::replica {
 

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "common/big_endian.h"
-#include "common/check.h"
-#include "common/hash.h"
+#include "base/big_endian.h"
+#include "base/check.h"
+#include "wire/hash.h"
 
 namespace palisade::replica {
 namespace {

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/replica_protocol.h"
+#include "wire/replica_protocol.h"
 #include "palisade/status.h"
 
 namespace palisade::replica {

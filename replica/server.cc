@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "common/cluster_id.h"
+#include "base/cluster_id.h"
 
 namespace palisade::replica {
 

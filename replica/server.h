@@ -11,15 +11,15 @@
 
 #include <zmq.hpp>
 
-#include "common/envelope.h"
-#include "common/transport.h"
+#include "wire/envelope.h"
+#include "transport/transport.h"
 #include "replica/handler.h"
 
 namespace palisade::replica {
 
 struct ServerOptions {
   std::string listen_endpoint = "tcp://127.0.0.1:7400";
-  // The cluster's id (common/cluster_id.h): requests that name another are
+  // The cluster's id (base/cluster_id.h): requests that name another are
   // answered wrong_cluster, unapplied. Empty: requests that name any id are.
   std::string cluster_id;
   wire::Limits limits;

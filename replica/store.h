@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/replica_protocol.h"
+#include "wire/replica_protocol.h"
 #include "palisade/status.h"
 #include "replica/merkle.h"
 #include "replica/record.h"

@@ -1,6 +1,5 @@
-// Compiled with nothing but client/include on the include path: libpalisade's
+// Compiled with nothing but include/ on the include path: libpalisade's
 // public headers stand alone and keep ZeroMQ, MessagePack and LMDB out of users' builds.
-#include "palisade/anti_entropy.h"
 #include "palisade/quorum_store.h"
 #include "palisade/status.h"
 #include "palisade/timestamp.h"

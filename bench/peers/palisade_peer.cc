@@ -1,4 +1,4 @@
-// palisade as palisade-peer-bench measures it: a tools::LocalCluster of 3
+// palisade as palisade-peer-bench measures it: a cli::LocalCluster of 3
 // palisade-lockd and 3 palisade-replica (replicas verify every sequencer),
 // used through the public client API only. A client is one LockClient (its
 // own session) and one QuorumStore (N=3, W=2, R=2): a lock cycle is acquire +
@@ -12,7 +12,7 @@
 #include "bench/peers/systems.h"
 #include "palisade/lock_client.h"
 #include "palisade/quorum_store.h"
-#include "tools/local_cluster.h"
+#include "cli/local_cluster.h"
 
 namespace palisade::bench::peers {
 namespace {
@@ -56,7 +56,7 @@ class PalisadeClient : public PeerClient {
 
 class PalisadeSystem : public PeerSystem {
  public:
-  explicit PalisadeSystem(std::unique_ptr<tools::LocalCluster> cluster) : cluster_(std::move(cluster)) {}
+  explicit PalisadeSystem(std::unique_ptr<cli::LocalCluster> cluster) : cluster_(std::move(cluster)) {}
 
   std::string topology() const override {
     return std::to_string(kLockd) + " palisade-lockd + " + std::to_string(kReplicas) +
@@ -87,21 +87,21 @@ class PalisadeSystem : public PeerSystem {
   }
 
  private:
-  std::unique_ptr<tools::LocalCluster> cluster_;
+  std::unique_ptr<cli::LocalCluster> cluster_;
   std::atomic<uint64_t> next_writer_{0};
 };
 
 }  // namespace
 
 std::unique_ptr<PeerSystem> make_palisade(const PalisadeOptions& options) {
-  tools::LocalClusterOptions o;
+  cli::LocalClusterOptions o;
   o.dir = options.dir;
   o.lockd = kLockd;
   o.replicas = kReplicas;
   o.lockd_binary = options.lockd_binary;
   o.replica_binary = options.replica_binary;
   o.log_level = "warn";
-  auto cluster = tools::LocalCluster::start(std::move(o));
+  auto cluster = cli::LocalCluster::start(std::move(o));
   if (!cluster.is_ok()) throw std::runtime_error("cannot start the palisade cluster: " + cluster.status().to_string());
   return std::make_unique<PalisadeSystem>(std::move(cluster).value());
 }

@@ -10,7 +10,7 @@
 
 namespace palisade::bench::peers {
 
-// palisade is started here, in-process (tools::LocalCluster): 3 palisade-lockd
+// palisade is started here, in-process (cli::LocalCluster): 3 palisade-lockd
 // and 3 palisade-replica on free loopback ports, data under `dir`.
 struct PalisadeOptions {
   std::string dir;

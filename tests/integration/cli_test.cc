@@ -1,5 +1,5 @@
 // The palisade command line as a person uses it: every command a real process,
-// against real clusters (`palisade cluster up`, or tools::LocalCluster with
+// against real clusters (`palisade cluster up`, or cli::LocalCluster with
 // short leases), checked by exit codes, output, and the processes left behind.
 #include <catch2/catch.hpp>
 
@@ -35,15 +35,15 @@
 #include <zmq.hpp>
 
 #include "client/replica_connection.h"
-#include "common/cluster_config.h"
-#include "common/cluster_id.h"
-#include "common/lock_protocol.h"
-#include "common/transport.h"
+#include "config/cluster_config.h"
+#include "base/cluster_id.h"
+#include "wire/lock_protocol.h"
+#include "transport/transport.h"
 #include "palisade/lock_client.h"
 #include "tests/support/local_cluster.h"
-#include "tools/daemon_records.h"
-#include "tools/process.h"
-#include "tools/temp_dir.h"
+#include "cli/daemon_records.h"
+#include "cli/process.h"
+#include "cli/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -58,18 +58,18 @@ struct Run {
 // How `p` ended within `timeout_ms`: its exit code, or minus the number of
 // the signal that killed it (so a test tells `exit 143` from death by SIGTERM);
 // nullopt while it still runs.
-std::optional<int> ended_with(tools::Process& p, int timeout_ms) {
+std::optional<int> ended_with(cli::Process& p, int timeout_ms) {
   auto status = p.wait(timeout_ms);
   if (!status) return std::nullopt;
   return WIFEXITED(*status) ? WEXITSTATUS(*status) : -WTERMSIG(*status);
 }
 
 // Runs `palisade ARGS...` to completion (at most 60 s).
-Run palisade(const tools::TempDir& dir, const std::vector<std::string>& args) {
+Run palisade(const cli::TempDir& dir, const std::vector<std::string>& args) {
   static int n = 0;
   std::vector<std::string> argv = {PALISADE_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
-  tools::Process p(argv, dir.sub("run-" + std::to_string(++n) + ".log"));
+  cli::Process p(argv, dir.sub("run-" + std::to_string(++n) + ".log"));
   auto ended = ended_with(p, 60000);
   REQUIRE(ended.has_value());
   return {*ended < 0 ? 128 - *ended : *ended, p.log()};  // as a shell reports it
@@ -117,13 +117,13 @@ nlohmann::json json_of(const Run& r) {
 
 // A cluster with short leases for the commands to use through --cluster.
 struct Fixture {
-  tools::TempDir dir;
-  std::unique_ptr<tools::LocalCluster> cluster;
+  cli::TempDir dir;
+  std::unique_ptr<cli::LocalCluster> cluster;
   std::vector<std::string> with_cluster;
 
   explicit Fixture(std::vector<std::string> replica_args = {}) {
-    tools::LocalClusterOptions o = test::local_cluster_options(dir.sub("cluster"));
-    o.timing = tools::short_lease_timing();
+    cli::LocalClusterOptions o = test::local_cluster_options(dir.sub("cluster"));
+    o.timing = cli::short_lease_timing();
     o.replica_args = std::move(replica_args);
     cluster = test::start_local_cluster(o);
     with_cluster = {"--cluster", cluster->cluster_file()};
@@ -135,15 +135,15 @@ struct Fixture {
   // `palisade lock ARGS...` in the background, in a process group of its own
   // as a shell's job: what the test sends it reaches it alone, as from a shell
   // or a supervisor (from its own group, it would count as sent to the group).
-  std::unique_ptr<tools::Process> start(const std::string& log, std::vector<std::string> args) {
+  std::unique_ptr<cli::Process> start(const std::string& log, std::vector<std::string> args) {
     std::vector<std::string> argv = {PALISADE_BIN};
     argv.insert(argv.end(), with_cluster.begin(), with_cluster.end());
     argv.insert(argv.end(), args.begin(), args.end());
-    return std::make_unique<tools::Process>(argv, dir.sub(log), tools::ProcessOptions{.own_process_group = true});
+    return std::make_unique<cli::Process>(argv, dir.sub(log), cli::ProcessOptions{.own_process_group = true});
   }
   // Pauses `holder` (a `palisade lock` process) past its session lease, takes
   // `lock` from another client meanwhile, and resumes it: it wakes to a lost lease.
-  void take_over(tools::Process& holder, const std::string& lock) {
+  void take_over(cli::Process& holder, const std::string& lock) {
     holder.signal(SIGSTOP);
     LockClientOptions o;
     o.nodes = cluster->lockd_endpoints();
@@ -158,17 +158,17 @@ struct Fixture {
 // Stops and removes a cluster started with `palisade cluster up --dir DIR`,
 // also when the test fails: its daemons outlive the test otherwise.
 struct ClusterDown {
-  const tools::TempDir& home;
+  const cli::TempDir& home;
   std::string dir;
   ~ClusterDown() {
-    tools::Process down({PALISADE_BIN, "cluster", "down", "--purge", "--dir", dir}, home.sub("cleanup.log"));
+    cli::Process down({PALISADE_BIN, "cluster", "down", "--purge", "--dir", dir}, home.sub("cleanup.log"));
     down.wait(60000);
   }
 };
 
 TEST_CASE("cli: cluster up starts a healthy cluster in the background, down stops exactly its daemons",
           "[cli]") {
-  tools::TempDir home;
+  cli::TempDir home;
   setenv("PALISADE_HOME", home.path().c_str(), 1);  // the default cluster directory goes here
   unsetenv("PALISADE_CLUSTER");
   const std::string dir = home.path() + "/local";
@@ -177,10 +177,10 @@ TEST_CASE("cli: cluster up starts a healthy cluster in the background, down stop
   INFO(up.out);
   REQUIRE(up.code == 0);
   CHECK(last_line(up.out) == dir + "/cluster.toml");
-  auto records = tools::read_daemon_records(dir + "/daemons");
+  auto records = cli::read_daemon_records(dir + "/daemons");
   REQUIRE(records.is_ok());
   REQUIRE(records.value().size() == 6);
-  for (const auto& r : records.value()) CHECK(tools::is_alive(r));
+  for (const auto& r : records.value()) CHECK(cli::is_alive(r));
   // The replicas run anti-entropy in the background.
   CHECK(read_file(dir + "/replica-0.log").find("anti-entropy every 60000 ms") != std::string::npos);
 
@@ -242,7 +242,7 @@ TEST_CASE("cli: cluster up starts a healthy cluster in the background, down stop
   Run down = palisade(home, {"cluster", "down"});
   INFO(down.out);
   CHECK(down.code == 0);
-  for (const auto& r : records.value()) CHECK_FALSE(tools::is_alive(r));
+  for (const auto& r : records.value()) CHECK_FALSE(cli::is_alive(r));
   CHECK(palisade(home, {"status"}).code == 4);  // nothing answers
   // Its size is in its cluster file: a different one is a usage error.
   CHECK(palisade(home, {"cluster", "up", "--lockd", "5"}).code == 2);
@@ -310,7 +310,7 @@ TEST_CASE("cli: put, get and del, writes fenced by a sequencer, and their exit c
 }
 
 TEST_CASE("cli: a malformed endpoint in the cluster file or --replica is named, never an abort", "[cli]") {
-  tools::TempDir dir;
+  cli::TempDir dir;
   const std::string file = dir.sub("cluster.toml");
   std::ofstream(file) << "group = \"g\"\n[[lockd]]\nid = 1\nendpoint = \"tcp://127.0.0.1:1\"\n"
                          "[[replica]]\nendpoint = \"tcp://127.0.0.1:2\"\n[[replica]]\nendpoint = \"garbage\"\n";
@@ -335,11 +335,11 @@ TEST_CASE("cli: a malformed endpoint in the cluster file or --replica is named, 
 }
 
 // A cluster file whose every endpoint refuses connections (nothing listens).
-std::string dead_cluster_file(const tools::TempDir& dir) {
+std::string dead_cluster_file(const cli::TempDir& dir) {
   ClusterConfig config;
   config.group = "dead";
-  config.lockd = {{.id = 1, .endpoint = "tcp://127.0.0.1:" + std::to_string(tools::free_port())}};
-  config.replicas = {"tcp://127.0.0.1:" + std::to_string(tools::free_port())};
+  config.lockd = {{.id = 1, .endpoint = "tcp://127.0.0.1:" + std::to_string(cli::free_port())}};
+  config.replicas = {"tcp://127.0.0.1:" + std::to_string(cli::free_port())};
   const std::string file = dir.sub("dead.toml");
   std::ofstream(file) << format_cluster_config(config);
   return file;
@@ -438,12 +438,12 @@ TEST_CASE("cli: the exit codes of docs/cli.md, usage errors that name the proble
 }
 
 TEST_CASE("cli: --version on palisade and both daemons, before any required flag", "[cli]") {
-  tools::TempDir dir;
+  cli::TempDir dir;
   const std::filesystem::path build = std::filesystem::path(PALISADE_BIN).parent_path().parent_path();
   for (const auto& [bin, name] : {std::pair<std::string, std::string>{PALISADE_BIN, "palisade"},
-                                  {(build / "quorum/palisade-lockd").string(), "palisade-lockd"},
+                                  {(build / "lockgroup/palisade-lockd").string(), "palisade-lockd"},
                                   {(build / "replica/palisade-replica").string(), "palisade-replica"}}) {
-    tools::Process p({bin, "--version"}, dir.sub(name + ".log"));
+    cli::Process p({bin, "--version"}, dir.sub(name + ".log"));
     CHECK(ended_with(p, 10000) == 0);
     CHECK(p.log().rfind(name + " ", 0) == 0);
   }
@@ -465,7 +465,7 @@ std::vector<std::string> tour_commands() {
 }
 
 TEST_CASE("cli: the tour in docs/cli.md runs as written and says what it says", "[cli][tour]") {
-  tools::TempDir home;
+  cli::TempDir home;
   // The tour's paths are under ~/.local/state: the default cluster directory.
   const std::string old_home = std::getenv("HOME") != nullptr ? std::getenv("HOME") : "";
   const std::string old_path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
@@ -481,8 +481,8 @@ TEST_CASE("cli: the tour in docs/cli.md runs as written and says what it says", 
   std::ofstream(home.sub("tour.sh")) << script;
   // In a process group of its own, so that what a failed run leaves (a
   // background `palisade lock`) goes with it.
-  tools::Process tour({"/bin/bash", home.sub("tour.sh")}, home.sub("tour.log"),
-                      tools::ProcessOptions{.own_process_group = true});
+  cli::Process tour({"/bin/bash", home.sub("tour.sh")}, home.sub("tour.log"),
+                      cli::ProcessOptions{.own_process_group = true});
   const auto ended = ended_with(tour, 240000);
   ::kill(-tour.pid(), SIGKILL);
   setenv("HOME", old_home.c_str(), 1);
@@ -514,7 +514,7 @@ TEST_CASE("cli: lock --wait bounds the whole wait when the lock group listens bu
   std::vector<std::string> argv = {PALISADE_BIN};
   argv.insert(argv.end(), fx.with_cluster.begin(), fx.with_cluster.end());
   argv.insert(argv.end(), {"lock", "L", "--wait", "1s", "--", "true"});
-  tools::Process lock(argv, fx.dir.sub("no-master.log"));
+  cli::Process lock(argv, fx.dir.sub("no-master.log"));
   // It waited 10 s to open a session whatever --wait said; well before that now.
   const auto ended = ended_with(lock, 8000);
   for (uint32_t id : fx.cluster->lockd_ids()) fx.cluster->lockd(id).resume();
@@ -540,7 +540,7 @@ TEST_CASE("cli: put reads a value from stdin or a file, and get -o json carries 
 
   // `-` is stdin.
   const std::string script = "printf 'a\\376' | '" + bin + "' --cluster '" + fx.cluster->cluster_file() + "' put from-stdin -";
-  tools::Process sh({"/bin/sh", "-c", script}, fx.dir.sub("stdin.log"));
+  cli::Process sh({"/bin/sh", "-c", script}, fx.dir.sub("stdin.log"));
   REQUIRE(ended_with(sh, 30000) == 0);
   auto stdin_value = json_of(fx.run({"get", "from-stdin", "-o", "json"}));
   CHECK(stdin_value["value_base64"] == "Yf4=");
@@ -556,7 +556,7 @@ TEST_CASE("cli: lock waits or fails when held, reports a missing command, and st
   hold.insert(hold.end(), fx.with_cluster.begin(), fx.with_cluster.end());
   hold.insert(hold.end(), {"lock", "-v", "held", "--",
                            "sh", "-c", "trap 'echo got-term; exit 0' TERM; while true; do sleep 0.05; done"});
-  tools::Process holder(hold, fx.dir.sub("holder.log"));
+  cli::Process holder(hold, fx.dir.sub("holder.log"));
   auto deadline = std::chrono::steady_clock::now() + 20s;
   while (holder.log().find("holding 'held'") == std::string::npos) {
     REQUIRE(std::chrono::steady_clock::now() < deadline);
@@ -971,7 +971,7 @@ TEST_CASE("cli: a signal between the end of the acquire and the start of COMMAND
     std::vector<std::string> argv = {PALISADE_BIN};
     argv.insert(argv.end(), fx.with_cluster.begin(), fx.with_cluster.end());
     argv.insert(argv.end(), {"lock", "-v", lock, "--", "touch", ran});
-    tools::Process holder(argv, log.path(), tools::ProcessOptions{.own_process_group = true});
+    cli::Process holder(argv, log.path(), cli::ProcessOptions{.own_process_group = true});
     wait_until("lock to stop in its write to stderr", [&] {
       REQUIRE(holder.running());
       return blocked_writing_stderr(holder.pid());
@@ -1002,10 +1002,10 @@ TEST_CASE("cli: lock --kill-after SIGKILLs a COMMAND that ignores SIGTERM after 
     REQUIRE(holder->running());
     return std::filesystem::exists(pid_file);
   });
-  tools::DaemonRecord command;
+  cli::DaemonRecord command;
   command.pid = std::stoi(read_file(pid_file));
-  command.start_time = tools::process_start_time(command.pid).value_or(0);
-  REQUIRE(tools::is_alive(command));
+  command.start_time = cli::process_start_time(command.pid).value_or(0);
+  REQUIRE(cli::is_alive(command));
 
   fx.take_over(*holder, "stubborn");
   auto ended = ended_with(*holder, 30000);
@@ -1013,7 +1013,7 @@ TEST_CASE("cli: lock --kill-after SIGKILLs a COMMAND that ignores SIGTERM after 
   CHECK(ended == 7);
   CHECK(read_file(terms).find("got-term") != std::string::npos);  // it got SIGTERM and lived on
   CHECK(holder->log().find("did not exit within 1s of SIGTERM; killing it (SIGKILL)") != std::string::npos);
-  CHECK_FALSE(tools::is_alive(command));
+  CHECK_FALSE(cli::is_alive(command));
 }
 
 // Whether `pid` has exited and waits for its parent to reap it.
@@ -1029,10 +1029,10 @@ std::string grandchild_script(const std::string& pid_file) {
   return "sleep 600 & echo $! > " + pid_file + ".tmp; mv " + pid_file + ".tmp " + pid_file + "; wait";
 }
 
-tools::DaemonRecord process_in(const std::string& pid_file) {
-  tools::DaemonRecord p;
+cli::DaemonRecord process_in(const std::string& pid_file) {
+  cli::DaemonRecord p;
   p.pid = std::stoi(read_file(pid_file));
-  p.start_time = tools::process_start_time(p.pid).value_or(0);
+  p.start_time = cli::process_start_time(p.pid).value_or(0);
   return p;
 }
 
@@ -1048,8 +1048,8 @@ TEST_CASE("cli: a lost lease and a SIGTERM stop COMMAND's whole process group, g
       REQUIRE(holder->running());
       return std::filesystem::exists(pid_file);
     });
-    const tools::DaemonRecord sleeper = process_in(pid_file);
-    REQUIRE(tools::is_alive(sleeper));
+    const cli::DaemonRecord sleeper = process_in(pid_file);
+    REQUIRE(cli::is_alive(sleeper));
     if (lease_lost) {
       fx.take_over(*holder, lock);
     } else {
@@ -1059,7 +1059,7 @@ TEST_CASE("cli: a lost lease and a SIGTERM stop COMMAND's whole process group, g
     INFO(holder->log());
     CHECK(ended == (lease_lost ? 7 : 128 + SIGTERM));
     // The sleep got the signal with its shell: nothing of COMMAND outlives palisade.
-    wait_until("the grandchild to be gone", [&] { return !tools::is_alive(sleeper) || is_zombie(sleeper.pid); });
+    wait_until("the grandchild to be gone", [&] { return !cli::is_alive(sleeper) || is_zombie(sleeper.pid); });
   }
 }
 
@@ -1235,7 +1235,7 @@ class OnePageMaster {
 };
 
 TEST_CASE("cli: status says locks_complete false when the master stops answering between pages", "[cli]") {
-  tools::TempDir dir;
+  cli::TempDir dir;
   OnePageMaster master;
   ClusterConfig config;
   config.group = "one-page";
@@ -1263,7 +1263,7 @@ TEST_CASE("cli: status says locks_complete false when the master stops answering
 
 TEST_CASE("cli: cluster up on ports another cluster holds fails, names the daemon, and a retry needs no purge",
           "[cli]") {
-  tools::TempDir home;
+  cli::TempDir home;
   const std::string a = home.sub("a");
   const std::string b = home.sub("b");
   ClusterDown cleanup_a{home, a};
@@ -1280,9 +1280,9 @@ TEST_CASE("cli: cluster up on ports another cluster holds fails, names the daemo
   CHECK(clash.code == 2);
   CHECK(clash.out.find("lockd-1 cannot listen on " + taken + ": another process listens there") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(b + "/cluster.toml"));  // nothing leads a client to A by mistake
-  auto records = tools::read_daemon_records(b + "/daemons");
+  auto records = cli::read_daemon_records(b + "/daemons");
   REQUIRE(records.is_ok());
-  for (const auto& r : records.value()) CHECK_FALSE(tools::is_alive(r));
+  for (const auto& r : records.value()) CHECK_FALSE(cli::is_alive(r));
 
   // A retry with other flags starts a cluster of its own: no `down --purge` first.
   Run retry = palisade(home, {"cluster", "up", "--dir", b});
@@ -1329,7 +1329,7 @@ TEST_CASE("cli: a cluster file whose endpoints reach another cluster's daemons f
 
 TEST_CASE("cli: cluster up on a partly running cluster starts only the daemons that exited, with their data",
           "[cli]") {
-  tools::TempDir home;
+  cli::TempDir home;
   const std::string dir = home.sub("c");
   const std::string file = dir + "/cluster.toml";
   ClusterDown cleanup{home, dir};
@@ -1340,15 +1340,15 @@ TEST_CASE("cli: cluster up on a partly running cluster starts only the daemons t
   const int repaired = palisade(home, {"--cluster", file, "repair"}).code;  // every replica holds k
   REQUIRE((repaired == 0 || repaired == 8));
 
-  auto before = tools::read_daemon_records(dir + "/daemons");
+  auto before = cli::read_daemon_records(dir + "/daemons");
   REQUIRE(before.is_ok());
   REQUIRE(before.value().size() == 6);
-  auto is_victim = [](const tools::DaemonRecord& r) { return r.name == "lockd-1" || r.name == "replica-1"; };
+  auto is_victim = [](const cli::DaemonRecord& r) { return r.name == "lockd-1" || r.name == "replica-1"; };
   for (const auto& r : before.value()) {
     if (is_victim(r)) ::kill(r.pid, SIGKILL);
   }
   for (const auto& r : before.value()) {
-    if (is_victim(r)) wait_until(r.name + " to die", [&] { return !tools::is_alive(r); });
+    if (is_victim(r)) wait_until(r.name + " to die", [&] { return !cli::is_alive(r); });
   }
 
   // One definition of health: status and cluster status both say degraded (a
@@ -1369,9 +1369,9 @@ TEST_CASE("cli: cluster up on a partly running cluster starts only the daemons t
   INFO(conflict.out);
   CHECK(conflict.code == 2);
   CHECK(conflict.out.find("--replicas 5, but it has 3 replicas") != std::string::npos);
-  auto unchanged = tools::read_daemon_records(dir + "/daemons");
+  auto unchanged = cli::read_daemon_records(dir + "/daemons");
   REQUIRE(unchanged.is_ok());
-  for (const auto& r : unchanged.value()) CHECK(tools::is_alive(r) == !is_victim(r));
+  for (const auto& r : unchanged.value()) CHECK(cli::is_alive(r) == !is_victim(r));
 
   Run again = palisade(home, {"cluster", "up", "--dir", dir, "--lockd", "3"});
   INFO(again.out);
@@ -1379,16 +1379,16 @@ TEST_CASE("cli: cluster up on a partly running cluster starts only the daemons t
   CHECK(again.out.find("started lockd-1, replica-1 of the cluster in " + dir + " (4 of 6 daemons were running)") !=
         std::string::npos);
   CHECK(last_line(again.out) == file);
-  auto after = tools::read_daemon_records(dir + "/daemons");
+  auto after = cli::read_daemon_records(dir + "/daemons");
   REQUIRE(after.is_ok());
   REQUIRE(after.value().size() == 6);
   for (size_t i = 0; i < 6; ++i) {
-    const tools::DaemonRecord& was = before.value()[i];
-    const tools::DaemonRecord& now = after.value()[i];
+    const cli::DaemonRecord& was = before.value()[i];
+    const cli::DaemonRecord& now = after.value()[i];
     INFO(now.name);
     CHECK(now.name == was.name);
     CHECK(now.endpoint == was.endpoint);
-    CHECK(tools::is_alive(now));
+    CHECK(cli::is_alive(now));
     if (is_victim(was)) {
       CHECK(now.pid != was.pid);
     } else {
@@ -1412,7 +1412,7 @@ TEST_CASE("cli: cluster up on a partly running cluster starts only the daemons t
   }
 
   // The restarted replica came back on its data.
-  const tools::DaemonRecord& replica_1 = after.value()[4];
+  const cli::DaemonRecord& replica_1 = after.value()[4];
   REQUIRE(replica_1.name == "replica-1");
   client::ReplicaConnection conn(replica_1.endpoint);
   auto read = conn.call({0, wire::ReadRequest{"k"}}, 2000);

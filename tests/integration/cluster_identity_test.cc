@@ -12,27 +12,27 @@
 #include <vector>
 
 #include "client/replica_connection.h"
-#include "common/cluster_id.h"
+#include "base/cluster_id.h"
 #include "palisade/lock_client.h"
 #include "palisade/quorum_store.h"
 #include "tests/support/local_cluster.h"
 #include "tests/support/replica_process.h"
 #include "tests/support/replica_requests.h"
-#include "tools/process.h"
-#include "tools/temp_dir.h"
+#include "cli/process.h"
+#include "cli/temp_dir.h"
 
 namespace palisade {
 namespace {
 
 using namespace std::chrono_literals;
 
-std::unique_ptr<tools::LocalCluster> start_cluster(const tools::TempDir& dir, const std::string& name) {
-  tools::LocalClusterOptions o = test::local_cluster_options(dir.sub(name));
-  o.timing = tools::short_lease_timing();
+std::unique_ptr<cli::LocalCluster> start_cluster(const cli::TempDir& dir, const std::string& name) {
+  cli::LocalClusterOptions o = test::local_cluster_options(dir.sub(name));
+  o.timing = cli::short_lease_timing();
   return test::start_local_cluster(o);
 }
 
-std::string id_of(const tools::LocalCluster& c) { return cluster_id_hex(c.config().cluster_id); }
+std::string id_of(const cli::LocalCluster& c) { return cluster_id_hex(c.config().cluster_id); }
 
 // A store of its own over `replicas`, naming cluster `id`. Its timeout is long:
 // a refusal that were retried would show as unavailable after it.
@@ -60,7 +60,7 @@ void check_refusal(const Status& s, const std::vector<std::string>& endpoints, c
 
 TEST_CASE("identity: clients of cluster A pointed at cluster B are refused and change nothing there",
           "[identity]") {
-  tools::TempDir dir;
+  cli::TempDir dir;
   auto a = start_cluster(dir, "a");
   auto b = start_cluster(dir, "b");
   REQUIRE(a->config().cluster_id.size() == kClusterIdBytes);
@@ -124,7 +124,7 @@ TEST_CASE("identity: clients of cluster A pointed at cluster B are refused and c
 }
 
 TEST_CASE("identity: a replica started without a cluster file takes its id from --cluster-id", "[identity]") {
-  tools::TempDir dir;
+  cli::TempDir dir;
   const std::string mine = cluster_id_hex(new_cluster_id());
   const std::string other = new_cluster_id();
   test::ReplicaProcess replica(dir.sub("replica"), {"--insecure", "--cluster-id", mine});
@@ -146,13 +146,13 @@ TEST_CASE("identity: a replica started without a cluster file takes its id from 
     CHECK(none.value().status.message().find("belongs to cluster none") != std::string::npos);
   }
   SECTION("--help says where each daemon takes its id from; --cluster-id and --cluster exclude each other") {
-    tools::Process help({test::replica_binary(), "--help"}, dir.sub("help.log"));
+    cli::Process help({test::replica_binary(), "--help"}, dir.sub("help.log"));
     REQUIRE(help.wait(10000).has_value());
     CHECK_THAT(help.log(), Catch::Contains("--cluster-id") && Catch::Contains("wrong_cluster"));
-    tools::Process lockd_help({test::lockd_binary(), "--help"}, dir.sub("lockd-help.log"));
+    cli::Process lockd_help({test::lockd_binary(), "--help"}, dir.sub("lockd-help.log"));
     REQUIRE(lockd_help.wait(10000).has_value());
     CHECK_THAT(lockd_help.log(), Catch::Contains("cluster_id") && Catch::Contains("wrong_cluster"));
-    tools::Process both({test::replica_binary(), "--data-dir", dir.sub("both"), "--cluster", dir.sub("c.toml"),
+    cli::Process both({test::replica_binary(), "--data-dir", dir.sub("both"), "--cluster", dir.sub("c.toml"),
                          "--cluster-id", mine},
                         dir.sub("both.log"));
     auto ended = both.wait(10000);
@@ -161,7 +161,7 @@ TEST_CASE("identity: a replica started without a cluster file takes its id from 
     CHECK_THAT(both.log(), Catch::Contains("--cluster-id"));
   }
   SECTION("an --cluster-id that is not 32 hex digits is refused at start") {
-    tools::Process bad({test::replica_binary(), "--data-dir", dir.sub("bad"), "--insecure", "--cluster-id", "12ab"},
+    cli::Process bad({test::replica_binary(), "--data-dir", dir.sub("bad"), "--insecure", "--cluster-id", "12ab"},
                        dir.sub("bad.log"));
     auto ended = bad.wait(10000);
     REQUIRE(ended.has_value());

@@ -5,15 +5,15 @@
 
 #include <sys/wait.h>
 
-#include "tools/process.h"
-#include "tools/temp_dir.h"
+#include "cli/process.h"
+#include "cli/temp_dir.h"
 
 namespace palisade {
 namespace {
 
 TEST_CASE("palisade demo: every fencing scenario holds on a real lock group and replicas", "[demo]") {
-  tools::TempDir tmp;
-  tools::Process demo({PALISADE_BIN, "demo"}, tmp.sub("demo.log"));
+  cli::TempDir tmp;
+  cli::Process demo({PALISADE_BIN, "demo"}, tmp.sub("demo.log"));
   auto status = demo.wait(180000);
   REQUIRE(status.has_value());
   std::string out = demo.log();
@@ -32,8 +32,8 @@ TEST_CASE("palisade demo: every fencing scenario holds on a real lock group and 
 }
 
 TEST_CASE("palisade demo: a missing replica binary fails the verdicts and the exit code", "[demo]") {
-  tools::TempDir tmp;
-  tools::Process demo({PALISADE_BIN, "demo", "--replica-bin", "/nonexistent/palisade-replica"}, tmp.sub("demo.log"));
+  cli::TempDir tmp;
+  cli::Process demo({PALISADE_BIN, "demo", "--replica-bin", "/nonexistent/palisade-replica"}, tmp.sub("demo.log"));
   auto status = demo.wait(60000);
   REQUIRE(status.has_value());
   INFO(demo.log());

@@ -20,13 +20,13 @@
 
 #include "client/lane.h"
 #include "client/replica_connection.h"
-#include "common/physical_clock.h"
-#include "common/replica_protocol.h"
-#include "common/transport.h"
+#include "base/physical_clock.h"
+#include "wire/replica_protocol.h"
+#include "transport/transport.h"
 #include "tests/support/replica_process.h"
 #include "tests/support/replica_requests.h"
-#include "tools/process.h"
-#include "tools/temp_dir.h"
+#include "cli/process.h"
+#include "cli/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -41,7 +41,7 @@ enum class Several { kForward, kRefuse, kDrop };
 class FramingProxy {
  public:
   FramingProxy(const std::string& replica, Several several)
-      : endpoint_("tcp://127.0.0.1:" + std::to_string(tools::free_port())), several_(several) {
+      : endpoint_("tcp://127.0.0.1:" + std::to_string(cli::free_port())), several_(several) {
     front_ = transport::make_router(ctx_, endpoint_, {});
     back_ = transport::make_dealer(ctx_, replica, {.queue_until_connected = true});
     thread_ = std::thread([this] { run(); });
@@ -217,7 +217,7 @@ struct Setup {
     return reply.value().newest() != nullptr;
   }
 
-  tools::TempDir dir;
+  cli::TempDir dir;
   std::vector<std::unique_ptr<test::ReplicaProcess>> replicas;
   std::unique_ptr<FramingProxy> proxy;
   zmq::context_t ctx{1};

@@ -20,14 +20,14 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "common/lock_protocol.h"
-#include "common/sequencer.h"
-#include "common/transport.h"
+#include "wire/lock_protocol.h"
+#include "auth/sequencer_key.h"
+#include "transport/transport.h"
 #include "palisade/quorum_store.h"
 #include "tests/support/printers.h"
 #include "tests/support/replica_process.h"
-#include "tools/process.h"
-#include "tools/temp_dir.h"
+#include "cli/process.h"
+#include "cli/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -38,12 +38,12 @@ constexpr char kGroup[] = "lock-client-test";
 
 // Three lockd nodes and three replicas sharing one cluster key.
 struct Cluster {
-  tools::TempDir dir;
+  cli::TempDir dir;
   std::string key_file = dir.sub("cluster.key");
   std::string cluster_file = dir.sub("cluster.toml");
   std::vector<std::unique_ptr<test::ReplicaProcess>> replicas;
   std::vector<std::string> lockd_endpoints;
-  std::vector<std::unique_ptr<tools::Process>> lockd;
+  std::vector<std::unique_ptr<cli::Process>> lockd;
 
   Cluster() {
     std::ofstream(key_file) << SequencerKey::generate().to_hex() << "\n";
@@ -54,7 +54,7 @@ struct Cluster {
     std::ofstream toml(cluster_file);
     toml << "group = \"" << kGroup << "\"\nkey_file = \"" << key_file << "\"\n";
     for (int i = 0; i < 3; ++i) {
-      lockd_endpoints.push_back("tcp://127.0.0.1:" + std::to_string(tools::free_port()));
+      lockd_endpoints.push_back("tcp://127.0.0.1:" + std::to_string(cli::free_port()));
       toml << "[[lockd]]\nid = " << i + 1 << "\nendpoint = \"" << lockd_endpoints.back() << "\"\n";
     }
     for (auto& r : replicas) toml << "[[replica]]\nendpoint = \"" << r->endpoint() << "\"\n";
@@ -72,7 +72,7 @@ struct Cluster {
 
   void start(int i) {
     const std::string id = std::to_string(i + 1);
-    lockd[i] = std::make_unique<tools::Process>(
+    lockd[i] = std::make_unique<cli::Process>(
         std::vector<std::string>{PALISADE_LOCKD_BIN, "--id", id, "--cluster", cluster_file, "--data-dir",
                                  dir.sub("lockd" + id), "--log-level", "info"},
         dir.sub("lockd" + id + ".log"));
@@ -497,7 +497,7 @@ TEST_CASE("lock client: acquire fences the store, and a superseded holder's writ
 
 TEST_CASE("lock client: connect gives up when no node answers", "[lock_client]") {
   LockClientOptions o;
-  for (int i = 0; i < 3; ++i) o.nodes.push_back("tcp://127.0.0.1:" + std::to_string(tools::free_port()));
+  for (int i = 0; i < 3; ++i) o.nodes.push_back("tcp://127.0.0.1:" + std::to_string(cli::free_port()));
   o.request_timeout = 100ms;
   auto start = std::chrono::steady_clock::now();
   auto c = LockClient::connect(o, 500ms);

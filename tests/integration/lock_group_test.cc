@@ -1,6 +1,6 @@
 // The lock group as a whole, on real processes: three palisade-lockd nodes and
 // three palisade-replica daemons (verifying sequencers) started by
-// tools::LocalCluster, clients in this process and lock holders in processes of
+// cli::LocalCluster, clients in this process and lock holders in processes of
 // their own (`palisade demo-holder`) that the tests pause and kill. docs/design.md
 // "Lock group", "Client" and "Fence safety"; docs/sessions.md.
 //
@@ -35,24 +35,24 @@
 #include <msgpack.hpp>
 #include <zmq.hpp>
 
-#include "common/cluster_config.h"
-#include "common/envelope.h"
-#include "common/hash.h"
-#include "common/lock_protocol.h"
-#include "common/sequencer.h"
-#include "common/transport.h"
+#include "config/cluster_config.h"
+#include "wire/envelope.h"
+#include "wire/hash.h"
+#include "wire/lock_protocol.h"
+#include "auth/sequencer_key.h"
+#include "transport/transport.h"
 #include "palisade/lock_client.h"
 #include "palisade/quorum_store.h"
 #include "client/replica_connection.h"
-#include "quorum/lock_table.h"
-#include "quorum/paxos_messages.h"
-#include "quorum/peer_auth.h"
+#include "lockgroup/lock_table.h"
+#include "lockgroup/paxos_messages.h"
+#include "lockgroup/peer_auth.h"
 #include "tests/support/local_cluster.h"
 #include "tests/support/printers.h"
 #include "tests/support/replica_requests.h"
-#include "tools/holder_process.h"
-#include "tools/process.h"
-#include "tools/temp_dir.h"
+#include "cli/holder_process.h"
+#include "cli/process.h"
+#include "cli/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -81,13 +81,13 @@ bool eventually(F&& f, milliseconds timeout) {
 // A local cluster in a temporary directory. Should the test end by a failed
 // REQUIRE, the end of every daemon's log goes to stderr.
 struct Fixture {
-  tools::TempDir dir;
-  std::unique_ptr<tools::LocalCluster> cluster;
+  cli::TempDir dir;
+  std::unique_ptr<cli::LocalCluster> cluster;
 
-  explicit Fixture(const std::function<void(tools::LocalClusterOptions&)>& tweak = {}) {
-    tools::LocalClusterOptions o = test::local_cluster_options(dir.sub("cluster"));
+  explicit Fixture(const std::function<void(cli::LocalClusterOptions&)>& tweak = {}) {
+    cli::LocalClusterOptions o = test::local_cluster_options(dir.sub("cluster"));
     o.group = kGroup;
-    o.timing = tools::short_lease_timing();
+    o.timing = cli::short_lease_timing();
     if (tweak) tweak(o);
     cluster = test::start_local_cluster(std::move(o));
   }
@@ -188,8 +188,8 @@ struct Events {
 
 // `palisade demo-holder` in a process of its own; it prints what it holds to its log.
 struct Holder {
-  tools::HolderProcess holder;
-  tools::Process* process;
+  cli::HolderProcess holder;
+  cli::Process* process;
 
   Holder(const Fixture& fx, const std::string& name, const std::vector<std::string>& args)
       : holder(PALISADE_BIN, fx.cluster->cluster_file(), args, fx.dir.sub(name + ".log")),
@@ -655,7 +655,7 @@ TEST_CASE("lock group: a follower restarted after many commands catches up, and 
           "[lockgroup]") {
   constexpr int kSnapshotEvery = 20;
   constexpr int kCycles = 60;  // acquire + release: well over kSnapshotEvery slots
-  Fixture fx([](tools::LocalClusterOptions& o) {
+  Fixture fx([](cli::LocalClusterOptions& o) {
     o.lockd_args = {"--snapshot-every", std::to_string(kSnapshotEvery)};
   });
   auto a = fx.client();
@@ -850,8 +850,8 @@ TEST_CASE("lock group: malformed requests get error replies and the daemons keep
 // Every type of peer message, with what a forger would put in: node `claimed`
 // as sender, rounds at the top of the range, slots far ahead, snapshots and
 // values that do not decode, and an empty lock table as a snapshot.
-std::vector<quorum::PeerBody> forged_bodies(quorum::NodeId claimed) {
-  using namespace quorum;
+std::vector<lockgroup::PeerBody> forged_bodies(lockgroup::NodeId claimed) {
+  using namespace lockgroup;
   const Ballot top = make_ballot((uint64_t{1} << 56) - 1, claimed);
   const Ballot high = make_ballot(1000, claimed);
   const std::string junk = "\xc1 not a batch";
@@ -886,9 +886,9 @@ TEST_CASE("lock group: forged peer messages from a client socket are dropped; no
     RawConnection raw(fx.cluster->lockd(node).endpoint());
     for (uint32_t claimed : fx.cluster->lockd_ids()) {
       if (claimed == node) continue;
-      for (quorum::PeerBody& body : forged_bodies(claimed)) {
+      for (lockgroup::PeerBody& body : forged_bodies(claimed)) {
         const std::string bytes =
-            quorum::encode_peer({.from = claimed, .to = node, .group = group, .body = std::move(body)});
+            lockgroup::encode_peer({.from = claimed, .to = node, .group = group, .body = std::move(body)});
         raw.send(bytes);
         raw.send(bytes + std::string(32, '\x5a'));
         forged += 2;
@@ -906,11 +906,11 @@ TEST_CASE("lock group: forged peer messages from a client socket are dropped; no
   // another node (a replay of one node's message to another) are refused.
   auto key = SequencerKey::load(fx.cluster->key_file());
   REQUIRE(key.is_ok());
-  quorum::PeerAuth auth(key.value(), kGroup);
+  lockgroup::PeerAuth auth(key.value(), kGroup);
   for (uint32_t node : fx.cluster->lockd_ids()) {
     const uint32_t other = node == master ? (master % 3) + 1 : master;
     RawConnection raw(fx.cluster->lockd(node).endpoint());
-    quorum::CatchUp reset{.snapshot_slot = 1000, .snapshot = quorum::LockTable().snapshot(), .chosen = {}};
+    lockgroup::CatchUp reset{.snapshot_slot = 1000, .snapshot = lockgroup::LockTable().snapshot(), .chosen = {}};
     raw.send(auth.seal({.from = other, .to = node, .group = group, .body = reset}));
     raw.send(auth.seal({.from = other, .to = 6 - node - other, .group = group, .body = reset}));  // the third node
     REQUIRE(raw.call(request(98, "find_master")));
@@ -928,7 +928,7 @@ TEST_CASE("lock group: forged peer messages from a client socket are dropped; no
     REQUIRE(status);
     // No node jumped to slot 1000, took a forged ballot, or follows a forged master.
     CHECK(status->applied_slot < 1000);
-    CHECK(quorum::ballot_round(status->epoch) < 1000);
+    CHECK(lockgroup::ballot_round(status->epoch) < 1000);
     CHECK(status->master == master);
   }
   const uint64_t after = cycle(*a, "after");
@@ -962,11 +962,11 @@ TEST_CASE("lock group: refused peer messages are logged at powers of two only", 
   const uint32_t third = 6 - master - node;
   auto key = SequencerKey::load(fx.cluster->key_file());
   REQUIRE(key.is_ok());
-  quorum::PeerAuth auth(key.value(), kGroup);
+  lockgroup::PeerAuth auth(key.value(), kGroup);
   RawConnection raw(fx.cluster->lockd(node).endpoint());
   // Addressed to another node: verified, then refused.
   const std::string frame = auth.seal({.from = master, .to = third, .group = hash64(kGroup),
-                                       .body = quorum::CatchUpRequest{.from_slot = 1}});
+                                       .body = lockgroup::CatchUpRequest{.from_slot = 1}});
   for (int i = 0; i < 100; ++i) raw.send(frame);
   REQUIRE(raw.call(request(99, "find_master")));  // answered after the 100 were handled
   const std::string log = fx.cluster->lockd(node).log();
@@ -993,7 +993,7 @@ TEST_CASE("lock group: a dead master's heartbeat replayed to the followers does 
   REQUIRE(status);
   auto key = SequencerKey::load(fx.cluster->key_file());
   REQUIRE(key.is_ok());
-  quorum::PeerAuth auth(key.value(), kGroup);
+  lockgroup::PeerAuth auth(key.value(), kGroup);
   // One heartbeat to each follower, stamped newer than anything the master
   // sent (as a copy of its next heartbeat would be), so that the first copy is taken.
   std::vector<std::pair<uint32_t, std::string>> frames;
@@ -1001,7 +1001,7 @@ TEST_CASE("lock group: a dead master's heartbeat replayed to the followers does 
     if (node == master) continue;
     frames.emplace_back(node, auth.seal({.from = master, .to = node, .group = hash64(kGroup),
                                          .incarnation = ~uint64_t{0} - 1, .serial = 1,
-                                         .body = quorum::Accept{.ballot = status->epoch, .seq = 1}}));
+                                         .body = lockgroup::Accept{.ballot = status->epoch, .seq = 1}}));
   }
   fx.cluster->lockd(master).kill();
   std::atomic<bool> stop{false};
@@ -1040,7 +1040,7 @@ TEST_CASE("lock group: a master stopped by SIGTERM hands over; the next grant do
   // A master lease of 8 s: without the hand-over no other node may lead until
   // it has run out on the followers, so the next grant would come 8 s or more
   // after the stop (the crash in "SIGKILL of the master" waits it out).
-  Fixture fx([](tools::LocalClusterOptions& o) {
+  Fixture fx([](cli::LocalClusterOptions& o) {
     o.timing.master_lease_ms = 8000;
     o.start_timeout = 40s;
   });
@@ -1192,10 +1192,10 @@ TEST_CASE("lock group: a node restarted ~2000 slots behind catches up; long peer
   // `behind` (not a candidate now: it ignores it) and is read as a peer message.
   auto key = SequencerKey::load(fx.cluster->key_file());
   REQUIRE(key.is_ok());
-  quorum::Promise promise{.ballot = quorum::make_ballot(1, full), .ok = true, .promised = 0, .seq = 1, .snapshot_slot = 0,
+  lockgroup::Promise promise{.ballot = lockgroup::make_ballot(1, full), .ok = true, .promised = 0, .seq = 1, .snapshot_slot = 0,
                           .accepted = {}};
-  for (quorum::Slot slot = 1; slot <= 2000; ++slot) promise.accepted.push_back({slot, promise.ballot, ""});
-  quorum::PeerAuth auth(key.value(), kGroup);
+  for (lockgroup::Slot slot = 1; slot <= 2000; ++slot) promise.accepted.push_back({slot, promise.ballot, ""});
+  lockgroup::PeerAuth auth(key.value(), kGroup);
   RawConnection raw(fx.cluster->lockd(behind).endpoint());
   const std::string frame =
       auth.seal({.from = full, .to = behind, .group = hash64(kGroup), .body = std::move(promise)});
@@ -1215,10 +1215,10 @@ TEST_CASE("lock group: a node restarted ~2000 slots behind catches up; long peer
 // ---- g. the command line ----
 
 // Runs palisade-lockd with `args` to its end: {exit status, output}.
-std::pair<int, std::string> run_lockd(const tools::TempDir& dir, const std::string& name,
+std::pair<int, std::string> run_lockd(const cli::TempDir& dir, const std::string& name,
                                       std::vector<std::string> args) {
   args.insert(args.begin(), test::lockd_binary());
-  tools::Process p(args, dir.sub(name + ".log"));
+  cli::Process p(args, dir.sub(name + ".log"));
   auto status = p.wait(10000);
   if (!status) {
     p.kill();
@@ -1228,7 +1228,7 @@ std::pair<int, std::string> run_lockd(const tools::TempDir& dir, const std::stri
 }
 
 TEST_CASE("lock group: palisade-lockd's command line", "[lockgroup]") {
-  tools::TempDir dir;
+  cli::TempDir dir;
   auto [help_status, help] = run_lockd(dir, "help", {"--help"});
   CHECK(help_status == 0);
   CHECK_THAT(help, Catch::Contains("--cluster"));
@@ -1241,7 +1241,7 @@ TEST_CASE("lock group: palisade-lockd's command line", "[lockgroup]") {
   ClusterConfig config;
   config.group = "cli";
   config.key_file = key_file;
-  config.lockd = {{1, "tcp://127.0.0.1:" + std::to_string(tools::free_port())}};
+  config.lockd = {{1, "tcp://127.0.0.1:" + std::to_string(cli::free_port())}};
   config.replicas = {"tcp://127.0.0.1:1"};
   const std::string good = dir.sub("good.toml");
   std::ofstream(good) << format_cluster_config(config);
@@ -1293,7 +1293,7 @@ TEST_CASE("lock group: palisade-lockd's command line", "[lockgroup]") {
     CHECK(std::regex_search(out, std::regex(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d palisade-lockd)")));
   }
   SECTION("a data dir another lockd uses") {
-    tools::Process first({test::lockd_binary(), "--id", "1", "--cluster", good, "--data-dir", dir.sub("shared")},
+    cli::Process first({test::lockd_binary(), "--id", "1", "--cluster", good, "--data-dir", dir.sub("shared")},
                          dir.sub("first.log"));
     REQUIRE(eventually([&] { return first.log().find("started") != std::string::npos; }, 10s));
     auto [status, out] = run_lockd(dir, "second", {"--id", "1", "--cluster", good, "--data-dir", dir.sub("shared")});

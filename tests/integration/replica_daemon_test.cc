@@ -16,17 +16,17 @@
 
 #include <zmq.hpp>
 
-#include "common/envelope.h"
-#include "common/replica_protocol.h"
-#include "common/sequencer.h"
-#include "common/transport.h"
+#include "wire/envelope.h"
+#include "wire/replica_protocol.h"
+#include "auth/sequencer_key.h"
+#include "transport/transport.h"
 #include "replica/lmdb_store.h"
-#include "tools/process.h"
+#include "cli/process.h"
 #include "tests/support/raw_lmdb.h"
 #include "client/replica_connection.h"
 #include "tests/support/replica_requests.h"
 #include "tests/support/replica_process.h"
-#include "tools/temp_dir.h"
+#include "cli/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -130,7 +130,7 @@ class RawMessage {
 // A daemon on a fresh data dir, and a client of it.
 struct Fixture {
   explicit Fixture(std::vector<std::string> args = {}) : daemon(tmp.sub("data"), std::move(args)) {}
-  tools::TempDir tmp;
+  cli::TempDir tmp;
   ReplicaProcess daemon;
   ReplicaConnection conn{daemon.endpoint()};
 };
@@ -441,8 +441,8 @@ TEST_CASE("daemon: a value corrupted on disk is reported, never returned", "[rep
 TEST_CASE("daemon: a second daemon on the same data dir is refused", "[replica][daemon]") {
   Fixture f;
   write_ok(f.conn, "k", "v", ts_now(1), "L");
-  tools::Process second({test::replica_binary(), "--data-dir", f.daemon.data_dir(), "--listen",
-                        "tcp://127.0.0.1:" + std::to_string(tools::free_port()), "--insecure"},
+  cli::Process second({test::replica_binary(), "--data-dir", f.daemon.data_dir(), "--listen",
+                        "tcp://127.0.0.1:" + std::to_string(cli::free_port()), "--insecure"},
                        f.tmp.sub("second.log"));
   auto status = second.wait(kExitTimeoutMs);
   INFO(second.log());
@@ -465,7 +465,7 @@ TEST_CASE("daemon: a data dir of another storage format is refused", "[replica][
     raw.put("meta", "format", "5");
     raw.commit();
   }
-  tools::Process refused(
+  cli::Process refused(
       {test::replica_binary(), "--data-dir", f.daemon.data_dir(), "--listen", f.daemon.endpoint(), "--insecure"},
                         f.tmp.sub("refused.log"));
   auto status = refused.wait(kExitTimeoutMs);
@@ -529,16 +529,16 @@ TEST_CASE("daemon: a full disk fails writes, not the daemon", "[replica][daemon]
 }
 
 TEST_CASE("daemon: --help prints usage, a missing --data-dir or a bad --map-size is refused", "[replica][daemon]") {
-  tools::TempDir tmp;
+  cli::TempDir tmp;
   {
-    tools::Process help({test::replica_binary(), "--help"}, tmp.sub("help.log"));
+    cli::Process help({test::replica_binary(), "--help"}, tmp.sub("help.log"));
     auto status = help.wait(kExitTimeoutMs);
     INFO(help.log());
     CHECK(exited_with(status, 0));
     CHECK_THAT(help.log(), Catch::Contains("Usage") && Catch::Contains("--data-dir") && Catch::Contains("--map-size"));
   }
   {
-    tools::Process missing({test::replica_binary(), "--listen", "tcp://127.0.0.1:1"}, tmp.sub("missing.log"));
+    cli::Process missing({test::replica_binary(), "--listen", "tcp://127.0.0.1:1"}, tmp.sub("missing.log"));
     auto status = missing.wait(kExitTimeoutMs);
     INFO(missing.log());
     REQUIRE(status);
@@ -547,7 +547,7 @@ TEST_CASE("daemon: --help prints usage, a missing --data-dir or a bad --map-size
     CHECK_THAT(missing.log(), Catch::Contains("--data-dir"));
   }
   {
-    tools::Process bad_size({test::replica_binary(), "--data-dir", tmp.sub("d"), "--map-size", "lots"},
+    cli::Process bad_size({test::replica_binary(), "--data-dir", tmp.sub("d"), "--map-size", "lots"},
                            tmp.sub("bad_size.log"));
     auto status = bad_size.wait(kExitTimeoutMs);
     INFO(bad_size.log());
@@ -559,8 +559,8 @@ TEST_CASE("daemon: --help prints usage, a missing --data-dir or a bad --map-size
 }
 
 TEST_CASE("daemon: settings come from a config file, and flags override it", "[replica][daemon]") {
-  tools::TempDir tmp;
-  std::string endpoint = "tcp://127.0.0.1:" + std::to_string(tools::free_port());
+  cli::TempDir tmp;
+  std::string endpoint = "tcp://127.0.0.1:" + std::to_string(cli::free_port());
   {
     std::ofstream config(tmp.sub("replica.toml"));
     config << "data-dir = \"" << tmp.sub("data") << "\"\n"
@@ -568,8 +568,8 @@ TEST_CASE("daemon: settings come from a config file, and flags override it", "[r
            << "max-value-bytes = 16\n"
            << "insecure = true\n";
   }
-  std::string other = "tcp://127.0.0.1:" + std::to_string(tools::free_port());
-  tools::Process daemon({test::replica_binary(), "--config", tmp.sub("replica.toml"), "--listen", other},
+  std::string other = "tcp://127.0.0.1:" + std::to_string(cli::free_port());
+  cli::Process daemon({test::replica_binary(), "--config", tmp.sub("replica.toml"), "--listen", other},
                         tmp.sub("daemon.log"));
   ReplicaConnection conn(other);
   auto ping = conn.call(ping_req(), 10000);
@@ -593,12 +593,12 @@ struct KeyedCluster {
   std::string sign(const std::string& lock, uint64_t token, const SequencerKey& with) const {
     return sign_sequencer({"it-1", lock, LockMode::kExclusive, token}, with);
   }
-  tools::TempDir tmp;
+  cli::TempDir tmp;
   SequencerKey key = SequencerKey::generate();
 };
 
 Code exit_code_and_log(const std::vector<std::string>& args, const std::string& log, std::string* text) {
-  tools::Process p(args, log);
+  cli::Process p(args, log);
   auto status = p.wait(kExitTimeoutMs);
   *text = p.log();
   INFO(*text);
@@ -647,9 +647,9 @@ TEST_CASE("daemon: with the cluster key, it refuses forged sequencers and accept
 }
 
 TEST_CASE("daemon: without a cluster key it starts only with --insecure", "[replica][daemon][sequencer]") {
-  tools::TempDir tmp;
-  tools::Process bare({test::replica_binary(), "--data-dir", tmp.sub("d"), "--listen",
-                       "tcp://127.0.0.1:" + std::to_string(tools::free_port())},
+  cli::TempDir tmp;
+  cli::Process bare({test::replica_binary(), "--data-dir", tmp.sub("d"), "--listen",
+                       "tcp://127.0.0.1:" + std::to_string(cli::free_port())},
                       tmp.sub("bare.log"));
   auto status = bare.wait(kExitTimeoutMs);
   INFO(bare.log());
@@ -708,7 +708,7 @@ TEST_CASE("daemon: an unreadable key or cluster file stops it with a clear error
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.name) {
       std::vector<std::string> argv = {bin, "--data-dir", data, "--listen",
-                                       "tcp://127.0.0.1:" + std::to_string(tools::free_port())};
+                                       "tcp://127.0.0.1:" + std::to_string(cli::free_port())};
       argv.insert(argv.end(), c.args.begin(), c.args.end());
       std::string log;
       CHECK(exit_code_and_log(argv, cluster.tmp.sub("daemon.log"), &log) == Code::kBadRequest);  // exit status 1

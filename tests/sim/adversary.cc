@@ -129,32 +129,32 @@ void Adversary::forge_peer() {
       what = "flipped";
     } else {
       // A field changed under the genuine MAC.
-      const size_t body_bytes = frame.size() - quorum::PeerAuth::kMacBytes;
-      auto m = quorum::decode_peer(std::string_view(frame).substr(0, body_bytes), kMaxPeerFrameBytes);
+      const size_t body_bytes = frame.size() - lockgroup::PeerAuth::kMacBytes;
+      auto m = lockgroup::decode_peer(std::string_view(frame).substr(0, body_bytes), kMaxPeerFrameBytes);
       if (!m.is_ok()) return;
-      quorum::PeerMessage changed = m.value();
-      changed.to = static_cast<quorum::NodeId>(to);
+      lockgroup::PeerMessage changed = m.value();
+      changed.to = static_cast<lockgroup::NodeId>(to);
       changed.serial += world_.uniform(1, 1'000'000);
-      if (auto* a = std::get_if<quorum::Accept>(&changed.body)) a->chosen_through += world_.uniform(1, 50);
-      if (auto* p = std::get_if<quorum::Prepare>(&changed.body)) p->ballot += 256 * world_.uniform(1, 1000);
-      frame = quorum::encode_peer(changed) + frame.substr(body_bytes);
+      if (auto* a = std::get_if<lockgroup::Accept>(&changed.body)) a->chosen_through += world_.uniform(1, 50);
+      if (auto* p = std::get_if<lockgroup::Prepare>(&changed.body)) p->ballot += 256 * world_.uniform(1, 1000);
+      frame = lockgroup::encode_peer(changed) + frame.substr(body_bytes);
       what = "altered";
     }
   } else {
     // New, with made-up fields: a higher ballot than anyone's, entries of garbage.
-    quorum::PeerMessage m;
-    m.from = static_cast<quorum::NodeId>(random_lockd());
-    m.to = static_cast<quorum::NodeId>(to);
+    lockgroup::PeerMessage m;
+    m.from = static_cast<lockgroup::NodeId>(random_lockd());
+    m.to = static_cast<lockgroup::NodeId>(to);
     m.group = s_.group_hash;
     m.incarnation = world_.rng()();
     m.serial = world_.rng()();
-    const quorum::Ballot ballot = quorum::make_ballot(world_.uniform(1, quorum::kMaxRound), m.from);
+    const lockgroup::Ballot ballot = lockgroup::make_ballot(world_.uniform(1, lockgroup::kMaxRound), m.from);
     switch (world_.uniform(0, 3)) {
       case 0:
-        m.body = quorum::Prepare{.ballot = ballot, .from_slot = 1, .seq = world_.rng()()};
+        m.body = lockgroup::Prepare{.ballot = ballot, .from_slot = 1, .seq = world_.rng()()};
         break;
       case 1: {
-        quorum::Accept a{.ballot = ballot, .seq = world_.rng()(), .chosen_through = world_.uniform(0, 100)};
+        lockgroup::Accept a{.ballot = ballot, .seq = world_.rng()(), .chosen_through = world_.uniform(0, 100)};
         for (uint64_t k = 0, n = world_.uniform(1, 3); k < n; ++k) {
           a.entries.push_back({.slot = world_.uniform(1, 100), .ballot = ballot, .value = "forged"});
         }
@@ -162,14 +162,14 @@ void Adversary::forge_peer() {
         break;
       }
       case 2:
-        m.body = quorum::CatchUpRequest{.from_slot = 1};
+        m.body = lockgroup::CatchUpRequest{.from_slot = 1};
         break;
       default:
-        m.body = quorum::Promise{.ballot = ballot, .ok = true, .seq = world_.rng()()};
+        m.body = lockgroup::Promise{.ballot = ballot, .ok = true, .seq = world_.rng()()};
         break;
     }
     const bool sealed = world_.chance(0.5);
-    frame = sealed ? own_auth_.seal(m) : quorum::encode_peer(m);
+    frame = sealed ? own_auth_.seal(m) : lockgroup::encode_peer(m);
     what = sealed ? "sealed under its own key" : "unsealed";
   }
   ++counters_.peer_forged;

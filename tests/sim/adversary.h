@@ -29,10 +29,10 @@
 #include <string>
 #include <vector>
 
-#include "common/hybrid_clock.h"
-#include "common/replica_protocol.h"
-#include "common/sequencer.h"
-#include "quorum/peer_auth.h"
+#include "base/hybrid_clock.h"
+#include "wire/replica_protocol.h"
+#include "auth/sequencer_key.h"
+#include "lockgroup/peer_auth.h"
 #include "tests/sim/history.h"
 #include "tests/sim/replica_set.h"
 #include "tests/sim/world.h"
@@ -126,7 +126,7 @@ class Adversary {
   SkewedClock wall_;
   HybridClock hlc_;
   SequencerKey own_key_;  // not the cluster key
-  quorum::PeerAuth own_auth_;
+  lockgroup::PeerAuth own_auth_;
   bool stopped_ = false;
   uint64_t values_ = 0;
   uint64_t next_id_ = uint64_t{1} << 48;

@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "common/replica_protocol.h"
+#include "wire/replica_protocol.h"
 
 namespace palisade::sim {
 namespace {

@@ -6,10 +6,10 @@
 
 namespace palisade::sim {
 
-using quorum::LockState;
-using quorum::SessionId;
-using quorum::Slot;
-using quorum::Token;
+using lockgroup::LockState;
+using lockgroup::SessionId;
+using lockgroup::Slot;
+using lockgroup::Token;
 
 namespace {
 
@@ -23,15 +23,15 @@ void LockDelayChecker::requested(SessionId session, uint64_t call, uint64_t dela
   requested_[{session, call}] = delay_ms;
 }
 
-void LockDelayChecker::apply(const std::vector<quorum::TaggedCommand>& batch, uint64_t applied_ms) {
-  for (const quorum::TaggedCommand& tc : batch) {
-    const auto* acquire = std::get_if<quorum::Acquire>(&tc.command);
+void LockDelayChecker::apply(const std::vector<lockgroup::TaggedCommand>& batch, uint64_t applied_ms) {
+  for (const lockgroup::TaggedCommand& tc : batch) {
+    const auto* acquire = std::get_if<lockgroup::Acquire>(&tc.command);
     bool held = false, queued = false;
     if (acquire != nullptr) {
       if (const LockState* l = table_.lock(acquire->lock)) {
         held = l->holders.count(acquire->session) != 0;
         queued = std::any_of(l->waiters.begin(), l->waiters.end(),
-                             [&](const quorum::Waiter& w) { return w.session == acquire->session; });
+                             [&](const lockgroup::Waiter& w) { return w.session == acquire->session; });
       }
       for (Delay& d : delays_[acquire->lock]) {
         if (!d.contested && acquire->session != d.session && applied_ms < d.start_ms + d.delay_ms) {
@@ -41,22 +41,22 @@ void LockDelayChecker::apply(const std::vector<quorum::TaggedCommand>& batch, ui
       }
     }
     SessionId ended = 0;
-    if (const auto* expire = std::get_if<quorum::ExpireSession>(&tc.command)) {
+    if (const auto* expire = std::get_if<lockgroup::ExpireSession>(&tc.command)) {
       expiring(expire->session, applied_ms);
       ended = expire->session;
-    } else if (const auto* close = std::get_if<quorum::CloseSession>(&tc.command)) {
+    } else if (const auto* close = std::get_if<lockgroup::CloseSession>(&tc.command)) {
       ended = close->session;
     }
 
-    const quorum::Effects effects = table_.apply({tc});
-    const quorum::CommandResult& result = effects.results.front();
+    const lockgroup::Effects effects = table_.apply({tc});
+    const lockgroup::CommandResult& result = effects.results.front();
     if (acquire != nullptr) {
       const Key key{acquire->session, acquire->lock};
       if (result.grant && !held) holding_call_[key] = acquire->call;
-      if (result.outcome == quorum::Outcome::kQueued && !queued) queued_call_[key] = acquire->call;
+      if (result.outcome == lockgroup::Outcome::kQueued && !queued) queued_call_[key] = acquire->call;
       if (result.grant) granted(result.grant->lock, result.grant->token, applied_ms);
     }
-    for (const quorum::Grant& g : effects.woken) {
+    for (const lockgroup::Grant& g : effects.woken) {
       const Key key{g.session, g.lock};
       if (auto q = queued_call_.find(key); q != queued_call_.end()) {
         holding_call_[key] = q->second;
@@ -75,7 +75,7 @@ void LockDelayChecker::apply(const std::vector<quorum::TaggedCommand>& batch, ui
   }
 }
 
-void LockDelayChecker::restart_from(const quorum::LockTable& table) {
+void LockDelayChecker::restart_from(const lockgroup::LockTable& table) {
   table_ = table;
   holding_call_.clear();
   queued_call_.clear();
@@ -128,7 +128,7 @@ void LockDelayChecker::judge(const std::string& lock, const Delay& d, Token toke
 
 // ---- TokenChecker ----
 
-void TokenChecker::observe(int node, const quorum::LockTable& table, Slot after, Slot through) {
+void TokenChecker::observe(int node, const lockgroup::LockTable& table, Slot after, Slot through) {
   auto& seen = nodes_[node];
   for (auto& [name, s] : seen) {
     if (table.lock(name) == nullptr) s.free_since = true;

@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "quorum/lock_table.h"
-#include "quorum/paxos_messages.h"
+#include "lockgroup/lock_table.h"
+#include "lockgroup/paxos_messages.h"
 
 namespace palisade::sim {
 
@@ -38,14 +38,14 @@ class LockDelayChecker {
   explicit LockDelayChecker(uint64_t max_drift_ppm) : max_drift_ppm_(max_drift_ppm) {}
 
   // The client asked for `delay_ms` with acquire call `call` of `session`.
-  void requested(quorum::SessionId session, uint64_t call, uint64_t delay_ms);
+  void requested(lockgroup::SessionId session, uint64_t call, uint64_t delay_ms);
   // The commands of the next chosen slot; `applied_ms`: when some node first applied it.
-  void apply(const std::vector<quorum::TaggedCommand>& batch, uint64_t applied_ms);
+  void apply(const std::vector<lockgroup::TaggedCommand>& batch, uint64_t applied_ms);
   // The slots since the last apply() are lost: continue from `table`, the
   // lock table of a node that applied the slot before the next apply().
-  void restart_from(const quorum::LockTable& table);
+  void restart_from(const lockgroup::LockTable& table);
   // `lock` was granted with `token` no later than `seen_ms` (a lock table showed it then).
-  void granted(const std::string& lock, quorum::Token token, uint64_t seen_ms);
+  void granted(const std::string& lock, lockgroup::Token token, uint64_t seen_ms);
 
   std::vector<std::string> take_violations() { return std::exchange(violations_, {}); }
   uint64_t started() const { return started_; }      // lock-delays the log started
@@ -54,28 +54,28 @@ class LockDelayChecker {
 
  private:
   struct Delay {
-    quorum::Token token = 0;  // the grant the expiry took away; later grants have larger tokens
-    quorum::SessionId session = 0;
+    lockgroup::Token token = 0;  // the grant the expiry took away; later grants have larger tokens
+    lockgroup::SessionId session = 0;
     uint64_t start_ms = 0;
     uint64_t delay_ms = 0;
     bool contested = false;
   };
-  using Key = std::pair<quorum::SessionId, std::string>;  // (session, lock)
+  using Key = std::pair<lockgroup::SessionId, std::string>;  // (session, lock)
 
   // Before ExpireSession{session} is applied: the delays its expiry starts.
-  void expiring(quorum::SessionId session, uint64_t at_ms);
-  uint64_t delay_of(quorum::SessionId session, const std::string& lock, const quorum::LockState& l) const;
-  void judge(const std::string& lock, const Delay& d, quorum::Token token, uint64_t granted_ms);
+  void expiring(lockgroup::SessionId session, uint64_t at_ms);
+  uint64_t delay_of(lockgroup::SessionId session, const std::string& lock, const lockgroup::LockState& l) const;
+  void judge(const std::string& lock, const Delay& d, lockgroup::Token token, uint64_t granted_ms);
 
   uint64_t max_drift_ppm_;
-  quorum::LockTable table_;
+  lockgroup::LockTable table_;
   // (session, call) -> the delay the client asked for
-  std::map<std::pair<quorum::SessionId, uint64_t>, uint64_t> requested_;
+  std::map<std::pair<lockgroup::SessionId, uint64_t>, uint64_t> requested_;
   std::map<Key, uint64_t> holding_call_;  // the acquire call a holding came from
   std::map<Key, uint64_t> queued_call_;   // the acquire call a wait came from
   std::map<std::string, std::vector<Delay>> delays_;
-  std::map<std::string, std::map<quorum::Token, uint64_t>> grants_;  // lock -> token -> earliest time seen
-  std::set<std::pair<std::string, quorum::Token>> reported_;
+  std::map<std::string, std::map<lockgroup::Token, uint64_t>> grants_;  // lock -> token -> earliest time seen
+  std::set<std::pair<std::string, lockgroup::Token>> reported_;
   std::vector<std::string> violations_;
   uint64_t started_ = 0, contested_ = 0, gaps_ = 0;
 };
@@ -92,23 +92,23 @@ class TokenChecker {
   void restart(int node) { nodes_.erase(node); }
   // Node `node`'s lock table, having applied slots through `through`, all of
   // them after `after` since it was last shown (0: unknown, e.g. it restored a snapshot).
-  void observe(int node, const quorum::LockTable& table, quorum::Slot after, quorum::Slot through);
+  void observe(int node, const lockgroup::LockTable& table, lockgroup::Slot after, lockgroup::Slot through);
   std::vector<std::string> take_violations() { return std::exchange(violations_, {}); }
 
  private:
   struct Seen {
-    quorum::Token token = 0;
+    lockgroup::Token token = 0;
     bool free_since = false;  // the node showed the lock free after that token
   };
   struct Grant {
     std::string lock;
-    quorum::Slot first = 0, last = 0;  // the grant was applied in a slot in [first, last]
+    lockgroup::Slot first = 0, last = 0;  // the grant was applied in a slot in [first, last]
   };
-  void record(int node, const std::string& lock, quorum::Token token, quorum::Slot first, quorum::Slot last);
+  void record(int node, const std::string& lock, lockgroup::Token token, lockgroup::Slot first, lockgroup::Slot last);
 
   std::map<int, std::map<std::string, Seen>> nodes_;
-  std::map<quorum::Token, Grant> grants_;
-  std::set<quorum::Token> reported_;
+  std::map<lockgroup::Token, Grant> grants_;
+  std::set<lockgroup::Token> reported_;
   std::vector<std::string> violations_;
 };
 

@@ -8,12 +8,12 @@
 
 #include "client/coordinator.h"
 #include "client/lock_session.h"
-#include "common/hash.h"
-#include "common/lock_protocol.h"
-#include "common/sequencer.h"
-#include "quorum/lock_service.h"
-#include "quorum/memory_paxos_storage.h"
-#include "quorum/peer_auth.h"
+#include "wire/hash.h"
+#include "wire/lock_protocol.h"
+#include "auth/sequencer_key.h"
+#include "lockgroup/lock_service.h"
+#include "lockgroup/memory_paxos_storage.h"
+#include "lockgroup/peer_auth.h"
 #include "tests/sim/lock_checkers.h"
 #include "tests/sim/replica_set.h"
 
@@ -49,27 +49,27 @@ class DriftClock {
   int64_t drift_ppm_;
 };
 
-std::string describe_peer(const quorum::PeerMessage& m) {
+std::string describe_peer(const lockgroup::PeerMessage& m) {
   std::string from = "lockd " + std::to_string(m.from) + " ";
   return std::visit(
       [&](const auto& b) -> std::string {
         using T = std::decay_t<decltype(b)>;
-        if constexpr (std::is_same_v<T, quorum::Prepare>) return from + "prepare " + std::to_string(b.ballot);
-        if constexpr (std::is_same_v<T, quorum::Promise>) {
+        if constexpr (std::is_same_v<T, lockgroup::Prepare>) return from + "prepare " + std::to_string(b.ballot);
+        if constexpr (std::is_same_v<T, lockgroup::Promise>) {
           return from + "promise " + std::to_string(b.ballot) + (b.ok ? " ok" : " refused, promised " + std::to_string(b.promised));
         }
-        if constexpr (std::is_same_v<T, quorum::Accept>) {
+        if constexpr (std::is_same_v<T, lockgroup::Accept>) {
           return from + "accept " + std::to_string(b.ballot) + " " + std::to_string(b.entries.size()) + " entries through " +
                  std::to_string(b.chosen_through);
         }
-        if constexpr (std::is_same_v<T, quorum::Accepted>) {
+        if constexpr (std::is_same_v<T, lockgroup::Accepted>) {
           return from + "accepted " + std::to_string(b.ballot) + (b.ok ? " ok" : " refused, promised " + std::to_string(b.promised));
         }
-        if constexpr (std::is_same_v<T, quorum::StepDown>) {
+        if constexpr (std::is_same_v<T, lockgroup::StepDown>) {
           return from + "step-down " + std::to_string(b.ballot) + ", successor " + std::to_string(b.successor);
         }
-        if constexpr (std::is_same_v<T, quorum::CatchUpRequest>) return from + "catch-up request from " + std::to_string(b.from_slot);
-        if constexpr (std::is_same_v<T, quorum::CatchUp>) {
+        if constexpr (std::is_same_v<T, lockgroup::CatchUpRequest>) return from + "catch-up request from " + std::to_string(b.from_slot);
+        if constexpr (std::is_same_v<T, lockgroup::CatchUp>) {
           return from + "catch-up " + std::to_string(b.chosen.size()) + " entries, snapshot " + std::to_string(b.snapshot_slot);
         }
         return from;
@@ -78,17 +78,17 @@ std::string describe_peer(const quorum::PeerMessage& m) {
 }
 
 struct Lockd {
-  quorum::NodeId id = 0;
+  lockgroup::NodeId id = 0;
   DriftClock clock{0, 0};
-  std::unique_ptr<quorum::MemoryPaxosStorage> disk;
-  std::unique_ptr<quorum::LockService> service;  // memory: lost in a crash
+  std::unique_ptr<lockgroup::MemoryPaxosStorage> disk;
+  std::unique_ptr<lockgroup::LockService> service;  // memory: lost in a crash
   std::vector<std::pair<int, std::string>> outbox;  // sent once the disk synced
   bool sync_scheduled = false;
   uint64_t incarnation = 0;
   uint64_t tick_at = UINT64_MAX;
   // Checker state for this incarnation.
-  quorum::Slot checked_through = 0;
-  quorum::Slot observed_through = 0;  // the token checker has seen the table through this slot
+  lockgroup::Slot checked_through = 0;
+  lockgroup::Slot observed_through = 0;  // the token checker has seen the table through this slot
   bool was_master = false;
 };
 
@@ -136,14 +136,14 @@ class LockSim {
         lock_delays_(o.timing.max_clock_drift_ppm) {
     world_.faults() = o.faults;
     for (int i = 1; i <= o.lockd; ++i) {
-      members_.push_back(static_cast<quorum::NodeId>(i));
+      members_.push_back(static_cast<lockgroup::NodeId>(i));
       endpoints_.push_back(endpoint(i));
     }
     for (int i = 1; i <= o.lockd; ++i) {
       Lockd n;
-      n.id = static_cast<quorum::NodeId>(i);
+      n.id = static_cast<lockgroup::NodeId>(i);
       n.clock = drift_clock();
-      n.disk = std::make_unique<quorum::MemoryPaxosStorage>();
+      n.disk = std::make_unique<lockgroup::MemoryPaxosStorage>();
       lockd_.push_back(std::move(n));
       world_.attach(kLockdBase + i, [this, i](int from, const std::string& bytes) { lockd_receive(i, from, bytes); });
     }
@@ -254,9 +254,9 @@ class LockSim {
 
   // ---- lockd nodes ----
 
-  quorum::LockServiceOptions service_options(int i) {
-    quorum::LockServiceOptions s;
-    s.paxos = quorum::PaxosOptions{.self = static_cast<quorum::NodeId>(i),
+  lockgroup::LockServiceOptions service_options(int i) {
+    lockgroup::LockServiceOptions s;
+    s.paxos = lockgroup::PaxosOptions{.self = static_cast<lockgroup::NodeId>(i),
                                    .members = members_,
                                    .group = hash64(kGroup),
                                    .master_lease_ms = o_.timing.master_lease_ms,
@@ -268,7 +268,7 @@ class LockSim {
                                    .incarnation = node(i).incarnation + 1,
                                    .max_entries_per_message = 64,
                                    .ignore_master_lease = o_.broken_master_ignores_lease};
-    for (int k = 1; k <= o_.lockd; ++k) s.endpoints[static_cast<quorum::NodeId>(k)] = endpoint(k);
+    for (int k = 1; k <= o_.lockd; ++k) s.endpoints[static_cast<lockgroup::NodeId>(k)] = endpoint(k);
     s.group = kGroup;
     s.key = key_;
     s.session_lease_ms = o_.timing.session_lease_ms;
@@ -281,7 +281,7 @@ class LockSim {
 
   void boot(int i) {
     Lockd& n = node(i);
-    auto service = quorum::LockService::start(service_options(i), *n.disk, local(n));
+    auto service = lockgroup::LockService::start(service_options(i), *n.disk, local(n));
     if (!service.is_ok()) {
       violations_.push_back("lockd " + std::to_string(i) + " cannot start: " + service.status().to_string());
       return;
@@ -304,7 +304,7 @@ class LockSim {
     const bool adversary = from >= kAdversaryBase && from < kAdversaryBase + o_.adversaries;
     uint64_t now = local(n);
     if (auto body = peer_auth_.verified_body(bytes)) {
-      auto peer = quorum::decode_peer(*body, size_t{64} << 20);
+      auto peer = lockgroup::decode_peer(*body, size_t{64} << 20);
       if (!peer.is_ok()) {
         violations_.push_back("lockd " + std::to_string(i) + " cannot decode a signed message: " +
                               peer.status().to_string());
@@ -314,7 +314,7 @@ class LockSim {
         world_.record("lockd " + std::to_string(i) + " <- " + describe_peer(peer.value()) +
                       (adversary ? " (replayed)" : ""));
       }
-      if (peer.value().to != static_cast<quorum::NodeId>(i)) {
+      if (peer.value().to != static_cast<lockgroup::NodeId>(i)) {
         if (!adversary) violations_.push_back("lockd " + std::to_string(i) + " got a message for another node");
         ++adversary_counters_.peer_replays_misaddressed;
         return;
@@ -421,7 +421,7 @@ class LockSim {
   // What the daemon would log at info: grants, releases, closed and expired sessions.
   void record_events(int i) {
     for (const auto& e : node(i).service->take_events()) {
-      world_.record("lockd " + std::to_string(i) + ": " + quorum::describe(e));
+      world_.record("lockd " + std::to_string(i) + ": " + lockgroup::describe(e));
     }
   }
 
@@ -462,7 +462,7 @@ class LockSim {
       if (!n.service || !n.service->hand_over(local(n))) continue;
       world_.record("stop lockd " + std::to_string(i) + " as planned: it hands over");
       for (auto& m : n.service->take_early_peer_messages()) {
-        n.outbox.emplace_back(kLockdBase + static_cast<int>(m.to), quorum::encode_peer(m));
+        n.outbox.emplace_back(kLockdBase + static_cast<int>(m.to), lockgroup::encode_peer(m));
       }
       sync(i);
       crash_lockd(i);
@@ -474,7 +474,7 @@ class LockSim {
 
   void check_lockd(int i) {
     Lockd& n = node(i);
-    const quorum::PaxosNode& paxos = n.service->node();
+    const lockgroup::PaxosNode& paxos = n.service->node();
     // One value per slot, on every node.
     for (auto it = paxos.log().upper_bound(n.checked_through);
          it != paxos.log().end() && it->first <= paxos.applied_through(); ++it) {
@@ -511,8 +511,8 @@ class LockSim {
   // in check_lockd, so the first node to apply a slot tells when it was applied.
   void check_grants(int i) {
     Lockd& n = node(i);
-    const quorum::PaxosNode& paxos = n.service->node();
-    const quorum::LockTable& table = n.service->table();
+    const lockgroup::PaxosNode& paxos = n.service->node();
+    const lockgroup::LockTable& table = n.service->table();
     while (first_applied_ms_.size() < paxos.applied_through()) first_applied_ms_.push_back(world_.now_ms());
     // A snapshot past what was seen (a restore, or the master compacting just
     // now): the table may show grants from any earlier slot.
@@ -533,7 +533,7 @@ class LockSim {
   // ever show it, the checker goes on from node i's table.
   void replay_for_lock_delays(int i) {
     while (replayed_through_ < first_applied_ms_.size()) {
-      const quorum::Slot slot = replayed_through_ + 1;
+      const lockgroup::Slot slot = replayed_through_ + 1;
       const std::string* value = chosen_value(slot);
       if (value == nullptr) {
         for (const Lockd& n : lockd_) {
@@ -544,7 +544,7 @@ class LockSim {
         continue;
       }
       if (!value->empty()) {  // empty: a new master's no-op
-        auto batch = quorum::decode_batch(*value);
+        auto batch = lockgroup::decode_batch(*value);
         if (!batch.is_ok()) {
           violations_.push_back("slot " + std::to_string(slot) + " holds no batch: " + batch.status().to_string());
         } else {
@@ -555,7 +555,7 @@ class LockSim {
     }
   }
 
-  const std::string* chosen_value(quorum::Slot slot) const {
+  const std::string* chosen_value(lockgroup::Slot slot) const {
     for (const Lockd& n : lockd_) {
       if (!n.service || n.service->node().applied_through() < slot) continue;
       const auto& log = n.service->node().log();
@@ -953,21 +953,21 @@ class LockSim {
   World world_;
   SequencerKey key_;
   ReplicaSet replicas_;
-  quorum::PeerAuth peer_auth_;  // the lockd nodes' (they all derive the same key)
-  std::vector<quorum::NodeId> members_;
+  lockgroup::PeerAuth peer_auth_;  // the lockd nodes' (they all derive the same key)
+  std::vector<lockgroup::NodeId> members_;
   std::vector<std::string> endpoints_;
   std::vector<Lockd> lockd_;
   std::vector<SimClient> clients_;
   History history_;
   std::vector<std::unique_ptr<Adversary>> adversaries_;
   AdversaryCounters adversary_counters_;
-  std::map<quorum::Slot, uint64_t> chosen_;
+  std::map<lockgroup::Slot, uint64_t> chosen_;
   std::set<uint64_t> epochs_;
   std::vector<std::string> violations_;
   TokenChecker tokens_;
   LockDelayChecker lock_delays_;
   std::vector<uint64_t> first_applied_ms_;  // slot s: when some node first applied it, at [s - 1]
-  quorum::Slot replayed_through_ = 0;       // the lock-delay checker has the log through here
+  lockgroup::Slot replayed_through_ = 0;       // the lock-delay checker has the log through here
   uint64_t grants_ = 0, expired_sessions_ = 0;
   bool healed_ = false;
   bool two_masters_reported_ = false;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "common/cluster_config.h"
+#include "config/cluster_config.h"
 #include "tests/sim/adversary.h"
 #include "tests/sim/history.h"
 #include "tests/sim/world.h"

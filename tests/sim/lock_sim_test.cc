@@ -184,19 +184,19 @@ TEST_CASE("lock sim: negative control, a lock group that ignores lock-delays is 
 
 // ---- The checkers by hand ----
 
-using quorum::Acquire;
-using quorum::CloseSession;
-using quorum::ExpireSession;
-using quorum::OpenSession;
-using quorum::Release;
-using quorum::TaggedCommand;
+using lockgroup::Acquire;
+using lockgroup::CloseSession;
+using lockgroup::ExpireSession;
+using lockgroup::OpenSession;
+using lockgroup::Release;
+using lockgroup::TaggedCommand;
 
-TaggedCommand cmd(quorum::Command c) {
+TaggedCommand cmd(lockgroup::Command c) {
   static uint64_t tag = 0;
   return {++tag, std::move(c)};
 }
 
-Acquire acquire(quorum::SessionId s, std::string lock, LockMode mode, uint64_t delay_ms, uint64_t call) {
+Acquire acquire(lockgroup::SessionId s, std::string lock, LockMode mode, uint64_t delay_ms, uint64_t call) {
   return Acquire{.session = s, .lock = std::move(lock), .mode = mode, .lock_delay_ms = delay_ms, .call = call};
 }
 
@@ -265,15 +265,15 @@ TEST_CASE("lock-delay checker: a grant seen before the log shows the expiry is j
 }
 
 // A lock table after `commands` (one command a slot).
-quorum::LockTable table_after(const std::vector<quorum::Command>& commands) {
-  quorum::LockTable t;
+lockgroup::LockTable table_after(const std::vector<lockgroup::Command>& commands) {
+  lockgroup::LockTable t;
   for (const auto& c : commands) t.apply({cmd(c)});
   return t;
 }
 
 TEST_CASE("token checker: lagging and rebooted nodes may show old grants again", "[sim]") {
   TokenChecker tc;
-  const std::vector<quorum::Command> log = {OpenSession{}, OpenSession{}, acquire(1, "L", LockMode::kExclusive, 0, 1),
+  const std::vector<lockgroup::Command> log = {OpenSession{}, OpenSession{}, acquire(1, "L", LockMode::kExclusive, 0, 1),
                                             Release{.session = 1, .lock = "L", .call = 2},
                                             acquire(2, "L", LockMode::kExclusive, 0, 1)};
   tc.observe(1, table_after({log.begin(), log.begin() + 3}), 0, 3);  // token 1, slot 3
@@ -286,14 +286,14 @@ TEST_CASE("token checker: lagging and rebooted nodes may show old grants again",
 }
 
 TEST_CASE("token checker: a token handed out twice is caught across reboots", "[sim]") {
-  const std::vector<quorum::Command> log = {OpenSession{}, OpenSession{}, acquire(1, "L", LockMode::kExclusive, 0, 1),
+  const std::vector<lockgroup::Command> log = {OpenSession{}, OpenSession{}, acquire(1, "L", LockMode::kExclusive, 0, 1),
                                             Release{.session = 1, .lock = "L", .call = 2}};
   SECTION("to the same lock, in a later slot") {
     TokenChecker tc;
     tc.observe(1, table_after({log.begin(), log.begin() + 3}), 2, 3);  // token 1 in slot 3
     tc.restart(1);
     // After the reboot the node's counter went back: slot 5 grants token 1 again.
-    quorum::LockTable t = table_after({log.begin(), log.begin() + 2});
+    lockgroup::LockTable t = table_after({log.begin(), log.begin() + 2});
     t.apply({cmd(acquire(2, "L", LockMode::kExclusive, 0, 1))});
     tc.observe(1, t, 4, 5);
     const auto v = tc.take_violations();
@@ -303,7 +303,7 @@ TEST_CASE("token checker: a token handed out twice is caught across reboots", "[
   SECTION("to another lock") {
     TokenChecker tc;
     tc.observe(1, table_after({log.begin(), log.begin() + 3}), 0, 3);
-    quorum::LockTable t = table_after({log.begin(), log.begin() + 2});
+    lockgroup::LockTable t = table_after({log.begin(), log.begin() + 2});
     t.apply({cmd(acquire(2, "M", LockMode::kExclusive, 0, 1))});
     tc.observe(2, t, 0, 5);
     const auto v = tc.take_violations();
@@ -314,7 +314,7 @@ TEST_CASE("token checker: a token handed out twice is caught across reboots", "[
     TokenChecker tc;
     tc.observe(1, table_after({log.begin(), log.begin() + 3}), 2, 3);
     tc.observe(1, table_after(log), 3, 4);  // L free (forgotten)
-    quorum::LockTable t = table_after({log.begin(), log.begin() + 2});
+    lockgroup::LockTable t = table_after({log.begin(), log.begin() + 2});
     t.apply({cmd(acquire(2, "L", LockMode::kExclusive, 0, 1))});
     tc.observe(1, t, 4, 5);
     CHECK(tc.take_violations().size() == 1);
@@ -324,10 +324,10 @@ TEST_CASE("token checker: a token handed out twice is caught across reboots", "[
 TEST_CASE("token checker: a larger token granted in an earlier slot is caught", "[sim]") {
   TokenChecker tc;
   // Node 1 shows M with token 2 (L's token 1 came and went before); node 2 shows L with token 1, in a later slot.
-  const quorum::LockTable m2 =
+  const lockgroup::LockTable m2 =
       table_after({OpenSession{}, OpenSession{}, acquire(1, "L", LockMode::kExclusive, 0, 1),
                    Release{.session = 1, .lock = "L", .call = 2}, acquire(2, "M", LockMode::kExclusive, 0, 1)});
-  const quorum::LockTable l1 = table_after({OpenSession{}, acquire(1, "L", LockMode::kExclusive, 0, 1)});
+  const lockgroup::LockTable l1 = table_after({OpenSession{}, acquire(1, "L", LockMode::kExclusive, 0, 1)});
   tc.observe(1, m2, 4, 5);  // token 2 granted in slot 5
   tc.observe(2, l1, 5, 7);  // token 1 granted in slot 6 or 7
   const auto v = tc.take_violations();

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "common/physical_clock.h"
+#include "base/physical_clock.h"
 #include "replica/handler.h"
 #include "replica/memory_store.h"
 #include "tests/sim/world.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/replica_protocol.h"
+#include "wire/replica_protocol.h"
 #include "tests/sim/quorum_sim.h"
 #include "tests/sim/replica_set.h"
 #include "tests/sim/seed_sweep.h"

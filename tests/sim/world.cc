@@ -1,6 +1,6 @@
 #include "tests/sim/world.h"
 
-#include "common/hash.h"
+#include "wire/hash.h"
 
 namespace palisade::sim {
 

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "tools/local_cluster.h"
+#include "cli/local_cluster.h"
 
 namespace palisade::test {
 
@@ -12,10 +12,10 @@ namespace palisade::test {
 std::string lockd_binary();
 
 // Options for a cluster in `dir` that runs this build's daemons.
-tools::LocalClusterOptions local_cluster_options(std::string dir);
+cli::LocalClusterOptions local_cluster_options(std::string dir);
 
 // Starts the cluster; throws std::runtime_error (with the daemons' logs) when it
 // does not become healthy.
-std::unique_ptr<tools::LocalCluster> start_local_cluster(tools::LocalClusterOptions options);
+std::unique_ptr<cli::LocalCluster> start_local_cluster(cli::LocalClusterOptions options);
 
 }  // namespace palisade::test

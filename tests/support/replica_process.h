@@ -4,17 +4,17 @@
 #include <string>
 #include <vector>
 
-#include "tools/replica_process.h"
+#include "cli/replica_process.h"
 
 namespace palisade::test {
 
 // Path of the palisade-replica binary under test.
 std::string replica_binary();
 
-class ReplicaProcess : public tools::ReplicaProcess {
+class ReplicaProcess : public cli::ReplicaProcess {
  public:
   explicit ReplicaProcess(std::string data_dir, std::vector<std::string> extra_args = {})
-      : tools::ReplicaProcess(replica_binary(), std::move(data_dir), std::move(extra_args)) {}
+      : cli::ReplicaProcess(replica_binary(), std::move(data_dir), std::move(extra_args)) {}
 };
 
 }  // namespace palisade::test

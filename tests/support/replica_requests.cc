@@ -1,6 +1,6 @@
 #include "tests/support/replica_requests.h"
 
-#include "common/physical_clock.h"
+#include "base/physical_clock.h"
 
 namespace palisade::test {
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "common/replica_protocol.h"
+#include "wire/replica_protocol.h"
 
 namespace palisade::test {
 

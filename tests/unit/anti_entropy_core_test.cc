@@ -1,4 +1,4 @@
-// The anti-entropy session core (client/anti_entropy_core.h) against in-process
+// The anti-entropy session core (antientropy/anti_entropy_core.h) against in-process
 // replicas: a ReplicaHandler on a MemoryStore each, messages delivered at once.
 #include <catch2/catch.hpp>
 
@@ -8,9 +8,9 @@
 #include <memory>
 #include <set>
 
-#include "client/anti_entropy_core.h"
-#include "common/hybrid_clock.h"
-#include "common/physical_clock.h"
+#include "antientropy/anti_entropy_core.h"
+#include "base/hybrid_clock.h"
+#include "base/physical_clock.h"
 #include "replica/handler.h"
 #include "replica/memory_store.h"
 

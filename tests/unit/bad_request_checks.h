@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/envelope.h"
+#include "wire/envelope.h"
 #include "palisade/status.h"
 #include "tests/unit/msgpack_builder.h"
 

@@ -4,9 +4,9 @@
 
 #include <string>
 
-#include "tools/base64.h"
+#include "cli/base64.h"
 
-namespace palisade::tools {
+namespace palisade::cli {
 namespace {
 
 using namespace std::string_literals;
@@ -36,4 +36,4 @@ TEST_CASE("is_utf8: well-formed UTF-8 only", "[cli]") {
 }
 
 }  // namespace
-}  // namespace palisade::tools
+}  // namespace palisade::cli

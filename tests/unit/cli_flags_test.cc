@@ -4,10 +4,10 @@
 
 #include <cstdlib>
 
-#include "quorum/paxos_messages.h"
-#include "tools/command.h"
+#include "lockgroup/paxos_messages.h"
+#include "cli/command.h"
 
-namespace palisade::tools {
+namespace palisade::cli {
 namespace {
 
 using std::chrono::milliseconds;
@@ -31,8 +31,8 @@ TEST_CASE("cli flags: durations need a unit and add up", "[cli]") {
 
 TEST_CASE("cli flags: an epoch reads as ROUND.NODE", "[cli]") {
   CHECK(format_epoch(259) == "1.3");
-  CHECK(format_epoch(quorum::make_ballot(12, 5)) == "12.5");
-  CHECK(format_epoch(quorum::make_ballot(70000, 255)) == "70000.255");
+  CHECK(format_epoch(lockgroup::make_ballot(12, 5)) == "12.5");
+  CHECK(format_epoch(lockgroup::make_ballot(70000, 255)) == "70000.255");
   CHECK(format_epoch(0) == "0");  // no ballot yet
   CHECK(epoch_parts(259).round == 1);
   CHECK(epoch_parts(259).node == 3);
@@ -64,4 +64,4 @@ TEST_CASE("cli flags: --cluster, then $PALISADE_CLUSTER, then the local cluster'
 }
 
 }  // namespace
-}  // namespace palisade::tools
+}  // namespace palisade::cli

@@ -1,4 +1,4 @@
-// The cluster file (common/cluster_config.h): a good file, every kind of bad file
+// The cluster file (config/cluster_config.h): a good file, every kind of bad file
 // refused with a message naming the file, format/parse round trip, a missing file.
 #include <catch2/catch.hpp>
 
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "common/cluster_config.h"
-#include "tools/temp_dir.h"
+#include "config/cluster_config.h"
+#include "cli/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -259,7 +259,7 @@ TEST_CASE("cluster file: format_cluster_config reads back as the same config", "
 }
 
 TEST_CASE("cluster file: load_cluster_file reads a file, a missing one is a storage error", "[config]") {
-  tools::TempDir dir;
+  cli::TempDir dir;
   {
     std::ofstream out(dir.sub("cluster.toml"));
     out << kGood;

@@ -14,8 +14,8 @@
 #include <variant>
 
 #include "client/coordinator.h"
-#include "common/hybrid_clock.h"
-#include "common/sequencer.h"
+#include "base/hybrid_clock.h"
+#include "auth/sequencer_key.h"
 #include "replica/handler.h"
 #include "replica/memory_store.h"
 #include "client/replica_connection.h"

@@ -13,8 +13,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "common/hybrid_clock.h"
-#include "common/physical_clock.h"
+#include "base/hybrid_clock.h"
+#include "base/physical_clock.h"
 #include "palisade/status.h"
 #include "palisade/timestamp.h"
 #include "tests/support/printers.h"

@@ -10,9 +10,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "common/lock_protocol.h"
-#include "common/replica_protocol.h"
-#include "common/sequencer.h"
+#include "wire/lock_protocol.h"
+#include "wire/replica_protocol.h"
+#include "auth/sequencer_key.h"
 #include "tests/support/printers.h"
 #include "tests/unit/bad_request_checks.h"
 #include "tests/unit/hex_text.h"

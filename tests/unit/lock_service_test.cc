@@ -1,10 +1,10 @@
-// The lock service of palisade-lockd (quorum/lock_service.h) with its Paxos
+// The lock service of palisade-lockd (lockgroup/lock_service.h) with its Paxos
 // group: three services on simulated disks, peer messages delivered in order at
 // once, one manual clock. Here: the session lease a client chooses (its range,
 // what the replies report, and that a new master renews each session by its
 // own length), and lock_status's pages. The simulator (tests/sim) covers the
 // rest under faults.
-#include "quorum/lock_service.h"
+#include "lockgroup/lock_service.h"
 
 #include <catch2/catch.hpp>
 
@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "quorum/memory_paxos_storage.h"
+#include "lockgroup/memory_paxos_storage.h"
 #include "tests/support/printers.h"
 
-namespace palisade::quorum {
+namespace palisade::lockgroup {
 namespace {
 
 constexpr uint64_t kDefaultLease = 12000;  // the cluster's session_lease_ms
@@ -362,9 +362,9 @@ TEST_CASE("lock service: lock_status lists every lock by name in pages", "[lock_
 }
 
 }  // namespace
-}  // namespace palisade::quorum
+}  // namespace palisade::lockgroup
 
-namespace palisade::quorum {
+namespace palisade::lockgroup {
 
 namespace {
 
@@ -438,9 +438,9 @@ TEST_CASE("lock service: a genuine catch-up snapshot still installs", "[lock_ser
   CHECK(g.services[g.f]->node().applied_through() == applied + 2);
 }
 
-}  // namespace palisade::quorum
+}  // namespace palisade::lockgroup
 
-namespace palisade::quorum {
+namespace palisade::lockgroup {
 
 TEST_CASE("lock service: followers compact their logs too", "[lock_service]") {
   constexpr size_t kEvery = 10;
@@ -465,9 +465,9 @@ TEST_CASE("lock service: followers compact their logs too", "[lock_service]") {
   }
 }
 
-}  // namespace palisade::quorum
+}  // namespace palisade::lockgroup
 
-namespace palisade::quorum {
+namespace palisade::lockgroup {
 
 TEST_CASE("lock service: the master reports grants, releases, closes and expiries; followers nothing",
           "[lock_service][logs]") {
@@ -553,4 +553,4 @@ TEST_CASE("lock service: a master that hands over answers not_master; a follower
   CHECK(again.token == held.token);
 }
 
-}  // namespace palisade::quorum
+}  // namespace palisade::lockgroup

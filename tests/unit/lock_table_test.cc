@@ -1,7 +1,7 @@
 // The lock table (docs/design.md "Lock group"): grants, tokens, queues, lock-delay,
 // sessions, the batch codec and snapshots. Random cases come from fixed seeds so
 // a failure reproduces.
-#include "quorum/lock_table.h"
+#include "lockgroup/lock_table.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -20,19 +20,19 @@
 
 namespace Catch {
 template <>
-struct StringMaker<palisade::quorum::Outcome> {
-  static std::string convert(palisade::quorum::Outcome o) { return std::string(palisade::quorum::outcome_name(o)); }
+struct StringMaker<palisade::lockgroup::Outcome> {
+  static std::string convert(palisade::lockgroup::Outcome o) { return std::string(palisade::lockgroup::outcome_name(o)); }
 };
 template <>
-struct StringMaker<palisade::quorum::Grant> {
-  static std::string convert(const palisade::quorum::Grant& g) {
+struct StringMaker<palisade::lockgroup::Grant> {
+  static std::string convert(const palisade::lockgroup::Grant& g) {
     return "{session " + std::to_string(g.session) + ", '" + g.lock + "', " + std::string(palisade::mode_name(g.mode)) +
            ", token " + std::to_string(g.token) + "}";
   }
 };
 }  // namespace Catch
 
-namespace palisade::quorum {
+namespace palisade::lockgroup {
 namespace {
 
 constexpr uint64_t kSeed = 0x10c4'7ab1'e000'0001;
@@ -949,4 +949,4 @@ TEST_CASE("lock table: restore refuses garbage and leaves the table unchanged", 
 }
 
 }  // namespace
-}  // namespace palisade::quorum
+}  // namespace palisade::lockgroup

@@ -1,4 +1,4 @@
-// The codec of the messages between palisade-lockd nodes (quorum/paxos_messages.h):
+// The codec of the messages between palisade-lockd nodes (lockgroup/paxos_messages.h):
 // every message type round-trips, and every kind of bad input gets its own Code
 // without crashing. Random cases come from fixed seeds so a failure reproduces.
 #include <catch2/catch.hpp>
@@ -12,12 +12,12 @@
 
 #include <msgpack.hpp>
 
-#include "quorum/paxos_messages.h"
+#include "lockgroup/paxos_messages.h"
 #include "tests/support/printers.h"
 #include "tests/unit/hex_text.h"
 #include "tests/unit/msgpack_builder.h"
 
-namespace palisade::quorum {
+namespace palisade::lockgroup {
 namespace {
 
 using namespace std::string_literals;
@@ -523,9 +523,9 @@ TEST_CASE("peer messages: decoding limits on lists, maps and nesting are TooLarg
 }
 
 }  // namespace
-}  // namespace palisade::quorum
+}  // namespace palisade::lockgroup
 
-namespace palisade::quorum {
+namespace palisade::lockgroup {
 
 TEST_CASE("peer messages: a step-down's successor is a node id", "[lockgroup][wire]") {
   const std::string valid = encode_peer(msg(StepDown{make_ballot(2, 3), 4}));
@@ -537,4 +537,4 @@ TEST_CASE("peer messages: a step-down's successor is a node id", "[lockgroup][wi
   CHECK(decode(edited(valid, {{"successor"}, Op::kReplace, u64(255)})).is_ok());
 }
 
-}  // namespace palisade::quorum
+}  // namespace palisade::lockgroup

@@ -14,10 +14,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "quorum/memory_paxos_storage.h"
-#include "quorum/paxos_node.h"
+#include "lockgroup/memory_paxos_storage.h"
+#include "lockgroup/paxos_node.h"
 
-namespace palisade::quorum {
+namespace palisade::lockgroup {
 namespace {
 
 constexpr uint64_t kLease = 4000;
@@ -447,9 +447,9 @@ TEST_CASE("messages of another group or to another node are ignored", "[paxos]")
   CHECK(c.nodes[f]->epoch() == before);
 }
 
-}  // namespace palisade::quorum
+}  // namespace palisade::lockgroup
 
-namespace palisade::quorum {
+namespace palisade::lockgroup {
 
 TEST_CASE("a forged accept with a round near the top is refused; the node still campaigns", "[paxos][guards]") {
   // Issue #23: this accept made a follower promise round 2^56-1; its next
@@ -558,9 +558,9 @@ TEST_CASE("a node whose disk holds a promise at the top round does not abort, an
   CHECK(c.nodes[1]->applied_through() == 0);
 }
 
-}  // namespace palisade::quorum
+}  // namespace palisade::lockgroup
 
-namespace palisade::quorum {
+namespace palisade::lockgroup {
 
 TEST_CASE("a catch-up snapshot at or below the applied slot is not installed", "[paxos][guards]") {
   // A replayed or stale catch-up must never move a node's state back.
@@ -582,9 +582,9 @@ TEST_CASE("a catch-up snapshot at or below the applied slot is not installed", "
   }
 }
 
-}  // namespace palisade::quorum
+}  // namespace palisade::lockgroup
 
-namespace palisade::quorum {
+namespace palisade::lockgroup {
 
 // The messages `from` sends to `to` when it next ticks at `at` (a master's heartbeat).
 std::vector<PeerMessage> sent_at_tick(Cluster& c, NodeId from, NodeId to, uint64_t at) {
@@ -790,9 +790,9 @@ TEST_CASE("a promise with entries far ahead but no snapshot past the applied slo
   CHECK(asked);
 }
 
-}  // namespace palisade::quorum
+}  // namespace palisade::lockgroup
 
-namespace palisade::quorum {
+namespace palisade::lockgroup {
 
 // The step-downs `id` hands out as it hands over (left on the wire too).
 std::vector<PeerMessage> hand_over(Cluster& c, NodeId id) {
@@ -975,4 +975,4 @@ TEST_CASE("a step-down of an older ballot, replayed, releases nothing", "[paxos]
   CHECK(c.max_masters == 1);
 }
 
-}  // namespace palisade::quorum
+}  // namespace palisade::lockgroup

@@ -1,5 +1,5 @@
-// Signed peer messages (quorum/peer_auth.h): what verifies and what does not.
-#include "quorum/peer_auth.h"
+// Signed peer messages (lockgroup/peer_auth.h): what verifies and what does not.
+#include "lockgroup/peer_auth.h"
 
 #include <catch2/catch.hpp>
 
@@ -7,7 +7,7 @@
 
 #include <string>
 
-namespace palisade::quorum {
+namespace palisade::lockgroup {
 namespace {
 
 SequencerKey key(char digit) { return SequencerKey::from_hex(std::string(64, digit)).value(); }
@@ -61,4 +61,4 @@ TEST_CASE("peer auth: the MAC is not the sequencer MAC of the same bytes", "[pee
   CHECK_FALSE(auth.verified_body(body + hmac));
 }
 
-}  // namespace palisade::quorum
+}  // namespace palisade::lockgroup

@@ -10,7 +10,7 @@
 
 #include <set>
 
-#include "common/hybrid_clock.h"
+#include "base/hybrid_clock.h"
 #include "replica/handler.h"
 #include "replica/lmdb_store.h"
 #include "replica/memory_store.h"

@@ -1,11 +1,11 @@
-// palisade::Random (common/random.h): the generator gives the published
+// palisade::Random (base/random.h): the generator gives the published
 // algorithms' numbers, and uniform, chance, index and hex do what they say, the
 // same everywhere.
 //
 // The known answers below were computed by tests/unit/random_known_answers.py,
 // a separate Python implementation of splitmix64 and xoshiro256** written from
 // their published description (https://prng.di.unimi.it/) and of Lemire's
-// method as common/random.h defines it; splitmix64's values for seed 1234567
+// method as base/random.h defines it; splitmix64's values for seed 1234567
 // are also the ones Rosetta Code's "Pseudo-random numbers/Splitmix64" task
 // lists. Run `python3 tests/unit/random_known_answers.py` to see them again.
 #include <cstdint>
@@ -16,7 +16,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "common/random.h"
+#include "base/random.h"
 
 namespace palisade {
 namespace {

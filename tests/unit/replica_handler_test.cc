@@ -2,8 +2,8 @@
 // sans-I/O handler on the in-memory store.
 #include <catch2/catch.hpp>
 
-#include "common/hybrid_clock.h"
-#include "common/repair_seal.h"
+#include "base/hybrid_clock.h"
+#include "auth/repair_seal.h"
 #include "replica/handler.h"
 #include "replica/merkle.h"
 #include "replica/memory_store.h"

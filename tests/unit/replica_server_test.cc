@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <thread>
 
-#include "common/physical_clock.h"
-#include "common/transport.h"
+#include "base/physical_clock.h"
+#include "transport/transport.h"
 #include "replica/memory_store.h"
 #include "replica/server.h"
 #include "tests/support/replica_requests.h"

@@ -5,13 +5,13 @@
 #include <functional>
 #include <memory>
 
-#include "common/hybrid_clock.h"
+#include "base/hybrid_clock.h"
 #include "replica/handler.h"
 #include "replica/lmdb_store.h"
 #include "replica/memory_store.h"
 #include "tests/support/raw_lmdb.h"
 #include "tests/support/replica_requests.h"
-#include "tools/temp_dir.h"
+#include "cli/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -143,7 +143,7 @@ struct LmdbBacked {
   }
   replica::ReplicaStore& store() { return *lmdb; }
   uint32_t format = 4;
-  tools::TempDir dir;
+  cli::TempDir dir;
   std::unique_ptr<replica::LmdbStore> lmdb;
 };
 
@@ -212,7 +212,7 @@ TEMPLATE_TEST_CASE("stats: the handler counts keys and lists fence floors by loc
 }
 
 TEST_CASE("stats: a damaged floor record on disk is reported corrupt", "[replica]") {
-  tools::TempDir dir;
+  cli::TempDir dir;
   {
     auto s = replica::LmdbStore::open(dir.path(), {});
     REQUIRE(s.is_ok());

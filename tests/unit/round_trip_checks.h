@@ -11,7 +11,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "common/envelope.h"
+#include "wire/envelope.h"
 #include "tests/unit/bad_request_checks.h"
 #include "tests/unit/hex_text.h"
 

@@ -1,4 +1,4 @@
-// Sequencers (common/sequencer.h): signed, parsed, verified; forged, altered and
+// Sequencers (wire/sequencer.h): signed, parsed, verified; forged, altered and
 // garbage texts refused with bad_sequencer, never a crash.
 #include <catch2/catch.hpp>
 
@@ -9,7 +9,7 @@
 #include <msgpack.hpp>
 #include <sodium.h>
 
-#include "common/sequencer.h"
+#include "auth/sequencer_key.h"
 
 namespace palisade {
 namespace {

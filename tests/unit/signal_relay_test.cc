@@ -1,12 +1,12 @@
-// Which stop signals `palisade lock` passes on to COMMAND (tools/signal_relay.h).
+// Which stop signals `palisade lock` passes on to COMMAND (cli/signal_relay.h).
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tools/signal_relay.h"
+#include "cli/signal_relay.h"
 
-namespace palisade::tools {
+namespace palisade::cli {
 namespace {
 
 siginfo_t signal_info(int sig, int code) {
@@ -61,4 +61,4 @@ TEST_CASE("signal relay: a terminal's signal is passed on once COMMAND left our 
 }
 
 }  // namespace
-}  // namespace palisade::tools
+}  // namespace palisade::cli

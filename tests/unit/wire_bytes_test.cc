@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "common/lock_protocol.h"
-#include "common/replica_protocol.h"
+#include "wire/lock_protocol.h"
+#include "wire/replica_protocol.h"
 #include "tests/unit/hex_text.h"
 
 namespace palisade {

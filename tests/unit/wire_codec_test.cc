@@ -9,7 +9,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "common/replica_protocol.h"
+#include "wire/replica_protocol.h"
 #include "palisade/timestamp.h"
 #include "tests/support/printers.h"
 #include "tests/unit/bad_request_checks.h"

@@ -1,0 +1,8 @@
+#include "base/version.h"
+
+namespace palisade {
+
+// PALISADE_VERSION is defined for this file alone, so a new version rebuilds one file.
+const char* version() { return PALISADE_VERSION; }
+
+}  // namespace palisade

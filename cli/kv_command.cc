@@ -1,0 +1,218 @@
+// `palisade put|get|del`: the store through its quorums. Writes are fenced by a
+// sequencer (--sequencer, else $PALISADE_SEQUENCER, which `palisade lock` sets
+// for its COMMAND), and unfenced without one. put reads its value from the
+// command line, stdin (`-`) or a file (--from-file): argv holds 128 KiB at most.
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "wire/sequencer.h"
+#include "cli/base64.h"
+#include "cli/cluster_clients.h"
+#include "cli/command.h"
+#include "cli/reachable.h"
+
+namespace palisade::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct KvFlags {
+  std::string key;
+  std::optional<std::string> value;
+  std::string from_file;
+  std::optional<std::string> sequencer;  // given, perhaps empty
+  std::chrono::milliseconds timeout{5000};
+};
+
+std::string dump(const nlohmann::json& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+// `field` as a JSON string when it is UTF-8; else null, with `field`_base64.
+void put_bytes(nlohmann::json& out, const std::string& field, const std::string& bytes) {
+  if (is_utf8(bytes)) {
+    out[field] = bytes;
+  } else {
+    out[field] = nullptr;
+    out[field + "_base64"] = base64(bytes);
+  }
+}
+
+Result<Fence> fence_of(const KvFlags& flags, const ClusterConfig& config) {
+  if (flags.sequencer && flags.sequencer->empty()) {
+    return Status(Code::kBadRequest, "--sequencer is empty: leave it out for an unfenced write");
+  }
+  std::string text = flags.sequencer.value_or("");
+  if (!flags.sequencer) {
+    const char* env = std::getenv("PALISADE_SEQUENCER");
+    if (env != nullptr) text = env;
+  }
+  if (text.empty()) return Fence{};
+  auto parsed = parse_sequencer(text);
+  if (!parsed.is_ok()) return Status(Code::kBadRequest, "the sequencer is not one: " + parsed.status().message());
+  if (parsed.value().mode != LockMode::kExclusive) {
+    return Status(Code::kBadRequest, "the sequencer is of a shared grant of lock '" + parsed.value().lock +
+                                         "', which cannot fence a write (shared holders write side by side): "
+                                         "take the lock without --shared to write under it");
+  }
+  if (parsed.value().group != config.group) {
+    return Status(Code::kBadRequest, "the sequencer is of lock group '" + parsed.value().group + "', not of " +
+                                         config.path + " ('" + config.group + "')");
+  }
+  return Fence::from_sequencer(text);
+}
+
+// The value to put: VALUE, stdin for "-", or --from-file.
+Result<std::string> value_of(const KvFlags& flags) {
+  if (!flags.from_file.empty() && flags.value) {
+    return Status(Code::kBadRequest, "give VALUE or --from-file, not both");
+  }
+  if (flags.from_file.empty() && !flags.value) return Status(Code::kBadRequest, "VALUE is required (or --from-file F)");
+  if (flags.value && *flags.value != "-") return *flags.value;
+  std::stringstream ss;
+  if (flags.value) {
+    ss << std::cin.rdbuf();
+    if (std::cin.bad()) return Status(Code::kStorageError, "cannot read the value from stdin");
+  } else {
+    std::ifstream in(flags.from_file, std::ios::binary);
+    if (!in) return Status(Code::kBadRequest, "cannot read " + flags.from_file + ": " + std::strerror(errno));
+    ss << in.rdbuf();
+    if (in.bad()) return Status(Code::kStorageError, "cannot read " + flags.from_file + ": " + std::strerror(errno));
+  }
+  return ss.str();
+}
+
+int quorum(int configured, const ClusterConfig& config) {
+  return configured != 0 ? configured : static_cast<int>(config.replicas.size()) / 2 + 1;
+}
+
+// A store failure: unavailable once the whole --timeout passed with replicas
+// that accept connections is a timeout (they did not answer in time).
+int report_store_error(const char* what, const Status& status, Clock::time_point began,
+                       std::chrono::milliseconds timeout) {
+  // The store counts its deadline in whole milliseconds: it may end up to 1 ms early.
+  if (status.code() == Code::kUnavailable && Clock::now() - began + std::chrono::milliseconds(1) >= timeout) {
+    return report_error(what, Status(Code::kTimeout, "no quorum answered within --timeout " +
+                                                         format_duration(timeout) + ": " + status.message()));
+  }
+  return report_error(what, status);
+}
+
+int write(const char* what, const KvFlags& flags, const CommonOptions& common, bool tombstone) {
+  auto config = load_cluster(common);
+  if (!config.is_ok()) return report_cluster_error(what, config.status());
+  auto fence = fence_of(flags, config.value());
+  if (!fence.is_ok()) return report_error(what, fence.status());
+  std::string value;
+  if (!tombstone) {
+    auto read = value_of(flags);
+    if (!read.is_ok()) return report_error(what, read.status());
+    value = std::move(read).value();
+  }
+  const int w = quorum(config.value().write_quorum, config.value());
+  if (Status s = enough_listening(config.value().replicas, w, "replicas"); !s.is_ok()) return report_error(what, s);
+  auto store = open_store(config.value(), flags.timeout);
+  if (!store.is_ok()) return report_error(what, store.status());
+  const auto began = Clock::now();
+  const WriteResult wr = tombstone ? store.value()->del(flags.key, fence.value())
+                                   : store.value()->put(flags.key, value, fence.value());
+  if (!wr.status.is_ok()) {
+    if (wr.status.code() == Code::kFenced) {
+      const Fence& f = fence.value();
+      const std::string message =
+          f.lock.empty()
+              ? "key '" + flags.key + "' holds a write fenced by a lock (token " + std::to_string(wr.floor) +
+                    "); an unfenced write cannot replace it: write it holding that lock; nothing was written"
+              : "fenced: lock '" + f.lock + "' has a newer holder (token " + std::to_string(f.token) + " < " +
+                    std::to_string(wr.floor) + "); nothing was written";
+      return report_failure(what, message, kExitFenced);
+    }
+    return report_store_error(what, wr.status, began, flags.timeout);
+  }
+  if (common.json()) {
+    nlohmann::json out{{"timestamp", wr.ts.to_string()}, {"token", wr.ts.token}};
+    put_bytes(out, "key", flags.key);
+    out["lock"] = fence.value().lock.empty() ? nlohmann::json(nullptr) : nlohmann::json(fence.value().lock);
+    std::printf("%s\n", dump(out).c_str());
+  } else {
+    std::printf("OK\n");
+  }
+  return kExitOk;
+}
+
+int read(const KvFlags& flags, const CommonOptions& common) {
+  auto config = load_cluster(common);
+  if (!config.is_ok()) return report_cluster_error("get", config.status());
+  const int r = quorum(config.value().read_quorum, config.value());
+  if (Status s = enough_listening(config.value().replicas, r, "replicas"); !s.is_ok()) return report_error("get", s);
+  auto store = open_store(config.value(), flags.timeout);
+  if (!store.is_ok()) return report_error("get", store.status());
+  const auto began = Clock::now();
+  const ReadResult rr = store.value()->get(flags.key);
+  if (!rr.status.is_ok()) return report_store_error("get", rr.status, began, flags.timeout);
+  if (common.json()) {
+    nlohmann::json out{{"found", rr.found}};
+    put_bytes(out, "key", flags.key);
+    if (rr.found) {
+      put_bytes(out, "value", rr.value);
+      out["timestamp"] = rr.ts.to_string();
+      out["token"] = rr.ts.token;
+      out["lock"] = rr.lock.empty() ? nlohmann::json(nullptr) : nlohmann::json(rr.lock);
+    }
+    std::printf("%s\n", dump(out).c_str());
+  } else if (rr.found) {
+    std::fwrite(rr.value.data(), 1, rr.value.size(), stdout);
+    std::printf("\n");
+  } else {
+    report_failure("get", "no key '" + flags.key + "'", kExitNotFound);
+  }
+  return rr.found ? kExitOk : kExitNotFound;
+}
+
+void add_flags(CLI::App* sub, KvFlags& flags, bool with_value, bool fenced) {
+  sub->add_option("KEY", flags.key, "The key (1..511 bytes)")
+      ->required()
+      ->check(CLI::Validator([](std::string& key) { return key.empty() ? "the key is empty" : ""; }, "", "key"));
+  if (with_value) {
+    sub->add_option("VALUE", flags.value, "The value; - reads it from stdin (up to 1 MiB)");
+    sub->add_option("--from-file", flags.from_file, "Read the value from this file instead")->type_name("FILE");
+  }
+  if (fenced) {
+    sub->add_option("--sequencer", flags.sequencer,
+                    "Fence the write with this lock grant (default: $PALISADE_SEQUENCER; none: unfenced)");
+  }
+  add_duration_option(sub, "--timeout", flags.timeout, /*allow_zero=*/false, "How long to wait for the quorum");
+}
+
+}  // namespace
+
+void add_kv_commands(CLI::App& app, const CommonOptions& common, int& exit_code) {
+  auto flags = std::make_shared<KvFlags>();
+  auto* put = app.add_subcommand("put", "Write KEY=VALUE to a write quorum of replicas");
+  add_flags(put, *flags, true, true);
+  put->footer("Examples:\n"
+              "  palisade put greeting hello\n"
+              "  palisade put photo --from-file photo.jpg\n"
+              "  tar c dir | palisade put backup -\n"
+              "  palisade lock L -- palisade put k v     # fenced by the grant of L");
+  put->callback([flags, &common, &exit_code] { exit_code = write("put", *flags, common, false); });
+
+  auto* get = app.add_subcommand("get", "Read KEY from a read quorum (repairing replicas that answered older)");
+  add_flags(get, *flags, false, false);
+  get->footer("-o json: key, found, value (value_base64, value null, when not UTF-8), timestamp, token, lock.\n"
+              "Example: palisade get greeting -o json");
+  get->callback([flags, &common, &exit_code] { exit_code = read(*flags, common); });
+
+  auto* del = app.add_subcommand("del", "Delete KEY (a tombstone written to a write quorum)");
+  add_flags(del, *flags, false, true);
+  del->callback([flags, &common, &exit_code] { exit_code = write("del", *flags, common, true); });
+}
+
+}  // namespace palisade::cli

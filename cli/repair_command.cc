@@ -1,0 +1,154 @@
+#include "cli/command.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "antientropy/anti_entropy.h"
+
+namespace palisade::cli {
+namespace {
+
+struct RepairFlags {
+  std::vector<std::string> replicas;
+  bool dry_run = false;
+  std::optional<std::chrono::milliseconds> gc_grace;
+  std::chrono::milliseconds timeout{5000};
+};
+
+std::string bytes_text(uint64_t bytes) {
+  char out[32];
+  if (bytes < 10 * 1024) {
+    std::snprintf(out, sizeof out, "%llu B", static_cast<unsigned long long>(bytes));
+  } else if (bytes < 10 * 1024 * 1024) {
+    std::snprintf(out, sizeof out, "%.1f KiB", bytes / 1024.0);
+  } else {
+    std::snprintf(out, sizeof out, "%.1f MiB", bytes / (1024.0 * 1024.0));
+  }
+  return out;
+}
+
+void print_progress(const AntiEntropyReport& r) {
+  std::fprintf(stderr, "\r\033[Kranges %llu/%llu, keys compared %llu, moved %s",
+               static_cast<unsigned long long>(r.ranges_done), static_cast<unsigned long long>(r.ranges_total),
+               static_cast<unsigned long long>(r.keys_compared), bytes_text(r.bytes_moved()).c_str());
+}
+
+void print_text(const AntiEntropyReport& r, size_t compared, int cluster_size) {
+  const char* outcome = r.equal ? "equal" : r.dry_run ? "differed (dry run: nothing changed)" : "differed, repaired";
+  std::printf("%zu of %d replicas compared, %zu answered: %s\n", compared, cluster_size,
+              compared - r.unreachable.size(), outcome);
+  std::printf("ranges %llu/%llu, entries compared %llu, differing %llu\n",
+              static_cast<unsigned long long>(r.ranges_done), static_cast<unsigned long long>(r.ranges_total),
+              static_cast<unsigned long long>(r.keys_compared), static_cast<unsigned long long>(r.keys_differing));
+  std::printf("%s: versions sent %llu, committed %llu, floors raised %llu, purged %llu, tombstones dropped %llu, "
+              "corrupt replaced %llu\n",
+              r.dry_run ? "would do" : "done", static_cast<unsigned long long>(r.versions_sent),
+              static_cast<unsigned long long>(r.versions_committed), static_cast<unsigned long long>(r.floors_raised),
+              static_cast<unsigned long long>(r.purged), static_cast<unsigned long long>(r.tombstones_dropped),
+              static_cast<unsigned long long>(r.corrupt_replaced));
+  if (r.undecided != 0) {
+    std::printf("undecided: %llu pending versions (a replica not heard from could hold them)\n",
+                static_cast<unsigned long long>(r.undecided));
+  }
+  if (r.refused != 0) {
+    std::printf("refused: %llu repairs (first: %s)\n", static_cast<unsigned long long>(r.refused),
+                r.first_refusal.c_str());
+  }
+  std::printf("traffic: %llu messages, %s (tree and leaves %s)\n", static_cast<unsigned long long>(r.messages),
+              bytes_text(r.bytes_moved()).c_str(), bytes_text(r.tree_bytes).c_str());
+  for (const auto& e : r.unreachable) std::printf("unreachable: %s\n", e.c_str());
+}
+
+void print_json(const AntiEntropyReport& r) {
+  nlohmann::json out{{"equal", r.equal},
+                     {"dry_run", r.dry_run},
+                     {"ranges_done", r.ranges_done},
+                     {"ranges_total", r.ranges_total},
+                     {"keys_compared", r.keys_compared},
+                     {"keys_differing", r.keys_differing},
+                     {"versions_sent", r.versions_sent},
+                     {"versions_committed", r.versions_committed},
+                     {"floors_raised", r.floors_raised},
+                     {"purged", r.purged},
+                     {"tombstones_dropped", r.tombstones_dropped},
+                     {"corrupt_replaced", r.corrupt_replaced},
+                     {"undecided", r.undecided},
+                     {"refused", r.refused},
+                     {"messages", r.messages},
+                     {"bytes_moved", r.bytes_moved()},
+                     {"tree_bytes", r.tree_bytes},
+                     {"unreachable", r.unreachable}};
+  if (!r.first_refusal.empty()) out["first_refusal"] = r.first_refusal;
+  std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+}
+
+int run(const RepairFlags& flags, const CommonOptions& common) {
+  auto config = load_cluster(common);
+  if (!config.is_ok()) return report_cluster_error("repair", config.status());
+  AntiEntropyOptions o;
+  o.replicas = flags.replicas.empty() ? config.value().replicas : flags.replicas;
+  o.cluster_size = static_cast<int>(config.value().replicas.size());
+  if (!config.value().cluster_id.empty()) o.cluster_id = cluster_id_hex(config.value().cluster_id);
+  o.write_quorum = config.value().write_quorum;
+  o.gc_grace = flags.gc_grace;
+  o.dry_run = flags.dry_run;
+  o.timeout = flags.timeout;
+  // A repairer holds the cluster key: replicas that check sequencers take its
+  // copies and commits of versions under a lock (docs/anti-entropy.md).
+  const std::string& key_file = config.value().key_file;
+  if (!key_file.empty() && ::access(key_file.c_str(), R_OK) == 0) {
+    o.key_file = key_file;
+    o.group = config.value().group;
+  } else if (!key_file.empty() && !flags.dry_run) {
+    std::fprintf(stderr, "palisade repair: cannot read the cluster key %s (%s): replicas that check sequencers will "
+                         "refuse its repairs of versions under a lock\n",
+                 key_file.c_str(), std::strerror(errno));
+  }
+  const bool show_progress = !common.json() && isatty(STDERR_FILENO);
+  if (show_progress) o.progress = print_progress;
+  auto report = run_anti_entropy(o);
+  if (show_progress) std::fprintf(stderr, "\r\033[K");
+  if (!report.is_ok()) return report_error("repair", report.status());
+  const AntiEntropyReport& r = report.value();
+  if (common.json()) {
+    print_json(r);
+  } else {
+    print_text(r, o.replicas.size(), o.cluster_size);
+  }
+  if (!r.unreachable.empty()) return kExitUnavailable;
+  return r.equal ? kExitOk : kExitDiffered;
+}
+
+}  // namespace
+
+void add_repair_command(CLI::App& app, const CommonOptions& common, int& exit_code) {
+  auto flags = std::make_shared<RepairFlags>();
+  auto* sub = app.add_subcommand(
+      "repair", "Anti-entropy: compare the replicas' Merkle trees and copy what differs, by the fence rules");
+  sub->add_option("--replica", flags->replicas,
+                  "A replica endpoint to compare (repeat it; default: every replica in the cluster file)")
+      ->type_name("ENDPOINT")
+      ->check(endpoint_validator());
+  sub->add_flag("--dry-run", flags->dry_run, "Report what differs, change nothing");
+  sub->add_option_function<std::string>(
+         "--gc-grace",
+         [flags](const std::string& text) {
+           auto d = parse_duration(text);
+           if (!d) throw CLI::ValidationError("'" + text + "' is not a duration: write it with a unit, as 10m or 240h");
+           flags->gc_grace = *d;
+         },
+         "Drop tombstones that every replica holds committed and that are older than this (default: keep them)")
+      ->type_name("DURATION");
+  add_duration_option(sub, "--timeout", flags->timeout, /*allow_zero=*/false, "A replica that does not answer within this is unreachable");
+  sub->footer("Exit status: 0 the replicas were equal, 8 they differed (repaired, or left alone with --dry-run),\n"
+              "4 a replica could not be reached (what the others allowed was repaired).");
+  sub->callback([flags, &common, &exit_code] { exit_code = run(*flags, common); });
+}
+
+}  // namespace palisade::cli

@@ -1,8 +1,0 @@
-#include "common/version.h"
-
-namespace palisade {
-
-// PALISADE_VERSION is defined for this file alone, so a new version rebuilds one file.
-const char* version() { return PALISADE_VERSION; }
-
-}  // namespace palisade

@@ -1,0 +1,308 @@
+#include "config/cluster_config.h"
+
+#include "base/endpoint.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+namespace palisade {
+namespace {
+
+constexpr size_t kMaxGroupBytes = 128;
+constexpr size_t kMaxLockdNodes = 7;
+constexpr int64_t kMaxLockdId = 255;
+
+// Collects the first problem found, as "FILE:LINE: problem".
+class Checker {
+ public:
+  explicit Checker(const std::string& path) : path_(path) {}
+
+  bool ok() const { return status_.is_ok(); }
+  const Status& status() const { return status_; }
+
+  void fail(const toml::source_region& where, const std::string& problem) {
+    if (!ok()) return;
+    std::string at = path_;
+    if (where.begin.line != 0) at += ":" + std::to_string(where.begin.line);
+    status_ = Status(Code::kBadRequest, at + ": " + problem);
+  }
+
+  // Refuses every key of `table` not in `known`; `what` names the table.
+  void only_keys(const toml::table& table, std::initializer_list<std::string_view> known, const std::string& what) {
+    for (const auto& [key, node] : table) {
+      if (std::find(known.begin(), known.end(), key.str()) == known.end()) {
+        fail(key.source(), "unknown key '" + std::string(key.str()) + "'" + what);
+      }
+    }
+  }
+
+  // A string value; nullopt (and a problem when required) when absent or not a string.
+  std::optional<std::string> text(const toml::table& table, std::string_view key, bool required,
+                                  const std::string& what) {
+    const toml::node* node = table.get(key);
+    if (node == nullptr) {
+      if (required) fail(table.source(), "missing key '" + std::string(key) + "'" + what);
+      return std::nullopt;
+    }
+    if (!node->is_string()) {
+      fail(node->source(), "'" + std::string(key) + "'" + what + " must be a string");
+      return std::nullopt;
+    }
+    return node->value<std::string>();
+  }
+
+  // An integer value within [min, max].
+  std::optional<int64_t> integer(const toml::table& table, std::string_view key, bool required, int64_t min,
+                                 int64_t max, const std::string& what) {
+    const toml::node* node = table.get(key);
+    if (node == nullptr) {
+      if (required) fail(table.source(), "missing key '" + std::string(key) + "'" + what);
+      return std::nullopt;
+    }
+    if (!node->is_integer()) {
+      fail(node->source(), "'" + std::string(key) + "'" + what + " must be an integer");
+      return std::nullopt;
+    }
+    int64_t v = *node->value<int64_t>();
+    if (v < min || v > max) {
+      fail(node->source(), "'" + std::string(key) + "'" + what + " is " + std::to_string(v) + ", must be " +
+                               std::to_string(min) + ".." + std::to_string(max));
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  // An array of tables ([[name]]); nullptr when absent or another type.
+  const toml::array* tables(const toml::table& root, std::string_view key) {
+    const toml::node* node = root.get(key);
+    if (node == nullptr) return nullptr;
+    const toml::array* array = node->as_array();
+    bool all_tables = array != nullptr;
+    if (array != nullptr) {
+      for (const toml::node& n : *array) all_tables &= n.is_table();
+    }
+    if (!all_tables) {
+      fail(node->source(), "'" + std::string(key) + "' must be a list of tables, written [[" + std::string(key) + "]]");
+      return nullptr;
+    }
+    return array;
+  }
+
+ private:
+  const std::string& path_;
+  Status status_;
+};
+
+std::string resolve_key_file(const std::string& cluster_path, const std::string& key_file) {
+  namespace fs = std::filesystem;
+  fs::path p(key_file);
+  if (p.is_relative()) p = fs::path(cluster_path).parent_path() / p;
+  std::error_code ec;
+  fs::path absolute = fs::absolute(p, ec);
+  return (ec ? p : absolute).lexically_normal().string();
+}
+
+void check_endpoint(Checker& c, const toml::table& t, const std::string& endpoint, const std::string& what,
+                    std::set<std::string>& seen) {
+  const toml::node* node = t.get("endpoint");
+  if (endpoint.empty()) return c.fail(node->source(), "'endpoint'" + what + " must not be empty");
+  if (std::string problem = endpoint_problem(endpoint); !problem.empty()) {
+    return c.fail(node->source(), "'endpoint'" + what + ": " + problem);
+  }
+  if (!seen.insert(endpoint).second) {
+    c.fail(node->source(), "endpoint '" + endpoint + "'" + what + " is used by another node");
+  }
+}
+
+}  // namespace
+
+const LockdNode* ClusterConfig::lockd_node(uint32_t id) const {
+  for (const LockdNode& n : lockd) {
+    if (n.id == id) return &n;
+  }
+  return nullptr;
+}
+
+Result<ClusterConfig> parse_cluster_config(std::string_view text, const std::string& path) {
+  toml::table root;
+  try {
+    root = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    return Status(Code::kBadRequest, path + ":" + std::to_string(e.source().begin.line) + ": not valid TOML: " +
+                                         std::string(e.description()));
+  }
+  Checker c(path);
+  ClusterConfig config;
+  config.path = path;
+  c.only_keys(root, {"cluster_id", "group", "key_file", "lockd", "replica", "quorum", "timing"}, "");
+
+  if (auto hex = c.text(root, "cluster_id", false, "")) {
+    auto id = cluster_id_from_hex(*hex);
+    if (!id) {
+      c.fail(root.get("cluster_id")->source(), "'cluster_id' must be " + std::to_string(2 * kClusterIdBytes) +
+                                                   " hex digits, not '" + *hex + "'");
+    }
+    config.cluster_id = id.value_or("");
+  }
+  if (auto group = c.text(root, "group", true, "")) {
+    if (group->empty() || group->size() > kMaxGroupBytes) {
+      c.fail(root.get("group")->source(), "'group' must be 1.." + std::to_string(kMaxGroupBytes) + " bytes");
+    }
+    config.group = *group;
+  }
+  if (auto key_file = c.text(root, "key_file", false, "")) {
+    if (key_file->empty()) c.fail(root.get("key_file")->source(), "'key_file' must not be empty");
+    config.key_file = resolve_key_file(path, *key_file);
+  }
+
+  std::set<std::string> endpoints;
+  const toml::array* lockd = c.tables(root, "lockd");
+  if (c.ok() && (lockd == nullptr || lockd->empty() || lockd->size() > kMaxLockdNodes)) {
+    c.fail(lockd != nullptr ? lockd->source() : root.source(),
+           "the cluster needs 1.." + std::to_string(kMaxLockdNodes) + " [[lockd]] nodes, it has " +
+               std::to_string(lockd != nullptr ? lockd->size() : 0));
+  }
+  if (lockd != nullptr) {
+    std::set<int64_t> ids;
+    for (const toml::node& n : *lockd) {
+      const toml::table& t = *n.as_table();
+      const std::string what = " of [[lockd]] node " + std::to_string(config.lockd.size() + 1);
+      c.only_keys(t, {"id", "endpoint"}, what);
+      auto id = c.integer(t, "id", true, 1, kMaxLockdId, what);
+      auto endpoint = c.text(t, "endpoint", true, what);
+      if (!c.ok()) break;
+      if (!ids.insert(*id).second) c.fail(t.get("id")->source(), "lockd id " + std::to_string(*id) + " is used twice");
+      check_endpoint(c, t, *endpoint, what, endpoints);
+      config.lockd.push_back({static_cast<uint32_t>(*id), *endpoint});
+    }
+  }
+
+  const toml::array* replicas = c.tables(root, "replica");
+  if (c.ok() && (replicas == nullptr || replicas->empty())) {
+    c.fail(root.source(), "the cluster needs at least one [[replica]]");
+  }
+  if (c.ok()) {
+    for (const toml::node& n : *replicas) {
+      const toml::table& t = *n.as_table();
+      const std::string what = " of [[replica]] " + std::to_string(config.replicas.size() + 1);
+      c.only_keys(t, {"endpoint"}, what);
+      auto endpoint = c.text(t, "endpoint", true, what);
+      if (!c.ok()) break;
+      check_endpoint(c, t, *endpoint, what, endpoints);
+      config.replicas.push_back(*endpoint);
+    }
+  }
+
+  if (const toml::node* q = root.get("quorum"); q != nullptr && c.ok()) {
+    if (!q->is_table()) {
+      c.fail(q->source(), "'quorum' must be a table, written [quorum]");
+    } else {
+      const toml::table& t = *q->as_table();
+      const auto n = static_cast<int64_t>(config.replicas.size());
+      const std::string what = " in [quorum]";
+      c.only_keys(t, {"read", "write"}, what);
+      if (auto r = c.integer(t, "read", false, 1, n, what)) config.read_quorum = static_cast<int>(*r);
+      if (auto w = c.integer(t, "write", false, 1, n, what)) config.write_quorum = static_cast<int>(*w);
+      // What the store would use: a majority when not given.
+      const int64_t majority = n / 2 + 1;
+      const int64_t r = config.read_quorum != 0 ? config.read_quorum : majority;
+      const int64_t w = config.write_quorum != 0 ? config.write_quorum : majority;
+      if (c.ok() && r + w <= n) {
+        c.fail(t.source(), "read + write quorums (" + std::to_string(r) + " + " + std::to_string(w) +
+                               ") must exceed the " + std::to_string(n) + " replicas, or reads may miss writes");
+      }
+      if (c.ok() && 2 * w <= n) {
+        c.fail(t.source(), "the write quorum " + std::to_string(w) + " must be a majority of the " +
+                               std::to_string(n) + " replicas");
+      }
+    }
+  }
+
+  if (const toml::node* tn = root.get("timing"); tn != nullptr && c.ok()) {
+    if (!tn->is_table()) {
+      c.fail(tn->source(), "'timing' must be a table, written [timing]");
+    } else {
+      const toml::table& t = *tn->as_table();
+      const std::string what = " in [timing]";
+      ClusterTiming& timing = config.timing;
+      const std::pair<std::string_view, uint64_t*> fields[] = {
+          {"session_lease_ms", &timing.session_lease_ms},   {"client_grace_ms", &timing.client_grace_ms},
+          {"master_lease_ms", &timing.master_lease_ms},     {"heartbeat_ms", &timing.heartbeat_ms},
+          {"election_timeout_ms", &timing.election_timeout_ms}, {"max_clock_drift_ppm", &timing.max_clock_drift_ppm},
+      };
+      c.only_keys(t,
+                  {"session_lease_ms", "client_grace_ms", "master_lease_ms", "heartbeat_ms", "election_timeout_ms",
+                   "max_clock_drift_ppm"},
+                  what);
+      for (const auto& [key, out] : fields) {
+        const int64_t max = key == "max_clock_drift_ppm" ? 999'999 : int64_t{1} << 40;
+        if (auto v = c.integer(t, key, false, 1, max, what)) *out = static_cast<uint64_t>(*v);
+      }
+      if (c.ok() && timing.heartbeat_ms >= timing.master_lease_ms) {
+        c.fail(t.source(), "heartbeat_ms (" + std::to_string(timing.heartbeat_ms) +
+                               ") must be below master_lease_ms (" + std::to_string(timing.master_lease_ms) +
+                               "), or the master's lease lapses between heartbeats");
+      }
+      if (c.ok() && timing.election_timeout_ms < timing.heartbeat_ms) {
+        c.fail(t.source(), "election_timeout_ms (" + std::to_string(timing.election_timeout_ms) +
+                               ") must be at least heartbeat_ms (" + std::to_string(timing.heartbeat_ms) + ")");
+      }
+    }
+  }
+  if (!c.ok()) return c.status();
+  return config;
+}
+
+Result<ClusterConfig> load_cluster_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status(Code::kStorageError, "cannot read cluster file " + path + ": it is a directory");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status(Code::kStorageError, "cannot read cluster file " + path + ": " + std::strerror(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return Status(Code::kStorageError, "cannot read cluster file " + path + ": " + std::strerror(errno));
+  return parse_cluster_config(ss.str(), path);
+}
+
+std::string format_cluster_config(const ClusterConfig& config) {
+  auto quoted = [](const std::string& s) {
+    std::ostringstream out;
+    out << toml::value<std::string>(s);
+    return out.str();
+  };
+  std::ostringstream out;
+  if (!config.cluster_id.empty()) out << "cluster_id = " << quoted(cluster_id_hex(config.cluster_id)) << "\n";
+  out << "group = " << quoted(config.group) << "\n";
+  if (!config.key_file.empty()) out << "key_file = " << quoted(config.key_file) << "\n";
+  for (const LockdNode& n : config.lockd) {
+    out << "\n[[lockd]]\nid = " << n.id << "\nendpoint = " << quoted(n.endpoint) << "\n";
+  }
+  for (const std::string& r : config.replicas) out << "\n[[replica]]\nendpoint = " << quoted(r) << "\n";
+  if (config.read_quorum != 0 || config.write_quorum != 0) {
+    out << "\n[quorum]\n";
+    if (config.read_quorum != 0) out << "read = " << config.read_quorum << "\n";
+    if (config.write_quorum != 0) out << "write = " << config.write_quorum << "\n";
+  }
+  const ClusterTiming& t = config.timing;
+  out << "\n[timing]\n"
+      << "session_lease_ms = " << t.session_lease_ms << "\n"
+      << "client_grace_ms = " << t.client_grace_ms << "\n"
+      << "master_lease_ms = " << t.master_lease_ms << "\n"
+      << "heartbeat_ms = " << t.heartbeat_ms << "\n"
+      << "election_timeout_ms = " << t.election_timeout_ms << "\n"
+      << "max_clock_drift_ppm = " << t.max_clock_drift_ppm << "\n";
+  return out.str();
+}
+
+}  // namespace palisade

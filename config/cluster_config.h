@@ -1,0 +1,74 @@
+// The cluster file (TOML): the lock group's nodes, the replicas, quorum sizes and
+// timing. Daemons and clients read the same file; only daemons read the key file
+// it names. `palisade cluster up` writes one.
+//
+//   cluster_id = "6f1c...e2"        # optional: 32 hex digits, made when the cluster
+//                                  # was created; clients refuse daemons of another id
+//   group = "local-1"              # goes into every sequencer
+//   key_file = "cluster.key"       # 64 hex digits; relative to this file
+//   [[lockd]]
+//   id = 1
+//   endpoint = "tcp://127.0.0.1:7100"  # tcp://HOST:PORT or ipc://PATH, checked
+//   [[replica]]
+//   endpoint = "tcp://127.0.0.1:7200"
+//   [quorum]                       # optional
+//   read = 2
+//   write = 2
+//   [timing]                       # optional, milliseconds
+//   session_lease_ms = 12000
+//   master_lease_ms = 4000
+//   heartbeat_ms = 500
+//   election_timeout_ms = 1000
+//   max_clock_drift_ppm = 1000
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/cluster_id.h"
+#include "palisade/status.h"
+
+namespace palisade {
+
+struct LockdNode {
+  uint32_t id = 0;  // 1..255, unique
+  std::string endpoint;
+  friend bool operator==(const LockdNode&, const LockdNode&) = default;
+};
+
+struct ClusterTiming {
+  uint64_t session_lease_ms = 12000;   // a session lives this long after its last KeepAlive
+  uint64_t client_grace_ms = 45000;    // a client in jeopardy waits this long for a new master
+  uint64_t master_lease_ms = 4000;     // acceptors promise no other master for this long
+  uint64_t heartbeat_ms = 500;         // master heartbeats (lease renewal)
+  uint64_t election_timeout_ms = 1000; // silence from the master before a node campaigns
+  uint64_t max_clock_drift_ppm = 1000; // bound on clock rate error between any two nodes
+  friend bool operator==(const ClusterTiming&, const ClusterTiming&) = default;
+};
+
+struct ClusterConfig {
+  std::string path;  // where it was read from
+  // The cluster's identity (base/cluster_id.h): 16 bytes, or empty for a
+  // file without one (written before cluster ids; then nothing is checked).
+  std::string cluster_id;
+  std::string group;
+  std::string key_file;  // absolute, resolved against the cluster file's directory
+  std::vector<LockdNode> lockd;
+  std::vector<std::string> replicas;
+  int read_quorum = 0;   // 0: a majority of the replicas
+  int write_quorum = 0;  // 0: a majority of the replicas
+  ClusterTiming timing;
+  friend bool operator==(const ClusterConfig&, const ClusterConfig&) = default;
+
+  const LockdNode* lockd_node(uint32_t id) const;
+};
+
+// BadRequest with the file, line and problem when it is not a valid cluster file
+// (unknown keys too); StorageError when it cannot be read.
+Result<ClusterConfig> load_cluster_file(const std::string& path);
+Result<ClusterConfig> parse_cluster_config(std::string_view toml, const std::string& path);
+// The TOML text that parse_cluster_config reads back as `config` (key_file as written).
+std::string format_cluster_config(const ClusterConfig& config);
+
+}  // namespace palisade

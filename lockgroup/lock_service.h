@@ -1,0 +1,149 @@
+// The lock service of one palisade-lockd node, sans-I/O (docs/design.md "Lock group"):
+// it answers client requests, runs the PaxosNode that replicates the lock table,
+// and, while master, keeps the session leases, lock-delays and waits on its own
+// monotonic clock and ends them with logged commands.
+//
+// Driver contract (the daemon's loop and the simulator both follow it): feed
+// requests, peer messages and ticks; call flush() once per loop turn (it
+// proposes the commands batched so far: group commit); send
+// take_early_peer_messages() if it likes; commit the storage; call synced();
+// then send take_peer_messages() and take_replies(). If the commit fails, drop
+// the outputs and rebuild the service from storage.
+//
+// Thread safety: none; one thread owns a service.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config/cluster_config.h"
+#include "wire/lock_protocol.h"
+#include "auth/sequencer_key.h"
+#include "lockgroup/lock_events.h"
+#include "lockgroup/lock_table.h"
+#include "lockgroup/paxos_node.h"
+
+namespace palisade::lockgroup {
+
+struct LockServiceOptions {
+  PaxosOptions paxos;              // members, timing and the negative control
+  std::map<NodeId, std::string> endpoints;  // for not_master hints
+  std::string group;               // the lock group id, in every sequencer
+  SequencerKey key;                // signs sequencers
+  uint64_t session_lease_ms = 12000;  // for sessions that do not choose their own
+  size_t snapshot_every = 10000;   // applied slots between snapshots
+  size_t max_in_flight = 4;        // slots proposed and not yet chosen
+  size_t max_batch = 4096;         // commands per slot
+  uint64_t seed = 0;               // command tags
+};
+
+// A request from a client; `route` is the driver's handle to answer it.
+struct ClientRequest {
+  uint64_t route = 0;
+  wire::LockRequest request;
+};
+struct ClientReply {
+  uint64_t route = 0;
+  wire::LockReply reply;
+};
+
+class LockService {
+ public:
+  static Result<std::unique_ptr<LockService>> start(const LockServiceOptions& options, PaxosStorage& storage,
+                                                    uint64_t now_ms);
+
+  void on_request(ClientRequest request, uint64_t now_ms);
+  // Ok, or why the message was refused: a value that is not a batch, a
+  // snapshot that does not restore or would lower the grant counter, a ballot
+  // or slot out of range. A refused message changes nothing.
+  Status on_peer(const PeerMessage& message, uint64_t now_ms);
+  void tick(uint64_t now_ms);
+  // Proposes the batched commands (when master and the pipeline has room).
+  void flush(uint64_t now_ms);
+
+  // A planned stop: a master hands over (PaxosNode::hand_over) and answers
+  // what it has pending with not_master; false when not master. The driver
+  // then finishes its turn as usual, so that the step-down leaves.
+  bool hand_over(uint64_t now_ms);
+
+  // The storage committed: this node's own accepts count as votes now.
+  void synced(uint64_t now_ms);
+
+  std::vector<PeerMessage> take_early_peer_messages() { return node_->take_early_messages(); }
+  std::vector<PeerMessage> take_peer_messages() { return node_->take_messages(); }
+  std::vector<ClientReply> take_replies() { return std::exchange(replies_, {}); }
+  // What this node applied as master since the last call, for the log.
+  std::vector<LockEvent> take_events() { return std::exchange(events_, {}); }
+  uint64_t next_timer_ms() const;
+
+  const PaxosNode& node() const { return *node_; }
+  const LockTable& table() const { return table_; }
+  bool is_master(uint64_t now_ms) const { return node_->is_master(now_ms); }
+
+ private:
+  LockService(const LockServiceOptions& options, std::unique_ptr<PaxosNode> node);
+
+  // A command waiting for its slot to be chosen, and whom to answer.
+  struct Pending {
+    uint64_t route = 0;
+    uint64_t request_id = 0;
+    uint64_t session = 0;
+    bool answer = true;  // false: the master's own command (expiry, delay end)
+  };
+  struct Timer {
+    uint64_t at = 0;
+    std::string lock;
+    uint64_t session = 0;  // wait timers
+    Token token = 0;       // delay timers
+  };
+
+  // Runs after every input: applies what was chosen, tracks mastership.
+  void settle(uint64_t now);
+  void apply(const Delivery& delivery, uint64_t now);
+  void became_master(uint64_t now);
+  void lost_mastership();
+  void propose(Command command, Pending pending);
+  void set_deadline(SessionId session, uint64_t at);
+  // The session's lease length: its own choice, else session_lease_ms.
+  uint64_t lease_of(SessionId session) const;
+  // Ok, or bad_request naming the range, for the lease an open_session asks for.
+  Status check_lease_request(uint64_t lease_ms) const;
+  void drop_session(SessionId session);
+  void answer(const Pending& p, wire::LockReply reply);
+  void answer_grant(const Pending& p, const Grant& grant, uint64_t now);
+  void note_grant(const Grant& grant);
+  wire::LockReply reply_to(uint64_t request_id, Status status) const;
+  // Sessions that the master has seen run out: their expiry is proposed once.
+  void expire_sessions(uint64_t now);
+  void run_timers(uint64_t now);
+  // The request's epoch check and session check; ok when it may go on.
+  Status check_session(uint64_t epoch, uint64_t session, uint64_t now) const;
+  void handle_status(const ClientRequest& r);
+  void handle_check_sequencer(const ClientRequest& r, const wire::CheckSequencerRequest& m);
+
+  LockServiceOptions options_;
+  std::unique_ptr<PaxosNode> node_;
+  LockTable table_;
+  std::mt19937_64 rng_;
+  bool master_ = false;
+
+  // Master-only, in memory (a new master starts them afresh).
+  std::map<SessionId, uint64_t> deadlines_;  // session -> lease end, local clock
+  std::set<std::pair<uint64_t, SessionId>> by_deadline_;
+  std::set<SessionId> expiring_;             // expiry proposed, not applied yet
+  std::vector<Timer> delay_timers_;
+  std::vector<Timer> wait_timers_;
+  std::map<uint64_t, Pending> pending_;      // command tag -> whom to answer
+  std::map<std::pair<SessionId, std::string>, Pending> waiting_;  // queued acquires
+  std::vector<TaggedCommand> batch_;
+
+  std::vector<ClientReply> replies_;
+  std::vector<LockEvent> events_;
+};
+
+}  // namespace palisade::lockgroup

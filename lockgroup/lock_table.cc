@@ -1,0 +1,687 @@
+#include "lockgroup/lock_table.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <msgpack.hpp>
+
+namespace palisade::lockgroup {
+namespace {
+
+using Packer = msgpack::packer<msgpack::sbuffer>;
+
+// Wire numbers of the commands in a batch. Never renumber: batches live in Paxos logs.
+enum class Kind : uint64_t {
+  kOpenSession = 0,
+  kCloseSession = 1,
+  kExpireSession = 2,
+  kAcquire = 3,
+  kRelease = 4,
+  kEndDelay = 5,
+  kCancelWait = 6,
+};
+
+constexpr std::string_view kSnapshotMagic = "palisade.lock_table";
+constexpr uint64_t kSnapshotVersion = 1;
+// A snapshot nests deepest: snapshot > locks > lock > holders > holder.
+constexpr size_t kMaxDepth = 6;
+
+std::string to_string(const msgpack::sbuffer& buf) { return {buf.data(), buf.size()}; }
+
+void pack_text(Packer& pk, std::string_view text) {
+  pk.pack_str(static_cast<uint32_t>(text.size()));
+  pk.pack_str_body(text.data(), static_cast<uint32_t>(text.size()));
+}
+
+void pack_mode(Packer& pk, LockMode mode) { pk.pack_uint8(static_cast<uint8_t>(mode)); }
+
+// Unpacks exactly one MessagePack object (trailing bytes are an error). Every array
+// element and every str/bin byte takes at least one input byte, so limits of
+// bytes.size() never refuse well-formed input but stop a forged length from
+// allocating more than the input justifies. Any problem is `code`.
+Result<msgpack::object_handle> unpack_exactly(std::string_view bytes, Code code, std::string_view what) {
+  size_t n = bytes.size();
+  msgpack::unpack_limit limit(n, n, n, n, /*ext=*/0, kMaxDepth);
+  size_t offset = 0;
+  msgpack::object_handle handle;
+  try {
+    handle = msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr, limit);
+  } catch (const msgpack::insufficient_bytes&) {
+    return Status(code, std::string(what) + ": truncated MessagePack");
+  } catch (const std::exception& e) {
+    return Status(code, std::string(what) + ": not MessagePack: " + e.what());
+  }
+  if (offset != bytes.size()) {
+    return Status(code, std::string(what) + ": " + std::to_string(bytes.size() - offset) + " trailing bytes");
+  }
+  return handle;
+}
+
+// Reads MessagePack arrays element by element. The first problem becomes status();
+// after it every read returns a default value, so callers check once at the end.
+class ArrayReader {
+ public:
+  struct Cursor {
+    const msgpack::object* items = nullptr;
+    uint32_t size = 0;
+    uint32_t next = 0;
+  };
+
+  explicit ArrayReader(Code code) : code_(code) {}
+
+  void set_what(std::string what) { what_ = std::move(what); }
+  bool ok() const { return status_.is_ok(); }
+  const Status& status() const { return status_; }
+  void fail(const std::string& problem) {
+    if (ok()) status_ = Status(code_, what_ + ": " + problem);
+  }
+
+  Cursor open(const msgpack::object& o) {
+    if (o.type != msgpack::type::ARRAY) {
+      fail("expected an array");
+      return {};
+    }
+    return {o.via.array.ptr, o.via.array.size, 0};
+  }
+  // Fails unless every element of `c` was read.
+  void close(const Cursor& c) {
+    if (c.next != c.size) fail("an array has " + std::to_string(c.size - c.next) + " elements too many");
+  }
+  // Whether `c` has an element left: optional trailing elements, added to a
+  // format later, are read only when present.
+  bool more(const Cursor& c) const { return ok() && c.next < c.size; }
+  Cursor array(Cursor& c) {
+    const msgpack::object* o = take(c);
+    return o == nullptr ? Cursor{} : open(*o);
+  }
+  uint64_t u64(Cursor& c) {
+    const msgpack::object* o = take(c);
+    if (o == nullptr) return 0;
+    if (o->type == msgpack::type::POSITIVE_INTEGER) return o->via.u64;
+    fail("expected a non-negative integer");
+    return 0;
+  }
+  bool boolean(Cursor& c) {
+    const msgpack::object* o = take(c);
+    if (o == nullptr) return false;
+    if (o->type == msgpack::type::BOOLEAN) return o->via.boolean;
+    fail("expected a boolean");
+    return false;
+  }
+  // str or bin, as raw bytes.
+  std::string text(Cursor& c) {
+    const msgpack::object* o = take(c);
+    if (o == nullptr) return {};
+    if (o->type == msgpack::type::STR) return {o->via.str.ptr, o->via.str.size};
+    if (o->type == msgpack::type::BIN) return {o->via.bin.ptr, o->via.bin.size};
+    fail("expected str or bin");
+    return {};
+  }
+  LockMode mode(Cursor& c) {
+    uint64_t m = u64(c);
+    if (m > static_cast<uint64_t>(LockMode::kShared)) fail("unknown lock mode " + std::to_string(m));
+    return m == static_cast<uint64_t>(LockMode::kShared) ? LockMode::kShared : LockMode::kExclusive;
+  }
+
+ private:
+  const msgpack::object* take(Cursor& c) {
+    if (!ok()) return nullptr;
+    if (c.next >= c.size) {
+      fail("an array has too few elements");
+      return nullptr;
+    }
+    return &c.items[c.next++];
+  }
+
+  Code code_;
+  std::string what_;
+  Status status_;
+};
+
+struct CommandEncoder {
+  Packer& pk;
+  uint64_t tag;
+
+  void head(Kind kind, uint32_t fields) const {
+    pk.pack_array(2 + fields);
+    pk.pack_uint64(tag);
+    pk.pack_uint64(static_cast<uint64_t>(kind));
+  }
+  // [tag, 0] for the cluster's default lease (the only form before per-session
+  // leases, so old logs decode as the default), else [tag, 0, lease_ms].
+  void operator()(const OpenSession& c) const {
+    if (c.lease_ms == 0) return head(Kind::kOpenSession, 0);
+    head(Kind::kOpenSession, 1);
+    pk.pack_uint64(c.lease_ms);
+  }
+  void operator()(const CloseSession& c) const {
+    head(Kind::kCloseSession, 1);
+    pk.pack_uint64(c.session);
+  }
+  void operator()(const ExpireSession& c) const {
+    head(Kind::kExpireSession, 1);
+    pk.pack_uint64(c.session);
+  }
+  void operator()(const Acquire& c) const {
+    head(Kind::kAcquire, 7);
+    pk.pack_uint64(c.session);
+    pack_text(pk, c.lock);
+    pack_mode(pk, c.mode);
+    pk.pack_uint64(c.lock_delay_ms);
+    pk.pack(c.wait);
+    pk.pack_uint64(c.wait_ms);
+    pk.pack_uint64(c.call);
+  }
+  void operator()(const Release& c) const {
+    head(Kind::kRelease, 3);
+    pk.pack_uint64(c.session);
+    pack_text(pk, c.lock);
+    pk.pack_uint64(c.call);
+  }
+  void operator()(const EndDelay& c) const {
+    head(Kind::kEndDelay, 2);
+    pack_text(pk, c.lock);
+    pk.pack_uint64(c.token);
+  }
+  void operator()(const CancelWait& c) const {
+    head(Kind::kCancelWait, 2);
+    pk.pack_uint64(c.session);
+    pack_text(pk, c.lock);
+  }
+};
+
+Command read_command(ArrayReader& r, ArrayReader::Cursor& c, uint64_t kind) {
+  switch (static_cast<Kind>(kind)) {
+    case Kind::kOpenSession:
+      return OpenSession{r.more(c) ? r.u64(c) : 0};
+    case Kind::kCloseSession:
+      return CloseSession{r.u64(c)};
+    case Kind::kExpireSession:
+      return ExpireSession{r.u64(c)};
+    case Kind::kAcquire: {
+      Acquire a;
+      a.session = r.u64(c);
+      a.lock = r.text(c);
+      a.mode = r.mode(c);
+      a.lock_delay_ms = r.u64(c);
+      a.wait = r.boolean(c);
+      a.wait_ms = r.u64(c);
+      a.call = r.u64(c);
+      return a;
+    }
+    case Kind::kRelease: {
+      Release rel;
+      rel.session = r.u64(c);
+      rel.lock = r.text(c);
+      rel.call = r.u64(c);
+      return rel;
+    }
+    case Kind::kEndDelay: {
+      EndDelay e;
+      e.lock = r.text(c);
+      e.token = r.u64(c);
+      return e;
+    }
+    case Kind::kCancelWait: {
+      CancelWait w;
+      w.session = r.u64(c);
+      w.lock = r.text(c);
+      return w;
+    }
+  }
+  r.fail("unknown command kind " + std::to_string(kind));
+  return OpenSession{};
+}
+
+// The invariants every state reached by apply() keeps; a snapshot that breaks one is corrupt.
+std::string check_state(SessionId next_session, Token grant_counter, const Sessions& sessions,
+                        const std::map<std::string, LockState, std::less<>>& locks) {
+  if (next_session == 0) return "next session id 0";
+  if (!sessions.empty() && (sessions.begin()->first == 0 || sessions.rbegin()->first >= next_session)) {
+    return "a session id out of range";
+  }
+  for (const auto& [name, l] : locks) {
+    std::string where = "lock '" + name + "': ";
+    if (l.token > grant_counter) return where + "token above the grant counter";
+    // Idle entries are forgotten, and a free lock that is not delayed has granted its queue.
+    if (l.holders.empty() && l.delay_ms == 0) return where + "free, not delayed, yet remembered";
+    if (l.token == 0) return where + "held or delayed without a token";
+    if (!l.holders.empty() && l.delay_ms != 0) return where + "held and delayed";
+    if (l.mode == LockMode::kExclusive && l.holders.size() > 1) return where + "several exclusive holders";
+    for (const auto& [session, delay] : l.holders) {
+      if (sessions.count(session) == 0) return where + "held by an unknown session";
+    }
+    std::set<SessionId> queued;
+    for (const Waiter& w : l.waiters) {
+      if (sessions.count(w.session) == 0 || l.holders.count(w.session) != 0 || !queued.insert(w.session).second) {
+        return where + "a waiter that is unknown, a holder, or queued twice";
+      }
+    }
+    if (!l.waiters.empty() && l.delay_ms == 0 && l.mode == LockMode::kShared &&
+        l.waiters.front().mode == LockMode::kShared) {
+      return where + "a shared waiter at the head of a shared lock";
+    }
+  }
+  return {};
+}
+
+std::deque<Waiter>::iterator find_waiter(std::deque<Waiter>& waiters, SessionId session) {
+  return std::find_if(waiters.begin(), waiters.end(), [&](const Waiter& w) { return w.session == session; });
+}
+
+Grant make_grant(SessionId session, const std::string& lock, const LockState& l) {
+  return Grant{session, lock, l.mode, l.token};
+}
+
+}  // namespace
+
+std::string_view outcome_name(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kOk:
+      return "ok";
+    case Outcome::kQueued:
+      return "queued";
+    case Outcome::kBusy:
+      return "busy";
+    case Outcome::kDelayed:
+      return "delayed";
+    case Outcome::kNoSession:
+      return "no_session";
+    case Outcome::kNotHeld:
+      return "not_held";
+    case Outcome::kConflict:
+      return "conflict";
+    case Outcome::kStaleCall:
+      return "stale_call";
+    case Outcome::kWaitEnded:
+      return "wait_ended";
+  }
+  return "unknown";
+}
+
+// A batch is an array of commands; a command is an array [tag, kind, fields of the kind...].
+std::string encode_batch(const std::vector<TaggedCommand>& batch) {
+  msgpack::sbuffer buf;
+  Packer pk(buf);
+  pk.pack_array(static_cast<uint32_t>(batch.size()));
+  for (const TaggedCommand& tc : batch) std::visit(CommandEncoder{pk, tc.tag}, tc.command);
+  return to_string(buf);
+}
+
+Result<std::vector<TaggedCommand>> decode_batch(std::string_view bytes) {
+  auto unpacked = unpack_exactly(bytes, Code::kMalformed, "batch");
+  if (!unpacked.is_ok()) return unpacked.status();
+  const msgpack::object& root = unpacked.value().get();
+  if (root.type != msgpack::type::ARRAY) return Status(Code::kMalformed, "batch: not a MessagePack array");
+  std::vector<TaggedCommand> batch;
+  batch.reserve(root.via.array.size);
+  ArrayReader r(Code::kBadRequest);
+  for (uint32_t i = 0; i < root.via.array.size && r.ok(); ++i) {
+    r.set_what("batch command " + std::to_string(i));
+    ArrayReader::Cursor c = r.open(root.via.array.ptr[i]);
+    uint64_t tag = r.u64(c);
+    uint64_t kind = r.u64(c);
+    Command command = read_command(r, c, kind);
+    r.close(c);
+    batch.push_back({tag, std::move(command)});
+  }
+  if (!r.ok()) return r.status();
+  return batch;
+}
+
+Effects LockTable::apply(const std::vector<TaggedCommand>& batch) {
+  Effects effects;
+  effects.results.reserve(batch.size());
+  for (const TaggedCommand& tc : batch) effects.results.push_back(apply_one(tc.tag, tc.command, effects));
+  return effects;
+}
+
+CommandResult LockTable::apply_one(uint64_t tag, const Command& command, Effects& effects) {
+  CommandResult result{tag, Outcome::kOk};
+  auto with = [&](Outcome outcome) {
+    result.outcome = outcome;
+    return result;
+  };
+  auto no_session = [&] { return with(Outcome::kNoSession); };
+  auto drop_session = [&](SessionId session, bool expired) {
+    if (sessions_.count(session) == 0) {
+      result.outcome = Outcome::kNoSession;
+      return;
+    }
+    std::vector<std::string> affected;
+    for (auto& [name, l] : locks_) {
+      bool touched = false;
+      if (auto h = l.holders.find(session); h != l.holders.end()) {
+        uint64_t delay = h->second;
+        l.holders.erase(h);
+        result.released.push_back(name);
+        touched = true;
+        // Only an expiry delays, and only when it leaves the lock free: the session may
+        // still be alive somewhere and believe it holds the lock.
+        if (expired && l.holders.empty() && delay > 0) {
+          l.delay_ms = delay;
+          effects.delays.push_back({name, l.token, delay});
+        }
+      }
+      if (auto w = find_waiter(l.waiters, session); w != l.waiters.end()) {
+        l.waiters.erase(w);
+        touched = true;
+      }
+      if (touched) affected.push_back(name);
+    }
+    sessions_.erase(session);
+    calls_.erase(calls_.lower_bound({session, std::string()}), calls_.lower_bound({session + 1, std::string()}));
+    for (const std::string& name : affected) {
+      wake(name, effects);
+      forget_if_idle(name);
+    }
+  };
+
+  if (const auto* open = std::get_if<OpenSession>(&command)) {
+    result.session = next_session_++;
+    sessions_.emplace(result.session, open->lease_ms);
+  } else if (const auto* close = std::get_if<CloseSession>(&command)) {
+    drop_session(close->session, /*expired=*/false);
+  } else if (const auto* expire = std::get_if<ExpireSession>(&command)) {
+    drop_session(expire->session, /*expired=*/true);
+  } else if (const auto* a = std::get_if<Acquire>(&command)) {
+    if (sessions_.count(a->session) == 0) return no_session();
+    const CallAge age = call_age(a->session, a->lock, a->call);
+    if (age == CallAge::kStale) return with(Outcome::kStaleCall);
+    if (age == CallAge::kRepeat) {
+      // Answered already (the client may have moved on): only a hold or a wait
+      // the first one left is reported below; anything else would grant or
+      // queue afresh, and a grant nobody waits for is never released.
+      auto held = locks_.find(a->lock);
+      if (held == locks_.end() ||
+          (held->second.holders.count(a->session) == 0 &&
+           find_waiter(held->second.waiters, a->session) == held->second.waiters.end())) {
+        return with(a->wait ? Outcome::kWaitEnded : Outcome::kBusy);
+      }
+    }
+    auto it = locks_.try_emplace(a->lock).first;  // a new entry is free, so the acquire is granted below
+    LockState& l = it->second;
+    if (l.holders.count(a->session) != 0) {
+      // A retry (e.g. after failover) gets the grant it already has.
+      if (l.mode != a->mode) return with(Outcome::kConflict);
+      result.grant = make_grant(a->session, it->first, l);
+      return result;
+    }
+    if (find_waiter(l.waiters, a->session) != l.waiters.end()) return with(Outcome::kQueued);
+    // Nothing overtakes a queued waiter, so a stream of shared acquires cannot starve an exclusive one.
+    bool grantable = l.delay_ms == 0 && l.waiters.empty() &&
+                     (l.holders.empty() || (a->mode == LockMode::kShared && l.mode == LockMode::kShared));
+    if (grantable) {
+      if (l.holders.empty()) {
+        l.mode = a->mode;
+        l.token = ++grant_counter_;
+      }
+      l.holders[a->session] = a->lock_delay_ms;
+      result.grant = make_grant(a->session, it->first, l);
+    } else if (a->wait) {
+      l.waiters.push_back({a->session, a->mode, a->lock_delay_ms, a->wait_ms});
+      result.outcome = Outcome::kQueued;
+    } else {
+      result.outcome = l.delay_ms > 0 ? Outcome::kDelayed : Outcome::kBusy;
+    }
+  } else if (const auto* rel = std::get_if<Release>(&command)) {
+    if (sessions_.count(rel->session) == 0) return no_session();
+    const CallAge age = call_age(rel->session, rel->lock, rel->call);
+    if (age == CallAge::kStale) return with(Outcome::kStaleCall);
+    auto it = locks_.find(rel->lock);
+    if (it == locks_.end() || it->second.holders.count(rel->session) == 0) return with(Outcome::kNotHeld);
+    // A repeat: the first one left the lock free, so this hold came later (a call 0).
+    if (age == CallAge::kRepeat) return with(Outcome::kStaleCall);
+    it->second.holders.erase(rel->session);
+    wake(it->first, effects);
+    forget_if_idle(rel->lock);
+  } else if (const auto* end = std::get_if<EndDelay>(&command)) {
+    // Only the delay that took `token` away ends; a duplicate or stale EndDelay is ignored.
+    auto it = locks_.find(end->lock);
+    if (it != locks_.end() && it->second.delay_ms > 0 && it->second.token == end->token) {
+      it->second.delay_ms = 0;
+      wake(it->first, effects);
+      forget_if_idle(end->lock);
+    }
+  } else if (const auto* cancel = std::get_if<CancelWait>(&command)) {
+    // Unknown session: NoSession (its waits went with it). A wait that is not queued: Ok.
+    if (sessions_.count(cancel->session) == 0) return no_session();
+    auto it = locks_.find(cancel->lock);
+    if (it == locks_.end()) return result;
+    auto& waiters = it->second.waiters;
+    auto w = find_waiter(waiters, cancel->session);
+    if (w == waiters.end()) return result;
+    waiters.erase(w);
+    // The waiter may have stood in front of shared waiters that can now join.
+    wake(it->first, effects);
+    forget_if_idle(cancel->lock);
+  }
+  return result;
+}
+
+void LockTable::wake(const std::string& name, Effects& effects) {
+  auto it = locks_.find(name);
+  if (it == locks_.end()) return;
+  LockState& l = it->second;
+  // Grants the head while it can be granted: a free lock grants any head (new token);
+  // a shared lock lets shared heads join (same token). So after a shared head is granted
+  // from free, the consecutive shared waiters behind it join with its token.
+  while (l.delay_ms == 0 && !l.waiters.empty()) {
+    const Waiter& w = l.waiters.front();
+    if (l.holders.empty()) {
+      l.mode = w.mode;
+      l.token = ++grant_counter_;
+    } else if (l.mode != LockMode::kShared || w.mode != LockMode::kShared) {
+      break;
+    }
+    l.holders[w.session] = w.lock_delay_ms;
+    effects.woken.push_back(make_grant(w.session, name, l));
+    l.waiters.pop_front();
+  }
+}
+
+LockTable::CallAge LockTable::call_age(SessionId session, const std::string& lock, uint64_t call) {
+  if (call == 0) return CallAge::kNew;
+  uint64_t& last = calls_[{session, lock}];
+  if (call < last) return CallAge::kStale;
+  if (call == last) return CallAge::kRepeat;
+  last = call;
+  return CallAge::kNew;
+}
+
+// Safe because tokens come from the global counter, not from the entry.
+void LockTable::forget_if_idle(const std::string& name) {
+  auto it = locks_.find(name);
+  if (it == locks_.end()) return;
+  const LockState& l = it->second;
+  if (l.holders.empty() && l.delay_ms == 0 && l.waiters.empty()) locks_.erase(it);
+}
+
+uint64_t LockTable::session_lease_ms(SessionId session) const {
+  auto it = sessions_.find(session);
+  return it == sessions_.end() ? 0 : it->second;
+}
+
+const LockState* LockTable::lock(std::string_view name) const {
+  auto it = locks_.find(name);
+  return it == locks_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> LockTable::held_by(SessionId session) const {
+  std::vector<std::string> out;
+  for (const auto& [name, l] : locks_) {
+    if (l.holders.count(session) != 0) out.push_back(name);
+  }
+  return out;
+}
+
+std::vector<std::string> LockTable::waited_by(SessionId session) const {
+  std::vector<std::string> out;
+  for (const auto& [name, l] : locks_) {
+    if (std::any_of(l.waiters.begin(), l.waiters.end(), [&](const Waiter& w) { return w.session == session; })) {
+      out.push_back(name);
+    }
+  }
+  return out;
+}
+
+bool LockTable::is_current(std::string_view lock, LockMode mode, Token token) const {
+  const LockState* l = this->lock(lock);
+  return l != nullptr && !l->holders.empty() && l->mode == mode && l->token == token;
+}
+
+// [magic, version, next_session, grant_counter, [session...], [lock...], [[session, lock, call]...],
+//  [[session, lease_ms]...]]
+// where a lock is [name, mode, token, delay_ms, [[session, lock_delay_ms]...],
+// [[session, mode, lock_delay_ms, wait_ms]...]]. The last element lists the
+// sessions that chose their own lease length, and is left out when there are
+// none: snapshots from before per-session leases end after the calls, and
+// their sessions all have the cluster's default.
+std::string LockTable::snapshot() const {
+  std::vector<std::pair<SessionId, uint64_t>> own_leases;
+  for (const auto& [s, lease_ms] : sessions_) {
+    if (lease_ms != 0) own_leases.emplace_back(s, lease_ms);
+  }
+  msgpack::sbuffer buf;
+  Packer pk(buf);
+  pk.pack_array(own_leases.empty() ? 7 : 8);
+  pack_text(pk, kSnapshotMagic);
+  pk.pack_uint64(kSnapshotVersion);
+  pk.pack_uint64(next_session_);
+  pk.pack_uint64(grant_counter_);
+  pk.pack_array(static_cast<uint32_t>(sessions_.size()));
+  for (const auto& entry : sessions_) pk.pack_uint64(entry.first);
+  pk.pack_array(static_cast<uint32_t>(locks_.size()));
+  for (const auto& [name, l] : locks_) {
+    pk.pack_array(6);
+    pack_text(pk, name);
+    pack_mode(pk, l.mode);
+    pk.pack_uint64(l.token);
+    pk.pack_uint64(l.delay_ms);
+    pk.pack_array(static_cast<uint32_t>(l.holders.size()));
+    for (const auto& [session, delay] : l.holders) {
+      pk.pack_array(2);
+      pk.pack_uint64(session);
+      pk.pack_uint64(delay);
+    }
+    pk.pack_array(static_cast<uint32_t>(l.waiters.size()));
+    for (const Waiter& w : l.waiters) {
+      pk.pack_array(4);
+      pk.pack_uint64(w.session);
+      pack_mode(pk, w.mode);
+      pk.pack_uint64(w.lock_delay_ms);
+      pk.pack_uint64(w.wait_ms);
+    }
+  }
+  pk.pack_array(static_cast<uint32_t>(calls_.size()));
+  for (const auto& [key, call] : calls_) {
+    pk.pack_array(3);
+    pk.pack_uint64(key.first);
+    pack_text(pk, key.second);
+    pk.pack_uint64(call);
+  }
+  if (!own_leases.empty()) {
+    pk.pack_array(static_cast<uint32_t>(own_leases.size()));
+    for (const auto& [s, lease_ms] : own_leases) {
+      pk.pack_array(2);
+      pk.pack_uint64(s);
+      pk.pack_uint64(lease_ms);
+    }
+  }
+  return to_string(buf);
+}
+
+Status LockTable::restore(std::string_view bytes) {
+  auto unpacked = unpack_exactly(bytes, Code::kCorrupt, "lock table snapshot");
+  if (!unpacked.is_ok()) return unpacked.status();
+  ArrayReader r(Code::kCorrupt);
+  r.set_what("lock table snapshot");
+  ArrayReader::Cursor top = r.open(unpacked.value().get());
+  if (r.text(top) != kSnapshotMagic) r.fail("not a lock table snapshot");
+  if (uint64_t version = r.u64(top); r.ok() && version != kSnapshotVersion) {
+    r.fail("unknown snapshot version " + std::to_string(version));
+  }
+  LockTable t;
+  t.next_session_ = r.u64(top);
+  t.grant_counter_ = r.u64(top);
+  ArrayReader::Cursor sessions = r.array(top);
+  for (uint32_t i = 0; i < sessions.size && r.ok(); ++i) {
+    SessionId s = r.u64(sessions);
+    // Written in order; out of order or twice means the bytes are damaged.
+    if (r.ok() && !t.sessions_.empty() && s <= t.sessions_.rbegin()->first) r.fail("sessions out of order");
+    t.sessions_.emplace_hint(t.sessions_.end(), s, 0);
+  }
+  r.close(sessions);
+  ArrayReader::Cursor locks = r.array(top);
+  for (uint32_t i = 0; i < locks.size && r.ok(); ++i) {
+    ArrayReader::Cursor lc = r.array(locks);
+    std::string name = r.text(lc);
+    if (r.ok() && !t.locks_.empty() && name <= t.locks_.rbegin()->first) r.fail("locks out of order");
+    LockState& l = t.locks_.emplace_hint(t.locks_.end(), std::move(name), LockState{})->second;
+    l.mode = r.mode(lc);
+    l.token = r.u64(lc);
+    l.delay_ms = r.u64(lc);
+    ArrayReader::Cursor holders = r.array(lc);
+    for (uint32_t j = 0; j < holders.size && r.ok(); ++j) {
+      ArrayReader::Cursor hc = r.array(holders);
+      SessionId s = r.u64(hc);
+      uint64_t delay = r.u64(hc);
+      r.close(hc);
+      if (r.ok() && !l.holders.empty() && s <= l.holders.rbegin()->first) r.fail("holders out of order");
+      l.holders.emplace_hint(l.holders.end(), s, delay);
+    }
+    r.close(holders);
+    ArrayReader::Cursor waiters = r.array(lc);
+    for (uint32_t j = 0; j < waiters.size && r.ok(); ++j) {
+      ArrayReader::Cursor wc = r.array(waiters);
+      Waiter& w = l.waiters.emplace_back();
+      w.session = r.u64(wc);
+      w.mode = r.mode(wc);
+      w.lock_delay_ms = r.u64(wc);
+      w.wait_ms = r.u64(wc);
+      r.close(wc);
+    }
+    r.close(waiters);
+    r.close(lc);
+  }
+  r.close(locks);
+  ArrayReader::Cursor calls = r.array(top);
+  for (uint32_t i = 0; i < calls.size && r.ok(); ++i) {
+    ArrayReader::Cursor cc = r.array(calls);
+    SessionId s = r.u64(cc);
+    std::string lock = r.text(cc);
+    uint64_t call = r.u64(cc);
+    r.close(cc);
+    if (r.ok() && t.sessions_.count(s) == 0) r.fail("a call of unknown session " + std::to_string(s));
+    if (r.ok() && !t.calls_.emplace(std::make_pair(s, std::move(lock)), call).second) r.fail("a call listed twice");
+  }
+  r.close(calls);
+  if (r.more(top)) {
+    ArrayReader::Cursor leases = r.array(top);
+    SessionId last = 0;
+    for (uint32_t i = 0; i < leases.size && r.ok(); ++i) {
+      ArrayReader::Cursor lc = r.array(leases);
+      SessionId s = r.u64(lc);
+      uint64_t lease_ms = r.u64(lc);
+      r.close(lc);
+      if (!r.ok()) break;
+      auto it = t.sessions_.find(s);
+      // Written in order, for known sessions, only when not the default (so one form per table).
+      if (s <= last) r.fail("session leases out of order");
+      if (it == t.sessions_.end()) r.fail("a lease of unknown session " + std::to_string(s));
+      if (lease_ms == 0) r.fail("a session lease of 0 listed");
+      if (r.ok()) it->second = lease_ms;
+      last = s;
+    }
+    r.close(leases);
+  }
+  r.close(top);
+  if (!r.ok()) return r.status();
+  if (std::string problem = check_state(t.next_session_, t.grant_counter_, t.sessions_, t.locks_); !problem.empty()) {
+    return Status(Code::kCorrupt, "lock table snapshot: " + problem);
+  }
+  *this = std::move(t);
+  return Status::ok();
+}
+
+}  // namespace palisade::lockgroup

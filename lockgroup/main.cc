@@ -1,0 +1,159 @@
+// palisade-lockd: one node of the palisade lock group. Reads the cluster file
+// and the cluster key, takes the data directory, and wires LMDB, the lock
+// service and ZeroMQ together.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "config/cluster_config.h"
+#include "storage/dir_lock.h"
+#include "wire/hash.h"
+#include "base/stop_signals.h"
+#include "base/version.h"
+#include "lockgroup/lmdb_paxos_storage.h"
+#include "lockgroup/lockd_server.h"
+
+namespace {
+
+using namespace palisade;
+
+struct Flags {
+  uint32_t id = 0;
+  std::string cluster_file;
+  std::string data_dir;
+  size_t map_size_bytes = size_t{1} << 30;
+  size_t snapshot_every = 10000;
+  std::string log_level = "info";
+};
+
+Result<lockgroup::LockdServerOptions> server_options(const Flags& flags, const ClusterConfig& cluster) {
+  const LockdNode* self = cluster.lockd_node(flags.id);
+  if (self == nullptr) {
+    return Status(Code::kBadRequest, "node " + std::to_string(flags.id) + " is not a lockd node of " + cluster.path);
+  }
+  if (cluster.key_file.empty()) {
+    return Status(Code::kBadRequest, cluster.path + " names no key_file: lockd signs sequencers with the cluster key");
+  }
+  auto key = SequencerKey::load(cluster.key_file);
+  if (!key.is_ok()) return key.status();
+  lockgroup::LockdServerOptions o;
+  o.listen_endpoint = self->endpoint;
+  o.cluster_id = cluster.cluster_id;
+  lockgroup::LockServiceOptions& s = o.service;
+  s.paxos.self = flags.id;
+  for (const LockdNode& n : cluster.lockd) {
+    s.paxos.members.push_back(n.id);
+    s.endpoints[n.id] = n.endpoint;
+  }
+  s.paxos.group = hash64(cluster.group);
+  s.paxos.master_lease_ms = cluster.timing.master_lease_ms;
+  s.paxos.heartbeat_ms = cluster.timing.heartbeat_ms;
+  s.paxos.election_timeout_ms = cluster.timing.election_timeout_ms;
+  s.paxos.max_drift_ppm = cluster.timing.max_clock_drift_ppm;
+  std::random_device random;
+  s.paxos.seed = (uint64_t{random()} << 32) | random();
+  s.seed = (uint64_t{random()} << 32) | random();
+  s.group = cluster.group;
+  s.key = key.value();
+  s.session_lease_ms = cluster.timing.session_lease_ms;
+  s.snapshot_every = flags.snapshot_every;
+  return o;
+}
+
+int serve(const Flags& flags) {
+  auto cluster = load_cluster_file(flags.cluster_file);
+  if (!cluster.is_ok()) {
+    spdlog::error("{}", cluster.status().message());
+    return 1;
+  }
+  auto options = server_options(flags, cluster.value());
+  if (!options.is_ok()) {
+    spdlog::error("{}", options.status().message());
+    return 1;
+  }
+  auto dir_lock = DirLock::acquire(flags.data_dir);
+  if (!dir_lock.is_ok()) {
+    spdlog::error("{}", dir_lock.status().message());
+    return 1;
+  }
+  auto storage = lockgroup::LmdbPaxosStorage::open(flags.data_dir, {.map_size_bytes = flags.map_size_bytes});
+  if (!storage.is_ok()) {
+    spdlog::error("{}", storage.status().message());
+    return 1;
+  }
+  int stop_fd = stop_signals_fd();
+  if (stop_fd < 0) {
+    spdlog::error("cannot watch for SIGTERM: signalfd: {}", std::strerror(errno));
+    return 1;
+  }
+  zmq::context_t ctx(1);
+  try {
+    auto server = lockgroup::LockdServer::create(ctx, *storage.value(), options.value());
+    if (!server.is_ok()) {
+      spdlog::error("cannot read the acceptor state: {}", server.status().message());
+      return 1;
+    }
+    const auto& service = server.value()->service();
+    spdlog::info("started: node {} of group '{}', cluster id {}, pid {}, listening on {}, data dir {}, applied "
+                 "through slot {}",
+                 flags.id, cluster.value().group, cluster_id_hex(cluster.value().cluster_id), getpid(), options.value().listen_endpoint, flags.data_dir,
+                 service.node().applied_through());
+    Status stopped = server.value()->run(stop_fd);
+    spdlog::info("{} forged peer messages dropped, {} peer messages refused", server.value()->forged_peer_messages(),
+                 server.value()->refused_peer_messages());
+    if (!stopped.is_ok()) {
+      spdlog::error("stopping: {}", stopped.to_string());
+      return 1;
+    }
+    spdlog::info("stopped cleanly");
+  } catch (const zmq::error_t& e) {
+    spdlog::error("cannot listen on {}: {}", options.value().listen_endpoint, e.what());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  CLI::App app{"palisade-lockd: a node of the palisade lock group.\n"
+               "Replicates the lock table with multi-Paxos among the lockd nodes of the\n"
+               "cluster file, grants locks as leases with fencing tokens and signed\n"
+               "sequencers, and syncs its acceptor state before acknowledging it."};
+  app.set_version_flag("--version", std::string("palisade-lockd ") + palisade::version());
+  app.add_option("--id", flags.id, "This node's id in the cluster file's [[lockd]] list")
+      ->required()
+      ->check(CLI::Range(1, 255));
+  app.add_option("--cluster", flags.cluster_file, "The cluster file (TOML; config/cluster_config.h describes it). Its\n"
+                 "cluster_id, when set, is this node's: client requests that name another\n"
+                 "cluster id are answered wrong_cluster")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--data-dir", flags.data_dir, "Directory of this node's LMDB files (created if missing)")
+      ->required();
+  app.add_option("--map-size", flags.map_size_bytes, "Most the acceptor state may grow to, e.g. 1GB")
+      ->capture_default_str()
+      ->transform(CLI::AsSizeValue(false));
+  app.add_option("--snapshot-every", flags.snapshot_every, "Log slots between snapshots of the lock table")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{10}, size_t{10'000'000}));
+  app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z palisade-lockd[" + std::to_string(flags.id) + "] %l: %v");
+  spdlog::set_level(spdlog::level::from_str(flags.log_level));
+  std::error_code ec;
+  std::filesystem::create_directories(flags.data_dir, ec);
+  if (ec) {
+    spdlog::error("cannot create data dir {}: {}", flags.data_dir, ec.message());
+    return 1;
+  }
+  return serve(flags);
+}

@@ -1,0 +1,46 @@
+#include "lockgroup/memory_paxos_storage.h"
+
+namespace palisade::lockgroup {
+
+Result<DurableState> MemoryPaxosStorage::load() { return committed_; }
+
+void MemoryPaxosStorage::set_promised(Ballot ballot) {
+  pending_.promised = ballot;
+  pending_.any = true;
+}
+
+void MemoryPaxosStorage::put_accepted(const Entry& entry) {
+  if (pending_.snapshot_slot && entry.slot <= *pending_.snapshot_slot) return;
+  pending_.accepted[entry.slot] = entry;
+  pending_.any = true;
+}
+
+void MemoryPaxosStorage::put_snapshot(Slot slot, const std::string& snapshot) {
+  pending_.snapshot_slot = slot;
+  pending_.snapshot = snapshot;
+  pending_.accepted.erase(pending_.accepted.begin(), pending_.accepted.upper_bound(slot));
+  pending_.any = true;
+}
+
+Status MemoryPaxosStorage::commit() {
+  Pending changes = std::move(pending_);
+  pending_ = Pending();
+  if (fail_next_commit_) {
+    fail_next_commit_ = false;
+    return Status(Code::kStorageError, "simulated disk refused the commit (disk full)");
+  }
+  if (!changes.any) return Status::ok();
+  if (changes.promised) committed_.promised = *changes.promised;
+  if (changes.snapshot_slot) {
+    committed_.snapshot_slot = *changes.snapshot_slot;
+    committed_.snapshot = std::move(changes.snapshot);
+    committed_.accepted.erase(committed_.accepted.begin(), committed_.accepted.upper_bound(committed_.snapshot_slot));
+  }
+  for (auto& [slot, entry] : changes.accepted) {
+    if (slot > committed_.snapshot_slot) committed_.accepted[slot] = std::move(entry);
+  }
+  ++sync_count_;
+  return Status::ok();
+}
+
+}  // namespace palisade::lockgroup

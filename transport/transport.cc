@@ -1,0 +1,70 @@
+#include "transport/transport.h"
+
+namespace palisade::transport {
+namespace {
+
+void apply(zmq::socket_t& s, const SocketOptions& o) {
+  s.set(zmq::sockopt::maxmsgsize, o.max_frame_bytes);
+  s.set(zmq::sockopt::sndhwm, o.high_water_mark);
+  s.set(zmq::sockopt::rcvhwm, o.high_water_mark);
+  s.set(zmq::sockopt::linger, o.linger_ms);
+}
+
+}  // namespace
+
+zmq::socket_t make_router(zmq::context_t& ctx, const std::string& bind_endpoint, const SocketOptions& options) {
+  zmq::socket_t s(ctx, zmq::socket_type::router);
+  apply(s, options);
+  // Replies to a peer that vanished are dropped rather than blocking the loop.
+  s.set(zmq::sockopt::router_mandatory, false);
+  s.bind(bind_endpoint);
+  return s;
+}
+
+zmq::socket_t make_dealer(zmq::context_t& ctx, const std::string& connect_endpoint, const SocketOptions& options) {
+  zmq::socket_t s(ctx, zmq::socket_type::dealer);
+  apply(s, options);
+  // A send to a daemon that is not connected fails at once instead of queueing:
+  // a request must never reach a replica long after its caller gave up on it.
+  s.set(zmq::sockopt::immediate, !options.queue_until_connected);
+  s.connect(connect_endpoint);
+  return s;
+}
+
+std::optional<Routed> try_recv_routed(zmq::socket_t& router, size_t max_frames) {
+  Routed r;
+  if (!router.recv(r.identity, zmq::recv_flags::dontwait)) return std::nullopt;
+  r.frames.emplace_back();  // an empty message stays one empty frame: the decoder says so
+  if (!router.get(zmq::sockopt::rcvmore)) return r;
+  (void)router.recv(r.frames.back());
+  if (r.frames.back().size() == 0 && router.get(zmq::sockopt::rcvmore)) {
+    r.delimited = true;
+    (void)router.recv(r.frames.back());
+  }
+  while (router.get(zmq::sockopt::rcvmore)) {
+    zmq::message_t frame;
+    if (!router.recv(frame, zmq::recv_flags::dontwait)) break;
+    if (r.frames.size() < max_frames) {
+      r.frames.push_back(std::move(frame));
+    } else {
+      r.too_many_frames = true;
+    }
+  }
+  return r;
+}
+
+bool send_routed(zmq::socket_t& router, Routed& to, std::span<const std::string_view> payloads) {
+  try {
+    if (!router.send(to.identity, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) return false;
+    if (to.delimited) router.send(zmq::message_t(), zmq::send_flags::sndmore);
+    for (size_t i = 0; i < payloads.size(); ++i) {
+      const auto more = i + 1 < payloads.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
+      router.send(zmq::buffer(payloads[i].data(), payloads[i].size()), more);
+    }
+    return true;
+  } catch (const zmq::error_t&) {
+    return false;
+  }
+}
+
+}  // namespace palisade::transport
