@@ -5,7 +5,7 @@
 // std::uniform_int_distribution and std::uniform_real_distribution make of it
 // is not (libstdc++ and libc++ differ), so a simulation seed drawn through
 // them replays only on the library that recorded it. Everything the simulator
-// seeds (tests/sim, and the cores it runs: quorum/paxos_node, quorum/lock_service)
+// seeds (tests/sim, and the cores it runs: lockgroup/paxos_node, lockgroup/lock_service)
 // draws from this class instead, and every draw below is defined here, bit for
 // bit:
 //
