@@ -175,7 +175,7 @@ void LockService::handle_status(const ClientRequest& r) {
 // ---- Proposing ----
 
 void LockService::propose(Command command, Pending pending) {
-  uint64_t tag = rng_();
+  uint64_t tag = rng_.next();
   batch_.push_back({tag, std::move(command)});
   pending_[tag] = pending;
 }

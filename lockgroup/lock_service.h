@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -24,6 +23,7 @@
 #include "config/cluster_config.h"
 #include "wire/lock_protocol.h"
 #include "auth/sequencer_key.h"
+#include "base/random.h"
 #include "lockgroup/lock_events.h"
 #include "lockgroup/lock_table.h"
 #include "lockgroup/paxos_node.h"
@@ -129,7 +129,7 @@ class LockService {
   LockServiceOptions options_;
   std::unique_ptr<PaxosNode> node_;
   LockTable table_;
-  std::mt19937_64 rng_;
+  Random rng_;  // request tags; common/random.h
   bool master_ = false;
 
   // Master-only, in memory (a new master starts them afresh).

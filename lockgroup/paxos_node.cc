@@ -195,7 +195,7 @@ void PaxosNode::tick(uint64_t now) {
         if (leased_elsewhere && !options_.ignore_master_lease) {
           // Wait out the promise, plus jitter so that the nodes do not all try at once.
           election_at_ = lease_owner_until_ +
-                         std::uniform_int_distribution<uint64_t>(0, options_.election_timeout_ms)(rng_);
+                         rng_.uniform(0, options_.election_timeout_ms);
         } else {
           campaign(now);
         }
@@ -458,12 +458,12 @@ void PaxosNode::lose_campaign(uint64_t now) {
   if (lease_owner_ == options_.self) lease_owner_until_ = now;
   // Back off over a wider window, so that the rivals spread out.
   uint64_t t = options_.election_timeout_ms;
-  election_at_ = now + t + std::uniform_int_distribution<uint64_t>(0, 3 * t)(rng_);
+  election_at_ = now + t + rng_.uniform(0, 3 * t);
 }
 
 void PaxosNode::restart_election_timer(uint64_t now) {
   uint64_t t = options_.election_timeout_ms;
-  election_at_ = now + t + std::uniform_int_distribution<uint64_t>(0, t)(rng_);
+  election_at_ = now + t + rng_.uniform(0, t);
 }
 
 uint64_t PaxosNode::next_seq(uint64_t now) {

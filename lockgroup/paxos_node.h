@@ -25,11 +25,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "base/random.h"
 #include "palisade/status.h"
 #include "lockgroup/paxos_messages.h"
 #include "lockgroup/paxos_storage.h"
@@ -180,7 +180,7 @@ class PaxosNode {
   PaxosStorage& storage_;
   size_t quorum_;
   uint64_t lease_local_ms_;  // the master's lease on its own clock, drift taken off
-  std::mt19937_64 rng_;
+  Random rng_;  // common/random.h: the simulator's seeds replay with any compiler
 
   // Acceptor (promised_, log_ and the snapshot are durable).
   Ballot promised_ = 0;

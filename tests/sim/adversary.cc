@@ -1,7 +1,6 @@
 #include "tests/sim/adversary.h"
 
 #include <algorithm>
-#include <cstdio>
 
 namespace palisade::sim {
 namespace {
@@ -11,13 +10,7 @@ constexpr size_t kMaxPeerFrameBytes = size_t{64} << 20;
 
 // A key of its own, from the world's RNG: never the cluster key.
 SequencerKey own_key(World& world) {
-  std::string hex;
-  for (int i = 0; i < 4; ++i) {
-    char part[17];
-    std::snprintf(part, sizeof part, "%016llx", static_cast<unsigned long long>(world.rng()()));
-    hex += part;
-  }
-  return SequencerKey::from_hex(hex).value();
+  return SequencerKey::from_hex(world.rng().hex(32)).value();
 }
 
 }  // namespace
@@ -110,7 +103,7 @@ void Adversary::act() {
 }
 
 const std::string& Adversary::pick_lock() {
-  return s_.locks[static_cast<size_t>(world_.uniform(0, s_.locks.size() - 1))];
+  return s_.locks[world_.index(s_.locks.size())];
 }
 
 // ---- lockd peers ----
@@ -121,11 +114,11 @@ void Adversary::forge_peer() {
   std::string what;
   const uint64_t variant = world_.uniform(0, 3);
   if ((variant == 0 || variant == 3) && !peer_frames_.empty()) {
-    const PeerFrame& captured = peer_frames_[static_cast<size_t>(world_.uniform(0, peer_frames_.size() - 1))];
+    const PeerFrame& captured = peer_frames_[world_.index(peer_frames_.size())];
     frame = captured.bytes;
     if (variant == 0) {
       // Any byte flipped, in the map or in the MAC.
-      frame[static_cast<size_t>(world_.uniform(0, frame.size() - 1))] ^= static_cast<char>(world_.uniform(1, 255));
+      frame[world_.index(frame.size())] ^= static_cast<char>(world_.uniform(1, 255));
       what = "flipped";
     } else {
       // A field changed under the genuine MAC.
@@ -146,15 +139,15 @@ void Adversary::forge_peer() {
     m.from = static_cast<lockgroup::NodeId>(random_lockd());
     m.to = static_cast<lockgroup::NodeId>(to);
     m.group = s_.group_hash;
-    m.incarnation = world_.rng()();
-    m.serial = world_.rng()();
+    m.incarnation = world_.rng().next();
+    m.serial = world_.rng().next();
     const lockgroup::Ballot ballot = lockgroup::make_ballot(world_.uniform(1, lockgroup::kMaxRound), m.from);
     switch (world_.uniform(0, 3)) {
       case 0:
-        m.body = lockgroup::Prepare{.ballot = ballot, .from_slot = 1, .seq = world_.rng()()};
+        m.body = lockgroup::Prepare{.ballot = ballot, .from_slot = 1, .seq = world_.rng().next()};
         break;
       case 1: {
-        lockgroup::Accept a{.ballot = ballot, .seq = world_.rng()(), .chosen_through = world_.uniform(0, 100)};
+        lockgroup::Accept a{.ballot = ballot, .seq = world_.rng().next(), .chosen_through = world_.uniform(0, 100)};
         for (uint64_t k = 0, n = world_.uniform(1, 3); k < n; ++k) {
           a.entries.push_back({.slot = world_.uniform(1, 100), .ballot = ballot, .value = "forged"});
         }
@@ -165,7 +158,7 @@ void Adversary::forge_peer() {
         m.body = lockgroup::CatchUpRequest{.from_slot = 1};
         break;
       default:
-        m.body = lockgroup::Promise{.ballot = ballot, .ok = true, .seq = world_.rng()()};
+        m.body = lockgroup::Promise{.ballot = ballot, .ok = true, .seq = world_.rng().next()};
         break;
     }
     const bool sealed = world_.chance(0.5);
@@ -180,7 +173,7 @@ void Adversary::forge_peer() {
 
 void Adversary::replay_peer() {
   if (peer_frames_.empty()) return;
-  const PeerFrame& captured = peer_frames_[static_cast<size_t>(world_.uniform(0, peer_frames_.size() - 1))];
+  const PeerFrame& captured = peer_frames_[world_.index(peer_frames_.size())];
   const int to = world_.chance(0.75) ? captured.to : random_lockd();
   ++counters_.peer_replayed;
   world_.record("adversary " + std::to_string(s_.index) + " replays a peer frame for lockd " +
@@ -252,7 +245,7 @@ void Adversary::wrong_sequencer() {
         for (const auto& [t, text] : grants) others.emplace_back(l, t);
       }
       if (others.empty()) return;
-      const auto& [l, t] = others[static_cast<size_t>(world_.uniform(0, others.size() - 1))];
+      const auto& [l, t] = others[world_.index(others.size())];
       sequencer = sequencers_[l][t];
       why = "wrong sequencer: " + l + "'s token " + std::to_string(t);
       break;
@@ -305,7 +298,7 @@ void Adversary::superseded() {
     candidates.emplace_back(lock, below->first);
   }
   if (candidates.empty()) return replay_replica();
-  const auto& [lock, token] = candidates[static_cast<size_t>(world_.uniform(0, candidates.size() - 1))];
+  const auto& [lock, token] = candidates[world_.index(candidates.size())];
   const uint64_t fenced = s_.fenced_token(lock);
   const bool committed = s_.commits && world_.chance(0.6);
   const wire::WriteRequest w = new_write(lock, token, sequencers_[lock][token], committed,
@@ -338,7 +331,7 @@ void Adversary::one_replica() {
 
 void Adversary::replay_replica() {
   if (replica_frames_.empty()) return;
-  const Captured& captured = replica_frames_[static_cast<size_t>(world_.uniform(0, replica_frames_.size() - 1))];
+  const Captured& captured = replica_frames_[world_.index(replica_frames_.size())];
   const int to = world_.chance(0.6) ? captured.to
                                     : static_cast<int>(world_.uniform(0, static_cast<uint64_t>(s_.replicas - 1)));
   ++counters_.replica_replays;

@@ -263,7 +263,7 @@ class LockSim {
                                    .heartbeat_ms = o_.timing.heartbeat_ms,
                                    .election_timeout_ms = o_.timing.election_timeout_ms,
                                    .max_drift_ppm = o_.timing.max_clock_drift_ppm,
-                                   .seed = world_.rng()(),
+                                   .seed = world_.rng().next(),
                                    // Grows with every restart, as the daemon's wall clock does.
                                    .incarnation = node(i).incarnation + 1,
                                    .max_entries_per_message = 64,
@@ -273,7 +273,7 @@ class LockSim {
     s.key = key_;
     s.session_lease_ms = o_.timing.session_lease_ms;
     s.snapshot_every = o_.snapshot_every;
-    s.seed = world_.rng()();
+    s.seed = world_.rng().next();
     return s;
   }
 

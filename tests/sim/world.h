@@ -7,9 +7,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
+
+#include "base/random.h"
 
 namespace palisade::sim {
 
@@ -29,9 +30,12 @@ class World {
   World(uint64_t seed, bool keep_trace);
 
   uint64_t now_ms() const { return now_ms_; }
-  std::mt19937_64& rng() { return rng_; }
-  bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
-  uint64_t uniform(uint64_t lo, uint64_t hi) { return std::uniform_int_distribution<uint64_t>(lo, hi)(rng_); }
+  // Every draw of the simulation comes from here (common/random.h), so a
+  // seed gives the same run with any compiler and standard library.
+  Random& rng() { return rng_; }
+  bool chance(double p) { return rng_.chance(p); }
+  uint64_t uniform(uint64_t lo, uint64_t hi) { return rng_.uniform(lo, hi); }
+  size_t index(size_t size) { return rng_.index(size); }
 
   // Runs `action` at now + delay_ms (after everything already due then).
   void at(uint64_t delay_ms, std::string what, Action action);
@@ -69,7 +73,7 @@ class World {
   uint64_t now_ms_ = 0;
   uint64_t seq_ = 0;
   uint64_t events_ = 0;
-  std::mt19937_64 rng_;
+  Random rng_;
   std::map<std::pair<uint64_t, uint64_t>, Event> queue_;  // (time, seq) -> event
   std::map<int, Receiver> receivers_;
   std::function<void(int, int, const std::string&)> tap_;
