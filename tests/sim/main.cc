@@ -4,11 +4,13 @@
 //   palisade-sim --seeds 1000                   the quorum store alone (tokens handed out by the test)
 //   palisade-sim --replicas 5 --read-quorum 2 --write-quorum 4 --seeds 1000    uneven quorums
 //   palisade-sim --seeds 10000 --corrupt-rate 0.3                               many bit flips
+//   palisade-sim --seeds 1000 --rough-network                                   busy clients, a bad network
 //   palisade-sim --seeds 10000 --keep-going --quiet                             what scripts/soak runs
 // Stops at the first unsafe seed unless --keep-going. The same seed always gives the same trace hash.
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -63,10 +65,14 @@ int main(int argc, char** argv) {
   uint64_t first = 1, seeds = 1;
   bool trace = false, broken_floor = false, broken_lease = false, broken_delay = false, broken_trust = false;
   bool no_adversary_commits = false;
-  bool keep_going = false, quiet = false;
+  bool keep_going = false, quiet = false, rough = false;
   std::string sim = "quorum";
   QuorumSimOptions q;
   LockSimOptions l;
+  // --rough-network sets other defaults; options given with it still apply.
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--rough-network") q = rough_network(q);
+  }
   CLI::App app{"palisade-sim: palisade in one seeded, replayable simulation"};
   app.add_option("--sim", sim, "What to simulate: lock (lock group + store) or quorum (store alone)")
       ->capture_default_str()
@@ -102,6 +108,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-corrupt-copies", q.max_corrupt_copies,
                  "At most this many corrupt copies of a key at once (--sim quorum; 0: no limit)")
       ->capture_default_str();
+  app.add_flag("--rough-network", rough,
+               "Busy clients on a slow, lossy network, one key, no bit flips (--sim quorum; tests/sim/quorum_sim.h)");
   struct Control {
     const char* flag;
     bool QuorumSimOptions::*option;

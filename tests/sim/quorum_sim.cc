@@ -316,4 +316,17 @@ class QuorumSim {
 
 QuorumSimResult run_quorum_sim(const QuorumSimOptions& options) { return QuorumSim(options).run(); }
 
+QuorumSimOptions rough_network(QuorumSimOptions o) {
+  o.keys = 1;
+  o.clients = 5;
+  o.pause = 0;
+  o.corrupt_per_second = 0;
+  o.faults.drop = 0.1;
+  o.faults.duplicate = 0.3;
+  o.faults.max_delay_ms = 300;
+  o.faults.long_delay = 0.1;
+  o.faults.long_delay_ms = 1800;
+  return o;
+}
+
 }  // namespace palisade::sim
