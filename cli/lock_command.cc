@@ -240,7 +240,9 @@ int run(const LockFlags& flags, const CommonOptions& common) {
   running->store(true);
   Child child = spawn(flags.command, env);
   if (child.pid < 0) {
-    client.value()->release(lease.value());
+    // Best effort: the start error is what the exit reports, and closing the
+    // session (the client's destructor, on return) releases the lock anyway.
+    (void)client.value()->release(lease.value());
     return child.start_error;
   }
 

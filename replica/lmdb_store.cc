@@ -201,7 +201,8 @@ Status LmdbStore::checkpoint() {
 }
 
 void LmdbStore::drop_batch() {
-  if (!batch_log_.empty()) journaled_.drop_batch({});
+  // A failed rebuild breaks the store: broken_ answers every later call.
+  if (!batch_log_.empty()) (void)journaled_.drop_batch({});
   batch_log_.clear();
 }
 

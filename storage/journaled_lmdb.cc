@@ -68,10 +68,13 @@ Status JournaledLmdb::commit(std::string_view record) {
   // failed one rebuilds the base without it).
   if (!journal_->fits(record.size())) return checkpoint();
   if (Status s = journal_->append(record); !s.is_ok()) {
-    recover(s);
+    (void)recover(s);  // returns s: the append's failure is the batch's
     // The failed record may be on disk: a checkpoint moves the journal
-    // position past it, so that no replay applies it.
-    if (broken_.is_ok()) checkpoint();
+    // position past it, so that no replay applies it. A failed one rebuilt
+    // the base (or broke the store) itself, and the journal refuses appends
+    // until a checkpoint succeeds, so the next commit checkpoints; until then
+    // a restart may replay the record (docs/storage.md, "The journal").
+    if (broken_.is_ok()) (void)checkpoint();
     return s;
   }
   unchecked_ = true;
@@ -108,7 +111,9 @@ void JournaledLmdb::release() {
 
 void JournaledLmdb::close() {
   // A store that did not open never writes what it half read.
-  if (opened_ && unchecked_ && broken_.is_ok()) checkpoint();
+  // A failed checkpoint loses nothing: the journal holds what it would have
+  // carried, replayed at the next open.
+  if (opened_ && unchecked_ && broken_.is_ok()) (void)checkpoint();
   end_base();
 }
 
@@ -146,7 +151,7 @@ Status JournaledLmdb::write_whole(const std::function<Status(MDB_txn*)>& write, 
     Status s = write(base_);
     if (!s.is_ok()) {
       nested_ = true;
-      drop_batch(keep);
+      (void)drop_batch(keep);  // the write's error is the reply; a failed rebuild sets broken_
     }
     return s;
   }
@@ -159,7 +164,7 @@ Status JournaledLmdb::write_whole(const std::function<Status(MDB_txn*)>& write, 
   }
   if ((rc = mdb_txn_commit(child)) != 0) {
     Status s = lmdb_error_("commit a nested transaction in " + dir_, rc);
-    drop_batch(keep);  // the base may be unusable too
+    (void)drop_batch(keep);  // the base may be unusable too; a failed rebuild sets broken_
     return s;
   }
   return Status::ok();

@@ -41,7 +41,8 @@ std::string_view code_name(Code code);
 // Parses a wire name; nullopt when it is not one.
 std::optional<Code> code_from_name(std::string_view name);
 
-class Status {
+// [[nodiscard]]: a dropped Status is an error nobody saw (issue #25).
+class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
@@ -60,7 +61,7 @@ class Status {
 
 // A value or the Status that explains its absence.
 template <class T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}
   Result(Status status) : v_(std::move(status)) {}
