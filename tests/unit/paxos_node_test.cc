@@ -82,8 +82,7 @@ struct Cluster {
       PeerMessage m = std::move(wire.front());
       wire.pop_front();
       if (!nodes.count(m.to) || cut.count(m.from) || cut.count(m.to)) continue;
-      // A refusal is an answer some tests provoke (a node stuck at the top
-      // round refuses every ballot); the tests judge the nodes' state.
+      // A node may refuse a message (it then changes nothing): the tests judge state.
       (void)nodes[m.to]->receive(m, now);
       settle(m.to);
     }
@@ -441,7 +440,7 @@ TEST_CASE("messages of another group or to another node are ignored", "[paxos]")
   NodeId f = other_than(m);
   Ballot before = c.nodes[f]->epoch();
   PeerMessage foreign{.from = 3, .to = f, .group = 8, .body = Prepare{.ballot = make_ballot(99, 3), .from_slot = 1, .seq = 1}};
-  CHECK(c.nodes[f]->receive(foreign, c.now).is_ok());
+  CHECK(c.nodes[f]->receive(foreign, c.now).is_ok());  // ignored: ok, and nothing changes
   PeerMessage stranger{.from = 9, .to = f, .group = 7, .body = Prepare{.ballot = make_ballot(99, 9), .from_slot = 1, .seq = 1}};
   CHECK(c.nodes[f]->receive(stranger, c.now).is_ok());
   c.settle(f);
