@@ -44,7 +44,13 @@ class Stage {
   void say(const char* format, Args... args) {
     const double s = std::chrono::duration<double>(Clock::now() - start_).count();
     std::printf("  %7.3f s  ", s);
-    std::printf(format, args...);
+    // Without arguments `format` is plain text: clang's -Wformat-security
+    // refuses a non-literal format with nothing to format.
+    if constexpr (sizeof...(args) == 0) {
+      std::fputs(format, stdout);
+    } else {
+      std::printf(format, args...);
+    }
     std::printf("\n");
     std::fflush(stdout);
   }

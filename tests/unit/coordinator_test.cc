@@ -37,7 +37,8 @@ using wire::VersionState;
 
 constexpr uint64_t kStartMs = 1'700'000'000'000;
 constexpr uint64_t kTimeout = 2000;  // CoordinatorOptions defaults
-constexpr uint64_t kLazySend = CoordinatorOptions{}.lazy_send_ms;  // commits and purges wait this long
+// Not constexpr: clang 14 cannot build CoordinatorOptions' strings at compile time.
+const uint64_t kLazySend = CoordinatorOptions{}.lazy_send_ms;  // commits and purges wait this long
 constexpr uint64_t kHedge = 50;
 
 // A timestamp `ms_offset` milliseconds from the start (negative: in the past).

@@ -64,14 +64,12 @@ std::string be_key(Slot slot) {
 // in-memory one keeps what was committed, like a disk; the LMDB one is opened
 // from a copy of its files taken while it was open (its journal replayed).
 struct MemoryFixture {
-  static constexpr bool kLmdb = false;
   PaxosStorage& storage() { return mem; }
   void restart() { mem.crash(); }
   MemoryPaxosStorage mem;
 };
 
 struct LmdbFixture {
-  static constexpr bool kLmdb = true;
   LmdbFixture() { open(); }
   PaxosStorage& storage() { return *lmdb; }
   void open() {
