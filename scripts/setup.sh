@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   clang  # ./dev replay-check builds palisade-sim with it too
+  clang-format clang-tidy  # scripts/check-format, scripts/tidy
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev liblmdb-dev lmdb-utils libxxhash-dev
   libcli11-dev libspdlog-dev libfmt-dev
   catch2 libbenchmark-dev
