@@ -1406,7 +1406,9 @@ TEST_CASE("cli: cluster up on a partly running cluster starts only the daemons t
   Run daemons = palisade(home, {"cluster", "status", "--dir", dir, "-o", "json"});
   INFO(daemons.out);
   CHECK(daemons.code == 0);
-  for (const auto& d : json_of(daemons)["daemons"]) {
+  // Named: a range-for over a member of a temporary reads freed memory.
+  const auto daemons_json = json_of(daemons);
+  for (const auto& d : daemons_json["daemons"]) {
     CHECK(d["state"] == "running");
     if (d["role"] == "master") CHECK(d["epoch_node"] == out["lock_group"]["master"]);
   }
