@@ -22,11 +22,16 @@ std::string describe(const WriteRecord& w) {
          "] answered " + std::string(code_name(w.result));
 }
 
-// The earliest time a fence of `lock` with a token above `token` completed; UINT64_MAX if none.
+// The earliest time a fence of `lock` with a token above `token` completed,
+// or a write under such a token was acknowledged (each raised the floor on W
+// replicas); UINT64_MAX if none.
 uint64_t superseded_at(const History& h, const std::string& lock, uint64_t token) {
   uint64_t at = UINT64_MAX;
   for (const FenceRecord& f : h.fences) {
     if (f.result == Code::kOk && f.lock == lock && f.token > token) at = std::min(at, f.end_ms);
+  }
+  for (const WriteRecord& w : h.writes) {
+    if (w.result == Code::kOk && w.lock == lock && w.token > token) at = std::min(at, w.end_ms);
   }
   return at;
 }

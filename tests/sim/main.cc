@@ -108,6 +108,10 @@ int main(int argc, char** argv) {
   app.add_option("--max-corrupt-copies", q.max_corrupt_copies,
                  "At most this many corrupt copies of a key at once (--sim quorum; 0: no limit)")
       ->capture_default_str();
+  app.add_option("--unfenced-holders", q.unfenced_holders,
+                 "Chance that a new holder writes without fencing first (--sim quorum)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   app.add_flag("--rough-network", rough,
                "Busy clients on a slow, lossy network, one key, no bit flips (--sim quorum; tests/sim/quorum_sim.h)");
   struct Control {
@@ -116,6 +120,8 @@ int main(int argc, char** argv) {
     const char* what;
   };
   for (const Control& c : {
+           Control{"--broken-write-floor", &QuorumSimOptions::broken_writes_keep_floor,
+                   "writes do not raise the fence floor (fences still do)"},
            Control{"--broken-pending-committed", &QuorumSimOptions::broken_replicas_pending_as_committed,
                    "replicas report pending versions as committed"},
            Control{"--broken-hide-pending", &QuorumSimOptions::broken_replicas_hide_pending,
@@ -143,10 +149,11 @@ int main(int argc, char** argv) {
   l.adversary_commits = !no_adversary_commits;
   l.replicas = q.replicas;
   l.clients = q.clients;
-  bool broken = broken_floor || broken_lease || broken_delay || broken_trust || q.broken_replicas_pending_as_committed ||
-                q.broken_replicas_hide_pending || q.broken_replica_acks_without_storing ||
-                q.broken_replicas_skip_checksum || q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect ||
-                q.broken_replicas_forget_dropped;
+  bool broken = broken_floor || broken_lease || broken_delay || broken_trust ||
+                q.broken_replicas_pending_as_committed || q.broken_replicas_hide_pending ||
+                q.broken_replica_acks_without_storing || q.broken_replicas_skip_checksum ||
+                q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect || q.broken_replicas_forget_dropped ||
+                q.broken_writes_keep_floor;
   uint64_t unsafe = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
     q.seed = l.seed = seed;

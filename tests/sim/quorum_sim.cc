@@ -42,6 +42,7 @@ class QuorumSim {
         replicas_(world_, {.replicas = o.replicas,
                            .max_clock_offset_ms = o.max_clock_offset_ms,
                            .skip_fence_floor = o.broken_replicas_skip_fence_floor,
+                           .writes_keep_floor = o.broken_writes_keep_floor,
                            .auth = std::nullopt,
                            .pending_as_committed = o.broken_replicas_pending_as_committed,
                            .hide_pending = o.broken_replicas_hide_pending,
@@ -261,10 +262,15 @@ class QuorumSim {
     start_read(c, k);
   }
 
-  // The lock service hands out the next token; the client makes the fence.
+  // The lock service hands out the next token; the client makes the fence,
+  // unless it is one of the unfenced holders (whose writes raise the floor).
   void acquire(int c) {
     Client& cl = clients_[c];
     cl.token = ++tokens_;
+    if (o_.unfenced_holders > 0 && world_.chance(o_.unfenced_holders)) {
+      world_.record("client " + std::to_string(c) + " holds token " + std::to_string(cl.token) + " without a fence");
+      return schedule_next_op(c, world_.uniform(0, 30));
+    }
     history_.fences.push_back({c, kLock, cl.token, world_.now_ms(), 0, Code::kTimeout});
     client::OpId op = cl.coordinator->start_fence(Fence{kLock, cl.token}, world_.now_ms());
     cl.ops[op] = {Client::Kind::kFence, history_.fences.size() - 1};

@@ -32,6 +32,10 @@ struct QuorumSimOptions {
   // 1113, 1894, 5801, 8429 before the fix), each with W corrupt copies; W - 1
   // hides that and keeps a readable copy of every acknowledged write.
   int max_corrupt_copies = 0;
+  // Chance that a new holder writes without fencing first, so that its first
+  // acknowledged write is what raises the floor on W replicas. 0 draws nothing
+  // (the default's traces do not change).
+  double unfenced_holders = 0;
   double pause = 0.05;              // chance a client pauses (like a GC pause) before an operation
   uint64_t pause_ms_max = 60000;
   uint64_t max_clock_offset_ms = 200;  // each node's clock is off by up to this
@@ -39,6 +43,10 @@ struct QuorumSimOptions {
   // object to (sim_test.cc holds each to the checker it must trip).
   // Replicas ignore fence floors: "superseded holder acknowledged", "superseded write visible".
   bool broken_replicas_skip_fence_floor = false;
+  // Writes do not raise the fence floor, fences still do: a write under a
+  // newer token, acknowledged while that token's fence failed, does not stop
+  // the older holder: "superseded holder acknowledged".
+  bool broken_writes_keep_floor = false;
   // Readers ask R = N - W replicas, a quorum that misses some write quorums
   // (client::validate refuses it): "read went back in time", "acknowledged write lost".
   bool broken_quorums_do_not_intersect = false;

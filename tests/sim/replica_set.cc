@@ -11,6 +11,18 @@ class FloorlessStore final : public test::ForwardingStore {
   Result<uint64_t> fence_floor(std::string_view) override { return uint64_t{0}; }
 };
 
+// The negative control's disk: a write leaves the fence floor where it was
+// (fences still raise it).
+class WriteKeepsFloorStore final : public test::ForwardingStore {
+ public:
+  Status apply(const replica::Change& c) override {
+    if (c.put == nullptr) return inner.apply(c);
+    replica::Change without_floor = c;
+    without_floor.floor = 0;
+    return inner.apply(without_floor);
+  }
+};
+
 std::string describe(const wire::Version& v) {
   return v.ts.to_string() + (v.tombstone ? " tombstone" : " '" + v.value + "'") +
          (v.state == wire::VersionState::kCommitted ? " committed" : " pending");
@@ -47,10 +59,15 @@ std::string describe(const wire::ReplicaReply& r) {
 ReplicaSet::ReplicaSet(World& world, Options options) : world_(world), options_(std::move(options)) {
   for (int i = 0; i < options_.replicas; ++i) {
     Replica r;
-    if (options_.skip_fence_floor) {
-      auto floorless = std::make_unique<FloorlessStore>();
-      r.disk = &floorless->inner;
-      r.store = std::move(floorless);
+    if (options_.skip_fence_floor || options_.writes_keep_floor) {
+      std::unique_ptr<test::ForwardingStore> broken;
+      if (options_.skip_fence_floor) {
+        broken = std::make_unique<FloorlessStore>();
+      } else {
+        broken = std::make_unique<WriteKeepsFloorStore>();
+      }
+      r.disk = &broken->inner;
+      r.store = std::move(broken);
     } else {
       auto memory = std::make_unique<replica::MemoryStore>();
       r.disk = memory.get();

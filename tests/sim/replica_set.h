@@ -40,6 +40,9 @@ class ReplicaSet {
     uint64_t max_clock_offset_ms = 200;
     // Negative control: replicas that ignore fence floors.
     bool skip_fence_floor = false;
+    // Negative control: a write does not raise its lock's fence floor (a fence
+    // still does).
+    bool writes_keep_floor = false;
     std::optional<replica::ReplicaAuth> auth;  // replica_id is set per replica
     // More negative controls (the quorum simulation's; docs in quorum_sim.h):
     // replicas answer reads with their pending versions marked committed, so

@@ -19,8 +19,8 @@ namespace palisade::sim {
 namespace {
 
 // PALISADE_SIM_SEEDS scales every sweep below: the configurations get
-// 60%, 15%, 15% and 10% of it (1000 seeds in all by default), and the rough
-// network 20% more.
+// 60%, 15%, 15% and 10% of it (1000 seeds in all by default), the rough
+// network 20% more and unfenced holders 10% more.
 uint64_t seed_count() { return seed_count_from_env("PALISADE_SIM_SEEDS", 1000); }
 
 // Seeds of rough_network() on which a duplicate of a dropped version is
@@ -195,6 +195,28 @@ TEST_CASE("sim: the checkers order two writes with one timestamp as replicas do"
   }
 }
 
+TEST_CASE("sim: an acknowledged write supersedes older tokens as a fence does", "[sim]") {
+  // Token 2's write was acknowledged at 20 ms without any fence of token 2:
+  // it raised the floor on W replicas, so token 1 cannot collect W acks after.
+  const FencedTimestamp ts2{2, hlc::make(kEpochMs + 10, 0)}, ts1{1, hlc::make(kEpochMs + 30, 0)};
+  WriteRecord newer{0, "k", "c0-1", false, "L", 2, 10, 20, Code::kOk, ts2};
+  WriteRecord older{1, "k", "c1-1", false, "L", 1, 30, 40, Code::kOk, ts1};
+  History h;
+  h.writes = {newer, older};
+  CHECK(reports(check(h), "superseded holder acknowledged"));
+  h.writes[1].start_ms = 15;  // started before the newer write was acknowledged: allowed
+  CHECK(check(h).empty());
+  h.writes[1].start_ms = 30;
+  h.writes[0].result = Code::kTimeout;  // the newer write may not have reached W replicas
+  CHECK(check(h).empty());
+}
+
+TEST_CASE("sim: fence safety holds when holders write without fencing first", "[sim]") {
+  QuorumSimOptions o;
+  o.unfenced_holders = 0.5;
+  run_seeds(o, {seed_count() / 10}, "palisade-sim --unfenced-holders 0.5", run_quorum_sim);
+}
+
 // ---- negative controls: each must trip the checkers named ----
 
 struct Caught {
@@ -239,6 +261,14 @@ TEST_CASE("sim: negative control, replicas that skip the fence floor are caught"
   broken.broken_replicas_skip_fence_floor = true;
   // 42 runs of 50: 42 and 38 by the checkers below.
   check_caught(broken, 50, {{"superseded holder acknowledged", 15}, {"superseded write visible", 15}});
+}
+
+TEST_CASE("sim: negative control, writes that do not raise the fence floor are caught", "[sim]") {
+  QuorumSimOptions broken;
+  broken.broken_writes_keep_floor = true;
+  broken.unfenced_holders = 0.5;  // fences still raise it: holders must skip them to show it
+  // 22 runs of 50: 22 and 16 by the checkers below.
+  check_caught(broken, 50, {{"superseded holder acknowledged", 8}, {"superseded write visible", 5}});
 }
 
 TEST_CASE("sim: negative control, readers returning pending versions without counting copies are caught", "[sim]") {
