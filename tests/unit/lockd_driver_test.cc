@@ -1,0 +1,153 @@
+// The palisade-lockd turn without sockets (lockgroup/lockd_driver.h): how a
+// frame is told apart, and what a failed commit does. One node that is a
+// group of its own, on a simulated disk. The simulator (tests/sim) runs the
+// driver in groups under faults.
+#include "lockgroup/lockd_driver.h"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lockgroup/memory_paxos_storage.h"
+#include "lockgroup/paxos_messages.h"
+#include "tests/support/printers.h"
+
+namespace palisade::lockgroup {
+namespace {
+
+struct Host : LockdHost {
+  void send_peer(NodeId to, std::string bytes) override { peer_frames.emplace_back(to, std::move(bytes)); }
+  void reply(uint64_t route, std::string bytes) override { replies[route] = std::move(bytes); }
+  void forget_routes() override { ++forgotten; }
+  uint64_t next_incarnation() override { return ++starts; }
+
+  std::vector<std::pair<NodeId, std::string>> peer_frames;
+  std::map<uint64_t, std::string> replies;
+  int forgotten = 0;
+  uint64_t starts = 0;
+};
+
+LockdDriverOptions options() {
+  LockdDriverOptions o;
+  o.service.paxos = PaxosOptions{.self = 1,
+                                 .members = {1},
+                                 .group = 7,
+                                 .master_lease_ms = 4000,
+                                 .heartbeat_ms = 500,
+                                 .election_timeout_ms = 1000,
+                                 .max_drift_ppm = 1000,
+                                 .seed = 42};
+  o.service.endpoints[1] = "tcp://n1";
+  o.service.group = "test";
+  o.service.key = SequencerKey::from_hex(std::string(64, '5')).value();
+  return o;
+}
+
+struct Node {
+  Node() {
+    auto d = LockdDriver::start(options(), disk, host, now);
+    REQUIRE(d.is_ok());
+    driver = std::move(d).value();
+  }
+  // The daemon's turn after its input: timers, then both phases of the sync.
+  void turn() {
+    driver->tick(now);
+    driver->begin_sync(now);
+    REQUIRE(driver->finish_sync(now).is_ok());
+  }
+  void elect() {
+    for (int i = 0; i < 500 && !driver->service().is_master(now); ++i) {
+      now += 10;
+      turn();
+    }
+    REQUIRE(driver->service().is_master(now));
+  }
+  FrameResult open_session(uint64_t id) {
+    wire::LockRequest r{id, wire::OpenSessionRequest{.epoch = driver->service().node().epoch(), .lease_ms = 0}};
+    return driver->on_frame(wire::encode_lock_request(r), now);
+  }
+
+  MemoryPaxosStorage disk;
+  Host host;
+  uint64_t now = 1000;
+  std::unique_ptr<LockdDriver> driver;
+};
+
+TEST_CASE("lockd driver: a request is answered on its route after the sync", "[lockgroup]") {
+  Node n;
+  n.elect();
+  const FrameResult r = n.open_session(5);
+  REQUIRE(r.outcome == FrameOutcome::kRequest);
+  CHECK(r.request_id == 5);
+  for (int i = 0; i < 10 && n.host.replies.count(r.route) == 0; ++i) n.turn();
+  REQUIRE(n.host.replies.count(r.route) == 1);
+  auto reply = wire::decode_lock_reply(n.host.replies[r.route], size_t{1} << 20);
+  REQUIRE(reply.is_ok());
+  CHECK(reply.value().id == 5);
+  CHECK(reply.value().status.is_ok());
+}
+
+TEST_CASE("lockd driver: forged peer frames are dropped, bad requests refused", "[lockgroup]") {
+  Node n;
+  n.elect();
+  PeerMessage m;
+  m.from = 2;
+  m.to = 1;
+  m.group = 7;
+  m.body = Prepare{.ballot = make_ballot(9, 2), .from_slot = 1, .seq = 1};
+  SECTION("no MAC") {
+    CHECK(n.driver->on_frame(encode_peer(m), n.now).outcome == FrameOutcome::kForged);
+    CHECK(n.driver->forged_peer_messages() == 1);
+  }
+  SECTION("sealed under another key") {
+    PeerAuth other(SequencerKey::from_hex(std::string(64, '6')).value(), "test");
+    CHECK(n.driver->on_frame(other.seal(m), n.now).outcome == FrameOutcome::kForged);
+    CHECK(n.driver->forged_peer_messages() == 1);
+  }
+  SECTION("sealed, for another node") {
+    PeerAuth ours(options().service.key, "test");
+    m.to = 3;
+    CHECK(n.driver->on_frame(ours.seal(m), n.now).outcome == FrameOutcome::kPeerMisaddressed);
+    CHECK(n.driver->refused_peer_messages() == 1);
+  }
+  SECTION("not a request") {
+    const FrameResult r = n.driver->on_frame("\x81\xa1x\x01", n.now);
+    REQUIRE(r.outcome == FrameOutcome::kRequestRefused);
+    auto reply = wire::decode_lock_reply(r.refusal, size_t{1} << 20);
+    REQUIRE(reply.is_ok());
+    CHECK(reply.value().status.code() != Code::kOk);
+    CHECK(reply.value().master == 1);
+    CHECK(n.driver->forged_peer_messages() == 0);
+  }
+  SECTION("more than one ZeroMQ frame") {
+    wire::LockRequest r{3, wire::OpenSessionRequest{.epoch = n.driver->service().node().epoch(), .lease_ms = 0}};
+    CHECK(n.driver->on_frame(wire::encode_lock_request(r), n.now, true).outcome == FrameOutcome::kRequestRefused);
+  }
+}
+
+TEST_CASE("lockd driver: a failed commit drops the turn and restarts from disk", "[lockgroup]") {
+  Node n;
+  n.elect();
+  const LockService* before = &n.driver->service();
+  const FrameResult r = n.open_session(5);
+  REQUIRE(r.outcome == FrameOutcome::kRequest);
+  n.disk.fail_next_commit();
+  n.driver->begin_sync(n.now);
+  REQUIRE(n.driver->finish_sync(n.now).is_ok());
+  CHECK(n.host.replies.empty());
+  CHECK(n.host.forgotten == 1);
+  CHECK(n.host.starts == 2);  // a new incarnation for the new start
+  CHECK(&n.driver->service() != before);
+  // The client asks again, and the restarted node answers.
+  n.elect();
+  const FrameResult again = n.open_session(6);
+  for (int i = 0; i < 10 && n.host.replies.count(again.route) == 0; ++i) n.turn();
+  CHECK(n.host.replies.count(again.route) == 1);
+  CHECK(n.host.replies.count(r.route) == 0);
+}
+
+}  // namespace
+}  // namespace palisade::lockgroup
