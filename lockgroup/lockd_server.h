@@ -1,12 +1,13 @@
-// Wires a LockService to ZeroMQ and LMDB: the palisade-lockd loop.
+// palisade-lockd on ZeroMQ and LMDB: a socket shell over the LockdDriver
+// (lockgroup/lockd_driver.h), which holds the turn itself.
 //
 // One ROUTER on the node's endpoint receives both client requests and peer
-// messages (peers send through one DEALER per peer); a peer's message is told
-// from a client's by its MAC (lockgroup/peer_auth.h), never by what it claims. Each turn drains what is
-// waiting, feeds it to the service, proposes the batched commands, commits the
-// acceptor state with one sync (group commit), and only then sends the turn's
-// messages and replies. Time is CLOCK_BOOTTIME, which keeps counting through a
-// suspend, so a suspended master cannot believe in a lease that ran out.
+// messages (peers send through one DEALER per peer). Each turn drains what is
+// waiting into the driver, runs its timers, and syncs (begin_sync and
+// finish_sync back to back: one commit per turn, group commit), which sends the
+// turn's messages and replies through this shell. Time is CLOCK_BOOTTIME,
+// which keeps counting through a suspend, so a suspended master cannot believe
+// in a lease that ran out.
 //
 // Concurrency: one thread.
 #pragma once
@@ -18,11 +19,8 @@
 
 #include <zmq.hpp>
 
-#include "base/cluster_id.h"
-#include "wire/envelope.h"
 #include "transport/transport.h"
-#include "lockgroup/lock_service.h"
-#include "lockgroup/peer_auth.h"
+#include "lockgroup/lockd_driver.h"
 #include "lockgroup/paxos_storage.h"
 
 namespace palisade::lockgroup {
@@ -31,24 +29,18 @@ namespace palisade::lockgroup {
 uint64_t boottime_ms();
 
 struct LockdServerOptions {
-  LockServiceOptions service;
+  LockdDriverOptions driver;
   std::string listen_endpoint;
-  // The cluster's id (base/cluster_id.h); client requests that name another
-  // are answered wrong_cluster. Empty: requests that name any id are.
-  std::string cluster_id;
-  wire::Limits limits;
   transport::SocketOptions socket;
   size_t max_batch = 4096;  // messages drained per turn
   // How long a stopping master waits, at most, for its step-down to leave.
   int stop_linger_ms = 500;
-  // Catch-up messages carry snapshots of the whole lock table.
-  size_t max_peer_message_bytes = size_t{64} << 20;
 };
 
-class LockdServer {
+class LockdServer : private LockdHost {
  public:
   // Binds the socket (throws zmq::error_t when it cannot) and starts the
-  // service from `storage` (Status when the storage cannot be read).
+  // driver on `storage` (Status when the storage cannot be read).
   static Result<std::unique_ptr<LockdServer>> create(zmq::context_t& ctx, PaxosStorage& storage,
                                                      LockdServerOptions options);
 
@@ -58,46 +50,40 @@ class LockdServer {
   // state can no longer be read back from disk.
   Status run(int stop_fd);
 
-  const LockService& service() const { return *service_; }
+  const LockService& service() const { return driver_->service(); }
   // Messages dropped because they claim to be a peer's and their MAC does not
   // verify (forged, or signed with another key or group).
-  uint64_t forged_peer_messages() const { return forged_peer_messages_; }
+  uint64_t forged_peer_messages() const { return driver_->forged_peer_messages(); }
   // Peer messages that verified but were refused (see LockService::on_peer).
-  uint64_t refused_peer_messages() const { return refused_peer_messages_; }
+  uint64_t refused_peer_messages() const { return driver_->refused_peer_messages(); }
 
  private:
-  LockdServer(zmq::context_t& ctx, PaxosStorage& storage, LockdServerOptions options);
-  // Drains waiting messages into the service.
+  LockdServer(zmq::context_t& ctx, const LockdServerOptions& options);
+  // Drains waiting messages into the driver.
   void receive(uint64_t now);
-  void handle(transport::Routed routed, uint64_t now);
-  // A message whose MAC verified.
-  void handle_peer(std::string_view body, uint64_t now);
-  void count_forged(size_t bytes, std::string_view why);
-  // The incarnation of the next start of the service (PaxosOptions::incarnation):
-  // the wall clock in microseconds, and above the previous one of this process.
-  uint64_t next_incarnation();
-  // Commits, then sends; restarts the service from storage when the commit fails.
-  Status finish_turn(uint64_t now);
-  void send_peer(const PeerMessage& m);
+  // The driver's turn ends: commit, then send (or restart from disk).
+  Status sync(uint64_t now);
   // A planned stop: a master hands over and finishes the turn that sends it.
   Status stop(uint64_t now);
   // Logs becoming master, losing it, campaigning, following a new one, and
   // what the master applied (grants, releases, closed and expired sessions).
   void log_changes(uint64_t now);
 
-  PaxosStorage& storage_;
+  // LockdHost
+  void send_peer(NodeId to, std::string bytes) override;
+  void reply(uint64_t route, std::string bytes) override;
+  void forget_routes() override { routes_.clear(); }
+  // The wall clock in microseconds, and above the previous one of this process.
+  uint64_t next_incarnation() override;
+
   LockdServerOptions options_;
-  PeerAuth auth_;
   zmq::socket_t router_;
   std::map<NodeId, zmq::socket_t> peers_;
-  std::unique_ptr<LockService> service_;
+  std::unique_ptr<LockdDriver> driver_;
   std::map<uint64_t, transport::Routed> routes_;  // requests waiting for a reply
-  uint64_t next_route_ = 1;
   bool was_master_ = false;
   NodeId last_hint_ = 0;
   Ballot last_campaign_ = 0;  // the epoch of the last campaign logged
-  uint64_t forged_peer_messages_ = 0;
-  uint64_t refused_peer_messages_ = 0;
   uint64_t last_incarnation_ = 0;
   uint64_t next_stuck_log_ms_ = 0;  // when to say again that the node is stuck at the top round
 };

@@ -44,8 +44,8 @@ Result<lockgroup::LockdServerOptions> server_options(const Flags& flags, const C
   if (!key.is_ok()) return key.status();
   lockgroup::LockdServerOptions o;
   o.listen_endpoint = self->endpoint;
-  o.cluster_id = cluster.cluster_id;
-  lockgroup::LockServiceOptions& s = o.service;
+  o.driver.cluster_id = cluster.cluster_id;
+  lockgroup::LockServiceOptions& s = o.driver.service;
   s.paxos.self = flags.id;
   for (const LockdNode& n : cluster.lockd) {
     s.paxos.members.push_back(n.id);
