@@ -11,7 +11,7 @@
 #include "wire/hash.h"
 #include "wire/lock_protocol.h"
 #include "auth/sequencer_key.h"
-#include "lockgroup/lock_service.h"
+#include "lockgroup/lockd_driver.h"
 #include "lockgroup/memory_paxos_storage.h"
 #include "lockgroup/peer_auth.h"
 #include "tests/sim/lock_checkers.h"
@@ -77,12 +77,39 @@ std::string describe_peer(const lockgroup::PeerMessage& m) {
       m.body);
 }
 
+// What a palisade-lockd process gives its driver: the world's network for
+// sockets, and a count of starts for incarnations.
+class LockdProcess : public lockgroup::LockdHost {
+ public:
+  LockdProcess(World& world, int node) : world_(world), node_(node) {}
+  void send_peer(lockgroup::NodeId to, std::string bytes) override {
+    world_.send(node_, kLockdBase + static_cast<int>(to), std::move(bytes));
+  }
+  void reply(uint64_t route, std::string bytes) override {
+    auto waiting = routes_.find(route);
+    if (waiting == routes_.end()) return;
+    world_.send(node_, waiting->second, std::move(bytes));
+    routes_.erase(waiting);
+  }
+  void forget_routes() override { routes_.clear(); }
+  // Grows with every start, as the daemon's wall clock does.
+  uint64_t next_incarnation() override { return ++starts_; }
+  // The request on `route` came from world node `from`.
+  void waiting(uint64_t route, int from) { routes_[route] = from; }
+
+ private:
+  World& world_;
+  int node_;
+  std::map<uint64_t, int> routes_;  // route -> the session node that asked
+  uint64_t starts_ = 0;             // kept across crashes
+};
+
 struct Lockd {
   lockgroup::NodeId id = 0;
   DriftClock clock{0, 0};
   std::unique_ptr<lockgroup::MemoryPaxosStorage> disk;
-  std::unique_ptr<lockgroup::LockService> service;  // memory: lost in a crash
-  std::vector<std::pair<int, std::string>> outbox;  // sent once the disk synced
+  std::unique_ptr<LockdProcess> process;
+  std::unique_ptr<lockgroup::LockdDriver> driver;  // memory: lost in a crash
   bool sync_scheduled = false;
   uint64_t incarnation = 0;
   uint64_t tick_at = UINT64_MAX;
@@ -144,6 +171,7 @@ class LockSim {
       n.id = static_cast<lockgroup::NodeId>(i);
       n.clock = drift_clock();
       n.disk = std::make_unique<lockgroup::MemoryPaxosStorage>();
+      n.process = std::make_unique<LockdProcess>(world_, kLockdBase + i);
       lockd_.push_back(std::move(n));
       world_.attach(kLockdBase + i, [this, i](int from, const std::string& bytes) { lockd_receive(i, from, bytes); });
     }
@@ -254,8 +282,10 @@ class LockSim {
 
   // ---- lockd nodes ----
 
-  lockgroup::LockServiceOptions service_options(int i) {
-    lockgroup::LockServiceOptions s;
+  lockgroup::LockdDriverOptions driver_options(int i) {
+    lockgroup::LockdDriverOptions d;
+    d.broken_ignore_lock_delay = o_.broken_lockd_ignore_lock_delay;
+    lockgroup::LockServiceOptions& s = d.service;
     s.paxos = lockgroup::PaxosOptions{.self = static_cast<lockgroup::NodeId>(i),
                                    .members = members_,
                                    .group = hash64(kGroup),
@@ -264,8 +294,6 @@ class LockSim {
                                    .election_timeout_ms = o_.timing.election_timeout_ms,
                                    .max_drift_ppm = o_.timing.max_clock_drift_ppm,
                                    .seed = world_.rng().next(),
-                                   // Grows with every restart, as the daemon's wall clock does.
-                                   .incarnation = node(i).incarnation + 1,
                                    .max_entries_per_message = 64,
                                    .ignore_master_lease = o_.broken_master_ignores_lease};
     for (int k = 1; k <= o_.lockd; ++k) s.endpoints[static_cast<lockgroup::NodeId>(k)] = endpoint(k);
@@ -274,19 +302,19 @@ class LockSim {
     s.session_lease_ms = o_.timing.session_lease_ms;
     s.snapshot_every = o_.snapshot_every;
     s.seed = world_.rng().next();
-    return s;
+    return d;
   }
 
   Lockd& node(int i) { return lockd_[static_cast<size_t>(i - 1)]; }
 
   void boot(int i) {
     Lockd& n = node(i);
-    auto service = lockgroup::LockService::start(service_options(i), *n.disk, local(n));
-    if (!service.is_ok()) {
-      violations_.push_back("lockd " + std::to_string(i) + " cannot start: " + service.status().to_string());
+    auto driver = lockgroup::LockdDriver::start(driver_options(i), *n.disk, *n.process, local(n));
+    if (!driver.is_ok()) {
+      violations_.push_back("lockd " + std::to_string(i) + " cannot start: " + driver.status().to_string());
       return;
     }
-    n.service = std::move(service).value();
+    n.driver = std::move(driver).value();
     tokens_.restart(i);
     n.observed_through = 0;
     n.checked_through = 0;
@@ -295,69 +323,63 @@ class LockSim {
     after_input(i);
   }
 
-  // As LockdServer::handle: a frame whose MAC verifies is a peer's, anything
-  // else a client's request; a frame that is neither is dropped. Only the
-  // adversary sends those (and frames that verify but are not for this node).
+  // The daemon's driver takes the frame; the adversary's frames must all be
+  // dropped or refused, or taken only as the replays Paxos shrugs off.
   void lockd_receive(int i, int from, const std::string& bytes) {
     Lockd& n = node(i);
-    if (!n.service) return;
+    if (!n.driver) return;
     const bool adversary = from >= kAdversaryBase && from < kAdversaryBase + o_.adversaries;
-    uint64_t now = local(n);
-    if (auto body = peer_auth_.verified_body(bytes)) {
-      auto peer = lockgroup::decode_peer(*body, size_t{64} << 20);
-      if (!peer.is_ok()) {
-        violations_.push_back("lockd " + std::to_string(i) + " cannot decode a signed message: " +
-                              peer.status().to_string());
-        return;
-      }
-      if (o_.keep_trace) {
-        world_.record("lockd " + std::to_string(i) + " <- " + describe_peer(peer.value()) +
-                      (adversary ? " (replayed)" : ""));
-      }
-      if (peer.value().to != static_cast<lockgroup::NodeId>(i)) {
-        if (!adversary) violations_.push_back("lockd " + std::to_string(i) + " got a message for another node");
+    if (o_.keep_trace) trace_peer(i, bytes, adversary);
+    const std::string lockd = "lockd " + std::to_string(i);
+    const lockgroup::FrameResult r = n.driver->on_frame(bytes, local(n));
+    switch (r.outcome) {
+      case lockgroup::FrameOutcome::kPeerMalformed:
+        violations_.push_back(lockd + " cannot decode a signed message");
+        break;
+      case lockgroup::FrameOutcome::kPeerMisaddressed:
+        if (!adversary) violations_.push_back(lockd + " got a message for another node");
         ++adversary_counters_.peer_replays_misaddressed;
-        return;
-      }
-      const uint64_t stale = n.service->node().stale_messages();
-      Status s = n.service->on_peer(peer.value(), now);
-      if (adversary) {
-        if (!s.is_ok()) {
-          ++adversary_counters_.peer_replays_refused;
-        } else if (n.service->node().stale_messages() != stale) {
-          ++adversary_counters_.peer_replays_stale;
-        } else {
-          ++adversary_counters_.peer_replays_taken;
+        break;
+      case lockgroup::FrameOutcome::kPeerRefused:
+        if (adversary) ++adversary_counters_.peer_replays_refused;
+        break;
+      case lockgroup::FrameOutcome::kPeerStale:
+        if (adversary) ++adversary_counters_.peer_replays_stale;
+        break;
+      case lockgroup::FrameOutcome::kPeerTaken:
+        if (adversary) ++adversary_counters_.peer_replays_taken;
+        break;
+      case lockgroup::FrameOutcome::kRequestRefused:
+        world_.send(kLockdBase + i, from, std::string(r.refusal));
+        [[fallthrough]];
+      case lockgroup::FrameOutcome::kForged:
+        if (!adversary) {
+          violations_.push_back(lockd + " cannot decode a message from node " + std::to_string(from));
+          break;
         }
-      }
-      after_input(i);
-      return;
+        ++adversary_counters_.peer_forged_dropped;
+        world_.record(lockd + " drops a forged frame");
+        break;
+      case lockgroup::FrameOutcome::kRequest:
+        if (adversary) {
+          // A forged peer frame that reads as a client's request: the daemon
+          // answers it as one, harmlessly, but it was meant as a peer's.
+          ++adversary_counters_.peer_forged_taken;
+          violations_.push_back(lockd + " took a forged peer frame for a client request");
+        }
+        world_.record(lockd + " <- session " + std::to_string(from) + " #" + std::to_string(r.request_id));
+        n.process->waiting(r.route, from);
+        break;
     }
-    uint64_t id = 0;
-    auto request = wire::decode_lock_request(bytes, wire::Limits{}, &id);
-    if (!request.is_ok()) {
-      if (!adversary) {
-        violations_.push_back("lockd " + std::to_string(i) + " cannot decode a message: " +
-                              request.status().to_string());
-        return;
-      }
-      ++adversary_counters_.peer_forged_dropped;
-      world_.record("lockd " + std::to_string(i) + " drops a forged frame");
-      return;
-    }
-    if (adversary) {
-      // A forged peer frame that reads as a client's request: the daemon would
-      // answer it as one, harmlessly, but it was meant as a peer's.
-      ++adversary_counters_.peer_forged_taken;
-      violations_.push_back("lockd " + std::to_string(i) + " took a forged peer frame for a client request");
-      return;
-    }
-    world_.record("lockd " + std::to_string(i) + " <- session " + std::to_string(from) + " #" + std::to_string(id));
-    if (o_.broken_lockd_ignore_lock_delay) {
-      if (auto* acquire = std::get_if<wire::AcquireRequest>(&request.value().body)) acquire->lock_delay_ms = 0;
-    }
-    n.service->on_request({static_cast<uint64_t>(from), std::move(request).value()}, now);
     after_input(i);
+  }
+
+  void trace_peer(int i, const std::string& bytes, bool adversary) {
+    auto body = peer_auth_.verified_body(bytes);
+    if (!body) return;
+    auto peer = lockgroup::decode_peer(*body, size_t{64} << 20);
+    if (!peer.is_ok()) return;
+    world_.record("lockd " + std::to_string(i) + " <- " + describe_peer(peer.value()) + (adversary ? " (replayed)" : ""));
   }
 
   // The largest token of `lock` whose fence has completed; 0 when none.
@@ -369,29 +391,18 @@ class LockSim {
     return token;
   }
 
-  // The daemon's turn: propose, then hold every output until the disk synced.
+  // The end of the daemon's turn: the driver proposes and sends the master's
+  // early accepts now; the rest leaves when the disk has synced, 1-4 ms later.
   void after_input(int i) {
     Lockd& n = node(i);
-    uint64_t now = local(n);
-    n.service->flush(now);
-    // Accepts of a master whose promise is on disk leave before its own sync.
-    for (auto& m : n.service->take_early_peer_messages()) {
-      world_.send(kLockdBase + i, kLockdBase + static_cast<int>(m.to), peer_auth_.seal(m));
-    }
-    for (auto& m : n.service->take_peer_messages()) {
-      n.outbox.emplace_back(kLockdBase + static_cast<int>(m.to), peer_auth_.seal(m));
-    }
-    for (auto& r : n.service->take_replies()) {
-      n.outbox.emplace_back(static_cast<int>(r.route), wire::encode_lock_reply(r.reply));
-    }
-    record_events(i);
-    if ((!n.outbox.empty() || n.disk->dirty()) && !n.sync_scheduled) {
+    if (n.driver->begin_sync(local(n)) && !n.sync_scheduled) {
       n.sync_scheduled = true;
       uint64_t incarnation = n.incarnation;
       world_.at(world_.uniform(1, 4), "sync lockd " + std::to_string(i), [this, i, incarnation] {
         if (node(i).incarnation == incarnation) sync(i);
       });
     }
+    record_events(i);
     check_lockd(i);
     schedule_lockd_tick(i);
   }
@@ -399,35 +410,25 @@ class LockSim {
   void sync(int i) {
     Lockd& n = node(i);
     n.sync_scheduled = false;
-    if (!n.disk->commit().is_ok()) return;
-    uint64_t now = local(n);
-    n.service->synced(now);
-    for (auto& m : n.service->take_early_peer_messages()) {
-      n.outbox.emplace_back(kLockdBase + static_cast<int>(m.to), peer_auth_.seal(m));
-    }
-    for (auto& m : n.service->take_peer_messages()) {
-      n.outbox.emplace_back(kLockdBase + static_cast<int>(m.to), peer_auth_.seal(m));
-    }
-    for (auto& r : n.service->take_replies()) {
-      n.outbox.emplace_back(static_cast<int>(r.route), wire::encode_lock_reply(r.reply));
+    // MemoryPaxosStorage commits unless told to fail, and reads back always.
+    if (Status s = n.driver->finish_sync(local(n)); !s.is_ok()) {
+      violations_.push_back("lockd " + std::to_string(i) + " cannot restart from its disk: " + s.to_string());
     }
     record_events(i);
-    for (auto& [to, bytes] : n.outbox) world_.send(kLockdBase + i, to, std::move(bytes));
-    n.outbox.clear();
     check_lockd(i);
     schedule_lockd_tick(i);
   }
 
   // What the daemon would log at info: grants, releases, closed and expired sessions.
   void record_events(int i) {
-    for (const auto& e : node(i).service->take_events()) {
+    for (const auto& e : node(i).driver->service().take_events()) {
       world_.record("lockd " + std::to_string(i) + ": " + lockgroup::describe(e));
     }
   }
 
   void schedule_lockd_tick(int i) {
     Lockd& n = node(i);
-    uint64_t at = std::max(n.clock.global(n.service->next_timer_ms()), world_.now_ms() + 1);
+    uint64_t at = std::max(n.clock.global(n.driver->service().next_timer_ms()), world_.now_ms() + 1);
     if (at >= n.tick_at) return;
     n.tick_at = at;
     uint64_t incarnation = n.incarnation;
@@ -435,22 +436,22 @@ class LockSim {
       Lockd& me = node(i);
       if (me.incarnation != incarnation || me.tick_at > world_.now_ms()) return;
       me.tick_at = UINT64_MAX;
-      me.service->tick(local(me));
+      me.driver->tick(local(me));
       after_input(i);
     });
   }
 
   void crash_lockd(int i) {
     Lockd& n = node(i);
-    if (!n.service) return;
-    world_.record("crash lockd " + std::to_string(i) + " losing " + std::to_string(n.outbox.size()) + " messages");
+    if (!n.driver) return;
+    world_.record("crash lockd " + std::to_string(i));
     n.disk->crash();
-    n.service.reset();
-    n.outbox.clear();
+    n.driver.reset();
+    n.process->forget_routes();
     n.sync_scheduled = false;
     ++n.incarnation;
     world_.at(world_.uniform(500, 15000), "restart lockd " + std::to_string(i), [this, i] {
-      if (!node(i).service) boot(i);
+      if (!node(i).driver) boot(i);
     });
   }
 
@@ -459,11 +460,8 @@ class LockSim {
   void stop_master() {
     for (int i = 1; i <= o_.lockd; ++i) {
       Lockd& n = node(i);
-      if (!n.service || !n.service->hand_over(local(n))) continue;
+      if (!n.driver || !n.driver->stop(local(n))) continue;
       world_.record("stop lockd " + std::to_string(i) + " as planned: it hands over");
-      for (auto& m : n.service->take_early_peer_messages()) {
-        n.outbox.emplace_back(kLockdBase + static_cast<int>(m.to), lockgroup::encode_peer(m));
-      }
       sync(i);
       crash_lockd(i);
       return;
@@ -474,7 +472,7 @@ class LockSim {
 
   void check_lockd(int i) {
     Lockd& n = node(i);
-    const lockgroup::PaxosNode& paxos = n.service->node();
+    const lockgroup::PaxosNode& paxos = n.driver->service().node();
     // One value per slot, on every node.
     for (auto it = paxos.log().upper_bound(n.checked_through);
          it != paxos.log().end() && it->first <= paxos.applied_through(); ++it) {
@@ -490,15 +488,15 @@ class LockSim {
     std::vector<int> masters;
     for (int k = 1; k <= o_.lockd; ++k) {
       Lockd& other = node(k);
-      if (other.service && other.service->is_master(local(other))) masters.push_back(k);
+      if (other.driver && other.driver->service().is_master(local(other))) masters.push_back(k);
     }
     if (masters.size() > 1 && !two_masters_reported_) {
       two_masters_reported_ = true;  // once per run: it stays true for a while
       violations_.push_back("two masters at " + std::to_string(world_.now_ms()) + " ms: lockd " +
                             std::to_string(masters[0]) + " and " + std::to_string(masters[1]));
     }
-    if (masters.size() == 1) epochs_.insert(node(masters[0]).service->node().epoch());
-    bool master_now = n.service->is_master(local(n));
+    if (masters.size() == 1) epochs_.insert(node(masters[0]).driver->service().node().epoch());
+    bool master_now = n.driver->service().is_master(local(n));
     if (master_now != n.was_master) {
       n.was_master = master_now;
       world_.record("lockd " + std::to_string(i) + (master_now ? " is master, epoch " : " is no longer master, epoch ") +
@@ -511,8 +509,8 @@ class LockSim {
   // in check_lockd, so the first node to apply a slot tells when it was applied.
   void check_grants(int i) {
     Lockd& n = node(i);
-    const lockgroup::PaxosNode& paxos = n.service->node();
-    const lockgroup::LockTable& table = n.service->table();
+    const lockgroup::PaxosNode& paxos = n.driver->service().node();
+    const lockgroup::LockTable& table = n.driver->service().table();
     while (first_applied_ms_.size() < paxos.applied_through()) first_applied_ms_.push_back(world_.now_ms());
     // A snapshot past what was seen (a restore, or the master compacting just
     // now): the table may show grants from any earlier slot.
@@ -537,10 +535,10 @@ class LockSim {
       const std::string* value = chosen_value(slot);
       if (value == nullptr) {
         for (const Lockd& n : lockd_) {
-          if (n.service && n.service->node().applied_through() < slot) return;  // it may show it later
+          if (n.driver && n.driver->service().node().applied_through() < slot) return;  // it may show it later
         }
-        lock_delays_.restart_from(node(i).service->table());
-        replayed_through_ = node(i).service->node().applied_through();
+        lock_delays_.restart_from(node(i).driver->service().table());
+        replayed_through_ = node(i).driver->service().node().applied_through();
         continue;
       }
       if (!value->empty()) {  // empty: a new master's no-op
@@ -557,8 +555,8 @@ class LockSim {
 
   const std::string* chosen_value(lockgroup::Slot slot) const {
     for (const Lockd& n : lockd_) {
-      if (!n.service || n.service->node().applied_through() < slot) continue;
-      const auto& log = n.service->node().log();
+      if (!n.driver || n.driver->service().node().applied_through() < slot) continue;
+      const auto& log = n.driver->service().node().log();
       if (auto it = log.find(slot); it != log.end()) return &it->second.value;
     }
     return nullptr;

@@ -1,5 +1,5 @@
-// The whole system in one process: palisade-lockd cores (Paxos + lock table) on
-// simulated disks, client processes running the LockSession core and the quorum
+// The whole system in one process: palisade-lockd nodes (the daemon's own
+// LockdDriver: Paxos + lock table) on simulated disks, client processes running the LockSession core and the quorum
 // coordinator, and replica cores, over a network that drops, duplicates, delays
 // by minutes and partitions; nodes crash and restart keeping only what they
 // synced (or stop as planned, a master handing over first); clocks are offset and drift within the configured bound; clients

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <spdlog/spdlog.h>
 
 #include "tests/sim/lock_checkers.h"
 #include "tests/sim/seed_sweep.h"
@@ -16,6 +17,13 @@ namespace palisade::sim {
 namespace {
 
 uint64_t seed_count() { return seed_count_from_env("PALISADE_LOCK_SIM_SEEDS", 2000); }
+
+// The lockd drivers log as the daemon does (forged frames, hand-overs); the
+// trace tells what they did, and thousands of runs would flood the output.
+const bool quiet_drivers = [] {
+  spdlog::set_level(spdlog::level::off);
+  return true;
+}();
 
 void run_slice(uint64_t slice, uint64_t slices) {
   uint64_t grants = 0, fenced = 0, acknowledged = 0, epochs = 0, expired = 0, delays = 0, contested = 0;
@@ -117,9 +125,9 @@ TEST_CASE("lock sim: the adversary does what it claims", "[sim]") {
   CHECK(total.peer_forged_taken == 0);
   // Every forged frame that reached a running node was dropped; the network
   // loses some, and nodes are down at times.
-  CHECK(total.peer_forged > 8 * seeds);  // 565 in seeds 1..50
-  CHECK(total.peer_forged_dropped > total.peer_forged * 2 / 3);  // 489
-  CHECK(total.peer_replayed > 8 * seeds);  // 547
+  CHECK(total.peer_forged > 8 * seeds);  // 589 in seeds 1..50
+  CHECK(total.peer_forged_dropped > total.peer_forged * 2 / 3);  // 494
+  CHECK(total.peer_replayed > 8 * seeds);  // 541
   CHECK(total.peer_replays_misaddressed > seeds);
   CHECK(total.peer_replays_stale > seeds);
   CHECK(total.values > 20 * seeds);
@@ -144,14 +152,14 @@ TEST_CASE("lock sim: negative control, replicas that trust every client as a rep
     CHECK(adversary_visible(run_lock_sim(broken)));
   }
   SECTION("many seeds") {
-    CHECK(count_caught(broken, 50, run_lock_sim, adversary_visible) >= 30);  // 36 of 50
+    CHECK(count_caught(broken, 50, run_lock_sim, adversary_visible) >= 30);  // 42 of 50
   }
 }
 
 TEST_CASE("lock sim: negative control, replicas that take one receipt for W are caught", "[sim]") {
   LockSimOptions broken;
   broken.broken_replicas_one_receipt = true;
-  CHECK(count_caught(broken, 50, run_lock_sim, adversary_visible) >= 15);  // 24 of 50
+  CHECK(count_caught(broken, 50, run_lock_sim, adversary_visible) >= 15);  // 27 of 50
 }
 
 TEST_CASE("lock sim: negative control, a master lease nobody honours is caught", "[sim]") {
@@ -162,7 +170,7 @@ TEST_CASE("lock sim: negative control, a master lease nobody honours is caught",
     for (const auto& v : r.violations) two_masters += v.rfind("two masters", 0) == 0 ? 1 : 0;
     return two_masters;
   });
-  CHECK(caught >= 10);  // 38 two-masters violations in seeds 1..100
+  CHECK(caught >= 10);  // 35 two-masters violations in seeds 1..100
 }
 
 TEST_CASE("lock sim: negative control, replicas that skip the fence floor are caught", "[sim]") {
@@ -174,7 +182,7 @@ TEST_CASE("lock sim: negative control, replicas that skip the fence floor are ca
 TEST_CASE("lock sim: negative control, a lock group that ignores lock-delays is caught", "[sim]") {
   LockSimOptions broken;
   broken.broken_lockd_ignore_lock_delay = true;
-  // 50 seeds, not 100: the CI budget is tight, and 26 of them are caught.
+  // 50 seeds, not 100: the CI budget is tight, and 21 of them are caught.
   const uint64_t caught = count_caught(broken, 50, run_lock_sim, [](const LockSimResult& r) -> uint64_t {
     return std::any_of(r.violations.begin(), r.violations.end(),
                        [](const std::string& v) { return v.rfind("lock-delay: ", 0) == 0; });
