@@ -284,6 +284,7 @@ class LockSim {
 
   lockgroup::LockdDriverOptions driver_options(int i) {
     lockgroup::LockdDriverOptions d;
+    d.broken_reply_before_sync = o_.broken_lockd_reply_before_sync;
     d.broken_ignore_lock_delay = o_.broken_lockd_ignore_lock_delay;
     lockgroup::LockServiceOptions& s = d.service;
     s.paxos = lockgroup::PaxosOptions{.self = static_cast<lockgroup::NodeId>(i),
@@ -410,6 +411,10 @@ class LockSim {
   void sync(int i) {
     Lockd& n = node(i);
     n.sync_scheduled = false;
+    if (o_.lockd_crash_in_sync > 0 && !healed_ && world_.chance(o_.lockd_crash_in_sync)) {
+      world_.record("lockd " + std::to_string(i) + " crashes in its sync");
+      return crash_lockd(i);
+    }
     // MemoryPaxosStorage commits unless told to fail, and reads back always.
     if (Status s = n.driver->finish_sync(local(n)); !s.is_ok()) {
       violations_.push_back("lockd " + std::to_string(i) + " cannot restart from its disk: " + s.to_string());

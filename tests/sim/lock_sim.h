@@ -28,6 +28,9 @@ struct LockSimOptions {
   NetworkFaults faults;
   double isolate_per_second = 0.03;        // chance per second that a node is cut off for a while
   double lockd_crash_per_second = 0.02;
+  // Chance that a lockd node's sync is cut short by a crash (power lost while
+  // the journal writes): what it sent before the sync must not depend on it.
+  double lockd_crash_in_sync = 0;
   double master_stop_per_second = 0.01;    // chance per second that the master stops as planned (hands over)
   double replica_crash_per_second = 0.02;
   double client_crash = 0.1;               // chance a client dies holding its lock (its session expires)
@@ -50,6 +53,9 @@ struct LockSimOptions {
   bool broken_master_ignores_lease = false;
   bool broken_replicas_skip_fence_floor = false;
   bool broken_lockd_ignore_lock_delay = false;  // the lockd nodes never see the lock-delay a client asks for
+  // The lockd driver sends peer messages and replies before the disk syncs
+  // (LockdDriverOptions::broken_reply_before_sync): a crash loses what it answered.
+  bool broken_lockd_reply_before_sync = false;
   // Replicas trust every client as a repairer (the old behaviour): every
   // request they decode is marked from_repairer, so the adversary's committed
   // writes and commits of its pending ones are taken.

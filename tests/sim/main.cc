@@ -96,6 +96,14 @@ int main(int argc, char** argv) {
                "and commits are taken (--sim lock)");
   app.add_flag("--broken-one-receipt", l.broken_replicas_one_receipt,
                "Negative control: replicas take one receipt as proof of W acknowledgements (--sim lock)");
+  app.add_flag("--broken-reply-before-sync", l.broken_lockd_reply_before_sync,
+               "Negative control: the lockd driver answers before its journal sync (--sim lock)");
+  app.add_option("--lockd-crash-rate", l.lockd_crash_per_second,
+                 "Chance per simulated second that a lockd node crashes (--sim lock)")
+      ->capture_default_str();
+  app.add_option("--lockd-crash-in-sync", l.lockd_crash_in_sync,
+                 "Chance that a lockd node crashes in a sync, before it commits (--sim lock)")
+      ->capture_default_str();
   app.add_option("--adversaries", l.adversaries, "Adversaries on the network (--sim lock; 0: none)")
       ->capture_default_str()
       ->check(CLI::Range(0, 9));
@@ -153,7 +161,7 @@ int main(int argc, char** argv) {
   l.adversary_commits = !no_adversary_commits;
   l.replicas = q.replicas;
   l.clients = q.clients;
-  bool broken = broken_floor || broken_lease || broken_delay || broken_trust ||
+  bool broken = broken_floor || broken_lease || broken_delay || broken_trust || l.broken_lockd_reply_before_sync ||
                 q.broken_replicas_pending_as_committed || q.broken_replicas_hide_pending ||
                 q.broken_replica_acks_without_storing || q.broken_replicas_skip_checksum ||
                 q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect || q.broken_replicas_forget_dropped ||
