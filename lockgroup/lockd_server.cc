@@ -106,33 +106,34 @@ Status LockdServer::stop(uint64_t now) {
 }
 
 void LockdServer::log_changes(uint64_t now) {
-  if (driver_->service().node().stuck_at_top_round() && now >= next_stuck_log_ms_) {
+  LockService& service = driver_->service();
+  if (service.node().stuck_at_top_round() && now >= next_stuck_log_ms_) {
     next_stuck_log_ms_ = now + 60'000;  // once a minute: loud, not a flood
     spdlog::error(
         "the promise on disk (epoch {}) is at the highest round a peer accepts: this node can neither lead nor "
         "follow. Stop it, then empty its data directory (it catches up from its peers) or restore it from a backup",
-        driver_->service().node().epoch());
+        service.node().epoch());
   }
   // Taken every turn; formatted only when info is logged (benchmarks run at warn).
-  const std::vector<LockEvent> events = driver_->service().take_events();
+  const std::vector<LockEvent> events = service.take_events();
   if (spdlog::should_log(spdlog::level::info)) {
     for (const LockEvent& e : events) spdlog::info("{}", describe(e));
   }
-  const PaxosNode& node = driver_->service().node();
+  const PaxosNode& node = service.node();
   if (node.role() == PaxosNode::Role::kCandidate && node.epoch() != last_campaign_) {
     last_campaign_ = node.epoch();
     spdlog::info("campaigning for master, epoch {}", last_campaign_);
   }
-  bool master = driver_->service().is_master(now);
-  NodeId hint = driver_->service().node().master_hint();
+  bool master = service.is_master(now);
+  NodeId hint = service.node().master_hint();
   if (master == was_master_ && hint == last_hint_) return;
   if (master) {
-    spdlog::info("master now, epoch {}, {} sessions, applied through slot {}", driver_->service().node().epoch(),
-                 driver_->service().table().sessions().size(), driver_->service().node().applied_through());
+    spdlog::info("master now, epoch {}, {} sessions, applied through slot {}", service.node().epoch(),
+                 service.table().sessions().size(), service.node().applied_through());
   } else if (was_master_) {
-    spdlog::warn("no longer master (epoch {}): the lease ran out or a higher ballot won", driver_->service().node().epoch());
+    spdlog::warn("no longer master (epoch {}): the lease ran out or a higher ballot won", service.node().epoch());
   } else if (hint != 0) {
-    spdlog::info("following master {} (epoch {})", hint, driver_->service().node().epoch());
+    spdlog::info("following master {} (epoch {})", hint, service.node().epoch());
   }
   was_master_ = master;
   last_hint_ = hint;

@@ -380,7 +380,8 @@ class LockSim {
     if (!body) return;
     auto peer = lockgroup::decode_peer(*body, size_t{64} << 20);
     if (!peer.is_ok()) return;
-    world_.record("lockd " + std::to_string(i) + " <- " + describe_peer(peer.value()) + (adversary ? " (replayed)" : ""));
+    world_.record("lockd " + std::to_string(i) + " <- " + describe_peer(peer.value()) +
+                  (adversary ? " (replayed)" : ""));
   }
 
   // The largest token of `lock` whose fence has completed; 0 when none.
@@ -956,7 +957,7 @@ class LockSim {
   World world_;
   SequencerKey key_;
   ReplicaSet replicas_;
-  lockgroup::PeerAuth peer_auth_;  // the lockd nodes' (they all derive the same key)
+  lockgroup::PeerAuth peer_auth_;  // reads what the lockd nodes sign, for the trace
   std::vector<lockgroup::NodeId> members_;
   std::vector<std::string> endpoints_;
   std::vector<Lockd> lockd_;
