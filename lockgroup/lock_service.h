@@ -129,7 +129,7 @@ class LockService {
   LockServiceOptions options_;
   std::unique_ptr<PaxosNode> node_;
   LockTable table_;
-  Random rng_;  // request tags; common/random.h
+  Random rng_;  // request tags; base/random.h
   bool master_ = false;
 
   // Master-only, in memory (a new master starts them afresh).

@@ -180,7 +180,7 @@ class PaxosNode {
   PaxosStorage& storage_;
   size_t quorum_;
   uint64_t lease_local_ms_;  // the master's lease on its own clock, drift taken off
-  Random rng_;  // common/random.h: the simulator's seeds replay with any compiler
+  Random rng_;  // base/random.h: the simulator's seeds replay with any compiler
 
   // Acceptor (promised_, log_ and the snapshot are durable).
   Ballot promised_ = 0;

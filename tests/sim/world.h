@@ -30,7 +30,7 @@ class World {
   World(uint64_t seed, bool keep_trace);
 
   uint64_t now_ms() const { return now_ms_; }
-  // Every draw of the simulation comes from here (common/random.h), so a
+  // Every draw of the simulation comes from here (base/random.h), so a
   // seed gives the same run with any compiler and standard library.
   Random& rng() { return rng_; }
   bool chance(double p) { return rng_.chance(p); }
