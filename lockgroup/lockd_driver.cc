@@ -102,8 +102,8 @@ void LockdDriver::count_forged(size_t bytes, std::string_view why) {
   ++forged_peer_messages_;
   // Logged at 1, 2, 4, 8, ...: a flood of forgeries cannot flood the log.
   if ((forged_peer_messages_ & (forged_peer_messages_ - 1)) == 0) {
-    spdlog::warn("dropped a message that claims to be a peer's ({} bytes, {}): {} forged peer messages so far",
-                 bytes, why, forged_peer_messages_);
+    spdlog::warn("dropped a message that claims to be a peer's ({} bytes, {}): {} forged peer messages so far", bytes,
+                 why, forged_peer_messages_);
   }
 }
 

@@ -58,28 +58,28 @@ struct LockdDriverOptions {
 
 // What became of one frame.
 enum class FrameOutcome {
-  kPeerTaken,        // a peer's message, taken
-  kPeerStale,        // a peer's message, dropped as not newer than the last from its sender
-  kPeerMisaddressed, // a peer's message for another node: refused
-  kPeerMalformed,    // its MAC verifies but it does not decode: refused
-  kPeerRefused,      // refused by the service's checks (LockService::on_peer)
-  kForged,           // names a peer message type without a MAC that verifies: dropped
-  kRequestRefused,   // a malformed request, or one of another cluster: answered now
-  kRequest,          // a client's request, fed to the service: answered through the host
+  kPeerTaken,  // a peer's message, taken
+  kPeerStale,  // a peer's message, dropped as not newer than the last from its sender
+  kPeerMisaddressed,  // a peer's message for another node: refused
+  kPeerMalformed,  // its MAC verifies but it does not decode: refused
+  kPeerRefused,  // refused by the service's checks (LockService::on_peer)
+  kForged,  // names a peer message type without a MAC that verifies: dropped
+  kRequestRefused,  // a malformed request, or one of another cluster: answered now
+  kRequest,  // a client's request, fed to the service: answered through the host
 };
 
 struct FrameResult {
   FrameOutcome outcome = FrameOutcome::kForged;
-  uint64_t route = 0;       // kRequest: what LockdHost::reply will name
+  uint64_t route = 0;  // kRequest: what LockdHost::reply will name
   uint64_t request_id = 0;  // the request's id, when it has one
-  std::string refusal{};    // kRequestRefused: the reply to send back
+  std::string refusal{};  // kRequestRefused: the reply to send back
 };
 
 class LockdDriver {
  public:
   // Starts the service from `storage` (Status when it cannot be read).
-  static Result<std::unique_ptr<LockdDriver>> start(LockdDriverOptions options, PaxosStorage& storage,
-                                                    LockdHost& host, uint64_t now);
+  static Result<std::unique_ptr<LockdDriver>> start(LockdDriverOptions options, PaxosStorage& storage, LockdHost& host,
+                                                    uint64_t now);
 
   // One frame from the socket; `extra_frames` when it came with more than one
   // ZeroMQ frame (a request is one).

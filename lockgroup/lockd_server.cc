@@ -6,7 +6,6 @@
 
 #include <spdlog/spdlog.h>
 
-
 namespace palisade::lockgroup {
 
 uint64_t boottime_ms() {

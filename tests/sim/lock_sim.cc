@@ -101,7 +101,7 @@ class LockdProcess : public lockgroup::LockdHost {
   World& world_;
   int node_;
   std::map<uint64_t, int> routes_;  // route -> the session node that asked
-  uint64_t starts_ = 0;             // kept across crashes
+  uint64_t starts_ = 0;  // kept across crashes
 };
 
 struct Lockd {
@@ -288,15 +288,15 @@ class LockSim {
     d.broken_ignore_lock_delay = o_.broken_lockd_ignore_lock_delay;
     lockgroup::LockServiceOptions& s = d.service;
     s.paxos = lockgroup::PaxosOptions{.self = static_cast<lockgroup::NodeId>(i),
-                                   .members = members_,
-                                   .group = hash64(kGroup),
-                                   .master_lease_ms = o_.timing.master_lease_ms,
-                                   .heartbeat_ms = o_.timing.heartbeat_ms,
-                                   .election_timeout_ms = o_.timing.election_timeout_ms,
-                                   .max_drift_ppm = o_.timing.max_clock_drift_ppm,
-                                   .seed = world_.rng().next(),
-                                   .max_entries_per_message = 64,
-                                   .ignore_master_lease = o_.broken_master_ignores_lease};
+                                      .members = members_,
+                                      .group = hash64(kGroup),
+                                      .master_lease_ms = o_.timing.master_lease_ms,
+                                      .heartbeat_ms = o_.timing.heartbeat_ms,
+                                      .election_timeout_ms = o_.timing.election_timeout_ms,
+                                      .max_drift_ppm = o_.timing.max_clock_drift_ppm,
+                                      .seed = world_.rng().next(),
+                                      .max_entries_per_message = 64,
+                                      .ignore_master_lease = o_.broken_master_ignores_lease};
     for (int k = 1; k <= o_.lockd; ++k) s.endpoints[static_cast<lockgroup::NodeId>(k)] = endpoint(k);
     s.group = kGroup;
     s.key = key_;
