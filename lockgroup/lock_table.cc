@@ -5,6 +5,8 @@
 
 #include <msgpack.hpp>
 
+#include "base/check.h"
+
 namespace palisade::lockgroup {
 namespace {
 
@@ -333,7 +335,12 @@ Effects LockTable::apply(const std::vector<TaggedCommand>& batch) {
   Effects effects;
   effects.results.reserve(batch.size());
   for (const TaggedCommand& tc : batch) effects.results.push_back(apply_one(tc.tag, tc.command, effects));
+  PALISADE_DCHECK_INVARIANTS(check_invariants());
   return effects;
+}
+
+std::string LockTable::check_invariants() const {
+  return check_state(next_session_, grant_counter_, sessions_, locks_);
 }
 
 CommandResult LockTable::apply_one(uint64_t tag, const Command& command, Effects& effects) {

@@ -182,6 +182,10 @@ class LockTable {
   // Whether `token` is the current token of `lock` held in `mode` (CheckSequencer).
   bool is_current(std::string_view lock, LockMode mode, Token token) const;
 
+  // "" when the table keeps every invariant apply() keeps (a snapshot that
+  // breaks one is corrupt), else the first one it breaks.
+  std::string check_invariants() const;
+
   // The whole state, for log compaction and catch-up.
   std::string snapshot() const;
   // Replaces the state (Corrupt when the bytes are not a snapshot; then unchanged).

@@ -138,6 +138,7 @@ Status PaxosNode::receive(const PeerMessage& message, uint64_t now_ms) {
         if constexpr (std::is_same_v<T, StepDown>) on_step_down(from, m, now_ms);
       },
       message.body);
+  PALISADE_DCHECK_INVARIANTS(check_invariants());
   return Status::ok();
 }
 
@@ -202,6 +203,7 @@ void PaxosNode::tick(uint64_t now) {
       }
       break;
   }
+  PALISADE_DCHECK_INVARIANTS(check_invariants());
 }
 
 bool PaxosNode::propose(std::string value, uint64_t now_ms) {
@@ -210,7 +212,31 @@ bool PaxosNode::propose(std::string value, uint64_t now_ms) {
   accept_own(slot, std::move(value));
   send_accepts(now_ms, {slot});
   advance_chosen();
+  PALISADE_DCHECK_INVARIANTS(check_invariants());
   return true;
+}
+
+std::string PaxosNode::check_invariants() const {
+  // Acceptor: a promise only rises. (An entry may hold a ballot above it: a
+  // chosen entry learnt by catch-up keeps the ballot it was chosen in, and
+  // after a restart it is not known to be chosen.)
+  if (durable_promised_ > promised_) return "the promise on disk is above the promise";
+  if (promised_ > highest_seen_) return "the promise is above the highest ballot seen";
+  if (ballot_ > promised_) return "its own ballot is above its promise";
+  if (snapshot_slot_ > applied_) return "the snapshot is above the applied slot";
+  for (const auto& [slot, entry] : log_) {
+    const std::string where = "log slot " + std::to_string(slot) + ": ";
+    if (entry.slot != slot) return where + "holds the entry of slot " + std::to_string(entry.slot);
+    if (slot <= snapshot_slot_) return where + "not above the snapshot";
+  }
+  // Proposer: it leads only its own ballots, and counts votes only for slots not yet chosen.
+  if (role_ != Role::kFollower && ballot_node(ballot_) != options_.self) return "leads another node's ballot";
+  if (role_ == Role::kMaster) {
+    if (next_slot_ <= applied_) return "a master's next slot is already applied";
+    if (ready_ && applied_ < ready_slot_) return "ready before its first own slot is applied";
+    if (!votes_.empty() && votes_.begin()->first <= applied_) return "votes kept for an applied slot";
+  }
+  return {};
 }
 
 bool PaxosNode::hand_over(uint64_t now) {

@@ -99,6 +99,11 @@ class PaxosNode {
   // The storage committed everything this node wrote so far.
   void on_synced();
 
+  // "" when the node's state keeps the invariants every step keeps, else the
+  // first one it breaks. Walks the log: the simulator calls it after every
+  // event; debug builds after every receive, tick and proposal.
+  std::string check_invariants() const;
+
   // Each message gets its incarnation and serial here: the driver sends them in
   // the order it takes them.
   std::vector<PeerMessage> take_early_messages();

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <variant>
 
+#include "base/check.h"
+
 namespace palisade::replica {
 namespace {
 
@@ -179,6 +181,15 @@ Status ReplicaHandler::check_proof(std::string_view key, const Version& v, const
 }
 
 ReplicaReply ReplicaHandler::apply_change(const Change& change, bool& changed, ReplicaReply ok_reply) {
+  // What goes to the store keeps its invariants: versions in order, floors only rising.
+  if (change.put != nullptr) PALISADE_DCHECK_INVARIANTS(check_versions(*change.put));
+#ifndef NDEBUG
+  if (change.floor != 0) {
+    auto floor = store_.fence_floor(change.lock);
+    PALISADE_DCHECK_INVARIANTS(
+        floor.is_ok() && floor.value() >= change.floor ? "a fence floor change that does not raise it" : "");
+  }
+#endif
   Status s = store_.apply(change);
   if (!s.is_ok()) return reply_with(s);
   changed = true;

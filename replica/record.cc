@@ -175,4 +175,15 @@ Result<FloorRecord> decode_floor_record(std::string_view lock, std::string_view 
   return f;
 }
 
+std::string check_versions(const Versions& versions) {
+  for (size_t i = 0; i < versions.size(); ++i) {
+    const std::string where = "version " + std::to_string(i) + " (" + versions[i].ts.to_string() + "): ";
+    if (i + 1 < versions.size()) {
+      if (!wire::newer(versions[i], versions[i + 1])) return where + "not newer than the next";
+      if (versions[i].state == wire::VersionState::kCommitted) return where + "committed, yet not the oldest";
+    }
+  }
+  return {};
+}
+
 }  // namespace palisade::replica

@@ -35,6 +35,10 @@ struct Versions : std::vector<wire::Version> {
   friend bool operator==(const Versions&, const Versions&) = default;
 };
 
+// "" when `versions` keep the order every change keeps (strictly newest first
+// by wire::newer; only the last, the oldest, may be committed), else what is wrong.
+std::string check_versions(const Versions& versions);
+
 std::string encode_record(std::string_view key, const Versions& versions);
 // Corrupt when the checksum, the lengths or the format byte are wrong.
 Result<Versions> decode_record(std::string_view key, std::string_view record);

@@ -489,6 +489,13 @@ class LockSim {
       }
     }
     n.checked_through = std::max(n.checked_through, paxos.applied_through());
+    // The cores' own invariants (debug builds abort on them; here the seed is reported).
+    for (std::string problem : {paxos.check_invariants(), n.driver->service().table().check_invariants()}) {
+      if (!problem.empty() && invariants_broken_.insert(problem).second) {
+        violations_.push_back("lockd " + std::to_string(i) + " breaks an invariant: " + problem);
+        world_.record(violations_.back());
+      }
+    }
     check_grants(i);
     // At most one node believes it holds a valid master lease.
     std::vector<int> masters;
@@ -975,6 +982,7 @@ class LockSim {
   uint64_t grants_ = 0, expired_sessions_ = 0;
   bool healed_ = false;
   bool two_masters_reported_ = false;
+  std::set<std::string> invariants_broken_;  // each reported once per run
 };
 
 }  // namespace
