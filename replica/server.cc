@@ -2,18 +2,25 @@
 
 #include <spdlog/spdlog.h>
 
-#include <vector>
-
-#include "base/cluster_id.h"
-
 namespace palisade::replica {
 
-ReplicaServer::ReplicaServer(zmq::context_t& ctx, ReplicaHandler& handler, HybridClock& clock,
-                             ServerOptions options)
-    : handler_(handler),
-      clock_(clock),
-      options_(std::move(options)),
-      socket_(transport::make_router(ctx, options_.listen_endpoint, options_.socket)) {}
+namespace {
+
+ReplicaDriverOptions driver_options(const ServerOptions& o) {
+  ReplicaDriverOptions d;
+  d.cluster_id = o.cluster_id;
+  d.limits = o.limits;
+  d.max_batch = o.max_batch;
+  d.max_batch_bytes = o.max_batch_bytes;
+  return d;
+}
+
+}  // namespace
+
+ReplicaServer::ReplicaServer(zmq::context_t& ctx, ReplicaHandler& handler, HybridClock& clock, ServerOptions options)
+    : options_(std::move(options)),
+      socket_(transport::make_router(ctx, options_.listen_endpoint, options_.socket)),
+      driver_(handler, clock, *this, driver_options(options_)) {}
 
 void ReplicaServer::run(int stop_fd) {
   zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, stop_fd, ZMQ_POLLIN, 0}};
@@ -33,63 +40,32 @@ void ReplicaServer::run(int stop_fd) {
 
 void ReplicaServer::serve_batch() {
   // Every request frame gets exactly one reply, in arrival order; the replies to
-  // one message go back as one message.
-  std::vector<transport::Routed> peers;
-  std::vector<wire::ReplicaRequest> requests;
-  std::vector<std::optional<wire::ReplicaReply>> refusals;  // per request frame: its refusal, if refused
-  size_t batch_bytes = 0;
-  auto refuse = [&](uint64_t id, size_t bytes, Status status) {
-    spdlog::warn("refused request id {} ({} bytes): {}", id, bytes, status.to_string());
-    auto reply = wire::error_reply(id, std::move(status));
-    reply.clock = clock_.now();
-    refusals.emplace_back(std::move(reply));
-  };
-  while (refusals.size() < options_.max_batch && batch_bytes < options_.max_batch_bytes) {
+  // one message go back as one message (ReplicaDriver).
+  peers_.clear();
+  driver_.drop();  // what a turn cut short by an exception left
+  std::vector<std::string_view> frames;
+  while (!driver_.full()) {
     auto routed = transport::try_recv_routed(socket_, wire::kMaxRequestsPerMessage);
     if (!routed) break;
-    if (routed->too_many_frames) {
-      refuse(0, 0, Status(Code::kMalformed, "a message holds at most " + std::to_string(wire::kMaxRequestsPerMessage) +
-                                             " requests, one per ZeroMQ frame"));
-      routed->frames.resize(1);  // one reply for the whole message
-    } else {
-      for (size_t i = 0; i < routed->frames.size(); ++i) {
-        const std::string_view bytes = routed->frame(i);
-        uint64_t id = 0;
-        auto decoded = handler_.decode(bytes, options_.limits, &id);
-        if (decoded.is_ok()) {
-          if (Status s = check_cluster_id(options_.cluster_id, decoded.value().cluster); !s.is_ok()) {
-            decoded = s;
-          }
-        }
-        if (decoded.is_ok()) {
-          requests.push_back(std::move(decoded).value());
-          refusals.emplace_back();
-        } else {
-          refuse(id, bytes.size(), decoded.status());
-        }
-        batch_bytes += bytes.size();
-      }
-    }
-    peers.push_back(std::move(*routed));
+    frames.clear();
+    for (size_t i = 0; i < routed->frames.size(); ++i) frames.push_back(routed->frame(i));
+    driver_.take(peers_.size(), frames, routed->too_many_frames);
+    peers_.push_back(std::move(*routed));
   }
-  std::vector<wire::ReplicaReply> replies = handler_.handle_batch(requests);
-  size_t next = 0, answered = 0;
-  std::vector<std::string> encoded;
-  std::vector<std::string_view> payloads;
-  for (transport::Routed& peer : peers) {
-    encoded.clear();
-    for (size_t i = 0; i < peer.frames.size(); ++i, ++answered) {
-      const wire::ReplicaReply& reply = refusals[answered] ? *refusals[answered] : replies[next++];
-      Code code = reply.status.code();
-      if (code == Code::kCorrupt || code == Code::kStorageError || code == Code::kInternal) {
-        spdlog::error("request id {}: {}", reply.id, reply.status.to_string());
-      }
-      encoded.push_back(wire::encode_reply(reply));
-    }
-    payloads.assign(encoded.begin(), encoded.end());
-    transport::send_routed(socket_, peer, payloads);
-  }
-  served_ += answered;
+  driver_.flush();
+}
+
+void ReplicaServer::reply(uint64_t route, std::vector<std::string> replies) {
+  std::vector<std::string_view> payloads(replies.begin(), replies.end());
+  transport::send_routed(socket_, peers_[route], payloads);
+}
+
+void ReplicaServer::refused(uint64_t request_id, size_t bytes, const Status& why) {
+  spdlog::warn("refused request id {} ({} bytes): {}", request_id, bytes, why.to_string());
+}
+
+void ReplicaServer::failed(uint64_t request_id, const Status& why) {
+  spdlog::error("request id {}: {}", request_id, why.to_string());
 }
 
 }  // namespace palisade::replica

@@ -1,19 +1,23 @@
-// Wires a ReplicaHandler to a ZeroMQ ROUTER socket: the palisade-replica loop.
+// Wires a ReplicaHandler to a ZeroMQ ROUTER socket: the palisade-replica loop,
+// a shell over ReplicaDriver (replica/replica_driver.h), which owns the turn.
 //
 // Concurrency: one thread. Each turn drains waiting messages (up to 64 requests
-// each) until it holds max_batch requests or max_batch_bytes of them, applies
-// them as one batch (one synced commit: group commit), then replies. While a commit syncs, new requests queue in ZeroMQ and
-// form the next, larger batch.
+// each) into the driver until it holds max_batch requests or max_batch_bytes of
+// them, applies them as one batch (one synced commit: group commit), then
+// replies. While a commit syncs, new requests queue in ZeroMQ and form the
+// next, larger batch.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <zmq.hpp>
 
 #include "wire/envelope.h"
 #include "transport/transport.h"
 #include "replica/handler.h"
+#include "replica/replica_driver.h"
 
 namespace palisade::replica {
 
@@ -28,7 +32,7 @@ struct ServerOptions {
   size_t max_batch_bytes = size_t{64} << 20;    // request bytes held per batch
 };
 
-class ReplicaServer {
+class ReplicaServer final : ReplicaHost {
  public:
   // Binds the socket; throws zmq::error_t when the endpoint cannot be bound.
   ReplicaServer(zmq::context_t& ctx, ReplicaHandler& handler, HybridClock& clock, ServerOptions options);
@@ -36,16 +40,19 @@ class ReplicaServer {
   // Serves until `stop_fd` becomes readable (a signalfd in the daemon).
   void run(int stop_fd);
 
-  uint64_t requests_served() const { return served_; }
+  uint64_t requests_served() const { return driver_.requests_served(); }
 
  private:
   void serve_batch();
+  // ReplicaHost: `route` indexes peers_.
+  void reply(uint64_t route, std::vector<std::string> replies) override;
+  void refused(uint64_t request_id, size_t bytes, const Status& why) override;
+  void failed(uint64_t request_id, const Status& why) override;
 
-  ReplicaHandler& handler_;
-  HybridClock& clock_;
   ServerOptions options_;
   zmq::socket_t socket_;
-  uint64_t served_ = 0;
+  ReplicaDriver driver_;
+  std::vector<transport::Routed> peers_;  // the senders of the turn's messages
 };
 
 }  // namespace palisade::replica

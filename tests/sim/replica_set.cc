@@ -85,19 +85,18 @@ ReplicaSet::ReplicaSet(World& world, Options options) : world_(world), options_(
 void ReplicaSet::receive(int i, int from, const std::string& bytes) {
   Replica& r = replicas_[i];
   if (!r.up) return;
-  uint64_t id = 0;
-  auto request = r.handler->decode(bytes, wire::Limits{}, &id);
-  if (!request.is_ok()) {
-    world_.send(i, from, wire::encode_reply(wire::error_reply(id, request.status())));
-    return;
+  // One request a network message: a message of one frame.
+  const std::string_view frame = bytes;
+  auto taken = r.driver->take(static_cast<uint64_t>(from), std::span<const std::string_view>(&frame, 1));
+  if (taken.requests == 1) {
+    world_.record("replica " + std::to_string(i) + " <- " + std::to_string(from) + " " +
+                  describe(r.driver->pending().back()));
   }
-  world_.record("replica " + std::to_string(i) + " <- " + std::to_string(from) + " " + describe(request.value()));
-  if (options_.trust_everyone) request.value().from_repairer = true;
-  r.inbox.emplace_back(from, std::move(request).value());
   if (r.flush_scheduled) return;
   r.flush_scheduled = true;
   uint64_t incarnation = r.incarnation;
   // The batch commits (syncs) a little later; a crash before then loses it.
+  // (The simulated batches stay far below the driver's limits.)
   world_.at(world_.uniform(1, 5), "flush replica " + std::to_string(i), [this, i, incarnation] {
     if (replicas_[i].incarnation == incarnation) flush(i);
   });
@@ -106,55 +105,29 @@ void ReplicaSet::receive(int i, int from, const std::string& bytes) {
 void ReplicaSet::flush(int i) {
   Replica& r = replicas_[i];
   r.flush_scheduled = false;
-  // Negative control: replica 0 answers a client's write ok and drops it.
-  auto unstored = [&](const wire::ReplicaRequest& req) {
-    auto* w = std::get_if<wire::WriteRequest>(&req.body);
-    return options_.first_acks_without_storing && i == 0 && w != nullptr && !w->committed;
-  };
-  std::vector<wire::ReplicaRequest> batch;
-  for (auto& [from, req] : r.inbox) {
-    if (!unstored(req)) batch.push_back(req);
-  }
-  std::vector<wire::ReplicaReply> replies;
-  if (!batch.empty()) replies = r.handler->handle_batch(batch);
-  size_t next = 0;
-  for (auto& [from, req] : r.inbox) {
-    wire::ReplicaReply reply;
-    if (unstored(req)) {
-      reply.id = req.id;
-      reply.clock = r.clock->now();
-    } else {
-      reply = std::move(replies[next++]);
-    }
-    falsify(i, req, reply);
-    world_.send(i, from, wire::encode_reply(reply));
-  }
-  r.inbox.clear();
+  r.driver->flush();
 }
 
-void ReplicaSet::falsify(int i, const wire::ReplicaRequest& request, wire::ReplicaReply& reply) {
-  if (options_.forget_dropped) reply.dropped.reset();
+void ReplicaSet::Host::reply(uint64_t route, std::vector<std::string> replies) {
+  for (std::string& bytes : replies) set_.world_.send(i_, static_cast<int>(route), std::move(bytes));
+}
+
+void ReplicaSet::Host::amend(const wire::ReplicaRequest& request, wire::ReplicaReply& reply) {
   auto* read = std::get_if<wire::ReadRequest>(&request.body);
   if (read == nullptr || !reply.status.is_ok()) return;
-  Replica& r = replicas_[i];
+  Replica& r = set_.replicas_[i_];
   if (auto it = r.flipped.find(read->key); it != r.flipped.end()) {
     for (wire::Version& v : reply.versions) {
       if (wire::same_write(v, it->second)) v.value[0] = static_cast<char>(v.value[0] ^ 0x20);
     }
   }
-  if (options_.hide_pending) {
-    std::erase_if(reply.versions, [](const wire::Version& v) { return v.state == wire::VersionState::kPending; });
-  }
-  if (options_.pending_as_committed) {
-    for (wire::Version& v : reply.versions) v.state = wire::VersionState::kCommitted;
-  }
 }
 
 void ReplicaSet::crash(int i) {
   Replica& r = replicas_[i];
-  world_.record("crash replica " + std::to_string(i) + " losing " + std::to_string(r.inbox.size()) + " requests");
+  const size_t lost = r.driver->drop();
+  world_.record("crash replica " + std::to_string(i) + " losing " + std::to_string(lost) + " requests");
   r.up = false;
-  r.inbox.clear();
   r.flush_scheduled = false;
   ++r.incarnation;
   r.store->abort();
@@ -167,6 +140,14 @@ void ReplicaSet::restart(int i) {
   std::optional<replica::ReplicaAuth> auth = options_.auth;
   if (auth) auth->replica_id = static_cast<uint64_t>(i) + 1;  // each replica its own id, as its directory would
   r.handler = std::make_unique<replica::ReplicaHandler>(*r.store, *r.clock, std::move(auth));
+  if (!r.host) r.host = std::make_unique<Host>(*this, i);
+  r.driver = std::make_unique<replica::ReplicaDriver>(
+      *r.handler, *r.clock, *r.host,
+      replica::ReplicaDriverOptions{.broken_trust_everyone = options_.trust_everyone,
+                                    .broken_ack_writes_without_storing = options_.first_acks_without_storing && i == 0,
+                                    .broken_forget_dropped = options_.forget_dropped,
+                                    .broken_hide_pending = options_.hide_pending,
+                                    .broken_pending_as_committed = options_.pending_as_committed});
 }
 
 bool ReplicaSet::corrupt(int i, const std::string& key) {

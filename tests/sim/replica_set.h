@@ -1,6 +1,7 @@
 // The simulated replicas shared by the simulations: replica cores on simulated
-// disks that commit a little after a batch arrives (a crash before then loses
-// it), crash and restart, and suffer bit flips.
+// disks, each run by the daemon's own driver (replica/replica_driver.h), that
+// commit a little after a batch arrives (a crash before then loses it), crash
+// and restart, and suffer bit flips.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include "base/physical_clock.h"
 #include "replica/handler.h"
 #include "replica/memory_store.h"
+#include "replica/replica_driver.h"
 #include "tests/sim/world.h"
 
 namespace palisade::sim {
@@ -44,25 +46,32 @@ class ReplicaSet {
     // still does).
     bool writes_keep_floor = false;
     std::optional<replica::ReplicaAuth> auth;  // replica_id is set per replica
-    // More negative controls (the quorum simulation's; docs in quorum_sim.h):
+    // More negative controls (the quorum simulation's; docs in quorum_sim.h).
+    // Those marked "driver" are the ReplicaDriver's broken_* options, bugs of
+    // the daemon's own turn:
     // replicas answer reads with their pending versions marked committed, so
-    // readers return the newest pending version without counting its copies;
+    // readers return the newest pending version without counting its copies
+    // (driver: broken_pending_as_committed);
     bool pending_as_committed = false;
     // replicas leave pending versions out of read replies, so readers take an
-    // acknowledged write whose commits are not through as absent;
+    // acknowledged write whose commits are not through as absent (driver:
+    // broken_hide_pending);
     bool hide_pending = false;
-    // replica 0 acknowledges writes (not repair copies) without storing them;
+    // replica 0 acknowledges writes (not repair copies) without storing them
+    // (driver: broken_ack_writes_without_storing, on replica 0 only);
     bool first_acks_without_storing = false;
     // replicas do not check their records' checksums: a bit flip changes the
-    // value they serve instead of making the record corrupt.
+    // value they serve instead of making the record corrupt (the sim's host
+    // amends read replies, ReplicaHost::amend: the disk's fault, not the turn's).
     bool skip_checksum = false;
     // replicas leave out of their refusals what they dropped, so a writer
-    // counts the refusal of a duplicate of a dropped version as final.
+    // counts the refusal of a duplicate of a dropped version as final (driver:
+    // broken_forget_dropped).
     bool forget_dropped = false;
     // replicas trust every client as a repairer (the lock simulation's; the
     // old behaviour): every request decoded is marked from_repairer, as if its
     // frame carried a repairer's seal, so any client's committed write or
-    // commit makes a fenced version committed.
+    // commit makes a fenced version committed (driver: broken_trust_everyone).
     bool trust_everyone = false;
   };
 
@@ -83,13 +92,29 @@ class ReplicaSet {
   void restart_all();
 
  private:
+  // Replica i's side of its driver: a reply goes to the node that sent the
+  // request (the route is its node number), one network message per frame.
+  class Host final : public replica::ReplicaHost {
+   public:
+    Host(ReplicaSet& set, int i) : set_(set), i_(i) {}
+    void reply(uint64_t route, std::vector<std::string> replies) override;
+    // skip_checksum: a read serves the flipped value.
+    void amend(const wire::ReplicaRequest& request, wire::ReplicaReply& reply) override;
+
+   private:
+    ReplicaSet& set_;
+    int i_;
+  };
+
   struct Replica {
     std::unique_ptr<replica::ReplicaStore> store;  // the disk: survives crashes
     replica::MemoryStore* disk = nullptr;          // the same disk, for injecting bit flips
     std::unique_ptr<SkewedClock> physical;
     std::unique_ptr<HybridClock> clock;            // memory: lost in a crash
     std::unique_ptr<replica::ReplicaHandler> handler;
-    std::vector<std::pair<int, wire::ReplicaRequest>> inbox;  // not yet committed
+    std::unique_ptr<Host> host;
+    // Holds the batch not yet committed (a crash drops it).
+    std::unique_ptr<replica::ReplicaDriver> driver;
     bool up = true;
     bool flush_scheduled = false;
     uint64_t incarnation = 0;
@@ -99,8 +124,6 @@ class ReplicaSet {
 
   void receive(int i, int from, const std::string& bytes);
   void flush(int i);
-  // What the negative controls do to replica i's reply to `request`.
-  void falsify(int i, const wire::ReplicaRequest& request, wire::ReplicaReply& reply);
 
   World& world_;
   Options options_;
