@@ -14,7 +14,7 @@
 
 #include "base/big_endian.h"
 #include "wire/hash.h"
-#include "tests/support/failing_sync.h"
+#include "tests/support/sim_disk.h"
 #include "cli/temp_dir.h"
 
 namespace palisade {

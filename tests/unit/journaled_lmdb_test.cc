@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "storage/journal.h"
-#include "tests/support/failing_sync.h"
+#include "tests/support/sim_disk.h"
 #include "tests/support/raw_lmdb.h"
 #include "cli/temp_dir.h"
 

@@ -11,7 +11,7 @@
 #include "replica/lmdb_store.h"
 #include "replica/memory_store.h"
 #include "replica/merkle.h"
-#include "tests/support/failing_sync.h"
+#include "tests/support/sim_disk.h"
 #include "tests/support/raw_lmdb.h"
 #include "cli/temp_dir.h"
 

@@ -14,7 +14,7 @@
 #include "storage/journal.h"
 #include "lockgroup/lmdb_paxos_storage.h"
 #include "lockgroup/memory_paxos_storage.h"
-#include "tests/support/failing_sync.h"
+#include "tests/support/sim_disk.h"
 #include "tests/support/printers.h"
 #include "tests/support/raw_lmdb.h"
 #include "cli/temp_dir.h"
