@@ -6,6 +6,7 @@
 //   palisade-sim --seeds 10000 --corrupt-rate 0.3                               many bit flips
 //   palisade-sim --seeds 1000 --rough-network                                   busy clients, a bad network
 //   palisade-sim --seeds 10000 --keep-going --quiet                             what scripts/soak runs
+//   palisade-sim --sim storage --seeds 1000     the real LmdbStore on the simulated disk (tests/sim/storage_sim.h)
 // Stops at the first unsafe seed unless --keep-going. The same seed always gives the same trace hash.
 #include <cstdio>
 #include <stdexcept>
@@ -17,6 +18,7 @@
 
 #include "tests/sim/lock_sim.h"
 #include "tests/sim/quorum_sim.h"
+#include "tests/sim/storage_sim.h"
 
 namespace {
 
@@ -60,6 +62,17 @@ Run run_lock(LockSimOptions o) {
           r.trace};
 }
 
+Run run_storage(StorageSimOptions o) {
+  auto r = run_storage_sim(o);
+  return {r.violations, r.trace_hash,
+          u(r.events) + " events, commits ok " + u(r.commits_ok) + " failed " + u(r.commits_failed) + ", " +
+              u(r.crashes) + " crashes, " + u(r.reopens) + " opens (" + u(r.broken_restarts) +
+              " after the store broke), faults: " + u(r.syncs_failed) + " syncs failed, " + u(r.writes_refused) +
+              " writes refused, " + u(r.writes_torn) + " torn, " + u(r.writes_lost) + " unsynced lost or cut, " +
+              u(r.in_doubt_present) + " unsettled batches found whole",
+          r.trace};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,14 +83,17 @@ int main(int argc, char** argv) {
   std::string sim = "quorum";
   QuorumSimOptions q;
   LockSimOptions l;
+  StorageSimOptions st;
   // --rough-network sets other defaults; options given with it still apply.
   for (int i = 1; i < argc; ++i) {
     if (std::string_view(argv[i]) == "--rough-network") q = rough_network(q);
   }
   CLI::App app{"palisade-sim: palisade in one seeded, replayable simulation"};
-  app.add_option("--sim", sim, "What to simulate: lock (lock group + store) or quorum (store alone)")
+  app.add_option("--sim", sim,
+                 "What to simulate: lock (lock group + store), quorum (store alone) or storage (one LmdbStore on "
+                 "the simulated disk)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"lock", "quorum"}));
+      ->check(CLI::IsMember({"lock", "quorum", "storage"}));
   app.add_option("--seed", first, "First (or only) seed")->capture_default_str();
   app.add_option("--seeds", seeds, "How many seeds to run from --seed on")->capture_default_str();
   app.add_flag("--trace", trace, "Print every event of each run");
@@ -104,6 +120,9 @@ int main(int argc, char** argv) {
   app.add_option("--lockd-crash-in-sync", l.lockd_crash_in_sync,
                  "Chance that a lockd node crashes in a sync, before it commits (--sim lock)")
       ->capture_default_str();
+  app.add_option("--batches", st.batches, "Batches committed (--sim storage)")->capture_default_str();
+  app.add_flag("--broken-lying-fsync", st.broken_lying_journal_sync,
+               "Negative control: the disk lies about the journal's fsync (--sim storage)");
   app.add_option("--adversaries", l.adversaries, "Adversaries on the network (--sim lock; 0: none)")
       ->capture_default_str()
       ->check(CLI::Range(0, 9));
@@ -153,7 +172,7 @@ int main(int argc, char** argv) {
   // trace tells what they did, their log would only interleave with the report.
   spdlog::set_level(spdlog::level::off);
 
-  q.keep_trace = l.keep_trace = trace;
+  q.keep_trace = l.keep_trace = st.keep_trace = trace;
   q.broken_replicas_skip_fence_floor = l.broken_replicas_skip_fence_floor = broken_floor;
   l.broken_master_ignores_lease = broken_lease;
   l.broken_lockd_ignore_lock_delay = broken_delay;
@@ -165,13 +184,13 @@ int main(int argc, char** argv) {
                 q.broken_replicas_pending_as_committed || q.broken_replicas_hide_pending ||
                 q.broken_replica_acks_without_storing || q.broken_replicas_skip_checksum ||
                 q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect || q.broken_replicas_forget_dropped ||
-                q.broken_writes_keep_floor;
+                q.broken_writes_keep_floor || st.broken_lying_journal_sync;
   uint64_t unsafe = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
-    q.seed = l.seed = seed;
+    q.seed = l.seed = st.seed = seed;
     Run r;
     try {
-      r = sim == "lock" ? run_lock(l) : run_quorum(q);
+      r = sim == "lock" ? run_lock(l) : sim == "storage" ? run_storage(st) : run_quorum(q);
     } catch (const std::invalid_argument& e) {  // quorums the client refuses
       std::fprintf(stderr, "%s\n", e.what());
       return 2;

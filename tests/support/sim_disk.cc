@@ -400,6 +400,16 @@ void SimDisk::disarm() {
   disk().crash_countdown = 0;
 }
 
+void SimDisk::heal() {
+  Disk& d = disk();
+  std::lock_guard lock(d.mu);
+  d.fail_syncs = 0;
+  d.full = Full::kNo;
+  d.tear.reset();
+  d.fail_next_write = false;
+  d.crash_countdown = 0;
+}
+
 bool SimDisk::crashed() {
   std::lock_guard lock(disk().mu);
   return disk().crashed;

@@ -94,6 +94,9 @@ class SimDisk {
   static void crash_after(uint64_t n, Random& rng, double keep = 0.5, double cut = 0.25);
   // Drops a crash armed by crash_after() that has not happened.
   static void disarm();
+  // Drops every fault to come (failed syncs, a full disk, a torn write and the
+  // failure after it, an armed crash), as after a reboot; a lying disk still lies.
+  static void heal();
   static bool crashed();
   // After a crash: rolls the files back as described above and lets writes
   // through again. Whatever had the files open must be gone: a file mapped in
