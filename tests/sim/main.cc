@@ -121,6 +121,8 @@ int main(int argc, char** argv) {
                  "Chance that a lockd node crashes in a sync, before it commits (--sim lock)")
       ->capture_default_str();
   app.add_option("--batches", st.batches, "Batches committed (--sim storage)")->capture_default_str();
+  app.add_flag("--paxos-storage", st.paxos,
+               "The lock group's acceptor state (LmdbPaxosStorage) in place of the replica's store (--sim storage)");
   app.add_flag("--broken-lying-fsync", st.broken_lying_journal_sync,
                "Negative control: the disk lies about the journal's fsync (--sim storage)");
   app.add_option("--adversaries", l.adversaries, "Adversaries on the network (--sim lock; 0: none)")

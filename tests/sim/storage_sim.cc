@@ -1,6 +1,7 @@
 #include "tests/sim/storage_sim.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "base/random.h"
+#include "lockgroup/lmdb_paxos_storage.h"
 #include "replica/lmdb_store.h"
 #include "tests/support/sim_disk.h"
 #include "wire/hash.h"
@@ -49,9 +51,69 @@ struct Batch {
   Outcome outcome = Outcome::kFailed;
 };
 
-class StorageSim {
+// What the simulations share: the options, the generator, the directory, the
+// result and its trace, and the faults drawn before each batch.
+class DiskRun {
+ protected:
+  explicit DiskRun(const StorageSimOptions& o) : o_(o), rng_(o.seed) {}
+
+  void record(const std::string& line) {
+    ++r_.events;
+    r_.trace_hash = hash64(line, r_.trace_hash);
+    if (o_.keep_trace) r_.trace += line + "\n";
+  }
+  void violation(const std::string& v) {
+    record("VIOLATION " + v);
+    r_.violations.push_back("seed " + std::to_string(o_.seed) + ": " + v);
+  }
+
+  // Faults drawn before a batch.
+  void draw_faults() {
+    if (rng_.chance(o_.fail_sync)) {
+      SimDisk::fail_syncs(1);
+      record("fault: next sync fails");
+    }
+    if (full_left_ > 0 && --full_left_ == 0) {
+      SimDisk::fill(SimDisk::Full::kNo);
+      record("fault: disk has room again");
+    }
+    if (rng_.chance(o_.full_disk)) {
+      const bool all = rng_.chance(0.5);
+      SimDisk::fill(all ? SimDisk::Full::kEverything : SimDisk::Full::kGrowth);
+      full_left_ = static_cast<int>(rng_.uniform(1, 4));
+      record(all ? "fault: disk full" : "fault: disk full for growth");
+    }
+    if (rng_.chance(o_.torn_write)) {
+      SimDisk::tear_next_write(rng_);
+      record("fault: next write torn");
+    }
+    if (rng_.chance(o_.crash)) {
+      const uint64_t n = rng_.uniform(1, 8);
+      SimDisk::crash_after(n, rng_);
+      record("fault: crash at write or sync " + std::to_string(n));
+    }
+  }
+
+  // The result, with what the disk injected.
+  StorageSimResult take_result() {
+    const SimDisk::Counters c = SimDisk::counters();
+    r_.syncs_failed = c.syncs_failed;
+    r_.writes_refused = c.writes_refused;
+    r_.writes_torn = c.writes_torn;
+    r_.writes_lost = c.writes_lost + c.writes_cut;
+    return std::move(r_);
+  }
+
+  StorageSimOptions o_;
+  Random rng_;
+  ScratchDir dir_;
+  StorageSimResult r_;
+  int full_left_ = 0;  // batches until a full disk has room again
+};
+
+class StorageSim : DiskRun {
  public:
-  explicit StorageSim(const StorageSimOptions& o) : o_(o), rng_(o.seed) {}
+  explicit StorageSim(const StorageSimOptions& o) : DiskRun(o) {}
 
   StorageSimResult run() {
     test::SimDiskScope disk(dir_.path());
@@ -70,24 +132,9 @@ class StorageSim {
   }
 
  private:
-  void record(const std::string& line) {
-    ++r_.events;
-    r_.trace_hash = hash64(line, r_.trace_hash);
-    if (o_.keep_trace) r_.trace += line + "\n";
-  }
-  void violation(const std::string& v) {
-    record("VIOLATION " + v);
-    r_.violations.push_back("seed " + std::to_string(o_.seed) + ": " + v);
-  }
-
   StorageSimResult finish() {
     store_.reset();
-    const SimDisk::Counters c = SimDisk::counters();
-    r_.syncs_failed = c.syncs_failed;
-    r_.writes_refused = c.writes_refused;
-    r_.writes_torn = c.writes_torn;
-    r_.writes_lost = c.writes_lost + c.writes_cut;
-    return std::move(r_);
+    return take_result();
   }
 
   bool open() {
@@ -161,33 +208,6 @@ class StorageSim {
     return true;
   }
 
-  // Faults drawn before a batch.
-  void draw_faults() {
-    if (rng_.chance(o_.fail_sync)) {
-      SimDisk::fail_syncs(1);
-      record("fault: next sync fails");
-    }
-    if (full_left_ > 0 && --full_left_ == 0) {
-      SimDisk::fill(SimDisk::Full::kNo);
-      record("fault: disk has room again");
-    }
-    if (rng_.chance(o_.full_disk)) {
-      const bool all = rng_.chance(0.5);
-      SimDisk::fill(all ? SimDisk::Full::kEverything : SimDisk::Full::kGrowth);
-      full_left_ = static_cast<int>(rng_.uniform(1, 4));
-      record(all ? "fault: disk full" : "fault: disk full for growth");
-    }
-    if (rng_.chance(o_.torn_write)) {
-      SimDisk::tear_next_write(rng_);
-      record("fault: next write torn");
-    }
-    if (rng_.chance(o_.crash)) {
-      const uint64_t n = rng_.uniform(1, 8);
-      SimDisk::crash_after(n, rng_);
-      record("fault: crash at write or sync " + std::to_string(n));
-    }
-  }
-
   bool step(uint64_t b) {
     draw_faults();
     Batch& batch = batches_[b];
@@ -255,10 +275,6 @@ class StorageSim {
     }
   }
 
-  StorageSimOptions o_;
-  Random rng_;
-  ScratchDir dir_;
-  StorageSimResult r_;
   std::unique_ptr<LmdbStore> store_;
   std::vector<std::string> names_;
   std::map<uint64_t, Batch> batches_;
@@ -268,8 +284,201 @@ class StorageSim {
   int full_left_ = 0;  // batches until the full disk has room again
 };
 
+// The lock group's acceptor state, LmdbPaxosStorage, under the same faults. A
+// batch sets the promised ballot, accepts entries above the snapshot and now
+// and then stores a snapshot; the model applies each batch as the
+// PaxosStorage interface says. After every reopen, load() must give the state
+// of the acknowledged batches with some of the failed or cut-short ones (each
+// wholly); while the storage runs, that of the acknowledged ones alone.
+class PaxosSim : DiskRun {
+ public:
+  explicit PaxosSim(const StorageSimOptions& o) : DiskRun(o) {}
+
+  StorageSimResult run() {
+    test::SimDiskScope disk(dir_.path());
+    if (o_.broken_lying_journal_sync) SimDisk::lie_about_syncs("journal");
+    if (open()) {
+      for (uint64_t b = 1; b <= static_cast<uint64_t>(o_.batches) && r_.violations.empty(); ++b) {
+        if (!step(b)) break;
+      }
+      if (r_.violations.empty() && storage_) {
+        record("final crash");
+        SimDisk::crash(rng_);
+        restart();
+      }
+    }
+    storage_.reset();
+    return take_result();
+  }
+
+ private:
+  struct Changes {
+    std::optional<lockgroup::Ballot> promised;
+    std::optional<std::pair<lockgroup::Slot, std::string>> snapshot;
+    std::map<lockgroup::Slot, lockgroup::Entry> accepted;
+    bool acked = false;
+  };
+
+  static void apply(lockgroup::DurableState& state, const Changes& c) {
+    if (c.promised) state.promised = *c.promised;
+    if (c.snapshot) {
+      state.snapshot_slot = c.snapshot->first;
+      state.snapshot = c.snapshot->second;
+      state.accepted.erase(state.accepted.begin(), state.accepted.upper_bound(c.snapshot->first));
+    }
+    for (const auto& [slot, entry] : c.accepted) state.accepted[slot] = entry;
+  }
+
+  static bool same(const lockgroup::DurableState& a, const lockgroup::DurableState& b) {
+    return a.promised == b.promised && a.snapshot_slot == b.snapshot_slot && a.snapshot == b.snapshot &&
+           a.accepted == b.accepted;
+  }
+
+  static std::string describe(const lockgroup::DurableState& s) {
+    std::string out = "promised " + std::to_string(s.promised) + ", snapshot at " + std::to_string(s.snapshot_slot) +
+                      " (" + std::to_string(s.snapshot.size()) + " bytes), accepted";
+    for (const auto& [slot, e] : s.accepted) out += " " + std::to_string(slot) + "@" + std::to_string(e.ballot);
+    return out;
+  }
+
+  bool open() {
+    auto s = lockgroup::LmdbPaxosStorage::open(
+        dir_.path(),
+        {.map_size_bytes = o_.map_bytes, .journal_bytes = o_.journal_bytes, .checkpoint_bytes = o_.checkpoint_bytes});
+    ++r_.reopens;
+    if (!s.is_ok()) {
+      violation("storage does not open: " + s.status().to_string());
+      return false;
+    }
+    storage_ = std::move(s).value();
+    record("open");
+    return true;
+  }
+
+  // The state of `base` with the batches since then: the acknowledged ones,
+  // and those of the others whose bit is set in `mask`.
+  lockgroup::DurableState replay(uint64_t mask) const {
+    lockgroup::DurableState state = base_;
+    uint64_t bit = 0;
+    for (const Changes& c : since_) {
+      if (c.acked) {
+        apply(state, c);
+      } else if (((mask >> bit++) & 1) != 0) {
+        apply(state, c);
+      }
+    }
+    return state;
+  }
+
+  bool restart() {
+    const bool crashed = SimDisk::crashed();
+    storage_.reset();
+    SimDisk::revive();
+    SimDisk::heal();
+    full_left_ = 0;
+    if (crashed) ++r_.crashes;
+    record(crashed ? "revive" : "restart");
+    if (!open()) return false;
+    auto loaded = storage_->load();
+    if (!loaded.is_ok()) {
+      violation("load fails right after opening: " + loaded.status().to_string());
+      return false;
+    }
+    record("loaded " + describe(loaded.value()));
+    const uint64_t unsettled =
+        static_cast<uint64_t>(std::count_if(since_.begin(), since_.end(), [](const Changes& c) { return !c.acked; }));
+    bool found = false;
+    for (uint64_t mask = 0; mask < (uint64_t{1} << std::min<uint64_t>(unsettled, 12)) && !found; ++mask) {
+      if (same(replay(mask), loaded.value())) {
+        found = true;
+        r_.in_doubt_present += static_cast<uint64_t>(std::popcount(mask));
+      }
+    }
+    if (!found) {
+      violation("acknowledged batch lost, or a batch partly kept: after a restart the storage holds " +
+                describe(loaded.value()) +
+                ", which no set of wholly kept batches gives (acknowledged ones alone: " + describe(replay(0)) + ")");
+      return false;
+    }
+    base_ = served_ = loaded.value();
+    since_.clear();
+    return true;
+  }
+
+  bool step(uint64_t b) {
+    draw_faults();
+    Changes c;
+    lockgroup::DurableState next = served_;
+    // The model follows the interface: an entry at or below the batch's
+    // snapshot is dropped, and a snapshot drops the entries it covers.
+    std::string line = "batch " + std::to_string(b) + ":";
+    if (rng_.chance(0.5)) {
+      c.promised = served_.promised + rng_.uniform(1, 3);
+      storage_->set_promised(*c.promised);
+      line += " promise " + std::to_string(*c.promised);
+    }
+    for (uint64_t i = rng_.uniform(0, 3); i > 0; --i) {
+      const lockgroup::Slot floor = c.snapshot ? c.snapshot->first : served_.snapshot_slot;
+      lockgroup::Entry e{floor + rng_.uniform(1, 12), served_.promised + rng_.uniform(0, 2),
+                         rng_.hex(rng_.uniform(0, 120))};
+      storage_->put_accepted(e);
+      line += " accept " + std::to_string(e.slot) + "@" + std::to_string(e.ballot);
+      c.accepted[e.slot] = std::move(e);
+    }
+    if (rng_.chance(0.1)) {
+      const lockgroup::Slot slot = served_.snapshot_slot + rng_.uniform(1, 10);
+      std::string snapshot = rng_.hex(rng_.uniform(0, 400));
+      storage_->put_snapshot(slot, snapshot);
+      c.accepted.erase(c.accepted.begin(), c.accepted.upper_bound(slot));
+      c.snapshot.emplace(slot, std::move(snapshot));
+      line += " snapshot " + std::to_string(slot);
+    }
+    // Entries put before the snapshot and above it stay (the storage keeps
+    // them); entries put after it at or below it were dropped.
+    const bool changed = c.promised || c.snapshot || !c.accepted.empty() || storage_->dirty();
+    const Status s = storage_->commit();
+    if (SimDisk::crashed()) {
+      if (changed) since_.push_back(std::move(c));
+      record(line + " crashed in commit");
+      return restart();
+    }
+    if (s.is_ok()) {
+      ++r_.commits_ok;
+      c.acked = true;
+      apply(next, c);
+      served_ = next;
+      record(line + " ok");
+    } else {
+      ++r_.commits_failed;
+      record(line + " failed");
+    }
+    if (changed) since_.push_back(std::move(c));
+    auto loaded = storage_->load();
+    if (!loaded.is_ok()) {
+      ++r_.broken_restarts;
+      record("load fails: restart");
+      return restart();
+    }
+    if (!same(loaded.value(), served_)) {
+      violation("after batch " + std::to_string(b) + " the storage serves " + describe(loaded.value()) +
+                ", acknowledged: " + describe(served_));
+      return false;
+    }
+    if (rng_.chance(o_.clean_restart)) return restart();
+    return true;
+  }
+
+  std::unique_ptr<lockgroup::LmdbPaxosStorage> storage_;
+  lockgroup::DurableState base_;  // what the last reopen found
+  lockgroup::DurableState served_;  // base_ with the batches acknowledged since
+  std::vector<Changes> since_;  // the batches since the last reopen that changed something
+};
+
 }  // namespace
 
-StorageSimResult run_storage_sim(const StorageSimOptions& options) { return StorageSim(options).run(); }
+StorageSimResult run_storage_sim(const StorageSimOptions& options) {
+  if (options.paxos) return PaxosSim(options).run();
+  return StorageSim(options).run();
+}
 
 }  // namespace palisade::sim

@@ -43,6 +43,9 @@ struct StorageSimOptions {
   size_t map_bytes = size_t{4} << 20;
   size_t journal_bytes = size_t{16} << 10;
   size_t checkpoint_bytes = size_t{4} << 10;
+  // The lock group's acceptor state (lockgroup::LmdbPaxosStorage) in place of
+  // the replica's store: its checker compares load() with the model.
+  bool paxos = false;
   // Negative control: the disk lies about the journal's fsync (reports success,
   // makes nothing durable): "acknowledged batch lost".
   bool broken_lying_journal_sync = false;
