@@ -83,36 +83,55 @@ bool lone_tombstone(const wire::LeafEntry& e) {
 MerkleTree::MerkleTree() { clear(); }
 
 void MerkleTree::clear() {
-  levels_.assign(wire::kTreeLeafLevel + 1, {});
-  for (uint32_t l = 0; l <= wire::kTreeLeafLevel; ++l) levels_[l].assign(wire::tree_width(l), {});
-  leaves_.assign(wire::tree_width(wire::kTreeLeafLevel), {});
+  levels_.assign(wire::kTreeLeafLevel, {});
+  for (uint32_t l = 0; l < wire::kTreeLeafLevel; ++l) levels_[l].assign(wire::tree_width(l), {});
+  leaves_.clear();
   entries_ = 0;
   undo_.clear();
 }
 
-void MerkleTree::move_nodes(uint64_t position, uint64_t digest_xor, int tombstones) {
-  for (uint32_t l = 0; l <= wire::kTreeLeafLevel; ++l) {
-    wire::TreeNode& n = levels_[l][wire::tree_node_of(position, l)];
+wire::TreeNode MerkleTree::node(uint32_t level, uint64_t index) const {
+  if (level < wire::kTreeLeafLevel) return levels_[level][index];
+  auto it = leaves_.find(index);
+  return it == leaves_.end() ? wire::TreeNode{} : it->second.node;
+}
+
+void MerkleTree::move_nodes(uint64_t position, Leaf& leaf, uint64_t digest_xor, int tombstones) {
+  auto move = [&](wire::TreeNode& n) {
     n.digest ^= digest_xor;
     n.tombstones = static_cast<uint32_t>(static_cast<int64_t>(n.tombstones) + tombstones);
-  }
+  };
+  for (uint32_t l = 0; l < wire::kTreeLeafLevel; ++l) move(levels_[l][wire::tree_node_of(position, l)]);
+  move(leaf.node);
 }
 
 // Allocates (what may throw) before it changes anything.
 MerkleTree::Entry MerkleTree::replace(Entry e) {
   const uint64_t position = e.position, digest = e.digest;
   const int lone = e.lone_tombstone ? 1 : 0;
-  std::vector<Entry>& here = leaves_[wire::tree_node_of(position, wire::kTreeLeafLevel)];
+  Entry old;  // digest 0: there was none
+  old.position = position;
+  old.kind = e.kind;
+  old.name = e.name;
+  const uint64_t index = wire::tree_node_of(position, wire::kTreeLeafLevel);
+  auto slot = leaves_.find(index);
+  if (slot == leaves_.end()) {
+    if (digest == 0) return old;
+    slot = leaves_.try_emplace(index).first;
+  }
+  Leaf& leaf = slot->second;
+  std::vector<Entry>& here = leaf.entries;
   auto it = std::find_if(here.begin(), here.end(), [&](const Entry& x) {
     return x.position == position && x.kind == e.kind && x.name == e.name;
   });
-  Entry old;  // digest 0: there was none
   if (it == here.end()) {
-    old.position = position;
-    old.kind = e.kind;
-    old.name = e.name;
     if (digest != 0) {
-      here.push_back(std::move(e));
+      try {
+        here.push_back(std::move(e));
+      } catch (...) {
+        if (here.empty()) leaves_.erase(slot);
+        throw;
+      }
       ++entries_;
     }
   } else {
@@ -124,7 +143,8 @@ MerkleTree::Entry MerkleTree::replace(Entry e) {
       --entries_;
     }
   }
-  move_nodes(position, old.digest ^ digest, lone - (old.lone_tombstone ? 1 : 0));
+  move_nodes(position, leaf, old.digest ^ digest, lone - (old.lone_tombstone ? 1 : 0));
+  if (here.empty()) leaves_.erase(slot);
   return old;
 }
 
@@ -160,8 +180,9 @@ void MerkleTree::drop_undo() {
 }
 
 std::vector<MerkleTree::Entry> MerkleTree::leaf_entries(uint64_t leaf) const {
-  if (leaf >= leaves_.size()) return {};
-  std::vector<Entry> out = leaves_[leaf];
+  auto it = leaves_.find(leaf);
+  if (it == leaves_.end()) return {};
+  std::vector<Entry> out = it->second.entries;
   std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) {
     return std::tie(a.position, a.kind, a.name) < std::tie(b.position, b.kind, b.name);
   });

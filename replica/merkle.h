@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "wire/replica_protocol.h"
@@ -38,7 +39,10 @@ bool lone_tombstone(const wire::LeafEntry& entry);
 // all in memory (built from the records when the store opens) so that a change
 // touches no page of the data file beyond the record's own: an index kept in
 // LMDB by position dirtied a random page per change, which every checkpoint
-// wrote again (docs/storage.md, "Digests").
+// wrote again (docs/storage.md, "Digests"). The levels above the leaves are
+// arrays (70,000 nodes); the 16^5 leaves are kept only where there are
+// entries, so that an empty or small store does not allocate and clear 40 MB
+// each time it opens.
 class MerkleTree {
  public:
   using Kind = wire::LeafEntry::Kind;
@@ -57,7 +61,7 @@ class MerkleTree {
   void set(Kind kind, std::string_view name, uint64_t digest, bool lone_tombstone);
   // As set(), for building the tree from the records: abort() does not undo it.
   void load(Kind kind, std::string_view name, uint64_t digest, bool lone_tombstone);
-  wire::TreeNode node(uint32_t level, uint64_t index) const { return levels_[level][index]; }
+  wire::TreeNode node(uint32_t level, uint64_t index) const;
   // The entries of leaf `leaf`, by position then kind then name.
   std::vector<Entry> leaf_entries(uint64_t leaf) const;
   size_t entries() const { return entries_; }
@@ -69,15 +73,21 @@ class MerkleTree {
  private:
   static constexpr size_t kKeptUndo = 4096;  // entries of undo list kept between batches
 
+  struct Leaf {
+    wire::TreeNode node;
+    std::vector<Entry> entries;  // unordered
+  };
+
   static Entry entry(Kind kind, std::string_view name, uint64_t digest, bool lone_tombstone);
   // Puts `e` in place of the entry of the same kind and name (digest 0:
   // removes it) and returns what was there (digest 0: nothing).
   Entry replace(Entry e);
   void drop_undo();
-  void move_nodes(uint64_t position, uint64_t digest_xor, int tombstones);
+  // Changes the nodes above `leaf` and the leaf's node.
+  void move_nodes(uint64_t position, Leaf& leaf, uint64_t digest_xor, int tombstones);
 
-  std::vector<std::vector<wire::TreeNode>> levels_;
-  std::vector<std::vector<Entry>> leaves_;  // by leaf: its entries, unordered
+  std::vector<std::vector<wire::TreeNode>> levels_;  // levels 0 to kTreeLeafLevel - 1
+  std::unordered_map<uint64_t, Leaf> leaves_;        // the leaves with entries
   size_t entries_ = 0;
   std::vector<Entry> undo_;  // what each change replaced, oldest first
 };
