@@ -19,7 +19,10 @@
 namespace palisade::sim {
 namespace {
 
-uint64_t seed_count() { return seed_count_from_env("PALISADE_LOCK_SIM_SEEDS", 2000); }
+// PALISADE_LOCK_SIM_SEEDS: seeds of the main sweep, in four slices (10,000 by
+// default). The other configurations run kOtherSeeds each.
+uint64_t seed_count() { return seed_count_from_env("PALISADE_LOCK_SIM_SEEDS", 10000); }
+constexpr uint64_t kOtherSeeds = 200;
 
 // The lockd drivers log as the daemon does (forged frames, hand-overs); the
 // trace tells what they did, and thousands of runs would flood the output.
@@ -65,7 +68,7 @@ TEST_CASE("lock sim: five lockd nodes and five replicas", "[sim]") {
   o.lockd = 5;
   o.replicas = 5;
   o.clients = 4;
-  run_seeds(o, {seed_count() / 10}, "palisade-sim --sim lock --lockd 5 --replicas 5 --clients 4", run_lock_sim);
+  run_seeds(o, {kOtherSeeds}, "palisade-sim --sim lock --lockd 5 --replicas 5 --clients 4", run_lock_sim);
 }
 
 TEST_CASE("lock sim: the same seed gives the same trace hash", "[sim]") {
@@ -85,7 +88,7 @@ bool adversary_visible(const LockSimResult& r) {
 TEST_CASE("lock sim: two adversaries change nothing", "[sim]") {
   LockSimOptions o;
   o.adversaries = 2;
-  run_seeds(o, {seed_count() / 10}, "palisade-sim --sim lock --adversaries 2", run_lock_sim);
+  run_seeds(o, {kOtherSeeds}, "palisade-sim --sim lock --adversaries 2", run_lock_sim);
 }
 
 // Everything but commits and repairs: forged and replayed peer frames and
@@ -94,7 +97,7 @@ TEST_CASE("lock sim: an adversary that sends no commits or repairs changes nothi
   LockSimOptions o;
   o.adversaries = 2;
   o.adversary_commits = false;
-  run_seeds(o, {seed_count() / 10}, "palisade-sim --sim lock --adversaries 2 --no-adversary-commits", run_lock_sim);
+  run_seeds(o, {kOtherSeeds}, "palisade-sim --sim lock --adversaries 2 --no-adversary-commits", run_lock_sim);
 }
 
 TEST_CASE("lock sim: the adversary does what it claims", "[sim]") {

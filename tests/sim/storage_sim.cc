@@ -385,10 +385,8 @@ class PaxosSim : DiskRun {
       return false;
     }
     record("loaded " + describe(loaded.value()));
-    const uint64_t unsettled =
-        static_cast<uint64_t>(std::count_if(since_.begin(), since_.end(), [](const Changes& c) { return !c.acked; }));
     bool found = false;
-    for (uint64_t mask = 0; mask < (uint64_t{1} << std::min<uint64_t>(unsettled, 12)) && !found; ++mask) {
+    for (uint64_t mask = 0; mask < (uint64_t{1} << unsettled()) && !found; ++mask) {
       if (same(replay(mask), loaded.value())) {
         found = true;
         r_.in_doubt_present += static_cast<uint64_t>(std::popcount(mask));
@@ -453,6 +451,10 @@ class PaxosSim : DiskRun {
       record(line + " failed");
     }
     if (changed) since_.push_back(std::move(c));
+    // The checker tries every subset of the unsettled batches: a restart
+    // settles them before there are too many (a crash in the next commit
+    // adds one).
+    if (unsettled() + 1 >= kMaxUnsettled) return restart();
     auto loaded = storage_->load();
     if (!loaded.is_ok()) {
       ++r_.broken_restarts;
@@ -466,6 +468,12 @@ class PaxosSim : DiskRun {
     }
     if (rng_.chance(o_.clean_restart)) return restart();
     return true;
+  }
+
+  static constexpr uint64_t kMaxUnsettled = 12;  // 4,096 subsets
+
+  uint64_t unsettled() const {
+    return static_cast<uint64_t>(std::count_if(since_.begin(), since_.end(), [](const Changes& c) { return !c.acked; }));
   }
 
   std::unique_ptr<lockgroup::LmdbPaxosStorage> storage_;

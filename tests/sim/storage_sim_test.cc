@@ -11,8 +11,8 @@
 namespace palisade::sim {
 namespace {
 
-// PALISADE_STORAGE_SIM_SEEDS: seeds of the sweep, in four slices (1000 by default).
-uint64_t seed_count() { return seed_count_from_env("PALISADE_STORAGE_SIM_SEEDS", 1000); }
+// PALISADE_STORAGE_SIM_SEEDS: seeds of the sweep, in four slices (10,000 by default).
+uint64_t seed_count() { return seed_count_from_env("PALISADE_STORAGE_SIM_SEEDS", 10000); }
 
 void sweep(uint64_t slice) {
   StorageSimResult total;
