@@ -159,7 +159,8 @@ Status ReplicaHandler::check_sequencer(std::string_view sequencer, std::string_v
   auto verified = verify(sequencer);
   if (!verified.is_ok()) return bad(verified.status().message() + " (" + subject() + ")");
   const Sequencer& s = verified.value();
-  if (s.lock != lock || s.token != token) {
+  const bool lock_matches = s.lock == lock || auth_->broken_ignore_sequencer_lock;
+  if (!lock_matches || s.token != token) {
     return bad("the sequencer grants lock '" + s.lock + "' at token " + std::to_string(s.token) + ", not the " +
                subject());
   }

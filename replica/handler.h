@@ -30,6 +30,9 @@ struct ReplicaAuth {
   std::string group;
   int write_quorum = 0;   // W, at least 1
   uint64_t replica_id = 0;
+  // Negative control for the simulator: a sequencer is checked against the
+  // request's token but not its lock, so one lock's grant passes for another.
+  bool broken_ignore_sequencer_lock = false;
 };
 
 class ReplicaHandler {

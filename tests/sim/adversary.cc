@@ -238,7 +238,7 @@ void Adversary::wrong_sequencer() {
   uint64_t claimed = token;
   std::string why;
   switch (world_.uniform(0, 3)) {
-    case 0: {  // another lock's
+    case 0: {  // another lock's, claiming its token (a grant of one lock used for another)
       std::vector<std::pair<std::string, uint64_t>> others;
       for (const auto& [l, grants] : sequencers_) {
         if (l == lock) continue;
@@ -247,6 +247,7 @@ void Adversary::wrong_sequencer() {
       if (others.empty()) return;
       const auto& [l, t] = others[world_.index(others.size())];
       sequencer = sequencers_[l][t];
+      claimed = t;
       why = "wrong sequencer: " + l + "'s token " + std::to_string(t);
       break;
     }

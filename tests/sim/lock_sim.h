@@ -63,6 +63,10 @@ struct LockSimOptions {
   // Replicas take one receipt as proof that W replicas acknowledged a version,
   // so the adversary's commits carrying the receipt its own write earned pass.
   bool broken_replicas_one_receipt = false;
+  // Replicas check a sequencer's token but not its lock
+  // (ReplicaAuth::broken_ignore_sequencer_lock), so the adversary's writes
+  // under another lock's grant are taken.
+  bool broken_replicas_ignore_sequencer_lock = false;
   bool keep_trace = false;
 };
 

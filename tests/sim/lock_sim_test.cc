@@ -168,6 +168,15 @@ TEST_CASE("lock sim: negative control, replicas that take one receipt for W are 
   CHECK(count_caught(broken, 50, run_lock_sim, adversary_visible) >= 15);  // 27 of 50
 }
 
+// A sequencer check that compares the token but not the lock: the adversary's
+// write to one lock's key under another lock's grant (and that grant's token)
+// is taken, acknowledged by W replicas, committed with their receipts, and read.
+TEST_CASE("lock sim: negative control, replicas that ignore a sequencer's lock are caught", "[sim]") {
+  LockSimOptions broken;
+  broken.broken_replicas_ignore_sequencer_lock = true;
+  CHECK(count_caught(broken, 100, run_lock_sim, adversary_visible) >= 4);  // 10 of 100
+}
+
 TEST_CASE("lock sim: negative control, a master lease nobody honours is caught", "[sim]") {
   LockSimOptions broken;
   broken.broken_master_ignores_lease = true;

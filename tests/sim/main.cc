@@ -112,6 +112,9 @@ int main(int argc, char** argv) {
                "and commits are taken (--sim lock)");
   app.add_flag("--broken-one-receipt", l.broken_replicas_one_receipt,
                "Negative control: replicas take one receipt as proof of W acknowledgements (--sim lock)");
+  app.add_flag("--broken-sequencer-lock", l.broken_replicas_ignore_sequencer_lock,
+               "Negative control: replicas check a sequencer's token but not its lock, so one lock's grant passes "
+               "for another (--sim lock)");
   app.add_flag("--broken-reply-before-sync", l.broken_lockd_reply_before_sync,
                "Negative control: the lockd driver answers before its journal sync (--sim lock)");
   app.add_option("--lockd-crash-rate", l.lockd_crash_per_second,
@@ -183,6 +186,7 @@ int main(int argc, char** argv) {
   l.replicas = q.replicas;
   l.clients = q.clients;
   bool broken = broken_floor || broken_lease || broken_delay || broken_trust || l.broken_lockd_reply_before_sync ||
+                l.broken_replicas_ignore_sequencer_lock ||
                 q.broken_replicas_pending_as_committed || q.broken_replicas_hide_pending ||
                 q.broken_replica_acks_without_storing || q.broken_replicas_skip_checksum ||
                 q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect || q.broken_replicas_forget_dropped ||
