@@ -56,6 +56,9 @@ struct PaxosOptions {
   // Negative control for the simulator: acceptors promise whoever asks and
   // nodes campaign while another master's lease runs. Unsafe.
   bool ignore_master_lease = false;
+  // Negative control for the simulator: the master's lease lasts
+  // master_lease_ms on its own clock, with no margin for a faster acceptor clock.
+  bool broken_lease_without_drift_margin = false;
 };
 
 // A chosen value to apply, in slot order; or a snapshot of the state machine

@@ -300,7 +300,8 @@ class LockSim {
                                       .max_drift_ppm = o_.timing.max_clock_drift_ppm,
                                       .seed = world_.rng().next(),
                                       .max_entries_per_message = 64,
-                                      .ignore_master_lease = o_.broken_master_ignores_lease};
+                                      .ignore_master_lease = o_.broken_master_ignores_lease,
+                                      .broken_lease_without_drift_margin = o_.broken_lease_without_drift_margin};
     for (int k = 1; k <= o_.lockd; ++k) s.endpoints[static_cast<lockgroup::NodeId>(k)] = endpoint(k);
     s.group = kGroup;
     s.key = key_;

@@ -51,6 +51,9 @@ struct LockSimOptions {
   bool adversary_commits = true;  // they also send commits and committed writes (repairs)
   // Negative controls: the checkers must object.
   bool broken_master_ignores_lease = false;
+  // The master's lease takes no margin for clock drift
+  // (PaxosOptions::broken_lease_without_drift_margin).
+  bool broken_lease_without_drift_margin = false;
   bool broken_replicas_skip_fence_floor = false;
   bool broken_lockd_ignore_lock_delay = false;  // the lockd nodes never see the lock-delay a client asks for
   // The lockd driver sends peer messages and replies before the disk syncs

@@ -188,6 +188,29 @@ TEST_CASE("lock sim: negative control, a master lease nobody honours is caught",
   CHECK(caught >= 10);  // 35 two-masters violations in seeds 1..100
 }
 
+// Clocks that run up to 20% apart (each within 10% of true time): the
+// master's lease, cut short by the drift bound, still ends before any
+// acceptor's promise does, and sessions and lock-delays hold.
+TEST_CASE("lock sim: clocks 20% apart in rate break nothing", "[sim]") {
+  LockSimOptions o;
+  o.timing.max_clock_drift_ppm = 200'000;
+  run_seeds(o, {kOtherSeeds}, "palisade-sim --sim lock --max-drift-ppm 200000", run_lock_sim);
+}
+
+// The same clocks with a master lease that takes no margin for drift: a
+// master whose clock runs slow still thinks itself master after a faster
+// acceptor's promise ended and another node won an election.
+TEST_CASE("lock sim: negative control, a master lease without its drift margin is caught", "[sim]") {
+  LockSimOptions broken;
+  broken.timing.max_clock_drift_ppm = 200'000;
+  broken.broken_lease_without_drift_margin = true;
+  const uint64_t caught = count_caught(broken, 400, run_lock_sim, [](const LockSimResult& r) -> uint64_t {
+    return std::any_of(r.violations.begin(), r.violations.end(),
+                       [](const std::string& v) { return v.rfind("two masters", 0) == 0; });
+  });
+  CHECK(caught >= 3);  // 9 of seeds 1..400
+}
+
 TEST_CASE("lock sim: negative control, replicas that skip the fence floor are caught", "[sim]") {
   LockSimOptions broken;
   broken.broken_replicas_skip_fence_floor = true;

@@ -115,6 +115,14 @@ int main(int argc, char** argv) {
   app.add_flag("--broken-sequencer-lock", l.broken_replicas_ignore_sequencer_lock,
                "Negative control: replicas check a sequencer's token but not its lock, so one lock's grant passes "
                "for another (--sim lock)");
+  app.add_flag("--broken-lease-margin", l.broken_lease_without_drift_margin,
+               "Negative control: the master's lease takes no margin for clock drift (--sim lock; caught with a "
+               "large --max-drift-ppm)");
+  app.add_option("--max-drift-ppm", l.timing.max_clock_drift_ppm,
+                 "Bound on the rate difference of two clocks, parts per million (--sim lock); the simulated clocks "
+                 "drift within it")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 200000));
   app.add_flag("--broken-reply-before-sync", l.broken_lockd_reply_before_sync,
                "Negative control: the lockd driver answers before its journal sync (--sim lock)");
   app.add_option("--lockd-crash-rate", l.lockd_crash_per_second,
@@ -186,7 +194,7 @@ int main(int argc, char** argv) {
   l.replicas = q.replicas;
   l.clients = q.clients;
   bool broken = broken_floor || broken_lease || broken_delay || broken_trust || l.broken_lockd_reply_before_sync ||
-                l.broken_replicas_ignore_sequencer_lock ||
+                l.broken_replicas_ignore_sequencer_lock || l.broken_lease_without_drift_margin ||
                 q.broken_replicas_pending_as_committed || q.broken_replicas_hide_pending ||
                 q.broken_replica_acks_without_storing || q.broken_replicas_skip_checksum ||
                 q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect || q.broken_replicas_forget_dropped ||
