@@ -33,6 +33,9 @@ struct CoordinatorOptions {
   uint64_t lazy_send_ms = 20;
   // The cluster's id (base/cluster_id.h), named by every request; empty: none.
   std::string cluster_id{};
+  // Negative control for the simulator: reads send no repairs (neither
+  // commits of pending copies nor copies to replicas without one).
+  bool broken_skip_read_repair = false;
 };
 // BadRequest unless 1 <= R, W <= N, R + W > N and W > N / 2.
 Status validate(const CoordinatorOptions& options);

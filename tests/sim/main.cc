@@ -37,7 +37,7 @@ Run run_quorum(QuorumSimOptions o) {
   auto r = run_quorum_sim(o);
   return {r.violations, r.trace_hash,
           u(r.events) + " events, writes ok " + u(r.writes_ok) + " fenced " + u(r.writes_fenced) + " unknown " +
-              u(r.writes_unknown) + ", reads ok " + u(r.reads_ok) + " failed " + u(r.reads_failed) + ", bit flips " +
+              u(r.writes_unknown) + ", reads ok " + u(r.reads_ok) + " failed " + u(r.reads_failed) + " (" + u(r.reads_failed_quorum_up) + " with R replicas up), bit flips " +
               u(r.bit_flips) + " (" + u(r.bit_flips_to_w) + " to W corrupt copies, " + u(r.bit_flips_skipped) +
               " skipped)",
           r.trace};
@@ -161,6 +161,8 @@ int main(int argc, char** argv) {
     const char* what;
   };
   for (const Control& c : {
+           Control{"--broken-read-repair", &QuorumSimOptions::broken_skip_read_repair,
+                   "readers send no read repair (caught by the availability checker)"},
            Control{"--broken-write-floor", &QuorumSimOptions::broken_writes_keep_floor,
                    "writes do not raise the fence floor (fences still do)"},
            Control{"--broken-pending-committed", &QuorumSimOptions::broken_replicas_pending_as_committed,
@@ -198,7 +200,7 @@ int main(int argc, char** argv) {
                 q.broken_replicas_pending_as_committed || q.broken_replicas_hide_pending ||
                 q.broken_replica_acks_without_storing || q.broken_replicas_skip_checksum ||
                 q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect || q.broken_replicas_forget_dropped ||
-                q.broken_writes_keep_floor || st.broken_lying_journal_sync;
+                q.broken_writes_keep_floor || q.broken_skip_read_repair || st.broken_lying_journal_sync;
   uint64_t unsafe = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
     q.seed = l.seed = st.seed = seed;

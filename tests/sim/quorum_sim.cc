@@ -55,6 +55,7 @@ class QuorumSim {
     w_ = o.write_quorum != 0 ? o.write_quorum : quorum;
     if (o.broken_quorums_do_not_intersect) r_ = std::max(1, o.replicas - w_);
     client::CoordinatorOptions co{o.replicas, r_, w_, 2000, 50};
+    co.broken_skip_read_repair = o.broken_skip_read_repair;
     Status valid = client::validate(co);
     if (!valid.is_ok() && !o.broken_quorums_do_not_intersect) throw std::invalid_argument(valid.to_string());
     for (int c = 0; c < o.clients; ++c) {
@@ -83,6 +84,7 @@ class QuorumSim {
     world_.faults() = NetworkFaults{0, 0, world_.faults().max_delay_ms, 0, 0};
     healed_ = true;
     replicas_.restart_all();
+    for (Downtime& d : downtimes_) d.end_ms = std::min(d.end_ms, world_.now_ms());
     world_.run(UINT64_MAX);
     for (int k = 0; k < o_.keys; ++k) {
       start_read(0, key(k));
@@ -102,7 +104,10 @@ class QuorumSim {
       else if (w.result == Code::kFenced) ++result.writes_fenced;
       else ++result.writes_unknown;
     }
-    for (const auto& r : history_.reads) (r.result == Code::kOk ? result.reads_ok : result.reads_failed)++;
+    for (const auto& r : history_.reads) {
+      (r.result == Code::kOk ? result.reads_ok : result.reads_failed)++;
+      if (r.result != Code::kOk && replicas_up_throughout(r.start_ms, r.end_ms) >= r_) ++result.reads_failed_quorum_up;
+    }
     result.history = std::move(history_);
     return result;
   }
@@ -151,9 +156,26 @@ class QuorumSim {
 
   void crash(int i) {
     replicas_.crash(i);
+    downtimes_.push_back({i, world_.now_ms(), UINT64_MAX});
     world_.at(world_.uniform(100, 10000), "restart replica " + std::to_string(i), [this, i] {
-      if (!replicas_.up(i)) replicas_.restart(i);
+      if (!replicas_.up(i)) restarted(i);
     });
+  }
+
+  void restarted(int i) {
+    replicas_.restart(i);
+    for (Downtime& d : downtimes_) {
+      if (d.replica == i && d.end_ms == UINT64_MAX) d.end_ms = world_.now_ms();
+    }
+  }
+
+  // Replicas that were up from start_ms to end_ms.
+  int replicas_up_throughout(uint64_t start_ms, uint64_t end_ms) const {
+    std::vector<bool> down(static_cast<size_t>(o_.replicas), false);
+    for (const Downtime& d : downtimes_) {
+      if (d.start_ms <= end_ms && d.end_ms >= start_ms) down[static_cast<size_t>(d.replica)] = true;
+    }
+    return static_cast<int>(std::count(down.begin(), down.end(), false));
   }
 
   // ---- clients ----
@@ -308,6 +330,11 @@ class QuorumSim {
   uint64_t tokens_ = 0;
   bool healed_ = false;
   int r_ = 0, w_ = 0;
+  struct Downtime {
+    int replica;
+    uint64_t start_ms, end_ms;  // end: UINT64_MAX while down
+  };
+  std::vector<Downtime> downtimes_;
   uint64_t bit_flips_ = 0, bit_flips_to_w_ = 0, bit_flips_skipped_ = 0;
   // broken_literal_fenced_rule, by write record: the replicas that acknowledged
   // it, and whether a refusal came while they were fewer than W.

@@ -75,6 +75,9 @@ struct QuorumSimOptions {
   // superseded, is refused `fenced` by a replica that dropped it, and its
   // writer answers Fenced: "visible though refused". Needs rough_network().
   bool broken_replicas_forget_dropped = false;
+  // Readers send no read repair (CoordinatorOptions::broken_skip_read_repair):
+  // safe, but reads fail that a repair would have let succeed.
+  bool broken_skip_read_repair = false;
   bool keep_trace = false;
 };
 
@@ -84,6 +87,12 @@ struct QuorumSimResult {
   std::string trace;  // when keep_trace
   uint64_t events = 0;
   uint64_t writes_ok = 0, writes_fenced = 0, writes_unknown = 0, reads_ok = 0, reads_failed = 0;
+  // The availability checker's count: reads that failed although R replicas
+  // were up from the read's start to its end. Some fail in a correct system
+  // (messages lost or delayed past the read's timeout, a pending version whose
+  // copies are on replicas that are down); a system that reads less well fails
+  // more of them.
+  uint64_t reads_failed_quorum_up = 0;
   // Bit flips made; of them, those that left W or more replicas with a corrupt
   // copy of the key; flips skipped for max_corrupt_copies.
   uint64_t bit_flips = 0, bit_flips_to_w = 0, bit_flips_skipped = 0;
