@@ -75,6 +75,15 @@ std::vector<std::string> check(const History& h) {
       out.push_back("superseded holder acknowledged: " + describe(w));
     }
   }
+  for (const FenceRecord& f : h.fences) {
+    if (f.lease && f.start_ms > superseded_at(h, f.lock, f.token)) {
+      out.push_back("superseded grant handed out: client " + std::to_string(f.client) + "'s grant of '" + f.lock +
+                    "' at token " + std::to_string(f.token) + ", fenced [" + std::to_string(f.start_ms) + ", " +
+                    std::to_string(f.end_ms) + "] answered " + std::string(code_name(f.result)) +
+                    ", after a larger token's fence or write completed at " +
+                    std::to_string(superseded_at(h, f.lock, f.token)));
+    }
+  }
   // What each read returned, in the system's order of versions (index: read).
   std::vector<wire::Version> returned(h.reads.size());
   for (size_t i = 0; i < h.reads.size(); ++i) {

@@ -31,6 +31,9 @@ struct FenceRecord {  // a lock acquisition's "make the fence" step
   uint64_t token = 0;
   uint64_t start_ms = 0, end_ms = 0;
   Code result = Code::kOk;
+  // The client went on to use the grant: acquire returned it as a lease
+  // (the lock simulation; client::grant_fence_status said so).
+  bool lease = false;
 };
 
 struct ReadRecord {
@@ -75,7 +78,10 @@ struct History {
 //  - a read started after a write was acknowledged returns an older version
 //    (an acknowledged write was lost);
 //  - a read started after another read returned goes back in time;
-//  - a read returns a value the adversary wrote (History::adversary).
+//  - a read returns a value the adversary wrote (History::adversary);
+//  - a grant is handed out as a lease although its fence started after a
+//    fence of the lock with a higher token completed (W replicas had a floor
+//    above it, so its fence must have seen one).
 // "Older" is the order replicas and readers use (wire::newer): timestamp, then,
 // for two writes with one timestamp, content hash. So a read that returns the
 // loser of such a tie after the winner was acknowledged or returned is caught.

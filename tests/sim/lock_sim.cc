@@ -7,6 +7,7 @@
 #include <set>
 
 #include "client/coordinator.h"
+#include "client/grant_fence.h"
 #include "client/lock_session.h"
 #include "wire/hash.h"
 #include "wire/lock_protocol.h"
@@ -877,10 +878,23 @@ class LockSim {
       check_grant(c, g);
       me.granting = Held{g.lock, g.token, g.sequencer};
       me.phase = SimClient::Phase::kFencing;
-      history_.fences.push_back({c, g.lock, g.token, world_.now_ms(), 0, Code::kTimeout});
-      client::OpId op = me.coordinator->start_fence(Fence{g.lock, g.token, g.sequencer}, world_.now_ms());
-      me.ops[op] = {SimClient::Kind::kFence, history_.fences.size() - 1};
-      pump_store(c);
+      // A pause inside acquire, between its grant and its fence: a later
+      // holder may fence the lock first, and this fence must then fail.
+      if (world_.chance(o_.pause_before_fence)) {
+        me.paused_until = world_.now_ms() + world_.uniform(0, o_.pause_ms_max);
+        world_.record("client " + std::to_string(c) + " pauses before its fence until " +
+                      std::to_string(me.paused_until));
+      }
+      const uint64_t incarnation = me.incarnation;
+      as_client(c, "fence after pause " + std::to_string(c), [this, c, incarnation] {
+        SimClient& self = cl(c);
+        if (self.incarnation != incarnation || self.phase != SimClient::Phase::kFencing || !self.granting) return;
+        const Held& g = *self.granting;
+        history_.fences.push_back({c, g.lock, g.token, world_.now_ms(), 0, Code::kTimeout});
+        client::OpId op = self.coordinator->start_fence(Fence{g.lock, g.token, g.sequencer}, world_.now_ms());
+        self.ops[op] = {SimClient::Kind::kFence, history_.fences.size() - 1};
+        pump_store(c);
+      });
     } else if (me.phase == SimClient::Phase::kReleasing) {
       me.phase = SimClient::Phase::kIdle;
       --me.cycles_left;
@@ -945,7 +959,11 @@ class LockSim {
       history_.fences[record].end_ms = now;
       history_.fences[record].result = w.status.code();
       if (me.phase != SimClient::Phase::kFencing) return;
-      if (w.status.is_ok()) {
+      // What LockClient::acquire decides from the fence (client/grant_fence.h).
+      const Status usable = client::grant_fence_status(w, me.granting->lock, me.granting->token);
+      world_.record("client " + std::to_string(c) + " grant after its fence: " + usable.to_string());
+      if (usable.is_ok() || o_.broken_clients_ignore_failed_fence) {
+        history_.fences[record].lease = true;
         me.held = me.granting;  // acquire returns only now
         me.writes_left = static_cast<int>(world_.uniform(1, 4));
         me.phase = SimClient::Phase::kWriting;

@@ -35,6 +35,7 @@ struct LockSimOptions {
   double replica_crash_per_second = 0.02;
   double client_crash = 0.1;               // chance a client dies holding its lock (its session expires)
   double pause = 0.15;                     // chance a client pauses between checking its lease and writing
+  double pause_before_fence = 0.05;        // chance it pauses inside acquire, between its grant and its fence
   uint64_t pause_ms_max = 40000;           // longer than a session lease
   uint64_t max_clock_offset_ms = 200;
   ClusterTiming timing{.session_lease_ms = 12000,
@@ -54,6 +55,9 @@ struct LockSimOptions {
   // The master's lease takes no margin for clock drift
   // (PaxosOptions::broken_lease_without_drift_margin).
   bool broken_lease_without_drift_margin = false;
+  // Clients use a grant whose fence failed or found a larger token's floor,
+  // as LockClient::acquire would if it ignored client::grant_fence_status.
+  bool broken_clients_ignore_failed_fence = false;
   bool broken_replicas_skip_fence_floor = false;
   bool broken_lockd_ignore_lock_delay = false;  // the lockd nodes never see the lock-delay a client asks for
   // The lockd driver sends peer messages and replies before the disk syncs

@@ -188,6 +188,20 @@ TEST_CASE("lock sim: negative control, a master lease nobody honours is caught",
   CHECK(caught >= 10);  // 35 two-masters violations in seeds 1..100
 }
 
+// Clients that go on with a grant whose fence failed or found a larger
+// token's floor: what LockClient::acquire would do if it ignored
+// client::grant_fence_status. A client paused between its grant and its fence
+// (LockSimOptions::pause_before_fence) then writes as a holder it no longer is.
+TEST_CASE("lock sim: negative control, clients that ignore a failed fence are caught", "[sim]") {
+  LockSimOptions broken;
+  broken.broken_clients_ignore_failed_fence = true;
+  const uint64_t caught = count_caught(broken, 100, run_lock_sim, [](const LockSimResult& r) -> uint64_t {
+    return std::any_of(r.violations.begin(), r.violations.end(),
+                       [](const std::string& v) { return v.rfind("superseded grant handed out", 0) == 0; });
+  });
+  CHECK(caught >= 8);  // 21 of seeds 1..100
+}
+
 // Clocks that run up to 20% apart (each within 10% of true time): the
 // master's lease, cut short by the drift bound, still ends before any
 // acceptor's promise does, and sessions and lock-delays hold.

@@ -123,6 +123,8 @@ int main(int argc, char** argv) {
                  "drift within it")
       ->capture_default_str()
       ->check(CLI::Range(0, 200000));
+  app.add_flag("--broken-ignore-fence", l.broken_clients_ignore_failed_fence,
+               "Negative control: clients use a grant whose fence failed or was superseded (--sim lock)");
   app.add_flag("--broken-reply-before-sync", l.broken_lockd_reply_before_sync,
                "Negative control: the lockd driver answers before its journal sync (--sim lock)");
   app.add_option("--lockd-crash-rate", l.lockd_crash_per_second,
@@ -197,6 +199,7 @@ int main(int argc, char** argv) {
   l.clients = q.clients;
   bool broken = broken_floor || broken_lease || broken_delay || broken_trust || l.broken_lockd_reply_before_sync ||
                 l.broken_replicas_ignore_sequencer_lock || l.broken_lease_without_drift_margin ||
+                l.broken_clients_ignore_failed_fence ||
                 q.broken_replicas_pending_as_committed || q.broken_replicas_hide_pending ||
                 q.broken_replica_acks_without_storing || q.broken_replicas_skip_checksum ||
                 q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect || q.broken_replicas_forget_dropped ||
