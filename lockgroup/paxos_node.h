@@ -143,6 +143,10 @@ class PaxosNode {
   size_t in_flight() const { return role_ == Role::kMaster ? next_slot_ - 1 - applied_ : 0; }
 
  private:
+  // tests/unit/paxos_node_test.cc breaks the state on purpose: check_invariants()
+  // must report each invariant broken (its negative control).
+  friend struct PaxosNodeTestAccess;
+
   PaxosNode(const PaxosOptions& options, PaxosStorage& storage);
 
   void on_prepare(NodeId from, const Prepare& m, uint64_t now);

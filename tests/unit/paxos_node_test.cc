@@ -156,6 +156,51 @@ std::vector<std::string> values_of(const std::map<Slot, std::string>& delivered)
 
 }  // namespace
 
+// Reaches into a node to break one invariant at a time (PaxosNode befriends it).
+struct PaxosNodeTestAccess {
+  static Ballot& promised(PaxosNode& n) { return n.promised_; }
+  static Ballot& durable_promised(PaxosNode& n) { return n.durable_promised_; }
+  static Ballot& highest_seen(PaxosNode& n) { return n.highest_seen_; }
+  static Ballot& ballot(PaxosNode& n) { return n.ballot_; }
+  static Slot& applied(PaxosNode& n) { return n.applied_; }
+  static Slot& snapshot_slot(PaxosNode& n) { return n.snapshot_slot_; }
+  static Slot& next_slot(PaxosNode& n) { return n.next_slot_; }
+  static Slot& ready_slot(PaxosNode& n) { return n.ready_slot_; }
+  static std::map<Slot, Entry>& log(PaxosNode& n) { return n.log_; }
+  static std::map<Slot, std::set<NodeId>>& votes(PaxosNode& n) { return n.votes_; }
+};
+
+TEST_CASE("check_invariants reports each invariant broken, and nothing once it is mended", "[paxos]") {
+  Cluster c(3);
+  const NodeId m = c.elect();
+  for (int i = 0; i < 5; ++i) REQUIRE(c.propose("v" + std::to_string(i)));
+  PaxosNode& node = *c.nodes[m];
+  using A = PaxosNodeTestAccess;
+  REQUIRE(node.check_invariants().empty());
+  REQUIRE(!A::log(node).empty());
+  // Breaks one field, expects `problem` in the report, then puts it back.
+  auto broken = [&](auto& field, auto bad, const std::string& problem) {
+    const auto kept = field;
+    field = bad;
+    INFO("expected: " << problem);
+    CHECK_THAT(node.check_invariants(), Catch::Contains(problem));
+    field = kept;
+    CHECK(node.check_invariants().empty());
+  };
+  broken(A::durable_promised(node), A::promised(node) + 1, "the promise on disk is above the promise");
+  broken(A::promised(node), A::highest_seen(node) + 1, "the promise is above the highest ballot seen");
+  broken(A::ballot(node), A::promised(node) + 1, "its own ballot is above its promise");
+  broken(A::snapshot_slot(node), A::applied(node) + 1, "the snapshot is above the applied slot");
+  const Slot first = A::log(node).begin()->first;
+  broken(A::log(node)[first].slot, first + 1, "holds the entry of slot");
+  broken(A::snapshot_slot(node), first, "not above the snapshot");
+  broken(A::ballot(node), Ballot{0}, "leads another node's ballot");  // ballot 0 is nobody's
+  broken(A::next_slot(node), A::applied(node), "a master's next slot is already applied");
+  broken(A::ready_slot(node), A::applied(node) + 1, "ready before its first own slot is applied");
+  std::map<Slot, std::set<NodeId>> stale_votes = {{A::applied(node), {m}}};
+  broken(A::votes(node), stale_votes, "votes kept for an applied slot");
+}
+
 TEST_CASE("a lone node elects itself and chooses at once", "[paxos]") {
   Cluster c(1);
   c.run(500);
