@@ -906,13 +906,22 @@ class LockSim {
   // of the lock valid (its session safe and its local deadline ahead). A
   // client that crashed holding a lock is lock-delay's to protect:
   // check_grants judges the grants that follow its expiry.
+  // A grant to client c while another client holds the lock with a valid
+  // lease: the lock group granted over a valid lease (a larger token), or two
+  // clients now hold valid leases. A grant older than the other's (a reply the
+  // network held back while c's session expired and the lock went on) is
+  // neither when c's own lease is not valid: its fence will find the newer
+  // floor (the history check "superseded grant handed out").
   void check_grant(int c, const client::GrantInfo& g) {
     world_.record("client " + std::to_string(c) + " granted " + g.lock + " token " + std::to_string(g.token));
+    SimClient& me = cl(c);
+    const bool mine_valid = me.session && me.session->lease_valid(local(me));
     for (int d = 0; d < o_.clients; ++d) {
       SimClient& other = cl(d);
       if (d == c || !other.session) continue;
       for (const auto* h : {&other.held, &other.granting}) {
-        if (*h && (*h)->lock == g.lock && other.session->lease_valid(local(other))) {
+        if (*h && (*h)->lock == g.lock && other.session->lease_valid(local(other)) &&
+            (g.token > (*h)->token || mine_valid)) {
           violations_.push_back("client " + std::to_string(c) + " granted " + g.lock + " token " +
                                 std::to_string(g.token) + " at " + std::to_string(world_.now_ms()) +
                                 " ms while client " + std::to_string(d) + " holds a valid lease with token " +
