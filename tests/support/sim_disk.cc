@@ -331,13 +331,19 @@ void roll_back(Disk& d, File& file, Random& rng) {
   ::close(fd);
 }
 
-}  // namespace
-
-void SimDisk::track(const std::string& dir) {
+// A directory as tracked: its real path (what file descriptors resolve to), with a '/'.
+std::string tracked_path(const std::string& dir) {
   char* resolved = ::realpath(dir.c_str(), nullptr);
   std::string path = resolved != nullptr ? resolved : dir;
   std::free(resolved);
   if (!path.ends_with('/')) path += '/';
+  return path;
+}
+
+}  // namespace
+
+void SimDisk::track(const std::string& dir) {
+  const std::string path = tracked_path(dir);
   Disk& d = disk();
   std::lock_guard lock(d.mu);
   if (std::find(d.dirs.begin(), d.dirs.end(), path) == d.dirs.end()) d.dirs.push_back(path);
@@ -345,10 +351,7 @@ void SimDisk::track(const std::string& dir) {
 }
 
 void SimDisk::untrack(const std::string& dir) {
-  char* resolved = ::realpath(dir.c_str(), nullptr);
-  std::string path = resolved != nullptr ? resolved : dir;
-  std::free(resolved);
-  if (!path.ends_with('/')) path += '/';
+  const std::string path = tracked_path(dir);
   Disk& d = disk();
   std::lock_guard lock(d.mu);
   d.dirs.erase(std::remove(d.dirs.begin(), d.dirs.end(), path), d.dirs.end());
@@ -393,11 +396,6 @@ void SimDisk::crash_after(uint64_t n, Random& rng, double keep, double cut) {
   d.armed_seed = rng.next();
   d.armed_keep = keep;
   d.armed_cut = cut;
-}
-
-void SimDisk::disarm() {
-  std::lock_guard lock(disk().mu);
-  disk().crash_countdown = 0;
 }
 
 void SimDisk::heal() {

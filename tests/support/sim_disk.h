@@ -92,8 +92,6 @@ class SimDisk {
   static void crash_losing_everything();
   // Crash (as crash()) just before the n-th (n >= 1) write or sync of a tracked file from now.
   static void crash_after(uint64_t n, Random& rng, double keep = 0.5, double cut = 0.25);
-  // Drops a crash armed by crash_after() that has not happened.
-  static void disarm();
   // Drops every fault to come (failed syncs, a full disk, a torn write and the
   // failure after it, an armed crash), as after a reboot; a lying disk still lies.
   static void heal();
