@@ -52,10 +52,53 @@ struct Batch {
 };
 
 // What the simulations share: the options, the generator, the directory, the
-// result and its trace, and the faults drawn before each batch.
+// result and its trace, the run (open, batches, a final crash), the faults
+// drawn before each batch, and a reboot.
 class DiskRun {
+ public:
+  virtual ~DiskRun() = default;
+
+  StorageSimResult run() {
+    test::SimDiskScope disk(dir_.path());
+    if (o_.broken_lying_journal_sync) SimDisk::lie_about_syncs("journal");
+    if (open()) {
+      for (uint64_t b = 1; b <= static_cast<uint64_t>(o_.batches) && r_.violations.empty(); ++b) {
+        if (!step(b)) break;
+      }
+      if (r_.violations.empty() && is_open()) {
+        record("final crash");
+        SimDisk::crash(rng_);
+        restart();
+      }
+    }
+    close();
+    return take_result();
+  }
+
  protected:
   explicit DiskRun(const StorageSimOptions& o) : o_(o), rng_(o.seed) {}
+
+  // Opens the store on dir_ (a violation when it does not open).
+  virtual bool open() = 0;
+  virtual bool is_open() const = 0;
+  // Closes it; after a crash its teardown makes nothing durable.
+  virtual void close() = 0;
+  // One batch and its checks; false when the run cannot go on.
+  virtual bool step(uint64_t batch) = 0;
+  // Reboots (reboot()) and checks what the store holds; false when the run cannot go on.
+  virtual bool restart() = 0;
+
+  // Closes the store, revives the disk with its faults healed, and reopens.
+  bool reboot() {
+    const bool crashed = SimDisk::crashed();
+    close();
+    SimDisk::revive();
+    SimDisk::heal();
+    full_left_ = 0;
+    if (crashed) ++r_.crashes;
+    record(crashed ? "revive" : "restart");
+    return open();
+  }
 
   void record(const std::string& line) {
     ++r_.events;
@@ -111,33 +154,17 @@ class DiskRun {
   int full_left_ = 0;  // batches until a full disk has room again
 };
 
-class StorageSim : DiskRun {
+class StorageSim final : public DiskRun {
  public:
-  explicit StorageSim(const StorageSimOptions& o) : DiskRun(o) {}
-
-  StorageSimResult run() {
-    test::SimDiskScope disk(dir_.path());
-    if (o_.broken_lying_journal_sync) SimDisk::lie_about_syncs("journal");
+  explicit StorageSim(const StorageSimOptions& o) : DiskRun(o) {
     for (int i = 0; i < o_.locks; ++i) names_.push_back("lock" + std::to_string(i));
-    if (!open()) return finish();
-    for (uint64_t b = 1; b <= static_cast<uint64_t>(o_.batches) && r_.violations.empty(); ++b) {
-      if (!step(b)) break;
-    }
-    if (r_.violations.empty() && store_) {
-      record("final crash");
-      SimDisk::crash(rng_);
-      restart();
-    }
-    return finish();
   }
 
  private:
-  StorageSimResult finish() {
-    store_.reset();
-    return take_result();
-  }
+  bool is_open() const override { return store_ != nullptr; }
+  void close() override { store_.reset(); }
 
-  bool open() {
+  bool open() override {
     auto s = LmdbStore::open(dir_.path(), LmdbStore::Options{.map_size_bytes = o_.map_bytes,
                                                              .journal_bytes = o_.journal_bytes,
                                                              .checkpoint_bytes = o_.checkpoint_bytes});
@@ -158,17 +185,9 @@ class StorageSim : DiskRun {
     return f.value();
   }
 
-  // Closes the store (after a crash: its teardown makes nothing durable),
-  // revives the disk, reopens and checks every lock. False when it cannot go on.
-  bool restart() {
-    const bool crashed = SimDisk::crashed();
-    store_.reset();
-    SimDisk::revive();
-    SimDisk::heal();
-    full_left_ = 0;
-    if (crashed) ++r_.crashes;
-    record(crashed ? "revive" : "restart");
-    if (!open()) return false;
+  // Reboots and checks every lock.
+  bool restart() override {
+    if (!reboot()) return false;
     std::map<uint64_t, std::pair<int, int>> evidence;  // unsettled batch -> (locks showing it, locks missing it)
     for (const std::string& lock : names_) {
       const auto found = floor(lock);
@@ -208,7 +227,7 @@ class StorageSim : DiskRun {
     return true;
   }
 
-  bool step(uint64_t b) {
+  bool step(uint64_t b) override {
     draw_faults();
     Batch& batch = batches_[b];
     const uint64_t changes = rng_.uniform(1, 3);
@@ -281,7 +300,6 @@ class StorageSim : DiskRun {
   std::map<std::string, uint64_t> durable_;  // lock -> the floor a crash must not lose
   std::map<std::string, uint64_t> served_;  // lock -> the floor the running store must serve
   std::set<uint64_t> unsettled_;  // batches failed or cut short since the last reopen
-  int full_left_ = 0;  // batches until the full disk has room again
 };
 
 // The lock group's acceptor state, LmdbPaxosStorage, under the same faults. A
@@ -290,28 +308,14 @@ class StorageSim : DiskRun {
 // PaxosStorage interface says. After every reopen, load() must give the state
 // of the acknowledged batches with some of the failed or cut-short ones (each
 // wholly); while the storage runs, that of the acknowledged ones alone.
-class PaxosSim : DiskRun {
+class PaxosSim final : public DiskRun {
  public:
   explicit PaxosSim(const StorageSimOptions& o) : DiskRun(o) {}
 
-  StorageSimResult run() {
-    test::SimDiskScope disk(dir_.path());
-    if (o_.broken_lying_journal_sync) SimDisk::lie_about_syncs("journal");
-    if (open()) {
-      for (uint64_t b = 1; b <= static_cast<uint64_t>(o_.batches) && r_.violations.empty(); ++b) {
-        if (!step(b)) break;
-      }
-      if (r_.violations.empty() && storage_) {
-        record("final crash");
-        SimDisk::crash(rng_);
-        restart();
-      }
-    }
-    storage_.reset();
-    return take_result();
-  }
-
  private:
+  bool is_open() const override { return storage_ != nullptr; }
+  void close() override { storage_.reset(); }
+
   struct Changes {
     std::optional<lockgroup::Ballot> promised;
     std::optional<std::pair<lockgroup::Slot, std::string>> snapshot;
@@ -341,7 +345,7 @@ class PaxosSim : DiskRun {
     return out;
   }
 
-  bool open() {
+  bool open() override {
     auto s = lockgroup::LmdbPaxosStorage::open(
         dir_.path(),
         {.map_size_bytes = o_.map_bytes, .journal_bytes = o_.journal_bytes, .checkpoint_bytes = o_.checkpoint_bytes});
@@ -370,15 +374,9 @@ class PaxosSim : DiskRun {
     return state;
   }
 
-  bool restart() {
-    const bool crashed = SimDisk::crashed();
-    storage_.reset();
-    SimDisk::revive();
-    SimDisk::heal();
-    full_left_ = 0;
-    if (crashed) ++r_.crashes;
-    record(crashed ? "revive" : "restart");
-    if (!open()) return false;
+  // Reboots and checks the state load() gives against every set of unsettled batches.
+  bool restart() override {
+    if (!reboot()) return false;
     auto loaded = storage_->load();
     if (!loaded.is_ok()) {
       violation("load fails right after opening: " + loaded.status().to_string());
@@ -403,7 +401,7 @@ class PaxosSim : DiskRun {
     return true;
   }
 
-  bool step(uint64_t b) {
+  bool step(uint64_t b) override {
     draw_faults();
     Changes c;
     lockgroup::DurableState next = served_;

@@ -14,19 +14,29 @@ namespace {
 // PALISADE_STORAGE_SIM_SEEDS: seeds of the sweep, in four slices (10,000 by default).
 uint64_t seed_count() { return seed_count_from_env("PALISADE_STORAGE_SIM_SEEDS", 10000); }
 
-void sweep(uint64_t slice) {
+// Runs `o` over `seeds` (each must be clean) and adds up the results' counts.
+struct Sweep {
   StorageSimResult total;
-  const uint64_t seeds = run_seeds(StorageSimOptions{}, {seed_count(), slice, 4}, "palisade-sim --sim storage",
-                                   run_storage_sim, [&](const StorageSimResult& r) {
-                                     total.commits_ok += r.commits_ok;
-                                     total.commits_failed += r.commits_failed;
-                                     total.crashes += r.crashes;
-                                     total.syncs_failed += r.syncs_failed;
-                                     total.writes_refused += r.writes_refused;
-                                     total.writes_torn += r.writes_torn;
-                                     total.writes_lost += r.writes_lost;
-                                     total.in_doubt_present += r.in_doubt_present;
-                                   });
+  uint64_t seeds = 0;
+};
+Sweep sweep_total(const StorageSimOptions& o, SeedSlice seeds, std::string_view replay) {
+  Sweep out;
+  StorageSimResult& total = out.total;
+  out.seeds = run_seeds(o, seeds, replay, run_storage_sim, [&](const StorageSimResult& r) {
+    total.commits_ok += r.commits_ok;
+    total.commits_failed += r.commits_failed;
+    total.crashes += r.crashes;
+    total.syncs_failed += r.syncs_failed;
+    total.writes_refused += r.writes_refused;
+    total.writes_torn += r.writes_torn;
+    total.writes_lost += r.writes_lost;
+    total.in_doubt_present += r.in_doubt_present;
+  });
+  return out;
+}
+
+void sweep(uint64_t slice) {
+  const auto [total, seeds] = sweep_total({}, {seed_count(), slice, 4}, "palisade-sim --sim storage");
   // The workload must exercise what it claims to check.
   CHECK(total.commits_ok > 20 * seeds);
   CHECK(total.crashes > seeds);
@@ -36,6 +46,21 @@ void sweep(uint64_t slice) {
   CHECK(total.writes_torn > seeds / 10);
   CHECK(total.writes_lost > seeds / 4);
   CHECK(total.in_doubt_present > 0);  // failed or cut-short batches that came back whole
+}
+
+// Runs `broken` (a disk lying about the journal's fsync) over seeds 1..50: how
+// many seeds were caught, and on how many an acknowledged batch was lost (the
+// others: a journal hole the store refuses to open on).
+std::pair<uint64_t, uint64_t> lying_disk_caught(StorageSimOptions broken) {
+  broken.broken_lying_journal_sync = true;
+  uint64_t lost = 0;
+  const uint64_t caught = count_caught(broken, 50, run_storage_sim, [&](const StorageSimResult& r) {
+    bool lost_here = false;
+    for (const std::string& v : r.violations) lost_here |= v.find("acknowledged batch lost") != std::string::npos;
+    lost += lost_here;
+    return r.violations.empty() ? 0 : 1;
+  });
+  return {caught, lost};
 }
 
 TEST_CASE("storage sim: acknowledged batches survive crashes and faults (slice 1)", "[sim][storage]") { sweep(0); }
@@ -54,32 +79,16 @@ TEST_CASE("storage sim: a disk that lies about the journal's fsync loses acknowl
   // Caught either way: an acknowledged batch is missing after a crash, or the
   // journal finds a record missing with a later one intact and the store
   // refuses to open.
-  StorageSimOptions broken;
-  broken.broken_lying_journal_sync = true;
-  uint64_t lost = 0;
-  const uint64_t caught = count_caught(broken, 50, run_storage_sim, [&](const StorageSimResult& r) {
-    bool lost_here = false;
-    for (const std::string& v : r.violations) lost_here |= v.find("acknowledged batch lost") != std::string::npos;
-    lost += lost_here;
-    return r.violations.empty() ? 0 : 1;
-  });
+  const auto [caught, lost] = lying_disk_caught({});
   CHECK(caught >= 25);  // 49 of 50
-  CHECK(lost >= 5);  // 10 of 50; the others: a journal hole the store refuses to open on
+  CHECK(lost >= 5);  // 10 of 50
 }
 
 // The lock group's acceptor state under the same faults: PALISADE_STORAGE_SIM_SEEDS / 2 seeds, two slices.
 void paxos_sweep(uint64_t slice) {
   StorageSimOptions o;
   o.paxos = true;
-  StorageSimResult total;
-  const uint64_t seeds = run_seeds(o, {seed_count() / 2, slice, 2}, "palisade-sim --sim storage --paxos-storage",
-                                   run_storage_sim, [&](const StorageSimResult& r) {
-                                     total.commits_ok += r.commits_ok;
-                                     total.commits_failed += r.commits_failed;
-                                     total.crashes += r.crashes;
-                                     total.writes_lost += r.writes_lost;
-                                     total.in_doubt_present += r.in_doubt_present;
-                                   });
+  const auto [total, seeds] = sweep_total(o, {seed_count() / 2, slice, 2}, "palisade-sim --sim storage --paxos-storage");
   CHECK(total.commits_ok > 20 * seeds);
   CHECK(total.commits_failed > seeds);
   CHECK(total.crashes > seeds);
@@ -93,16 +102,9 @@ TEST_CASE("storage sim: the acceptor state survives crashes and faults (slice 2)
 TEST_CASE("storage sim: the acceptor state on a disk that lies about the journal's fsync", "[sim][storage]") {
   StorageSimOptions broken;
   broken.paxos = true;
-  broken.broken_lying_journal_sync = true;
-  uint64_t lost = 0;
-  const uint64_t caught = count_caught(broken, 50, run_storage_sim, [&](const StorageSimResult& r) {
-    bool lost_here = false;
-    for (const std::string& v : r.violations) lost_here |= v.find("acknowledged batch lost") != std::string::npos;
-    lost += lost_here;
-    return r.violations.empty() ? 0 : 1;
-  });
+  const auto [caught, lost] = lying_disk_caught(broken);
   CHECK(caught >= 25);  // 47 of 50
-  CHECK(lost >= 3);  // 8 of 50; the others: a journal hole the storage refuses to open on
+  CHECK(lost >= 3);  // 8 of 50
 }
 
 }  // namespace
