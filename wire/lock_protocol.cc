@@ -13,15 +13,7 @@ constexpr size_t kMaxModeBytes = 16;        // "exclusive"
 constexpr size_t kMaxRoleBytes = 16;        // "candidate"
 constexpr size_t kMaxEndpointBytes = 1024;  // a ZeroMQ endpoint
 
-struct RequestEncoder {
-  Packer& pk;
-  uint64_t id;
-  std::string_view cluster;
-
-  // The envelope and "cluster", heading a map of `field_count` other fields.
-  void head(uint32_t field_count, std::string_view type) const {
-    write_request_envelope(pk, field_count, id, cluster, type);
-  }
+struct RequestEncoder : RequestEncoderBase {
 
   void epoch_and_session(uint32_t body_fields, std::string_view type, uint64_t epoch, uint64_t session) const {
     head(3 + 2 + body_fields, type);

@@ -30,8 +30,21 @@ std::string encode_message(Write&& write) {
   return {buf.data(), buf.size()};
 }
 
+// What each codec's request encoder derives from: where it packs, and the
+// envelope and "cluster" that head a map of `field_count` other fields.
+struct RequestEncoderBase {
+  msgpack::packer<msgpack::sbuffer>& pk;
+  uint64_t id;
+  std::string_view cluster;
+
+  void head(uint32_t field_count, std::string_view type) const {
+    write_request_envelope(pk, field_count, id, cluster, type);
+  }
+};
+
 // A request (an id, a variant body and the cluster it is for), packed by
-// `Encoder{pk, id, cluster}`, which has an operator() for each type of body.
+// `Encoder{pk, id, cluster}` (a RequestEncoderBase), which has an operator()
+// for each type of body.
 template <typename Encoder, typename Request>
 std::string encode_request_with(const Request& request) {
   return encode_message([&](msgpack::packer<msgpack::sbuffer>& pk) {

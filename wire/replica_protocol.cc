@@ -413,15 +413,7 @@ void read_stats(FieldReader& r, const Limits& limits, std::optional<ReplicaStats
   }
 }
 
-struct RequestEncoder {
-  Packer& pk;
-  uint64_t id;
-  std::string_view cluster;
-
-  // The envelope and "cluster", heading a map of `field_count` other fields.
-  void head(uint32_t field_count, std::string_view type) const {
-    write_request_envelope(pk, field_count, id, cluster, type);
-  }
+struct RequestEncoder : RequestEncoderBase {
 
   void operator()(const PingRequest&) const { head(3, "ping"); }
   void operator()(const WriteRequest& r) const {
