@@ -251,7 +251,7 @@ size_t probes(const std::vector<std::vector<std::string>>& messages) {
   return static_cast<size_t>(std::count(messages.begin(), messages.end(), kProbe));
 }
 
-TEST_CASE("lane: a flush's requests to a replica leave as one message once it answered the probe", "[quorum][lane]") {
+TEST_CASE("lane: a flush's requests to a replica leave as one message once it answered the probe", "[quorum_store][lane]") {
   Setup s(Several::kForward);
   auto first = s.write("a", 8);         // the probe goes first, then these one per message
   auto while_probing = s.write("b", 8);  // nothing received yet: the probe is unanswered
@@ -272,7 +272,7 @@ TEST_CASE("lane: a flush's requests to a replica leave as one message once it an
 }
 
 TEST_CASE("lane: a replica that refuses the probe gets one request per message, and every write lands",
-          "[quorum][lane]") {
+          "[quorum_store][lane]") {
   Setup s(Several::kRefuse);
   require_ok(s.wait(s.write("a", 8)));
   s.drive_until([&] { return s.first_stores("a7"); });
@@ -296,7 +296,7 @@ TEST_CASE("lane: a replica that refuses the probe gets one request per message, 
 }
 
 TEST_CASE("lane: a replica that refused the probe is asked again a minute later, and batches once it takes such "
-          "messages", "[quorum][lane]") {
+          "messages", "[quorum_store][lane]") {
   Setup s(Several::kRefuse);
   require_ok(s.wait(s.write("a", 8)));
   s.drive_until([&] { return probes(s.proxy->messages()) == 1 && s.first_stores("a7"); });
@@ -317,7 +317,7 @@ TEST_CASE("lane: a replica that refused the probe is asked again a minute later,
   CHECK(message_with(messages, "d0") == keys("d", 8));
 }
 
-TEST_CASE("lane: the replies to a probe feed the client's clock, as every reply does", "[quorum][lane]") {
+TEST_CASE("lane: the replies to a probe feed the client's clock, as every reply does", "[quorum_store][lane]") {
   Setup s(Several::kForward);
   // Ahead of every clock here, within what a client accepts from a replica.
   const uint64_t ahead = hlc::make(s.wall.now_ms() + s.clock.options().max_clock_offset_ms - 10, 0);
@@ -327,7 +327,7 @@ TEST_CASE("lane: the replies to a probe feed the client's clock, as every reply 
   CHECK(s.clock.last() >= ahead);
 }
 
-TEST_CASE("lane: a batching replica that starts refusing such messages is probed again", "[quorum][lane]") {
+TEST_CASE("lane: a batching replica that starts refusing such messages is probed again", "[quorum_store][lane]") {
   Setup s(Several::kForward);
   require_ok(s.wait(s.write("a", 8)));
   s.drive_until([&] { return s.lane->batches_to(0); });
@@ -344,7 +344,7 @@ TEST_CASE("lane: a batching replica that starts refusing such messages is probed
   CHECK(s.first_stores("c0"));
 }
 
-TEST_CASE("lane: a probe lost on the way is sent again after the operation timeout", "[quorum][lane]") {
+TEST_CASE("lane: a probe lost on the way is sent again after the operation timeout", "[quorum_store][lane]") {
   Setup s(Several::kDrop, /*timeout_ms=*/2000);
   require_ok(s.wait(s.write("a", 8)));
   CHECK_FALSE(s.lane->batches_to(0));

@@ -64,7 +64,7 @@ size_t threads_of_this_process() {
   return n;
 }
 
-TEST_CASE("quorum store: stores with equal options share one engine, others share the ZeroMQ context", "[quorum]") {
+TEST_CASE("quorum store: stores with equal options share one engine, others share the ZeroMQ context", "[quorum_store]") {
   QuorumStoreOptions o;
   o.replicas = {"tcp://127.0.0.1:1", "tcp://127.0.0.1:2", "tcp://127.0.0.1:3"};  // never reached
   auto first = QuorumStore::open(o);
@@ -95,7 +95,7 @@ TEST_CASE("quorum store: stores with equal options share one engine, others shar
   CHECK(threads_of_this_process() < with_one);  // the last store of an engine stops it
 }
 
-TEST_CASE("quorum store: a store sharing an engine works on after the others close", "[quorum]") {
+TEST_CASE("quorum store: a store sharing an engine works on after the others close", "[quorum_store]") {
   Cluster c;
   auto closing = c.store();
   auto staying = c.store();
@@ -109,7 +109,7 @@ TEST_CASE("quorum store: a store sharing an engine works on after the others clo
   CHECK(r.value == "v2");
 }
 
-TEST_CASE("quorum store: closing a store that shares its engine waits for its asynchronous calls", "[quorum]") {
+TEST_CASE("quorum store: closing a store that shares its engine waits for its asynchronous calls", "[quorum_store]") {
   Cluster c;
   auto closing = c.store(2, 800);
   auto staying = c.store(2, 800);
@@ -126,7 +126,7 @@ TEST_CASE("quorum store: closing a store that shares its engine waits for its as
   CHECK(staying->get("k").status.code() != Code::kOk);  // the engine still serves the other store
 }
 
-TEST_CASE("quorum store: put, get, delete with all replicas up", "[quorum]") {
+TEST_CASE("quorum store: put, get, delete with all replicas up", "[quorum_store]") {
   Cluster c;
   auto store = c.store();
   Fence f{"L", 1};
@@ -149,7 +149,7 @@ TEST_CASE("quorum store: put, get, delete with all replicas up", "[quorum]") {
   CHECK_FALSE(store->get("never-written").found);
 }
 
-TEST_CASE("quorum store: refuses quorums that cannot meet", "[quorum]") {
+TEST_CASE("quorum store: refuses quorums that cannot meet", "[quorum_store]") {
   QuorumStoreOptions o;
   o.replicas = {"tcp://127.0.0.1:1", "tcp://127.0.0.1:2", "tcp://127.0.0.1:3"};
   o.read_quorum = 1;
@@ -168,7 +168,7 @@ TEST_CASE("quorum store: refuses quorums that cannot meet", "[quorum]") {
   CHECK(QuorumStore::open(o).code() == Code::kBadRequest);
 }
 
-TEST_CASE("quorum store: one replica down, writes and reads succeed", "[quorum]") {
+TEST_CASE("quorum store: one replica down, writes and reads succeed", "[quorum_store]") {
   Cluster c;
   auto store = c.store();
   c.stop(2);
@@ -181,7 +181,7 @@ TEST_CASE("quorum store: one replica down, writes and reads succeed", "[quorum]"
   }
 }
 
-TEST_CASE("quorum store: two replicas down, Unavailable, and the failed write never appears", "[quorum]") {
+TEST_CASE("quorum store: two replicas down, Unavailable, and the failed write never appears", "[quorum_store]") {
   Cluster c;
   auto store = c.store(2, 500);
   REQUIRE(store->put("k", "old").status.is_ok());
@@ -199,7 +199,7 @@ TEST_CASE("quorum store: two replicas down, Unavailable, and the failed write ne
   }
 }
 
-TEST_CASE("quorum store: DDIA figure 9-7, the older holder's late write reaches only replica 3", "[quorum]") {
+TEST_CASE("quorum store: DDIA figure 9-7, the older holder's late write reaches only replica 3", "[quorum_store]") {
   Cluster c;
   auto a = c.store(3);
   auto b = c.store();
@@ -225,7 +225,7 @@ TEST_CASE("quorum store: DDIA figure 9-7, the older holder's late write reaches 
 }
 
 TEST_CASE("quorum store: a superseded holder's write of a key the new holder never wrote is never visible",
-          "[quorum]") {
+          "[quorum_store]") {
   Cluster c;
   auto a = c.store(3);
   auto b = c.store();
@@ -257,7 +257,7 @@ TEST_CASE("quorum store: a superseded holder's write of a key the new holder nev
   CHECK_FALSE(c.stored(2, "fresh"));
 }
 
-TEST_CASE("quorum store: a read repairs replicas that answered older", "[quorum]") {
+TEST_CASE("quorum store: a read repairs replicas that answered older", "[quorum_store]") {
   Cluster c;
   auto store = c.store();
   c.stop(0);
@@ -271,7 +271,7 @@ TEST_CASE("quorum store: a read repairs replicas that answered older", "[quorum]
 }
 
 TEST_CASE("quorum store: a blocking put's held-back commit reaches every replica with no further call",
-          "[quorum]") {
+          "[quorum_store]") {
   Cluster c;
   auto store = c.store();
   REQUIRE(store->put("k", "v").status.is_ok());
@@ -290,7 +290,7 @@ TEST_CASE("quorum store: a blocking put's held-back commit reaches every replica
   CHECK(all_committed());
 }
 
-TEST_CASE("quorum store: many asynchronous operations in flight from one thread", "[quorum]") {
+TEST_CASE("quorum store: many asynchronous operations in flight from one thread", "[quorum_store]") {
   Cluster c;
   auto store = c.store();
   std::vector<std::future<WriteResult>> puts;
@@ -301,7 +301,7 @@ TEST_CASE("quorum store: many asynchronous operations in flight from one thread"
   for (int i = 0; i < 200; ++i) CHECK(gets[i].get().value == std::to_string(i));
 }
 
-TEST_CASE("quorum store: blocking calls from many threads at once", "[quorum]") {
+TEST_CASE("quorum store: blocking calls from many threads at once", "[quorum_store]") {
   Cluster c;
   auto store = c.store();
   for (int i = 0; i < 20; ++i) REQUIRE(store->put("k" + std::to_string(i), std::to_string(i)).status.is_ok());
@@ -322,7 +322,7 @@ TEST_CASE("quorum store: blocking calls from many threads at once", "[quorum]") 
   CHECK(right == 240);
 }
 
-TEST_CASE("quorum store: oversize keys and values are refused before sending", "[quorum]") {
+TEST_CASE("quorum store: oversize keys and values are refused before sending", "[quorum_store]") {
   Cluster c;
   auto store = c.store();
   CHECK(store->put(std::string(2000, 'k'), "v").status.code() == Code::kTooLarge);
@@ -331,7 +331,7 @@ TEST_CASE("quorum store: oversize keys and values are refused before sending", "
   CHECK(store->put("k", "v", Fence{"", 3}).status.code() == Code::kBadRequest);
 }
 
-TEST_CASE("quorum store: replicas with the cluster key take signed sequencers only", "[quorum][sequencer]") {
+TEST_CASE("quorum store: replicas with the cluster key take signed sequencers only", "[quorum_store][sequencer]") {
   cli::TempDir keys;
   const SequencerKey key = SequencerKey::generate();
   std::ofstream(keys.sub("cluster.key")) << key.to_hex() << "\n";

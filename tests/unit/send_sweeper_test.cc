@@ -26,7 +26,7 @@ bool eventually(F done) {
 // In each test the sweeps' state is declared before the sweeper, so that it
 // outlives the sweeper's thread.
 
-TEST_CASE("send sweeper: sweeps after a wake until nothing is held", "[quorum]") {
+TEST_CASE("send sweeper: sweeps after a wake until nothing is held", "[quorum_store]") {
   std::atomic<int> calls{0};
   std::atomic<int> held_for{3};  // rounds the sweep still holds sends
   client::SendSweeper sweeper(kPeriod);
@@ -46,7 +46,7 @@ TEST_CASE("send sweeper: sweeps after a wake until nothing is held", "[quorum]")
   REQUIRE(eventually([&] { return calls == 4; }));
 }
 
-TEST_CASE("send sweeper: a removed sweep never runs again", "[quorum]") {
+TEST_CASE("send sweeper: a removed sweep never runs again", "[quorum_store]") {
   std::atomic<int> first{0}, second{0};
   client::SendSweeper sweeper(kPeriod);
   uint64_t id = sweeper.add([&](uint64_t) {
@@ -66,7 +66,7 @@ TEST_CASE("send sweeper: a removed sweep never runs again", "[quorum]") {
   CHECK(first == seen);
 }
 
-TEST_CASE("send sweeper: a wake from inside a sweep keeps it sweeping", "[quorum]") {
+TEST_CASE("send sweeper: a wake from inside a sweep keeps it sweeping", "[quorum_store]") {
   std::atomic<int> calls{0};
   client::SendSweeper sweeper(kPeriod);
   sweeper.add([&](uint64_t) {
@@ -77,7 +77,7 @@ TEST_CASE("send sweeper: a wake from inside a sweep keeps it sweeping", "[quorum
   CHECK(eventually([&] { return calls >= 5; }));
 }
 
-TEST_CASE("send sweeper: one per process while anyone holds it", "[quorum]") {
+TEST_CASE("send sweeper: one per process while anyone holds it", "[quorum_store]") {
   auto a = client::shared_sweeper();
   auto b = client::shared_sweeper();
   CHECK(a == b);
