@@ -20,7 +20,6 @@
 #include <string>
 #include <vector>
 
-#include "config/cluster_config.h"
 #include "wire/lock_protocol.h"
 #include "auth/sequencer_key.h"
 #include "base/random.h"
