@@ -35,11 +35,10 @@ PaxosNode::PaxosNode(const PaxosOptions& options, PaxosStorage& storage)
       quorum_(options.members.size() / 2 + 1),
       // The acceptor's promise lasts master_lease_ms on its clock, which may run
       // max_drift_ppm slower than ours: end ours early enough (and 1 ms more for rounding).
-      lease_local_ms_(options.broken_lease_without_drift_margin
-                          ? options.master_lease_ms
-                          : options.master_lease_ms * (kMillion - options.max_drift_ppm) /
-                                    (kMillion + options.max_drift_ppm) -
-                                1),
+      lease_local_ms_(
+          options.broken_lease_without_drift_margin
+              ? options.master_lease_ms
+              : options.master_lease_ms * (kMillion - options.max_drift_ppm) / (kMillion + options.max_drift_ppm) - 1),
       rng_(options.seed ^ (uint64_t{options.self} * 0x9e3779b97f4a7c15ULL)) {}
 
 Result<std::unique_ptr<PaxosNode>> PaxosNode::start(const PaxosOptions& options, PaxosStorage& storage,

@@ -87,7 +87,7 @@ class MerkleTree {
   void move_nodes(uint64_t position, Leaf& leaf, uint64_t digest_xor, int tombstones);
 
   std::vector<std::vector<wire::TreeNode>> levels_;  // levels 0 to kTreeLeafLevel - 1
-  std::unordered_map<uint64_t, Leaf> leaves_;        // the leaves with entries
+  std::unordered_map<uint64_t, Leaf> leaves_;  // the leaves with entries
   size_t entries_ = 0;
   std::vector<Entry> undo_;  // what each change replaced, oldest first
 };

@@ -14,7 +14,6 @@ constexpr size_t kMaxRoleBytes = 16;        // "candidate"
 constexpr size_t kMaxEndpointBytes = 1024;  // a ZeroMQ endpoint
 
 struct RequestEncoder : RequestEncoderBase {
-
   void epoch_and_session(uint32_t body_fields, std::string_view type, uint64_t epoch, uint64_t session) const {
     head(3 + 2 + body_fields, type);
     pack_u64_field(pk, "epoch", epoch);

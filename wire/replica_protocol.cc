@@ -414,7 +414,6 @@ void read_stats(FieldReader& r, const Limits& limits, std::optional<ReplicaStats
 }
 
 struct RequestEncoder : RequestEncoderBase {
-
   void operator()(const PingRequest&) const { head(3, "ping"); }
   void operator()(const WriteRequest& r) const {
     const std::string commits = pack_commits(r.commits);

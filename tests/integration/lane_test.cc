@@ -251,7 +251,8 @@ size_t probes(const std::vector<std::vector<std::string>>& messages) {
   return static_cast<size_t>(std::count(messages.begin(), messages.end(), kProbe));
 }
 
-TEST_CASE("lane: a flush's requests to a replica leave as one message once it answered the probe", "[quorum_store][lane]") {
+TEST_CASE("lane: a flush's requests to a replica leave as one message once it answered the probe",
+          "[quorum_store][lane]") {
   Setup s(Several::kForward);
   auto first = s.write("a", 8);         // the probe goes first, then these one per message
   auto while_probing = s.write("b", 8);  // nothing received yet: the probe is unanswered
@@ -296,7 +297,8 @@ TEST_CASE("lane: a replica that refuses the probe gets one request per message, 
 }
 
 TEST_CASE("lane: a replica that refused the probe is asked again a minute later, and batches once it takes such "
-          "messages", "[quorum_store][lane]") {
+          "messages",
+          "[quorum_store][lane]") {
   Setup s(Several::kRefuse);
   require_ok(s.wait(s.write("a", 8)));
   s.drive_until([&] { return probes(s.proxy->messages()) == 1 && s.first_stores("a7"); });

@@ -64,7 +64,8 @@ size_t threads_of_this_process() {
   return n;
 }
 
-TEST_CASE("quorum store: stores with equal options share one engine, others share the ZeroMQ context", "[quorum_store]") {
+TEST_CASE("quorum store: stores with equal options share one engine, others share the ZeroMQ context",
+          "[quorum_store]") {
   QuorumStoreOptions o;
   o.replicas = {"tcp://127.0.0.1:1", "tcp://127.0.0.1:2", "tcp://127.0.0.1:3"};  // never reached
   auto first = QuorumStore::open(o);

@@ -155,15 +155,16 @@ class LockSim {
       : o_(o),
         world_(o.seed, o.keep_trace),
         key_(SequencerKey::from_hex(std::string(64, '7')).value()),
-        replicas_(world_, {.replicas = o.replicas,
-                           .max_clock_offset_ms = o.max_clock_offset_ms,
-                           .skip_fence_floor = o.broken_replicas_skip_fence_floor,
-                           .auth = replica::ReplicaAuth{.key = key_,
-                                                        .group = kGroup,
-                                                        .write_quorum = o.broken_replicas_one_receipt ? 1 : o.replicas / 2 + 1,
-                                                        .broken_ignore_sequencer_lock =
-                                                            o.broken_replicas_ignore_sequencer_lock},
-                           .trust_everyone = o.broken_replicas_trust_everyone}),
+        replicas_(
+            world_,
+            {.replicas = o.replicas,
+             .max_clock_offset_ms = o.max_clock_offset_ms,
+             .skip_fence_floor = o.broken_replicas_skip_fence_floor,
+             .auth = replica::ReplicaAuth{.key = key_,
+                                          .group = kGroup,
+                                          .write_quorum = o.broken_replicas_one_receipt ? 1 : o.replicas / 2 + 1,
+                                          .broken_ignore_sequencer_lock = o.broken_replicas_ignore_sequencer_lock},
+             .trust_everyone = o.broken_replicas_trust_everyone}),
         peer_auth_(key_, kGroup),
         lock_delays_(o.timing.max_clock_drift_ppm) {
     world_.faults() = o.faults;

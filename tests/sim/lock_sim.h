@@ -35,7 +35,7 @@ struct LockSimOptions {
   double replica_crash_per_second = 0.02;
   double client_crash = 0.1;               // chance a client dies holding its lock (its session expires)
   double pause = 0.15;                     // chance a client pauses between checking its lease and writing
-  double pause_before_fence = 0.05;        // chance it pauses inside acquire, between its grant and its fence
+  double pause_before_fence = 0.05;  // chance it pauses inside acquire, between its grant and its fence
   uint64_t pause_ms_max = 40000;           // longer than a session lease
   uint64_t max_clock_offset_ms = 200;
   ClusterTiming timing{.session_lease_ms = 12000,

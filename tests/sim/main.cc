@@ -37,9 +37,9 @@ Run run_quorum(QuorumSimOptions o) {
   auto r = run_quorum_sim(o);
   return {r.violations, r.trace_hash,
           u(r.events) + " events, writes ok " + u(r.writes_ok) + " fenced " + u(r.writes_fenced) + " unknown " +
-              u(r.writes_unknown) + ", reads ok " + u(r.reads_ok) + " failed " + u(r.reads_failed) + " (" + u(r.reads_failed_quorum_up) + " with R replicas up), bit flips " +
-              u(r.bit_flips) + " (" + u(r.bit_flips_to_w) + " to W corrupt copies, " + u(r.bit_flips_skipped) +
-              " skipped)",
+              u(r.writes_unknown) + ", reads ok " + u(r.reads_ok) + " failed " + u(r.reads_failed) + " (" +
+              u(r.reads_failed_quorum_up) + " with R replicas up), bit flips " + u(r.bit_flips) + " (" +
+              u(r.bit_flips_to_w) + " to W corrupt copies, " + u(r.bit_flips_skipped) + " skipped)",
           r.trace};
 }
 
@@ -199,11 +199,11 @@ int main(int argc, char** argv) {
   l.clients = q.clients;
   bool broken = broken_floor || broken_lease || broken_delay || broken_trust || l.broken_lockd_reply_before_sync ||
                 l.broken_replicas_ignore_sequencer_lock || l.broken_lease_without_drift_margin ||
-                l.broken_clients_ignore_failed_fence ||
-                q.broken_replicas_pending_as_committed || q.broken_replicas_hide_pending ||
-                q.broken_replica_acks_without_storing || q.broken_replicas_skip_checksum ||
-                q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect || q.broken_replicas_forget_dropped ||
-                q.broken_writes_keep_floor || q.broken_skip_read_repair || st.broken_lying_journal_sync;
+                l.broken_clients_ignore_failed_fence || q.broken_replicas_pending_as_committed ||
+                q.broken_replicas_hide_pending || q.broken_replica_acks_without_storing ||
+                q.broken_replicas_skip_checksum || q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect ||
+                q.broken_replicas_forget_dropped || q.broken_writes_keep_floor || q.broken_skip_read_repair ||
+                st.broken_lying_journal_sync;
   uint64_t unsafe = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
     q.seed = l.seed = st.seed = seed;

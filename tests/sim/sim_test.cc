@@ -43,8 +43,8 @@ double reads_failed_quorum_up(uint64_t failed, uint64_t ok, uint64_t failed_quor
 
 void sweep(uint64_t slice) {
   uint64_t fenced = 0, acknowledged = 0, reads = 0, failed = 0, failed_quorum_up = 0;
-  const uint64_t seeds = run_seeds(QuorumSimOptions{}, {seed_count() * 6 / 10, slice, 3}, "palisade-sim", run_quorum_sim,
-                                   [&](const QuorumSimResult& r) {
+  const uint64_t seeds = run_seeds(QuorumSimOptions{}, {seed_count() * 6 / 10, slice, 3}, "palisade-sim",
+                                   run_quorum_sim, [&](const QuorumSimResult& r) {
                                      fenced += r.writes_fenced;
                                      acknowledged += r.writes_ok;
                                      reads += r.reads_ok;

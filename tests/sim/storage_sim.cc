@@ -471,7 +471,8 @@ class PaxosSim final : public DiskRun {
   static constexpr uint64_t kMaxUnsettled = 12;  // 4,096 subsets
 
   uint64_t unsettled() const {
-    return static_cast<uint64_t>(std::count_if(since_.begin(), since_.end(), [](const Changes& c) { return !c.acked; }));
+    return static_cast<uint64_t>(
+        std::count_if(since_.begin(), since_.end(), [](const Changes& c) { return !c.acked; }));
   }
 
   std::unique_ptr<lockgroup::LmdbPaxosStorage> storage_;

@@ -88,7 +88,8 @@ TEST_CASE("storage sim: a disk that lies about the journal's fsync loses acknowl
 void paxos_sweep(uint64_t slice) {
   StorageSimOptions o;
   o.paxos = true;
-  const auto [total, seeds] = sweep_total(o, {seed_count() / 2, slice, 2}, "palisade-sim --sim storage --paxos-storage");
+  const auto [total, seeds] =
+      sweep_total(o, {seed_count() / 2, slice, 2}, "palisade-sim --sim storage --paxos-storage");
   CHECK(total.commits_ok > 20 * seeds);
   CHECK(total.commits_failed > seeds);
   CHECK(total.crashes > seeds);
