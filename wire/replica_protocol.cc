@@ -741,8 +741,9 @@ std::string encode_reply(const ReplicaReply& reply) {
 Result<ReplicaRequest> decode_request(std::string_view bytes, const Limits& limits, uint64_t* id_out) {
   auto read = [&](const std::string& type, FieldReader& r, ReplicaRequestBody& body) {
     auto got = read_body(type, r, limits);
-    if (got.is_ok()) body = std::move(got).value();
-    return got.status();
+    if (!got.is_ok()) return got.status();
+    body = std::move(got).value();
+    return Status::ok();
   };
   return decode_request_with<ReplicaRequest>(bytes, limits.max_message_bytes(), id_out, read);
 }
