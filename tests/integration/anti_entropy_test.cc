@@ -71,15 +71,17 @@ struct Replicas {
     REQUIRE(reply.value().status.is_ok());
     return reply.value().versions;
   }
-  // Waits until replica i holds a version of `key`: a put returns after W=2
-  // acknowledgements, and the third copy may still be on its way.
+  // Waits until replica i holds a committed version of `key`: a put returns
+  // after W=2 acknowledgements, and the third copy and its commit may still be
+  // on their way.
   bool holds(int i, const std::string& key) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (held(i, key).empty()) {
+    for (;;) {
+      auto versions = held(i, key);
+      if (!versions.empty() && versions[0].state == VersionState::kCommitted) return true;
       if (std::chrono::steady_clock::now() > deadline) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    return true;
   }
   wire::ReplicaReply call(int i, wire::ReplicaRequest request) {
     ReplicaConnection conn(replicas[i]->endpoint());
@@ -94,6 +96,9 @@ TEST_CASE("anti-entropy: replicas that diverged while one was down converge", "[
   {
     auto store = c.store();
     for (int i = 0; i < 20; ++i) REQUIRE(store->put("k" + std::to_string(i), "first").status.is_ok());
+    // A put returns after W=2: wait for replica 2's copies, so that it misses
+    // exactly k10..k29 and no more.
+    for (int i = 0; i < 20; ++i) REQUIRE(c.holds(2, "k" + std::to_string(i)));
     c.replicas[2]->process().kill();
     for (int i = 10; i < 30; ++i) REQUIRE(store->put("k" + std::to_string(i), "second").status.is_ok());
   }  // closing the store waits for its commits
