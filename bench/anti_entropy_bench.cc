@@ -15,7 +15,7 @@ namespace {
 
 struct Flags {
   std::string replica_bin = cli::sibling_replica_binary();
-  std::string tmp_dir = cli::default_temp_base();
+  std::string tmp_dir = default_temp_base();
   uint64_t keys = 1'000'000;
   double differ_percent = 1;
   size_t value_bytes = 100;
@@ -59,7 +59,7 @@ Result<AntiEntropyReport> repair(const cli::ReplicaProcess& a, const cli::Replic
 }
 
 int run(const Flags& flags) {
-  cli::TempDir dir(flags.tmp_dir);
+  TempDir dir(flags.tmp_dir);
   auto t0 = Clock::now();
   load(dir.sub("a"), flags, false);
   const uint64_t differing_bytes = load(dir.sub("b"), flags, true);

@@ -19,7 +19,7 @@
 #include "wire/replica_protocol.h"
 #include "palisade/status.h"
 #include "cli/replica_process.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade::bench {
 
@@ -43,7 +43,7 @@ bool reset_peak_rss();
 // The options every end-to-end bench takes; `seconds` defaults differ.
 struct CommonFlags {
   std::string replica_bin = cli::sibling_replica_binary();
-  std::string tmp_dir = cli::default_temp_base();
+  std::string tmp_dir = default_temp_base();
   double seconds = 2;
   double floor_seconds = 1;
   std::vector<int> clients = {1, 16, 64};

@@ -28,7 +28,7 @@
 #include "transport/transport.h"
 #include "palisade/lock_client.h"
 #include "cli/local_cluster.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade::bench {
 namespace {
@@ -316,7 +316,7 @@ void write_json(const Report& r, const std::string& path) {
 }
 
 int run(const Flags& flags) {
-  cli::TempDir tmp(flags.tmp_dir);
+  TempDir tmp(flags.tmp_dir);
   std::printf("palisade-lock-bench: %d x %s, data in %s, %.1f s per level\n", kLockd, flags.lockd_bin.c_str(),
               tmp.path().c_str(), flags.seconds);
   Report report;

@@ -25,7 +25,7 @@
 #include "base/physical_clock.h"
 #include "wire/replica_protocol.h"
 #include "palisade/quorum_store.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade::bench {
 namespace {
@@ -252,7 +252,7 @@ void write_json(const Report& r, const std::string& path) {
 }
 
 int run(const Flags& flags) {
-  cli::TempDir tmp(flags.tmp_dir);
+  TempDir tmp(flags.tmp_dir);
   std::printf("palisade-quorum-bench: 3 x %s, N=3 W=2 R=2, data in %s, %.1f s per level\n", flags.replica_bin.c_str(),
               tmp.path().c_str(), flags.seconds);
   std::vector<bool> models;

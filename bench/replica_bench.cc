@@ -20,7 +20,7 @@
 #include "base/hybrid_clock.h"
 #include "base/physical_clock.h"
 #include "wire/replica_protocol.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade::bench {
 namespace {
@@ -107,7 +107,7 @@ void write_json(const Report& r, const std::string& path) {
 }
 
 int run(const Flags& flags) {
-  cli::TempDir tmp(flags.tmp_dir);
+  TempDir tmp(flags.tmp_dir);
 
   Report report;
   {

@@ -14,7 +14,7 @@
 #include "cli/delay_proxy.h"
 #include "cli/holder_process.h"
 #include "cli/local_cluster.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade::cli {
 namespace {

@@ -18,7 +18,7 @@
 #include "bench/peers/systems.h"
 #include "bench/peers/workloads.h"
 #include "cli/local_cluster.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade::bench::peers {
 namespace {
@@ -36,12 +36,12 @@ struct Flags {
   double warmup = 3;
   std::vector<pid_t> server_pids;
   std::string json_path;
-  std::string tmp_dir = cli::default_temp_base();
+  std::string tmp_dir = default_temp_base();
   std::string lockd_bin = cli::sibling_lockd_binary();
   std::string replica_bin = cli::sibling_replica_binary();
 };
 
-std::unique_ptr<PeerSystem> open_system(const Flags& f, const cli::TempDir& tmp) {
+std::unique_ptr<PeerSystem> open_system(const Flags& f, const TempDir& tmp) {
   if (f.system == "palisade") return make_palisade({tmp.sub("palisade"), f.lockd_bin, f.replica_bin});
   if (f.system == "redis") return make_redis(f.endpoints);
   if (f.system == "etcd") return make_etcd(f.endpoints);
@@ -69,7 +69,7 @@ nlohmann::json point_json(const Point& p) {
 int run(const Flags& f) {
   std::vector<Workload> workloads;
   for (const auto& name : f.workloads) workloads.push_back(*workload_from_name(name));
-  cli::TempDir tmp(f.tmp_dir);
+  TempDir tmp(f.tmp_dir);
   auto system = open_system(f, tmp);
   std::vector<pid_t> pids = f.server_pids;
   for (pid_t pid : system->own_server_pids()) pids.push_back(pid);

@@ -17,7 +17,7 @@
 #include "tests/support/raw_lmdb.h"
 #include "tests/support/replica_process.h"
 #include "tests/support/replica_requests.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -27,7 +27,7 @@ using test::ReplicaProcess;
 using wire::VersionState;
 
 struct Replicas {
-  cli::TempDir dir;
+  TempDir dir;
   std::vector<std::unique_ptr<ReplicaProcess>> replicas;
 
   explicit Replicas(int n, std::vector<std::string> args = {}) {
@@ -174,7 +174,7 @@ TEST_CASE("anti-entropy: a superseded holder's pending write on one replica is p
 
 TEST_CASE("anti-entropy: replicas with the cluster key take copies under a lock only from a repairer",
           "[anti_entropy][sequencer]") {
-  cli::TempDir keys;
+  TempDir keys;
   const SequencerKey key = SequencerKey::generate();
   const std::string key_file = keys.sub("cluster.key");
   std::ofstream(key_file) << key.to_hex() << "\n";
@@ -257,7 +257,7 @@ TEST_CASE("anti-entropy: a corrupted value on one replica is repaired from the o
 }
 
 TEST_CASE("anti-entropy: two equal replicas of 100k keys exchange only their root digests", "[anti_entropy]") {
-  cli::TempDir dir;
+  TempDir dir;
   const FencedTimestamp ts = test::ts_now(0);
   for (int r = 0; r < 2; ++r) {
     // Loaded through the store API before the daemons start: far faster than 100k writes.

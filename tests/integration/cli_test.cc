@@ -43,7 +43,7 @@
 #include "tests/support/local_cluster.h"
 #include "cli/daemon_records.h"
 #include "cli/process.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -65,7 +65,7 @@ std::optional<int> ended_with(cli::Process& p, int timeout_ms) {
 }
 
 // Runs `palisade ARGS...` to completion (at most 60 s).
-Run palisade(const cli::TempDir& dir, const std::vector<std::string>& args) {
+Run palisade(const TempDir& dir, const std::vector<std::string>& args) {
   static int n = 0;
   std::vector<std::string> argv = {PALISADE_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -117,7 +117,7 @@ nlohmann::json json_of(const Run& r) {
 
 // A cluster with short leases for the commands to use through --cluster.
 struct Fixture {
-  cli::TempDir dir;
+  TempDir dir;
   std::unique_ptr<cli::LocalCluster> cluster;
   std::vector<std::string> with_cluster;
 
@@ -158,7 +158,7 @@ struct Fixture {
 // Stops and removes a cluster started with `palisade cluster up --dir DIR`,
 // also when the test fails: its daemons outlive the test otherwise.
 struct ClusterDown {
-  const cli::TempDir& home;
+  const TempDir& home;
   std::string dir;
   ~ClusterDown() {
     cli::Process down({PALISADE_BIN, "cluster", "down", "--purge", "--dir", dir}, home.sub("cleanup.log"));
@@ -168,7 +168,7 @@ struct ClusterDown {
 
 TEST_CASE("cli: cluster up starts a healthy cluster in the background, down stops exactly its daemons",
           "[cli]") {
-  cli::TempDir home;
+  TempDir home;
   setenv("PALISADE_HOME", home.path().c_str(), 1);  // the default cluster directory goes here
   unsetenv("PALISADE_CLUSTER");
   const std::string dir = home.path() + "/local";
@@ -310,7 +310,7 @@ TEST_CASE("cli: put, get and del, writes fenced by a sequencer, and their exit c
 }
 
 TEST_CASE("cli: a malformed endpoint in the cluster file or --replica is named, never an abort", "[cli]") {
-  cli::TempDir dir;
+  TempDir dir;
   const std::string file = dir.sub("cluster.toml");
   std::ofstream(file) << "group = \"g\"\n[[lockd]]\nid = 1\nendpoint = \"tcp://127.0.0.1:1\"\n"
                          "[[replica]]\nendpoint = \"tcp://127.0.0.1:2\"\n[[replica]]\nendpoint = \"garbage\"\n";
@@ -335,7 +335,7 @@ TEST_CASE("cli: a malformed endpoint in the cluster file or --replica is named, 
 }
 
 // A cluster file whose every endpoint refuses connections (nothing listens).
-std::string dead_cluster_file(const cli::TempDir& dir) {
+std::string dead_cluster_file(const TempDir& dir) {
   ClusterConfig config;
   config.group = "dead";
   config.lockd = {{.id = 1, .endpoint = "tcp://127.0.0.1:" + std::to_string(cli::free_port())}};
@@ -438,7 +438,7 @@ TEST_CASE("cli: the exit codes of docs/cli.md, usage errors that name the proble
 }
 
 TEST_CASE("cli: --version on palisade and both daemons, before any required flag", "[cli]") {
-  cli::TempDir dir;
+  TempDir dir;
   const std::filesystem::path build = std::filesystem::path(PALISADE_BIN).parent_path().parent_path();
   for (const auto& [bin, name] : {std::pair<std::string, std::string>{PALISADE_BIN, "palisade"},
                                   {(build / "lockgroup/palisade-lockd").string(), "palisade-lockd"},
@@ -465,7 +465,7 @@ std::vector<std::string> tour_commands() {
 }
 
 TEST_CASE("cli: the tour in docs/cli.md runs as written and says what it says", "[cli][tour]") {
-  cli::TempDir home;
+  TempDir home;
   // The tour's paths are under ~/.local/state: the default cluster directory.
   const std::string old_home = std::getenv("HOME") != nullptr ? std::getenv("HOME") : "";
   const std::string old_path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
@@ -1235,7 +1235,7 @@ class OnePageMaster {
 };
 
 TEST_CASE("cli: status says locks_complete false when the master stops answering between pages", "[cli]") {
-  cli::TempDir dir;
+  TempDir dir;
   OnePageMaster master;
   ClusterConfig config;
   config.group = "one-page";
@@ -1263,7 +1263,7 @@ TEST_CASE("cli: status says locks_complete false when the master stops answering
 
 TEST_CASE("cli: cluster up on ports another cluster holds fails, names the daemon, and a retry needs no purge",
           "[cli]") {
-  cli::TempDir home;
+  TempDir home;
   const std::string a = home.sub("a");
   const std::string b = home.sub("b");
   ClusterDown cleanup_a{home, a};
@@ -1329,7 +1329,7 @@ TEST_CASE("cli: a cluster file whose endpoints reach another cluster's daemons f
 
 TEST_CASE("cli: cluster up on a partly running cluster starts only the daemons that exited, with their data",
           "[cli]") {
-  cli::TempDir home;
+  TempDir home;
   const std::string dir = home.sub("c");
   const std::string file = dir + "/cluster.toml";
   ClusterDown cleanup{home, dir};

@@ -19,14 +19,14 @@
 #include "tests/support/replica_process.h"
 #include "tests/support/replica_requests.h"
 #include "cli/process.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade {
 namespace {
 
 using namespace std::chrono_literals;
 
-std::unique_ptr<cli::LocalCluster> start_cluster(const cli::TempDir& dir, const std::string& name) {
+std::unique_ptr<cli::LocalCluster> start_cluster(const TempDir& dir, const std::string& name) {
   cli::LocalClusterOptions o = test::local_cluster_options(dir.sub(name));
   o.timing = cli::short_lease_timing();
   return test::start_local_cluster(o);
@@ -60,7 +60,7 @@ void check_refusal(const Status& s, const std::vector<std::string>& endpoints, c
 
 TEST_CASE("identity: clients of cluster A pointed at cluster B are refused and change nothing there",
           "[identity]") {
-  cli::TempDir dir;
+  TempDir dir;
   auto a = start_cluster(dir, "a");
   auto b = start_cluster(dir, "b");
   REQUIRE(a->config().cluster_id.size() == kClusterIdBytes);
@@ -124,7 +124,7 @@ TEST_CASE("identity: clients of cluster A pointed at cluster B are refused and c
 }
 
 TEST_CASE("identity: a replica started without a cluster file takes its id from --cluster-id", "[identity]") {
-  cli::TempDir dir;
+  TempDir dir;
   const std::string mine = cluster_id_hex(new_cluster_id());
   const std::string other = new_cluster_id();
   test::ReplicaProcess replica(dir.sub("replica"), {"--insecure", "--cluster-id", mine});

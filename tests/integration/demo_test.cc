@@ -6,13 +6,13 @@
 #include <sys/wait.h>
 
 #include "cli/process.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade {
 namespace {
 
 TEST_CASE("palisade demo: every fencing scenario holds on a real lock group and replicas", "[demo]") {
-  cli::TempDir tmp;
+  TempDir tmp;
   cli::Process demo({PALISADE_BIN, "demo"}, tmp.sub("demo.log"));
   auto status = demo.wait(180000);
   REQUIRE(status.has_value());
@@ -32,7 +32,7 @@ TEST_CASE("palisade demo: every fencing scenario holds on a real lock group and 
 }
 
 TEST_CASE("palisade demo: a missing replica binary fails the verdicts and the exit code", "[demo]") {
-  cli::TempDir tmp;
+  TempDir tmp;
   cli::Process demo({PALISADE_BIN, "demo", "--replica-bin", "/nonexistent/palisade-replica"}, tmp.sub("demo.log"));
   auto status = demo.wait(60000);
   REQUIRE(status.has_value());

@@ -26,7 +26,7 @@
 #include "tests/support/replica_process.h"
 #include "tests/support/replica_requests.h"
 #include "cli/process.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -217,7 +217,7 @@ struct Setup {
     return reply.value().newest() != nullptr;
   }
 
-  cli::TempDir dir;
+  TempDir dir;
   std::vector<std::unique_ptr<test::ReplicaProcess>> replicas;
   std::unique_ptr<FramingProxy> proxy;
   zmq::context_t ctx{1};

@@ -27,7 +27,7 @@
 #include "tests/support/printers.h"
 #include "tests/support/replica_process.h"
 #include "cli/process.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -38,7 +38,7 @@ constexpr char kGroup[] = "lock-client-test";
 
 // Three lockd nodes and three replicas sharing one cluster key.
 struct Cluster {
-  cli::TempDir dir;
+  TempDir dir;
   std::string key_file = dir.sub("cluster.key");
   std::string cluster_file = dir.sub("cluster.toml");
   std::vector<std::unique_ptr<test::ReplicaProcess>> replicas;

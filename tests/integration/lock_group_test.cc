@@ -52,7 +52,7 @@
 #include "tests/support/replica_requests.h"
 #include "cli/holder_process.h"
 #include "cli/process.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -81,7 +81,7 @@ bool eventually(F&& f, milliseconds timeout) {
 // A local cluster in a temporary directory. Should the test end by a failed
 // REQUIRE, the end of every daemon's log goes to stderr.
 struct Fixture {
-  cli::TempDir dir;
+  TempDir dir;
   std::unique_ptr<cli::LocalCluster> cluster;
 
   explicit Fixture(const std::function<void(cli::LocalClusterOptions&)>& tweak = {}) {
@@ -1215,7 +1215,7 @@ TEST_CASE("lock group: a node restarted ~2000 slots behind catches up; long peer
 // ---- g. the command line ----
 
 // Runs palisade-lockd with `args` to its end: {exit status, output}.
-std::pair<int, std::string> run_lockd(const cli::TempDir& dir, const std::string& name,
+std::pair<int, std::string> run_lockd(const TempDir& dir, const std::string& name,
                                       std::vector<std::string> args) {
   args.insert(args.begin(), test::lockd_binary());
   cli::Process p(args, dir.sub(name + ".log"));
@@ -1228,7 +1228,7 @@ std::pair<int, std::string> run_lockd(const cli::TempDir& dir, const std::string
 }
 
 TEST_CASE("lock group: palisade-lockd's command line", "[lockgroup]") {
-  cli::TempDir dir;
+  TempDir dir;
   auto [help_status, help] = run_lockd(dir, "help", {"--help"});
   CHECK(help_status == 0);
   CHECK_THAT(help, Catch::Contains("--cluster"));

@@ -13,7 +13,7 @@
 #include "auth/sequencer_key.h"
 #include "tests/support/replica_requests.h"
 #include "tests/support/replica_process.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -22,7 +22,7 @@ using client::ReplicaConnection;
 using test::ReplicaProcess;
 
 struct Cluster {
-  cli::TempDir dir;
+  TempDir dir;
   std::vector<std::unique_ptr<ReplicaProcess>> replicas;
 
   // `replica_args` go to every replica.
@@ -333,7 +333,7 @@ TEST_CASE("quorum store: oversize keys and values are refused before sending", "
 }
 
 TEST_CASE("quorum store: replicas with the cluster key take signed sequencers only", "[quorum_store][sequencer]") {
-  cli::TempDir keys;
+  TempDir keys;
   const SequencerKey key = SequencerKey::generate();
   std::ofstream(keys.sub("cluster.key")) << key.to_hex() << "\n";
   Cluster c({"--key-file", keys.sub("cluster.key"), "--group", "qs", "--write-quorum", "2"});

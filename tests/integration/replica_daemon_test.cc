@@ -26,7 +26,7 @@
 #include "client/replica_connection.h"
 #include "tests/support/replica_requests.h"
 #include "tests/support/replica_process.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -130,7 +130,7 @@ class RawMessage {
 // A daemon on a fresh data dir, and a client of it.
 struct Fixture {
   explicit Fixture(std::vector<std::string> args = {}) : daemon(tmp.sub("data"), std::move(args)) {}
-  cli::TempDir tmp;
+  TempDir tmp;
   ReplicaProcess daemon;
   ReplicaConnection conn{daemon.endpoint()};
 };
@@ -529,7 +529,7 @@ TEST_CASE("daemon: a full disk fails writes, not the daemon", "[replica][daemon]
 }
 
 TEST_CASE("daemon: --help prints usage, a missing --data-dir or a bad --map-size is refused", "[replica][daemon]") {
-  cli::TempDir tmp;
+  TempDir tmp;
   {
     cli::Process help({test::replica_binary(), "--help"}, tmp.sub("help.log"));
     auto status = help.wait(kExitTimeoutMs);
@@ -559,7 +559,7 @@ TEST_CASE("daemon: --help prints usage, a missing --data-dir or a bad --map-size
 }
 
 TEST_CASE("daemon: settings come from a config file, and flags override it", "[replica][daemon]") {
-  cli::TempDir tmp;
+  TempDir tmp;
   std::string endpoint = "tcp://127.0.0.1:" + std::to_string(cli::free_port());
   {
     std::ofstream config(tmp.sub("replica.toml"));
@@ -593,7 +593,7 @@ struct KeyedCluster {
   std::string sign(const std::string& lock, uint64_t token, const SequencerKey& with) const {
     return sign_sequencer({"it-1", lock, LockMode::kExclusive, token}, with);
   }
-  cli::TempDir tmp;
+  TempDir tmp;
   SequencerKey key = SequencerKey::generate();
 };
 
@@ -647,7 +647,7 @@ TEST_CASE("daemon: with the cluster key, it refuses forged sequencers and accept
 }
 
 TEST_CASE("daemon: without a cluster key it starts only with --insecure", "[replica][daemon][sequencer]") {
-  cli::TempDir tmp;
+  TempDir tmp;
   cli::Process bare({test::replica_binary(), "--data-dir", tmp.sub("d"), "--listen",
                        "tcp://127.0.0.1:" + std::to_string(cli::free_port())},
                       tmp.sub("bare.log"));

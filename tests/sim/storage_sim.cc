@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/random.h"
+#include "base/temp_dir.h"
 #include "lockgroup/lmdb_paxos_storage.h"
 #include "replica/lmdb_store.h"
 #include "tests/support/sim_disk.h"
@@ -24,25 +25,6 @@ namespace {
 using replica::Change;
 using replica::LmdbStore;
 using test::SimDisk;
-
-// A fresh directory under $TMPDIR (default /tmp), removed with its files.
-class ScratchDir {
- public:
-  ScratchDir() {
-    const char* env = std::getenv("TMPDIR");
-    std::string tmpl = std::string(env != nullptr && *env != '\0' ? env : "/tmp") + "/palisade-storage-sim-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("cannot make a directory like " + tmpl);
-    path_ = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 enum class Outcome { kAcked, kFailed, kInDoubt };
 
@@ -149,7 +131,7 @@ class DiskRun {
 
   StorageSimOptions o_;
   Random rng_;
-  ScratchDir dir_;
+  TempDir dir_;
   StorageSimResult r_;
   int full_left_ = 0;  // batches until a full disk has room again
 };

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "config/cluster_config.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -259,7 +259,7 @@ TEST_CASE("cluster file: format_cluster_config reads back as the same config", "
 }
 
 TEST_CASE("cluster file: load_cluster_file reads a file, a missing one is a storage error", "[config]") {
-  cli::TempDir dir;
+  TempDir dir;
   {
     std::ofstream out(dir.sub("cluster.toml"));
     out << kGood;

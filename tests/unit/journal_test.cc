@@ -15,7 +15,7 @@
 #include "base/big_endian.h"
 #include "wire/hash.h"
 #include "tests/support/sim_disk.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -63,7 +63,7 @@ void flip_byte(const std::string& path, off_t offset) {
 }
 
 TEST_CASE("journal: records appended replay in order after a reopen", "[journal]") {
-  cli::TempDir dir;
+  TempDir dir;
   const std::string path = dir.sub("journal");
   {
     auto j = create_journal(path);
@@ -84,7 +84,7 @@ TEST_CASE("journal: records appended replay in order after a reopen", "[journal]
 }
 
 TEST_CASE("journal: replay starts at the checkpoint's position", "[journal]") {
-  cli::TempDir dir;
+  TempDir dir;
   auto j = create_journal(dir.sub("journal"));
   append(*j, "before");
   j->checkpointed();
@@ -101,7 +101,7 @@ TEST_CASE("journal: replay starts at the checkpoint's position", "[journal]") {
 }
 
 TEST_CASE("journal: replay stops at a torn last record, and the next append replaces it", "[journal]") {
-  cli::TempDir dir;
+  TempDir dir;
   const std::string path = dir.sub("journal");
   {
     auto j = create_journal(path);
@@ -128,7 +128,7 @@ TEST_CASE("journal: replay stops at a torn last record, and the next append repl
 }
 
 TEST_CASE("journal: a damaged record with an intact one after it is Corrupt, not an end", "[journal]") {
-  cli::TempDir dir;
+  TempDir dir;
   const std::string path = dir.sub("journal");
   auto expect_corrupt = [&](Journal::Position from, const std::string& named) {
     auto j = reopen_journal(path);
@@ -174,7 +174,7 @@ TEST_CASE("journal: a damaged record with an intact one after it is Corrupt, not
 }
 
 TEST_CASE("journal: a damaged or cut file header is refused", "[journal]") {
-  cli::TempDir dir;
+  TempDir dir;
   const std::string path = dir.sub("journal");
   for (off_t at : {off_t{0}, off_t{12}, off_t{26}, off_t{35}}) {  // magic, key, size, checksum
     INFO("byte " << at);
@@ -194,7 +194,7 @@ TEST_CASE("journal: a damaged or cut file header is refused", "[journal]") {
 TEST_CASE("journal: a record not checksummed with the file's key is not replayed", "[journal]") {
   // A client controls the bytes of its values, which end up in payloads: a
   // record planted inside a payload must never pass for a real one.
-  cli::TempDir dir;
+  TempDir dir;
   auto j = create_journal(dir.sub("journal"));
   std::string forged;
   append_be(forged, (uint64_t{0x504a524e} << 32) | 4, 8);
@@ -208,7 +208,7 @@ TEST_CASE("journal: a record not checksummed with the file's key is not replayed
 }
 
 TEST_CASE("journal: a new journal replaces the old one, whose records never replay", "[journal]") {
-  cli::TempDir dir;
+  TempDir dir;
   {
     auto old = create_journal(dir.sub("journal"));
     append(*old, "old");
@@ -218,7 +218,7 @@ TEST_CASE("journal: a new journal replaces the old one, whose records never repl
 }
 
 TEST_CASE("journal: a record that does not fit before the end goes to the ring's start", "[journal]") {
-  cli::TempDir dir;
+  TempDir dir;
   const std::string path = dir.sub("journal");
   auto j = create_journal(path);  // a ring of 4096 bytes
   const std::string big(1500, 'a');
@@ -247,7 +247,7 @@ TEST_CASE("journal: a record that does not fit before the end goes to the ring's
 }
 
 TEST_CASE("journal: a full journal refuses appends until a checkpoint frees it", "[journal]") {
-  cli::TempDir dir;
+  TempDir dir;
   auto j = create_journal(dir.sub("journal"));
   const std::string payload(1000, 'x');
   int appended = 0;
@@ -270,7 +270,7 @@ TEST_CASE("journal: a full journal refuses appends until a checkpoint frees it",
 }
 
 TEST_CASE("journal: after a failed sync nothing is appended until a checkpoint moves past it", "[journal]") {
-  cli::TempDir dir;
+  TempDir dir;
   auto j = create_journal(dir.sub("journal"));
   const Journal::Position start = j->next();
   append(*j, "a");
@@ -291,7 +291,7 @@ TEST_CASE("journal: after a failed sync nothing is appended until a checkpoint m
 }
 
 TEST_CASE("journal: a missing or damaged file is an error unless asked to create one", "[journal]") {
-  cli::TempDir dir;
+  TempDir dir;
   auto missing = Journal::open(dir.sub("journal"), Journal::kMinFileBytes, /*create=*/false);
   REQUIRE_FALSE(missing.is_ok());
   CHECK(missing.status().code() == Code::kStorageError);
@@ -313,7 +313,7 @@ TEST_CASE("journal: a missing or damaged file is an error unless asked to create
 // loses nothing that append() returned ok for). After each reopening, replay
 // from the last checkpoint returns exactly what was appended since.
 TEST_CASE("journal: random appends, checkpoints and reopenings", "[journal]") {
-  cli::TempDir dir;
+  TempDir dir;
   const std::string path = dir.sub("journal");
   std::mt19937 rng(20261130);
   auto j = create_journal(path, kRing + 3 * 4096);

@@ -12,7 +12,7 @@
 #include "storage/journal.h"
 #include "tests/support/sim_disk.h"
 #include "tests/support/raw_lmdb.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -72,7 +72,7 @@ struct KvStore {
 };
 
 TEST_CASE("journaled lmdb: a failed checkpoint rebuilds the base from LMDB and the journal", "[journal][lmdb]") {
-  cli::TempDir dir, image;
+  TempDir dir, image;
   KvStore kv(dir.path());
   REQUIRE(kv.put("a", "1").is_ok());
   REQUIRE(kv.put("b", "2").is_ok());
@@ -95,7 +95,7 @@ TEST_CASE("journaled lmdb: a failed checkpoint rebuilds the base from LMDB and t
 TEST_CASE("journaled lmdb: a failed write is undone by a rebuild that keeps the batch's earlier changes, "
           "later ones by a nested transaction",
           "[journal][lmdb]") {
-  cli::TempDir dir, image;
+  TempDir dir, image;
   KvStore kv(dir.path(), size_t{64} << 10);
   REQUIRE(kv.put("a", "1").is_ok());
   auto write = [&kv](const std::string& record, std::string_view keep) {
@@ -125,7 +125,7 @@ TEST_CASE("journaled lmdb: a failed write is undone by a rebuild that keeps the 
 }
 
 TEST_CASE("journaled lmdb: a batch whose journal append failed is gone from the base", "[journal][lmdb]") {
-  cli::TempDir dir;
+  TempDir dir;
   KvStore kv(dir.path());
   REQUIRE(kv.put("a", "1").is_ok());
   test::fail_next_syncs(1);
@@ -139,7 +139,7 @@ TEST_CASE("journaled lmdb: a batch whose journal append failed is gone from the 
 
 TEST_CASE("journaled lmdb: when the rebuild fails too, every call fails until a restart replays the journal",
           "[journal][lmdb]") {
-  cli::TempDir dir;
+  TempDir dir;
   {
     KvStore kv(dir.path(), size_t{64} << 10);
     REQUIRE(kv.put("a", "1").is_ok());  // journaled, not checkpointed
@@ -170,7 +170,7 @@ TEST_CASE("journaled lmdb: when the rebuild fails too, every call fails until a 
 
 TEST_CASE("journaled lmdb: after a failed checkpoint the next is tried checkpoint_bytes of journal later",
           "[journal][lmdb]") {
-  cli::TempDir dir;
+  TempDir dir;
   KvStore kv(dir.path(), size_t{64} << 10);
   const std::string x(500, 'x'), y(500, 'y');
   int keys = 0;

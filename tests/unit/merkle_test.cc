@@ -13,7 +13,7 @@
 #include "replica/merkle.h"
 #include "tests/support/sim_disk.h"
 #include "tests/support/raw_lmdb.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -37,7 +37,7 @@ void put(ReplicaStore& s, std::string_view key, const Versions& versions) {
 
 wire::TreeNode root(ReplicaStore& s) { return s.tree_node(0, 0).value(); }
 
-std::unique_ptr<LmdbStore> open(const cli::TempDir& dir) {
+std::unique_ptr<LmdbStore> open(const TempDir& dir) {
   auto s = LmdbStore::open(dir.path(), {.map_size_bytes = size_t{64} << 20});
   INFO(s.status().to_string());
   REQUIRE(s.is_ok());
@@ -48,7 +48,7 @@ uint64_t leaf_of_key(std::string_view key) { return wire::tree_node_of(replica::
 
 TEST_CASE("merkle: the same contents give the same digests, in whatever order they were written",
           "[anti_entropy][replica]") {
-  cli::TempDir d1, d2;
+  TempDir d1, d2;
   auto a = open(d1);
   replica::MemoryStore b;
   CHECK(root(*a) == root(b));
@@ -62,7 +62,7 @@ TEST_CASE("merkle: the same contents give the same digests, in whatever order th
 }
 
 TEST_CASE("merkle: one changed key changes exactly the nodes on its path", "[anti_entropy][replica]") {
-  cli::TempDir d1, d2;
+  TempDir d1, d2;
   auto a = open(d1);
   auto b = open(d2);
   for (int i = 0; i < 200; ++i) {
@@ -84,7 +84,7 @@ TEST_CASE("merkle: one changed key changes exactly the nodes on its path", "[ant
 
 TEST_CASE("merkle: an aborted batch leaves the tree as it was; a committed one survives reopening",
           "[anti_entropy][replica]") {
-  cli::TempDir dir;
+  TempDir dir;
   auto s = open(dir);
   put(*s, "a", {version("1", 1)});
   REQUIRE(s->commit().is_ok());
@@ -103,7 +103,7 @@ TEST_CASE("merkle: an aborted batch leaves the tree as it was; a committed one s
 }
 
 TEST_CASE("merkle: a key's only committed tombstone is counted up the tree", "[anti_entropy][replica]") {
-  cli::TempDir dir;
+  TempDir dir;
   auto s = open(dir);
   put(*s, "gone", {version("", 3, VersionState::kCommitted, true)});
   put(*s, "pending-gone", {version("", 4, VersionState::kPending, true)});
@@ -116,7 +116,7 @@ TEST_CASE("merkle: a key's only committed tombstone is counted up the tree", "[a
 
 TEST_CASE("merkle: a leaf lists its keys with their version heads, and floors with their sequencer",
           "[anti_entropy][replica]") {
-  cli::TempDir dir;
+  TempDir dir;
   auto s = open(dir);
   const Version pending = version("new", 5, VersionState::kPending);
   const Version committed = version("old", 4);
@@ -137,7 +137,7 @@ TEST_CASE("merkle: a leaf lists its keys with their version heads, and floors wi
 }
 
 TEST_CASE("merkle: opening finds a record damaged on disk and lists it as corrupt", "[anti_entropy][replica]") {
-  cli::TempDir dir;
+  TempDir dir;
   wire::TreeNode healthy;
   {
     auto s = open(dir);
@@ -167,7 +167,7 @@ TEST_CASE("merkle: opening finds a record damaged on disk and lists it as corrup
 }
 
 TEST_CASE("merkle: an aborted batch lists what it listed before, erased keys included", "[anti_entropy][replica]") {
-  cli::TempDir dir;
+  TempDir dir;
   auto s = open(dir);
   put(*s, "kept", {version("1", 1)});
   put(*s, "erased", {version("1", 1)});
@@ -194,7 +194,7 @@ TEST_CASE("merkle: an aborted batch lists what it listed before, erased keys inc
 }
 
 TEST_CASE("merkle: an aborted batch undoes each entry's changes newest first", "[anti_entropy][replica]") {
-  cli::TempDir dir;
+  TempDir dir;
   auto s = open(dir);
   put(*s, "gone", {version("", 3, VersionState::kCommitted, true)});  // a lone tombstone
   REQUIRE(s->commit().is_ok());
@@ -248,7 +248,7 @@ void plant_digests_database(const std::string& dir, const std::string& format) {
 
 TEST_CASE("merkle: the tree a store builds from its data file and journal is the one it kept, failed batches aside",
           "[anti_entropy][replica]") {
-  cli::TempDir dir, image;
+  TempDir dir, image;
   auto s = open(dir);
   for (int i = 0; i < 20; ++i) put(*s, "k" + std::to_string(i), {version("v", 1)});
   REQUIRE(s->apply(Change{.lock = "L", .floor = 3, .floor_sequencer = "ps1.seq"}).is_ok());
@@ -278,7 +278,7 @@ TEST_CASE("merkle: the tree a store builds from its data file and journal is the
 }
 
 TEST_CASE("merkle: a leaf lists all its entries, in position order", "[anti_entropy][replica]") {
-  cli::TempDir dir;
+  TempDir dir;
   auto s = open(dir);
   // Keys until one leaf holds three of them (of 2^20 leaves: some 20,000 names).
   std::map<uint64_t, std::vector<std::string>> by_leaf;
@@ -308,7 +308,7 @@ TEST_CASE("merkle: a leaf beyond the tree lists nothing", "[anti_entropy][replic
 
 TEST_CASE("merkle: a data dir of an older format is upgraded: its digests database dropped, the tree built",
           "[anti_entropy][replica]") {
-  cli::TempDir dir;
+  TempDir dir;
   wire::TreeNode expected;
   {
     auto s = open(dir);

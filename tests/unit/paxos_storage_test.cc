@@ -17,7 +17,7 @@
 #include "tests/support/sim_disk.h"
 #include "tests/support/printers.h"
 #include "tests/support/raw_lmdb.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade::lockgroup {
 namespace {
@@ -79,13 +79,13 @@ struct LmdbFixture {
     lmdb = std::move(r).value();
   }
   void restart() {
-    auto image = std::make_unique<cli::TempDir>();
+    auto image = std::make_unique<TempDir>();
     test::copy_crash_image(dir->path(), image->path());
     lmdb.reset();
     dir = std::move(image);
     open();
   }
-  std::unique_ptr<cli::TempDir> dir = std::make_unique<cli::TempDir>();
+  std::unique_ptr<TempDir> dir = std::make_unique<TempDir>();
   LmdbPaxosStorage::Options options{size_t{64} << 20};
   std::unique_ptr<LmdbPaxosStorage> lmdb;
 };
@@ -378,7 +378,7 @@ Status load_status(const std::string& dir) {
 }
 
 TEST_CASE("lmdb paxos storage: a damaged record is Corrupt", "[lockgroup][paxos_storage]") {
-  cli::TempDir dir;
+  TempDir dir;
   fill(dir.path());
   REQUIRE(load_status(dir.path()).is_ok());
   auto flip = [](size_t pos_from_end) {
@@ -431,7 +431,7 @@ TEST_CASE("lmdb paxos storage: a damaged record is Corrupt", "[lockgroup][paxos_
 }
 
 TEST_CASE("lmdb paxos storage: a record moved to another slot is Corrupt", "[lockgroup][paxos_storage]") {
-  cli::TempDir dir;
+  TempDir dir;
   fill(dir.path());
   {
     test::RawLmdb raw(dir.path());
@@ -447,7 +447,7 @@ TEST_CASE("lmdb paxos storage: a record moved to another slot is Corrupt", "[loc
 }
 
 TEST_CASE("lmdb paxos storage: records are laid out as documented", "[lockgroup][paxos_storage]") {
-  cli::TempDir dir;
+  TempDir dir;
   fill(dir.path());
   test::RawLmdb raw(dir.path());
   CHECK(raw.get("meta", "format") == "2");
@@ -467,7 +467,7 @@ TEST_CASE("lmdb paxos storage: records are laid out as documented", "[lockgroup]
 }
 
 TEST_CASE("lmdb paxos storage: a snapshot deletes the entries it covers from disk", "[lockgroup][paxos_storage]") {
-  cli::TempDir dir;
+  TempDir dir;
   const std::vector<Slot> slots = {1, 255, 256, 257, 65'536};
   {
     auto s = open_lmdb(dir.path());
@@ -484,7 +484,7 @@ TEST_CASE("lmdb paxos storage: a snapshot deletes the entries it covers from dis
 }
 
 TEST_CASE("lmdb paxos storage: another storage format is refused", "[lockgroup][paxos_storage]") {
-  cli::TempDir dir;
+  TempDir dir;
   fill(dir.path());
   {
     test::RawLmdb raw(dir.path());
@@ -498,7 +498,7 @@ TEST_CASE("lmdb paxos storage: another storage format is refused", "[lockgroup][
 }
 
 TEST_CASE("lmdb paxos storage: a directory that does not exist is a StorageError", "[lockgroup][paxos_storage]") {
-  cli::TempDir dir;
+  TempDir dir;
   auto r = LmdbPaxosStorage::open(dir.sub("missing"), {});
   INFO(r.status().to_string());
   CHECK(r.code() == Code::kStorageError);
@@ -506,7 +506,7 @@ TEST_CASE("lmdb paxos storage: a directory that does not exist is a StorageError
 }
 
 TEST_CASE("lmdb paxos storage: a full map fails the commit and drops it, nothing else", "[lockgroup][paxos_storage]") {
-  cli::TempDir dir;
+  TempDir dir;
   auto s = open_lmdb(dir.path(), size_t{256} << 10);
   s->set_promised(3);
   s->put_accepted(kE2);
@@ -538,7 +538,7 @@ TEST_CASE("lmdb paxos storage: a full map fails the commit and drops it, nothing
 // The journal (docs/storage.md): a commit is durable in DIR/journal; the data
 // file catches up at checkpoints.
 TEST_CASE("lmdb paxos storage: commits live in the journal until a checkpoint", "[lockgroup][paxos_storage][journal]") {
-  cli::TempDir dir, image;
+  TempDir dir, image;
   auto s = open_lmdb(dir.path());
   s->set_promised(5);
   s->put_accepted(kE2);
@@ -560,7 +560,7 @@ TEST_CASE("lmdb paxos storage: commits live in the journal until a checkpoint", 
 
 TEST_CASE("lmdb paxos storage: a checkpoint comes every checkpoint_bytes of journal",
           "[lockgroup][paxos_storage][journal]") {
-  cli::TempDir dir;
+  TempDir dir;
   auto r = LmdbPaxosStorage::open(dir.path(), {.checkpoint_bytes = 4096});
   REQUIRE(r.is_ok());
   auto& s = *r.value();
@@ -568,7 +568,7 @@ TEST_CASE("lmdb paxos storage: a checkpoint comes every checkpoint_bytes of jour
   for (int i = 1; i <= 20 && checkpointed_at < 0; ++i) {
     s.put_accepted(Entry{static_cast<Slot>(i), 1, std::string(500, 'v')});
     commit(s);
-    cli::TempDir image;
+    TempDir image;
     test::copy_crash_image(dir.path(), image.path());
     test::RawLmdb raw(image.path());
     if (raw.get("accepted", be_key(1))) checkpointed_at = i;
@@ -579,7 +579,7 @@ TEST_CASE("lmdb paxos storage: a checkpoint comes every checkpoint_bytes of jour
 
 TEST_CASE("lmdb paxos storage: a snapshot too large for the journal is committed to LMDB at once",
           "[lockgroup][paxos_storage][journal]") {
-  cli::TempDir dir, image;
+  TempDir dir, image;
   auto r = LmdbPaxosStorage::open(dir.path(), {.journal_bytes = Journal::kMinFileBytes});
   REQUIRE(r.is_ok());
   r.value()->put_snapshot(7, std::string(10'000, 's'));
@@ -591,7 +591,7 @@ TEST_CASE("lmdb paxos storage: a snapshot too large for the journal is committed
 
 TEST_CASE("lmdb paxos storage: a checkpoint that fails (map full) loses no commit",
           "[lockgroup][paxos_storage][journal]") {
-  cli::TempDir dir, image;
+  TempDir dir, image;
   auto r = LmdbPaxosStorage::open(dir.path(), {.map_size_bytes = size_t{64} << 10, .checkpoint_bytes = 4096});
   REQUIRE(r.is_ok());
   auto& s = *r.value();
@@ -621,7 +621,7 @@ TEST_CASE("lmdb paxos storage: a checkpoint that fails (map full) loses no commi
 
 TEST_CASE("lmdb paxos storage: a failed journal sync fails that commit alone, and no later one is lost",
           "[lockgroup][paxos_storage][journal]") {
-  cli::TempDir dir, image;
+  TempDir dir, image;
   auto s = open_lmdb(dir.path());
   s->put_accepted(kE1);
   commit(*s);
@@ -638,7 +638,7 @@ TEST_CASE("lmdb paxos storage: a failed journal sync fails that commit alone, an
 
 TEST_CASE("lmdb paxos storage: a commit whose journal sync failed never comes back",
           "[lockgroup][paxos_storage][journal]") {
-  cli::TempDir dir, image;
+  TempDir dir, image;
   auto s = open_lmdb(dir.path());
   s->set_promised(9);
   test::fail_next_syncs(1);  // the record is written, its sync fails
@@ -650,7 +650,7 @@ TEST_CASE("lmdb paxos storage: a commit whose journal sync failed never comes ba
 
 TEST_CASE("lmdb paxos storage: a format 1 directory is upgraded; a missing journal is refused",
           "[lockgroup][paxos_storage][journal]") {
-  cli::TempDir dir;
+  TempDir dir;
   fill(dir.path());
   {
     test::RawLmdb raw(dir.path());

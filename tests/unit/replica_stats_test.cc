@@ -11,7 +11,7 @@
 #include "replica/memory_store.h"
 #include "tests/support/raw_lmdb.h"
 #include "tests/support/replica_requests.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -143,7 +143,7 @@ struct LmdbBacked {
   }
   replica::ReplicaStore& store() { return *lmdb; }
   uint32_t format = 4;
-  cli::TempDir dir;
+  TempDir dir;
   std::unique_ptr<replica::LmdbStore> lmdb;
 };
 
@@ -212,7 +212,7 @@ TEMPLATE_TEST_CASE("stats: the handler counts keys and lists fence floors by loc
 }
 
 TEST_CASE("stats: a damaged floor record on disk is reported corrupt", "[replica]") {
-  cli::TempDir dir;
+  TempDir dir;
   {
     auto s = replica::LmdbStore::open(dir.path(), {});
     REQUIRE(s.is_ok());

@@ -14,7 +14,7 @@
 #include "replica/record.h"
 #include "tests/support/sim_disk.h"
 #include "tests/support/raw_lmdb.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 namespace palisade {
 namespace {
@@ -99,7 +99,7 @@ struct LmdbFixture {
     lmdb = std::move(r).value();
   }
   void reopen() {
-    auto image = std::make_unique<cli::TempDir>();
+    auto image = std::make_unique<TempDir>();
     test::copy_crash_image(dir->path(), image->path());
     lmdb.reset();
     dir = std::move(image);
@@ -121,7 +121,7 @@ struct LmdbFixture {
     open();
   }
 
-  std::unique_ptr<cli::TempDir> dir = std::make_unique<cli::TempDir>();
+  std::unique_ptr<TempDir> dir = std::make_unique<TempDir>();
   LmdbStore::Options options;
   std::unique_ptr<LmdbStore> lmdb;
 };
@@ -344,7 +344,7 @@ STORE_TEST("store: key_digest is the digest the key's leaf lists, damaged or not
 // ---- LMDB only ----
 
 TEST_CASE("LmdbStore: a data dir of another storage format is refused and left alone", "[replica][store]") {
-  cli::TempDir dir;
+  TempDir dir;
   {
     auto s = LmdbStore::open(dir.path(), {});
     REQUIRE(s.is_ok());
@@ -368,7 +368,7 @@ TEST_CASE("LmdbStore: a data dir of another storage format is refused and left a
 }
 
 TEST_CASE("LmdbStore: what a replica dropped survives the journal's replay and a checkpoint", "[replica][store]") {
-  cli::TempDir dir;
+  TempDir dir;
   Versions v{version("c", 9, "L", VersionState::kCommitted)};
   v.dropped = {FencedTimestamp{0, 4}, FencedTimestamp{7, 8}};
   v.dropped_older = FencedTimestamp{6, 2};
@@ -392,7 +392,7 @@ TEST_CASE("LmdbStore: what a replica dropped survives the journal's replay and a
 }
 
 TEST_CASE("LmdbStore: a batch that reads first, then writes, then reads sees its own change", "[replica][store]") {
-  cli::TempDir dir;
+  TempDir dir;
   const replica::Versions one = {version("v")};
   {
     auto s = LmdbStore::open(dir.path(), {});
@@ -411,7 +411,7 @@ TEST_CASE("LmdbStore: a batch that reads first, then writes, then reads sees its
 // The journal (docs/storage.md): a commit is durable in DIR/journal; LMDB's data
 // file catches up at checkpoints.
 TEST_CASE("LmdbStore: committed batches live in the journal until a checkpoint", "[replica][store][journal]") {
-  cli::TempDir dir, image;
+  TempDir dir, image;
   const replica::Versions one = {version("v")};
   auto s = LmdbStore::open(dir.path(), {});
   REQUIRE(s.is_ok());
@@ -440,7 +440,7 @@ TEST_CASE("LmdbStore: committed batches live in the journal until a checkpoint",
 }
 
 TEST_CASE("LmdbStore: a checkpoint comes every checkpoint_bytes of journal", "[replica][store][journal]") {
-  cli::TempDir dir;
+  TempDir dir;
   LmdbStore::Options options;
   options.checkpoint_bytes = 4096;
   auto s = LmdbStore::open(dir.path(), options);
@@ -450,7 +450,7 @@ TEST_CASE("LmdbStore: a checkpoint comes every checkpoint_bytes of journal", "[r
   for (int i = 0; i < 20 && checkpointed_at < 0; ++i) {
     REQUIRE(s.value()->apply(replica::Change{.key = "k" + std::to_string(i), .put = &v}).is_ok());
     REQUIRE(s.value()->commit().is_ok());
-    cli::TempDir image;
+    TempDir image;
     test::copy_crash_image(dir.path(), image.path());
     test::RawLmdb raw(image.path());
     if (raw.get("versions", "k0")) checkpointed_at = i;
@@ -461,7 +461,7 @@ TEST_CASE("LmdbStore: a checkpoint comes every checkpoint_bytes of journal", "[r
 }
 
 TEST_CASE("LmdbStore: a checkpoint that fails (map full) loses no committed batch", "[replica][store][journal]") {
-  cli::TempDir dir, image;
+  TempDir dir, image;
   LmdbStore::Options options{.map_size_bytes = size_t{64} << 10, .checkpoint_bytes = 4096};
   auto s = LmdbStore::open(dir.path(), options);
   REQUIRE(s.is_ok());
@@ -529,7 +529,7 @@ TEST_CASE("LmdbStore: after a write fails, later ones run nested and fail withou
 
 TEST_CASE("LmdbStore: a failed journal sync fails its batch alone, and no later batch is lost",
           "[replica][store][journal]") {
-  cli::TempDir dir, image;
+  TempDir dir, image;
   auto opened = LmdbStore::open(dir.path(), {});
   REQUIRE(opened.is_ok());
   LmdbStore& s = *opened.value();
@@ -563,7 +563,7 @@ TEST_CASE("LmdbStore: a failed journal sync fails its batch alone, and no later 
 
 TEST_CASE("LmdbStore: a batch whose journal sync failed never comes back, even with nothing else pending",
           "[replica][store][journal]") {
-  cli::TempDir dir, image;
+  TempDir dir, image;
   auto s = LmdbStore::open(dir.path(), {});
   REQUIRE(s.is_ok());
   const replica::Versions b = {version("b")};
@@ -577,7 +577,7 @@ TEST_CASE("LmdbStore: a batch whose journal sync failed never comes back, even w
 }
 
 TEST_CASE("LmdbStore: a change of nothing, and checkpoint() waits for the batch's end", "[replica][store][journal]") {
-  cli::TempDir dir, image;
+  TempDir dir, image;
   auto s = LmdbStore::open(dir.path(), {});
   REQUIRE(s.is_ok());
   REQUIRE(s.value()->apply(replica::Change{.key = "k"}).is_ok());  // neither versions nor a floor
@@ -594,7 +594,7 @@ TEST_CASE("LmdbStore: a change of nothing, and checkpoint() waits for the batch'
 }
 
 TEST_CASE("LmdbStore: a batch too large for the journal is committed to LMDB at once", "[replica][store][journal]") {
-  cli::TempDir dir, image;
+  TempDir dir, image;
   LmdbStore::Options options;
   options.journal_bytes = Journal::kMinFileBytes;
   auto s = LmdbStore::open(dir.path(), options);
@@ -608,7 +608,7 @@ TEST_CASE("LmdbStore: a batch too large for the journal is committed to LMDB at 
 }
 
 TEST_CASE("LmdbStore: a data dir whose journal is missing is refused", "[replica][store][journal]") {
-  cli::TempDir dir;
+  TempDir dir;
   const replica::Versions one = {version("v")};
   {
     auto s = LmdbStore::open(dir.path(), {});
@@ -624,14 +624,14 @@ TEST_CASE("LmdbStore: a data dir whose journal is missing is refused", "[replica
 }
 
 TEST_CASE("LmdbStore: a directory that does not exist is a StorageError", "[replica][store]") {
-  cli::TempDir dir;
+  TempDir dir;
   auto r = LmdbStore::open(dir.sub("missing"), {});
   REQUIRE(r.code() == Code::kStorageError);
   CHECK_THAT(r.status().message(), Catch::Contains(dir.sub("missing")));
 }
 
 TEST_CASE("LmdbStore: a fence floor of the wrong size is corrupt", "[replica][store]") {
-  cli::TempDir dir;
+  TempDir dir;
   {
     auto s = LmdbStore::open(dir.path(), {});
     REQUIRE(s.is_ok());
@@ -648,7 +648,7 @@ TEST_CASE("LmdbStore: a fence floor of the wrong size is corrupt", "[replica][st
 }
 
 TEST_CASE("LmdbStore: a bit flip in a stored fence floor is detected", "[replica][store]") {
-  cli::TempDir dir;
+  TempDir dir;
   {
     auto s = LmdbStore::open(dir.path(), {});
     REQUIRE(s.is_ok());
@@ -681,7 +681,7 @@ TEST_CASE("LmdbStore: a bit flip in a stored fence floor is detected", "[replica
 }
 
 TEST_CASE("LmdbStore: every byte of a record on disk is covered by its checksum", "[replica][store]") {
-  cli::TempDir dir;
+  TempDir dir;
   const Version v = version("value", 3, "lock", VersionState::kCommitted);
   std::string rec;
   {
@@ -713,7 +713,7 @@ TEST_CASE("LmdbStore: every byte of a record on disk is covered by its checksum"
 }
 
 TEST_CASE("LmdbStore: key_count counts committed keys and the open batch", "[replica][store]") {
-  cli::TempDir dir;
+  TempDir dir;
   auto s = LmdbStore::open(dir.path(), {});
   REQUIRE(s.is_ok());
   LmdbStore& store = *s.value();
@@ -730,7 +730,7 @@ TEST_CASE("LmdbStore: key_count counts committed keys and the open batch", "[rep
 }
 
 TEST_CASE("LmdbStore: keys up to kMaxKeyBytes are stored, longer and empty ones refused", "[replica][store]") {
-  cli::TempDir dir;
+  TempDir dir;
   auto s = LmdbStore::open(dir.path(), {});
   REQUIRE(s.is_ok());
   LmdbStore& store = *s.value();

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "base/random.h"
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 #include "replica/lmdb_store.h"
 #include "storage/journal.h"
 
@@ -46,7 +46,7 @@ struct RawFile {
 };
 
 TEST_CASE("sim disk: a crash loses unsynced writes and keeps synced ones", "[sim_disk]") {
-  cli::TempDir dir;
+  TempDir dir;
   SimDiskScope disk(dir.path());
   const std::string path = dir.sub("f");
   {
@@ -70,7 +70,7 @@ TEST_CASE("sim disk: a crash loses unsynced writes and keeps synced ones", "[sim
 }
 
 TEST_CASE("sim disk: write and writev at the descriptor's offset are logged too", "[sim_disk]") {
-  cli::TempDir dir;
+  TempDir dir;
   SimDiskScope disk(dir.path());
   const std::string path = dir.sub("f");
   {
@@ -92,7 +92,7 @@ TEST_CASE("sim disk: write and writev at the descriptor's offset are logged too"
 }
 
 TEST_CASE("sim disk: writes on an untracked file, and durable ones, pass straight through", "[sim_disk]") {
-  cli::TempDir tracked, other;
+  TempDir tracked, other;
   SimDiskScope disk(tracked.path());
   {
     RawFile f(other.sub("f"));
@@ -116,7 +116,7 @@ TEST_CASE("sim disk: a random crash leaves, on each byte, the latest write that 
   // an older write over a newer one that persisted.
   bool saw_mixed = false;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
-    cli::TempDir dir;
+    TempDir dir;
     SimDiskScope disk(dir.path());
     const std::string path = dir.sub("f");
     Random rng(seed);
@@ -158,7 +158,7 @@ TEST_CASE("sim disk: a random crash leaves, on each byte, the latest write that 
 }
 
 TEST_CASE("sim disk: a failed sync leaves its writes unsynced for good", "[sim_disk]") {
-  cli::TempDir dir;
+  TempDir dir;
   SimDiskScope disk(dir.path());
   const std::string path = dir.sub("f");
   {
@@ -178,7 +178,7 @@ TEST_CASE("sim disk: a failed sync leaves its writes unsynced for good", "[sim_d
 }
 
 TEST_CASE("sim disk: a full disk refuses writes that grow a file, or every write", "[sim_disk]") {
-  cli::TempDir dir;
+  TempDir dir;
   SimDiskScope disk(dir.path());
   RawFile f(dir.sub("f"));
   REQUIRE(f.put("aaaa", 0) == 4);
@@ -196,7 +196,7 @@ TEST_CASE("sim disk: a full disk refuses writes that grow a file, or every write
 }
 
 TEST_CASE("sim disk: a torn write writes a prefix, and the retry fails", "[sim_disk]") {
-  cli::TempDir dir;
+  TempDir dir;
   SimDiskScope disk(dir.path());
   RawFile f(dir.sub("f"));
   Random rng(3);
@@ -215,7 +215,7 @@ TEST_CASE("sim disk: a torn write writes a prefix, and the retry fails", "[sim_d
 
 TEST_CASE("sim disk: a journal record whose sync failed is gone after a crash that loses it; a synced one stays",
           "[sim_disk][journal]") {
-  cli::TempDir dir;
+  TempDir dir;
   SimDiskScope disk(dir.path());
   const std::string path = dir.sub("journal");
   {
@@ -236,7 +236,7 @@ TEST_CASE("sim disk: a journal record whose sync failed is gone after a crash th
 
 TEST_CASE("sim disk: a torn journal append is found at replay, and nothing after it replays", "[sim_disk][journal]") {
   for (uint64_t seed = 1; seed <= 10; ++seed) {
-    cli::TempDir dir;
+    TempDir dir;
     SimDiskScope disk(dir.path());
     const std::string path = dir.sub("journal");
     Random rng(seed);
@@ -328,7 +328,7 @@ int lost_after_random_crash(const std::string& dir, uint64_t seed) {
 TEST_CASE("sim disk: LmdbStore keeps every acknowledged batch across random crashes", "[sim_disk][lmdb]") {
   uint64_t lost_writes = 0;
   for (uint64_t seed = 1; seed <= 25; ++seed) {
-    cli::TempDir dir;
+    TempDir dir;
     SimDiskScope disk(dir.path());
     INFO("seed " << seed);
     CHECK(lost_after_random_crash(dir.path(), seed) == 0);
@@ -343,7 +343,7 @@ TEST_CASE("sim disk: on a disk that lies about the journal's fsync, the check fi
   int seeds_with_loss = 0, seeds_refused = 0;
   uint64_t lies = 0;
   for (uint64_t seed = 1; seed <= 25; ++seed) {
-    cli::TempDir dir;
+    TempDir dir;
     SimDiskScope disk(dir.path());
     SimDisk::lie_about_syncs("journal");
     const int lost = lost_after_random_crash(dir.path(), seed);
@@ -357,7 +357,7 @@ TEST_CASE("sim disk: on a disk that lies about the journal's fsync, the check fi
 }
 
 TEST_CASE("sim disk: LmdbStore on a full disk fails commits, keeps serving reads, and recovers", "[sim_disk][lmdb]") {
-  cli::TempDir dir;
+  TempDir dir;
   SimDiskScope disk(dir.path());
   auto s = open_store(dir.path());
   REQUIRE(commit_batch(*s, 1, {"a"}).is_ok());
@@ -383,7 +383,7 @@ TEST_CASE("sim disk: a failed journal sync fails the commit; the batch is not se
           "[sim_disk][lmdb]") {
   int present = 0, absent = 0;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
-    cli::TempDir dir;
+    TempDir dir;
     SimDiskScope disk(dir.path());
     Random rng(seed);
     {

@@ -1,10 +1,10 @@
-#include "cli/temp_dir.h"
+#include "base/temp_dir.h"
 
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 
-namespace palisade::cli {
+namespace palisade {
 
 std::string default_temp_base() {
   const char* base = std::getenv("TMPDIR");
@@ -24,4 +24,4 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-}  // namespace palisade::cli
+}  // namespace palisade

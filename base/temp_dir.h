@@ -3,7 +3,7 @@
 
 #include <string>
 
-namespace palisade::cli {
+namespace palisade {
 
 // $TMPDIR when set and not empty, else /tmp.
 std::string default_temp_base();
@@ -24,4 +24,4 @@ class TempDir {
   std::string path_;
 };
 
-}  // namespace palisade::cli
+}  // namespace palisade
