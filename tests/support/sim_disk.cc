@@ -62,11 +62,13 @@ struct Disk {
   bool fail_next_write = false;
   std::string liar;
   bool crashed = false;
+  std::string scope;  // what the crash covers: files under it ("": every tracked file)
   bool lose_all = false;
   uint64_t crash_seed = 0;
   double keep = 0.5, cut = 0.25;
   uint64_t crash_countdown = 0;  // 0: no crash armed
   uint64_t armed_seed = 0;
+  std::string armed_scope;  // what the armed crash counts and covers
   double armed_keep = 0.5, armed_cut = 0.25;
   SimDisk::Counters counters;
 };
@@ -102,8 +104,14 @@ std::optional<Target> classify(Disk& d, int fd) {
   return Target{{st.st_dev, st.st_ino}, std::move(p), static_cast<uint64_t>(st.st_size), ::fcntl(fd, F_GETFL)};
 }
 
-void start_crash(Disk& d, uint64_t seed, double keep, double cut, bool lose_all) {
+bool in_scope(const std::string& scope, const std::string& path) { return path.starts_with(scope); }
+
+// Whether the crash swallows writes and syncs of `path`.
+bool crashed_at(const Disk& d, const std::string& path) { return d.crashed && in_scope(d.scope, path); }
+
+void start_crash(Disk& d, uint64_t seed, double keep, double cut, bool lose_all, std::string scope) {
   d.crashed = true;
+  d.scope = std::move(scope);
   d.crash_seed = seed;
   d.keep = keep;
   d.cut = cut;
@@ -112,10 +120,11 @@ void start_crash(Disk& d, uint64_t seed, double keep, double cut, bool lose_all)
   ++d.counters.crashes;
 }
 
-// Counts one write or sync of a tracked file toward an armed crash.
-void tick(Disk& d) {
-  if (d.crash_countdown > 0 && --d.crash_countdown == 0 && !d.crashed) {
-    start_crash(d, d.armed_seed, d.armed_keep, d.armed_cut, false);
+// Counts one write or sync of tracked file `path` toward an armed crash.
+void tick(Disk& d, const std::string& path) {
+  if (d.crash_countdown == 0 || !in_scope(d.armed_scope, path)) return;
+  if (--d.crash_countdown == 0 && !d.crashed) {
+    start_crash(d, d.armed_seed, d.armed_keep, d.armed_cut, false, d.armed_scope);
   }
 }
 
@@ -151,13 +160,13 @@ ssize_t sim_write(int fd, std::string_view data, std::optional<off_t> at, Direct
     lock.unlock();
     return direct();
   }
-  tick(d);
+  tick(d, t->path);
   uint64_t off = at ? static_cast<uint64_t>(*at) : 0;
   if (!at) off = (t->flags & O_APPEND) != 0 ? t->size : static_cast<uint64_t>(::lseek(fd, 0, SEEK_CUR));
   auto advance = [&](size_t n) {
     if (!at) ::lseek(fd, static_cast<off_t>(off + n), SEEK_SET);
   };
-  if (d.crashed) {
+  if (crashed_at(d, t->path)) {
     ++d.counters.swallowed;
     advance(data.size());
     return static_cast<ssize_t>(data.size());
@@ -241,8 +250,8 @@ int sim_sync(int fd, bool data_only, SyncFn real) {
     lock.unlock();
     return real(fd);
   }
-  tick(d);
-  if (d.crashed) {
+  tick(d, t->path);
+  if (crashed_at(d, t->path)) {
     ++d.counters.swallowed;
     return 0;
   }
@@ -381,18 +390,28 @@ void SimDisk::lie_about_syncs(const std::string& name) {
 
 void SimDisk::crash(Random& rng, double keep, double cut) {
   std::lock_guard lock(disk().mu);
-  if (!disk().crashed) start_crash(disk(), rng.next(), keep, cut, false);
+  if (!disk().crashed) start_crash(disk(), rng.next(), keep, cut, false, "");
+}
+
+void SimDisk::crash_dir(const std::string& dir, Random& rng, double keep, double cut) {
+  const std::string scope = tracked_path(dir);
+  std::lock_guard lock(disk().mu);
+  if (!disk().crashed) start_crash(disk(), rng.next(), keep, cut, false, scope);
 }
 
 void SimDisk::crash_losing_everything() {
   std::lock_guard lock(disk().mu);
-  if (!disk().crashed) start_crash(disk(), 0, 0, 0, true);
+  if (!disk().crashed) start_crash(disk(), 0, 0, 0, true, "");
 }
 
-void SimDisk::crash_after(uint64_t n, Random& rng, double keep, double cut) {
+void SimDisk::crash_after(uint64_t n, Random& rng, double keep, double cut) { crash_dir_after("", n, rng, keep, cut); }
+
+void SimDisk::crash_dir_after(const std::string& dir, uint64_t n, Random& rng, double keep, double cut) {
+  const std::string scope = dir.empty() ? "" : tracked_path(dir);
   Disk& d = disk();
   std::lock_guard lock(d.mu);
   d.crash_countdown = n;
+  d.armed_scope = scope;
   d.armed_seed = rng.next();
   d.armed_keep = keep;
   d.armed_cut = cut;
@@ -420,7 +439,7 @@ void SimDisk::revive() {
   // Files in the order of their paths, so that a seed replays.
   std::vector<std::pair<std::string, std::pair<dev_t, ino_t>>> order;
   for (const auto& [id, file] : d.files) {
-    if (!file.log.empty()) order.emplace_back(file.path, id);
+    if (!file.log.empty() && in_scope(d.scope, file.path)) order.emplace_back(file.path, id);
   }
   std::sort(order.begin(), order.end());
   Random rng(d.crash_seed);
@@ -430,8 +449,9 @@ void SimDisk::revive() {
     if (::stat(path.c_str(), &st) != 0 || std::pair<dev_t, ino_t>{st.st_dev, st.st_ino} != id) continue;
     roll_back(d, file, rng);
   }
-  d.files.clear();
+  std::erase_if(d.files, [&](const auto& f) { return in_scope(d.scope, f.second.path); });
   d.crashed = false;
+  d.scope.clear();
   d.crash_countdown = 0;
 }
 
@@ -462,7 +482,9 @@ void SimDisk::reset() {
   d.fail_next_write = false;
   d.liar.clear();
   d.crashed = false;
+  d.scope.clear();
   d.crash_countdown = 0;
+  d.armed_scope.clear();
   d.counters = Counters{};
   any_tracked = false;
 }

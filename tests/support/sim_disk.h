@@ -92,11 +92,19 @@ class SimDisk {
   static void crash_losing_everything();
   // Crash (as crash()) just before the n-th (n >= 1) write or sync of a tracked file from now.
   static void crash_after(uint64_t n, Random& rng, double keep = 0.5, double cut = 0.25);
+  // The power loss of one machine among several whose files the disk tracks:
+  // as crash() and crash_after(), for the files under `dir` alone. Their
+  // writes and syncs are swallowed (and counted toward the armed crash), and
+  // revive() rolls back only them; the other files go on as before. One crash
+  // at a time.
+  static void crash_dir(const std::string& dir, Random& rng, double keep = 0.5, double cut = 0.25);
+  static void crash_dir_after(const std::string& dir, uint64_t n, Random& rng, double keep = 0.5,
+                              double cut = 0.25);
   // Drops every fault to come (failed syncs, a full disk, a torn write and the
   // failure after it, an armed crash), as after a reboot; a lying disk still lies.
   static void heal();
   static bool crashed();
-  // After a crash: rolls the files back as described above and lets writes
+  // After a crash: rolls the files it covers back as described above and lets writes
   // through again. Whatever had the files open must be gone: a file mapped in
   // memory may shrink. Does nothing without a crash.
   static void revive();

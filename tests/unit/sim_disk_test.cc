@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -108,6 +109,54 @@ TEST_CASE("sim disk: writes on an untracked file, and durable ones, pass straigh
   SimDisk::revive();
   CHECK(contents(other.sub("f")) == "xy");
   CHECK(contents(tracked.sub("meta")) == "m");
+}
+
+TEST_CASE("sim disk: one directory's crash leaves the other tracked files running", "[sim_disk]") {
+  TempDir dir;
+  SimDiskScope disk(dir.path());
+  std::filesystem::create_directories(dir.sub("a"));
+  std::filesystem::create_directories(dir.sub("b"));
+  Random rng(7);
+  {
+    RawFile a(dir.sub("a/f")), b(dir.sub("b/f"));
+    REQUIRE(a.put("a1", 0) == 2);
+    REQUIRE(b.put("b1", 0) == 2);  // unsynced, and not a's machine: the crash keeps it
+    SimDisk::crash_dir(dir.sub("a"), rng, /*keep=*/0, /*cut=*/0);
+    CHECK(SimDisk::crashed());
+    REQUIRE(a.put("a2", 2) == 2);  // swallowed
+    REQUIRE(b.put("b2", 2) == 2);  // written
+    CHECK(contents(dir.sub("b/f")) == "b1b2");
+  }
+  SimDisk::revive();
+  CHECK_FALSE(SimDisk::crashed());
+  CHECK(contents(dir.sub("a/f")).empty());
+  CHECK(contents(dir.sub("b/f")) == "b1b2");
+  CHECK(SimDisk::unsynced_writes() == 2);  // b's, still undoable by a crash of its own
+  SimDisk::crash_losing_everything();
+  SimDisk::revive();
+  CHECK(contents(dir.sub("b/f")).empty());
+}
+
+TEST_CASE("sim disk: a crash armed in one directory counts and stops only its writes", "[sim_disk]") {
+  TempDir dir;
+  SimDiskScope disk(dir.path());
+  std::filesystem::create_directories(dir.sub("a"));
+  std::filesystem::create_directories(dir.sub("b"));
+  Random rng(7);
+  {
+    RawFile a(dir.sub("a/f")), b(dir.sub("b/f"));
+    SimDisk::crash_dir_after(dir.sub("a"), 2, rng, /*keep=*/0, /*cut=*/0);
+    REQUIRE(b.put("b1", 0) == 2);  // not counted
+    REQUIRE(b.put("b2", 2) == 2);
+    REQUIRE(a.put("a1", 0) == 2);  // the first of a's
+    CHECK_FALSE(SimDisk::crashed());
+    REQUIRE(a.put("a2", 2) == 2);  // the second: the crash, just before it
+    CHECK(SimDisk::crashed());
+    REQUIRE(b.put("b3", 4) == 2);
+  }
+  SimDisk::revive();
+  CHECK(contents(dir.sub("a/f")).empty());
+  CHECK(contents(dir.sub("b/f")) == "b1b2b3");
 }
 
 TEST_CASE("sim disk: a random crash leaves, on each byte, the latest write that persisted", "[sim_disk]") {
