@@ -1,6 +1,7 @@
 // The palisade-replica turn, without sockets: the one driver of a
 // ReplicaHandler, run by the daemon (ReplicaServer, on ZeroMQ and LMDB) and by
-// the simulator (tests/sim/replica_set.cc, on its network and MemoryStore).
+// the simulator (tests/sim/replica_set.cc, on its network, with a MemoryStore or
+// with the LmdbStore on the simulated disk).
 //
 // A turn gathers messages into a batch: each message is a sender's handle and
 // its frames, one request a frame, at most wire::kMaxRequestsPerMessage of

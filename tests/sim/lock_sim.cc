@@ -1,6 +1,7 @@
 #include "tests/sim/lock_sim.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -12,11 +13,13 @@
 #include "wire/hash.h"
 #include "wire/lock_protocol.h"
 #include "auth/sequencer_key.h"
+#include "lockgroup/lmdb_paxos_storage.h"
 #include "lockgroup/lockd_driver.h"
 #include "lockgroup/memory_paxos_storage.h"
 #include "lockgroup/peer_auth.h"
 #include "tests/sim/lock_checkers.h"
 #include "tests/sim/replica_set.h"
+#include "tests/support/sim_disk.h"
 
 namespace palisade::sim {
 namespace {
@@ -83,10 +86,14 @@ std::string describe_peer(const lockgroup::PeerMessage& m) {
 class LockdProcess : public lockgroup::LockdHost {
  public:
   LockdProcess(World& world, int node) : world_(world), node_(node) {}
+  // Power went inside a sync (lmdb_stores): the process is dead, nothing leaves.
+  static bool dead() { return test::SimDisk::crashed(); }
   void send_peer(lockgroup::NodeId to, std::string bytes) override {
+    if (dead()) return;
     world_.send(node_, kLockdBase + static_cast<int>(to), std::move(bytes));
   }
   void reply(uint64_t route, std::string bytes) override {
+    if (dead()) return;
     auto waiting = routes_.find(route);
     if (waiting == routes_.end()) return;
     world_.send(node_, waiting->second, std::move(bytes));
@@ -108,7 +115,9 @@ class LockdProcess : public lockgroup::LockdHost {
 struct Lockd {
   lockgroup::NodeId id = 0;
   DriftClock clock{0, 0};
-  std::unique_ptr<lockgroup::MemoryPaxosStorage> disk;
+  std::unique_ptr<lockgroup::PaxosStorage> disk;  // memory: survives crashes; lmdb: reopened at boot
+  lockgroup::MemoryPaxosStorage* memory = nullptr;  // the same disk, without lmdb_stores
+  std::string dir;                                  // lmdb_stores: its LmdbPaxosStorage's directory
   std::unique_ptr<LockdProcess> process;
   std::unique_ptr<lockgroup::LockdDriver> driver;  // memory: lost in a crash
   bool sync_scheduled = false;
@@ -149,6 +158,10 @@ struct SimClient {
   int counter = 0;
 };
 
+// Small, so that checkpoints come every few syncs.
+constexpr lockgroup::LmdbPaxosStorage::Options kLmdbPaxosOptions{
+    .map_size_bytes = size_t{8} << 20, .journal_bytes = size_t{64} << 10, .checkpoint_bytes = size_t{16} << 10};
+
 class LockSim {
  public:
   explicit LockSim(const LockSimOptions& o)
@@ -164,7 +177,9 @@ class LockSim {
                                           .group = kGroup,
                                           .write_quorum = o.broken_replicas_one_receipt ? 1 : o.replicas / 2 + 1,
                                           .broken_ignore_sequencer_lock = o.broken_replicas_ignore_sequencer_lock},
-             .trust_everyone = o.broken_replicas_trust_everyone}),
+             .trust_everyone = o.broken_replicas_trust_everyone,
+             .lmdb = o.lmdb_stores,
+             .crashed_in_commit = [this](int r) { schedule_replica_restart(r); }}),
         peer_auth_(key_, kGroup),
         lock_delays_(o.timing.max_clock_drift_ppm) {
     world_.faults() = o.faults;
@@ -176,7 +191,18 @@ class LockSim {
       Lockd n;
       n.id = static_cast<lockgroup::NodeId>(i);
       n.clock = drift_clock();
-      n.disk = std::make_unique<lockgroup::MemoryPaxosStorage>();
+      if (o.lmdb_stores) {
+        if (!lockd_dir_) {
+          lockd_dir_ = std::make_unique<TempDir>();
+          test::SimDisk::track(lockd_dir_->path());
+        }
+        n.dir = lockd_dir_->sub("lockd" + std::to_string(i));
+        std::filesystem::create_directory(n.dir);
+      } else {
+        auto memory = std::make_unique<lockgroup::MemoryPaxosStorage>();
+        n.memory = memory.get();
+        n.disk = std::move(memory);
+      }
       n.process = std::make_unique<LockdProcess>(world_, kLockdBase + i);
       lockd_.push_back(std::move(n));
       world_.attach(kLockdBase + i, [this, i](int from, const std::string& bytes) { lockd_receive(i, from, bytes); });
@@ -237,7 +263,7 @@ class LockSim {
     healed_ = true;
     for (auto& a : adversaries_) a->stop();
     world_.faults() = NetworkFaults{0, 0, world_.faults().max_delay_ms, 0, 0};
-    replicas_.restart_all();
+    if (!replicas_.restart_all()) violations_.push_back("store does not open: " + replicas_.why());
     for (int k = 0; k < o_.locks; ++k) {
       start_read(0, key_of(k));
       world_.run(world_.now_ms() + 60000);
@@ -256,6 +282,8 @@ class LockSim {
     result.events = world_.events();
     result.end_ms = world_.now_ms();
     result.grants = grants_;
+    result.lockd_power_losses_in_sync = lockd_power_losses_in_sync_;
+    result.replica_power_losses_in_commit = replicas_.power_losses_in_commit();
     result.epochs = epochs_.size();
     result.expired_sessions = expired_sessions_;
     for (const auto& w : history_.writes) {
@@ -317,6 +345,15 @@ class LockSim {
 
   void boot(int i) {
     Lockd& n = node(i);
+    if (!n.disk) {
+      auto opened = lockgroup::LmdbPaxosStorage::open(n.dir, kLmdbPaxosOptions);
+      if (!opened.is_ok()) {
+        violations_.push_back("store does not open: lockd " + std::to_string(i) + "'s, after a crash: " +
+                              opened.status().to_string());
+        return;
+      }
+      n.disk = std::move(opened).value();
+    }
     auto driver = lockgroup::LockdDriver::start(driver_options(i), *n.disk, *n.process, local(n));
     if (!driver.is_ok()) {
       violations_.push_back("lockd " + std::to_string(i) + " cannot start: " + driver.status().to_string());
@@ -420,12 +457,25 @@ class LockSim {
     Lockd& n = node(i);
     n.sync_scheduled = false;
     if (o_.lockd_crash_in_sync > 0 && !healed_ && world_.chance(o_.lockd_crash_in_sync)) {
-      world_.record("lockd " + std::to_string(i) + " crashes in its sync");
+      if (!o_.lmdb_stores) {
+        world_.record("lockd " + std::to_string(i) + " crashes in its sync");
+        return crash_lockd(i);
+      }
+      // Power goes after some of the sync's writes, before anything is sent.
+      const uint64_t writes = world_.uniform(1, 4);
+      world_.record("lockd " + std::to_string(i) + " loses power at its " + std::to_string(writes) +
+                    "th write or sync from now");
+      test::SimDisk::crash_dir_after(n.dir, writes, world_.rng());
+    }
+    // The disk commits unless it fails, and reads back always.
+    const Status synced = n.driver->finish_sync(local(n));
+    if (o_.lmdb_stores && test::SimDisk::crashed()) {
+      world_.record("lockd " + std::to_string(i) + " lost power inside its sync");
+      ++lockd_power_losses_in_sync_;
       return crash_lockd(i);
     }
-    // MemoryPaxosStorage commits unless told to fail, and reads back always.
-    if (Status s = n.driver->finish_sync(local(n)); !s.is_ok()) {
-      violations_.push_back("lockd " + std::to_string(i) + " cannot restart from its disk: " + s.to_string());
+    if (!synced.is_ok()) {
+      violations_.push_back("lockd " + std::to_string(i) + " cannot restart from its disk: " + synced.to_string());
     }
     record_events(i);
     check_lockd(i);
@@ -458,8 +508,15 @@ class LockSim {
     Lockd& n = node(i);
     if (!n.driver) return;
     world_.record("crash lockd " + std::to_string(i));
-    n.disk->crash();
     n.driver.reset();
+    if (n.memory != nullptr) {
+      n.memory->crash();
+    } else {
+      // Power loss: the storage is torn down as it was, and reopened at boot.
+      if (!test::SimDisk::crashed()) test::SimDisk::crash_dir(n.dir, world_.rng());
+      n.disk.reset();
+      test::SimDisk::revive();
+    }
     n.process->forget_routes();
     n.sync_scheduled = false;
     ++n.incarnation;
@@ -479,6 +536,12 @@ class LockSim {
       crash_lockd(i);
       return;
     }
+  }
+
+  void schedule_replica_restart(int r) {
+    world_.at(world_.uniform(100, 10000), "restart replica " + std::to_string(r), [this, r] {
+      if (!replicas_.up(r) && !replicas_.restart(r)) violations_.push_back("store does not open: " + replicas_.why());
+    });
   }
 
   // ---- checkers over the lock group ----
@@ -591,11 +654,12 @@ class LockSim {
       if (world_.chance(o_.master_stop_per_second)) stop_master();
       if (world_.chance(o_.replica_crash_per_second)) {
         int r = static_cast<int>(world_.uniform(0, o_.replicas - 1));
-        if (replicas_.up(r)) {
+        if (!replicas_.up(r)) {
+        } else if (o_.lmdb_stores && world_.chance(0.5)) {
+          replicas_.crash_in_next_commit(r, world_.uniform(1, 8));
+        } else {
           replicas_.crash(r);
-          world_.at(world_.uniform(100, 10000), "restart replica " + std::to_string(r), [this, r] {
-            if (!replicas_.up(r)) replicas_.restart(r);
-          });
+          schedule_replica_restart(r);
         }
       }
       if (world_.chance(o_.isolate_per_second)) {
@@ -996,6 +1060,9 @@ class LockSim {
   LockSimOptions o_;
   World world_;
   SequencerKey key_;
+  // lmdb_stores: the lockd nodes' directories, on the simulated disk that
+  // replicas_ sets up (declared first: removed after every store closed).
+  std::unique_ptr<TempDir> lockd_dir_;
   ReplicaSet replicas_;
   lockgroup::PeerAuth peer_auth_;  // reads what the lockd nodes sign, for the trace
   std::vector<lockgroup::NodeId> members_;
@@ -1012,7 +1079,7 @@ class LockSim {
   LockDelayChecker lock_delays_;
   std::vector<uint64_t> first_applied_ms_;  // slot s: when some node first applied it, at [s - 1]
   lockgroup::Slot replayed_through_ = 0;       // the lock-delay checker has the log through here
-  uint64_t grants_ = 0, expired_sessions_ = 0;
+  uint64_t grants_ = 0, expired_sessions_ = 0, lockd_power_losses_in_sync_ = 0;
   bool healed_ = false;
   bool two_masters_reported_ = false;
   std::set<std::string> invariants_broken_;  // each reported once per run

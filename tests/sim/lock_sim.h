@@ -74,6 +74,14 @@ struct LockSimOptions {
   // (ReplicaAuth::broken_ignore_sequencer_lock), so the adversary's writes
   // under another lock's grant are taken.
   bool broken_replicas_ignore_sequencer_lock = false;
+  // The lockd nodes keep their acceptor state in the daemon's
+  // LmdbPaxosStorage, and the replicas theirs in its LmdbStore (both with
+  // their journals), on the simulated disk (tests/support/sim_disk.h): a crash
+  // is a power loss that keeps, cuts or loses each unsynced write. With
+  // lockd_crash_in_sync, power goes after 1 to 4 writes and syncs of the
+  // sync, before anything is sent; half the replica crashes come inside a
+  // commit. A store that does not reopen: "store does not open".
+  bool lmdb_stores = false;
   bool keep_trace = false;
 };
 
@@ -88,6 +96,8 @@ struct LockSimResult {
   uint64_t lock_delays = 0;            // started by expiries, by the log
   uint64_t lock_delays_contested = 0;  // of them, ones another session's acquire ran into
   AdversaryCounters adversary;
+  // lmdb_stores: power losses inside a lockd sync and inside a replica's commit.
+  uint64_t lockd_power_losses_in_sync = 0, replica_power_losses_in_commit = 0;
   History history;
 };
 

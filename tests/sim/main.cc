@@ -35,12 +35,17 @@ std::string u(uint64_t v) { return std::to_string(v); }
 
 Run run_quorum(QuorumSimOptions o) {
   auto r = run_quorum_sim(o);
-  return {r.violations, r.trace_hash,
-          u(r.events) + " events, writes ok " + u(r.writes_ok) + " fenced " + u(r.writes_fenced) + " unknown " +
-              u(r.writes_unknown) + ", reads ok " + u(r.reads_ok) + " failed " + u(r.reads_failed) + " (" +
-              u(r.reads_failed_quorum_up) + " with R replicas up), bit flips " + u(r.bit_flips) + " (" +
-              u(r.bit_flips_to_w) + " to W corrupt copies, " + u(r.bit_flips_skipped) + " skipped)",
-          r.trace};
+  std::string summary = u(r.events) + " events, writes ok " + u(r.writes_ok) + " fenced " + u(r.writes_fenced) +
+                        " unknown " + u(r.writes_unknown) + ", reads ok " + u(r.reads_ok) + " failed " +
+                        u(r.reads_failed) + " (" + u(r.reads_failed_quorum_up) + " with R replicas up), ";
+  if (o.lmdb_stores) {
+    summary += "power losses " + u(r.power_losses) + " (" + u(r.power_losses_in_commit) + " inside a commit, " +
+               u(r.unsynced_writes_lost) + " unsynced writes lost or cut)";
+  } else {
+    summary += "bit flips " + u(r.bit_flips) + " (" + u(r.bit_flips_to_w) + " to W corrupt copies, " +
+               u(r.bit_flips_skipped) + " skipped)";
+  }
+  return {r.violations, r.trace_hash, summary, r.trace};
 }
 
 Run run_lock(LockSimOptions o) {
@@ -137,7 +142,10 @@ int main(int argc, char** argv) {
   app.add_flag("--paxos-storage", st.paxos,
                "The lock group's acceptor state (LmdbPaxosStorage) in place of the replica's store (--sim storage)");
   app.add_flag("--broken-lying-fsync", st.broken_lying_journal_sync,
-               "Negative control: the disk lies about the journal's fsync (--sim storage)");
+               "Negative control: the disk lies about the journal's fsync (--sim storage, or quorum with --lmdb)");
+  app.add_flag("--lmdb", q.lmdb_stores,
+               "Replicas (and lockd nodes) keep their data in the daemons' LMDB stores and journals on the simulated "
+               "disk, and crash by losing power, also inside a commit (--sim quorum or lock)");
   app.add_option("--adversaries", l.adversaries, "Adversaries on the network (--sim lock; 0: none)")
       ->capture_default_str()
       ->check(CLI::Range(0, 9));
@@ -195,6 +203,12 @@ int main(int argc, char** argv) {
   l.broken_lockd_ignore_lock_delay = broken_delay;
   l.broken_replicas_trust_everyone = broken_trust;
   l.adversary_commits = !no_adversary_commits;
+  q.broken_lying_journal_sync = st.broken_lying_journal_sync && q.lmdb_stores;
+  if (sim == "quorum" && st.broken_lying_journal_sync && !q.lmdb_stores) {
+    std::fprintf(stderr, "--broken-lying-fsync needs --lmdb with --sim quorum: memory stores have no disk to lie\n");
+    return 2;
+  }
+  l.lmdb_stores = q.lmdb_stores;
   l.replicas = q.replicas;
   l.clients = q.clients;
   bool broken = broken_floor || broken_lease || broken_delay || broken_trust || l.broken_lockd_reply_before_sync ||
@@ -210,7 +224,7 @@ int main(int argc, char** argv) {
     Run r;
     try {
       r = sim == "lock" ? run_lock(l) : sim == "storage" ? run_storage(st) : run_quorum(q);
-    } catch (const std::invalid_argument& e) {  // quorums the client refuses
+    } catch (const std::invalid_argument& e) {  // quorums the client refuses, options that do not mix
       std::fprintf(stderr, "%s\n", e.what());
       return 2;
     }

@@ -48,7 +48,10 @@ class QuorumSim {
                            .hide_pending = o.broken_replicas_hide_pending,
                            .first_acks_without_storing = o.broken_replica_acks_without_storing,
                            .skip_checksum = o.broken_replicas_skip_checksum,
-                           .forget_dropped = o.broken_replicas_forget_dropped}) {
+                           .forget_dropped = o.broken_replicas_forget_dropped,
+                           .lmdb = o.lmdb_stores,
+                           .lying_journal_sync = o.broken_lying_journal_sync,
+                           .crashed_in_commit = [this](int i) { went_down(i); }}) {
     world_.faults() = o.faults;
     int quorum = o.replicas / 2 + 1;
     r_ = o.read_quorum != 0 ? o.read_quorum : quorum;
@@ -83,7 +86,7 @@ class QuorumSim {
     // Phase 2: heal, let every message in flight land, then read every key.
     world_.faults() = NetworkFaults{0, 0, world_.faults().max_delay_ms, 0, 0};
     healed_ = true;
-    replicas_.restart_all();
+    if (!replicas_.restart_all()) store_failures_.push_back(replicas_.why());
     for (Downtime& d : downtimes_) d.end_ms = std::min(d.end_ms, world_.now_ms());
     world_.run(UINT64_MAX);
     for (int k = 0; k < o_.keys; ++k) {
@@ -93,12 +96,16 @@ class QuorumSim {
 
     QuorumSimResult result;
     result.violations = check(history_);
+    for (const std::string& why : store_failures_) result.violations.push_back("store does not open: " + why);
     result.trace_hash = world_.trace_hash();
     result.trace = world_.trace();
     result.events = world_.events();
     result.bit_flips = bit_flips_;
     result.bit_flips_to_w = bit_flips_to_w_;
     result.bit_flips_skipped = bit_flips_skipped_;
+    result.power_losses = replicas_.power_losses();
+    result.power_losses_in_commit = replicas_.power_losses_in_commit();
+    result.unsynced_writes_lost = replicas_.unsynced_writes_lost();
     for (const auto& w : history_.writes) {
       if (w.result == Code::kOk) ++result.writes_ok;
       else if (w.result == Code::kFenced) ++result.writes_fenced;
@@ -133,7 +140,12 @@ class QuorumSim {
       if (healed_) return;
       if (world_.chance(o_.crash_per_second)) {
         int i = static_cast<int>(world_.uniform(0, replicas_.size() - 1));
-        if (replicas_.up(i)) crash(i);
+        if (!replicas_.up(i)) {
+        } else if (o_.lmdb_stores && world_.chance(0.5)) {
+          replicas_.crash_in_next_commit(i, world_.uniform(1, 8));  // somewhere in its next commit or two
+        } else {
+          crash(i);
+        }
       }
       if (world_.chance(o_.corrupt_per_second)) {
         int i = static_cast<int>(world_.uniform(0, replicas_.size() - 1));
@@ -156,6 +168,11 @@ class QuorumSim {
 
   void crash(int i) {
     replicas_.crash(i);
+    went_down(i);
+  }
+
+  // Replica i crashed: it is down until a restart, a little later.
+  void went_down(int i) {
     downtimes_.push_back({i, world_.now_ms(), UINT64_MAX});
     world_.at(world_.uniform(100, 10000), "restart replica " + std::to_string(i), [this, i] {
       if (!replicas_.up(i)) restarted(i);
@@ -163,7 +180,10 @@ class QuorumSim {
   }
 
   void restarted(int i) {
-    replicas_.restart(i);
+    if (!replicas_.restart(i)) {
+      store_failures_.push_back(replicas_.why());
+      return;
+    }
     for (Downtime& d : downtimes_) {
       if (d.replica == i && d.end_ms == UINT64_MAX) d.end_ms = world_.now_ms();
     }
@@ -335,6 +355,7 @@ class QuorumSim {
     uint64_t start_ms, end_ms;  // end: UINT64_MAX while down
   };
   std::vector<Downtime> downtimes_;
+  std::vector<std::string> store_failures_;  // lmdb: stores that did not open after a crash
   uint64_t bit_flips_ = 0, bit_flips_to_w_ = 0, bit_flips_skipped_ = 0;
   // broken_literal_fenced_rule, by write record: the replicas that acknowledged
   // it, and whether a refusal came while they were fewer than W.

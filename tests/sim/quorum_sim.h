@@ -75,6 +75,18 @@ struct QuorumSimOptions {
   // superseded, is refused `fenced` by a replica that dropped it, and its
   // writer answers Fenced: "visible though refused". Needs rough_network().
   bool broken_replicas_forget_dropped = false;
+  // Replicas keep their data in the daemon's LmdbStore, with its journal, on
+  // the simulated disk (tests/support/sim_disk.h), one directory each under
+  // $TMPDIR: a crash is a power loss that keeps, cuts or loses each unsynced
+  // write, half of them inside a commit (after 1 to 8 of its writes and syncs,
+  // before any reply), and a restart reopens the store from what the disk
+  // kept ("store does not open" if it cannot). No bit flips. Not with the
+  // negative controls that break memory stores (skip_fence_floor,
+  // writes_keep_floor, skip_checksum).
+  bool lmdb_stores = false;
+  // With lmdb_stores: the disk lies about the journal's syncs, so a crash
+  // loses batches the replica acknowledged: "acknowledged write lost".
+  bool broken_lying_journal_sync = false;
   // Readers send no read repair (CoordinatorOptions::broken_skip_read_repair):
   // safe, but reads fail that a repair would have let succeed.
   bool broken_skip_read_repair = false;
@@ -96,6 +108,9 @@ struct QuorumSimResult {
   // Bit flips made; of them, those that left W or more replicas with a corrupt
   // copy of the key; flips skipped for max_corrupt_copies.
   uint64_t bit_flips = 0, bit_flips_to_w = 0, bit_flips_skipped = 0;
+  // lmdb_stores: power losses, those inside a commit, and the unsynced writes
+  // they lost or cut.
+  uint64_t power_losses = 0, power_losses_in_commit = 0, unsynced_writes_lost = 0;
   History history;
 };
 

@@ -1,9 +1,19 @@
 #include "tests/sim/replica_set.h"
 
+#include <filesystem>
+#include <stdexcept>
+
+#include "replica/lmdb_store.h"
 #include "tests/support/forwarding_store.h"
 
 namespace palisade::sim {
 namespace {
+
+using test::SimDisk;
+
+// Small, so that checkpoints come every few batches.
+constexpr replica::LmdbStore::Options kLmdbOptions{
+    .map_size_bytes = size_t{4} << 20, .journal_bytes = size_t{16} << 10, .checkpoint_bytes = size_t{4} << 10};
 
 // The negative control's disk: it forgets every fence floor.
 class FloorlessStore final : public test::ForwardingStore {
@@ -57,9 +67,20 @@ std::string describe(const wire::ReplicaReply& r) {
 }
 
 ReplicaSet::ReplicaSet(World& world, Options options) : world_(world), options_(std::move(options)) {
+  if (options_.lmdb) {
+    if (options_.skip_fence_floor || options_.writes_keep_floor || options_.skip_checksum) {
+      throw std::invalid_argument("replicas on LMDB cannot have the memory stores' negative controls");
+    }
+    dir_ = std::make_unique<TempDir>();
+    disk_ = std::make_unique<test::SimDiskScope>(dir_->path());
+    if (options_.lying_journal_sync) SimDisk::lie_about_syncs("journal");
+  }
   for (int i = 0; i < options_.replicas; ++i) {
     Replica r;
-    if (options_.skip_fence_floor || options_.writes_keep_floor) {
+    if (options_.lmdb) {
+      r.dir = dir_->sub("r" + std::to_string(i));
+      std::filesystem::create_directory(r.dir);
+    } else if (options_.skip_fence_floor || options_.writes_keep_floor) {
       std::unique_ptr<test::ForwardingStore> broken;
       if (options_.skip_fence_floor) {
         broken = std::make_unique<FloorlessStore>();
@@ -77,7 +98,7 @@ ReplicaSet::ReplicaSet(World& world, Options options) : world_(world), options_(
                      static_cast<int64_t>(options_.max_clock_offset_ms);
     r.physical = std::make_unique<SkewedClock>(world_, offset);
     replicas_.push_back(std::move(r));
-    restart(i);
+    if (!restart(i)) throw std::runtime_error(why_);
     world_.attach(i, [this, i](int from, const std::string& bytes) { receive(i, from, bytes); });
   }
 }
@@ -106,9 +127,17 @@ void ReplicaSet::flush(int i) {
   Replica& r = replicas_[i];
   r.flush_scheduled = false;
   r.driver->flush();
+  if (r.crash_armed && SimDisk::crashed()) {
+    world_.record("replica " + std::to_string(i) + " lost power inside its commit");
+    ++power_losses_in_commit_;
+    crash(i);
+    if (options_.crashed_in_commit) options_.crashed_in_commit(i);
+  }
 }
 
 void ReplicaSet::Host::reply(uint64_t route, std::vector<std::string> replies) {
+  // Power went inside the commit: the process is dead, nothing is answered.
+  if (set_.replicas_[i_].crash_armed && SimDisk::crashed()) return;
   for (std::string& bytes : replies) set_.world_.send(i_, static_cast<int>(route), std::move(bytes));
 }
 
@@ -130,11 +159,48 @@ void ReplicaSet::crash(int i) {
   r.up = false;
   r.flush_scheduled = false;
   ++r.incarnation;
-  r.store->abort();
+  if (options_.lmdb) {
+    lose_power(i);
+  } else {
+    r.store->abort();
+  }
 }
 
-void ReplicaSet::restart(int i) {
+void ReplicaSet::lose_power(int i) {
   Replica& r = replicas_[i];
+  if (!SimDisk::crashed()) SimDisk::crash_dir(r.dir, world_.rng());
+  // Torn down as the power left it: the store's close writes nothing durable.
+  r.driver.reset();
+  r.handler.reset();
+  r.store.reset();
+  const SimDisk::Counters before = SimDisk::counters();
+  SimDisk::revive();
+  const SimDisk::Counters after = SimDisk::counters();
+  ++power_losses_;
+  unsynced_writes_lost_ += after.writes_lost + after.writes_cut - before.writes_lost - before.writes_cut;
+  // A crash (this one, or the armed one it replaced) disarms every other.
+  for (Replica& other : replicas_) other.crash_armed = false;
+}
+
+void ReplicaSet::crash_in_next_commit(int i, uint64_t writes) {
+  if (!options_.lmdb) return crash(i);
+  for (Replica& other : replicas_) other.crash_armed = false;
+  replicas_[i].crash_armed = true;
+  SimDisk::crash_dir_after(replicas_[i].dir, writes, world_.rng());
+  world_.record("replica " + std::to_string(i) + " loses power at its " + std::to_string(writes) +
+                "th write or sync from now");
+}
+
+bool ReplicaSet::restart(int i) {
+  Replica& r = replicas_[i];
+  if (options_.lmdb) {
+    auto opened = replica::LmdbStore::open(r.dir, kLmdbOptions);
+    if (!opened.is_ok()) {
+      why_ = "replica " + std::to_string(i) + "'s store does not open after a crash: " + opened.status().to_string();
+      return false;
+    }
+    r.store = std::move(opened).value();
+  }
   r.up = true;
   r.clock = std::make_unique<HybridClock>(*r.physical);
   std::optional<replica::ReplicaAuth> auth = options_.auth;
@@ -148,10 +214,12 @@ void ReplicaSet::restart(int i) {
                                     .broken_forget_dropped = options_.forget_dropped,
                                     .broken_hide_pending = options_.hide_pending,
                                     .broken_pending_as_committed = options_.pending_as_committed});
+  return true;
 }
 
 bool ReplicaSet::corrupt(int i, const std::string& key) {
   Replica& r = replicas_[i];
+  if (r.disk == nullptr) return false;
   if (!options_.skip_checksum) return r.disk->corrupt(key);
   // Unchecked, the flip shows in the value served: of the newest version that has one.
   auto stored = r.disk->get(key);
@@ -166,6 +234,7 @@ bool ReplicaSet::corrupt(int i, const std::string& key) {
 
 bool ReplicaSet::holds_corrupt(int i, const std::string& key) {
   Replica& r = replicas_[i];
+  if (r.disk == nullptr) return false;
   auto stored = r.disk->get(key);
   if (!stored.is_ok()) return stored.code() == Code::kCorrupt;
   auto it = r.flipped.find(key);
@@ -182,10 +251,12 @@ int ReplicaSet::corrupt_copies(const std::string& key) {
   return n;
 }
 
-void ReplicaSet::restart_all() {
+bool ReplicaSet::restart_all() {
+  bool all = true;
   for (int i = 0; i < size(); ++i) {
-    if (!replicas_[i].up) restart(i);
+    if (!replicas_[i].up) all = restart(i) && all;
   }
+  return all;
 }
 
 }  // namespace palisade::sim

@@ -2,9 +2,19 @@
 // disks, each run by the daemon's own driver (replica/replica_driver.h), that
 // commit a little after a batch arrives (a crash before then loses it), crash
 // and restart, and suffer bit flips.
+//
+// The disk is a MemoryStore that survives crashes, or (Options::lmdb) the
+// daemon's own LmdbStore, with its journal, in a directory per replica on the
+// simulated disk (tests/support/sim_disk.h). Then a crash is the power loss of
+// that replica's machine: its store is torn down without a clean close, its
+// unsynced writes are kept, cut or lost, and a restart reopens the store from
+// what the disk kept. A crash may also come inside a commit
+// (crash_in_next_commit): after some of the commit's writes and syncs, before
+// the batch is answered. No bit flips then (corrupt() finds nothing).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -12,10 +22,12 @@
 #include <vector>
 
 #include "base/physical_clock.h"
+#include "base/temp_dir.h"
 #include "replica/handler.h"
 #include "replica/memory_store.h"
 #include "replica/replica_driver.h"
 #include "tests/sim/world.h"
+#include "tests/support/sim_disk.h"
 
 namespace palisade::sim {
 
@@ -73,6 +85,15 @@ class ReplicaSet {
     // frame carried a repairer's seal, so any client's committed write or
     // commit makes a fenced version committed (driver: broken_trust_everyone).
     bool trust_everyone = false;
+    // Replicas keep their data in LmdbStores on the simulated disk (above).
+    // Not with skip_fence_floor, writes_keep_floor or skip_checksum, which
+    // break memory stores.
+    bool lmdb = false;
+    // lmdb: the disk lies about the journal's syncs (SimDisk::lie_about_syncs),
+    // so a crash may lose batches the replica acknowledged.
+    bool lying_journal_sync = false;
+    // Called when a replica crashed by itself (crash_in_next_commit).
+    std::function<void(int)> crashed_in_commit{};
   };
 
   // Replica i is world node i.
@@ -81,15 +102,27 @@ class ReplicaSet {
   bool up(int i) const { return replicas_[i].up; }
   int size() const { return static_cast<int>(replicas_.size()); }
   void crash(int i);
-  void restart(int i);
+  // lmdb: replica i loses power after `writes` more writes and syncs of its
+  // files (at least 1), which its next commits make; Options::crashed_in_commit
+  // is told. A crash of any replica before then disarms it. Without lmdb: crash(i).
+  void crash_in_next_commit(int i, uint64_t writes);
+  // Brings replica i up; with lmdb, reopens its store. False (and the replica
+  // stays down) when the store does not open: why() says why.
+  bool restart(int i);
+  const std::string& why() const { return why_; }
+  // lmdb: power losses so far, those inside a commit, and the unsynced writes
+  // they lost or cut.
+  uint64_t power_losses() const { return power_losses_; }
+  uint64_t power_losses_in_commit() const { return power_losses_in_commit_; }
+  uint64_t unsynced_writes_lost() const { return unsynced_writes_lost_; }
   // Flips a bit in the record of `key` on replica i; false when it holds none.
   bool corrupt(int i, const std::string& key);
   // Whether replica i's copy of `key` is corrupt (with skip_checksum: serves a
   // flipped value), and how many replicas' copies are.
   bool holds_corrupt(int i, const std::string& key);
   int corrupt_copies(const std::string& key);
-  // Restarts every replica that is down.
-  void restart_all();
+  // Restarts every replica that is down; false when a store does not open.
+  bool restart_all();
 
  private:
   // Replica i's side of its driver: a reply goes to the node that sent the
@@ -107,8 +140,10 @@ class ReplicaSet {
   };
 
   struct Replica {
-    std::unique_ptr<replica::ReplicaStore> store;  // the disk: survives crashes
-    replica::MemoryStore* disk = nullptr;          // the same disk, for injecting bit flips
+    std::unique_ptr<replica::ReplicaStore> store;  // memory: the disk, survives crashes
+    replica::MemoryStore* disk = nullptr;          // the same disk, for injecting bit flips; lmdb: null
+    std::string dir;                               // lmdb: the store's directory
+    bool crash_armed = false;                      // lmdb: a crash waits in its next commits
     std::unique_ptr<SkewedClock> physical;
     std::unique_ptr<HybridClock> clock;            // memory: lost in a crash
     std::unique_ptr<replica::ReplicaHandler> handler;
@@ -124,10 +159,18 @@ class ReplicaSet {
 
   void receive(int i, int from, const std::string& bytes);
   void flush(int i);
+  // lmdb: the power loss of replica i's machine, at once or as armed.
+  void lose_power(int i);
 
   World& world_;
   Options options_;
+  // lmdb: the replicas' directories, on the simulated disk (declared before
+  // the replicas, whose stores close first).
+  std::unique_ptr<TempDir> dir_;
+  std::unique_ptr<test::SimDiskScope> disk_;
   std::vector<Replica> replicas_;
+  std::string why_;
+  uint64_t power_losses_ = 0, power_losses_in_commit_ = 0, unsynced_writes_lost_ = 0;
 };
 
 }  // namespace palisade::sim

@@ -21,7 +21,7 @@ namespace {
 // PALISADE_SIM_SEEDS scales every sweep below: the configurations get
 // 60% (in three slices), 15%, 15% and 10% of it (10,000 seeds in all by
 // default), bit flips 25% more, the rough network 20% more and unfenced
-// holders 10% more.
+// holders 10% more, and replicas on LMDB 10% more.
 uint64_t seed_count() { return seed_count_from_env("PALISADE_SIM_SEEDS", 10000); }
 
 // Seeds of rough_network() on which a duplicate of a dropped version is
@@ -130,6 +130,24 @@ TEST_CASE("sim: fence safety holds on a rough network", "[sim]") {
   run_seeds(o, {seed_count() / 5}, "palisade-sim --rough-network", run_quorum_sim);
 }
 
+// The daemon's own store: LmdbStore and its journal on the simulated disk,
+// where a crash is a power loss, half of them inside a commit. Every store
+// must reopen, and no acknowledged write may be lost.
+TEST_CASE("sim: fence safety holds with replicas on LMDB that lose power", "[sim]") {
+  QuorumSimOptions o;
+  o.lmdb_stores = true;
+  uint64_t acknowledged = 0, in_commit = 0, lost = 0;
+  const uint64_t seeds = run_seeds(o, {seed_count() / 10}, "palisade-sim --lmdb", run_quorum_sim,
+                                   [&](const QuorumSimResult& r) {
+                                     acknowledged += r.writes_ok;
+                                     in_commit += r.power_losses_in_commit;
+                                     lost += r.unsynced_writes_lost;
+                                   });
+  CHECK(acknowledged > 10 * seeds);
+  CHECK(in_commit > seeds / 2);  // 593 on seeds 1..500
+  CHECK(lost > seeds / 10);      // 147 on seeds 1..500
+}
+
 TEST_CASE("sim: the same seed gives the same trace hash", "[sim]") {
   check_same_seed_same_trace(QuorumSimOptions{}, run_quorum_sim);
   QuorumSimOptions uneven;
@@ -138,6 +156,9 @@ TEST_CASE("sim: the same seed gives the same trace hash", "[sim]") {
   uneven.write_quorum = 4;
   uneven.corrupt_per_second = 0.3;
   check_same_seed_same_trace(uneven, run_quorum_sim);
+  QuorumSimOptions lmdb;
+  lmdb.lmdb_stores = true;
+  check_same_seed_same_trace(lmdb, run_quorum_sim);
 }
 
 TEST_CASE("sim: max_corrupt_copies keeps fewer corrupt copies of a key than W", "[sim]") {
@@ -161,6 +182,13 @@ TEST_CASE("sim: a configuration the client refuses is refused", "[sim]") {
   o.replicas = 5;
   o.read_quorum = 4;
   o.write_quorum = 2;  // W <= N / 2
+  CHECK_THROWS_AS(run_quorum_sim(o), std::invalid_argument);
+}
+
+TEST_CASE("sim: replicas on LMDB refuse the memory stores' negative controls", "[sim]") {
+  QuorumSimOptions o;
+  o.lmdb_stores = true;
+  o.broken_replicas_skip_fence_floor = true;
   CHECK_THROWS_AS(run_quorum_sim(o), std::invalid_argument);
 }
 
@@ -354,6 +382,16 @@ TEST_CASE("sim: negative control, replicas that do not say what they dropped are
     INFO("replay: palisade-sim --rough-network --broken-forget-dropped --seed " << seed << " --trace");
     CHECK(reports(run_quorum_sim(broken).violations, "visible though refused"));
   }
+}
+
+// The quorum simulation runs the real journal: a disk that lies about its
+// syncs loses acknowledged batches at a power loss, which the journal finds
+// when the store reopens (a record missing before an intact one).
+TEST_CASE("sim: negative control, a disk that lies about the journal's syncs is caught on LMDB", "[sim]") {
+  QuorumSimOptions broken;
+  broken.lmdb_stores = true;
+  broken.broken_lying_journal_sync = true;
+  check_caught(broken, 50, {{"store does not open", 25}});  // in 45 runs
 }
 
 TEST_CASE("sim: negative control, read and write quorums that do not intersect are caught", "[sim]") {
