@@ -1,6 +1,10 @@
 #include "client/coordinator.h"
 
 #include <algorithm>
+#include <set>
+
+#include "base/check.h"
+#include "client/coordinator_ops.h"
 
 namespace palisade::client {
 
@@ -16,58 +20,6 @@ Status validate(const CoordinatorOptions& o) {
   if (o.timeout_ms == 0) return bad("timeout must be positive");
   return Status::ok();
 }
-
-// A write or a fence sent to all N replicas.
-struct Coordinator::WriteOp {
-  bool is_fence = false;
-  wire::ReplicaRequestBody request;  // what every replica is sent
-  wire::WriteRequest write;  // for writes: what was sent, to commit it afterwards
-  FencedTimestamp ts;
-  uint64_t deadline_ms = 0;
-  int acks = 0;
-  wire::Certificate receipts;  // of the replicas that acknowledged, to prove the commit
-  int answered = 0;
-  int nonstores = 0;  // replicas that definitely did not store it
-  bool fenced = false;
-  bool stale = false;
-  Status bad_sequencer;  // a replica refused the sequencer (for good)
-  Status wrong_cluster;  // a replica of another cluster refused it
-  uint64_t floor = 0;
-  Status error;
-  Status maybe_stored;  // a refusal of a replica that may have stored it before (not final)
-  std::vector<int> unsent;  // replicas not connected when it was sent: sent again later
-  uint64_t resend_at_ms = 0;
-};
-
-// A get: reads from R replicas (more when needed), then repairs.
-struct Coordinator::ReadOp {
-  struct Replica {
-    bool asked = false;
-    bool outstanding = false;
-    bool failed = false;    // its last answer was an error or it was unreachable: wait for the retry time
-    bool answered = false;  // a successful read reply
-    bool corrupt = false;   // it answered that its copy is corrupt: unknown, and to repair
-    bool foreign = false;   // it is of another cluster (wrong_cluster): never asked again
-    std::optional<uint64_t> corrupt_digest;   // the damaged record's digest its last `corrupt` named
-    uint64_t answered_request = 0;            // the request its answer (`answered`) replied to
-    std::vector<wire::Version> versions;      // newest first; the committed one last
-    std::vector<wire::Receipt> receipts;      // one per version, from a replica that checks sequencers
-    std::map<std::string, uint64_t> floors;  // fence floors learnt, by lock
-    std::string floor_of;                     // what the outstanding read asked for
-  };
-  std::string key;
-  uint64_t deadline_ms = 0;
-  uint64_t retry_at_ms = 0;  // when to hedge or ask again
-  std::vector<Replica> replicas;
-  // Answers to requests older than this (sent before the newest damage seen
-  // was reported) do not count: a repair of that damage must be decided from
-  // answers taken after it.
-  uint64_t fresh_from = 0;
-  bool chosen = false;
-  std::optional<wire::Version> result;
-  int repairs_outstanding = 0;
-  Status wrong_cluster;  // the last wrong_cluster answer
-};
 
 Coordinator::Coordinator(CoordinatorOptions options, HybridClock& clock)
     : options_(options), clock_(clock), carries_(options.n, true) {}
@@ -565,6 +517,7 @@ void Coordinator::on_reply(int replica, const wire::ReplicaReply& reply, uint64_
     on_read_reply(p.op, r->second, replica, &reply, p.repair);
     advance_read(p.op, r->second, now_ms);
   }
+  PALISADE_DCHECK_INVARIANTS(check_invariants());
 }
 
 void Coordinator::on_unreachable(int replica, uint64_t request_id, uint64_t now_ms) {
@@ -581,6 +534,7 @@ void Coordinator::on_unreachable(int replica, uint64_t request_id, uint64_t now_
     on_read_reply(p.op, r->second, replica, nullptr, p.repair);
     advance_read(p.op, r->second, now_ms);
   }
+  PALISADE_DCHECK_INVARIANTS(check_invariants());
 }
 
 void Coordinator::on_tick(uint64_t now_ms) {
@@ -595,6 +549,7 @@ void Coordinator::on_tick(uint64_t now_ms) {
   for (OpId id : ids) {
     if (auto it = reads_.find(id); it != reads_.end()) advance_read(id, it->second, now_ms);
   }
+  PALISADE_DCHECK_INVARIANTS(check_invariants());
 }
 
 std::optional<uint64_t> Coordinator::next_deadline_ms() const {
@@ -610,6 +565,66 @@ std::optional<uint64_t> Coordinator::next_deadline_ms() const {
     if (!op.chosen) consider(op.retry_at_ms);
   }
   return next;
+}
+
+std::string Coordinator::check_invariants() const {
+  const int n = options_.n;
+  auto live = [&](OpId op) { return writes_.count(op) != 0 || reads_.count(op) != 0; };
+  if (carries_.size() != static_cast<size_t>(n)) return "carries_ does not have one flag per replica";
+  std::map<OpId, int> repairs;                    // pending repairs, by read
+  std::set<std::pair<OpId, int>> reads_pending;  // (read, replica) with a read request pending
+  for (const auto& [id, p] : pending_) {
+    const std::string what = "pending request " + std::to_string(id);
+    if (id >= next_request_id_) return what + " has an id not handed out yet";
+    if (p.replica < 0 || p.replica >= n) return what + " goes to no replica";
+    if (!live(p.op)) return what + " belongs to no unfinished operation";
+    auto listed = requests_of_.find(p.op);
+    if (listed == requests_of_.end() || std::find(listed->second.begin(), listed->second.end(), id) == listed->second.end()) {
+      return what + " is not among its operation's requests";
+    }
+    if (p.repair && reads_.count(p.op) == 0) return what + " is a repair of no read";
+    if (p.repair) ++repairs[p.op];
+    if (!p.repair && reads_.count(p.op) != 0) reads_pending.insert({p.op, p.replica});
+  }
+  for (const auto& [op, ids] : requests_of_) {
+    if (!live(op)) return "requests are listed for finished operation " + std::to_string(op);
+  }
+  for (const auto& [id, op] : writes_) {
+    const std::string what = "write " + std::to_string(id);
+    if (id >= next_op_ || reads_.count(id) != 0) return what + " has an id not its own";
+    if (op.acks < 0 || op.nonstores < 0 || op.acks + op.nonstores > op.answered) {
+      return what + " counts more acknowledgements and refusals than answers";
+    }
+    if (op.acks >= options_.w) return what + " has W acknowledgements and is not finished";
+    if (n - op.nonstores < options_.w) return what + " can no longer get W copies and is not finished";
+    for (int replica : op.unsent) {
+      if (replica < 0 || replica >= n) return what + " waits to send to no replica";
+    }
+  }
+  for (const auto& [id, op] : reads_) {
+    const std::string what = "read " + std::to_string(id);
+    if (id >= next_op_) return what + " has an id not handed out yet";
+    if (op.replicas.size() != static_cast<size_t>(n)) return what + " does not track every replica";
+    for (int i = 0; i < n; ++i) {
+      const ReadOp::Replica& rep = op.replicas[static_cast<size_t>(i)];
+      if (rep.outstanding && !rep.asked) return what + " waits on replica " + std::to_string(i) + " it never asked";
+      if (rep.outstanding && reads_pending.count({id, i}) == 0) {
+        return what + " waits on replica " + std::to_string(i) + " with no request pending";
+      }
+    }
+    auto counted = repairs.find(id);
+    if (op.repairs_outstanding != (counted == repairs.end() ? 0 : counted->second)) {
+      return what + " counts " + std::to_string(op.repairs_outstanding) + " repairs outstanding, not its pending ones";
+    }
+    if (!op.chosen && op.repairs_outstanding != 0) return what + " repairs before it chose a version";
+  }
+  for (const Completion& c : completions_) {
+    if (live(c.op)) return "operation " + std::to_string(c.op) + " completed and is not finished";
+  }
+  for (const Send& s : lazy_sends_) {
+    if (s.replica < 0 || s.replica >= n) return "a held-back request goes to no replica";
+  }
+  return "";
 }
 
 }  // namespace palisade::client

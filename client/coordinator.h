@@ -83,7 +83,19 @@ class Coordinator {
   // operation's are forgotten, answered or not.
   size_t pending_requests() const { return pending_.size(); }
 
+  // "" when the state keeps the invariants every call keeps, whatever replicas
+  // answer, else the first one it breaks: every pending request belongs to an
+  // unfinished operation, which lists it; a write not finished still needs
+  // acknowledgements and can still get them; a read's outstanding replicas and
+  // repairs are pending requests. Walks every operation: the simulators call
+  // it after every step, debug builds after every reply, refusal and tick.
+  std::string check_invariants() const;
+
  private:
+  // tests/unit/coordinator_test.cc breaks the state on purpose:
+  // check_invariants() must report each invariant broken (its negative control).
+  friend struct CoordinatorTestAccess;
+
   struct WriteOp;
   struct ReadOp;
 

@@ -538,6 +538,14 @@ class LockSim {
     }
   }
 
+  // A core's invariant broken (debug builds abort on them; here the seed is
+  // reported), once per run.
+  void report_invariant(const std::string& who, const std::string& problem) {
+    if (problem.empty() || !invariants_broken_.insert(problem).second) return;
+    violations_.push_back(who + " breaks an invariant: " + problem);
+    world_.record(violations_.back());
+  }
+
   void schedule_replica_restart(int r) {
     world_.at(world_.uniform(100, 10000), "restart replica " + std::to_string(r), [this, r] {
       if (!replicas_.up(r) && !replicas_.restart(r)) violations_.push_back("store does not open: " + replicas_.why());
@@ -561,10 +569,7 @@ class LockSim {
     n.checked_through = std::max(n.checked_through, paxos.applied_through());
     // The cores' own invariants (debug builds abort on them; here the seed is reported).
     for (std::string problem : {paxos.check_invariants(), n.driver->service().table().check_invariants()}) {
-      if (!problem.empty() && invariants_broken_.insert(problem).second) {
-        violations_.push_back("lockd " + std::to_string(i) + " breaks an invariant: " + problem);
-        world_.record(violations_.back());
-      }
+      report_invariant("lockd " + std::to_string(i), problem);
     }
     check_grants(i);
     // At most one node believes it holds a valid master lease.
@@ -803,6 +808,7 @@ class LockSim {
         world_.send(kClientBase + c, s.replica, wire::encode_request(s.request));
       }
     }
+    report_invariant("client " + std::to_string(c) + "'s coordinator", me.coordinator->check_invariants());
     for (auto& done : me.coordinator->take_completions()) store_done(c, done);
     auto next = me.coordinator->next_deadline_ms();
     if (next && *next < me.store_tick_at) {

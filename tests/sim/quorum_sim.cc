@@ -97,6 +97,7 @@ class QuorumSim {
     QuorumSimResult result;
     result.violations = check(history_);
     for (const std::string& why : store_failures_) result.violations.push_back("store does not open: " + why);
+    for (const std::string& v : invariant_violations_) result.violations.push_back(v);
     result.trace_hash = world_.trace_hash();
     result.trace = world_.trace();
     result.events = world_.events();
@@ -237,6 +238,13 @@ class QuorumSim {
         world_.send(cl.node, s.replica, wire::encode_request(s.request));
       }
     }
+    // The coordinator's invariants (debug builds abort on them; here the seed
+    // is reported), each once per run.
+    if (std::string problem = cl.coordinator->check_invariants();
+        !problem.empty() && invariants_broken_.insert(problem).second) {
+      invariant_violations_.push_back("client " + std::to_string(c) + "'s coordinator breaks an invariant: " + problem);
+      world_.record(invariant_violations_.back());
+    }
     for (auto& done : cl.coordinator->take_completions()) complete(c, done);
     auto next = cl.coordinator->next_deadline_ms();
     if (next && *next < cl.tick_at) {
@@ -356,6 +364,8 @@ class QuorumSim {
   };
   std::vector<Downtime> downtimes_;
   std::vector<std::string> store_failures_;  // lmdb: stores that did not open after a crash
+  std::vector<std::string> invariant_violations_;
+  std::set<std::string> invariants_broken_;  // each reported once per run
   uint64_t bit_flips_ = 0, bit_flips_to_w_ = 0, bit_flips_skipped_ = 0;
   // broken_literal_fenced_rule, by write record: the replicas that acknowledged
   // it, and whether a refusal came while they were fewer than W.

@@ -14,6 +14,7 @@
 #include <variant>
 
 #include "client/coordinator.h"
+#include "client/coordinator_ops.h"
 #include "base/hybrid_clock.h"
 #include "auth/sequencer_key.h"
 #include "replica/handler.h"
@@ -235,6 +236,7 @@ class Cluster {
         held.push_back(std::move(s));
       } else {
         deliver(s);
+        REQUIRE(coord_->check_invariants() == "");
       }
     }
     for (client::Completion& c : coord_->take_completions()) {
@@ -256,6 +258,70 @@ class Cluster {
 };
 
 const Fence kFence3{"L", 3};
+
+}  // namespace
+
+namespace client {
+struct CoordinatorTestAccess {
+  static auto& write(Coordinator& c, OpId op) { return c.writes_.at(op); }
+  static auto& read(Coordinator& c, OpId op) { return c.reads_.at(op); }
+  static auto& pending(Coordinator& c) { return c.pending_; }
+  static auto& requests_of(Coordinator& c) { return c.requests_of_; }
+};
+}  // namespace client
+
+namespace {
+
+TEST_CASE("check_invariants reports each invariant broken, and nothing once it is mended", "[coordinator]") {
+  Cluster c;
+  c.hold = [](const Send&) { return true; };  // nothing is answered: both operations stay unfinished
+  const OpId w = c.put("k", "v", kFence3);
+  const OpId r = c.get("k");
+  Coordinator& coord = c.coord();
+  using A = client::CoordinatorTestAccess;
+  REQUIRE(coord.check_invariants().empty());
+  // Breaks one field, expects `problem` in the report, then puts it back.
+  auto broken = [&](auto& field, auto bad, const std::string& problem) {
+    const auto kept = field;
+    field = bad;
+    INFO("expected: " << problem);
+    CHECK_THAT(coord.check_invariants(), Catch::Contains(problem));
+    field = kept;
+    CHECK(coord.check_invariants().empty());
+  };
+  auto& write = A::write(coord, w);
+  broken(write.acks, 1, "counts more acknowledgements and refusals than answers");
+  write.answered = 3;  // answers that changed nothing yet (errors that may pass)
+  REQUIRE(coord.check_invariants().empty());
+  broken(write.acks, 2, "has W acknowledgements and is not finished");
+  broken(write.nonstores, 2, "can no longer get W copies and is not finished");
+  write.answered = 0;
+  broken(write.unsent, std::vector<int>{3}, "waits to send to no replica");
+
+  auto& read = A::read(coord, r);
+  broken(read.repairs_outstanding, 1, "repairs outstanding, not its pending ones");
+  int unasked = 0;
+  while (read.replicas.at(static_cast<size_t>(unasked)).asked) ++unasked;  // R = 2 of 3 were asked
+  auto& replica = read.replicas.at(static_cast<size_t>(unasked));
+  broken(replica.outstanding, true, "it never asked");
+  replica.asked = true;
+  broken(replica.outstanding, true, "with no request pending");
+  replica.asked = false;
+
+  auto pending = A::pending(coord);
+  auto foreign = pending;
+  foreign.begin()->second.op = 999;
+  broken(A::pending(coord), foreign, "belongs to no unfinished operation");
+  auto early = pending;
+  early[1'000'000] = early.begin()->second;
+  broken(A::pending(coord), early, "has an id not handed out yet");
+  auto unlisted = A::requests_of(coord);
+  unlisted[w].clear();
+  broken(A::requests_of(coord), unlisted, "is not among its operation's requests");
+  auto finished = A::requests_of(coord);
+  finished[999] = {};
+  broken(A::requests_of(coord), finished, "requests are listed for finished operation 999");
+}
 
 // ---- cluster identity ----
 
