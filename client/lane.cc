@@ -2,37 +2,25 @@
 
 #include <algorithm>
 
-#include "transport/transport.h"
-
 namespace palisade::client {
 
-Lane::Lane(zmq::context_t& ctx, const std::vector<std::string>& endpoints, CoordinatorOptions options,
+Lane::Lane(ReplicaLinks& links, const std::vector<std::string>& endpoints, CoordinatorOptions options,
            HybridClock& clock, wire::Limits limits)
-    : limits_(limits), clock_(clock), coordinator_(options, clock), by_replica_(endpoints.size()) {
-  // Commits and purges are not awaited: give them a moment to leave at close.
-  transport::SocketOptions socket_options{.linger_ms = 500};
-  for (const auto& endpoint : endpoints) {
-    replicas_.push_back({.socket = transport::make_dealer(ctx, endpoint, socket_options), .endpoint = endpoint});
-  }
+    : links_(links), limits_(limits), clock_(clock), coordinator_(options, clock), by_replica_(endpoints.size()) {
+  for (const auto& endpoint : endpoints) replicas_.push_back({.endpoint = endpoint});
 }
 
-void Lane::add_poll_items(std::vector<zmq::pollitem_t>& items) {
-  for (auto& r : replicas_) items.push_back({r.socket.handle(), 0, ZMQ_POLLIN, 0});
-}
-
-void Lane::receive(size_t replica, uint64_t now_ms) {
-  zmq::message_t msg;
-  while (replicas_[replica].socket.recv(msg, zmq::recv_flags::dontwait)) {  // a frame at a time
-    auto reply = wire::decode_reply({static_cast<const char*>(msg.data()), msg.size()}, limits_);
-    if (!reply.is_ok()) continue;
-    if (reply.value().status.code() == Code::kWrongCluster) name_foreign(replicas_[replica], reply.value());
-    if (!note_batching(replicas_[replica], reply.value(), now_ms)) {
-      // Like every reply, it carries the replica's clock (a refusal too).
-      if (reply.value().clock != 0) (void)clock_.observe(reply.value().clock);
-      continue;
-    }
-    coordinator_.on_reply(static_cast<int>(replica), reply.value(), now_ms);
+void Lane::on_frame(size_t replica, std::string_view frame, uint64_t now_ms) {
+  if (replica >= replicas_.size()) return;
+  auto reply = wire::decode_reply(frame, limits_);
+  if (!reply.is_ok()) return;
+  if (reply.value().status.code() == Code::kWrongCluster) name_foreign(replicas_[replica], reply.value());
+  if (!note_batching(replicas_[replica], reply.value(), now_ms)) {
+    // Like every reply, it carries the replica's clock (a refusal too).
+    if (reply.value().clock != 0) (void)clock_.observe(reply.value().clock);
+    return;
   }
+  coordinator_.on_reply(static_cast<int>(replica), reply.value(), now_ms);
 }
 
 void Lane::name_foreign(const Replica& r, wire::ReplicaReply& reply) {
@@ -58,28 +46,16 @@ bool Lane::note_batching(Replica& r, const wire::ReplicaReply& reply, uint64_t n
   return false;
 }
 
-void Lane::probe(Replica& r, uint64_t now_ms) {
+void Lane::probe(size_t replica, uint64_t now_ms) {
+  Replica& r = replicas_[replica];
   std::vector<std::string> pings;
   const uint64_t id = next_probe_id_ -= 2;
   for (uint64_t i = 0; i < 2; ++i) pings.push_back(wire::encode_request(
       {.id = id + i, .body = wire::PingRequest{}, .cluster = coordinator_.options().cluster_id}));
-  if (!send(r, pings)) return;
+  if (!links_.send(replica, pings)) return;
   r.batching = Batching::kProbing;
   r.probe_id = id;
   r.probe_sent_ms = now_ms;
-}
-
-bool Lane::send(Replica& replica, const std::vector<std::string>& frames) {
-  try {
-    for (size_t i = 0; i < frames.size(); ++i) {
-      const auto more = i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
-      // ZeroMQ takes every frame of a message once it took the first.
-      if (!replica.socket.send(zmq::buffer(frames[i]), more | zmq::send_flags::dontwait)) return false;
-    }
-    return true;
-  } catch (const zmq::error_t&) {
-    return false;
-  }
 }
 
 std::vector<Completion> Lane::flush(uint64_t now_ms) {
@@ -95,12 +71,12 @@ std::vector<Completion> Lane::flush(uint64_t now_ms) {
       }
       // A replica that refused may have been upgraded since.
       if (r.batching == Batching::kNo && now_ms >= r.refused_ms + kAskAgainAfterMs) r.batching = Batching::kUnknown;
-      if (queued.size() > 1 && r.batching == Batching::kUnknown) probe(r, now_ms);
+      if (queued.size() > 1 && r.batching == Batching::kUnknown) probe(i, now_ms);
       for (size_t next = 0, size = 0; next < queued.size(); next += size) {
         size = r.batching == Batching::kYes ? std::min(queued.size() - next, wire::kMaxRequestsPerMessage) : 1;
         frames_.clear();
         for (size_t k = next; k < next + size; ++k) frames_.push_back(wire::encode_request(queued[k]->request));
-        if (!send(r, frames_)) {
+        if (!links_.send(i, frames_)) {
           for (size_t k = next; k < next + size; ++k) {
             coordinator_.on_unreachable(queued[k]->replica, queued[k]->request.id, now_ms);
           }

@@ -1,7 +1,8 @@
-// A Coordinator with its own DEALER socket to every replica, driven by one
-// thread at a time: the store's I/O thread drives one lane for asynchronous
-// calls, and a blocking call that finds the other lane free drives it itself,
-// which saves two thread hand-offs per call.
+// A Coordinator with its own link to every replica (ReplicaLinks: a DEALER
+// socket each in the client, client/zmq_links.h; the simulated network in
+// tests/sim), driven by one thread at a time: the store's I/O thread drives
+// one lane for asynchronous calls, and a blocking call that finds the other
+// lane free drives it itself, which saves two thread hand-offs per call.
 //
 // What goes to one replica in one flush leaves as one message, a request per
 // frame (up to wire::kMaxRequestsPerMessage): the replica answers with one
@@ -16,27 +17,35 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
-
-#include <zmq.hpp>
 
 #include "client/coordinator.h"
 #include "wire/envelope.h"
 
 namespace palisade::client {
 
+// How a lane reaches its replicas, by their index in the endpoints.
+class ReplicaLinks {
+ public:
+  virtual ~ReplicaLinks() = default;
+  // Sends `frames` to the replica as one message; false when it cannot leave
+  // now (the replica is not connected), and then none of it left.
+  virtual bool send(size_t replica, const std::vector<std::string>& frames) = 0;
+};
+
 class Lane {
  public:
-  // `ctx` and `clock` must outlive the lane.
-  Lane(zmq::context_t& ctx, const std::vector<std::string>& endpoints, CoordinatorOptions options,
+  // `links` and `clock` must outlive the lane; `endpoints` name the replicas
+  // (in wrong_cluster errors).
+  Lane(ReplicaLinks& links, const std::vector<std::string>& endpoints, CoordinatorOptions options,
        HybridClock& clock, wire::Limits limits);
 
   Coordinator& coordinator() { return coordinator_; }
   size_t replicas() const { return replicas_.size(); }
-  // Appends a poll item per socket, in replica order.
-  void add_poll_items(std::vector<zmq::pollitem_t>& items);
-  // Hands every reply waiting on the replica's socket to the coordinator.
-  void receive(size_t replica, uint64_t now_ms);
+  // A frame the replica sent back: a reply for the coordinator, or to the
+  // lane's probe.
+  void on_frame(size_t replica, std::string_view frame, uint64_t now_ms);
   // Sends what the coordinator wants sent, and returns what completed.
   std::vector<Completion> flush(uint64_t now_ms);
 
@@ -55,7 +64,6 @@ class Lane {
     kNo,       // the replica refused the probe, at refused_ms
   };
   struct Replica {
-    zmq::socket_t socket;
     std::string endpoint;
     Batching batching = Batching::kUnknown;
     uint64_t probe_id = 0;  // the first ping's id; the second's is one more
@@ -63,18 +71,17 @@ class Lane {
     uint64_t refused_ms = 0;
   };
 
-  // Sends `frames` as one message; false when the replica is not connected.
-  static bool send(Replica& replica, const std::vector<std::string>& frames);
   // A wrong_cluster reply, made to name the replica's endpoint (and without
   // the foreign replica's clock).
   static void name_foreign(const Replica& r, wire::ReplicaReply& reply);
   // Sends `replica` the probe, unless it is not connected.
-  void probe(Replica& replica, uint64_t now_ms);
+  void probe(size_t replica, uint64_t now_ms);
   // Learns from a reply whether the replica takes several requests per message;
   // false when the reply answers the lane, not the coordinator (its clock is
   // observed here then).
   bool note_batching(Replica& replica, const wire::ReplicaReply& reply, uint64_t now_ms);
 
+  ReplicaLinks& links_;
   wire::Limits limits_;
   HybridClock& clock_;
   Coordinator coordinator_;

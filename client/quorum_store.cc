@@ -15,6 +15,7 @@
 
 #include "client/coordinator.h"
 #include "client/lane.h"
+#include "client/zmq_links.h"
 #include "client/send_sweeper.h"
 #include "client/shared_context.h"
 #include "base/cluster_id.h"
@@ -124,8 +125,10 @@ struct QuorumStore::Impl {
   HybridClock clock;
   std::shared_ptr<zmq::context_t> context = client::shared_context();
   zmq::context_t& ctx = *context;
+  client::ZmqLinks links;
   client::Lane lane;
   std::mutex direct_mu;
+  client::ZmqLinks direct_links;  // guarded by direct_mu, as direct_lane
   client::Lane direct_lane;  // guarded by direct_mu
   // When direct_lane's held-back sends are due; 0: none, or a caller drives it.
   // Written under direct_mu.
@@ -146,8 +149,10 @@ struct QuorumStore::Impl {
       : options(std::move(o)),
         limits(limits_of(options)),
         clock(wall_clock, {.max_clock_offset_ms = options.max_clock_offset_ms}),
-        lane(ctx, options.replicas, co, clock, limits),
-        direct_lane(ctx, options.replicas, co, clock, limits) {
+        links(ctx, options.replicas),
+        lane(links, options.replicas, co, clock, limits),
+        direct_links(ctx, options.replicas),
+        direct_lane(direct_links, options.replicas, co, clock, limits) {
     wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (wake_fd < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
     // Nothing may throw once the I/O thread runs: a joinable thread left by a
@@ -252,7 +257,7 @@ struct QuorumStore::Impl {
     uint64_t now = steady_ms();
     const client::OpId id = start_on(coordinator, s, now);
     std::vector<zmq::pollitem_t> items;
-    direct_lane.add_poll_items(items);
+    direct_links.add_poll_items(items);
     for (;;) {
       now = steady_ms();
       for (client::Completion& c : direct_lane.flush(now)) {
@@ -265,7 +270,7 @@ struct QuorumStore::Impl {
       zmq::poll(items.data(), items.size(), std::chrono::milliseconds(timeout));
       now = steady_ms();
       for (size_t i = 0; i < items.size(); ++i) {
-        if (items[i].revents & ZMQ_POLLIN) direct_lane.receive(i, now);
+        if (items[i].revents & ZMQ_POLLIN) direct_links.receive(i, direct_lane, now);
       }
       coordinator.on_tick(now);
     }
@@ -286,7 +291,7 @@ struct QuorumStore::Impl {
     if (due == 0 || now < due) return;
     std::unique_lock lock(direct_mu, std::try_to_lock);
     if (!lock) return;
-    for (size_t i = 0; i < direct_lane.replicas(); ++i) direct_lane.receive(i, now);  // late replies
+    for (size_t i = 0; i < direct_lane.replicas(); ++i) direct_links.receive(i, direct_lane, now);  // late replies
     direct_lane.coordinator().on_tick(now);
     (void)direct_lane.flush(now);
     schedule_direct_flush();
@@ -335,7 +340,7 @@ struct QuorumStore::Impl {
   void run() {
     client::Coordinator& coordinator = lane.coordinator();
     std::vector<zmq::pollitem_t> items;
-    lane.add_poll_items(items);
+    links.add_poll_items(items);
     items.push_back({nullptr, wake_fd, ZMQ_POLLIN, 0});
     bool running = true;
     while (running || coordinator.in_flight() > 0) {
@@ -354,7 +359,7 @@ struct QuorumStore::Impl {
       // Nothing may escape this thread; what failed here ends as its operation's timeout.
       try {
         for (size_t i = 0; i < lane.replicas(); ++i) {
-          if (items[i].revents & ZMQ_POLLIN) lane.receive(i, now);
+          if (items[i].revents & ZMQ_POLLIN) links.receive(i, lane, now);
         }
         coordinator.on_tick(now);
         deliver(lane.flush(now));

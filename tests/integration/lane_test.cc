@@ -19,6 +19,7 @@
 #include <zmq.hpp>
 
 #include "client/lane.h"
+#include "client/zmq_links.h"
 #include "client/replica_connection.h"
 #include "base/physical_clock.h"
 #include "wire/replica_protocol.h"
@@ -148,9 +149,10 @@ struct Setup {
   explicit Setup(Several several, uint64_t timeout_ms = 3000) {
     for (int i = 0; i < 3; ++i) replicas.push_back(std::make_unique<test::ReplicaProcess>(dir.sub("r" + std::to_string(i))));
     proxy = std::make_unique<FramingProxy>(replicas[0]->endpoint(), several);
-    lane = std::make_unique<client::Lane>(
-        ctx, std::vector<std::string>{proxy->endpoint(), replicas[1]->endpoint(), replicas[2]->endpoint()},
-        client::CoordinatorOptions{.timeout_ms = timeout_ms}, clock, wire::Limits{});
+    const std::vector<std::string> endpoints{proxy->endpoint(), replicas[1]->endpoint(), replicas[2]->endpoint()};
+    links = std::make_unique<client::ZmqLinks>(ctx, endpoints);
+    lane = std::make_unique<client::Lane>(*links, endpoints, client::CoordinatorOptions{.timeout_ms = timeout_ms},
+                                          clock, wire::Limits{});
     connect();
   }
 
@@ -186,10 +188,10 @@ struct Setup {
     while (!done()) {
       REQUIRE(std::chrono::steady_clock::now() < deadline);
       std::vector<zmq::pollitem_t> items;
-      lane->add_poll_items(items);
+      links->add_poll_items(items);
       zmq::poll(items.data(), items.size(), 10ms);
       for (size_t i = 0; i < items.size(); ++i) {
-        if (items[i].revents & ZMQ_POLLIN) lane->receive(i, now_ms());
+        if (items[i].revents & ZMQ_POLLIN) links->receive(i, *lane, now_ms());
       }
       lane->coordinator().on_tick(now_ms());
       collect(lane->flush(now_ms()));
@@ -223,6 +225,7 @@ struct Setup {
   zmq::context_t ctx{1};
   SystemClock wall;
   HybridClock clock{wall};
+  std::unique_ptr<client::ZmqLinks> links;
   std::unique_ptr<client::Lane> lane;
   std::map<client::OpId, WriteResult> done;
 };
