@@ -19,6 +19,7 @@
 #include "lockgroup/peer_auth.h"
 #include "tests/sim/lock_checkers.h"
 #include "tests/sim/replica_set.h"
+#include "tests/sim/sim_links.h"
 #include "tests/support/sim_disk.h"
 
 namespace palisade::sim {
@@ -141,7 +142,9 @@ struct SimClient {
   std::unique_ptr<SkewedClock> wall;
   std::unique_ptr<HybridClock> hlc;
   std::unique_ptr<client::LockSession> session;
-  std::unique_ptr<client::Coordinator> coordinator;
+  std::unique_ptr<SimLinks> links;
+  std::unique_ptr<client::Lane> lane;  // the client's own, as QuorumStore drives it
+  client::Coordinator& coordinator() { return lane->coordinator(); }
   uint64_t incarnation = 0;  // a new session after a crash or expiry
   uint64_t paused_until = 0;
   uint64_t session_tick_at = UINT64_MAX;
@@ -217,8 +220,10 @@ class LockSim {
       cl.wall = std::make_unique<SkewedClock>(world_, offset);
       cl.hlc = std::make_unique<HybridClock>(*cl.wall);
       int quorum = o.replicas / 2 + 1;
-      cl.coordinator = std::make_unique<client::Coordinator>(
-          client::CoordinatorOptions{o.replicas, quorum, quorum, 2000, 50}, *cl.hlc);
+      cl.links = std::make_unique<SimLinks>(world_, replicas_, kClientBase + c);
+      cl.lane = std::make_unique<client::Lane>(*cl.links, sim_endpoints(o.replicas),
+                                               client::CoordinatorOptions{o.replicas, quorum, quorum, 2000, 50},
+                                               *cl.hlc, wire::Limits{});
       cl.cycles_left = o.cycles_per_client;
       clients_.push_back(std::move(cl));
       world_.attach(kClientBase + c, [this, c](int from, const std::string& bytes) { client_receive(c, from, bytes); });
@@ -752,7 +757,7 @@ class LockSim {
         if (!reply.is_ok()) return;
         world_.record("client " + std::to_string(c) + " <- replica " + std::to_string(from) + " " +
                       describe(reply.value()));
-        me.coordinator->on_reply(from, reply.value(), world_.now_ms());
+        me.lane->on_frame(static_cast<size_t>(from), bytes, world_.now_ms());
         pump_store(c);
       }
     });
@@ -799,18 +804,10 @@ class LockSim {
 
   void pump_store(int c) {
     SimClient& me = cl(c);
-    for (auto sends = me.coordinator->take_sends(); !sends.empty(); sends = me.coordinator->take_sends()) {
-      for (auto& s : sends) {
-        if (!replicas_.up(static_cast<int>(s.replica))) {
-          me.coordinator->on_unreachable(s.replica, s.request.id, world_.now_ms());
-          continue;
-        }
-        world_.send(kClientBase + c, s.replica, wire::encode_request(s.request));
-      }
-    }
-    report_invariant("client " + std::to_string(c) + "'s coordinator", me.coordinator->check_invariants());
-    for (auto& done : me.coordinator->take_completions()) store_done(c, done);
-    auto next = me.coordinator->next_deadline_ms();
+    std::vector<client::Completion> completed = me.lane->flush(world_.now_ms());
+    report_invariant("client " + std::to_string(c) + "'s coordinator", me.coordinator().check_invariants());
+    for (auto& done : completed) store_done(c, done);
+    auto next = me.coordinator().next_deadline_ms();
     if (next && *next < me.store_tick_at) {
       me.store_tick_at = *next;
       world_.at(*next - std::min(*next, world_.now_ms()), "tick store " + std::to_string(c), [this, c] {
@@ -818,7 +815,7 @@ class LockSim {
           SimClient& s = cl(c);
           if (s.store_tick_at > world_.now_ms()) return;
           s.store_tick_at = UINT64_MAX;
-          s.coordinator->on_tick(world_.now_ms());
+          s.coordinator().on_tick(world_.now_ms());
           pump_store(c);
         });
       });
@@ -962,7 +959,7 @@ class LockSim {
         if (self.incarnation != incarnation || self.phase != SimClient::Phase::kFencing || !self.granting) return;
         const Held& g = *self.granting;
         history_.fences.push_back({c, g.lock, g.token, world_.now_ms(), 0, Code::kTimeout});
-        client::OpId op = self.coordinator->start_fence(Fence{g.lock, g.token, g.sequencer}, world_.now_ms());
+        client::OpId op = self.coordinator().start_fence(Fence{g.lock, g.token, g.sequencer}, world_.now_ms());
         self.ops[op] = {SimClient::Kind::kFence, history_.fences.size() - 1};
         pump_store(c);
       });
@@ -1007,7 +1004,7 @@ class LockSim {
     std::string key = key_of(std::stoi(h.lock.substr(4)));
     std::string value = "c" + std::to_string(c) + "-" + std::to_string(++me.counter);
     history_.writes.push_back({c, key, value, false, h.lock, h.token, world_.now_ms(), 0, Code::kTimeout, {}});
-    client::OpId op = me.coordinator->start_write(key, value, false, Fence{h.lock, h.token, h.sequencer},
+    client::OpId op = me.coordinator().start_write(key, value, false, Fence{h.lock, h.token, h.sequencer},
                                                   world_.now_ms());
     me.ops[op] = {SimClient::Kind::kWrite, history_.writes.size() - 1};
     world_.record("client " + std::to_string(c) + " writes " + key + " token " + std::to_string(h.token));
@@ -1017,7 +1014,7 @@ class LockSim {
   void start_read(int c, const std::string& key) {
     SimClient& me = cl(c);
     history_.reads.push_back({c, key, world_.now_ms(), 0, Code::kTimeout, false, "", {}});
-    client::OpId op = me.coordinator->start_read(key, world_.now_ms());
+    client::OpId op = me.coordinator().start_read(key, world_.now_ms());
     me.ops[op] = {SimClient::Kind::kRead, history_.reads.size() - 1};
     pump_store(c);
   }

@@ -175,7 +175,7 @@ TEST_CASE("lock sim: negative control, replicas that trust every client as a rep
 TEST_CASE("lock sim: negative control, replicas that take one receipt for W are caught", "[sim]") {
   LockSimOptions broken;
   broken.broken_replicas_one_receipt = true;
-  CHECK(count_caught(broken, 50, run_lock_sim, adversary_visible) >= 15);  // 27 of 50
+  CHECK(count_caught(broken, 50, run_lock_sim, adversary_visible) >= 15);  // 34 of 50
 }
 
 // A sequencer check that compares the token but not the lock: the adversary's
@@ -226,7 +226,7 @@ TEST_CASE("lock sim: negative control, clients that ignore a failed fence are ca
   broken.broken_clients_ignore_failed_fence = true;
   const uint64_t caught = count_caught(
       broken, 100, run_lock_sim, [](const LockSimResult& r) { return reports(r, "superseded grant handed out"); });
-  CHECK(caught >= 8);  // 21 of seeds 1..100
+  CHECK(caught >= 8);  // 20 of seeds 1..100
 }
 
 // Clocks that run up to 20% apart (each within 10% of true time): the
@@ -247,19 +247,19 @@ TEST_CASE("lock sim: negative control, a master lease without its drift margin i
   broken.broken_lease_without_drift_margin = true;
   const uint64_t caught =
       count_caught(broken, 400, run_lock_sim, [](const LockSimResult& r) { return reports(r, "two masters"); });
-  CHECK(caught >= 3);  // 9 of seeds 1..400
+  CHECK(caught >= 3);  // 5 of seeds 1..400
 }
 
 TEST_CASE("lock sim: negative control, replicas that skip the fence floor are caught", "[sim]") {
   LockSimOptions broken;
   broken.broken_replicas_skip_fence_floor = true;
-  CHECK(count_caught(broken, 100, run_lock_sim) >= 10);  // 22 of 100
+  CHECK(count_caught(broken, 100, run_lock_sim) >= 10);  // 37 of 100
 }
 
 TEST_CASE("lock sim: negative control, a lock group that ignores lock-delays is caught", "[sim]") {
   LockSimOptions broken;
   broken.broken_lockd_ignore_lock_delay = true;
-  // 50 seeds, not 100: the CI budget is tight, and 21 of them are caught.
+  // 50 seeds, not 100: the CI budget is tight, and 25 of them are caught.
   const uint64_t caught =
       count_caught(broken, 50, run_lock_sim, [](const LockSimResult& r) { return reports(r, "lock-delay: "); });
   CHECK(caught >= 15);
@@ -280,13 +280,14 @@ TEST_CASE("lock sim: negative control, a lockd driver that answers before its sy
     return std::any_of(r.violations.begin(), r.violations.end(),
                        [](const std::string& v) { return v.rfind("the workload did not finish", 0) != 0; });
   });
-  CHECK(caught >= 15);  // 29 of seeds 1..100, most as "slot N chosen with two values"
+  CHECK(caught >= 15);  // 25 of seeds 1..100, most as "slot N chosen with two values"
 }
 
 // The control above, with the correct driver: crashes in one sync in 20 cost
 // liveness (the workload may not finish), never safety, nor an invariant of
-// the cores (seed 9157 restarts a node whose log holds a chosen entry learnt
-// by catch-up, in a ballot above its promise: allowed).
+// the cores (seed 9157 restarted a node whose log holds a chosen entry learnt
+// by catch-up, in a ballot above its promise: allowed; that was before the
+// simulation ran the client's lane, whose probes change every run since).
 TEST_CASE("lock sim: crashes in syncs break no safety property", "[sim]") {
   LockSimOptions o;
   o.lockd_crash_in_sync = 0.05;
@@ -304,7 +305,7 @@ TEST_CASE("lock sim: crashes in syncs break no safety property", "[sim]") {
 
 // The lockd nodes' LmdbPaxosStorage and the replicas' LmdbStore, with their
 // journals, on the simulated disk: power goes inside syncs and commits, and
-// every store must reopen with what it acknowledged. 1,430 power losses inside
+// every store must reopen with what it acknowledged. 1,422 power losses inside
 // a lockd sync on seeds 1..200, no violation.
 TEST_CASE("lock sim: safety holds with every store on LMDB losing power", "[sim]") {
   LockSimOptions o;
@@ -318,7 +319,7 @@ TEST_CASE("lock sim: safety holds with every store on LMDB losing power", "[sim]
                   in_commit += r.replica_power_losses_in_commit;
                 });
   CHECK(in_sync > 3 * seeds);
-  CHECK(in_commit > seeds / 4);  // 117 on seeds 1..200
+  CHECK(in_commit > seeds / 4);  // 124 on seeds 1..200
 }
 
 // The lockd driver that answers before its sync (the negative control further

@@ -9,6 +9,7 @@
 
 #include "client/coordinator.h"
 #include "tests/sim/replica_set.h"
+#include "tests/sim/sim_links.h"
 
 namespace palisade::sim {
 namespace {
@@ -20,7 +21,9 @@ struct Client {
   int index;
   std::unique_ptr<SkewedClock> physical;
   std::unique_ptr<HybridClock> clock;
-  std::unique_ptr<client::Coordinator> coordinator;
+  std::unique_ptr<SimLinks> links;
+  std::unique_ptr<client::Lane> lane;  // the client's own, as QuorumStore drives it
+  client::Coordinator& coordinator() { return lane->coordinator(); }
   uint64_t token = 0;  // the lock this client believes it holds, 0 for none
   int ops_left = 0;
   uint64_t tick_at = UINT64_MAX;
@@ -67,7 +70,9 @@ class QuorumSim {
       cl.index = c;
       cl.physical = std::make_unique<SkewedClock>(world_, offset());
       cl.clock = std::make_unique<HybridClock>(*cl.physical);
-      cl.coordinator = std::make_unique<client::Coordinator>(co, *cl.clock);
+      cl.links = std::make_unique<SimLinks>(world_, replicas_, cl.node);
+      cl.links->observe = [this, c](size_t, const std::string& frame) { note_write_request(c, frame); };
+      cl.lane = std::make_unique<client::Lane>(*cl.links, sim_endpoints(o.replicas), co, *cl.clock, wire::Limits{});
       cl.ops_left = o.ops_per_client;
       clients_.push_back(std::move(cl));
       world_.attach(o.replicas + c, [this, c](int from, const std::string& bytes) { client_receive(c, from, bytes); });
@@ -218,42 +223,41 @@ class QuorumSim {
         }
       }
     }
-    clients_[c].coordinator->on_reply(from, reply.value(), world_.now_ms());
+    clients_[c].lane->on_frame(static_cast<size_t>(from), bytes, world_.now_ms());
     pump(c);
   }
 
-  // Sends what the coordinator wants sent, records what completed, re-arms its timer.
+  // broken_literal_fenced_rule: notes which write record a write request sent is for.
+  void note_write_request(int c, const std::string& frame) {
+    Client& cl = clients_[c];
+    if (!o_.broken_literal_fenced_rule || cl.writing == SIZE_MAX) return;
+    auto request = wire::decode_request(frame, wire::Limits{});
+    if (!request.is_ok()) return;
+    if (auto* w = std::get_if<wire::WriteRequest>(&request.value().body); w != nullptr && !w->committed) {
+      cl.write_requests[request.value().id] = cl.writing;
+    }
+  }
+
+  // Sends what the lane wants sent, records what completed, re-arms its timer.
   void pump(int c) {
     Client& cl = clients_[c];
-    for (auto sends = cl.coordinator->take_sends(); !sends.empty(); sends = cl.coordinator->take_sends()) {
-      for (auto& s : sends) {
-        if (auto* w = std::get_if<wire::WriteRequest>(&s.request.body);
-            o_.broken_literal_fenced_rule && w != nullptr && !w->committed && cl.writing != SIZE_MAX) {
-          cl.write_requests[s.request.id] = cl.writing;
-        }
-        if (!replicas_.up(static_cast<int>(s.replica))) {  // like ZeroMQ's immediate: no connection, no send
-          cl.coordinator->on_unreachable(s.replica, s.request.id, world_.now_ms());
-          continue;
-        }
-        world_.send(cl.node, s.replica, wire::encode_request(s.request));
-      }
-    }
+    std::vector<client::Completion> completed = cl.lane->flush(world_.now_ms());
     // The coordinator's invariants (debug builds abort on them; here the seed
     // is reported), each once per run.
-    if (std::string problem = cl.coordinator->check_invariants();
+    if (std::string problem = cl.coordinator().check_invariants();
         !problem.empty() && invariants_broken_.insert(problem).second) {
       invariant_violations_.push_back("client " + std::to_string(c) + "'s coordinator breaks an invariant: " + problem);
       world_.record(invariant_violations_.back());
     }
-    for (auto& done : cl.coordinator->take_completions()) complete(c, done);
-    auto next = cl.coordinator->next_deadline_ms();
+    for (auto& done : completed) complete(c, done);
+    auto next = cl.coordinator().next_deadline_ms();
     if (next && *next < cl.tick_at) {
       cl.tick_at = *next;
       world_.at(*next - std::min(*next, world_.now_ms()), "tick client " + std::to_string(c), [this, c] {
         Client& me = clients_[c];
         if (me.tick_at > world_.now_ms()) return;  // superseded by an earlier tick
         me.tick_at = UINT64_MAX;
-        me.coordinator->on_tick(world_.now_ms());
+        me.coordinator().on_tick(world_.now_ms());
         pump(c);
       });
     }
@@ -322,7 +326,7 @@ class QuorumSim {
       return schedule_next_op(c, world_.uniform(0, 30));
     }
     history_.fences.push_back({c, kLock, cl.token, world_.now_ms(), 0, Code::kTimeout});
-    client::OpId op = cl.coordinator->start_fence(Fence{kLock, cl.token}, world_.now_ms());
+    client::OpId op = cl.coordinator().start_fence(Fence{kLock, cl.token}, world_.now_ms());
     cl.ops[op] = {Client::Kind::kFence, history_.fences.size() - 1};
     world_.record("client " + std::to_string(c) + " fences token " + std::to_string(cl.token));
     pump(c);
@@ -335,7 +339,7 @@ class QuorumSim {
     std::string value = tombstone ? "" : "c" + std::to_string(c) + "-" + std::to_string(++cl.counter);
     history_.writes.push_back({c, k, value, tombstone, fence.lock, fence.token, world_.now_ms(), 0, Code::kTimeout, {}});
     cl.writing = history_.writes.size() - 1;
-    client::OpId op = cl.coordinator->start_write(k, value, tombstone, fence, world_.now_ms());
+    client::OpId op = cl.coordinator().start_write(k, value, tombstone, fence, world_.now_ms());
     cl.ops[op] = {Client::Kind::kWrite, history_.writes.size() - 1};
     world_.record("client " + std::to_string(c) + (tombstone ? " deletes " : " writes ") + k + " token " +
                   std::to_string(fence.token));
@@ -345,7 +349,7 @@ class QuorumSim {
   void start_read(int c, const std::string& k) {
     Client& cl = clients_[c];
     history_.reads.push_back({c, k, world_.now_ms(), 0, Code::kTimeout, false, "", {}});
-    client::OpId op = cl.coordinator->start_read(k, world_.now_ms());
+    client::OpId op = cl.coordinator().start_read(k, world_.now_ms());
     cl.ops[op] = {Client::Kind::kRead, history_.reads.size() - 1};
     pump(c);
   }
