@@ -238,10 +238,12 @@ ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed, b
   } else if (!stored.is_ok()) {
     return reply_with(stored.status());
   }
-  Versions versions = stored.is_ok() ? std::move(stored).value() : Versions();
+  // Asked before the move: a moved-from Result is not asked anything.
+  const bool damaged = !stored.is_ok();
+  Versions versions = damaged ? Versions() : std::move(stored).value();
   // What the damaged record held is unknown, so any write may be one it held,
   // unfenced ones (which the bound on fenced tokens does not cover) included.
-  if (!stored.is_ok()) {
+  if (damaged) {
     versions.dropped = {{0, UINT64_MAX}};
     versions.dropped_older = {UINT64_MAX, UINT64_MAX};
   }
