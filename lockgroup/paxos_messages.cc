@@ -176,7 +176,7 @@ Result<PeerBody> read_body(const std::string& type, FieldReader& r, size_t max_b
     r.u64("ballot", b.ballot, Need::kRequired);
     r.u64("from_slot", b.from_slot, Need::kRequired);
     r.u64("seq", b.seq, Need::kRequired);
-    return PeerBody{std::move(b)};
+    return PeerBody{b};
   }
   if (type == kPromise) {
     Promise b;
@@ -208,7 +208,7 @@ Result<PeerBody> read_body(const std::string& type, FieldReader& r, size_t max_b
   if (type == kCatchUpRequest) {
     CatchUpRequest b;
     r.u64("from_slot", b.from_slot, Need::kRequired);
-    return PeerBody{std::move(b)};
+    return PeerBody{b};
   }
   if (type == kCatchUp) {
     CatchUp b;
@@ -221,7 +221,7 @@ Result<PeerBody> read_body(const std::string& type, FieldReader& r, size_t max_b
     StepDown b;
     r.u64("ballot", b.ballot, Need::kRequired);
     read_node(r, "successor", b.successor);
-    return PeerBody{std::move(b)};
+    return PeerBody{b};
   }
   return Status(Code::kUnknownType, "unknown peer message type '" + type + "'");
 }
