@@ -146,17 +146,17 @@ TEST_CASE("sequencer: garbage, truncated and overlong texts are refused, never a
       "ps1",
       "ps2." + good.substr(4),
       "PS1." + good.substr(4),
-      good.substr(0, good.rfind('.')),           // no MAC
-      good + ".extra",                           // three parts
-      good + "=",                                // padding
-      good.substr(0, good.size() - 1),           // MAC one character short
-      good + "A",                                // MAC one character long
-      "ps1." + good.substr(5),                   // payload truncated at the front
-      " " + good,                                // whitespace
+      good.substr(0, good.rfind('.')),  // no MAC
+      good + ".extra",  // three parts
+      good + "=",  // padding
+      good.substr(0, good.size() - 1),  // MAC one character short
+      good + "A",  // MAC one character long
+      "ps1." + good.substr(5),  // payload truncated at the front
+      " " + good,  // whitespace
       good + "\n",
       "ps1.!!!!.AAAA",
       "ps1.AAAA.****",
-      std::string("ps1.\0\0.\0", 9),
+      std::string("ps1.\0\0.\0\0", 9),
       std::string(kMaxSequencerBytes + 1, 'A'),
       "ps1." + std::string(kMaxSequencerBytes, 'A') + "." + good.substr(good.rfind('.') + 1),  // overlong
   };
