@@ -16,8 +16,12 @@ wire::ReplicaRequest purge_req(std::string key, FencedTimestamp ts) { return {0,
 wire::ReplicaRequest read_req(std::string key) { return {0, wire::ReadRequest{std::move(key)}}; }
 wire::ReplicaRequest ping_req() { return {0, wire::PingRequest{}}; }
 wire::ReplicaRequest with_sequencer(wire::ReplicaRequest r, std::string sequencer) {
-  if (auto* w = std::get_if<wire::WriteRequest>(&r.body)) w->sequencer = std::move(sequencer);
-  if (auto* f = std::get_if<wire::FenceRequest>(&r.body)) f->sequencer = std::move(sequencer);
+  // A body is one or the other: the string is moved once.
+  if (auto* w = std::get_if<wire::WriteRequest>(&r.body)) {
+    w->sequencer = std::move(sequencer);
+  } else if (auto* f = std::get_if<wire::FenceRequest>(&r.body)) {
+    f->sequencer = std::move(sequencer);
+  }
   return r;
 }
 
