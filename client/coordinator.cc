@@ -571,7 +571,7 @@ std::string Coordinator::check_invariants() const {
   const int n = options_.n;
   auto live = [&](OpId op) { return writes_.count(op) != 0 || reads_.count(op) != 0; };
   if (carries_.size() != static_cast<size_t>(n)) return "carries_ does not have one flag per replica";
-  std::map<OpId, int> repairs;                    // pending repairs, by read
+  std::map<OpId, int> repairs;  // pending repairs, by read
   std::set<std::pair<OpId, int>> reads_pending;  // (read, replica) with a read request pending
   for (const auto& [id, p] : pending_) {
     const std::string what = "pending request " + std::to_string(id);
@@ -579,7 +579,8 @@ std::string Coordinator::check_invariants() const {
     if (p.replica < 0 || p.replica >= n) return what + " goes to no replica";
     if (!live(p.op)) return what + " belongs to no unfinished operation";
     auto listed = requests_of_.find(p.op);
-    if (listed == requests_of_.end() || std::find(listed->second.begin(), listed->second.end(), id) == listed->second.end()) {
+    if (listed == requests_of_.end() ||
+        std::find(listed->second.begin(), listed->second.end(), id) == listed->second.end()) {
       return what + " is not among its operation's requests";
     }
     if (p.repair && reads_.count(p.op) == 0) return what + " is a repair of no read";

@@ -40,16 +40,16 @@ struct Coordinator::ReadOp {
   struct Replica {
     bool asked = false;
     bool outstanding = false;
-    bool failed = false;    // its last answer was an error or it was unreachable: wait for the retry time
+    bool failed = false;  // its last answer was an error or it was unreachable: wait for the retry time
     bool answered = false;  // a successful read reply
-    bool corrupt = false;   // it answered that its copy is corrupt: unknown, and to repair
-    bool foreign = false;   // it is of another cluster (wrong_cluster): never asked again
-    std::optional<uint64_t> corrupt_digest;   // the damaged record's digest its last `corrupt` named
-    uint64_t answered_request = 0;            // the request its answer (`answered`) replied to
-    std::vector<wire::Version> versions;      // newest first; the committed one last
-    std::vector<wire::Receipt> receipts;      // one per version, from a replica that checks sequencers
+    bool corrupt = false;  // it answered that its copy is corrupt: unknown, and to repair
+    bool foreign = false;  // it is of another cluster (wrong_cluster): never asked again
+    std::optional<uint64_t> corrupt_digest;  // the damaged record's digest its last `corrupt` named
+    uint64_t answered_request = 0;  // the request its answer (`answered`) replied to
+    std::vector<wire::Version> versions;  // newest first; the committed one last
+    std::vector<wire::Receipt> receipts;  // one per version, from a replica that checks sequencers
     std::map<std::string, uint64_t> floors;  // fence floors learnt, by lock
-    std::string floor_of;                     // what the outstanding read asked for
+    std::string floor_of;  // what the outstanding read asked for
   };
   std::string key;
   uint64_t deadline_ms = 0;

@@ -38,8 +38,8 @@ class Lane {
  public:
   // `links` and `clock` must outlive the lane; `endpoints` name the replicas
   // (in wrong_cluster errors).
-  Lane(ReplicaLinks& links, const std::vector<std::string>& endpoints, CoordinatorOptions options,
-       HybridClock& clock, wire::Limits limits);
+  Lane(ReplicaLinks& links, const std::vector<std::string>& endpoints, CoordinatorOptions options, HybridClock& clock,
+       wire::Limits limits);
 
   Coordinator& coordinator() { return coordinator_; }
   size_t replicas() const { return replicas_.size(); }

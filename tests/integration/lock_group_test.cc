@@ -1215,8 +1215,7 @@ TEST_CASE("lock group: a node restarted ~2000 slots behind catches up; long peer
 // ---- g. the command line ----
 
 // Runs palisade-lockd with `args` to its end: {exit status, output}.
-std::pair<int, std::string> run_lockd(const TempDir& dir, const std::string& name,
-                                      std::vector<std::string> args) {
+std::pair<int, std::string> run_lockd(const TempDir& dir, const std::string& name, std::vector<std::string> args) {
   args.insert(args.begin(), test::lockd_binary());
   cli::Process p(args, dir.sub(name + ".log"));
   auto status = p.wait(10000);

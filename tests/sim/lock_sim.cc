@@ -118,7 +118,7 @@ struct Lockd {
   DriftClock clock{0, 0};
   std::unique_ptr<lockgroup::PaxosStorage> disk;  // memory: survives crashes; lmdb: reopened at boot
   lockgroup::MemoryPaxosStorage* memory = nullptr;  // the same disk, without lmdb_stores
-  std::string dir;                                  // lmdb_stores: its LmdbPaxosStorage's directory
+  std::string dir;  // lmdb_stores: its LmdbPaxosStorage's directory
   std::unique_ptr<LockdProcess> process;
   std::unique_ptr<lockgroup::LockdDriver> driver;  // memory: lost in a crash
   bool sync_scheduled = false;
@@ -353,8 +353,8 @@ class LockSim {
     if (!n.disk) {
       auto opened = lockgroup::LmdbPaxosStorage::open(n.dir, kLmdbPaxosOptions);
       if (!opened.is_ok()) {
-        violations_.push_back("store does not open: lockd " + std::to_string(i) + "'s, after a crash: " +
-                              opened.status().to_string());
+        violations_.push_back("store does not open: lockd " + std::to_string(i) +
+                              "'s, after a crash: " + opened.status().to_string());
         return;
       }
       n.disk = std::move(opened).value();
@@ -1004,8 +1004,8 @@ class LockSim {
     std::string key = key_of(std::stoi(h.lock.substr(4)));
     std::string value = "c" + std::to_string(c) + "-" + std::to_string(++me.counter);
     history_.writes.push_back({c, key, value, false, h.lock, h.token, world_.now_ms(), 0, Code::kTimeout, {}});
-    client::OpId op = me.coordinator().start_write(key, value, false, Fence{h.lock, h.token, h.sequencer},
-                                                  world_.now_ms());
+    client::OpId op =
+        me.coordinator().start_write(key, value, false, Fence{h.lock, h.token, h.sequencer}, world_.now_ms());
     me.ops[op] = {SimClient::Kind::kWrite, history_.writes.size() - 1};
     world_.record("client " + std::to_string(c) + " writes " + key + " token " + std::to_string(h.token));
     pump_store(c);

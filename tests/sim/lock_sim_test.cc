@@ -312,12 +312,11 @@ TEST_CASE("lock sim: safety holds with every store on LMDB losing power", "[sim]
   o.lmdb_stores = true;
   o.lockd_crash_in_sync = 0.01;
   uint64_t in_sync = 0, in_commit = 0;
-  const uint64_t seeds =
-      run_seeds(o, {kOtherSeeds}, "palisade-sim --sim lock --lmdb --lockd-crash-in-sync 0.01", run_lock_sim,
-                [&](const LockSimResult& r) {
-                  in_sync += r.lockd_power_losses_in_sync;
-                  in_commit += r.replica_power_losses_in_commit;
-                });
+  const uint64_t seeds = run_seeds(o, {kOtherSeeds}, "palisade-sim --sim lock --lmdb --lockd-crash-in-sync 0.01",
+                                   run_lock_sim, [&](const LockSimResult& r) {
+                                     in_sync += r.lockd_power_losses_in_sync;
+                                     in_commit += r.replica_power_losses_in_commit;
+                                   });
   CHECK(in_sync > 3 * seeds);
   CHECK(in_commit > seeds / 4);  // 124 on seeds 1..200
 }

@@ -141,9 +141,9 @@ class ReplicaSet {
 
   struct Replica {
     std::unique_ptr<replica::ReplicaStore> store;  // memory: the disk, survives crashes
-    replica::MemoryStore* disk = nullptr;          // the same disk, for injecting bit flips; lmdb: null
-    std::string dir;                               // lmdb: the store's directory
-    bool crash_armed = false;                      // lmdb: a crash waits in its next commits
+    replica::MemoryStore* disk = nullptr;  // the same disk, for injecting bit flips; lmdb: null
+    std::string dir;  // lmdb: the store's directory
+    bool crash_armed = false;  // lmdb: a crash waits in its next commits
     std::unique_ptr<SkewedClock> physical;
     std::unique_ptr<HybridClock> clock;            // memory: lost in a crash
     std::unique_ptr<replica::ReplicaHandler> handler;

@@ -138,15 +138,15 @@ TEST_CASE("sim: fence safety holds with replicas on LMDB that lose power", "[sim
   QuorumSimOptions o;
   o.lmdb_stores = true;
   uint64_t acknowledged = 0, in_commit = 0, lost = 0;
-  const uint64_t seeds = run_seeds(o, {seed_count() / 10}, "palisade-sim --lmdb", run_quorum_sim,
-                                   [&](const QuorumSimResult& r) {
-                                     acknowledged += r.writes_ok;
-                                     in_commit += r.power_losses_in_commit;
-                                     lost += r.unsynced_writes_lost;
-                                   });
+  const uint64_t seeds =
+      run_seeds(o, {seed_count() / 10}, "palisade-sim --lmdb", run_quorum_sim, [&](const QuorumSimResult& r) {
+        acknowledged += r.writes_ok;
+        in_commit += r.power_losses_in_commit;
+        lost += r.unsynced_writes_lost;
+      });
   CHECK(acknowledged > 10 * seeds);
   CHECK(in_commit > seeds / 2);  // 574 on seeds 1..500
-  CHECK(lost > seeds / 10);      // 159 on seeds 1..500
+  CHECK(lost > seeds / 10);  // 159 on seeds 1..500
 }
 
 TEST_CASE("sim: the same seed gives the same trace hash", "[sim]") {

@@ -98,8 +98,7 @@ class SimDisk {
   // revive() rolls back only them; the other files go on as before. One crash
   // at a time.
   static void crash_dir(const std::string& dir, Random& rng, double keep = 0.5, double cut = 0.25);
-  static void crash_dir_after(const std::string& dir, uint64_t n, Random& rng, double keep = 0.5,
-                              double cut = 0.25);
+  static void crash_dir_after(const std::string& dir, uint64_t n, Random& rng, double keep = 0.5, double cut = 0.25);
   // Drops every fault to come (failed syncs, a full disk, a torn write and the
   // failure after it, an armed crash), as after a reboot; a lying disk still lies.
   static void heal();
