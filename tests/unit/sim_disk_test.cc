@@ -111,41 +111,44 @@ TEST_CASE("sim disk: writes on an untracked file, and durable ones, pass straigh
   CHECK(contents(tracked.sub("meta")) == "m");
 }
 
-TEST_CASE("sim disk: one directory's crash leaves the other tracked files running", "[sim_disk]") {
+// Two machines' directories, a/ and b/, on one simulated disk.
+struct TwoMachines {
+  TwoMachines() {
+    std::filesystem::create_directories(dir.sub("a"));
+    std::filesystem::create_directories(dir.sub("b"));
+  }
   TempDir dir;
-  SimDiskScope disk(dir.path());
-  std::filesystem::create_directories(dir.sub("a"));
-  std::filesystem::create_directories(dir.sub("b"));
-  Random rng(7);
+  SimDiskScope disk{dir.path()};
+  Random rng{7};
+};
+
+TEST_CASE("sim disk: one directory's crash leaves the other tracked files running", "[sim_disk]") {
+  TwoMachines m;
   {
-    RawFile a(dir.sub("a/f")), b(dir.sub("b/f"));
+    RawFile a(m.dir.sub("a/f")), b(m.dir.sub("b/f"));
     REQUIRE(a.put("a1", 0) == 2);
     REQUIRE(b.put("b1", 0) == 2);  // unsynced, and not a's machine: the crash keeps it
-    SimDisk::crash_dir(dir.sub("a"), rng, /*keep=*/0, /*cut=*/0);
+    SimDisk::crash_dir(m.dir.sub("a"), m.rng, /*keep=*/0, /*cut=*/0);
     CHECK(SimDisk::crashed());
     REQUIRE(a.put("a2", 2) == 2);  // swallowed
     REQUIRE(b.put("b2", 2) == 2);  // written
-    CHECK(contents(dir.sub("b/f")) == "b1b2");
+    CHECK(contents(m.dir.sub("b/f")) == "b1b2");
   }
   SimDisk::revive();
   CHECK_FALSE(SimDisk::crashed());
-  CHECK(contents(dir.sub("a/f")).empty());
-  CHECK(contents(dir.sub("b/f")) == "b1b2");
+  CHECK(contents(m.dir.sub("a/f")).empty());
+  CHECK(contents(m.dir.sub("b/f")) == "b1b2");
   CHECK(SimDisk::unsynced_writes() == 2);  // b's, still undoable by a crash of its own
   SimDisk::crash_losing_everything();
   SimDisk::revive();
-  CHECK(contents(dir.sub("b/f")).empty());
+  CHECK(contents(m.dir.sub("b/f")).empty());
 }
 
 TEST_CASE("sim disk: a crash armed in one directory counts and stops only its writes", "[sim_disk]") {
-  TempDir dir;
-  SimDiskScope disk(dir.path());
-  std::filesystem::create_directories(dir.sub("a"));
-  std::filesystem::create_directories(dir.sub("b"));
-  Random rng(7);
+  TwoMachines m;
   {
-    RawFile a(dir.sub("a/f")), b(dir.sub("b/f"));
-    SimDisk::crash_dir_after(dir.sub("a"), 2, rng, /*keep=*/0, /*cut=*/0);
+    RawFile a(m.dir.sub("a/f")), b(m.dir.sub("b/f"));
+    SimDisk::crash_dir_after(m.dir.sub("a"), 2, m.rng, /*keep=*/0, /*cut=*/0);
     REQUIRE(b.put("b1", 0) == 2);  // not counted
     REQUIRE(b.put("b2", 2) == 2);
     REQUIRE(a.put("a1", 0) == 2);  // the first of a's
@@ -155,8 +158,8 @@ TEST_CASE("sim disk: a crash armed in one directory counts and stops only its wr
     REQUIRE(b.put("b3", 4) == 2);
   }
   SimDisk::revive();
-  CHECK(contents(dir.sub("a/f")).empty());
-  CHECK(contents(dir.sub("b/f")) == "b1b2b3");
+  CHECK(contents(m.dir.sub("a/f")).empty());
+  CHECK(contents(m.dir.sub("b/f")) == "b1b2b3");
 }
 
 TEST_CASE("sim disk: a random crash leaves, on each byte, the latest write that persisted", "[sim_disk]") {
