@@ -468,8 +468,8 @@ class LockSim {
       }
       // Power goes after some of the sync's writes, before anything is sent.
       const uint64_t writes = world_.uniform(1, 4);
-      world_.record("lockd " + std::to_string(i) + " loses power at its " + std::to_string(writes) +
-                    "th write or sync from now");
+      world_.record("lockd " + std::to_string(i) + " loses power at write or sync " + std::to_string(writes) +
+                    " from now");
       test::SimDisk::crash_dir_after(n.dir, writes, world_.rng());
     }
     // The disk commits unless it fails, and reads back always.
@@ -710,7 +710,8 @@ class LockSim {
                                    .request_timeout_ms = 1000,
                                    .grace_ms = o_.timing.client_grace_ms,
                                    .max_drift_ppm = o_.timing.max_clock_drift_ppm,
-                                   .session_lease_ms = ttl},
+                                   .session_lease_ms = ttl,
+                                   .broken_lease_from_reply = o_.broken_clients_lease_from_reply},
         local(me));
     me.session->set_endpoints(endpoints_);
     me.session_tick_at = UINT64_MAX;

@@ -187,8 +187,8 @@ void ReplicaSet::crash_in_next_commit(int i, uint64_t writes) {
   for (Replica& other : replicas_) other.crash_armed = false;
   replicas_[i].crash_armed = true;
   SimDisk::crash_dir_after(replicas_[i].dir, writes, world_.rng());
-  world_.record("replica " + std::to_string(i) + " loses power at its " + std::to_string(writes) +
-                "th write or sync from now");
+  world_.record("replica " + std::to_string(i) + " loses power at write or sync " + std::to_string(writes) +
+                " from now");
 }
 
 bool ReplicaSet::restart(int i) {
