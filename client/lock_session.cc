@@ -105,7 +105,7 @@ void LockSession::on_session_reply(const Sent& sent, uint64_t request_id, size_t
     session_ = reply.session;
   }
   lease_ms_ = std::min(reply.lease_ms, kMaxLeaseMs);
-  deadline_ = std::max(deadline_, lease_end(sent.at, lease_ms_, options_.max_drift_ppm));
+  deadline_ = std::max(deadline_, lease_end(lease_start(sent.at, now), lease_ms_, options_.max_drift_ppm));
   if (state_ == SessionState::kOpening || (state_ == SessionState::kJeopardy && now < deadline_)) {
     set_state(SessionState::kSafe);
   }
@@ -405,7 +405,7 @@ void LockSession::on_call_reply(const Sent& sent, uint64_t request_id, size_t no
         return release_orphan(lock, now);
       }
       // The grant is no longer than the session lease the master had left.
-      deadline_ = std::min(deadline_, lease_end(sent.at, reply.lease_ms, options_.max_drift_ppm));
+      deadline_ = std::min(deadline_, lease_end(lease_start(sent.at, now), reply.lease_ms, options_.max_drift_ppm));
       held_[call.lock] = reply.token;
       GrantInfo grant{.lock = call.lock, .mode = reply.mode, .token = reply.token, .sequencer = reply.sequencer};
       return finish(id, Status::ok(), std::move(grant));

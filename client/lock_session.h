@@ -67,6 +67,10 @@ struct LockSessionOptions {
   // open_error() and every call's end say which node and which ids): a
   // client pointed at another cluster's daemons must not go on with them.
   std::string cluster_id{};
+  // Negative control for the simulator: the local lease deadline counts from
+  // the reply's arrival, not from the request's send, so a reply the network
+  // held back stretches it past the master's.
+  bool broken_lease_from_reply = false;
 };
 
 enum class SessionState : uint8_t { kOpening, kSafe, kJeopardy, kExpired, kClosed };
@@ -223,6 +227,8 @@ class LockSession {
   }
   void set_state(SessionState state);
   void check_deadline(uint64_t now);
+  // When a lease answered at `now` to a request sent at `sent` starts.
+  uint64_t lease_start(uint64_t sent, uint64_t now) const { return options_.broken_lease_from_reply ? now : sent; }
   void end_all_calls(const Status& why);
   // A node answered wrong_cluster: the session ends, every call with WrongCluster.
   void wrong_cluster(size_t node, const Status& why);

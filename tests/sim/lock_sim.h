@@ -58,6 +58,9 @@ struct LockSimOptions {
   // Clients use a grant whose fence failed or found a larger token's floor,
   // as LockClient::acquire would if it ignored client::grant_fence_status.
   bool broken_clients_ignore_failed_fence = false;
+  // Clients count their lease from a reply's arrival, not from its request's
+  // send (LockSessionOptions::broken_lease_from_reply).
+  bool broken_clients_lease_from_reply = false;
   bool broken_replicas_skip_fence_floor = false;
   bool broken_lockd_ignore_lock_delay = false;  // the lockd nodes never see the lock-delay a client asks for
   // The lockd driver sends peer messages and replies before the disk syncs

@@ -229,6 +229,26 @@ TEST_CASE("lock sim: negative control, clients that ignore a failed fence are ca
   CHECK(caught >= 8);  // 20 of seeds 1..100
 }
 
+// Clients that count their lease from a reply's arrival rather than from
+// their request's send (LockSessionOptions::broken_lease_from_reply): a client
+// paused past its lease then believes itself holder for the reply's trip
+// longer than the master does, and a waiting acquire granted at the expiry
+// lands in that window. Slower messages and more pauses widen it; the correct
+// session core passes the same runs.
+TEST_CASE("lock sim: negative control, clients that count their lease from the reply are caught", "[sim]") {
+  LockSimOptions slow;
+  slow.faults.max_delay_ms = 300;
+  slow.pause = 0.8;
+  run_seeds(slow, {kOtherSeeds}, "palisade-sim --sim lock --max-delay-ms 300 --pause 0.8", run_lock_sim);
+  LockSimOptions broken = slow;
+  broken.broken_clients_lease_from_reply = true;
+  const uint64_t caught = count_caught(broken, 200, run_lock_sim, [](const LockSimResult& r) {
+    return std::any_of(r.violations.begin(), r.violations.end(),
+                       [](const std::string& v) { return v.find("holds a valid lease") != std::string::npos; });
+  });
+  CHECK(caught >= 10);  // 23 of seeds 1..200
+}
+
 // Clocks that run up to 20% apart (each within 10% of true time): the
 // master's lease, cut short by the drift bound, still ends before any
 // acceptor's promise does, and sessions and lock-delays hold.

@@ -130,8 +130,16 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 200000));
   app.add_flag("--broken-ignore-fence", l.broken_clients_ignore_failed_fence,
                "Negative control: clients use a grant whose fence failed or was superseded (--sim lock)");
+  app.add_flag("--broken-lease-from-reply", l.broken_clients_lease_from_reply,
+               "Negative control: clients count their lease from a reply's arrival, not from its request's send "
+               "(--sim lock)");
   app.add_flag("--broken-reply-before-sync", l.broken_lockd_reply_before_sync,
                "Negative control: the lockd driver answers before its journal sync (--sim lock)");
+  app.add_option("--max-delay-ms", l.faults.max_delay_ms, "Ordinary network delay, uniform from 0 (--sim lock)")
+      ->capture_default_str();
+  app.add_option("--pause", l.pause, "Chance a client pauses between checking its lease and writing (--sim lock)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--lockd-crash-rate", l.lockd_crash_per_second,
                  "Chance per simulated second that a lockd node crashes (--sim lock)")
       ->capture_default_str();
@@ -213,11 +221,11 @@ int main(int argc, char** argv) {
   l.clients = q.clients;
   bool broken = broken_floor || broken_lease || broken_delay || broken_trust || l.broken_lockd_reply_before_sync ||
                 l.broken_replicas_ignore_sequencer_lock || l.broken_lease_without_drift_margin ||
-                l.broken_clients_ignore_failed_fence || q.broken_replicas_pending_as_committed ||
-                q.broken_replicas_hide_pending || q.broken_replica_acks_without_storing ||
-                q.broken_replicas_skip_checksum || q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect ||
-                q.broken_replicas_forget_dropped || q.broken_writes_keep_floor || q.broken_skip_read_repair ||
-                st.broken_lying_journal_sync;
+                l.broken_clients_ignore_failed_fence || l.broken_clients_lease_from_reply ||
+                q.broken_replicas_pending_as_committed || q.broken_replicas_hide_pending ||
+                q.broken_replica_acks_without_storing || q.broken_replicas_skip_checksum ||
+                q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect || q.broken_replicas_forget_dropped ||
+                q.broken_writes_keep_floor || q.broken_skip_read_repair || st.broken_lying_journal_sync;
   uint64_t unsafe = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
     q.seed = l.seed = st.seed = seed;
