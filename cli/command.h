@@ -106,5 +106,6 @@ void add_holder_command(CLI::App& app, const CommonOptions& common, int& exit_co
 // differed (repaired, or with --dry-run left as they are), kExitUnavailable when
 // a replica could not be reached (after repairing what the others allowed).
 void add_repair_command(CLI::App& app, const CommonOptions& common, int& exit_code);
+void add_keygen_command(CLI::App& app, const CommonOptions& common, int& exit_code);
 
 }  // namespace palisade::cli

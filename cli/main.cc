@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
   add_kv_commands(app, common, exit_code);
   add_status_command(app, common, exit_code);
   add_repair_command(app, common, exit_code);
+  add_keygen_command(app, common, exit_code);
 
   add_holder_command(app, common, exit_code);
 

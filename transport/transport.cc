@@ -1,5 +1,9 @@
 #include "transport/transport.h"
 
+#include <stdexcept>
+
+#include "transport/zap_handler.h"
+
 namespace palisade::transport {
 namespace {
 
@@ -10,11 +14,31 @@ void apply(zmq::socket_t& s, const SocketOptions& o) {
   s.set(zmq::sockopt::linger, o.linger_ms);
 }
 
+void check_key(std::string_view what, const std::string& key) {
+  if (!is_curve_key(key)) throw std::invalid_argument(std::string(what) + " is not a CURVE key (40 characters of Z85)");
+}
+
+void apply_curve(zmq::socket_t& s, const CurveOptions& c, bool server) {
+  check_key("the public key", c.keys.public_key);
+  check_key("the secret key", c.keys.secret_key);
+  if (server) {
+    if (c.zap == nullptr) throw std::invalid_argument("a CURVE router needs a ZAP handler: else every key gets in");
+    s.set(zmq::sockopt::curve_server, true);
+    s.set(zmq::sockopt::zap_domain, std::string(kZapDomain));
+  } else {
+    check_key("the server key", c.server_key);
+    s.set(zmq::sockopt::curve_serverkey, c.server_key);
+    s.set(zmq::sockopt::curve_publickey, c.keys.public_key);
+  }
+  s.set(zmq::sockopt::curve_secretkey, c.keys.secret_key);
+}
+
 }  // namespace
 
 zmq::socket_t make_router(zmq::context_t& ctx, const std::string& bind_endpoint, const SocketOptions& options) {
   zmq::socket_t s(ctx, zmq::socket_type::router);
   apply(s, options);
+  if (options.curve) apply_curve(s, *options.curve, true);
   // Replies to a peer that vanished are dropped rather than blocking the loop.
   s.set(zmq::sockopt::router_mandatory, false);
   s.bind(bind_endpoint);
@@ -24,6 +48,7 @@ zmq::socket_t make_router(zmq::context_t& ctx, const std::string& bind_endpoint,
 zmq::socket_t make_dealer(zmq::context_t& ctx, const std::string& connect_endpoint, const SocketOptions& options) {
   zmq::socket_t s(ctx, zmq::socket_type::dealer);
   apply(s, options);
+  if (options.curve) apply_curve(s, *options.curve, false);
   // A send to a daemon that is not connected fails at once instead of queueing:
   // a request must never reach a replica long after its caller gave up on it.
   s.set(zmq::sockopt::immediate, !options.queue_until_connected);
@@ -41,6 +66,7 @@ std::optional<Routed> try_recv_routed(zmq::socket_t& router, size_t max_frames) 
     r.delimited = true;
     (void)router.recv(r.frames.back());
   }
+  if (const char* user = zmq_msg_gets(r.frames.front().handle(), "User-Id")) r.user_id = user;
   while (router.get(zmq::sockopt::rcvmore)) {
     zmq::message_t frame;
     if (!router.recv(frame, zmq::recv_flags::dontwait)) break;

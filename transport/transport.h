@@ -1,5 +1,5 @@
-// All ZeroMQ socket setup lives here, so that limits (and later CurveZMQ
-// encryption) apply to every link at once. Daemons bind ROUTER sockets; clients
+// All ZeroMQ socket setup lives here, so that limits and CurveZMQ encryption
+// apply to every link at once. Daemons bind ROUTER sockets; clients
 // connect DEALER sockets. Internal: public headers never include this.
 //
 // Framing: a DEALER sends a message of one frame per request (lockd takes one
@@ -17,7 +17,22 @@
 
 #include <zmq.hpp>
 
+#include "transport/curve_keys.h"
+
 namespace palisade::transport {
+
+class ZapHandler;
+
+// CurveZMQ on a socket (docs/security.md): encrypted, and both ends
+// authenticated by their keys.
+struct CurveOptions {
+  CurveKeyPair keys;  // this end's
+  // Dealers: the public key of the daemon they connect to (Z85).
+  std::string server_key{};
+  // Routers: who may connect. Required: without a ZAP handler in its
+  // context, ZeroMQ would let any key through.
+  const ZapHandler* zap = nullptr;
+};
 
 struct SocketOptions {
   // Frames larger than this make ZeroMQ drop the connection before anything is
@@ -29,8 +44,11 @@ struct SocketOptions {
   // Dealers only: queue requests while the daemon is not connected, instead of
   // failing the send. Such a request may arrive long after its sender gave up.
   bool queue_until_connected = false;
+  // Unset: plaintext. A plaintext end and a CURVE end never complete a handshake.
+  std::optional<CurveOptions> curve{};
 };
 
+// Throws std::invalid_argument for CURVE without a ZAP handler or with a bad key.
 zmq::socket_t make_router(zmq::context_t& ctx, const std::string& bind_endpoint, const SocketOptions& options);
 // Unless queue_until_connected, sends fail (EAGAIN) while the daemon is not connected.
 zmq::socket_t make_dealer(zmq::context_t& ctx, const std::string& connect_endpoint, const SocketOptions& options);
@@ -41,6 +59,7 @@ struct Routed {
   bool delimited = false;            // the peer is a REQ socket
   std::vector<zmq::message_t> frames;  // the message: at least one frame (maybe empty), at most max_frames
   bool too_many_frames = false;        // the peer sent more than max_frames; the rest were dropped
+  std::string user_id;  // over CURVE: the identity the ZAP handler named for the peer's key; else empty
 
   std::string_view frame(size_t i = 0) const {
     return {static_cast<const char*>(frames[i].data()), frames[i].size()};

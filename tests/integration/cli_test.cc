@@ -38,6 +38,7 @@
 #include "config/cluster_config.h"
 #include "base/cluster_id.h"
 #include "wire/lock_protocol.h"
+#include "transport/curve_keys.h"
 #include "transport/transport.h"
 #include "palisade/lock_client.h"
 #include "tests/support/local_cluster.h"
@@ -447,6 +448,42 @@ TEST_CASE("cli: --version on palisade and both daemons, before any required flag
     CHECK(ended_with(p, 10000) == 0);
     CHECK(p.log().rfind(name + " ", 0) == 0);
   }
+}
+
+TEST_CASE("cli: keygen writes a key file of mode 0600 and never replaces one", "[cli]") {
+  TempDir dir;
+  // As typed in a shell whose current directory is `dir`.
+  int runs = 0;
+  auto keygen_here = [&](const std::string& name) {
+    cli::Process p({"/bin/sh", "-c", "cd '" + dir.path() + "' && exec '" PALISADE_BIN "' keygen " + name},
+                   dir.sub("keygen-" + std::to_string(++runs) + ".log"));
+    auto ended = ended_with(p, 60000);
+    REQUIRE(ended.has_value());
+    return Run{*ended, p.log()};
+  };
+  const Run made = keygen_here("alice");
+  REQUIRE(made.code == 0);
+  auto file = transport::read_key_file(dir.sub("alice.key"));  // refuses any mode but the owner's
+  REQUIRE(file.is_ok());
+  CHECK(file.value().identity == "alice");
+  CHECK_THAT(made.out, Catch::Contains("public key: " + file.value().keys.public_key));
+  CHECK(made.out.find(file.value().keys.secret_key) == std::string::npos);  // the secret stays in the file
+
+  const Run again = keygen_here("alice");
+  CHECK(again.code == 1);
+  CHECK_THAT(again.out, Catch::Contains("exists already"));
+  CHECK(transport::read_key_file(dir.sub("alice.key")).value().keys.secret_key == file.value().keys.secret_key);
+
+  const Run json = palisade(dir, {"-o", "json", "keygen", "bob", "--out", dir.sub("b.key")});
+  REQUIRE(json.code == 0);
+  const auto j = nlohmann::json::parse(last_line(json.out));
+  CHECK(j["identity"] == "bob");
+  CHECK(j["key_file"] == dir.sub("b.key"));
+  CHECK(j["public_key"] == transport::read_key_file(dir.sub("b.key")).value().keys.public_key);
+
+  const Run bad = palisade(dir, {"keygen", "a/b"});
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.out, Catch::Contains("'a/b' is not an identity name"));
 }
 
 // Every `    $ ` line of the tour in docs/cli.md, in order.
