@@ -18,7 +18,7 @@ struct KeygenFlags {
 };
 
 int run(const KeygenFlags& flags, const CommonOptions& common) {
-  if (!transport::is_identity_name(flags.identity)) {
+  if (!is_identity_name(flags.identity)) {
     std::fprintf(stderr,
                  "palisade keygen: '%s' is not an identity name: 1 to 64 letters, digits, '.', '_' or '-', "
                  "not starting with '.' or '-'\n",

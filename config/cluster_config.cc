@@ -1,6 +1,7 @@
 #include "config/cluster_config.h"
 
 #include "base/endpoint.h"
+#include "base/identity.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -81,6 +82,30 @@ class Checker {
     return v;
   }
 
+  // An array of strings; absent: empty, or a problem when required.
+  std::optional<std::vector<std::string>> texts(const toml::table& table, std::string_view key, bool required,
+                                                const std::string& what) {
+    const toml::node* node = table.get(key);
+    if (node == nullptr) {
+      if (!required) return std::vector<std::string>{};
+      fail(table.source(), "missing key '" + std::string(key) + "'" + what);
+      return std::nullopt;
+    }
+    const toml::array* array = node->as_array();
+    std::vector<std::string> out;
+    if (array != nullptr) {
+      for (const toml::node& n : *array) {
+        if (!n.is_string()) break;
+        out.push_back(*n.value<std::string>());
+      }
+    }
+    if (array == nullptr || out.size() != array->size()) {
+      fail(node->source(), "'" + std::string(key) + "'" + what + " must be a list of strings");
+      return std::nullopt;
+    }
+    return out;
+  }
+
   // An array of tables ([[name]]); nullptr when absent or another type.
   const toml::array* tables(const toml::table& root, std::string_view key) {
     const toml::node* node = root.get(key);
@@ -123,7 +148,95 @@ void check_endpoint(Checker& c, const toml::table& t, const std::string& endpoin
   }
 }
 
+void parse_identities(Checker& c, const toml::table& root, ClusterConfig& config) {
+  const toml::array* identities = c.tables(root, "identity");
+  if (identities == nullptr) return;
+  std::set<std::string> keys;
+  for (const toml::node& n : *identities) {
+    const toml::table& t = *n.as_table();
+    const std::string what = " of [[identity]] " + std::to_string(config.identities.size() + 1);
+    c.only_keys(t, {"name", "keys", "roles"}, what);
+    Identity id;
+    if (auto name = c.text(t, "name", true, what)) id.name = *name;
+    auto key_list = c.texts(t, "keys", true, what);
+    auto roles = c.texts(t, "roles", false, what);
+    if (!c.ok()) return;
+    if (!is_identity_name(id.name)) {
+      return c.fail(t.get("name")->source(), "'" + id.name + "'" + what +
+                                                 " is not an identity name: 1 to 64 letters, digits, '.', '_' or '-', "
+                                                 "not starting with '.' or '-'");
+    }
+    if (config.identity(id.name) != nullptr) {
+      return c.fail(t.get("name")->source(), "identity '" + id.name + "' is defined twice");
+    }
+    const toml::node* keys_node = t.get("keys");
+    if (key_list->empty() || key_list->size() > 2) {
+      return c.fail(keys_node->source(), "identity '" + id.name +
+                                             "' needs 1 or 2 keys (2 while one is rotated), it has " +
+                                             std::to_string(key_list->size()));
+    }
+    for (const std::string& key : *key_list) {
+      if (!is_z85_key(key)) {
+        return c.fail(keys_node->source(), "a key of identity '" + id.name + "' is not a CURVE public key (" +
+                                               std::to_string(kCurveKeyZ85Chars) +
+                                               " characters of Z85, as palisade keygen prints)");
+      }
+      if (!keys.insert(key).second) {
+        return c.fail(keys_node->source(), "the key " + key + " of identity '" + id.name + "' is listed twice");
+      }
+    }
+    id.keys = std::move(*key_list);
+    for (const std::string& role : *roles) {
+      if (std::find(std::begin(kBuiltInRoles), std::end(kBuiltInRoles), role) == std::end(kBuiltInRoles)) {
+        return c.fail(t.get("roles")->source(),
+                      "identity '" + id.name + "' has an unknown role '" + role + "' (known: lockd, replica, admin)");
+      }
+    }
+    id.roles = std::move(*roles);
+    config.identities.push_back(std::move(id));
+  }
+}
+
+// A daemon's `identity`: with [[identity]] entries, every daemon names one of
+// them that has `role`; without, none does.
+void daemon_identity(Checker& c, const toml::table& t, const std::string& endpoint, std::string_view role,
+                     const std::string& what, ClusterConfig& config) {
+  auto name = c.text(t, "identity", false, what);
+  if (!c.ok()) return;
+  if (config.identities.empty()) {
+    if (name) {
+      c.fail(t.get("identity")->source(),
+             "'identity'" + what + " names '" + *name + "', but no [[identity]] defines any");
+    }
+    return;
+  }
+  if (!name) {
+    return c.fail(t.source(), "missing key 'identity'" + what +
+                                  ": with [[identity]] entries, every daemon names the identity it serves as");
+  }
+  const Identity* id = config.identity(*name);
+  if (id == nullptr)
+    return c.fail(t.get("identity")->source(),
+                  "'identity'" + what + " names '" + *name + "', which no [[identity]] defines");
+  if (!id->has_role(role)) {
+    return c.fail(t.get("identity")->source(),
+                  "'identity'" + what + " names '" + *name + "', which lacks the role '" + std::string(role) + "'");
+  }
+  config.daemon_identity[endpoint] = *name;
+}
+
 }  // namespace
+
+bool Identity::has_role(std::string_view role) const {
+  return std::find(roles.begin(), roles.end(), role) != roles.end();
+}
+
+const Identity* ClusterConfig::identity(std::string_view name) const {
+  for (const Identity& id : identities) {
+    if (id.name == name) return &id;
+  }
+  return nullptr;
+}
 
 const LockdNode* ClusterConfig::lockd_node(uint32_t id) const {
   for (const LockdNode& n : lockd) {
@@ -143,7 +256,7 @@ Result<ClusterConfig> parse_cluster_config(std::string_view text, const std::str
   Checker c(path);
   ClusterConfig config;
   config.path = path;
-  c.only_keys(root, {"cluster_id", "group", "key_file", "lockd", "replica", "quorum", "timing"}, "");
+  c.only_keys(root, {"cluster_id", "group", "key_file", "identity", "lockd", "replica", "quorum", "timing"}, "");
 
   if (auto hex = c.text(root, "cluster_id", false, "")) {
     auto id = cluster_id_from_hex(*hex);
@@ -164,6 +277,8 @@ Result<ClusterConfig> parse_cluster_config(std::string_view text, const std::str
     config.key_file = resolve_key_file(path, *key_file);
   }
 
+  parse_identities(c, root, config);
+
   std::set<std::string> endpoints;
   const toml::array* lockd = c.tables(root, "lockd");
   if (c.ok() && (lockd == nullptr || lockd->empty() || lockd->size() > kMaxLockdNodes)) {
@@ -176,12 +291,13 @@ Result<ClusterConfig> parse_cluster_config(std::string_view text, const std::str
     for (const toml::node& n : *lockd) {
       const toml::table& t = *n.as_table();
       const std::string what = " of [[lockd]] node " + std::to_string(config.lockd.size() + 1);
-      c.only_keys(t, {"id", "endpoint"}, what);
+      c.only_keys(t, {"id", "endpoint", "identity"}, what);
       auto id = c.integer(t, "id", true, 1, kMaxLockdId, what);
       auto endpoint = c.text(t, "endpoint", true, what);
       if (!c.ok()) break;
       if (!ids.insert(*id).second) c.fail(t.get("id")->source(), "lockd id " + std::to_string(*id) + " is used twice");
       check_endpoint(c, t, *endpoint, what, endpoints);
+      daemon_identity(c, t, *endpoint, "lockd", what, config);
       config.lockd.push_back({static_cast<uint32_t>(*id), *endpoint});
     }
   }
@@ -194,10 +310,11 @@ Result<ClusterConfig> parse_cluster_config(std::string_view text, const std::str
     for (const toml::node& n : *replicas) {
       const toml::table& t = *n.as_table();
       const std::string what = " of [[replica]] " + std::to_string(config.replicas.size() + 1);
-      c.only_keys(t, {"endpoint"}, what);
+      c.only_keys(t, {"endpoint", "identity"}, what);
       auto endpoint = c.text(t, "endpoint", true, what);
       if (!c.ok()) break;
       check_endpoint(c, t, *endpoint, what, endpoints);
+      daemon_identity(c, t, *endpoint, "replica", what, config);
       config.replicas.push_back(*endpoint);
     }
   }
@@ -285,10 +402,25 @@ std::string format_cluster_config(const ClusterConfig& config) {
   if (!config.cluster_id.empty()) out << "cluster_id = " << quoted(cluster_id_hex(config.cluster_id)) << "\n";
   out << "group = " << quoted(config.group) << "\n";
   if (!config.key_file.empty()) out << "key_file = " << quoted(config.key_file) << "\n";
-  for (const LockdNode& n : config.lockd) {
-    out << "\n[[lockd]]\nid = " << n.id << "\nendpoint = " << quoted(n.endpoint) << "\n";
+  auto list = [&](const std::vector<std::string>& items) {
+    std::string text = "[";
+    for (const std::string& item : items) text += (text.size() > 1 ? ", " : "") + quoted(item);
+    return text + "]";
+  };
+  for (const Identity& id : config.identities) {
+    out << "\n[[identity]]\nname = " << quoted(id.name) << "\nkeys = " << list(id.keys)
+        << "\nroles = " << list(id.roles) << "\n";
   }
-  for (const std::string& r : config.replicas) out << "\n[[replica]]\nendpoint = " << quoted(r) << "\n";
+  auto identity_line = [&](const std::string& endpoint) {
+    auto it = config.daemon_identity.find(endpoint);
+    return it == config.daemon_identity.end() ? std::string() : "identity = " + quoted(it->second) + "\n";
+  };
+  for (const LockdNode& n : config.lockd) {
+    out << "\n[[lockd]]\nid = " << n.id << "\nendpoint = " << quoted(n.endpoint) << "\n" << identity_line(n.endpoint);
+  }
+  for (const std::string& r : config.replicas) {
+    out << "\n[[replica]]\nendpoint = " << quoted(r) << "\n" << identity_line(r);
+  }
   if (config.read_quorum != 0 || config.write_quorum != 0) {
     out << "\n[quorum]\n";
     if (config.read_quorum != 0) out << "read = " << config.read_quorum << "\n";

@@ -6,9 +6,14 @@
 //                                  # was created; clients refuse daemons of another id
 //   group = "local-1"              # goes into every sequencer
 //   key_file = "cluster.key"       # 64 hex digits; relative to this file
+//   [[identity]]                   # optional: who may connect (CurveZMQ)
+//   name = "lockd-1"
+//   keys = ["<Z85 public key>"]    # 1 or 2 (a key being rotated in)
+//   roles = ["lockd"]              # optional: lockd, replica, admin
 //   [[lockd]]
 //   id = 1
 //   endpoint = "tcp://127.0.0.1:7100"  # tcp://HOST:PORT or ipc://PATH, checked
+//   identity = "lockd-1"           # with [[identity]] entries: the one it serves as
 //   [[replica]]
 //   endpoint = "tcp://127.0.0.1:7200"
 //   [quorum]                       # optional
@@ -23,7 +28,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/cluster_id.h"
@@ -36,6 +43,21 @@ struct LockdNode {
   std::string endpoint;
   friend bool operator==(const LockdNode&, const LockdNode&) = default;
 };
+
+// Someone who may connect once the cluster is secure: a daemon, a service, a
+// person. The first key is the one a daemon serves with; a second is one
+// being rotated in or out.
+struct Identity {
+  std::string name;  // base/identity.h's rules
+  std::vector<std::string> keys;  // CURVE public keys, Z85; 1 or 2, each in one identity only
+  std::vector<std::string> roles;  // of kBuiltInRoles
+  friend bool operator==(const Identity&, const Identity&) = default;
+  bool has_role(std::string_view role) const;
+};
+
+// lockd: a lock-group peer; replica: a replica peer; admin: repair and the
+// whole status.
+inline constexpr std::string_view kBuiltInRoles[] = {"lockd", "replica", "admin"};
 
 struct ClusterTiming {
   uint64_t session_lease_ms = 12000;   // a session lives this long after its last KeepAlive
@@ -59,9 +81,14 @@ struct ClusterConfig {
   int read_quorum = 0;   // 0: a majority of the replicas
   int write_quorum = 0;  // 0: a majority of the replicas
   ClusterTiming timing;
+  // Empty: the cluster runs without CurveZMQ. Else every daemon names the
+  // identity it serves as (daemon_identity, by endpoint), which has its role.
+  std::vector<Identity> identities;
+  std::map<std::string, std::string> daemon_identity;  // endpoint -> identity name
   friend bool operator==(const ClusterConfig&, const ClusterConfig&) = default;
 
   const LockdNode* lockd_node(uint32_t id) const;
+  const Identity* identity(std::string_view name) const;
 };
 
 // BadRequest with the file, line and problem when it is not a valid cluster file

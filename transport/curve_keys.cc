@@ -49,23 +49,6 @@ CurveKeyPair generate_curve_keys() {
   return {pub, sec};
 }
 
-bool is_curve_key(std::string_view key) {
-  if (key.size() != kCurveKeyZ85Chars) return false;
-  const std::string text(key);
-  uint8_t bytes[32];
-  return zmq_z85_decode(bytes, text.c_str()) != nullptr;
-}
-
-bool is_identity_name(std::string_view name) {
-  if (name.empty() || name.size() > 64 || name.front() == '.' || name.front() == '-') return false;
-  for (char c : name) {
-    const bool ok =
-        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 std::string key_file_text(const KeyFile& file) {
   return "# palisade key pair of identity \"" + file.identity +
          "\" (palisade keygen). The secret key proves\n"
@@ -125,8 +108,8 @@ Result<KeyFile> parse_key_file(std::string_view text, const std::string& path) {
     if (!seen[i]) return bad(path, std::string("no '") + names[i] + "' (palisade keygen NAME writes a key file)");
   }
   if (!is_identity_name(file.identity)) return bad(path, "'" + file.identity + "' is not an identity name");
-  if (!is_curve_key(file.keys.public_key)) return bad(path, "public-key is not 40 characters of Z85");
-  if (!is_curve_key(file.keys.secret_key)) return bad(path, "secret-key is not 40 characters of Z85");
+  if (!is_z85_key(file.keys.public_key)) return bad(path, "public-key is not 40 characters of Z85");
+  if (!is_z85_key(file.keys.secret_key)) return bad(path, "secret-key is not 40 characters of Z85");
   if (public_of(file.keys.secret_key) != file.keys.public_key) {
     return bad(path, "public-key is not the secret key's: the file was edited or mixes two key pairs");
   }

@@ -15,11 +15,10 @@
 #include <string>
 #include <string_view>
 
+#include "base/identity.h"
 #include "palisade/status.h"
 
 namespace palisade::transport {
-
-constexpr size_t kCurveKeyZ85Chars = 40;
 
 struct CurveKeyPair {
   std::string public_key;  // Z85
@@ -35,12 +34,7 @@ struct KeyFile {
 // when ZeroMQ was built without CURVE.
 CurveKeyPair generate_curve_keys();
 
-// Whether `key` is 40 characters of Z85 (a 32-byte key).
-bool is_curve_key(std::string_view key);
-
-// Identity names: 1 to 64 of [A-Za-z0-9._-], not starting with '.' or '-'
-// (they name files and appear in logs and lists).
-bool is_identity_name(std::string_view name);
+// Keys and names are checked by is_z85_key and is_identity_name (base/identity.h).
 
 // The text of a key file; and the file itself, written with mode 0600 and
 // synced. Writing refuses to replace an existing file (kBadRequest).

@@ -15,7 +15,7 @@ void apply(zmq::socket_t& s, const SocketOptions& o) {
 }
 
 void check_key(std::string_view what, const std::string& key) {
-  if (!is_curve_key(key)) throw std::invalid_argument(std::string(what) + " is not a CURVE key (40 characters of Z85)");
+  if (!is_z85_key(key)) throw std::invalid_argument(std::string(what) + " is not a CURVE key (40 characters of Z85)");
 }
 
 void apply_curve(zmq::socket_t& s, const CurveOptions& c, bool server) {

@@ -217,6 +217,101 @@ TEST_CASE("cluster file: bad files are refused with the file, line and problem",
   }
 }
 
+// kMinimal with identities: every daemon serves as one, with its role.
+const std::string kKeyA = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID";
+const std::string kKeyB = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+const std::string kKeyC = std::string(40, '0');
+const std::string kSecure = R"(
+group = "g"
+[[identity]]
+name = "lockd-7"
+keys = [")" + kKeyA + R"("]
+roles = ["lockd"]
+[[identity]]
+name = "replica-b"
+keys = [")" + kKeyB + R"(", ")" +
+                            kKeyC + R"("]
+roles = ["replica", "admin"]
+[[identity]]
+name = "ops"
+keys = ["1111111111111111111111111111111111111111"]
+[[lockd]]
+id = 7
+endpoint = "tcp://a:1"
+identity = "lockd-7"
+[[replica]]
+endpoint = "tcp://b:1"
+identity = "replica-b"
+)";
+
+TEST_CASE("cluster file: identities, their keys and roles, and the daemons' own", "[config]") {
+  auto parsed = parse_cluster_config(kSecure, kPath);
+  INFO(parsed.status().to_string());
+  REQUIRE(parsed.is_ok());
+  const ClusterConfig& c = parsed.value();
+  REQUIRE(c.identities.size() == 3);
+  CHECK(c.identities[1] == Identity{"replica-b", {kKeyB, kKeyC}, {"replica", "admin"}});
+  CHECK(c.identities[2].roles.empty());  // an identity with no role: a plain client
+  CHECK(c.identity("ops") == &c.identities[2]);
+  CHECK(c.identity("nobody") == nullptr);
+  CHECK(c.identities[1].has_role("admin"));
+  CHECK_FALSE(c.identities[2].has_role("admin"));
+  CHECK(c.daemon_identity == std::map<std::string, std::string>{{"tcp://a:1", "lockd-7"}, {"tcp://b:1", "replica-b"}});
+  auto again = parse_cluster_config(format_cluster_config(c), kPath);
+  REQUIRE(again.is_ok());
+  CHECK(again.value() == c);
+
+  // A cluster without identities has no daemon identities either.
+  CHECK(parse_cluster_config(kMinimal, kPath).value().identities.empty());
+}
+
+TEST_CASE("cluster file: bad identities are refused by line", "[config]") {
+  auto secure = [](const std::string& from, const std::string& to) { return edit(from, to, kSecure); };
+  struct Case {
+    const char* name;
+    std::string text;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"unknown key", secure("name = \"ops\"", "name = \"ops\"\ncolour = 1"), "unknown key 'colour' of [[identity]] 3"},
+      {"no name", secure("name = \"ops\"\n", ""), "missing key 'name' of [[identity]] 3"},
+      {"bad name", secure("name = \"ops\"", "name = \"-ops\""), "'-ops' of [[identity]] 3 is not an identity name"},
+      {"name twice", secure("name = \"ops\"", "name = \"lockd-7\""), "identity 'lockd-7' is defined twice"},
+      {"no keys", secure("keys = [\"1111111111111111111111111111111111111111\"]\n", ""),
+       "missing key 'keys' of [[identity]] 3"},
+      {"keys not strings", secure("keys = [\"1111111111111111111111111111111111111111\"]", "keys = [1]"),
+       "'keys' of [[identity]] 3 must be a list of strings"},
+      {"keys empty", secure("keys = [\"1111111111111111111111111111111111111111\"]", "keys = []"), "needs 1 or 2 keys"},
+      {"three keys",
+       secure("keys = [\"1111111111111111111111111111111111111111\"]",
+              "keys = [\"1111111111111111111111111111111111111111\", \"2222222222222222222222222222222222222222\", "
+              "\"3333333333333333333333333333333333333333\"]"),
+       "it has 3"},
+      {"not a key", secure("1111111111111111111111111111111111111111", "11111"), "is not a CURVE public key"},
+      {"one key in two identities", secure("1111111111111111111111111111111111111111", kKeyA), "is listed twice"},
+      {"unknown role", secure("roles = [\"lockd\"]", "roles = [\"root\"]"), "unknown role 'root'"},
+      {"a daemon without identity", secure("identity = \"replica-b\"\n", ""),
+       "missing key 'identity' of [[replica]] 1: with [[identity]] entries, every daemon names"},
+      {"an identity nobody defines", secure("identity = \"replica-b\"", "identity = \"replica-c\""),
+       "names 'replica-c', which no [[identity]] defines"},
+      {"an identity without the role", secure("identity = \"lockd-7\"", "identity = \"ops\""),
+       "'identity' of [[lockd]] node 1 names 'ops', which lacks the role 'lockd'"},
+      {"a daemon identity without identities",
+       edit("endpoint = \"tcp://a:1\"", "endpoint = \"tcp://a:1\"\nidentity = \"x\"", kMinimal),
+       "names 'x', but no [[identity]] defines any"},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.name) {
+      auto parsed = parse_cluster_config(c.text, kPath);
+      REQUIRE_FALSE(parsed.is_ok());
+      const std::string message = parsed.status().message();
+      INFO(message);
+      CHECK(message.starts_with(kPath + ":"));
+      CHECK(message.find(c.says) != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("cluster file: problems name the line", "[config]") {
   auto parsed = parse_cluster_config(edit("id = 2", "id = 0"), kPath);
   REQUIRE_FALSE(parsed.is_ok());
