@@ -67,6 +67,28 @@ std::string edit(const std::string& from, const std::string& to, std::string tex
   return text.replace(at, from.size(), to);
 }
 
+// A cluster file that must be refused, and part of what the refusal says.
+struct Case {
+  const char* name;
+  std::string text;
+  std::string says;
+};
+
+// Each case is refused as a bad request naming the file and the problem.
+void check_refused(const std::vector<Case>& cases) {
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.name) {
+      auto parsed = parse_cluster_config(c.text, kPath);
+      REQUIRE_FALSE(parsed.is_ok());
+      const std::string message = parsed.status().message();
+      INFO(message);
+      CHECK(parsed.code() == Code::kBadRequest);
+      CHECK(message.starts_with(kPath + ":"));
+      CHECK(message.find(c.says) != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("cluster file: a good file", "[config]") {
   auto parsed = parse_cluster_config(kGood, kPath);
   INFO(parsed.status().to_string());
@@ -134,11 +156,6 @@ TEST_CASE("cluster file: key_file is resolved against the cluster file's directo
 }
 
 TEST_CASE("cluster file: bad files are refused with the file, line and problem", "[config]") {
-  struct Case {
-    const char* name;
-    std::string text;
-    std::string says;  // part of the message
-  };
   const std::vector<Case> cases = {
       {"not TOML", "group = \n", "not valid TOML"},
       {"duplicate key", edit("group = \"local-1\"", "group = \"a\"\ngroup = \"b\""), "not valid TOML"},
@@ -204,17 +221,7 @@ TEST_CASE("cluster file: bad files are refused with the file, line and problem",
        "election_timeout_ms (400) must be at least heartbeat_ms (500)"},
       {"drift ppm 0", edit("max_clock_drift_ppm = 1000", "max_clock_drift_ppm = 0"), "'max_clock_drift_ppm' in [timing] is 0"},
   };
-  for (const Case& c : cases) {
-    DYNAMIC_SECTION(c.name) {
-      auto parsed = parse_cluster_config(c.text, kPath);
-      REQUIRE_FALSE(parsed.is_ok());
-      const std::string message = parsed.status().message();
-      INFO(message);
-      CHECK(parsed.code() == Code::kBadRequest);
-      CHECK(message.starts_with(kPath + ":"));
-      CHECK(message.find(c.says) != std::string::npos);
-    }
-  }
+  check_refused(cases);
 }
 
 // kMinimal with identities: every daemon serves as one, with its role.
@@ -267,11 +274,6 @@ TEST_CASE("cluster file: identities, their keys and roles, and the daemons' own"
 
 TEST_CASE("cluster file: bad identities are refused by line", "[config]") {
   auto secure = [](const std::string& from, const std::string& to) { return edit(from, to, kSecure); };
-  struct Case {
-    const char* name;
-    std::string text;
-    std::string says;
-  };
   const std::vector<Case> cases = {
       {"unknown key", secure("name = \"ops\"", "name = \"ops\"\ncolour = 1"), "unknown key 'colour' of [[identity]] 3"},
       {"no name", secure("name = \"ops\"\n", ""), "missing key 'name' of [[identity]] 3"},
@@ -300,16 +302,7 @@ TEST_CASE("cluster file: bad identities are refused by line", "[config]") {
        edit("endpoint = \"tcp://a:1\"", "endpoint = \"tcp://a:1\"\nidentity = \"x\"", kMinimal),
        "names 'x', but no [[identity]] defines any"},
   };
-  for (const Case& c : cases) {
-    DYNAMIC_SECTION(c.name) {
-      auto parsed = parse_cluster_config(c.text, kPath);
-      REQUIRE_FALSE(parsed.is_ok());
-      const std::string message = parsed.status().message();
-      INFO(message);
-      CHECK(message.starts_with(kPath + ":"));
-      CHECK(message.find(c.says) != std::string::npos);
-    }
-  }
+  check_refused(cases);
 }
 
 TEST_CASE("cluster file: problems name the line", "[config]") {

@@ -119,6 +119,22 @@ struct CurveServer {
     return try_recv_routed(router);
   }
 
+  // A socket that receives an event for each handshake the router fails.
+  zmq::socket_t watch_handshake_failures() {
+    static int n = 0;
+    const std::string endpoint = "inproc://curve-test-monitor-" + std::to_string(++n);
+    REQUIRE(zmq_socket_monitor(router.handle(), endpoint.c_str(),
+                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                                   ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) == 0);
+    zmq::socket_t monitor(ctx, zmq::socket_type::pair);
+    monitor.connect(endpoint);
+    return monitor;
+  }
+  static bool event_within_5s(zmq::socket_t& monitor) {
+    zmq::pollitem_t item{monitor.handle(), 0, ZMQ_POLLIN, 0};
+    return zmq::poll(&item, 1, std::chrono::seconds(5)) == 1;
+  }
+
   // Waits (up to 5 s) until the handler has refused `n` handshakes.
   bool rejected_reaches(uint64_t n) {
     for (int i = 0; i < 500 && zap.rejected() < n; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -171,17 +187,12 @@ TEST_CASE("curve transport: an unknown key is refused in the handshake and count
 TEST_CASE("curve transport: a plaintext client never reaches a CURVE router", "[transport]") {
   const CurveKeyPair alice = generate_curve_keys();
   CurveServer server({{alice.public_key, "alice"}});
-  // Handshake failures show on the router's monitor: wait for the one a
-  // plaintext greeting causes, then check nothing was received.
-  REQUIRE(zmq_socket_monitor(server.router.handle(), "inproc://curve-test-monitor",
-                             ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
-                                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) == 0);
-  zmq::socket_t monitor(server.ctx, zmq::socket_type::pair);
-  monitor.connect("inproc://curve-test-monitor");
+  // Wait for the handshake failure a plaintext greeting causes, then check
+  // nothing was received.
+  zmq::socket_t monitor = server.watch_handshake_failures();
   zmq::socket_t d = server.dealer(std::nullopt);
   d.send(zmq::str_buffer("plaintext"));
-  zmq::pollitem_t item{monitor.handle(), 0, ZMQ_POLLIN, 0};
-  REQUIRE(zmq::poll(&item, 1, std::chrono::seconds(5)) == 1);
+  REQUIRE(CurveServer::event_within_5s(monitor));
   CHECK(nothing_waiting(server.router));
   CHECK(server.zap.accepted() == 0);
 }
@@ -190,17 +201,12 @@ TEST_CASE("curve transport: a client that expects another server's key does not 
   const CurveKeyPair alice = generate_curve_keys();
   CurveServer server({{alice.public_key, "alice"}});
   const CurveKeyPair impostor = generate_curve_keys();
-  REQUIRE(zmq_socket_monitor(server.router.handle(), "inproc://curve-test-monitor-2",
-                             ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
-                                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) == 0);
-  zmq::socket_t monitor(server.ctx, zmq::socket_type::pair);
-  monitor.connect("inproc://curve-test-monitor-2");
+  zmq::socket_t monitor = server.watch_handshake_failures();
   // The client encrypts to a key the server does not hold: the server cannot
   // read its hello, so it never reaches the ZAP handler or the router.
   zmq::socket_t d = server.dealer(alice, impostor.public_key);
   d.send(zmq::str_buffer("to the wrong server"));
-  zmq::pollitem_t item{monitor.handle(), 0, ZMQ_POLLIN, 0};
-  REQUIRE(zmq::poll(&item, 1, std::chrono::seconds(5)) == 1);
+  REQUIRE(CurveServer::event_within_5s(monitor));
   CHECK(nothing_waiting(server.router));
   CHECK(server.zap.accepted() == 0);
 }
