@@ -86,17 +86,7 @@ void DelayProxy::run() {
       fds.push_back({l.server, static_cast<short>(held ? 0 : POLLIN), 0});
     }
     if (::poll(fds.data(), fds.size(), 20) <= 0) continue;
-    if (fds[0].revents & POLLIN) {
-      const int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      const int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      sockaddr_in addr = loopback(target_port_);
-      if (client >= 0 && server >= 0 && ::connect(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-        links.push_back({client, server});
-      } else {  // the target is down: the client sees a closed link and reconnects later
-        if (client >= 0) ::close(client);
-        if (server >= 0) ::close(server);
-      }
-    }
+    // The links polled, before a new one joins them without an entry in fds.
     for (size_t i = 0; i < links.size();) {
       const pollfd& c = fds[1 + 2 * i];
       const pollfd& s = fds[2 + 2 * i];
@@ -111,6 +101,17 @@ void DelayProxy::run() {
       ::close(links[i].server);
       links.erase(links.begin() + static_cast<std::ptrdiff_t>(i));
       fds.erase(fds.begin() + static_cast<std::ptrdiff_t>(1 + 2 * i), fds.begin() + static_cast<std::ptrdiff_t>(3 + 2 * i));
+    }
+    if (fds[0].revents & POLLIN) {
+      const int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      const int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in addr = loopback(target_port_);
+      if (client >= 0 && server >= 0 && ::connect(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+        links.push_back({client, server});
+      } else {  // the target is down: the client sees a closed link and reconnects later
+        if (client >= 0) ::close(client);
+        if (server >= 0) ::close(server);
+      }
     }
   }
   for (const Link& l : links) {
