@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "cli/process.h"
+
 namespace palisade::cli {
 namespace {
 
@@ -17,14 +19,6 @@ int port_of(const std::string& endpoint) {
     throw std::invalid_argument("a delay proxy forwards to tcp://127.x.y.z:PORT, not " + endpoint);
   }
   return std::stoi(endpoint.substr(colon + 1));
-}
-
-sockaddr_in loopback(int port) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  return addr;
 }
 
 // Moves what `from` has to `to`; false when `from` closed or either failed.
@@ -44,7 +38,7 @@ bool pump(int from, int to) {
 
 DelayProxy::DelayProxy(const std::string& target) : target_port_(port_of(target)) {
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr = loopback(0);
+  sockaddr_in addr = loopback_address(0);
   socklen_t len = sizeof addr;
   if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
       ::listen(listen_fd_, 16) != 0 || ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
@@ -105,7 +99,7 @@ void DelayProxy::run() {
     if (fds[0].revents & POLLIN) {
       const int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       const int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      sockaddr_in addr = loopback(target_port_);
+      sockaddr_in addr = loopback_address(target_port_);
       if (client >= 0 && server >= 0 && ::connect(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
         links.push_back({client, server});
       } else {  // the target is down: the client sees a closed link and reconnects later

@@ -8,6 +8,7 @@
 // of its own is like a shell's job: a kill() to this process's group misses it.
 #pragma once
 
+#include <netinet/in.h>
 #include <sys/types.h>
 
 #include <optional>
@@ -52,6 +53,9 @@ class Process {
 
 // A TCP port on 127.0.0.1 that was free a moment ago.
 int free_port();
+
+// 127.0.0.1:`port` (0: any free port, when bound).
+sockaddr_in loopback_address(int port);
 // Whether a process listens on the port of a tcp://HOST:PORT endpoint on this
 // machine now (false for other endpoints). TIME_WAIT leftovers do not count.
 bool listening_on(const std::string& endpoint);

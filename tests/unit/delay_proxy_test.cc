@@ -12,19 +12,12 @@
 #include <string>
 
 #include "cli/delay_proxy.h"
+#include "cli/process.h"
 
 namespace palisade::cli {
 namespace {
 
 constexpr int kTimeoutMs = 5000;
-
-sockaddr_in loopback(int port) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  return addr;
-}
 
 int port_of(const std::string& endpoint) { return std::stoi(endpoint.substr(endpoint.rfind(':') + 1)); }
 
@@ -56,7 +49,7 @@ struct Target {
   int port = 0;
 
   Target() {
-    sockaddr_in addr = loopback(0);
+    sockaddr_in addr = loopback_address(0);
     socklen_t len = sizeof addr;
     REQUIRE(::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
     REQUIRE(::listen(listener.get(), 16) == 0);
@@ -69,7 +62,7 @@ struct Target {
 int connect_to(const std::string& endpoint) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   REQUIRE(fd >= 0);
-  sockaddr_in addr = loopback(port_of(endpoint));
+  sockaddr_in addr = loopback_address(port_of(endpoint));
   REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
   return fd;
 }
