@@ -101,7 +101,12 @@ TEST_CASE("anti-entropy: replicas that diverged while one was down converge", "[
     for (int i = 0; i < 20; ++i) REQUIRE(c.holds(2, "k" + std::to_string(i)));
     c.replicas[2]->process().kill();
     for (int i = 10; i < 30; ++i) REQUIRE(store->put("k" + std::to_string(i), "second").status.is_ok());
-  }  // closing the store waits for its commits
+  }
+  // The commits went out as the store closed; wait until they arrived, so that
+  // replicas 0 and 1 agree and the repair sends replica 2's 20 versions only.
+  for (int r = 0; r < 2; ++r) {
+    for (int i = 0; i < 30; ++i) REQUIRE(c.holds(r, "k" + std::to_string(i)));
+  }
   c.replicas[2]->restart();
   AntiEntropyReport first = c.repair();
   CHECK_FALSE(first.equal);
