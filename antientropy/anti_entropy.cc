@@ -44,6 +44,11 @@ Status validate(const AntiEntropyOptions& o, int n, int w) {
   if (o.key_file.empty() != o.group.empty()) {
     return Status(Code::kBadRequest, "a repairer's seal needs both the cluster key file and the group");
   }
+  for (const std::string& endpoint : o.replicas) {
+    if (o.credentials && !o.credentials->server_keys.contains(endpoint)) {
+      return Status(Code::kBadRequest, "the credentials name no public key for " + endpoint);
+    }
+  }
   return Status::ok();
 }
 
@@ -81,7 +86,10 @@ Result<AntiEntropyReport> run_anti_entropy(const AntiEntropyOptions& options) {
   std::vector<zmq::socket_t> sockets;
   // Requests wait for the connection; a replica that never comes up times out.
   transport::SocketOptions socket_options{.queue_until_connected = true};
-  for (const auto& endpoint : options.replicas) sockets.push_back(transport::make_dealer(ctx, endpoint, socket_options));
+  for (const auto& endpoint : options.replicas) {
+    sockets.push_back(transport::make_dealer(ctx, endpoint,
+                                             transport::dealer_options(socket_options, options.credentials, endpoint)));
+  }
   std::vector<zmq::pollitem_t> items;
   for (auto& s : sockets) items.push_back({s.handle(), 0, ZMQ_POLLIN, 0});
 

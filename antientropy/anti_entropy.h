@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "palisade/credentials.h"
 #include "palisade/status.h"
 
 namespace palisade {
@@ -83,6 +84,8 @@ struct AntiEntropyOptions {
   std::chrono::milliseconds timeout{5000};
   // Called now and then from the calling thread, and once at the end.
   std::function<void(const AntiEntropyReport&)> progress;
+  // Unset: plaintext links. Set: CURVE to every replica (a secure cluster).
+  std::optional<Credentials> credentials;
 };
 
 // Compares and repairs. Unavailable when fewer than two replicas answer;

@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -104,8 +105,9 @@ struct LockClient::Impl {
     // asks the next one) instead of waiting in a queue to arrive late.
     transport::SocketOptions socket_options{.linger_ms = 0, .queue_until_connected = false};
     for (const std::string& endpoint : options.nodes) {
-      sockets.push_back(transport::make_dealer(ctx, endpoint, socket_options));
-      direct_sockets.push_back(transport::make_dealer(ctx, endpoint, socket_options));
+      const auto o = transport::dealer_options(socket_options, options.credentials, endpoint);
+      sockets.push_back(transport::make_dealer(ctx, endpoint, o));
+      direct_sockets.push_back(transport::make_dealer(ctx, endpoint, o));
     }
     direct_sent.assign(direct_sockets.size(), 0);
     const std::string wake_endpoint = "inproc://palisade-lock-client-" + std::to_string(next_instance++);
@@ -484,6 +486,8 @@ Result<std::unique_ptr<LockClient>> LockClient::connect(LockClientOptions option
     impl = std::make_unique<Impl>(std::move(options));
   } catch (const zmq::error_t& e) {
     return Status(Code::kBadRequest, std::string("cannot connect to a lock group node: ") + e.what());
+  } catch (const std::invalid_argument& e) {  // credentials
+    return Status(Code::kBadRequest, e.what());
   } catch (const std::exception& e) {
     return Status(Code::kInternal, std::string("cannot start the lock client: ") + e.what());
   }

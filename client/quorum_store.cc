@@ -10,6 +10,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 #include <variant>
 
@@ -149,9 +150,9 @@ struct QuorumStore::Impl {
       : options(std::move(o)),
         limits(limits_of(options)),
         clock(wall_clock, {.max_clock_offset_ms = options.max_clock_offset_ms}),
-        links(ctx, options.replicas),
+        links(ctx, options.replicas, options.credentials),
         lane(links, options.replicas, co, clock, limits),
-        direct_links(ctx, options.replicas),
+        direct_links(ctx, options.replicas, options.credentials),
         direct_lane(direct_links, options.replicas, co, clock, limits) {
     wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (wake_fd < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
@@ -380,11 +381,16 @@ client::CoordinatorOptions coordinator_options(const QuorumStoreOptions& o) {
 }
 
 // What makes two stores' engines interchangeable: every option.
-static_assert(sizeof(QuorumStoreOptions) == 112, "an option was added or removed: update engine_key");
+static_assert(sizeof(QuorumStoreOptions) == 112 + sizeof(std::optional<Credentials>),
+              "an option was added or removed: update engine_key");
 std::string engine_key(const QuorumStoreOptions& o) {
   std::string key;
   for (const std::string& r : o.replicas) key += r + '\n';
   key += o.cluster_id + '\n';
+  if (o.credentials) {  // the secret key names the client: the rest follows from the endpoints
+    key += o.credentials->secret_key + '\n';
+    for (const auto& [endpoint, server] : o.credentials->server_keys) key += endpoint + '=' + server + '\n';
+  }
   for (uint64_t n : {uint64_t(o.read_quorum), uint64_t(o.write_quorum), uint64_t(o.timeout.count()),
                      uint64_t(o.hedge_after.count()), o.max_clock_offset_ms, uint64_t(o.max_key_bytes),
                      uint64_t(o.max_value_bytes)}) {
@@ -422,6 +428,8 @@ Result<std::unique_ptr<QuorumStore>> QuorumStore::open(QuorumStoreOptions option
     return std::unique_ptr<QuorumStore>(new QuorumStore(engine_for(std::move(options))));
   } catch (const zmq::error_t& e) {
     return Status(Code::kBadRequest, std::string("cannot connect to a replica: ") + e.what());
+  } catch (const std::invalid_argument& e) {  // credentials
+    return Status(Code::kBadRequest, e.what());
   } catch (const std::exception& e) {
     return Status(Code::kInternal, std::string("cannot start the store: ") + e.what());
   }

@@ -6,10 +6,14 @@
 
 namespace palisade::client {
 
-ZmqLinks::ZmqLinks(zmq::context_t& ctx, const std::vector<std::string>& endpoints) {
+ZmqLinks::ZmqLinks(zmq::context_t& ctx, const std::vector<std::string>& endpoints,
+                   const std::optional<Credentials>& credentials) {
   // Commits and purges are not awaited: give them a moment to leave at close.
-  transport::SocketOptions socket_options{.linger_ms = 500};
-  for (const auto& endpoint : endpoints) sockets_.push_back(transport::make_dealer(ctx, endpoint, socket_options));
+  const transport::SocketOptions socket_options{.linger_ms = 500};
+  for (const auto& endpoint : endpoints) {
+    sockets_.push_back(
+        transport::make_dealer(ctx, endpoint, transport::dealer_options(socket_options, credentials, endpoint)));
+  }
 }
 
 bool ZmqLinks::send(size_t replica, const std::vector<std::string>& frames) {

@@ -2,19 +2,23 @@
 // replica. The store's I/O thread polls them and hands what arrives to the lane.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <zmq.hpp>
 
 #include "client/lane.h"
+#include "palisade/credentials.h"
 
 namespace palisade::client {
 
 class ZmqLinks final : public ReplicaLinks {
  public:
   // `ctx` must outlive the links.
-  ZmqLinks(zmq::context_t& ctx, const std::vector<std::string>& endpoints);
+  // Over CURVE when `credentials` are set.
+  ZmqLinks(zmq::context_t& ctx, const std::vector<std::string>& endpoints,
+           const std::optional<Credentials>& credentials);
 
   bool send(size_t replica, const std::vector<std::string>& frames) override;
   // Appends a poll item per socket, in replica order.

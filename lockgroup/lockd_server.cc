@@ -18,7 +18,13 @@ LockdServer::LockdServer(zmq::context_t& ctx, const LockdServerOptions& options)
     : options_(options), router_(transport::make_router(ctx, options_.listen_endpoint, options_.socket)) {
   const LockServiceOptions& service = options_.driver.service;
   for (const auto& [id, endpoint] : service.endpoints) {
-    if (id != service.paxos.self) peers_.emplace(id, transport::make_dealer(ctx, endpoint, options_.socket));
+    if (id == service.paxos.self) continue;
+    transport::SocketOptions peer = options_.socket;
+    if (peer.curve) {
+      peer.curve->zap = nullptr;
+      peer.curve->server_key = options_.peer_keys.at(endpoint);  // load_daemon_keys checked every node has one
+    }
+    peers_.emplace(id, transport::make_dealer(ctx, endpoint, peer));
   }
 }
 

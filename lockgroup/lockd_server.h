@@ -31,7 +31,9 @@ uint64_t boottime_ms();
 struct LockdServerOptions {
   LockdDriverOptions driver;
   std::string listen_endpoint;
-  transport::SocketOptions socket;
+  transport::SocketOptions socket;  // the router's; peers' dealers take it too
+  // Over CURVE: each peer's public key, by its endpoint.
+  std::map<std::string, std::string> peer_keys;
   size_t max_batch = 4096;  // messages drained per turn
   // How long a stopping master waits, at most, for its step-down to leave.
   int stop_linger_ms = 500;

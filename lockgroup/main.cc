@@ -6,12 +6,14 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <random>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
 #include "config/cluster_config.h"
+#include "config/cluster_keys.h"
 #include "storage/dir_lock.h"
 #include "wire/hash.h"
 #include "base/stop_signals.h"
@@ -26,6 +28,7 @@ using namespace palisade;
 struct Flags {
   uint32_t id = 0;
   std::string cluster_file;
+  std::string key_file;  // CurveZMQ key pair (palisade keygen); needed when the cluster file lists identities
   std::string data_dir;
   size_t map_size_bytes = size_t{1} << 30;
   size_t snapshot_every = 10000;
@@ -92,8 +95,25 @@ int serve(const Flags& flags) {
     spdlog::error("cannot watch for SIGTERM: signalfd: {}", std::strerror(errno));
     return 1;
   }
+  auto keys = load_daemon_keys(cluster.value(), options.value().listen_endpoint, flags.key_file);
+  if (!keys.is_ok()) {
+    spdlog::error("{}", keys.status().message());
+    return 1;
+  }
   zmq::context_t ctx(1);
   try {
+    std::unique_ptr<transport::ZapHandler> zap;
+    if (keys.value()) {
+      zap = std::make_unique<transport::ZapHandler>(ctx, keys.value()->allowed);
+      options.value().socket.curve = transport::CurveOptions{.keys = keys.value()->key.keys, .zap = zap.get()};
+      options.value().peer_keys = server_keys(cluster.value());
+      spdlog::info("links: CurveZMQ, serving as identity '{}'; {} keys may connect", keys.value()->key.identity,
+                   keys.value()->allowed.size());
+    } else {
+      spdlog::warn("INSECURE: plaintext links, because {} lists no identities: anyone who reaches this node can "
+                   "read its traffic and send it requests and peer messages (docs/security.md)",
+                   cluster.value().path);
+    }
     auto server = lockgroup::LockdServer::create(ctx, *storage.value(), options.value());
     if (!server.is_ok()) {
       spdlog::error("cannot read the acceptor state: {}", server.status().message());
@@ -107,6 +127,7 @@ int serve(const Flags& flags) {
     Status stopped = server.value()->run(stop_fd);
     spdlog::info("{} forged peer messages dropped, {} peer messages refused", server.value()->forged_peer_messages(),
                  server.value()->refused_peer_messages());
+    if (zap) spdlog::info("{} CurveZMQ handshakes refused (keys the cluster file does not list)", zap->rejected());
     if (!stopped.is_ok()) {
       spdlog::error("stopping: {}", stopped.to_string());
       return 1;
@@ -138,6 +159,10 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--data-dir", flags.data_dir, "Directory of this node's LMDB files (created if missing)")
       ->required();
+  app.add_option("--key", flags.key_file,
+                 "This node's key file (palisade keygen), when the cluster file lists identities:\n"
+                 "then every link is CurveZMQ, and keys the file does not list are refused")
+      ->check(CLI::ExistingFile);
   app.add_option("--map-size", flags.map_size_bytes, "Most the acceptor state may grow to, e.g. 1GB")
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(false));

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "config/cluster_config.h"
+#include "config/cluster_keys.h"
 #include "storage/dir_lock.h"
 #include "base/physical_clock.h"
 #include "base/stop_signals.h"
@@ -42,10 +43,28 @@ struct Flags {
   uint64_t anti_entropy_interval_ms = 0;
   std::optional<uint64_t> gc_grace_ms;
   bool insecure = false;  // run without the cluster key: any fencing token is accepted
+  std::string curve_key_file;  // --key: CurveZMQ key pair, when the cluster file lists identities
 };
 
-// The background anti-entropy of --anti-entropy-interval, or none.
-std::unique_ptr<replica::BackgroundRepair> background_repair(const Flags& flags) {
+// This replica's CurveZMQ keys when the cluster file lists identities; nullopt
+// for plaintext. False (after logging why) when they cannot be loaded.
+bool load_daemon_keys(const Flags& flags, std::optional<DaemonKeys>* keys) {
+  if (flags.cluster_file.empty()) return true;  // --key needs --cluster
+  auto cluster = load_cluster_file(flags.cluster_file);
+  if (!cluster.is_ok()) return true;  // load_auth reported it already
+  auto loaded = palisade::load_daemon_keys(cluster.value(), flags.server.listen_endpoint, flags.curve_key_file);
+  if (!loaded.is_ok()) {
+    spdlog::error("{}", loaded.status().message());
+    return false;
+  }
+  *keys = std::move(loaded).value();
+  return true;
+}
+
+// The background anti-entropy of --anti-entropy-interval, or none. Over
+// CurveZMQ, it connects to the other replicas with this one's keys.
+std::unique_ptr<replica::BackgroundRepair> background_repair(const Flags& flags,
+                                                             const std::optional<DaemonKeys>& keys) {
   if (flags.anti_entropy_interval_ms == 0) return nullptr;
   auto cluster = load_cluster_file(flags.cluster_file);
   if (!cluster.is_ok()) return nullptr;  // load_auth reported it already
@@ -56,6 +75,12 @@ std::unique_ptr<replica::BackgroundRepair> background_repair(const Flags& flags)
   o.group = cluster.value().group;
   if (!cluster.value().cluster_id.empty()) o.cluster_id = cluster_id_hex(cluster.value().cluster_id);
   if (flags.gc_grace_ms) o.gc_grace = std::chrono::milliseconds(*flags.gc_grace_ms);
+  if (keys) {
+    o.credentials = Credentials{.identity = keys->key.identity,
+                                .public_key = keys->key.keys.public_key,
+                                .secret_key = keys->key.keys.secret_key,
+                                .server_keys = server_keys(cluster.value())};
+  }
   spdlog::info("anti-entropy every {} ms over {} replicas", flags.anti_entropy_interval_ms, o.replicas.size());
   return std::make_unique<replica::BackgroundRepair>(o, std::chrono::milliseconds(flags.anti_entropy_interval_ms));
 }
@@ -116,7 +141,7 @@ bool load_cluster_id(Flags& flags) {
   return true;
 }
 
-int serve(const Flags& flags, std::optional<replica::ReplicaAuth> auth) {
+int serve(Flags flags, std::optional<replica::ReplicaAuth> auth, const std::optional<DaemonKeys>& curve) {
   auto dir_lock = DirLock::acquire(flags.data_dir);
   if (!dir_lock.is_ok()) {
     spdlog::error("{}", dir_lock.status().message());
@@ -153,16 +178,27 @@ int serve(const Flags& flags, std::optional<replica::ReplicaAuth> auth) {
   replica::ReplicaHandler handler(*store.value(), clock, std::move(auth));
   zmq::context_t ctx(1);
   try {
+    std::unique_ptr<transport::ZapHandler> zap;
+    if (curve) {
+      zap = std::make_unique<transport::ZapHandler>(ctx, curve->allowed);
+      flags.server.socket.curve = transport::CurveOptions{.keys = curve->key.keys, .zap = zap.get()};
+      spdlog::info("links: CurveZMQ, serving as identity '{}'; {} keys may connect", curve->key.identity,
+                   curve->allowed.size());
+    } else {
+      spdlog::warn("INSECURE: plaintext links (no cluster file that lists identities): anyone who reaches this "
+                   "replica can read its traffic and send it requests (docs/security.md)");
+    }
     replica::ReplicaServer server(ctx, handler, clock, flags.server);
     spdlog::info("started: pid {}, cluster id {}, listening on {}, data dir {}, {} keys", getpid(),
                  cluster_id_hex(flags.server.cluster_id), flags.server.listen_endpoint, flags.data_dir,
                  keys.is_ok() ? keys.value() : 0);
-    auto repair = background_repair(flags);
+    auto repair = background_repair(flags, curve);
     server.run(stop_fd);
     if (Status s = store.value()->checkpoint(); !s.is_ok()) {
       spdlog::warn("checkpoint at stop failed ({}); the journal keeps every acknowledged write for the next start",
                    s.message());
     }
+    if (zap) spdlog::info("{} CurveZMQ handshakes refused (keys the cluster file does not list)", zap->rejected());
     spdlog::info("stopped cleanly after {} requests", server.requests_served());
   } catch (const zmq::error_t& e) {
     spdlog::error("cannot listen on {}: {}", flags.server.listen_endpoint, e.what());
@@ -243,6 +279,12 @@ int main(int argc, char** argv) {
       ->excludes(cluster)
       ->excludes(key_file)
       ->excludes(write_quorum);
+  app.add_option("--key", flags.curve_key_file,
+                 "This replica's key file (palisade keygen), when the cluster file lists identities:\n"
+                 "then every link is CurveZMQ, and keys the file does not list are refused. Not\n"
+                 "--key-file, the cluster key that checks sequencers")
+      ->check(CLI::ExistingFile)
+      ->needs(cluster);
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")->capture_default_str();
   app.footer("A replica needs the cluster key (--cluster, or --key-file and --group) to check the\n"
              "sequencer of every fenced write and fence; without it, it starts only with --insecure.");
@@ -252,7 +294,8 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(flags.log_level));
   // The key first: a replica that cannot check sequencers as told must not start.
   std::optional<replica::ReplicaAuth> auth;
-  if (!load_auth(flags, &auth) || !load_cluster_id(flags)) return 1;
+  std::optional<DaemonKeys> keys;
+  if (!load_auth(flags, &auth) || !load_cluster_id(flags) || !load_daemon_keys(flags, &keys)) return 1;
   if (!auth && !flags.insecure) {
     spdlog::error("no cluster key: give --cluster FILE (or --key-file and --group) so that fenced writes are "
                   "checked, or --insecure to accept any fencing token (only on a trusted network)");
@@ -264,5 +307,5 @@ int main(int argc, char** argv) {
     spdlog::error("cannot create data dir {}: {}", flags.data_dir, ec.message());
     return 1;
   }
-  return serve(flags, std::move(auth));
+  return serve(std::move(flags), std::move(auth), keys);
 }

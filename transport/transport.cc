@@ -35,6 +35,17 @@ void apply_curve(zmq::socket_t& s, const CurveOptions& c, bool server) {
 
 }  // namespace
 
+SocketOptions dealer_options(SocketOptions options, const std::optional<Credentials>& credentials,
+                             const std::string& endpoint) {
+  if (!credentials) return options;
+  auto key = credentials->server_keys.find(endpoint);
+  if (key == credentials->server_keys.end()) {
+    throw std::invalid_argument("the credentials name no public key for " + endpoint);
+  }
+  options.curve = CurveOptions{.keys = {credentials->public_key, credentials->secret_key}, .server_key = key->second};
+  return options;
+}
+
 zmq::socket_t make_router(zmq::context_t& ctx, const std::string& bind_endpoint, const SocketOptions& options) {
   zmq::socket_t s(ctx, zmq::socket_type::router);
   apply(s, options);

@@ -17,6 +17,7 @@
 
 #include <zmq.hpp>
 
+#include "palisade/credentials.h"
 #include "transport/curve_keys.h"
 
 namespace palisade::transport {
@@ -47,6 +48,11 @@ struct SocketOptions {
   // Unset: plaintext. A plaintext end and a CURVE end never complete a handshake.
   std::optional<CurveOptions> curve{};
 };
+
+// `options` for a dealer to `endpoint`, over CURVE with `credentials` when
+// set. Throws std::invalid_argument when they name no key for the endpoint.
+SocketOptions dealer_options(SocketOptions options, const std::optional<Credentials>& credentials,
+                             const std::string& endpoint);
 
 // Throws std::invalid_argument for CURVE without a ZAP handler or with a bad key.
 zmq::socket_t make_router(zmq::context_t& ctx, const std::string& bind_endpoint, const SocketOptions& options);

@@ -17,10 +17,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "palisade/credentials.h"
 #include "palisade/lease.h"
 #include "palisade/lock_mode.h"
 #include "palisade/status.h"
@@ -59,6 +61,9 @@ struct LockClientOptions {
   // Called from the background thread, in order, for every change. It must
   // not call the blocking methods of this client (they answer BadRequest there).
   std::function<void(SessionEvent)> on_event;
+  // Unset: plaintext links, for a cluster file without identities. Set: CURVE
+  // to every node, which must be in credentials->server_keys.
+  std::optional<Credentials> credentials;
 };
 
 struct AcquireOptions {

@@ -19,10 +19,12 @@
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "palisade/credentials.h"
 #include "palisade/lease.h"
 #include "palisade/status.h"
 #include "palisade/timestamp.h"
@@ -67,6 +69,9 @@ struct QuorumStoreOptions {
   // engine of its own, for example to keep a bulk load's thousands of requests
   // in flight from queueing ahead of another store's calls.
   bool share_connections = true;
+  // Unset: plaintext links, for a cluster file without identities. Set: CURVE
+  // to every replica, which must be in credentials->server_keys.
+  std::optional<Credentials> credentials;
 };
 
 struct WriteResult {

@@ -150,7 +150,7 @@ struct Setup {
     for (int i = 0; i < 3; ++i) replicas.push_back(std::make_unique<test::ReplicaProcess>(dir.sub("r" + std::to_string(i))));
     proxy = std::make_unique<FramingProxy>(replicas[0]->endpoint(), several);
     const std::vector<std::string> endpoints{proxy->endpoint(), replicas[1]->endpoint(), replicas[2]->endpoint()};
-    links = std::make_unique<client::ZmqLinks>(ctx, endpoints);
+    links = std::make_unique<client::ZmqLinks>(ctx, endpoints, std::nullopt);
     lane = std::make_unique<client::Lane>(*links, endpoints, client::CoordinatorOptions{.timeout_ms = timeout_ms},
                                           clock, wire::Limits{});
     connect();

@@ -1,0 +1,96 @@
+#include "config/cluster_keys.h"
+
+#include <algorithm>
+
+namespace palisade {
+namespace {
+
+// The key file at `path`, checked against the identity the cluster file lists
+// under its name.
+Result<transport::KeyFile> listed_key(const ClusterConfig& config, const std::string& path) {
+  auto file = transport::read_key_file(path);
+  if (!file.is_ok()) return file.status();
+  const Identity* identity = config.identity(file.value().identity);
+  if (identity == nullptr) {
+    return Status(Code::kBadRequest, path + " is the key of identity '" + file.value().identity + "', which " +
+                                         config.path + " does not list");
+  }
+  const auto& keys = identity->keys;
+  if (std::find(keys.begin(), keys.end(), file.value().keys.public_key) == keys.end()) {
+    return Status(Code::kBadRequest, path + " holds a public key that " + config.path + " does not list for '" +
+                                         identity->name + "' (a key rotated out, or a file of another cluster?)");
+  }
+  return file;
+}
+
+}  // namespace
+
+transport::AllowList allowed_keys(const ClusterConfig& config) {
+  transport::AllowList allowed;
+  for (const Identity& identity : config.identities) {
+    for (const std::string& key : identity.keys) allowed[key] = identity.name;
+  }
+  return allowed;
+}
+
+std::map<std::string, std::string> server_keys(const ClusterConfig& config) {
+  std::map<std::string, std::string> keys;
+  for (const auto& [endpoint, name] : config.daemon_identity) {
+    if (const Identity* identity = config.identity(name); identity != nullptr && !identity->keys.empty()) {
+      keys[endpoint] = identity->keys.front();
+    }
+  }
+  return keys;
+}
+
+Result<std::optional<DaemonKeys>> load_daemon_keys(const ClusterConfig& config, const std::string& endpoint,
+                                                   const std::string& key_path) {
+  if (config.identities.empty()) {
+    if (key_path.empty()) return std::optional<DaemonKeys>();
+    return Status(Code::kBadRequest, "a key file was given, but " + config.path +
+                                         " lists no identities: its links are plaintext (docs/security.md)");
+  }
+  auto name = config.daemon_identity.find(endpoint);
+  if (name == config.daemon_identity.end()) {
+    return Status(Code::kBadRequest, config.path + " names no identity for " + endpoint);
+  }
+  if (key_path.empty()) {
+    return Status(Code::kBadRequest, config.path +
+                                         " lists identities, so its links are CurveZMQ: give --key FILE, "
+                                         "the key file of identity '" +
+                                         name->second + "' (`palisade keygen " + name->second + "` writes one)");
+  }
+  auto key = listed_key(config, key_path);
+  if (!key.is_ok()) return key.status();
+  if (key.value().identity != name->second) {
+    return Status(Code::kBadRequest, key_path + " is the key of '" + key.value().identity + "', but " + config.path +
+                                         " says " + endpoint + " serves as '" + name->second + "'");
+  }
+  // Clients know a daemon by its identity's first key: a daemon serving with
+  // its second would fail every handshake.
+  if (key.value().keys.public_key != config.identity(name->second)->keys.front()) {
+    return Status(Code::kBadRequest, key_path + " holds the second key of '" + name->second +
+                                         "': a daemon serves with the first key its identity lists");
+  }
+  return std::optional<DaemonKeys>(DaemonKeys{std::move(key).value(), allowed_keys(config)});
+}
+
+Result<std::optional<Credentials>> load_client_credentials(const ClusterConfig& config, const std::string& key_path) {
+  if (config.identities.empty()) {
+    if (key_path.empty()) return std::optional<Credentials>();
+    return Status(Code::kBadRequest, "a key file was given, but " + config.path +
+                                         " lists no identities: its links are plaintext (docs/security.md)");
+  }
+  if (key_path.empty()) {
+    return Status(Code::kBadRequest, config.path + " lists identities, so its links are CurveZMQ: give --key FILE, "
+                                                   "a key file of an identity it lists (palisade keygen)");
+  }
+  auto key = listed_key(config, key_path);
+  if (!key.is_ok()) return key.status();
+  return std::optional<Credentials>(Credentials{.identity = key.value().identity,
+                                                .public_key = key.value().keys.public_key,
+                                                .secret_key = key.value().keys.secret_key,
+                                                .server_keys = server_keys(config)});
+}
+
+}  // namespace palisade

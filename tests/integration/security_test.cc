@@ -1,0 +1,249 @@
+// CurveZMQ on real daemons (docs/security.md): a cluster file that lists
+// identities, each daemon started with its key file, clients with theirs. A
+// key the file does not list gets no reply and is counted; a plaintext client
+// cannot talk to a secure daemon at all.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "auth/sequencer_key.h"
+#include "base/cluster_id.h"
+#include "base/temp_dir.h"
+#include "cli/process.h"
+#include "config/cluster_config.h"
+#include "palisade/lock_client.h"
+#include "palisade/quorum_store.h"
+#include "transport/curve_keys.h"
+
+namespace palisade {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Three lockd nodes, three replicas and one client identity, "app", each with
+// a key file under keys/; the daemons run from the start.
+class SecureCluster {
+ public:
+  SecureCluster() {
+    config_.cluster_id = new_cluster_id();
+    config_.group = "secure";
+    config_.key_file = "cluster.key";
+    auto endpoint = [] { return "tcp://127.0.0.1:" + std::to_string(cli::free_port()); };
+    for (uint32_t id = 1; id <= 3; ++id) {
+      config_.lockd.push_back({id, endpoint()});
+      add_identity("lockd-" + std::to_string(id), "lockd", config_.lockd.back().endpoint);
+    }
+    for (int i = 0; i < 3; ++i) {
+      config_.replicas.push_back(endpoint());
+      add_identity("replica-" + std::to_string(i), "replica", config_.replicas.back());
+    }
+    add_identity("app", "", "");
+    std::filesystem::create_directories(dir_.sub("keys"));
+    for (const auto& [name, file] : keys_) REQUIRE(transport::write_key_file(key_path(name), file).is_ok());
+    write(dir_.sub("cluster.key"), SequencerKey::generate().to_hex() + "\n");
+    std::filesystem::permissions(dir_.sub("cluster.key"), std::filesystem::perms::owner_read);
+    write(cluster_file(), format_cluster_config(config_));
+    for (size_t i = 0; i < config_.replicas.size(); ++i) start_replica(i);
+    for (const LockdNode& n : config_.lockd) {
+      const std::string name = "lockd-" + std::to_string(n.id);
+      daemons_[name] = std::make_unique<cli::Process>(
+          std::vector<std::string>{PALISADE_LOCKD_BIN, "--id", std::to_string(n.id), "--cluster", cluster_file(),
+                                   "--data-dir", dir_.sub(name), "--key", key_path(name)},
+          dir_.sub(name + ".log"));
+    }
+  }
+
+  std::string cluster_file() const { return dir_.sub("cluster.toml"); }
+  std::string key_path(const std::string& identity) const { return dir_.sub("keys/" + identity + ".key"); }
+  const ClusterConfig& config() const { return config_; }
+
+  // What a client of identity `name` connects with.
+  Credentials credentials(const std::string& name) const {
+    Credentials c{.identity = name,
+                  .public_key = keys_.at(name).keys.public_key,
+                  .secret_key = keys_.at(name).keys.secret_key};
+    for (const auto& [endpoint, daemon] : config_.daemon_identity) {
+      c.server_keys[endpoint] = keys_.at(daemon).keys.public_key;
+    }
+    return c;
+  }
+
+  LockClientOptions lock_options(std::optional<Credentials> credentials) const {
+    LockClientOptions o;
+    for (const LockdNode& n : config_.lockd) o.nodes.push_back(n.endpoint);
+    o.cluster_id = cluster_id_hex(config_.cluster_id);
+    o.credentials = std::move(credentials);
+    return o;
+  }
+  QuorumStoreOptions store_options(std::optional<Credentials> credentials) const {
+    QuorumStoreOptions o;
+    o.replicas = config_.replicas;
+    o.cluster_id = cluster_id_hex(config_.cluster_id);
+    o.timeout = 1500ms;
+    o.share_connections = false;
+    o.credentials = std::move(credentials);
+    return o;
+  }
+
+  // Stops the daemon (SIGTERM) and returns its log, which ends with what it counted.
+  std::string stop(const std::string& name) {
+    cli::Process& p = *daemons_.at(name);
+    p.signal(SIGTERM);
+    REQUIRE(p.wait(20000).has_value());
+    return p.log();
+  }
+  std::string log(const std::string& name) const { return daemons_.at(name)->log(); }
+
+ private:
+  void add_identity(const std::string& name, const std::string& role, const std::string& endpoint) {
+    transport::KeyFile file{name, transport::generate_curve_keys()};
+    Identity identity{.name = name, .keys = {file.keys.public_key}, .roles = {}};
+    if (!role.empty()) identity.roles.push_back(role);
+    config_.identities.push_back(identity);
+    if (!endpoint.empty()) config_.daemon_identity[endpoint] = name;
+    keys_[name] = file;
+  }
+  void start_replica(size_t i) {
+    const std::string name = "replica-" + std::to_string(i);
+    daemons_[name] = std::make_unique<cli::Process>(
+        std::vector<std::string>{PALISADE_REPLICA_BIN, "--data-dir", dir_.sub(name), "--listen", config_.replicas[i],
+                                 "--cluster", cluster_file(), "--key", key_path(name)},
+        dir_.sub(name + ".log"));
+  }
+  static void write(const std::string& path, const std::string& text) {
+    std::ofstream out(path);
+    out << text;
+    REQUIRE(out.good());
+  }
+
+  TempDir dir_;
+  ClusterConfig config_;
+  std::map<std::string, transport::KeyFile> keys_;
+  std::map<std::string, std::unique_ptr<cli::Process>> daemons_;
+};
+
+// The count a daemon logs at stop: "N CurveZMQ handshakes refused".
+uint64_t handshakes_refused(const std::string& log) {
+  std::smatch m;
+  REQUIRE(std::regex_search(log, m, std::regex(R"((\d+) CurveZMQ handshakes refused)")));
+  return std::stoull(m[1]);
+}
+
+// A put of the store, retried until the replicas have started (or 20 s).
+WriteResult put_when_up(QuorumStore& store, const std::string& key, const std::string& value) {
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  for (;;) {
+    WriteResult r = store.put(key, value);
+    if (r.status.is_ok() || std::chrono::steady_clock::now() >= deadline) return r;
+    std::this_thread::sleep_for(100ms);
+  }
+}
+
+TEST_CASE("security: a listed key locks and writes while an unknown key gets no reply and is counted", "[security]") {
+  SecureCluster cluster;
+  // The cluster's own client: a session, a grant, a fenced write and a read.
+  auto store = QuorumStore::open(cluster.store_options(cluster.credentials("app")));
+  REQUIRE(store.is_ok());
+  WriteResult plain = put_when_up(*store.value(), "greeting", "hello");
+  INFO(cluster.log("replica-0"));
+  REQUIRE(plain.status.is_ok());
+  LockClientOptions lock_options = cluster.lock_options(cluster.credentials("app"));
+  lock_options.store = store.value().get();
+  auto locks = LockClient::connect(lock_options, 20s);
+  INFO(cluster.log("lockd-1"));
+  REQUIRE(locks.is_ok());
+  auto lease = locks.value()->acquire("jobs/1");
+  REQUIRE(lease.is_ok());
+  CHECK(store.value()->put("jobs/1/state", "running", lease.value()).status.is_ok());
+  ReadResult read = store.value()->get("jobs/1/state");
+  REQUIRE(read.status.is_ok());
+  CHECK(read.value == "running");
+
+  // A key pair the cluster file does not list, that knows every daemon's key.
+  Credentials stranger = cluster.credentials("app");
+  stranger.identity = "stranger";
+  const transport::CurveKeyPair other = transport::generate_curve_keys();
+  stranger.public_key = other.public_key;
+  stranger.secret_key = other.secret_key;
+  CHECK(LockClient::connect(cluster.lock_options(stranger), 2s).status().code() == Code::kUnavailable);
+  auto stranger_store = QuorumStore::open(cluster.store_options(stranger));
+  REQUIRE(stranger_store.is_ok());
+  CHECK_FALSE(stranger_store.value()->put("greeting", "forged").status.is_ok());
+  CHECK_FALSE(stranger_store.value()->get("greeting").status.is_ok());
+
+  // Plaintext: no handshake completes, so nothing reaches the daemons.
+  CHECK(LockClient::connect(cluster.lock_options(std::nullopt), 2s).status().code() == Code::kUnavailable);
+  auto plaintext = QuorumStore::open(cluster.store_options(std::nullopt));
+  REQUIRE(plaintext.is_ok());
+  CHECK_FALSE(plaintext.value()->put("greeting", "plaintext").status.is_ok());
+
+  // Nothing the refused clients sent took effect.
+  read = store.value()->get("greeting");
+  REQUIRE(read.status.is_ok());
+  CHECK(read.value == "hello");
+
+  // Every daemon the stranger tried counted it; the listed client was never refused.
+  locks.value().reset();
+  store.value().reset();
+  for (const char* daemon : {"lockd-1", "lockd-2", "lockd-3", "replica-0", "replica-1", "replica-2"}) {
+    INFO(daemon);
+    CHECK(handshakes_refused(cluster.stop(daemon)) >= 1);
+  }
+}
+
+TEST_CASE("security: a client key that is missing, unlisted or for no daemon is refused at open", "[security]") {
+  SecureCluster cluster;
+  Credentials missing_daemon = cluster.credentials("app");
+  missing_daemon.server_keys.erase(cluster.config().lockd[0].endpoint);
+  missing_daemon.server_keys.erase(cluster.config().replicas[0]);
+  CHECK(LockClient::connect(cluster.lock_options(missing_daemon), 1s).status().code() == Code::kBadRequest);
+  CHECK(QuorumStore::open(cluster.store_options(missing_daemon)).status().code() == Code::kBadRequest);
+}
+
+TEST_CASE("security: a daemon of a secure cluster does not start without its own listed key", "[security]") {
+  SecureCluster cluster;
+  struct Case {
+    const char* what;
+    std::vector<std::string> key_args;
+    const char* says;
+  };
+  const transport::KeyFile unlisted{"lockd-1", transport::generate_curve_keys()};
+  TempDir scratch;
+  REQUIRE(transport::write_key_file(scratch.sub("unlisted.key"), unlisted).is_ok());
+  for (const Case& c :
+       {Case{"no key", {}, "give --key FILE"},
+        Case{"another identity's key", {"--key", cluster.key_path("replica-0")}, "serves as 'lockd-1'"},
+        Case{"a key the file does not list", {"--key", scratch.sub("unlisted.key")}, "does not list"}}) {
+    INFO(c.what);
+    // lockd-1 again, on another data dir: it must stop before it binds.
+    std::vector<std::string> argv = {PALISADE_LOCKD_BIN,
+                                     "--id",
+                                     "1",
+                                     "--cluster",
+                                     cluster.cluster_file(),
+                                     "--data-dir",
+                                     scratch.sub(std::string("lockd-") + c.what)};
+    argv.insert(argv.end(), c.key_args.begin(), c.key_args.end());
+    cli::Process lockd(argv, scratch.sub("lockd.log"));
+    auto status = lockd.wait(20000);
+    REQUIRE(status.has_value());
+    CHECK(WIFEXITED(*status));
+    CHECK(WEXITSTATUS(*status) == 1);
+    CHECK(lockd.log().find(c.says) != std::string::npos);
+    std::filesystem::remove(scratch.sub("lockd.log"));
+  }
+}
+
+}  // namespace
+}  // namespace palisade
