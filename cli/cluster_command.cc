@@ -20,6 +20,7 @@
 #include "cli/health.h"
 #include "cli/local_cluster.h"
 #include "cli/lockd_call.h"
+#include "config/cluster_keys.h"
 
 namespace palisade::cli {
 namespace {
@@ -36,9 +37,11 @@ struct ClusterFlags {
   int lockd = 3;
   int replicas = 3;
   int base_port = 0;
+  bool insecure = false;  // up: plaintext links, no keys
   bool purge = false;
   std::string records_path() const { return dir + "/daemons"; }
   std::string cluster_file() const { return dir + "/cluster.toml"; }
+  std::string admin_key() const { return dir + "/keys/admin.key"; }  // a secure cluster's (LocalCluster)
 };
 
 std::vector<DaemonRecord> alive(const std::vector<DaemonRecord>& records) {
@@ -49,12 +52,13 @@ std::vector<DaemonRecord> alive(const std::vector<DaemonRecord>& records) {
   return out;
 }
 
-// Which of --lockd, --replicas, --base-port were given.
+// Which of --lockd, --replicas, --base-port, --insecure were given.
 struct SizesGiven {
   bool lockd = false;
   bool replicas = false;
   bool base_port = false;
-  bool any() const { return lockd || replicas || base_port; }
+  bool insecure = false;
+  bool any() const { return lockd || replicas || base_port || insecure; }
 };
 
 int endpoint_port(const std::string& endpoint) {
@@ -75,6 +79,7 @@ std::string conflict(const ClusterFlags& flags, const SizesGiven& given, const C
     add("--replicas " + std::to_string(flags.replicas) + ", but it has " + std::to_string(config.replicas.size()) +
         " replicas");
   }
+  if (given.insecure && !config.identities.empty()) add("--insecure, but its links are CurveZMQ");
   if (given.base_port) {
     std::vector<std::string> endpoints;
     for (const LockdNode& n : config.lockd) endpoints.push_back(n.endpoint);
@@ -97,6 +102,7 @@ std::string conflict(const ClusterFlags& flags, const SizesGiven& given, const C
 void forget_new_cluster(const ClusterFlags& flags) {
   std::error_code ec;
   for (const char* file : {"cluster.toml", "cluster.key", "daemons"}) fs::remove(flags.dir + "/" + file, ec);
+  fs::remove_all(flags.dir + "/keys", ec);
   for (const auto& entry : fs::directory_iterator(flags.dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (entry.is_directory() && (name.rfind("lockd-", 0) == 0 || name.rfind("replica-", 0) == 0)) {
@@ -151,6 +157,7 @@ int up(ClusterFlags flags, const CommonOptions& common, const SizesGiven& given)
   options.replicas = flags.replicas;
   options.base_port = flags.base_port;
   options.reuse_cluster_file = true;
+  options.secure = !flags.insecure;
   options.detached = true;
   options.start_timeout = 30s;
   // Replicas that drifted (one was down) converge without `palisade repair`.
@@ -271,10 +278,15 @@ int status(const ClusterFlags& flags, const CommonOptions& common) {
   nlohmann::json daemons = nlohmann::json::array();
   HealthCounts counts;
   std::string cluster_id;  // the daemons must answer as this cluster's
+  std::optional<Credentials> credentials;
   if (auto config = load_cluster_file(flags.cluster_file()); config.is_ok()) {
     counts.read_quorum = config.value().read_quorum;
     counts.write_quorum = config.value().write_quorum;
     cluster_id = config.value().cluster_id;
+    const std::string key = config.value().identities.empty() ? "" : flags.admin_key();
+    if (auto loaded = load_client_credentials(config.value(), key); loaded.is_ok()) {
+      credentials = std::move(loaded).value();
+    }
   }
   for (const DaemonRecord& r : records.value()) {
     std::string state = !is_alive(r) ? "exited" : is_paused(r) ? "paused" : "running";
@@ -282,14 +294,14 @@ int status(const ClusterFlags& flags, const CommonOptions& common) {
     std::optional<uint64_t> epoch;
     if (state == "running") {
       if (r.name.starts_with("lockd-")) {
-        auto reply = call_lockd_endpoint(ctx, r.endpoint, wire::LockStatusRequest{}, 500ms, cluster_id);
+        auto reply = call_lockd_endpoint(ctx, r.endpoint, wire::LockStatusRequest{}, 500ms, cluster_id, credentials);
         role = !reply                             ? "not answering"
                : reply->status.code() == Code::kWrongCluster ? kOtherCluster
                : reply->status.is_ok()           ? reply->role
                                                  : "not answering";
         if (reply && reply->status.is_ok()) epoch = reply->epoch;
       } else {
-        client::ReplicaConnection conn(ctx, r.endpoint);
+        client::ReplicaConnection conn(ctx, r.endpoint, credentials);
         auto reply = conn.call({.id = 0, .body = wire::PingRequest{}, .cluster = cluster_id}, 500);
         role = !reply.is_ok()                                          ? "not answering"
                : reply.value().status.code() == Code::kWrongCluster ? kOtherCluster
@@ -360,9 +372,16 @@ void add_cluster_command(CLI::App& app, const CommonOptions& common, int& exit_c
                                        "First port: lockd nodes on P, P+1, ..., replicas on the ports after them "
                                        "(default: free ports)")
                         ->check(CLI::Range(1024, 65535));
+  up_cmd->add_flag("--insecure", flags->insecure,
+                   "Plaintext links and no keys: anything that reaches the ports can talk to the daemons "
+                   "(they log it). Default: CurveZMQ, with a key file per daemon and keys/admin.key for "
+                   "this command line");
   up_cmd->callback([flags, &common, &exit_code, lockd, replicas, base_port] {
     exit_code = up(*flags, common,
-                   {.lockd = lockd->count() > 0, .replicas = replicas->count() > 0, .base_port = base_port->count() > 0});
+                   {.lockd = lockd->count() > 0,
+                    .replicas = replicas->count() > 0,
+                    .base_port = base_port->count() > 0,
+                    .insecure = flags->insecure});
   });
 
   auto* down_cmd = cluster->add_subcommand("down", "Stop exactly the daemons `cluster up` started (SIGTERM)");

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/endpoint.h"
+#include "config/cluster_keys.h"
 #include "lockgroup/paxos_messages.h"
 
 namespace palisade::cli {
@@ -37,7 +38,7 @@ std::string resolve_cluster_file(const CommonOptions& common) {
   return default_cluster_dir() + "/cluster.toml";
 }
 
-Result<ClusterConfig> load_cluster(const CommonOptions& common) {
+Result<ClusterAccess> load_cluster(const CommonOptions& common) {
   const std::string file = resolve_cluster_file(common);
   const char* how = !common.cluster_file.empty()        ? "--cluster"
                     : !env("PALISADE_CLUSTER").empty() ? "$PALISADE_CLUSTER"
@@ -52,7 +53,17 @@ Result<ClusterConfig> load_cluster(const CommonOptions& common) {
   if (!config.is_ok()) {
     return Status(Code::kBadRequest, "cluster file " + file + " (" + how + "): " + config.status().message());
   }
-  return config;
+  // A plaintext cluster ignores $PALISADE_KEY (set for another cluster, say),
+  // not a --key given for it.
+  std::string key = common.key_file;
+  if (key.empty() && !config.value().identities.empty()) {
+    key = env("PALISADE_KEY");
+    const std::string beside = (std::filesystem::path(file).parent_path() / "keys" / "admin.key").string();
+    if (key.empty() && std::filesystem::exists(beside)) key = beside;
+  }
+  auto credentials = load_client_credentials(config.value(), key);
+  if (!credentials.is_ok()) return credentials.status();
+  return ClusterAccess{std::move(config).value(), std::move(credentials).value()};
 }
 
 int report_cluster_error(std::string_view what, const Status& status) {
@@ -171,6 +182,10 @@ void add_common_options(CLI::App& app, CommonOptions& common) {
   app.add_option("--cluster", common.cluster_file,
                  "The cluster file (default: $PALISADE_CLUSTER, else the local cluster's: " + default_cluster_dir() +
                      "/cluster.toml)")
+      ->type_name("FILE");
+  app.add_option("--key", common.key_file,
+                 "The key file to connect with when the cluster file lists identities (default:\n"
+                 "$PALISADE_KEY, else keys/admin.key beside the cluster file, as `cluster up` makes)")
       ->type_name("FILE");
   app.add_option_function<std::string>(
          "-o,--output",

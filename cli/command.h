@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 
 #include "config/cluster_config.h"
+#include "cli/cluster_access.h"
 #include "palisade/status.h"
 
 namespace palisade::cli {
@@ -41,6 +42,9 @@ enum class OutputFormat { kText, kJson };
 
 struct CommonOptions {
   std::string cluster_file;  // --cluster; empty: $PALISADE_CLUSTER, else the local cluster's
+  // --key: the key file to connect to a secure cluster with; empty:
+  // $PALISADE_KEY, else keys/admin.key beside the cluster file (`cluster up`'s).
+  std::string key_file;
   OutputFormat output = OutputFormat::kText;
   bool json() const { return output == OutputFormat::kJson; }
 };
@@ -51,9 +55,10 @@ struct CommonOptions {
 std::string default_cluster_dir();
 // --cluster, else $PALISADE_CLUSTER, else default_cluster_dir()/cluster.toml.
 std::string resolve_cluster_file(const CommonOptions& common);
-// Loads the cluster file resolve_cluster_file() names; the error says which
-// file and how it was chosen, and how to start a local cluster.
-Result<ClusterConfig> load_cluster(const CommonOptions& common);
+// Loads the cluster file resolve_cluster_file() names, and on a secure cluster
+// the key file (CommonOptions::key_file); the error says which file and how it
+// was chosen, and how to start a local cluster or what key to give.
+Result<ClusterAccess> load_cluster(const CommonOptions& common);
 
 // Reports a load_cluster() failure: no cluster file is kExitUnavailable (start
 // one), a file that cannot be read or is not a cluster file kExitFailure.

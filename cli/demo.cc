@@ -32,11 +32,13 @@ class Stage {
     c.replica_binary = o.replica_binary;
     c.timing = short_lease_timing();
     c.group = "demo";
+    c.secure = true;  // as `palisade cluster up` starts one
     auto cluster = LocalCluster::start(c);
     if (!cluster.is_ok()) throw std::runtime_error("the cluster did not start: " + cluster.status().to_string());
     cluster_ = std::move(cluster).value();
-    say("a local cluster is up: 3 palisade-lockd (master lockd-%u), 3 palisade-replica (N=3, W=2, R=2)",
-        cluster_->master_id().value_or(0));
+    say("a local cluster is up: 3 palisade-lockd (master lockd-%u), 3 palisade-replica (N=3, W=2, R=2), %s",
+        cluster_->master_id().value_or(0),
+        cluster_->credentials() ? "CurveZMQ links with a key per daemon and client" : "plaintext links");
     if (o.verbose) say("cluster file %s; daemon logs beside it", cluster_->cluster_file().c_str());
   }
 
@@ -63,7 +65,8 @@ class Stage {
                                         std::string cluster_file = "") {
     if (cluster_file.empty()) cluster_file = cluster_->cluster_file();
     const std::string binary = options_.palisade_binary.empty() ? self_binary() : options_.palisade_binary;
-    auto h = std::make_unique<HolderProcess>(binary, cluster_file, args, dir_.sub(name + ".log"));
+    auto h = std::make_unique<HolderProcess>(binary, cluster_file, cluster_->admin_key_file(), args,
+                                             dir_.sub(name + ".log"));
     if (!h->wait_for("ready", 20s)) {
       throw std::runtime_error("client " + name + " did not get its lock; its output:\n" + h->process().log());
     }
@@ -81,10 +84,10 @@ class Stage {
   };
   std::unique_ptr<ClientB> client_b(const std::string& lock) {
     auto b = std::make_unique<ClientB>();
-    auto store = open_store(cluster_->config());
+    auto store = open_store(cluster_->access());
     if (!store.is_ok()) throw std::runtime_error(store.status().to_string());
     b->store = std::move(store).value();
-    LockClientOptions lo = lock_client_options(cluster_->config());
+    LockClientOptions lo = lock_client_options(cluster_->access());
     lo.store = b->store.get();
     auto locks = LockClient::connect(lo);
     if (!locks.is_ok()) throw std::runtime_error("client B cannot connect: " + locks.status().to_string());
@@ -101,6 +104,7 @@ class Stage {
     o.replicas = cluster_->replica_endpoints();
     o.read_quorum = 3;
     o.write_quorum = 2;
+    o.credentials = cluster_->credentials();
     auto reader = QuorumStore::open(o);
     if (!reader.is_ok()) throw std::runtime_error(reader.status().to_string());
     return reader.value()->get(key);
@@ -108,7 +112,7 @@ class Stage {
 
   // The newest version replica i stores for `key`, as "(none)", "(deleted)" or the value.
   std::string stored(size_t i, const std::string& key) {
-    client::ReplicaConnection conn(cluster_->replica(i).endpoint());
+    client::ReplicaConnection conn(cluster_->replica(i).endpoint(), cluster_->credentials());
     auto reply = conn.call({0, wire::ReadRequest{key}}, 2000);
     if (!reply.is_ok() || !reply.value().status.is_ok()) return "(unreachable)";
     const wire::Version* v = reply.value().newest();
@@ -154,7 +158,7 @@ int verdict(Stage& s, bool held, const char* promise) {
 
 // 1. A process pause: A is stopped past its lease, B takes over, A wakes and writes.
 int process_pause(Stage& s) {
-  auto a = s.holder("A1", {"--lock", "ledger", "--key", "balance", "--value", "130"});
+  auto a = s.holder("A1", {"--lock", "ledger", "--store-key", "balance", "--value", "130"});
   s.say("client A (pid %d) takes lock 'ledger': token %llu", a->process().pid(), u(a->token()));
   a->process().signal(SIGSTOP);
   s.say("A is stopped with SIGSTOP (a long GC pause): its KeepAlives stop, its lease runs out");
@@ -176,11 +180,19 @@ int delayed_request(Stage& s) {
   // A reaches every node through a proxy that can hold its traffic back.
   std::vector<std::unique_ptr<DelayProxy>> proxies;
   ClusterConfig via_proxies = s.cluster().config();
-  for (LockdNode& n : via_proxies.lockd) n.endpoint = proxies.emplace_back(std::make_unique<DelayProxy>(n.endpoint))->endpoint();
-  for (std::string& r : via_proxies.replicas) r = proxies.emplace_back(std::make_unique<DelayProxy>(r))->endpoint();
+  // A daemon keeps its identity behind its proxy: CURVE runs end to end.
+  auto via_proxy = [&](std::string& endpoint) {
+    const std::string proxied = proxies.emplace_back(std::make_unique<DelayProxy>(endpoint))->endpoint();
+    if (auto identity = via_proxies.daemon_identity.extract(endpoint)) {
+      via_proxies.daemon_identity[proxied] = identity.mapped();
+    }
+    endpoint = proxied;
+  };
+  for (LockdNode& n : via_proxies.lockd) via_proxy(n.endpoint);
+  for (std::string& r : via_proxies.replicas) via_proxy(r);
   const std::string a_cluster = s.write_file("cluster-a.toml", format_cluster_config(via_proxies));
 
-  auto a = s.holder("A2", {"--lock", "inventory", "--key", "stock", "--value", "5", "--store-timeout", "60s"},
+  auto a = s.holder("A2", {"--lock", "inventory", "--store-key", "stock", "--value", "5", "--store-timeout", "60s"},
                     a_cluster);
   s.say("client A takes lock 'inventory' through the network: token %llu", u(a->token()));
   for (auto& p : proxies) p->hold();
@@ -226,7 +238,8 @@ std::optional<std::string> replica_down_then_late_write(Stage& s, HolderProcess&
 
 // 3. DDIA figure 9-7: a replica misses the new holder's fence and write.
 int replica_down(Stage& s) {
-  auto a = s.holder("A3", {"--lock", "owner-lock", "--key", "owner", "--value", "A again", "--reach-all", "--stay"});
+  auto a =
+      s.holder("A3", {"--lock", "owner-lock", "--store-key", "owner", "--value", "A again", "--reach-all", "--stay"});
   s.say("client A takes lock 'owner-lock': token %llu", u(a->token()));
   const auto put = replica_down_then_late_write(s, *a, "owner-lock", [&](Stage::ClientB& b) {
     s.say("B writes owner=B: %s", describe(b.put("owner", "B")).c_str());
@@ -245,7 +258,8 @@ int replica_down(Stage& s) {
 
 // 4. The superseded holder writes a key that the new holder never wrote.
 int fresh_key(Stage& s) {
-  auto a = s.holder("A4", {"--lock", "audit-lock", "--key", "audit", "--value", "A was here", "--reach-all", "--stay"});
+  auto a = s.holder("A4",
+                    {"--lock", "audit-lock", "--store-key", "audit", "--value", "A was here", "--reach-all", "--stay"});
   s.say("client A takes lock 'audit-lock': token %llu", u(a->token()));
   const auto put = replica_down_then_late_write(s, *a, "audit-lock", [&](Stage::ClientB&) {
     s.say("B writes nothing to key 'audit'");

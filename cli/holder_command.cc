@@ -60,18 +60,18 @@ int run(const HolderFlags& flags, const CommonOptions& common) {
   sigaddset(&waited, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &waited, nullptr);
 
-  auto config = load_cluster(common);
-  if (!config.is_ok()) {
-    say("cluster file: " + config.status().to_string());
+  auto loaded = load_cluster(common);
+  if (!loaded.is_ok()) {
+    say("cluster file: " + loaded.status().to_string());
     return 2;
   }
-  if (flags.reach_all) config.value().read_quorum = static_cast<int>(config.value().replicas.size());
-  auto store = open_store(config.value(), flags.store_timeout);
+  if (flags.reach_all) loaded.value().config.read_quorum = static_cast<int>(loaded.value().config.replicas.size());
+  auto store = open_store(loaded.value(), flags.store_timeout);
   if (!store.is_ok()) {
     say("store: " + store.status().to_string());
     return 2;
   }
-  LockClientOptions options = lock_client_options(config.value());
+  LockClientOptions options = lock_client_options(loaded.value());
   options.request_timeout = std::chrono::milliseconds(300);
   options.call_timeout = std::chrono::milliseconds(5000);
   options.store = store.value().get();
@@ -111,7 +111,7 @@ void add_holder_command(CLI::App& app, const CommonOptions& common, int& exit_co
   auto* holder = app.add_subcommand("demo-holder", "A lock holder for the demo and tests (SIGUSR1: write)");
   holder->group("");  // hidden from --help
   holder->add_option("--lock", flags->lock, "The lock to acquire")->required();
-  holder->add_option("--key", flags->key, "The key to write after SIGUSR1 (none: exit without writing)");
+  holder->add_option("--store-key", flags->key, "The key to write after SIGUSR1 (none: exit without writing)");
   holder->add_option("--value", flags->value, "The value to write");
   add_duration_option(holder, "--lock-delay", flags->lock_delay, "The acquire's lock-delay");
   add_duration_option(holder, "--wait", flags->wait, "How long the acquire waits for the lock");

@@ -7,8 +7,11 @@
 namespace palisade::cli {
 
 HolderProcess::HolderProcess(const std::string& palisade_binary, const std::string& cluster_file,
-                             const std::vector<std::string>& args, const std::string& log_path) {
-  std::vector<std::string> argv = {palisade_binary, "--cluster", cluster_file, "demo-holder"};
+                             const std::string& key_file, const std::vector<std::string>& args,
+                             const std::string& log_path) {
+  std::vector<std::string> argv = {palisade_binary, "--cluster", cluster_file};
+  if (!key_file.empty()) argv.insert(argv.end(), {"--key", key_file});
+  argv.push_back("demo-holder");
   argv.insert(argv.end(), args.begin(), args.end());
   process_ = std::make_unique<Process>(argv, log_path);
 }

@@ -14,9 +14,9 @@ namespace palisade::cli {
 
 class HolderProcess {
  public:
-  // Runs `palisade_binary --cluster CLUSTER_FILE demo-holder ARGS...` with its
-  // output in `log_path`.
-  HolderProcess(const std::string& palisade_binary, const std::string& cluster_file,
+  // Runs `palisade_binary --cluster CLUSTER_FILE [--key KEY_FILE] demo-holder
+  // ARGS...` with its output in `log_path` (no --key when `key_file` is empty).
+  HolderProcess(const std::string& palisade_binary, const std::string& cluster_file, const std::string& key_file,
                 const std::vector<std::string>& args, const std::string& log_path);
 
   // The rest of the first output line that is `prefix` or starts with `prefix `.

@@ -106,9 +106,10 @@ int report_store_error(const char* what, const Status& status, Clock::time_point
 }
 
 int write(const char* what, const KvFlags& flags, const CommonOptions& common, bool tombstone) {
-  auto config = load_cluster(common);
-  if (!config.is_ok()) return report_cluster_error(what, config.status());
-  auto fence = fence_of(flags, config.value());
+  auto loaded = load_cluster(common);
+  if (!loaded.is_ok()) return report_cluster_error(what, loaded.status());
+  const ClusterConfig& config = loaded.value().config;
+  auto fence = fence_of(flags, config);
   if (!fence.is_ok()) return report_error(what, fence.status());
   std::string value;
   if (!tombstone) {
@@ -116,9 +117,9 @@ int write(const char* what, const KvFlags& flags, const CommonOptions& common, b
     if (!read.is_ok()) return report_error(what, read.status());
     value = std::move(read).value();
   }
-  const int w = quorum(config.value().write_quorum, config.value());
-  if (Status s = enough_listening(config.value().replicas, w, "replicas"); !s.is_ok()) return report_error(what, s);
-  auto store = open_store(config.value(), flags.timeout);
+  const int w = quorum(config.write_quorum, config);
+  if (Status s = enough_listening(config.replicas, w, "replicas"); !s.is_ok()) return report_error(what, s);
+  auto store = open_store(loaded.value(), flags.timeout);
   if (!store.is_ok()) return report_error(what, store.status());
   const auto began = Clock::now();
   const WriteResult wr = tombstone ? store.value()->del(flags.key, fence.value())
@@ -148,11 +149,12 @@ int write(const char* what, const KvFlags& flags, const CommonOptions& common, b
 }
 
 int read(const KvFlags& flags, const CommonOptions& common) {
-  auto config = load_cluster(common);
-  if (!config.is_ok()) return report_cluster_error("get", config.status());
-  const int r = quorum(config.value().read_quorum, config.value());
-  if (Status s = enough_listening(config.value().replicas, r, "replicas"); !s.is_ok()) return report_error("get", s);
-  auto store = open_store(config.value(), flags.timeout);
+  auto loaded = load_cluster(common);
+  if (!loaded.is_ok()) return report_cluster_error("get", loaded.status());
+  const ClusterConfig& config = loaded.value().config;
+  const int r = quorum(config.read_quorum, config);
+  if (Status s = enough_listening(config.replicas, r, "replicas"); !s.is_ok()) return report_error("get", s);
+  auto store = open_store(loaded.value(), flags.timeout);
   if (!store.is_ok()) return report_error("get", store.status());
   const auto began = Clock::now();
   const ReadResult rr = store.value()->get(flags.key);

@@ -25,6 +25,7 @@
 #include "transport/transport.h"
 #include "cli/daemon_records.h"
 #include "cli/lockd_call.h"
+#include "config/cluster_keys.h"
 #include "cli/replica_process.h"
 
 namespace palisade::cli {
@@ -98,6 +99,31 @@ Status write_file(const std::string& path, const std::string& text, mode_t mode)
   ::close(fd);
   if (!ok) return Status(Code::kStorageError, "cannot write " + path + ": " + std::strerror(saved));
   return Status::ok();
+}
+
+std::string admin_key_path(const std::string& dir) { return dir + "/keys/admin.key"; }
+
+// A key pair for every daemon of `config` and for "admin", in dir/keys; each
+// listed in `config` as an identity, with its role.
+Status write_keys(const std::string& dir, ClusterConfig& config) {
+  std::error_code ec;
+  fs::create_directories(dir + "/keys", ec);
+  if (ec) return Status(Code::kStorageError, "cannot create " + dir + "/keys: " + ec.message());
+  fs::permissions(dir + "/keys", fs::perms::owner_all, ec);
+  auto add = [&](const std::string& name, const std::string& role, const std::string& endpoint) {
+    const transport::KeyFile file{name, transport::generate_curve_keys()};
+    if (Status s = transport::write_key_file(dir + "/keys/" + name + ".key", file); !s.is_ok()) return s;
+    config.identities.push_back({.name = name, .keys = {file.keys.public_key}, .roles = {role}});
+    if (!endpoint.empty()) config.daemon_identity[endpoint] = name;
+    return Status::ok();
+  };
+  for (const LockdNode& n : config.lockd) {
+    if (Status s = add("lockd-" + std::to_string(n.id), "lockd", n.endpoint); !s.is_ok()) return s;
+  }
+  for (size_t i = 0; i < config.replicas.size(); ++i) {
+    if (Status s = add("replica-" + std::to_string(i), "replica", config.replicas[i]); !s.is_ok()) return s;
+  }
+  return add("admin", "admin", "");
 }
 
 }  // namespace
@@ -314,6 +340,15 @@ Status LocalCluster::launch() {
   auto loaded = load_cluster_file(cluster_file_);
   if (!loaded.is_ok()) return Status(Code::kBadRequest, "bad cluster options: " + loaded.status().message());
   config_ = std::move(loaded).value();
+  const bool secure = !config_.identities.empty();
+  if (secure) {
+    auto credentials = load_client_credentials(config_, admin_key_path(o.dir));
+    if (!credentials.is_ok()) return credentials.status();
+    credentials_ = std::move(credentials).value();
+  }
+  auto key_args = [&](const std::string& name) {
+    return secure ? std::vector<std::string>{"--key", o.dir + "/keys/" + name + ".key"} : std::vector<std::string>{};
+  };
 
   std::shared_ptr<zmq::context_t> ctx = ctx_;
   for (const std::string& ep : config_.replicas) {
@@ -326,11 +361,12 @@ Status LocalCluster::launch() {
       if (!config_.cluster_id.empty()) argv.insert(argv.end(), {"--cluster-id", cluster_id_hex(config_.cluster_id)});
     }
     argv.insert(argv.end(), {"--log-level", o.log_level});
+    for (std::string& a : key_args(name)) argv.push_back(std::move(a));
     argv.insert(argv.end(), o.replica_args.begin(), o.replica_args.end());
     // Answering means answering as this cluster's: a daemon of another
     // cluster on the same port answers wrong_cluster.
-    auto probe = [ctx, ep, id = config_.cluster_id](int timeout_ms) {
-      client::ReplicaConnection conn(*ctx, ep);
+    auto probe = [ctx, ep, id = config_.cluster_id, credentials = credentials_](int timeout_ms) {
+      client::ReplicaConnection conn(*ctx, ep, credentials);
       auto reply = conn.call({.id = 0, .body = wire::PingRequest{}, .cluster = id}, timeout_ms);
       return reply.is_ok() && reply.value().status.is_ok();
     };
@@ -342,10 +378,12 @@ Status LocalCluster::launch() {
     std::vector<std::string> argv = {o.lockd_binary,  "--id",       std::to_string(node.id),
                                      "--cluster",     cluster_file_, "--data-dir",
                                      o.dir + "/" + name, "--log-level", o.log_level};
+    for (std::string& a : key_args(name)) argv.push_back(std::move(a));
     argv.insert(argv.end(), o.lockd_args.begin(), o.lockd_args.end());
     const std::string ep = node.endpoint;
-    auto probe = [ctx, ep, id = config_.cluster_id](int timeout_ms) {
-      auto reply = call_lockd_endpoint(*ctx, ep, wire::LockStatusRequest{}, milliseconds(timeout_ms), id);
+    auto probe = [ctx, ep, id = config_.cluster_id, credentials = credentials_](int timeout_ms) {
+      auto reply =
+          call_lockd_endpoint(*ctx, ep, wire::LockStatusRequest{}, milliseconds(timeout_ms), id, credentials);
       return reply.has_value() && reply->status.is_ok();
     };
     lockd_.push_back(
@@ -436,8 +474,13 @@ Status LocalCluster::write_cluster_files() {
   if (Status s = write_file(o.dir + "/cluster.key", SequencerKey::generate().to_hex() + "\n", 0600); !s.is_ok()) {
     return s;
   }
+  if (o.secure) {
+    if (Status s = write_keys(o.dir, config); !s.is_ok()) return s;
+  }
   return write_file(cluster_file_, format_cluster_config(config), 0644);
 }
+
+std::string LocalCluster::admin_key_file() const { return credentials_ ? admin_key_path(options_.dir) : ""; }
 
 std::vector<std::string> LocalCluster::lockd_endpoints() const {
   std::vector<std::string> out;
@@ -475,7 +518,7 @@ std::optional<wire::LockReply> LocalCluster::call_lockd(uint32_t id, const wire:
                                                         milliseconds timeout) {
   Daemon& d = lockd(id);
   if (!d.running() || d.paused()) return std::nullopt;
-  return call_lockd_endpoint(*ctx_, d.endpoint(), request, timeout, config_.cluster_id);
+  return call_lockd_endpoint(*ctx_, d.endpoint(), request, timeout, config_.cluster_id, credentials_);
 }
 
 std::optional<wire::LockReply> LocalCluster::lock_status(uint32_t id, milliseconds timeout) {
@@ -494,8 +537,11 @@ std::vector<LocalCluster::MasterAnswer> LocalCluster::masters(milliseconds timeo
   std::vector<MasterAnswer> found;
   try {
     for (uint32_t id : live_lockd_ids()) {
+      const std::string& endpoint = lockd(id).endpoint();
       Asked a{id, next_lock_request_id(),
-              transport::make_dealer(*ctx_, lockd(id).endpoint(), {.queue_until_connected = true})};
+              transport::make_dealer(
+                  *ctx_, endpoint,
+                  transport::dealer_options({.queue_until_connected = true}, credentials_, endpoint))};
       const std::string bytes = wire::encode_lock_request({.id = a.request_id, .body = wire::FindMasterRequest{}});
       if (a.socket.send(zmq::buffer(bytes), zmq::send_flags::dontwait)) asked.push_back(std::move(a));
     }

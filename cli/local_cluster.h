@@ -11,7 +11,9 @@
 //
 // Layout of `dir`: cluster.toml, cluster.key (mode 0600), lockd-ID/ and
 // replica-I/ (data directories), lockd-ID.log and replica-I.log (each daemon's
-// output, appended to across restarts).
+// output, appended to across restarts); for a secure cluster, keys/ with a key
+// file per daemon (lockd-ID.key, replica-I.key) and admin.key, the one the
+// command line and this class connect with.
 //
 // Children are started from the calling thread and die with it (cli::Process:
 // PR_SET_PDEATHSIG), so start and restart them from a long-lived thread.
@@ -28,7 +30,9 @@
 #include <string>
 #include <vector>
 
+#include "cli/cluster_access.h"
 #include "config/cluster_config.h"
+#include "palisade/credentials.h"
 #include "wire/lock_protocol.h"
 #include "palisade/status.h"
 #include "cli/process.h"
@@ -69,6 +73,10 @@ struct LocalClusterOptions {
   // Replicas get --cluster and so verify the sequencer of every fenced write.
   // False: no key for them, they run --insecure: fenced writes are not authenticated.
   bool verify_sequencers = true;
+  // CurveZMQ on every link (docs/security.md): a key pair per daemon and one
+  // for identity "admin" under dir/keys, listed in the cluster file. False:
+  // plaintext links. A reused cluster file decides for itself.
+  bool secure = false;
   std::vector<std::string> lockd_args;    // extra flags for every lockd, e.g. {"--snapshot-every", "20"}
   std::vector<std::string> replica_args;  // extra flags for every replica
   std::string log_level = "info";
@@ -183,6 +191,11 @@ class LocalCluster {
   const LocalClusterOptions& options() const { return options_; }
   const std::string& cluster_file() const { return cluster_file_; }
   const std::string& key_file() const { return config_.key_file; }
+  // A secure cluster's: what its admin connects with (dir/keys/admin.key); else nullopt.
+  const std::optional<Credentials>& credentials() const { return credentials_; }
+  ClusterAccess access() const { return {config_, credentials_}; }
+  // A secure cluster's admin key file (dir/keys/admin.key); else empty.
+  std::string admin_key_file() const;
   std::vector<std::string> lockd_endpoints() const;
   std::vector<std::string> replica_endpoints() const;
 
@@ -233,6 +246,7 @@ class LocalCluster {
   std::shared_ptr<zmq::context_t> ctx_;  // for probes and calls; shared with the daemons' probes
   std::string cluster_file_;
   ClusterConfig config_;
+  std::optional<Credentials> credentials_;
   std::vector<std::unique_ptr<Daemon>> lockd_;  // index id - 1
   std::vector<std::unique_ptr<Daemon>> replicas_;
   bool released_ = false;

@@ -165,11 +165,11 @@ int run(const LockFlags& flags, const CommonOptions& common) {
   sigaddset(&blocked, SIGTTOU);  // tcsetpgrp() from the background, as COMMAND ends
   pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
 
-  auto config = load_cluster(common);
-  if (!config.is_ok()) return report_cluster_error("lock", config.status());
+  auto loaded = load_cluster(common);
+  if (!loaded.is_ok()) return report_cluster_error("lock", loaded.status());
   // Nothing listening is known at once; else --wait bounds the whole wait,
   // finding a master included.
-  const ClusterConfig& cluster = config.value();
+  const ClusterConfig& cluster = loaded.value().config;
   std::vector<std::string> nodes;
   for (const LockdNode& n : cluster.lockd) nodes.push_back(n.endpoint);
   if (Status s = enough_listening(nodes, nodes.size() / 2 + 1, "lock group nodes"); !s.is_ok()) {
@@ -178,13 +178,13 @@ int run(const LockFlags& flags, const CommonOptions& common) {
   const int w = cluster.write_quorum != 0 ? cluster.write_quorum : static_cast<int>(cluster.replicas.size()) / 2 + 1;
   if (Status s = enough_listening(cluster.replicas, w, "replicas"); !s.is_ok()) return report_error("lock", s);
   const auto deadline = Clock::now() + flags.wait;
-  auto store = open_store(config.value());
+  auto store = open_store(loaded.value());
   if (!store.is_ok()) return report_error("lock", store.status());
   auto expired = std::make_shared<std::atomic<bool>>(false);
   // Jeopardy matters to a user while COMMAND runs under the lock; while
   // waiting (a master failover passes through it) only with -v.
   auto running = std::make_shared<std::atomic<bool>>(false);
-  LockClientOptions options = lock_client_options(config.value());
+  LockClientOptions options = lock_client_options(loaded.value());
   options.session_ttl = flags.ttl;
   options.store = store.value().get();  // the acquire fences a write quorum of replicas before it returns
   options.on_event = [expired, running, verbose = flags.verbose](SessionEvent e) {
@@ -226,7 +226,7 @@ int run(const LockFlags& flags, const CommonOptions& common) {
                  static_cast<unsigned long long>(client.value()->session()));
   }
 
-  const std::string cluster_file = std::filesystem::absolute(config.value().path).string();
+  const std::string cluster_file = std::filesystem::absolute(loaded.value().config.path).string();
   const std::vector<std::pair<std::string, std::string>> env = {
       {"PALISADE_LOCK", flags.name},
       {"PALISADE_TOKEN", std::to_string(lease.value().token())},

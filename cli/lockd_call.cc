@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <stdexcept>
 
 #include <zmq.hpp>
 
@@ -11,12 +12,13 @@ namespace palisade::cli {
 
 std::optional<wire::LockReply> call_lockd_endpoint(zmq::context_t& ctx, const std::string& endpoint,
                                                    const wire::LockRequestBody& body,
-                                                   std::chrono::milliseconds timeout,
-                                                   const std::string& cluster) {
+                                                   std::chrono::milliseconds timeout, const std::string& cluster,
+                                                   const std::optional<Credentials>& credentials) {
   using Clock = std::chrono::steady_clock;
   const wire::LockRequest request{.id = next_lock_request_id(), .body = body, .cluster = cluster};
   try {
-    zmq::socket_t s = transport::make_dealer(ctx, endpoint, {.queue_until_connected = true});
+    zmq::socket_t s = transport::make_dealer(
+        ctx, endpoint, transport::dealer_options({.queue_until_connected = true}, credentials, endpoint));
     const std::string bytes = wire::encode_lock_request(request);
     if (!s.send(zmq::buffer(bytes), zmq::send_flags::dontwait)) return std::nullopt;
     const auto deadline = Clock::now() + timeout;
@@ -31,6 +33,8 @@ std::optional<wire::LockReply> call_lockd_endpoint(zmq::context_t& ctx, const st
       if (reply.is_ok() && reply.value().id == request.id) return std::move(reply).value();
     }
   } catch (const zmq::error_t&) {
+    return std::nullopt;
+  } catch (const std::invalid_argument&) {  // no key for the endpoint
     return std::nullopt;
   }
 }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "palisade/credentials.h"
 #include "wire/lock_protocol.h"
 
 namespace zmq {
@@ -21,11 +22,12 @@ constexpr size_t kMaxLockReplyBytes = size_t{16} << 20;
 // Sends `body` on a fresh DEALER to `endpoint` and waits for its reply; nullopt
 // when none comes within `timeout`. `cluster` is the id the request names
 // (raw bytes, base/cluster_id.h; empty: any): a node of another cluster
-// answers wrong_cluster.
+// answers wrong_cluster. Over CURVE with `credentials` when set; nullopt
+// too when they name no key for the endpoint.
 std::optional<wire::LockReply> call_lockd_endpoint(zmq::context_t& ctx, const std::string& endpoint,
                                                    const wire::LockRequestBody& body,
-                                                   std::chrono::milliseconds timeout,
-                                                   const std::string& cluster);
+                                                   std::chrono::milliseconds timeout, const std::string& cluster,
+                                                   const std::optional<Credentials>& credentials);
 // A fresh request id, unique in this process.
 uint64_t next_lock_request_id();
 

@@ -30,12 +30,12 @@ OutputFormat output_in(int argc, char** argv) {
   return format;
 }
 
-// The first word that is not a flag or the value of --cluster or -o: what the
+// The first word that is not a flag or the value of --cluster, --key or -o: what the
 // user meant as the command.
 std::string first_word(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--cluster" || a == "-o" || a == "--output") {
+    if (a == "--cluster" || a == "--key" || a == "-o" || a == "--output") {
       ++i;
     } else if (a.empty() || a[0] != '-') {
       return a;

@@ -89,22 +89,24 @@ void print_json(const AntiEntropyReport& r) {
 }
 
 int run(const RepairFlags& flags, const CommonOptions& common) {
-  auto config = load_cluster(common);
-  if (!config.is_ok()) return report_cluster_error("repair", config.status());
+  auto loaded = load_cluster(common);
+  if (!loaded.is_ok()) return report_cluster_error("repair", loaded.status());
+  const ClusterConfig& config = loaded.value().config;
   AntiEntropyOptions o;
-  o.replicas = flags.replicas.empty() ? config.value().replicas : flags.replicas;
-  o.cluster_size = static_cast<int>(config.value().replicas.size());
-  if (!config.value().cluster_id.empty()) o.cluster_id = cluster_id_hex(config.value().cluster_id);
-  o.write_quorum = config.value().write_quorum;
+  o.replicas = flags.replicas.empty() ? config.replicas : flags.replicas;
+  o.cluster_size = static_cast<int>(config.replicas.size());
+  if (!config.cluster_id.empty()) o.cluster_id = cluster_id_hex(config.cluster_id);
+  o.write_quorum = config.write_quorum;
+  o.credentials = loaded.value().credentials;
   o.gc_grace = flags.gc_grace;
   o.dry_run = flags.dry_run;
   o.timeout = flags.timeout;
   // A repairer holds the cluster key: replicas that check sequencers take its
   // copies and commits of versions under a lock (docs/anti-entropy.md).
-  const std::string& key_file = config.value().key_file;
+  const std::string& key_file = config.key_file;
   if (!key_file.empty() && ::access(key_file.c_str(), R_OK) == 0) {
     o.key_file = key_file;
-    o.group = config.value().group;
+    o.group = config.group;
   } else if (!key_file.empty() && !flags.dry_run) {
     std::fprintf(stderr, "palisade repair: cannot read the cluster key %s (%s): replicas that check sequencers will "
                          "refuse its repairs of versions under a lock\n",

@@ -36,8 +36,8 @@ nlohmann::json epoch_json(uint64_t epoch) {
 // error; one of another cluster: wrong_cluster) is reachable, with
 // "stats_error" saying why; "own_cluster" is false for the last.
 nlohmann::json replica_json(zmq::context_t& ctx, const std::string& endpoint, bool refused,
-                            const std::string& cluster) {
-  client::ReplicaConnection conn(ctx, endpoint);
+                            const std::string& cluster, const std::optional<Credentials>& credentials) {
+  client::ReplicaConnection conn(ctx, endpoint, credentials);
   auto reply = refused ? Result<wire::ReplicaReply>(Status(Code::kUnavailable, "refused"))
                        : conn.call({.id = 0, .body = wire::StatsRequest{}, .cluster = cluster}, 1000);
   nlohmann::json out{{"endpoint", endpoint}, {"reachable", reply.is_ok()},
@@ -88,7 +88,7 @@ void print_replica(const nlohmann::json& r) {
 int run(const CommonOptions& common) {
   auto loaded = load_cluster(common);
   if (!loaded.is_ok()) return report_cluster_error("status", loaded.status());
-  const ClusterConfig& config = loaded.value();
+  const ClusterConfig& config = loaded.value().config;
   zmq::context_t ctx(1);
 
   nlohmann::json nodes = nlohmann::json::array();
@@ -104,7 +104,7 @@ int run(const CommonOptions& common) {
   for (const LockdNode& n : config.lockd) {
     auto reply = is_refused(n.endpoint) ? std::nullopt
                                         : call_lockd_endpoint(ctx, n.endpoint, wire::LockStatusRequest{}, 1000ms,
-                                                              config.cluster_id);
+                                                              config.cluster_id, loaded.value().credentials);
     nlohmann::json node{{"id", n.id}, {"endpoint", n.endpoint}, {"reachable", reply.has_value()}, {"role", nullptr},
                         {"applied_slot", nullptr}, {"sessions", nullptr}, {"epoch", nullptr},
                         {"epoch_round", nullptr}, {"epoch_node", nullptr}, {"error", nullptr}};
@@ -136,7 +136,7 @@ int run(const CommonOptions& common) {
       if (page.size() < wire::kMaxStatusLocks) break;
       auto next =
           call_lockd_endpoint(ctx, master_endpoint, wire::LockStatusRequest{.after = page.back().name}, 1000ms,
-                              config.cluster_id);
+                              config.cluster_id, loaded.value().credentials);
       if (!next || !next->status.is_ok()) {
         locks_complete = false;
         break;
@@ -148,7 +148,7 @@ int run(const CommonOptions& common) {
   nlohmann::json replicas = nlohmann::json::array();
   int answering = 0;
   for (const std::string& endpoint : config.replicas) {
-    replicas.push_back(replica_json(ctx, endpoint, is_refused(endpoint), config.cluster_id));
+    replicas.push_back(replica_json(ctx, endpoint, is_refused(endpoint), config.cluster_id, loaded.value().credentials));
     answering += replicas.back()["own_cluster"].get<bool>() ? 1 : 0;
   }
   const int majority = static_cast<int>(config.replicas.size()) / 2 + 1;

@@ -6,8 +6,10 @@ namespace palisade::client {
 
 namespace {
 
-zmq::socket_t connect_dealer(zmq::context_t& ctx, const std::string& endpoint) {
-  zmq::socket_t socket = transport::make_dealer(ctx, endpoint, transport::SocketOptions{});
+zmq::socket_t connect_dealer(zmq::context_t& ctx, const std::string& endpoint,
+                             const std::optional<Credentials>& credentials) {
+  zmq::socket_t socket =
+      transport::make_dealer(ctx, endpoint, transport::dealer_options({}, credentials, endpoint));
   // Queue requests until the connection is up: callers wait with a timeout.
   socket.set(zmq::sockopt::immediate, false);
   return socket;
@@ -15,11 +17,12 @@ zmq::socket_t connect_dealer(zmq::context_t& ctx, const std::string& endpoint) {
 
 }  // namespace
 
-ReplicaConnection::ReplicaConnection(const std::string& endpoint)
-    : own_ctx_(std::make_unique<zmq::context_t>(1)), socket_(connect_dealer(*own_ctx_, endpoint)) {}
+ReplicaConnection::ReplicaConnection(const std::string& endpoint, const std::optional<Credentials>& credentials)
+    : own_ctx_(std::make_unique<zmq::context_t>(1)), socket_(connect_dealer(*own_ctx_, endpoint, credentials)) {}
 
-ReplicaConnection::ReplicaConnection(zmq::context_t& ctx, const std::string& endpoint)
-    : socket_(connect_dealer(ctx, endpoint)) {}
+ReplicaConnection::ReplicaConnection(zmq::context_t& ctx, const std::string& endpoint,
+                                     const std::optional<Credentials>& credentials)
+    : socket_(connect_dealer(ctx, endpoint, credentials)) {}
 
 Result<wire::ReplicaReply> ReplicaConnection::call(wire::ReplicaRequest request, int timeout_ms) {
   request.id = next_id_++;

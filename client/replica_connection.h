@@ -7,21 +7,25 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <zmq.hpp>
 
+#include "palisade/credentials.h"
 #include "wire/replica_protocol.h"
 
 namespace palisade::client {
 
 class ReplicaConnection {
  public:
-  // With a ZeroMQ context of its own.
-  explicit ReplicaConnection(const std::string& endpoint);
+  // With a ZeroMQ context of its own. Over CURVE when `credentials` are set
+  // (throws std::invalid_argument when they name no key for `endpoint`).
+  explicit ReplicaConnection(const std::string& endpoint, const std::optional<Credentials>& credentials = {});
   // On `ctx`, which must outlive it (many connections, one set of I/O threads).
-  ReplicaConnection(zmq::context_t& ctx, const std::string& endpoint);
+  ReplicaConnection(zmq::context_t& ctx, const std::string& endpoint,
+                    const std::optional<Credentials>& credentials = {});
 
   // Sends `request` (its id is replaced by a fresh one) and returns the reply;
   // Timeout when none comes within `timeout_ms`.

@@ -22,6 +22,8 @@ TEST_CASE("palisade demo: every fencing scenario holds on a real lock group and 
   CHECK(WEXITSTATUS(*status) == 0);
   CHECK(out.find("4 of 4 verdicts held.") != std::string::npos);
   CHECK(out.find("VERDICT FAIL") == std::string::npos);
+  // As `cluster up` starts one, the demo's cluster is secure.
+  CHECK(out.find("CurveZMQ links with a key per daemon and client") != std::string::npos);
   // Each refusal came from the replicas, naming the newer holder's token.
   size_t refused = 0;
   for (size_t at = out.find("A's write: fenced floor"); at != std::string::npos;

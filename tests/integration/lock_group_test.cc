@@ -192,7 +192,7 @@ struct Holder {
   cli::Process* process;
 
   Holder(const Fixture& fx, const std::string& name, const std::vector<std::string>& args)
-      : holder(PALISADE_BIN, fx.cluster->cluster_file(), args, fx.dir.sub(name + ".log")),
+      : holder(PALISADE_BIN, fx.cluster->cluster_file(), fx.cluster->admin_key_file(), args, fx.dir.sub(name + ".log")),
         process(&holder.process()) {}
 
   // The rest of its output line that starts with `prefix`; fails the test
@@ -447,7 +447,7 @@ TEST_CASE("lock group: a SIGSTOPped master is replaced, and once resumed it neve
 TEST_CASE("lock group: a SIGSTOPped holder past its lease is superseded, and its late write is fenced",
           "[lockgroup]") {
   Fixture fx;
-  Holder holder(fx, "holder", {"--lock", "L", "--key", "K", "--value", "late write of the paused holder"});
+  Holder holder(fx, "holder", {"--lock", "L", "--store-key", "K", "--value", "late write of the paused holder"});
   holder.wait_for("ready", 20s);
   const uint64_t old_token = holder.token();
   const std::string old_sequencer = holder.sequencer();
