@@ -5,7 +5,7 @@
 namespace palisade {
 namespace {
 
-constexpr std::array<std::pair<Code, std::string_view>, 21> kNames = {{
+constexpr std::array<std::pair<Code, std::string_view>, 22> kNames = {{
     {Code::kOk, "ok"},
     {Code::kMalformed, "malformed"},
     {Code::kBadRequest, "bad_request"},
@@ -27,6 +27,7 @@ constexpr std::array<std::pair<Code, std::string_view>, 21> kNames = {{
     {Code::kInternal, "internal"},
     {Code::kWrongCluster, "wrong_cluster"},
     {Code::kCancelled, "cancelled"},
+    {Code::kPermissionDenied, "permission_denied"},
 }};
 
 }  // namespace

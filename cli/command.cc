@@ -86,6 +86,8 @@ int exit_code_for(const Status& status) {
     // The cluster file leads to another cluster's daemons: a bad cluster file
     // (or a port taken over), which no retry mends.
     case Code::kWrongCluster: return kExitFailure;
+    case Code::kPermissionDenied:
+      return kExitPermissionDenied;
     default: return kExitFailure;
   }
 }

@@ -26,14 +26,15 @@ namespace palisade::cli {
 // docs/cli.md lists these; scripts rely on them.
 enum ExitCode : int {
   kExitOk = 0,
-  kExitFailure = 1,      // any other error (a bad cluster file, a storage error, ...)
-  kExitUsage = 2,        // bad flags or arguments
-  kExitFenced = 3,       // a write was refused: its lock has a newer holder
+  kExitFailure = 1,  // any other error (a bad cluster file, a storage error, ...)
+  kExitUsage = 2,  // bad flags or arguments
+  kExitFenced = 3,  // a write was refused: its lock has a newer holder
   kExitUnavailable = 4,  // too few nodes answered
-  kExitNotFound = 5,     // get: no such key
-  kExitTimeout = 6,      // no answer in time, or `lock --wait` ran out: the outcome may be unknown
-  kExitLeaseLost = 7,    // lock: the lease was lost while COMMAND ran (COMMAND got SIGTERM)
-  kExitDiffered = 8,     // repair: replicas differed (repaired; with --dry-run, left as they are)
+  kExitNotFound = 5,  // get: no such key
+  kExitTimeout = 6,  // no answer in time, or `lock --wait` ran out: the outcome may be unknown
+  kExitLeaseLost = 7,  // lock: the lease was lost while COMMAND ran (COMMAND got SIGTERM)
+  kExitDiffered = 8,  // repair: replicas differed (repaired; with --dry-run, left as they are)
+  kExitPermissionDenied = 9,  // the key's identity may not do this; nothing was done
   kExitCannotRun = 126,  // lock: COMMAND exists but could not be run
   kExitNotFoundCommand = 127,  // lock: COMMAND was not found
 };

@@ -112,6 +112,17 @@ int run(const RepairFlags& flags, const CommonOptions& common) {
                          "refuse its repairs of versions under a lock\n",
                  key_file.c_str(), std::strerror(errno));
   }
+  // Replicas take repairs only from replica and admin identities: say so
+  // before anything is sent. A dry run only compares, which anyone may.
+  if (const auto& credentials = loaded.value().credentials; credentials && !flags.dry_run) {
+    const Identity* who = config.identity(credentials->identity);
+    if (who == nullptr || !(who->has_role("admin") || who->has_role("replica"))) {
+      return report_error(
+          "repair", Status(Code::kPermissionDenied, "identity '" + credentials->identity +
+                                                        "' may not repair: give --key the key file of an identity with "
+                                                        "the admin role, or compare only with --dry-run"));
+    }
+  }
   const bool show_progress = !common.json() && isatty(STDERR_FILENO);
   if (show_progress) o.progress = print_progress;
   auto report = run_anti_entropy(o);

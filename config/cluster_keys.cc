@@ -72,7 +72,11 @@ Result<std::optional<DaemonKeys>> load_daemon_keys(const ClusterConfig& config, 
     return Status(Code::kBadRequest, key_path + " holds the second key of '" + name->second +
                                          "': a daemon serves with the first key its identity lists");
   }
-  return std::optional<DaemonKeys>(DaemonKeys{std::move(key).value(), allowed_keys(config)});
+  std::set<std::string> repairers;
+  for (const Identity& identity : config.identities) {
+    if (identity.has_role("replica") || identity.has_role("admin")) repairers.insert(identity.name);
+  }
+  return std::optional<DaemonKeys>(DaemonKeys{std::move(key).value(), allowed_keys(config), std::move(repairers)});
 }
 
 Result<std::optional<Credentials>> load_client_credentials(const ClusterConfig& config, const std::string& key_path) {

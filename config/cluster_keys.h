@@ -6,6 +6,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "config/cluster_config.h"
@@ -25,6 +26,9 @@ std::map<std::string, std::string> server_keys(const ClusterConfig& config);
 struct DaemonKeys {
   transport::KeyFile key;
   transport::AllowList allowed;
+  // The identities that may repair (role replica or admin): only they may
+  // send sealed repairs and tombstone drops to a replica.
+  std::set<std::string> repairers;
 };
 
 // For the daemon at `endpoint`, given `key_path` (empty: none given): nullopt

@@ -23,18 +23,29 @@ Result<std::unique_ptr<LockdDriver>> LockdDriver::start(LockdDriverOptions optio
   return driver;
 }
 
-FrameResult LockdDriver::on_frame(std::string_view bytes, uint64_t now, bool extra_frames) {
+FrameResult LockdDriver::on_frame(std::string_view bytes, uint64_t now, bool extra_frames, std::string_view sender) {
   if (!extra_frames) {
-    if (auto body = auth_.verified_body(bytes)) return on_peer(*body, now);
+    if (auto body = auth_.verified_body(bytes)) return on_peer(*body, now, sender);
   }
   return on_request(bytes, now, extra_frames);
 }
 
-FrameResult LockdDriver::on_peer(std::string_view body, uint64_t now) {
+FrameResult LockdDriver::on_peer(std::string_view body, uint64_t now, std::string_view sender) {
   auto peer = decode_peer(body, options_.max_peer_message_bytes);
   if (!peer.is_ok()) {
     count_refused(body, peer, peer.status());
     return {.outcome = FrameOutcome::kPeerMalformed};
+  }
+  // The cluster key's MAC says a holder of the key made it; the handshake says
+  // who sent it. A client host that read the key cannot speak for a node.
+  if (!options_.peer_identities.empty()) {
+    auto node = options_.peer_identities.find(peer.value().from);
+    if (node == options_.peer_identities.end() || node->second != sender) {
+      count_refused(body, peer,
+                    Status(Code::kBadRequest, "it was sent by identity '" + std::string(sender) + "', not by node " +
+                                                  std::to_string(peer.value().from) + "'s"));
+      return {.outcome = FrameOutcome::kPeerImpostor};
+    }
   }
   if (peer.value().to != options_.service.paxos.self) {
     count_refused(body, peer, Status(Code::kBadRequest, "it is addressed to node " + std::to_string(peer.value().to)));

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -49,6 +50,10 @@ struct LockdDriverOptions {
   wire::Limits limits;
   // Catch-up messages carry snapshots of the whole lock table.
   size_t max_peer_message_bytes = size_t{64} << 20;
+  // Over CURVE: the identity each node of the group serves as. A peer message
+  // is then taken only from the identity of the node its `from` names; empty
+  // (plaintext links): the MAC alone decides.
+  std::map<NodeId, std::string> peer_identities;
   // Negative controls for the simulator: the checkers must object.
   // Peer messages and replies leave in begin_sync, before the journal sync.
   bool broken_reply_before_sync = false;
@@ -61,6 +66,7 @@ enum class FrameOutcome {
   kPeerTaken,  // a peer's message, taken
   kPeerStale,  // a peer's message, dropped as not newer than the last from its sender
   kPeerMisaddressed,  // a peer's message for another node: refused
+  kPeerImpostor,  // a peer's message sent by another identity than its `from` node's: refused
   kPeerMalformed,  // its MAC verifies but it does not decode: refused
   kPeerRefused,  // refused by the service's checks (LockService::on_peer)
   kForged,  // names a peer message type without a MAC that verifies: dropped
@@ -82,8 +88,9 @@ class LockdDriver {
                                                     uint64_t now);
 
   // One frame from the socket; `extra_frames` when it came with more than one
-  // ZeroMQ frame (a request is one).
-  FrameResult on_frame(std::string_view bytes, uint64_t now, bool extra_frames = false);
+  // ZeroMQ frame (a request is one); `sender`: the identity the CURVE
+  // handshake proved (empty on plaintext links).
+  FrameResult on_frame(std::string_view bytes, uint64_t now, bool extra_frames = false, std::string_view sender = {});
   // Runs the service's timers when they are due.
   void tick(uint64_t now);
   // Ends the turn's input: proposes the batched commands and sends the
@@ -107,7 +114,7 @@ class LockdDriver {
 
  private:
   LockdDriver(LockdDriverOptions options, PaxosStorage& storage, LockdHost& host);
-  FrameResult on_peer(std::string_view body, uint64_t now);
+  FrameResult on_peer(std::string_view body, uint64_t now, std::string_view sender);
   FrameResult on_request(std::string_view bytes, uint64_t now, bool extra_frames);
   void count_refused(std::string_view body, const Result<PeerMessage>& peer, const Status& why);
   void count_forged(size_t bytes, std::string_view why);

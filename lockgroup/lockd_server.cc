@@ -65,7 +65,7 @@ void LockdServer::receive(uint64_t now) {
   for (size_t n = 0; n < options_.max_batch; ++n) {
     auto routed = transport::try_recv_routed(router_);
     if (!routed) return;
-    FrameResult r = driver_->on_frame(routed->frame(), now, routed->too_many_frames);
+    FrameResult r = driver_->on_frame(routed->frame(), now, routed->too_many_frames, routed->user_id);
     if (r.outcome == FrameOutcome::kRequestRefused) transport::send_routed(router_, *routed, r.refusal);
     if (r.outcome != FrameOutcome::kRequest) continue;
     routed->frames.clear();

@@ -107,6 +107,9 @@ int serve(const Flags& flags) {
       zap = std::make_unique<transport::ZapHandler>(ctx, keys.value()->allowed);
       options.value().socket.curve = transport::CurveOptions{.keys = keys.value()->key.keys, .zap = zap.get()};
       options.value().peer_keys = server_keys(cluster.value());
+      for (const LockdNode& node : cluster.value().lockd) {
+        options.value().driver.peer_identities[node.id] = cluster.value().daemon_identity.at(node.endpoint);
+      }
       spdlog::info("links: CurveZMQ, serving as identity '{}'; {} keys may connect", keys.value()->key.identity,
                    keys.value()->allowed.size());
     } else {

@@ -182,6 +182,7 @@ int serve(Flags flags, std::optional<replica::ReplicaAuth> auth, const std::opti
     if (curve) {
       zap = std::make_unique<transport::ZapHandler>(ctx, curve->allowed);
       flags.server.socket.curve = transport::CurveOptions{.keys = curve->key.keys, .zap = zap.get()};
+      flags.server.repairers = curve->repairers;
       spdlog::info("links: CurveZMQ, serving as identity '{}'; {} keys may connect", curve->key.identity,
                    curve->allowed.size());
     } else {

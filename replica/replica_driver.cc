@@ -21,7 +21,18 @@ void ReplicaDriver::refuse(uint64_t id, size_t bytes, Status why) {
   frames_.emplace_back(std::move(reply));
 }
 
-TakeResult ReplicaDriver::take(uint64_t route, std::span<const std::string_view> frames, bool too_many_frames) {
+namespace {
+
+// A request only a repairer may send: a sealed one (a repair's copies and
+// commits), and a tombstone drop, which forgets a deletion.
+bool repair_only(const wire::ReplicaRequest& request) {
+  return request.from_repairer || std::holds_alternative<wire::DropTombstoneRequest>(request.body);
+}
+
+}  // namespace
+
+TakeResult ReplicaDriver::take(uint64_t route, std::span<const std::string_view> frames, bool too_many_frames,
+                               std::string_view sender) {
   TakeResult result;
   if (frames.empty()) return result;
   if (too_many_frames || frames.size() > wire::kMaxRequestsPerMessage) {
@@ -37,6 +48,12 @@ TakeResult ReplicaDriver::take(uint64_t route, std::span<const std::string_view>
     auto decoded = handler_.decode(bytes, options_.limits, &id);
     if (decoded.is_ok()) {
       if (Status s = check_cluster_id(options_.cluster_id, decoded.value().cluster); !s.is_ok()) decoded = s;
+    }
+    if (decoded.is_ok() && options_.repairers && repair_only(decoded.value()) &&
+        !options_.repairers->contains(std::string(sender))) {
+      decoded = Status(Code::kPermissionDenied,
+                       "identity '" + std::string(sender) +
+                           "' may not repair: repairs and tombstone drops come from a replica or admin identity");
     }
     if (decoded.is_ok()) {
       if (options_.broken_trust_everyone) decoded.value().from_repairer = true;

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -57,6 +58,10 @@ struct ReplicaDriverOptions {
   wire::Limits limits{};
   size_t max_batch = 1024;  // frames per batch (one commit)
   size_t max_batch_bytes = size_t{64} << 20;  // frame bytes held per batch
+  // Over CURVE: the identities that may repair. A sealed request or a
+  // tombstone drop from any other is refused permission_denied, whatever its
+  // seal. nullopt (plaintext links): the seal alone decides.
+  std::optional<std::set<std::string>> repairers{};
   // Negative controls for the simulator: a replica with one of these bugs.
   // Every request decoded is marked from_repairer, as if its frame carried a
   // repairer's seal: any client's committed write or commit counts as a repair.
@@ -86,7 +91,9 @@ class ReplicaDriver {
   // wire::kMaxRequestsPerMessage frames (or that the transport cut short for
   // having more: `too_many_frames`) gets one malformed reply, nothing else. A
   // message of no frames is answered by nothing. Take while !full().
-  TakeResult take(uint64_t route, std::span<const std::string_view> frames, bool too_many_frames = false);
+  // `sender`: the identity the CURVE handshake proved (empty on plaintext links).
+  TakeResult take(uint64_t route, std::span<const std::string_view> frames, bool too_many_frames = false,
+                  std::string_view sender = {});
   // The batch holds max_batch frames or max_batch_bytes: flush it.
   bool full() const;
   // Nothing waits to be answered.

@@ -12,6 +12,7 @@ ReplicaDriverOptions driver_options(const ServerOptions& o) {
   d.limits = o.limits;
   d.max_batch = o.max_batch;
   d.max_batch_bytes = o.max_batch_bytes;
+  d.repairers = o.repairers;
   return d;
 }
 
@@ -49,7 +50,7 @@ void ReplicaServer::serve_batch() {
     if (!routed) break;
     frames.clear();
     for (size_t i = 0; i < routed->frames.size(); ++i) frames.push_back(routed->frame(i));
-    driver_.take(peers_.size(), frames, routed->too_many_frames);
+    driver_.take(peers_.size(), frames, routed->too_many_frames, routed->user_id);
     peers_.push_back(std::move(*routed));
   }
   driver_.flush();

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,7 @@ struct ServerOptions {
   transport::SocketOptions socket;
   size_t max_batch = 1024;                      // requests per commit
   size_t max_batch_bytes = size_t{64} << 20;    // request bytes held per batch
+  std::optional<std::set<std::string>> repairers;  // ReplicaDriverOptions::repairers
 };
 
 class ReplicaServer final : ReplicaHost {

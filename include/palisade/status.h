@@ -14,26 +14,27 @@ namespace palisade {
 // An error code exists only where some caller reacts to it differently.
 enum class Code : uint8_t {
   kOk,
-  kMalformed,           // not MessagePack, trailing bytes, not a map, duplicate fields
-  kBadRequest,          // missing, mistyped or unknown field, or a value out of range
-  kUnknownType,         // a message type this node does not serve
+  kMalformed,  // not MessagePack, trailing bytes, not a map, duplicate fields
+  kBadRequest,  // missing, mistyped or unknown field, or a value out of range
+  kUnknownType,  // a message type this node does not serve
   kUnsupportedVersion,  // protocol version this node does not speak
-  kTooLarge,            // message, key, value or lock name over its limit
-  kFenced,              // the write's token is below the lock's fence floor
-  kStale,               // a newer version is already stored
-  kCorrupt,             // a stored value failed its checksum
-  kClockSkew,           // a remote timestamp is too far ahead of local time
-  kStorageError,        // the disk refused (full, I/O error)
-  kUnavailable,         // too few nodes answered
-  kTimeout,             // no answer in time: the outcome is unknown
-  kBadSequencer,        // a sequencer failed its MAC, names another group, or does not match the write
-  kNotMaster,           // this lock node is not the master: ask the one the reply names
-  kStaleEpoch,          // the call carried an older epoch than the master's: a failover happened
-  kNoSession,           // the session expired or was closed: its leases are void
-  kBusy,                // the lock is held by another session, or in lock-delay
-  kInternal,            // a bug on the answering side
-  kWrongCluster,        // the daemon belongs to another cluster than the caller's (cluster_id)
-  kCancelled,           // the caller cancelled the call (client side only)
+  kTooLarge,  // message, key, value or lock name over its limit
+  kFenced,  // the write's token is below the lock's fence floor
+  kStale,  // a newer version is already stored
+  kCorrupt,  // a stored value failed its checksum
+  kClockSkew,  // a remote timestamp is too far ahead of local time
+  kStorageError,  // the disk refused (full, I/O error)
+  kUnavailable,  // too few nodes answered
+  kTimeout,  // no answer in time: the outcome is unknown
+  kBadSequencer,  // a sequencer failed its MAC, names another group, or does not match the write
+  kNotMaster,  // this lock node is not the master: ask the one the reply names
+  kStaleEpoch,  // the call carried an older epoch than the master's: a failover happened
+  kNoSession,  // the session expired or was closed: its leases are void
+  kBusy,  // the lock is held by another session, or in lock-delay
+  kInternal,  // a bug on the answering side
+  kWrongCluster,  // the daemon belongs to another cluster than the caller's (cluster_id)
+  kCancelled,  // the caller cancelled the call (client side only)
+  kPermissionDenied,  // the caller's identity may not do this; nothing was applied
 };
 
 // The wire name of a code ("fenced", "stale", ...): docs/protocol.md lists them.

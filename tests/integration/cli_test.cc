@@ -36,6 +36,7 @@
 
 #include "client/replica_connection.h"
 #include "config/cluster_config.h"
+#include "config/cluster_keys.h"
 #include "base/cluster_id.h"
 #include "wire/lock_protocol.h"
 #include "transport/curve_keys.h"
@@ -256,6 +257,145 @@ TEST_CASE("cli: cluster up starts a healthy cluster in the background, down stop
   CHECK(palisade(home, {"cluster", "down", "--purge"}).code == 0);
   CHECK_FALSE(std::filesystem::exists(dir));
   unsetenv("PALISADE_HOME");
+}
+
+// Mode bits of `path` (permission part).
+unsigned mode_of(const std::string& path) {
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+TEST_CASE("cli: cluster up is secure by default and every command connects with keys/admin.key", "[cli][security]") {
+  TempDir home;
+  unsetenv("PALISADE_CLUSTER");
+  unsetenv("PALISADE_KEY");
+  const std::string dir = home.path() + "/c";
+  const std::string file = dir + "/cluster.toml";
+  ClusterDown cleanup{home, dir};
+  Run up = palisade(home, {"cluster", "up", "--dir", dir});
+  INFO(up.out);
+  REQUIRE(up.code == 0);
+
+  // A key pair per daemon and one for the admin, secret to their owner, each
+  // listed in the cluster file.
+  auto config = load_cluster_file(file);
+  REQUIRE(config.is_ok());
+  CHECK(config.value().identities.size() == 7);
+  CHECK(mode_of(dir + "/keys") == 0700);
+  for (const char* name : {"lockd-1", "lockd-2", "lockd-3", "replica-0", "replica-1", "replica-2", "admin"}) {
+    INFO(name);
+    CHECK(mode_of(dir + "/keys/" + name + ".key") == 0600);
+    CHECK(config.value().identity(name) != nullptr);
+  }
+  for (const char* log : {"/lockd-1.log", "/replica-0.log"}) {
+    CHECK(read_file(dir + log).find("INSECURE") == std::string::npos);
+  }
+
+  // The commands find keys/admin.key beside the cluster file.
+  CHECK(palisade(home, {"--cluster", file, "put", "k", "v"}).code == 0);
+  Run get = palisade(home, {"--cluster", file, "get", "k"});
+  CHECK(get.code == 0);
+  CHECK(get.out == "v\n");
+  CHECK(palisade(home, {"--cluster", file, "lock", "l", "--", "true"}).code == 0);
+  CHECK(palisade(home, {"--cluster", file, "status"}).code == 0);
+  CHECK(palisade(home, {"--cluster", file, "repair"}).code == 0);
+  Run health = palisade(home, {"cluster", "status", "--dir", dir, "-o", "json"});
+  INFO(health.out);
+  CHECK(health.code == 0);
+  CHECK(json_of(health)["healthy"] == true);
+
+  // Elsewhere, --key or $PALISADE_KEY names the key.
+  const std::string moved = home.path() + "/admin.key";
+  std::filesystem::rename(dir + "/keys/admin.key", moved);
+  Run keyless = palisade(home, {"--cluster", file, "get", "k"});
+  INFO(keyless.out);
+  CHECK(keyless.code == 1);
+  CHECK(keyless.out.find("give --key FILE") != std::string::npos);
+  Run with_key = palisade(home, {"--cluster", file, "--key", moved, "get", "k"});
+  CHECK(with_key.code == 0);
+  CHECK(with_key.out == "v\n");
+  setenv("PALISADE_KEY", moved.c_str(), 1);
+  CHECK(palisade(home, {"--cluster", file, "get", "k"}).code == 0);
+  unsetenv("PALISADE_KEY");
+
+  // A key the cluster file does not list is refused before anything is sent.
+  REQUIRE(palisade(home, {"keygen", "mallory", "--out", home.sub("mallory.key")}).code == 0);
+  Run unlisted = palisade(home, {"--cluster", file, "--key", home.sub("mallory.key"), "get", "k"});
+  INFO(unlisted.out);
+  CHECK(unlisted.code == 1);
+  CHECK(unlisted.out.find("does not list") != std::string::npos);
+
+  // A cluster file that lists the stranger but that the daemons never loaded:
+  // their handshakes refuse its key, so the command gets no answer at all and
+  // cannot know whether its write happened (it did not).
+  ClusterConfig forged = config.value();
+  forged.identities.push_back({.name = "mallory",
+                               .keys = {transport::read_key_file(home.sub("mallory.key")).value().keys.public_key},
+                               .roles = {}});
+  const std::string forged_file = home.sub("forged.toml");
+  std::ofstream(forged_file) << format_cluster_config(forged);
+  Run refused = palisade(
+      home, {"--cluster", forged_file, "--key", home.sub("mallory.key"), "put", "--timeout", "2s", "k", "mallory"});
+  INFO(refused.out);
+  CHECK(refused.code == 6);
+  CHECK(refused.out.find("0 of 3 replicas answered") != std::string::npos);
+  Run still = palisade(home, {"--cluster", file, "--key", moved, "get", "k"});
+  CHECK(still.out == "v\n");
+
+  // Its links are CurveZMQ: --insecure cannot restart it as plaintext.
+  std::filesystem::rename(moved, dir + "/keys/admin.key");
+  REQUIRE(palisade(home, {"cluster", "down", "--dir", dir}).code == 0);
+  Run plain = palisade(home, {"cluster", "up", "--dir", dir, "--insecure"});
+  INFO(plain.out);
+  CHECK(plain.code == 2);
+  CHECK(plain.out.find("--insecure, but its links are CurveZMQ") != std::string::npos);
+
+  // An identity listed before the daemons start may connect; without the
+  // admin role it writes but may not repair (exit 9), and may compare.
+  REQUIRE(palisade(home, {"keygen", "app", "--out", home.sub("app.key")}).code == 0);
+  ClusterConfig with_app = load_cluster_file(file).value();
+  with_app.identities.push_back(
+      {.name = "app", .keys = {transport::read_key_file(home.sub("app.key")).value().keys.public_key}, .roles = {}});
+  std::ofstream(file) << format_cluster_config(with_app);
+  REQUIRE(palisade(home, {"cluster", "up", "--dir", dir}).code == 0);
+  const std::vector<std::string> as_app = {"--cluster", file, "--key", home.sub("app.key")};
+  auto with = [](std::vector<std::string> args, const std::vector<std::string>& more) {
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  CHECK(palisade(home, with(as_app, {"put", "k", "from app"})).code == 0);
+  Run repair = palisade(home, with(as_app, {"repair"}));
+  INFO(repair.out);
+  CHECK(repair.code == 9);
+  CHECK(repair.out.find("permission_denied: identity 'app' may not repair") != std::string::npos);
+  CHECK(palisade(home, with(as_app, {"repair", "--dry-run"})).code == 0);
+  CHECK(palisade(home, {"--cluster", file, "repair"}).code == 0);  // admin.key
+}
+
+TEST_CASE("cli: cluster up --insecure starts plaintext daemons that say so in their logs", "[cli][security]") {
+  TempDir home;
+  unsetenv("PALISADE_CLUSTER");
+  unsetenv("PALISADE_KEY");
+  const std::string dir = home.path() + "/c";
+  ClusterDown cleanup{home, dir};
+  Run up = palisade(home, {"cluster", "up", "--dir", dir, "--insecure"});
+  INFO(up.out);
+  REQUIRE(up.code == 0);
+  CHECK(load_cluster_file(dir + "/cluster.toml").value().identities.empty());
+  CHECK_FALSE(std::filesystem::exists(dir + "/keys"));
+  for (const char* log :
+       {"/lockd-1.log", "/lockd-2.log", "/lockd-3.log", "/replica-0.log", "/replica-1.log", "/replica-2.log"}) {
+    INFO(log);
+    CHECK(read_file(dir + log).find("INSECURE: plaintext links") != std::string::npos);
+  }
+  CHECK(palisade(home, {"--cluster", dir + "/cluster.toml", "put", "k", "v"}).code == 0);
+  // A key for a plaintext cluster is a mistake worth naming.
+  REQUIRE(palisade(home, {"keygen", "alice", "--out", home.sub("alice.key")}).code == 0);
+  Run keyed = palisade(home, {"--cluster", dir + "/cluster.toml", "--key", home.sub("alice.key"), "get", "k"});
+  INFO(keyed.out);
+  CHECK(keyed.code == 1);
+  CHECK(keyed.out.find("lists no identities") != std::string::npos);
 }
 
 TEST_CASE("cli: put, get and del, writes fenced by a sequencer, and their exit codes", "[cli]") {
@@ -1457,7 +1597,10 @@ TEST_CASE("cli: cluster up on a partly running cluster starts only the daemons t
   // The restarted replica came back on its data.
   const cli::DaemonRecord& replica_1 = after.value()[4];
   REQUIRE(replica_1.name == "replica-1");
-  client::ReplicaConnection conn(replica_1.endpoint);
+  // `cluster up` made a secure cluster: the test connects as its admin.
+  auto credentials = load_client_credentials(load_cluster_file(file).value(), dir + "/keys/admin.key");
+  REQUIRE(credentials.is_ok());
+  client::ReplicaConnection conn(replica_1.endpoint, credentials.value());
   auto read = conn.call({0, wire::ReadRequest{"k"}}, 2000);
   REQUIRE(read.is_ok());
   CHECK_FALSE(read.value().versions.empty());

@@ -17,10 +17,16 @@
 #include <thread>
 #include <vector>
 
+#include "auth/repair_seal.h"
 #include "auth/sequencer_key.h"
 #include "base/cluster_id.h"
 #include "base/temp_dir.h"
+#include "wire/hash.h"
 #include "cli/process.h"
+#include "client/replica_connection.h"
+#include "lockgroup/paxos_messages.h"
+#include "lockgroup/peer_auth.h"
+#include "transport/transport.h"
 #include "config/cluster_config.h"
 #include "palisade/lock_client.h"
 #include "palisade/quorum_store.h"
@@ -31,8 +37,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Three lockd nodes, three replicas and one client identity, "app", each with
-// a key file under keys/; the daemons run from the start.
+// Three lockd nodes, three replicas, a client identity "app" and an "admin",
+// each with a key file under keys/; the daemons run from the start.
 class SecureCluster {
  public:
   SecureCluster() {
@@ -49,9 +55,10 @@ class SecureCluster {
       add_identity("replica-" + std::to_string(i), "replica", config_.replicas.back());
     }
     add_identity("app", "", "");
+    add_identity("admin", "admin", "");
     std::filesystem::create_directories(dir_.sub("keys"));
     for (const auto& [name, file] : keys_) REQUIRE(transport::write_key_file(key_path(name), file).is_ok());
-    write(dir_.sub("cluster.key"), SequencerKey::generate().to_hex() + "\n");
+    write(dir_.sub("cluster.key"), cluster_key_.to_hex() + "\n");
     std::filesystem::permissions(dir_.sub("cluster.key"), std::filesystem::perms::owner_read);
     write(cluster_file(), format_cluster_config(config_));
     for (size_t i = 0; i < config_.replicas.size(); ++i) start_replica(i);
@@ -67,6 +74,7 @@ class SecureCluster {
   std::string cluster_file() const { return dir_.sub("cluster.toml"); }
   std::string key_path(const std::string& identity) const { return dir_.sub("keys/" + identity + ".key"); }
   const ClusterConfig& config() const { return config_; }
+  const SequencerKey& cluster_key() const { return cluster_key_; }
 
   // What a client of identity `name` connects with.
   Credentials credentials(const std::string& name) const {
@@ -128,6 +136,7 @@ class SecureCluster {
   }
 
   TempDir dir_;
+  SequencerKey cluster_key_ = SequencerKey::generate();
   ClusterConfig config_;
   std::map<std::string, transport::KeyFile> keys_;
   std::map<std::string, std::unique_ptr<cli::Process>> daemons_;
@@ -199,6 +208,84 @@ TEST_CASE("security: a listed key locks and writes while an unknown key gets no 
   for (const char* daemon : {"lockd-1", "lockd-2", "lockd-3", "replica-0", "replica-1", "replica-2"}) {
     INFO(daemon);
     CHECK(handshakes_refused(cluster.stop(daemon)) >= 1);
+  }
+}
+
+// Polls `done` every 20 ms until it holds; fails the test after 20 s.
+template <typename Done>
+void wait_until(const std::string& what, Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!done()) {
+    INFO("waiting for " << what);
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+TEST_CASE("security: peer messages and repairs are taken only from identities whose role allows them", "[security]") {
+  SecureCluster cluster;
+  auto store = QuorumStore::open(cluster.store_options(cluster.credentials("app")));
+  REQUIRE(store.is_ok());
+  REQUIRE(put_when_up(*store.value(), "k", "v").status.is_ok());
+
+  // "app" holds the cluster key too (it read the file): its seal verifies,
+  // but a replica takes repairs and tombstone drops only from a replica or an
+  // admin, by the key of the handshake.
+  const std::string& replica = cluster.config().replicas[0];
+  const uint64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  const RepairSeal seal(cluster.cluster_key(), cluster.config().group);
+  const std::string sealed_ping = seal.seal(
+      wire::encode_request({.id = 1, .body = wire::PingRequest{}, .cluster = cluster.config().cluster_id}), now_ms);
+  const wire::ReplicaRequest drop{.id = 2,
+                                  .body = wire::DropTombstoneRequest{.key = "k", .ts = {}},
+                                  .cluster = cluster.config().cluster_id};
+  client::ReplicaConnection as_app(replica, cluster.credentials("app"));
+  auto app_sealed = as_app.call_raw({sealed_ping});
+  REQUIRE(app_sealed.is_ok());
+  CHECK(app_sealed.value().status.code() == Code::kPermissionDenied);
+  CHECK(app_sealed.value().status.message().find("'app' may not repair") != std::string::npos);
+  auto app_drop = as_app.call(drop);
+  REQUIRE(app_drop.is_ok());
+  CHECK(app_drop.value().status.code() == Code::kPermissionDenied);
+  client::ReplicaConnection as_admin(replica, cluster.credentials("admin"));
+  auto admin_sealed = as_admin.call_raw({sealed_ping});
+  REQUIRE(admin_sealed.is_ok());
+  CHECK(admin_sealed.value().status.is_ok());
+  auto admin_drop = as_admin.call(drop);
+  REQUIRE(admin_drop.is_ok());
+  CHECK(admin_drop.value().status.code() != Code::kPermissionDenied);
+  ReadResult read = store.value()->get("k");
+  REQUIRE(read.status.is_ok());
+  CHECK(read.value == "v");
+
+  // A peer message that "app" sealed with the cluster key, claiming to be
+  // lockd-2's: lockd-1 refuses it for the identity that sent it.
+  lockgroup::PeerMessage m;
+  m.from = 2;
+  m.to = 1;
+  m.group = hash64(cluster.config().group);
+  m.incarnation = ~uint64_t{0};
+  m.serial = 1;
+  m.body = lockgroup::Prepare{.ballot = lockgroup::make_ballot(1'000'000, 2), .from_slot = 1, .seq = 1};
+  const std::string endpoint = cluster.config().lockd[0].endpoint;
+  zmq::context_t ctx;
+  zmq::socket_t impostor = transport::make_dealer(
+      ctx, endpoint, transport::dealer_options({.queue_until_connected = true}, cluster.credentials("app"), endpoint));
+  const std::string forged = lockgroup::PeerAuth(cluster.cluster_key(), cluster.config().group).seal(m);
+  REQUIRE(impostor.send(zmq::buffer(forged), zmq::send_flags::none));
+  wait_until("lockd-1 to refuse the impostor", [&] {
+    return cluster.log("lockd-1").find("sent by identity 'app', not by node 2's") != std::string::npos;
+  });
+  // The group still serves: the real lockd-2 was never refused.
+  auto locks = LockClient::connect(cluster.lock_options(cluster.credentials("app")), 20s);
+  REQUIRE(locks.is_ok());
+  CHECK(locks.value()->acquire("after").is_ok());
+  locks.value().reset();
+  for (const char* node : {"lockd-2", "lockd-3"}) {
+    INFO(node);
+    CHECK(cluster.stop(node).find("not by node") == std::string::npos);
   }
 }
 

@@ -390,6 +390,7 @@ class LockSim {
         if (!adversary) violations_.push_back(lockd + " got a message for another node");
         ++adversary_counters_.peer_replays_misaddressed;
         break;
+      case lockgroup::FrameOutcome::kPeerImpostor:  // the simulator runs plaintext links
       case lockgroup::FrameOutcome::kPeerRefused:
         if (adversary) ++adversary_counters_.peer_replays_refused;
         break;

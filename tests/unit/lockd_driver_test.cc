@@ -47,8 +47,8 @@ LockdDriverOptions options() {
 }
 
 struct Node {
-  Node() {
-    auto d = LockdDriver::start(options(), disk, host, now);
+  explicit Node(LockdDriverOptions o = options()) {
+    auto d = LockdDriver::start(std::move(o), disk, host, now);
     REQUIRE(d.is_ok());
     driver = std::move(d).value();
   }
@@ -126,6 +126,31 @@ TEST_CASE("lockd driver: forged peer frames are dropped, bad requests refused", 
     wire::LockRequest r{3, wire::OpenSessionRequest{.epoch = n.driver->service().node().epoch(), .lease_ms = 0}};
     CHECK(n.driver->on_frame(wire::encode_lock_request(r), n.now, true).outcome == FrameOutcome::kRequestRefused);
   }
+}
+
+TEST_CASE("lockd driver: over CURVE a peer message is taken only from its from node's identity", "[lockgroup]") {
+  LockdDriverOptions o = options();
+  o.peer_identities = {{1, "lockd-1"}, {2, "lockd-2"}};
+  Node n(o);
+  n.elect();
+  PeerMessage m;
+  m.from = 2;
+  m.to = 1;
+  m.group = 7;
+  m.body = Prepare{.ballot = make_ballot(9, 2), .from_slot = 1, .seq = 1};
+  const std::string sealed = PeerAuth(o.service.key, "test").seal(m);
+  // A holder of the cluster key that is not node 2 (a client's host, say):
+  // the MAC verifies, the sender does not.
+  for (const char* sender : {"app", "lockd-1", ""}) {
+    INFO("sender '" << sender << "'");
+    CHECK(n.driver->on_frame(sealed, n.now, false, sender).outcome == FrameOutcome::kPeerImpostor);
+  }
+  CHECK(n.driver->refused_peer_messages() == 3);
+  m.from = 5;  // a node the group does not know has no identity to send as
+  CHECK(n.driver->on_frame(PeerAuth(o.service.key, "test").seal(m), n.now, false, "lockd-2").outcome ==
+        FrameOutcome::kPeerImpostor);
+  CHECK(n.driver->refused_peer_messages() == 4);
+  CHECK(n.driver->on_frame(sealed, n.now, false, "lockd-2").outcome != FrameOutcome::kPeerImpostor);
 }
 
 TEST_CASE("lockd driver: a failed commit drops the turn and restarts from disk", "[lockgroup]") {

@@ -51,10 +51,10 @@ class CountingStore final : public test::ForwardingStore {
 struct Replica {
   explicit Replica(ReplicaDriverOptions options = {}) : driver(handler, clock, host, std::move(options)) {}
 
-  // Takes one message of these frames from `route`.
-  TakeResult take(uint64_t route, const std::vector<std::string>& frames) {
+  // Takes one message of these frames from `route`, sent by identity `sender`.
+  TakeResult take(uint64_t route, const std::vector<std::string>& frames, std::string_view sender = {}) {
     std::vector<std::string_view> views(frames.begin(), frames.end());
-    return driver.take(route, views);
+    return driver.take(route, views, false, sender);
   }
   bool stored(const std::string& key) {
     auto versions = store.inner.get(key);
@@ -155,6 +155,32 @@ TEST_CASE("replica driver: a request of another cluster is refused unapplied", "
   CHECK_FALSE(r.stored("theirs"));
   CHECK(r.stored("ours"));
   CHECK(r.stored("any"));
+}
+
+TEST_CASE("replica driver: over CURVE only a repairer identity may drop a tombstone", "[replica][driver]") {
+  auto drop = [](uint64_t id) {
+    return wire::encode_request({.id = id, .body = wire::DropTombstoneRequest{.key = "k", .ts = test::ts_now(0)}});
+  };
+  auto refusal = [&drop](Replica& r, std::string_view sender) {
+    r.host.refusals.clear();
+    r.take(1, {drop(1)}, sender);
+    r.driver.flush();
+    return r.host.refusals;
+  };
+  Replica secure({.repairers = std::set<std::string>{"replica-0", "admin"}});
+  CHECK(refusal(secure, "app") == std::vector<Code>{Code::kPermissionDenied});
+  CHECK(secure.host.messages.back().second.at(0).status.code() == Code::kPermissionDenied);  // the sender is told
+  CHECK(refusal(secure, "") == std::vector<Code>{Code::kPermissionDenied});
+  CHECK(refusal(secure, "admin").empty());
+  CHECK(refusal(secure, "replica-0").empty());
+  CHECK(secure.host.messages.back().second.at(0).status.code() != Code::kPermissionDenied);
+  // Plaintext links: no identities, no such check.
+  Replica plain;
+  CHECK(refusal(plain, "").empty());
+  // Writes from any listed identity still land.
+  secure.take(2, {write("k2", 7)}, "app");
+  secure.driver.flush();
+  CHECK(secure.stored("k2"));
 }
 
 TEST_CASE("replica driver: a batch is full at max_batch frames, refused ones too", "[replica][driver]") {
