@@ -79,6 +79,19 @@ Result<std::optional<DaemonKeys>> load_daemon_keys(const ClusterConfig& config, 
   return std::optional<DaemonKeys>(DaemonKeys{std::move(key).value(), allowed_keys(config), std::move(repairers)});
 }
 
+Result<DaemonKeys> reload_daemon_keys(const std::string& cluster_file, const std::string& endpoint,
+                                      const std::string& key_path) {
+  auto config = load_cluster_file(cluster_file);
+  if (!config.is_ok()) return config.status();
+  if (config.value().identities.empty()) {
+    return Status(Code::kBadRequest, cluster_file + " lists no identities now: a node serving CurveZMQ links cannot "
+                                                    "turn plaintext while it runs");
+  }
+  auto keys = load_daemon_keys(config.value(), endpoint, key_path);
+  if (!keys.is_ok()) return keys.status();
+  return std::move(*keys.value());
+}
+
 Result<std::optional<Credentials>> load_client_credentials(const ClusterConfig& config, const std::string& key_path) {
   if (config.identities.empty()) {
     if (key_path.empty()) return std::optional<Credentials>();

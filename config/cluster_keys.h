@@ -38,6 +38,14 @@ struct DaemonKeys {
 Result<std::optional<DaemonKeys>> load_daemon_keys(const ClusterConfig& config, const std::string& endpoint,
                                                    const std::string& key_path);
 
+// A running daemon's keys, its cluster file read again (a SIGHUP): the new
+// allow-list and repairers. An error, which leaves the daemon with what it
+// had, when the file cannot be read or checked, when its own key no longer
+// fits, or when the file lists no identities now (a daemon cannot turn
+// plaintext while it runs).
+Result<DaemonKeys> reload_daemon_keys(const std::string& cluster_file, const std::string& endpoint,
+                                      const std::string& key_path);
+
 // A client's credentials on a secure cluster from its key file: nullopt on a
 // cluster without identities (and no key given). BadRequest when the cluster
 // needs a key and none was given, or the key file's identity or public key is

@@ -1,5 +1,7 @@
 #include "lockgroup/lockd_server.h"
 
+#include "base/stop_signals.h"
+
 #include <time.h>
 
 #include <algorithm>
@@ -37,15 +39,22 @@ Result<std::unique_ptr<LockdServer>> LockdServer::create(zmq::context_t& ctx, Pa
   return server;
 }
 
-Status LockdServer::run(int stop_fd) {
-  zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, stop_fd, ZMQ_POLLIN, 0}};
+Status LockdServer::run(int stop_fd, int reload_fd, const std::function<void()>& reload) {
+  zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
+                             {nullptr, stop_fd, ZMQ_POLLIN, 0},
+                             {nullptr, reload_fd, ZMQ_POLLIN, 0}};
+  const int polled = reload_fd >= 0 ? 3 : 2;
   for (;;) {
     try {
       uint64_t now = boottime_ms();
       uint64_t next = driver_->service().next_timer_ms();
       auto wait = std::chrono::milliseconds(next > now ? std::min<uint64_t>(next - now, 1000) : 0);
-      zmq::poll(items, 2, wait);
+      zmq::poll(items, polled, wait);
       if (items[1].revents & ZMQ_POLLIN) return stop(boottime_ms());
+      if (polled == 3 && (items[2].revents & ZMQ_POLLIN)) {
+        drain_signal_fd(reload_fd);
+        reload();
+      }
       now = boottime_ms();
       if (items[0].revents & ZMQ_POLLIN) receive(now);
       driver_->tick(now);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -49,8 +50,10 @@ class LockdServer : private LockdHost {
   // Serves until `stop_fd` becomes readable (a signalfd in the daemon): ok. A
   // master then hands over (LockService::hand_over) and waits up to
   // stop_linger_ms for its step-down to leave. An error when the acceptor
-  // state can no longer be read back from disk.
-  Status run(int stop_fd);
+  // state can no longer be read back from disk. Between turns, when
+  // `reload_fd` (a SIGHUP signalfd; -1: none) becomes readable, it is drained
+  // and `reload` runs.
+  Status run(int stop_fd, int reload_fd = -1, const std::function<void()>& reload = {});
 
   const LockService& service() const { return driver_->service(); }
   // Messages dropped because they claim to be a peer's and their MAC does not

@@ -14,6 +14,7 @@
 
 #include "config/cluster_config.h"
 #include "config/cluster_keys.h"
+#include "config/identity_reload.h"
 #include "storage/dir_lock.h"
 #include "wire/hash.h"
 #include "base/stop_signals.h"
@@ -91,8 +92,9 @@ int serve(const Flags& flags) {
     return 1;
   }
   int stop_fd = stop_signals_fd();
-  if (stop_fd < 0) {
-    spdlog::error("cannot watch for SIGTERM: signalfd: {}", std::strerror(errno));
+  int reload_fd = reload_signal_fd();
+  if (stop_fd < 0 || reload_fd < 0) {
+    spdlog::error("cannot watch for SIGTERM and SIGHUP: signalfd: {}", std::strerror(errno));
     return 1;
   }
   auto keys = load_daemon_keys(cluster.value(), options.value().listen_endpoint, flags.key_file);
@@ -127,7 +129,10 @@ int serve(const Flags& flags) {
                  "through slot {}",
                  flags.id, cluster.value().group, cluster_id_hex(cluster.value().cluster_id), getpid(), options.value().listen_endpoint, flags.data_dir,
                  service.node().applied_through());
-    Status stopped = server.value()->run(stop_fd);
+    auto reload = [&] {
+      reload_identities(flags.cluster_file, options.value().listen_endpoint, flags.key_file, zap.get());
+    };
+    Status stopped = server.value()->run(stop_fd, reload_fd, reload);
     spdlog::info("{} forged peer messages dropped, {} peer messages refused", server.value()->forged_peer_messages(),
                  server.value()->refused_peer_messages());
     if (zap) spdlog::info("{} CurveZMQ handshakes refused (keys the cluster file does not list)", zap->rejected());
@@ -173,6 +178,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(size_t{10}, size_t{10'000'000}));
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")->capture_default_str();
+  app.footer("Signals: SIGTERM or SIGINT stops the node (a master hands over first); SIGHUP reloads\n"
+             "the identities the cluster file lists (docs/security.md).");
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z palisade-lockd[" + std::to_string(flags.id) + "] %l: %v");

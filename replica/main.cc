@@ -13,6 +13,7 @@
 
 #include "config/cluster_config.h"
 #include "config/cluster_keys.h"
+#include "config/identity_reload.h"
 #include "storage/dir_lock.h"
 #include "base/physical_clock.h"
 #include "base/stop_signals.h"
@@ -160,8 +161,9 @@ int serve(Flags flags, std::optional<replica::ReplicaAuth> auth, const std::opti
                  store.value()->damaged_at_open());
   }
   int stop_fd = stop_signals_fd();
-  if (stop_fd < 0) {
-    spdlog::error("cannot watch for SIGTERM: signalfd: {}", std::strerror(errno));
+  int reload_fd = reload_signal_fd();
+  if (stop_fd < 0 || reload_fd < 0) {
+    spdlog::error("cannot watch for SIGTERM and SIGHUP: signalfd: {}", std::strerror(errno));
     return 1;
   }
   if (auth) {
@@ -194,7 +196,11 @@ int serve(Flags flags, std::optional<replica::ReplicaAuth> auth, const std::opti
                  cluster_id_hex(flags.server.cluster_id), flags.server.listen_endpoint, flags.data_dir,
                  keys.is_ok() ? keys.value() : 0);
     auto repair = background_repair(flags, curve);
-    server.run(stop_fd);
+    auto reload = [&] {
+      auto keys = reload_identities(flags.cluster_file, flags.server.listen_endpoint, flags.curve_key_file, zap.get());
+      if (keys) server.set_repairers(std::move(keys->repairers));
+    };
+    server.run(stop_fd, reload_fd, reload);
     if (Status s = store.value()->checkpoint(); !s.is_ok()) {
       spdlog::warn("checkpoint at stop failed ({}); the journal keeps every acknowledged write for the next start",
                    s.message());
@@ -288,7 +294,9 @@ int main(int argc, char** argv) {
       ->needs(cluster);
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")->capture_default_str();
   app.footer("A replica needs the cluster key (--cluster, or --key-file and --group) to check the\n"
-             "sequencer of every fenced write and fence; without it, it starts only with --insecure.");
+             "sequencer of every fenced write and fence; without it, it starts only with --insecure.\n"
+             "Signals: SIGTERM or SIGINT stops the replica; SIGHUP reloads the identities the cluster\n"
+             "file lists (docs/security.md).");
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z palisade-replica %l: %v");  // ISO 8601, with the zone

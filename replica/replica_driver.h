@@ -96,6 +96,8 @@ class ReplicaDriver {
                   std::string_view sender = {});
   // The batch holds max_batch frames or max_batch_bytes: flush it.
   bool full() const;
+  // Replaces ReplicaDriverOptions::repairers (a reload): messages taken from now on see it.
+  void set_repairers(std::optional<std::set<std::string>> repairers) { options_.repairers = std::move(repairers); }
   // Nothing waits to be answered.
   bool empty() const { return frames_.empty(); }
   // The decoded requests of the batch, in arrival order.

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/stop_signals.h"
+
 namespace palisade::replica {
 
 namespace {
@@ -23,12 +25,19 @@ ReplicaServer::ReplicaServer(zmq::context_t& ctx, ReplicaHandler& handler, Hybri
       socket_(transport::make_router(ctx, options_.listen_endpoint, options_.socket)),
       driver_(handler, clock, *this, driver_options(options_)) {}
 
-void ReplicaServer::run(int stop_fd) {
-  zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, stop_fd, ZMQ_POLLIN, 0}};
+void ReplicaServer::run(int stop_fd, int reload_fd, const std::function<void()>& reload) {
+  zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
+                             {nullptr, stop_fd, ZMQ_POLLIN, 0},
+                             {nullptr, reload_fd, ZMQ_POLLIN, 0}};
+  const int polled = reload_fd >= 0 ? 3 : 2;
   for (;;) {
     try {
-      zmq::poll(items, 2, std::chrono::milliseconds(-1));
+      zmq::poll(items, polled, std::chrono::milliseconds(-1));
       if (items[1].revents & ZMQ_POLLIN) return;
+      if (polled == 3 && (items[2].revents & ZMQ_POLLIN)) {
+        drain_signal_fd(reload_fd);
+        reload();
+      }
       if (items[0].revents & ZMQ_POLLIN) serve_batch();
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) return;

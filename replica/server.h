@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -41,7 +42,11 @@ class ReplicaServer final : ReplicaHost {
   ReplicaServer(zmq::context_t& ctx, ReplicaHandler& handler, HybridClock& clock, ServerOptions options);
 
   // Serves until `stop_fd` becomes readable (a signalfd in the daemon).
-  void run(int stop_fd);
+  // Between batches, when `reload_fd` (a SIGHUP signalfd; -1: none) becomes
+  // readable, it is drained and `reload` runs.
+  void run(int stop_fd, int reload_fd = -1, const std::function<void()>& reload = {});
+  // Who may repair from now on (a reload): ReplicaDriverOptions::repairers.
+  void set_repairers(std::optional<std::set<std::string>> repairers) { driver_.set_repairers(std::move(repairers)); }
 
   uint64_t requests_served() const { return driver_.requests_served(); }
 

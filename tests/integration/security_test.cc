@@ -104,6 +104,33 @@ class SecureCluster {
     return o;
   }
 
+  // A key pair for identity `name` that the cluster file does not list (yet).
+  void add_key(const std::string& name) {
+    keys_[name] = {name, transport::generate_curve_keys()};
+    REQUIRE(transport::write_key_file(key_path(name), keys_[name]).is_ok());
+  }
+  Identity identity_of(const std::string& name) const {
+    return {.name = name, .keys = {keys_.at(name).keys.public_key}, .roles = {}};
+  }
+  void rewrite(const ClusterConfig& config) { write(cluster_file(), format_cluster_config(config)); }
+  void rewrite_text(const std::string& text) { write(cluster_file(), text); }
+  // SIGHUP to every daemon; returns once each has logged its `n`th reload.
+  void reload_all(size_t n) {
+    for (auto& [name, process] : daemons_) process->signal(SIGHUP);
+    for (auto& [name, process] : daemons_) {
+      const auto deadline = std::chrono::steady_clock::now() + 20s;
+      for (;;) {
+        const std::string log = process->log();
+        size_t seen = 0;
+        for (size_t at = log.find("(SIGHUP)"); at != std::string::npos; at = log.find("(SIGHUP)", at + 1)) ++seen;
+        if (seen >= n) break;
+        INFO(name << " has not reloaded; its log:\n" << log);
+        REQUIRE(std::chrono::steady_clock::now() < deadline);
+        std::this_thread::sleep_for(20ms);
+      }
+    }
+  }
+
   // Stops the daemon (SIGTERM) and returns its log, which ends with what it counted.
   std::string stop(const std::string& name) {
     cli::Process& p = *daemons_.at(name);
@@ -287,6 +314,55 @@ TEST_CASE("security: peer messages and repairs are taken only from identities wh
     INFO(node);
     CHECK(cluster.stop(node).find("not by node") == std::string::npos);
   }
+}
+
+TEST_CASE("security: SIGHUP reloads the identities, and sessions already open stay", "[security]") {
+  SecureCluster cluster;
+  auto store = QuorumStore::open(cluster.store_options(cluster.credentials("app")));
+  REQUIRE(store.is_ok());
+  REQUIRE(put_when_up(*store.value(), "k", "v").status.is_ok());
+  auto locks = LockClient::connect(cluster.lock_options(cluster.credentials("app")), 20s);
+  REQUIRE(locks.is_ok());
+  auto lease = locks.value()->acquire("held");
+  REQUIRE(lease.is_ok());
+
+  // "late" has a key the daemons have not heard of: no answer.
+  cluster.add_key("late");
+  {
+    auto refused = QuorumStore::open(cluster.store_options(cluster.credentials("late")));
+    REQUIRE(refused.is_ok());
+    CHECK_FALSE(refused.value()->put("k", "late").status.is_ok());
+  }
+
+  // The file now lists late and no longer app; every daemon reloads it.
+  ClusterConfig changed = cluster.config();
+  changed.identities.push_back(cluster.identity_of("late"));
+  std::erase_if(changed.identities, [](const Identity& i) { return i.name == "app"; });
+  cluster.rewrite(changed);
+  cluster.reload_all(1);
+
+  // late connects now (a refused handshake ends a ZeroMQ connection for good:
+  // a new client). app's open session and connections go on, but app can
+  // connect no more.
+  auto late = QuorumStore::open(cluster.store_options(cluster.credentials("late")));
+  REQUIRE(late.is_ok());
+  CHECK(put_when_up(*late.value(), "k", "late").status.is_ok());
+  CHECK(lease.value().valid());
+  auto current = locks.value()->check_sequencer(lease.value().sequencer());
+  REQUIRE(current.is_ok());
+  CHECK(current.value());
+  CHECK(store.value()->get("k").status.is_ok());
+  CHECK(LockClient::connect(cluster.lock_options(cluster.credentials("app")), 2s).status().code() ==
+        Code::kUnavailable);
+
+  // A file that does not parse changes nothing: the daemons say so and serve on.
+  cluster.rewrite_text("this is not toml [");
+  cluster.reload_all(2);
+  for (const char* daemon : {"lockd-1", "replica-0"}) {
+    INFO(daemon);
+    CHECK(cluster.log(daemon).find("the identities stay as they were") != std::string::npos);
+  }
+  CHECK(late.value()->put("k", "still late").status.is_ok());
 }
 
 TEST_CASE("security: a client key that is missing, unlisted or for no daemon is refused at open", "[security]") {

@@ -3,6 +3,8 @@
 // key file. The daemons' refusals are also run as processes (security_test).
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <set>
 #include <string>
 
 #include "base/temp_dir.h"
@@ -74,6 +76,29 @@ TEST_CASE("cluster keys: a daemon serves with its identity's first key, and noth
   const transport::KeyFile stranger{"stranger", transport::generate_curve_keys()};
   check_refused(load_daemon_keys(k.config, kLockd, k.file(stranger, "stranger.key")), "'stranger'");
   check_refused(load_daemon_keys(k.config, "tcp://127.0.0.1:9999", k.file(k.app, "app.key")), "names no identity");
+}
+
+TEST_CASE("cluster keys: a reload reads the file again and refuses one that turned plaintext", "[config]") {
+  Keys k;
+  const std::string key = k.file(k.replica, "replica.key");
+  auto write = [&](const std::string& text) { std::ofstream(k.config.path) << text; };
+  k.config.group = std::string(3, 'g');  // not = "g": GCC 12 warns falsely (-Wrestrict)
+  write(format_cluster_config(k.config));
+  auto reloaded = reload_daemon_keys(k.config.path, kReplica, key);
+  INFO(reloaded.status().to_string());
+  REQUIRE(reloaded.is_ok());
+  CHECK(reloaded.value().allowed == allowed_keys(k.config));
+  CHECK(reloaded.value().repairers == std::set<std::string>{"replica-0"});
+
+  ClusterConfig plain = k.config;
+  plain.identities.clear();
+  plain.daemon_identity.clear();
+  write(format_cluster_config(plain));
+  auto refused = reload_daemon_keys(k.config.path, kReplica, key);
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK(refused.status().message().find("lists no identities now") != std::string::npos);
+  write("not a cluster file [");
+  CHECK_FALSE(reload_daemon_keys(k.config.path, kReplica, key).is_ok());
 }
 
 TEST_CASE("cluster keys: without identities the links are plaintext, and a key given is refused", "[config]") {
