@@ -382,8 +382,7 @@ Status LocalCluster::launch() {
     argv.insert(argv.end(), o.lockd_args.begin(), o.lockd_args.end());
     const std::string ep = node.endpoint;
     auto probe = [ctx, ep, id = config_.cluster_id, credentials = credentials_](int timeout_ms) {
-      auto reply =
-          call_lockd_endpoint(*ctx, ep, wire::LockStatusRequest{}, milliseconds(timeout_ms), id, credentials);
+      auto reply = call_lockd_endpoint(*ctx, ep, wire::LockStatusRequest{}, milliseconds(timeout_ms), id, credentials);
       return reply.has_value() && reply->status.is_ok();
     };
     lockd_.push_back(
@@ -540,8 +539,7 @@ std::vector<LocalCluster::MasterAnswer> LocalCluster::masters(milliseconds timeo
       const std::string& endpoint = lockd(id).endpoint();
       Asked a{id, next_lock_request_id(),
               transport::make_dealer(
-                  *ctx_, endpoint,
-                  transport::dealer_options({.queue_until_connected = true}, credentials_, endpoint))};
+                  *ctx_, endpoint, transport::dealer_options({.queue_until_connected = true}, credentials_, endpoint))};
       const std::string bytes = wire::encode_lock_request({.id = a.request_id, .body = wire::FindMasterRequest{}});
       if (a.socket.send(zmq::buffer(bytes), zmq::send_flags::dontwait)) asked.push_back(std::move(a));
     }

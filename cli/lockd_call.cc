@@ -11,8 +11,8 @@
 namespace palisade::cli {
 
 std::optional<wire::LockReply> call_lockd_endpoint(zmq::context_t& ctx, const std::string& endpoint,
-                                                   const wire::LockRequestBody& body,
-                                                   std::chrono::milliseconds timeout, const std::string& cluster,
+                                                   const wire::LockRequestBody& body, std::chrono::milliseconds timeout,
+                                                   const std::string& cluster,
                                                    const std::optional<Credentials>& credentials) {
   using Clock = std::chrono::steady_clock;
   const wire::LockRequest request{.id = next_lock_request_id(), .body = body, .cluster = cluster};

@@ -25,8 +25,8 @@ constexpr size_t kMaxLockReplyBytes = size_t{16} << 20;
 // answers wrong_cluster. Over CURVE with `credentials` when set; nullopt
 // too when they name no key for the endpoint.
 std::optional<wire::LockReply> call_lockd_endpoint(zmq::context_t& ctx, const std::string& endpoint,
-                                                   const wire::LockRequestBody& body,
-                                                   std::chrono::milliseconds timeout, const std::string& cluster,
+                                                   const wire::LockRequestBody& body, std::chrono::milliseconds timeout,
+                                                   const std::string& cluster,
                                                    const std::optional<Credentials>& credentials);
 // A fresh request id, unique in this process.
 uint64_t next_lock_request_id();

@@ -35,8 +35,8 @@ nlohmann::json epoch_json(uint64_t epoch) {
 // answers without stats (one older than the request: unknown_type; a disk
 // error; one of another cluster: wrong_cluster) is reachable, with
 // "stats_error" saying why; "own_cluster" is false for the last.
-nlohmann::json replica_json(zmq::context_t& ctx, const std::string& endpoint, bool refused,
-                            const std::string& cluster, const std::optional<Credentials>& credentials) {
+nlohmann::json replica_json(zmq::context_t& ctx, const std::string& endpoint, bool refused, const std::string& cluster,
+                            const std::optional<Credentials>& credentials) {
   client::ReplicaConnection conn(ctx, endpoint, credentials);
   auto reply = refused ? Result<wire::ReplicaReply>(Status(Code::kUnavailable, "refused"))
                        : conn.call({.id = 0, .body = wire::StatsRequest{}, .cluster = cluster}, 1000);
@@ -134,9 +134,8 @@ int run(const CommonOptions& common) {
                          {"holders", l.holders}, {"waiters", l.waiters}, {"delay_ms", l.delay_ms}});
       }
       if (page.size() < wire::kMaxStatusLocks) break;
-      auto next =
-          call_lockd_endpoint(ctx, master_endpoint, wire::LockStatusRequest{.after = page.back().name}, 1000ms,
-                              config.cluster_id, loaded.value().credentials);
+      auto next = call_lockd_endpoint(ctx, master_endpoint, wire::LockStatusRequest{.after = page.back().name}, 1000ms,
+                                      config.cluster_id, loaded.value().credentials);
       if (!next || !next->status.is_ok()) {
         locks_complete = false;
         break;
@@ -148,7 +147,8 @@ int run(const CommonOptions& common) {
   nlohmann::json replicas = nlohmann::json::array();
   int answering = 0;
   for (const std::string& endpoint : config.replicas) {
-    replicas.push_back(replica_json(ctx, endpoint, is_refused(endpoint), config.cluster_id, loaded.value().credentials));
+    replicas.push_back(
+        replica_json(ctx, endpoint, is_refused(endpoint), config.cluster_id, loaded.value().credentials));
     answering += replicas.back()["own_cluster"].get<bool>() ? 1 : 0;
   }
   const int majority = static_cast<int>(config.replicas.size()) / 2 + 1;

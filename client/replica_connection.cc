@@ -8,8 +8,7 @@ namespace {
 
 zmq::socket_t connect_dealer(zmq::context_t& ctx, const std::string& endpoint,
                              const std::optional<Credentials>& credentials) {
-  zmq::socket_t socket =
-      transport::make_dealer(ctx, endpoint, transport::dealer_options({}, credentials, endpoint));
+  zmq::socket_t socket = transport::make_dealer(ctx, endpoint, transport::dealer_options({}, credentials, endpoint));
   // Queue requests until the connection is up: callers wait with a timeout.
   socket.set(zmq::sockopt::immediate, false);
   return socket;
