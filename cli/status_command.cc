@@ -162,10 +162,17 @@ int run(const CommonOptions& common) {
                                    .write_quorum = config.write_quorum});
   const bool healthy = health == Health::kHealthy;
   const int exit_code = health == Health::kUnavailable ? kExitUnavailable : kExitOk;
+  // The cluster file decides: its identities make every link CurveZMQ.
+  const bool curve = !config.identities.empty();
+  const std::string connected_as = loaded.value().credentials ? loaded.value().credentials->identity : "";
 
   if (common.json()) {
-    nlohmann::json out{{"cluster_file", config.path}, {"group", config.group}, {"healthy", healthy},
-                       {"state", health_name(health)}};
+    nlohmann::json out{{"cluster_file", config.path},
+                       {"group", config.group},
+                       {"healthy", healthy},
+                       {"state", health_name(health)},
+                       {"links", curve ? "curve" : "plaintext"},
+                       {"identity", curve ? nlohmann::json(connected_as) : nlohmann::json(nullptr)}};
     // Without a master, what only a master knows is null, not a default.
     out["lock_group"] = {{"master", master ? nlohmann::json(master->node) : nlohmann::json(nullptr)},
                          {"nodes", nodes},
@@ -178,6 +185,13 @@ int run(const CommonOptions& common) {
     return exit_code;
   }
   std::printf("cluster %s (group '%s'): %s\n", config.path.c_str(), config.group.c_str(), health_name(health));
+  if (curve) {
+    std::printf("links: CurveZMQ, %zu identities listed; connected as '%s'\n", config.identities.size(),
+                connected_as.c_str());
+  } else {
+    std::printf("links: plaintext, INSECURE: the cluster file lists no identities, so anyone who reaches the "
+                "daemons can read their traffic and send them requests\n");
+  }
   std::printf("\nlock group: %s\n", master ? ("master lockd-" + std::to_string(master->node) + ", epoch " +
                                               format_epoch(master->epoch) + ", " + std::to_string(master->sessions) +
                                               " sessions")

@@ -298,7 +298,10 @@ TEST_CASE("cli: cluster up is secure by default and every command connects with 
   CHECK(get.code == 0);
   CHECK(get.out == "v\n");
   CHECK(palisade(home, {"--cluster", file, "lock", "l", "--", "true"}).code == 0);
-  CHECK(palisade(home, {"--cluster", file, "status"}).code == 0);
+  Run status = palisade(home, {"--cluster", file, "status"});
+  INFO(status.out);
+  CHECK(status.code == 0);
+  CHECK(status.out.find("links: CurveZMQ, 7 identities listed; connected as 'admin'") != std::string::npos);
   CHECK(palisade(home, {"--cluster", file, "repair"}).code == 0);
   Run health = palisade(home, {"cluster", "status", "--dir", dir, "-o", "json"});
   INFO(health.out);
@@ -365,6 +368,9 @@ TEST_CASE("cli: cluster up is secure by default and every command connects with 
     return args;
   };
   CHECK(palisade(home, with(as_app, {"put", "k", "from app"})).code == 0);
+  const nlohmann::json app_status = json_of(palisade(home, with(as_app, {"status", "-o", "json"})));
+  CHECK(app_status["links"] == "curve");
+  CHECK(app_status["identity"] == "app");
   Run repair = palisade(home, with(as_app, {"repair"}));
   INFO(repair.out);
   CHECK(repair.code == 9);
@@ -390,6 +396,12 @@ TEST_CASE("cli: cluster up --insecure starts plaintext daemons that say so in th
     CHECK(read_file(dir + log).find("INSECURE: plaintext links") != std::string::npos);
   }
   CHECK(palisade(home, {"--cluster", dir + "/cluster.toml", "put", "k", "v"}).code == 0);
+  Run status = palisade(home, {"--cluster", dir + "/cluster.toml", "status"});
+  CHECK(status.out.find("links: plaintext, INSECURE") != std::string::npos);
+  const nlohmann::json plain_status =
+      json_of(palisade(home, {"--cluster", dir + "/cluster.toml", "status", "-o", "json"}));
+  CHECK(plain_status["links"] == "plaintext");
+  CHECK(plain_status["identity"].is_null());
   // A key for a plaintext cluster is a mistake worth naming.
   REQUIRE(palisade(home, {"keygen", "alice", "--out", home.sub("alice.key")}).code == 0);
   Run keyed = palisade(home, {"--cluster", dir + "/cluster.toml", "--key", home.sub("alice.key"), "get", "k"});
