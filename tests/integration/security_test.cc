@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -77,10 +78,10 @@ class SecureCluster {
   const SequencerKey& cluster_key() const { return cluster_key_; }
 
   // What a client of identity `name` connects with.
-  Credentials credentials(const std::string& name) const {
-    Credentials c{.identity = name,
-                  .public_key = keys_.at(name).keys.public_key,
-                  .secret_key = keys_.at(name).keys.secret_key};
+  Credentials credentials(const std::string& name) const { return credentials(name, keys_.at(name).keys); }
+  // The same with another key pair of that identity (one being rotated in).
+  Credentials credentials(const std::string& name, const transport::CurveKeyPair& keys) const {
+    Credentials c{.identity = name, .public_key = keys.public_key, .secret_key = keys.secret_key};
     for (const auto& [endpoint, daemon] : config_.daemon_identity) {
       c.server_keys[endpoint] = keys_.at(daemon).keys.public_key;
     }
@@ -363,6 +364,76 @@ TEST_CASE("security: SIGHUP reloads the identities, and sessions already open st
     CHECK(cluster.log(daemon).find("the identities stay as they were") != std::string::npos);
   }
   CHECK(late.value()->put("k", "still late").status.is_ok());
+}
+
+TEST_CASE("security: a client key rotates while its calls go on, and none fails", "[security]") {
+  SecureCluster cluster;
+  auto old_store = QuorumStore::open(cluster.store_options(cluster.credentials("app")));
+  REQUIRE(old_store.is_ok());
+  REQUIRE(put_when_up(*old_store.value(), "rotating", "0").status.is_ok());
+  auto old_locks = LockClient::connect(cluster.lock_options(cluster.credentials("app")), 20s);
+  REQUIRE(old_locks.is_ok());
+
+  // app writes and locks with its old key throughout the rotation.
+  std::atomic<bool> stop{false};
+  std::atomic<int> calls{0};
+  std::vector<std::string> failures;  // written by the writer only, read after join
+  std::thread writer([&] {
+    for (int i = 1; !stop; ++i) {
+      if (WriteResult w = old_store.value()->put("rotating", std::to_string(i)); !w.status.is_ok()) {
+        failures.push_back("put: " + w.status.to_string());
+      }
+      if (auto lease = old_locks.value()->acquire("rotating-lock", {.wait = 5s}); !lease.is_ok()) {
+        failures.push_back("acquire: " + lease.status().to_string());
+      } else if (Status s = old_locks.value()->release(lease.value()); !s.is_ok()) {
+        failures.push_back("release: " + s.to_string());
+      }
+      ++calls;
+    }
+  });
+  auto calls_go_on = [&](const char* what) {
+    const int before = calls.load();
+    wait_until(what, [&] { return calls.load() >= before + 3; });
+  };
+
+  // 1. The new key is listed beside the old one, and the daemons reload.
+  const transport::CurveKeyPair fresh = transport::generate_curve_keys();
+  ClusterConfig both = cluster.config();
+  for (Identity& i : both.identities) {
+    if (i.name == "app") i.keys.push_back(fresh.public_key);
+  }
+  cluster.rewrite(both);
+  cluster.reload_all(1);
+  calls_go_on("app's calls with the old key after the new one is listed");
+
+  // 2. app moves over: new connections with the new key.
+  auto new_store = QuorumStore::open(cluster.store_options(cluster.credentials("app", fresh)));
+  REQUIRE(new_store.is_ok());
+  CHECK(new_store.value()->put("moved", "yes").status.is_ok());
+  auto new_locks = LockClient::connect(cluster.lock_options(cluster.credentials("app", fresh)), 20s);
+  REQUIRE(new_locks.is_ok());
+
+  // 3. The old key is dropped: connections made with it stay until closed,
+  // and no new one is let in.
+  ClusterConfig rotated = cluster.config();
+  for (Identity& i : rotated.identities) {
+    if (i.name == "app") i.keys = {fresh.public_key};
+  }
+  cluster.rewrite(rotated);
+  cluster.reload_all(2);
+  calls_go_on("app's calls over the connections made before the old key was dropped");
+  CHECK(LockClient::connect(cluster.lock_options(cluster.credentials("app")), 2s).status().code() ==
+        Code::kUnavailable);
+  CHECK(new_store.value()->get("moved").status.is_ok());
+  CHECK(new_locks.value()->acquire("after-rotation").is_ok());
+
+  stop = true;
+  writer.join();
+  std::string failed;
+  for (const std::string& f : failures) failed += f + "\n";
+  INFO(failed);
+  CHECK(failures.empty());
+  CHECK(calls.load() >= 6);
 }
 
 TEST_CASE("security: a client key that is missing, unlisted or for no daemon is refused at open", "[security]") {
