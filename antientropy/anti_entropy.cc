@@ -66,7 +66,7 @@ Result<AntiEntropyReport> run_anti_entropy(const AntiEntropyOptions& options) {
   if (Status s = validate(options, n, w); !s.is_ok()) return s;
   std::optional<RepairSeal> seal;
   if (!options.key_file.empty()) {
-    auto key = SequencerKey::load(options.key_file);
+    auto key = ClusterKey::load(options.key_file);
     if (!key.is_ok()) return key.status();
     seal.emplace(key.value(), options.group);
   }

@@ -9,10 +9,10 @@
 namespace palisade {
 
 static_assert(crypto_generichash_KEYBYTES == std::tuple_size_v<DerivedKey>);
-static_assert(SequencerKey::kBytes >= crypto_generichash_KEYBYTES_MIN &&
-              SequencerKey::kBytes <= crypto_generichash_KEYBYTES_MAX);
+static_assert(ClusterKey::kBytes >= crypto_generichash_KEYBYTES_MIN &&
+              ClusterKey::kBytes <= crypto_generichash_KEYBYTES_MAX);
 
-DerivedKey derive_key(const SequencerKey& cluster_key, std::string_view purpose, std::string_view group) {
+DerivedKey derive_key(const ClusterKey& cluster_key, std::string_view purpose, std::string_view group) {
   PALISADE_CHECK(sodium_init() >= 0);
   std::string input(purpose);
   input.push_back('\0');

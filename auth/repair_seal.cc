@@ -13,7 +13,7 @@ static_assert(kMacBytes == crypto_generichash_BYTES);
 
 }  // namespace
 
-RepairSeal::RepairSeal(const SequencerKey& cluster_key, std::string_view group)
+RepairSeal::RepairSeal(const ClusterKey& cluster_key, std::string_view group)
     : key_(derive_key(cluster_key, kPurpose, group)) {}
 
 std::string RepairSeal::mac_of(std::string_view time, std::string_view request) const {

@@ -30,7 +30,7 @@ class RepairSeal {
  public:
   static constexpr size_t kHeaderBytes = 1 + 8 + 32;
 
-  RepairSeal(const SequencerKey& cluster_key, std::string_view group);
+  RepairSeal(const ClusterKey& cluster_key, std::string_view group);
 
   // The sealed frame of an encoded request, signed at `now_ms`.
   std::string seal(std::string_view request, uint64_t now_ms) const;

@@ -113,5 +113,8 @@ void add_holder_command(CLI::App& app, const CommonOptions& common, int& exit_co
 // a replica could not be reached (after repairing what the others allowed).
 void add_repair_command(CLI::App& app, const CommonOptions& common, int& exit_code);
 void add_keygen_command(CLI::App& app, const CommonOptions& common, int& exit_code);
+// check-sequencer: kExitOk genuine and current, kExitFenced genuine but over,
+// kExitUsage (bad_sequencer) not genuine.
+void add_check_sequencer_command(CLI::App& app, const CommonOptions& common, int& exit_code);
 
 }  // namespace palisade::cli

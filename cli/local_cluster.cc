@@ -21,7 +21,8 @@
 #include <zmq.hpp>
 
 #include "client/replica_connection.h"
-#include "auth/sequencer_key.h"
+#include "auth/cluster_key.h"
+#include "auth/sequencer_signer.h"
 #include "transport/transport.h"
 #include "cli/daemon_records.h"
 #include "cli/lockd_call.h"
@@ -470,7 +471,13 @@ Status LocalCluster::write_cluster_files() {
   config.read_quorum = o.read_quorum;
   config.write_quorum = o.write_quorum;
   config.timing = o.timing;
-  if (Status s = write_file(o.dir + "/cluster.key", SequencerKey::generate().to_hex() + "\n", 0600); !s.is_ok()) {
+  const ClusterKey key = ClusterKey::generate();
+  config.sequencer_public_key = SequencerSigner(key, config.group).public_key();
+  // Two secrets: the lock group's, and the replicas' (receipts, repair seals),
+  // so that no replica host holds what signs sequencers.
+  config.replica_key_file = "replica.key";
+  if (Status s = write_file(o.dir + "/cluster.key", key.to_hex() + "\n", 0600); !s.is_ok()) return s;
+  if (Status s = write_file(o.dir + "/replica.key", ClusterKey::generate().to_hex() + "\n", 0600); !s.is_ok()) {
     return s;
   }
   if (o.secure) {

@@ -101,15 +101,16 @@ int run(const RepairFlags& flags, const CommonOptions& common) {
   o.gc_grace = flags.gc_grace;
   o.dry_run = flags.dry_run;
   o.timeout = flags.timeout;
-  // A repairer holds the cluster key: replicas that check sequencers take its
+  // A repairer holds the replicas' key: replicas that check sequencers take its
   // copies and commits of versions under a lock (docs/anti-entropy.md).
-  const std::string& key_file = config.key_file;
+  const std::string& key_file = config.replicas_key_file();
   if (!key_file.empty() && ::access(key_file.c_str(), R_OK) == 0) {
     o.key_file = key_file;
     o.group = config.group;
   } else if (!key_file.empty() && !flags.dry_run) {
-    std::fprintf(stderr, "palisade repair: cannot read the cluster key %s (%s): replicas that check sequencers will "
-                         "refuse its repairs of versions under a lock\n",
+    std::fprintf(stderr,
+                 "palisade repair: cannot read the replicas' key %s (%s): replicas that check sequencers will "
+                 "refuse its repairs of versions under a lock\n",
                  key_file.c_str(), std::strerror(errno));
   }
   // Replicas take repairs only from replica and admin identities: say so

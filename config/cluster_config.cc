@@ -256,7 +256,10 @@ Result<ClusterConfig> parse_cluster_config(std::string_view text, const std::str
   Checker c(path);
   ClusterConfig config;
   config.path = path;
-  c.only_keys(root, {"cluster_id", "group", "key_file", "identity", "lockd", "replica", "quorum", "timing"}, "");
+  c.only_keys(root,
+              {"cluster_id", "group", "key_file", "sequencer_public_key", "replica_key_file", "identity", "lockd",
+               "replica", "quorum", "timing"},
+              "");
 
   if (auto hex = c.text(root, "cluster_id", false, "")) {
     auto id = cluster_id_from_hex(*hex);
@@ -275,6 +278,25 @@ Result<ClusterConfig> parse_cluster_config(std::string_view text, const std::str
   if (auto key_file = c.text(root, "key_file", false, "")) {
     if (key_file->empty()) c.fail(root.get("key_file")->source(), "'key_file' must not be empty");
     config.key_file = resolve_key_file(path, *key_file);
+  }
+  if (auto key = c.text(root, "sequencer_public_key", false, "")) {
+    // The form only: the daemons check the key itself (palisade/sequencer.h).
+    constexpr std::string_view kBase64url = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    if (!key->starts_with("psk1.") || key->size() != 5 + 43 ||
+        key->find_first_not_of(kBase64url, 5) != std::string::npos) {
+      c.fail(root.get("sequencer_public_key")->source(),
+             "'sequencer_public_key' must be \"psk1.\" and 43 base64url characters (palisade-lockd logs it)");
+    }
+    config.sequencer_public_key = *key;
+  }
+  if (auto key_file = c.text(root, "replica_key_file", false, "")) {
+    if (key_file->empty()) c.fail(root.get("replica_key_file")->source(), "'replica_key_file' must not be empty");
+    if (config.sequencer_public_key.empty()) {
+      c.fail(root.get("replica_key_file")->source(),
+             "'replica_key_file' needs 'sequencer_public_key': replicas without the cluster key check sequencers "
+             "with it");
+    }
+    config.replica_key_file = resolve_key_file(path, *key_file);
   }
 
   parse_identities(c, root, config);
@@ -402,6 +424,10 @@ std::string format_cluster_config(const ClusterConfig& config) {
   if (!config.cluster_id.empty()) out << "cluster_id = " << quoted(cluster_id_hex(config.cluster_id)) << "\n";
   out << "group = " << quoted(config.group) << "\n";
   if (!config.key_file.empty()) out << "key_file = " << quoted(config.key_file) << "\n";
+  if (!config.sequencer_public_key.empty()) {
+    out << "sequencer_public_key = " << quoted(config.sequencer_public_key) << "\n";
+  }
+  if (!config.replica_key_file.empty()) out << "replica_key_file = " << quoted(config.replica_key_file) << "\n";
   auto list = [&](const std::vector<std::string>& items) {
     std::string text = "[";
     for (const std::string& item : items) text += (text.size() > 1 ? ", " : "") + quoted(item);

@@ -6,6 +6,10 @@
 //                                  # was created; clients refuse daemons of another id
 //   group = "local-1"              # goes into every sequencer
 //   key_file = "cluster.key"       # 64 hex digits; relative to this file
+//   sequencer_public_key = "psk1..." # the lock group's, made from key_file's key:
+//                                  # replicas and services check sequencers with it
+//   replica_key_file = "replica.key"  # the replicas' own secret (receipts, repair
+//                                  # seals): with it, replicas never read key_file
 //   [[identity]]                   # optional: who may connect (CurveZMQ)
 //   name = "lockd-1"
 //   keys = ["<Z85 public key>"]    # 1 or 2 (a key being rotated in)
@@ -76,6 +80,8 @@ struct ClusterConfig {
   std::string cluster_id;
   std::string group;
   std::string key_file;  // absolute, resolved against the cluster file's directory
+  std::string sequencer_public_key;  // "psk1." + base64url, or empty
+  std::string replica_key_file;  // absolute like key_file, or empty; needs sequencer_public_key
   std::vector<LockdNode> lockd;
   std::vector<std::string> replicas;
   int read_quorum = 0;   // 0: a majority of the replicas
@@ -89,6 +95,9 @@ struct ClusterConfig {
 
   const LockdNode* lockd_node(uint32_t id) const;
   const Identity* identity(std::string_view name) const;
+  // The key replicas and repairers make receipts and seals with:
+  // replica_key_file, else (an older file) the cluster key itself.
+  const std::string& replicas_key_file() const { return replica_key_file.empty() ? key_file : replica_key_file; }
 };
 
 // BadRequest with the file, line and problem when it is not a valid cluster file

@@ -35,7 +35,11 @@ Result<std::unique_ptr<LockService>> LockService::start(const LockServiceOptions
 }
 
 LockService::LockService(const LockServiceOptions& options, std::unique_ptr<PaxosNode> node)
-    : options_(options), node_(std::move(node)), rng_(options.seed) {}
+    : options_(options),
+      signer_(options.key, options.group),
+      verifier_(signer_.verifier()),
+      node_(std::move(node)),
+      rng_(options.seed) {}
 
 // ---- Requests ----
 
@@ -143,7 +147,7 @@ Status LockService::check_session(uint64_t epoch, uint64_t session, uint64_t now
 }
 
 void LockService::handle_check_sequencer(const ClientRequest& r, const wire::CheckSequencerRequest& m) {
-  auto seq = verify_sequencer(m.sequencer, options_.key, options_.group);
+  auto seq = verifier_.verify(m.sequencer);
   if (!seq.is_ok()) {
     replies_.push_back({r.route, reply_to(r.request.id, seq.status())});
     return;
@@ -327,8 +331,8 @@ void LockService::answer_grant(const Pending& p, const Grant& grant, uint64_t no
   wire::LockReply reply = reply_to(p.request_id, Status::ok());
   reply.token = grant.token;
   reply.mode = grant.mode;
-  reply.sequencer = sign_sequencer(
-      Sequencer{.group = options_.group, .lock = grant.lock, .mode = grant.mode, .token = grant.token}, options_.key);
+  reply.sequencer =
+      signer_.sign(Sequencer{.group = options_.group, .lock = grant.lock, .mode = grant.mode, .token = grant.token});
   reply.lease_ms = it->second - now;
   answer(p, std::move(reply));
 }

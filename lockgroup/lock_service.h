@@ -21,7 +21,8 @@
 #include <vector>
 
 #include "wire/lock_protocol.h"
-#include "auth/sequencer_key.h"
+#include "auth/cluster_key.h"
+#include "auth/sequencer_signer.h"
 #include "base/random.h"
 #include "lockgroup/lock_events.h"
 #include "lockgroup/lock_table.h"
@@ -33,7 +34,7 @@ struct LockServiceOptions {
   PaxosOptions paxos;              // members, timing and the negative control
   std::map<NodeId, std::string> endpoints;  // for not_master hints
   std::string group;               // the lock group id, in every sequencer
-  SequencerKey key;                // signs sequencers
+  ClusterKey key;  // the group's sequencer key is derived from it
   uint64_t session_lease_ms = 12000;  // for sessions that do not choose their own
   size_t snapshot_every = 10000;   // applied slots between snapshots
   size_t max_in_flight = 4;        // slots proposed and not yet chosen
@@ -126,6 +127,8 @@ class LockService {
   void handle_check_sequencer(const ClientRequest& r, const wire::CheckSequencerRequest& m);
 
   LockServiceOptions options_;
+  SequencerSigner signer_;
+  SequencerVerifier verifier_;
   std::unique_ptr<PaxosNode> node_;
   LockTable table_;
   Random rng_;  // request tags; base/random.h

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "auth/sequencer_signer.h"
 #include "config/cluster_config.h"
 #include "config/cluster_keys.h"
 #include "config/identity_reload.h"
@@ -44,8 +45,17 @@ Result<lockgroup::LockdServerOptions> server_options(const Flags& flags, const C
   if (cluster.key_file.empty()) {
     return Status(Code::kBadRequest, cluster.path + " names no key_file: lockd signs sequencers with the cluster key");
   }
-  auto key = SequencerKey::load(cluster.key_file);
+  auto key = ClusterKey::load(cluster.key_file);
   if (!key.is_ok()) return key.status();
+  const std::string public_key = SequencerSigner(key.value(), cluster.group).public_key();
+  if (!cluster.sequencer_public_key.empty() && cluster.sequencer_public_key != public_key) {
+    return Status(Code::kBadRequest, cluster.path + ": sequencer_public_key " + cluster.sequencer_public_key +
+                                         " is not the key of group '" + cluster.group + "' under " + cluster.key_file +
+                                         " (" + public_key + "): replicas would refuse every sequencer");
+  }
+  spdlog::info(
+      "sequencers signed with Ed25519, public key {}{}", public_key,
+      cluster.sequencer_public_key.empty() ? " (the cluster file does not list it as sequencer_public_key)" : "");
   lockgroup::LockdServerOptions o;
   o.listen_endpoint = self->endpoint;
   o.driver.cluster_id = cluster.cluster_id;

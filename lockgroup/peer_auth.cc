@@ -14,7 +14,7 @@ constexpr std::string_view kContext = "palisade-lockd peer messages v1";
 
 }  // namespace
 
-PeerAuth::PeerAuth(const SequencerKey& cluster_key, std::string_view group)
+PeerAuth::PeerAuth(const ClusterKey& cluster_key, std::string_view group)
     : key_(derive_key(cluster_key, kContext, group)) {}
 
 std::string PeerAuth::mac_of(std::string_view body) const {

@@ -32,7 +32,7 @@ class PeerAuth {
  public:
   static constexpr size_t kMacBytes = 32;
 
-  PeerAuth(const SequencerKey& cluster_key, std::string_view group);
+  PeerAuth(const ClusterKey& cluster_key, std::string_view group);
 
   // The frame to send: encode_peer(message) and its MAC.
   std::string seal(const PeerMessage& message) const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <variant>
 
+#include "auth/sequencer_signer.h"
 #include "base/check.h"
 
 namespace palisade::replica {
@@ -55,6 +56,7 @@ void insert(Versions& versions, const Version& v) {
 ReplicaHandler::ReplicaHandler(ReplicaStore& store, HybridClock& clock, std::optional<ReplicaAuth> auth)
     : store_(store), clock_(clock), auth_(std::move(auth)) {
   if (auth_) {
+    verifier_ = auth_->sequencers ? *auth_->sequencers : SequencerSigner(auth_->key, auth_->group).verifier();
     receipts_.emplace(auth_->key, auth_->group, auth_->replica_id, auth_->write_quorum);
     seal_.emplace(auth_->key, auth_->group);
   }
@@ -136,8 +138,8 @@ ReplicaReply ReplicaHandler::apply(const wire::ReplicaRequest& request, bool& ch
 
 Result<Sequencer> ReplicaHandler::verify(std::string_view text) {
   if (auto it = verified_.find(text); it != verified_.end()) return it->second;
-  ++sequencer_macs_;
-  auto verified = verify_sequencer(text, auth_->key, auth_->group);
+  ++sequencer_checks_;
+  auto verified = verifier_->verify(text);
   if (verified.is_ok()) {
     if (verified_.size() >= kVerifiedKept) verified_.clear();
     verified_.emplace(text, verified.value());

@@ -16,30 +16,34 @@
 #include "base/hybrid_clock.h"
 #include "auth/repair_seal.h"
 #include "wire/replica_protocol.h"
-#include "auth/sequencer_key.h"
+#include "auth/cluster_key.h"
+#include "palisade/sequencer.h"
 #include "replica/receipts.h"
 #include "replica/store.h"
 
 namespace palisade::replica {
 
-// What a replica checks sequencers and receipts against: the cluster key and
-// its lock group's id (cluster file "group"); and what its receipts say: its
-// id, and how many replicas' receipts prove a version acknowledged (W).
+// What a replica checks sequencers against: the lock group's public key; what
+// it makes and checks receipts and seals with: the cluster key and its lock
+// group's id (cluster file "group"); and what its receipts say: its id, and how
+// many replicas' receipts prove a version acknowledged (W).
 struct ReplicaAuth {
-  SequencerKey key;
+  ClusterKey key;
   std::string group;
   int write_quorum = 0;   // W, at least 1
   uint64_t replica_id = 0;
   // Negative control for the simulator: a sequencer is checked against the
   // request's token but not its lock, so one lock's grant passes for another.
   bool broken_ignore_sequencer_lock = false;
+  // The lock group's public key; nullopt: the one derived from `key`.
+  std::optional<SequencerVerifier> sequencers = std::nullopt;
 };
 
 class ReplicaHandler {
  public:
   // `store` and `clock` must outlive the handler. With `auth`, every fence and
   // every fenced write (token > 0), repair copies included, must carry a sequencer
-  // that verifies under auth (MAC, group) and names the request's lock and token
+  // that verifies under auth (signature, group) and names the request's lock and token
   // under an exclusive lock; otherwise it is refused with bad_sequencer and
   // changes nothing. A version under a lock becomes committed only on proof:
   // a commit or committed write carries a certificate (W replicas' receipts),
@@ -74,9 +78,9 @@ class ReplicaHandler {
   bool writes_refused() const { return !failure_.is_ok(); }
   // Whether fenced writes and fences must carry a valid sequencer.
   bool verifies_sequencers() const { return auth_.has_value(); }
-  // How many sequencer MACs were checked: a text that verified once is not
-  // checked again while it is remembered (up to kVerifiedKept of them).
-  uint64_t sequencer_macs() const { return sequencer_macs_; }
+  // How many sequencer signatures were checked: a text that verified once is
+  // not checked again while it is remembered (up to kVerifiedKept of them).
+  uint64_t sequencer_checks() const { return sequencer_checks_; }
 
  private:
   // Applies one request to the open batch. `changed` is set when the store changed.
@@ -115,6 +119,7 @@ class ReplicaHandler {
   ReplicaStore& store_;
   HybridClock& clock_;
   std::optional<ReplicaAuth> auth_;
+  std::optional<SequencerVerifier> verifier_;  // with auth_
   std::optional<Receipts> receipts_;  // with auth_
   std::optional<RepairSeal> seal_;    // with auth_
   // Sequencer texts that verified under auth_ (which never changes): a holder
@@ -126,7 +131,7 @@ class ReplicaHandler {
     size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
   };
   std::unordered_map<std::string, Sequencer, TextHash, std::equal_to<>> verified_;
-  uint64_t sequencer_macs_ = 0;
+  uint64_t sequencer_checks_ = 0;
   Status failure_;
 };
 

@@ -72,7 +72,7 @@ std::unique_ptr<replica::BackgroundRepair> background_repair(const Flags& flags,
   AntiEntropyOptions o;
   o.replicas = cluster.value().replicas;
   o.write_quorum = cluster.value().write_quorum;
-  o.key_file = cluster.value().key_file;  // seals its repairs (load_auth checked it)
+  o.key_file = cluster.value().replicas_key_file();  // seals its repairs (load_auth checked it)
   o.group = cluster.value().group;
   if (!cluster.value().cluster_id.empty()) o.cluster_id = cluster_id_hex(cluster.value().cluster_id);
   if (flags.gc_grace_ms) o.gc_grace = std::chrono::milliseconds(*flags.gc_grace_ms);
@@ -89,7 +89,7 @@ std::unique_ptr<replica::BackgroundRepair> background_repair(const Flags& flags,
 // The key and group to verify sequencers with, from the flags; nullopt in *auth
 // when none are configured. False (after logging why) when they cannot be loaded.
 bool load_auth(const Flags& flags, std::optional<replica::ReplicaAuth>* auth) {
-  std::string key_file = flags.key_file, group = flags.group;
+  std::string key_file = flags.key_file, group = flags.group, public_key;
   int write_quorum = flags.write_quorum;
   if (!flags.cluster_file.empty()) {
     auto cluster = load_cluster_file(flags.cluster_file);
@@ -97,13 +97,19 @@ bool load_auth(const Flags& flags, std::optional<replica::ReplicaAuth>* auth) {
       spdlog::error("{}", cluster.status().message());
       return false;
     }
-    if (cluster.value().key_file.empty()) {
-      spdlog::error("cluster file {} names no key_file: replicas need the cluster key to check sequencers",
+    if (cluster.value().replicas_key_file().empty()) {
+      spdlog::error("cluster file {} names no replica_key_file or key_file: replicas need a key for their receipts",
                     flags.cluster_file);
       return false;
     }
-    key_file = cluster.value().key_file;
+    key_file = cluster.value().replicas_key_file();
+    if (cluster.value().replica_key_file.empty()) {
+      spdlog::warn("{} lists no replica_key_file, so this replica reads the cluster key {}: whoever controls this "
+                   "host can sign sequencers (docs/security.md)",
+                   flags.cluster_file, key_file);
+    }
     group = cluster.value().group;
+    public_key = cluster.value().sequencer_public_key;
     const int n = static_cast<int>(cluster.value().replicas.size());
     write_quorum = cluster.value().write_quorum > 0 ? cluster.value().write_quorum : n / 2 + 1;
   }
@@ -116,12 +122,20 @@ bool load_auth(const Flags& flags, std::optional<replica::ReplicaAuth>* auth) {
     spdlog::error("the lock group's id (--group) must not be empty");
     return false;
   }
-  auto key = SequencerKey::load(key_file);
+  auto key = ClusterKey::load(key_file);
   if (!key.is_ok()) {
     spdlog::error("{}", key.status().message());
     return false;
   }
-  *auth = replica::ReplicaAuth{key.value(), group, write_quorum};
+  *auth = replica::ReplicaAuth{.key = key.value(), .group = group, .write_quorum = write_quorum};
+  if (!public_key.empty()) {
+    auto verifier = SequencerVerifier::create(group, public_key);
+    if (!verifier.is_ok()) {
+      spdlog::error("{}: {}", flags.cluster_file, verifier.status().message());
+      return false;
+    }
+    (*auth)->sequencers = std::move(verifier).value();
+  }
   return true;
 }
 

@@ -16,7 +16,7 @@ static_assert(sizeof(wire::Receipt::mac) >= crypto_generichash_BYTES_MIN);
 
 }  // namespace
 
-Receipts::Receipts(const SequencerKey& cluster_key, std::string_view group, uint64_t replica_id, int write_quorum)
+Receipts::Receipts(const ClusterKey& cluster_key, std::string_view group, uint64_t replica_id, int write_quorum)
     : key_(derive_key(cluster_key, kPurpose, group)), replica_id_(replica_id), write_quorum_(write_quorum) {
   PALISADE_CHECK(write_quorum >= 1);
 }

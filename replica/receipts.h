@@ -20,7 +20,7 @@ namespace palisade::replica {
 
 class Receipts {
  public:
-  Receipts(const SequencerKey& cluster_key, std::string_view group, uint64_t replica_id, int write_quorum);
+  Receipts(const ClusterKey& cluster_key, std::string_view group, uint64_t replica_id, int write_quorum);
 
   // This replica's receipt of a version: key, timestamp and content hash.
   wire::Receipt issue(std::string_view key, const FencedTimestamp& ts, uint64_t hash) const;

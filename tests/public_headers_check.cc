@@ -7,6 +7,7 @@
 #include "palisade/lock_client.h"
 #include "palisade/lock_mode.h"
 #include "palisade/quorum_store.h"
+#include "palisade/sequencer.h"
 #include "palisade/status.h"
 #include "palisade/timestamp.h"
 
@@ -28,6 +29,10 @@ int main() {
   auto fence = Fence::from_sequencer("not a sequencer");
   if (fence.is_ok() || fence.status().code() != Code::kBadSequencer) {
     std::fprintf(stderr, "from_sequencer accepted a text that is not a sequencer\n");
+    return 1;
+  }
+  if (parse_sequencer("ps2.x.y").status().code() != Code::kBadSequencer) {
+    std::fprintf(stderr, "parse_sequencer accepted a text that is not a sequencer\n");
     return 1;
   }
   // Options are checked before any socket opens: R + W <= N is refused.

@@ -8,7 +8,7 @@
 namespace palisade {
 namespace {
 
-constexpr std::string_view kPrefix = "ps1.";
+constexpr std::string_view kPrefix = "ps2.";
 // Matches the wire limit of lock names (wire::Limits::max_lock_bytes).
 constexpr size_t kMaxLockBytes = 256;
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -85,8 +85,8 @@ std::string encode_payload(const Sequencer& sequencer) {
   return std::string(buf.data(), buf.size());
 }
 
-std::string join(std::string_view payload, std::string_view mac) {
-  return std::string(kPrefix) + base64url(payload) + "." + base64url(mac);
+std::string join(std::string_view payload, std::string_view signature) {
+  return std::string(kPrefix) + base64url(payload) + "." + base64url(signature);
 }
 
 Result<Parts> split(std::string_view text) {
@@ -94,15 +94,15 @@ Result<Parts> split(std::string_view text) {
     return bad("sequencer of " + std::to_string(text.size()) + " bytes (limit " +
                std::to_string(kMaxSequencerBytes) + ")");
   }
-  if (!text.starts_with(kPrefix)) return bad("not a sequencer: it does not start with \"ps1.\"");
+  if (!text.starts_with(kPrefix)) return bad("not a sequencer: it does not start with \"ps2.\"");
   text.remove_prefix(kPrefix.size());
   size_t dot = text.find('.');
-  if (dot == std::string_view::npos) return bad("not a sequencer: it has no MAC part");
+  if (dot == std::string_view::npos) return bad("not a sequencer: it has no signature part");
   auto payload = unbase64url(text.substr(0, dot));
-  auto mac = unbase64url(text.substr(dot + 1));
-  if (!payload || !mac) return bad("not a sequencer: a part is not base64url without padding");
-  if (mac->size() != kSequencerMacBytes) return bad("not a sequencer: its MAC has the wrong length");
-  return Parts{std::move(*payload), std::move(*mac)};
+  auto signature = unbase64url(text.substr(dot + 1));
+  if (!payload || !signature) return bad("not a sequencer: a part is not base64url without padding");
+  if (signature->size() != kSequencerSignatureBytes) return bad("not a sequencer: its signature has the wrong length");
+  return Parts{std::move(*payload), std::move(*signature)};
 }
 
 Result<Sequencer> decode_payload(std::string_view payload) {

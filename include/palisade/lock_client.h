@@ -110,7 +110,7 @@ class LockClient {
   // BadRequest for a lease of another client.
   Status release(Lease& lease);
   // Whether the sequencer names the lock's current grant (asks the master).
-  // bad_sequencer when its MAC or group is wrong.
+  // bad_sequencer when its signature or group is wrong.
   Result<bool> check_sequencer(std::string_view sequencer);
 
   uint64_t session() const;

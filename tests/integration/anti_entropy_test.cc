@@ -10,7 +10,8 @@
 #include <thread>
 
 #include "client/replica_connection.h"
-#include "auth/sequencer_key.h"
+#include "auth/cluster_key.h"
+#include "tests/support/sequencers.h"
 #include "antientropy/anti_entropy.h"
 #include "palisade/quorum_store.h"
 #include "replica/lmdb_store.h"
@@ -192,7 +193,7 @@ TEST_CASE("anti-entropy: a superseded holder's pending write on one replica is p
 TEST_CASE("anti-entropy: replicas with the cluster key take copies under a lock only from a repairer",
           "[anti_entropy][sequencer]") {
   TempDir keys;
-  const SequencerKey key = SequencerKey::generate();
+  const ClusterKey key = ClusterKey::generate();
   const std::string key_file = keys.sub("cluster.key");
   std::ofstream(key_file) << key.to_hex() << "\n";
   Replicas c(3, {"--key-file", key_file, "--group", "ae", "--write-quorum", "2"});
@@ -233,7 +234,7 @@ TEST_CASE("anti-entropy: replicas with the cluster key take copies under a lock 
   }
   SECTION("a key of another cluster is no repairer's") {
     const std::string other = keys.sub("other.key");
-    std::ofstream(other) << SequencerKey::generate().to_hex() << "\n";
+    std::ofstream(other) << ClusterKey::generate().to_hex() << "\n";
     AntiEntropyOptions o;
     o.key_file = other;
     o.group = "ae";

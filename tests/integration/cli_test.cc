@@ -34,6 +34,7 @@
 #include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
+#include "auth/sequencer_signer.h"
 #include "client/replica_connection.h"
 #include "config/cluster_config.h"
 #include "config/cluster_keys.h"
@@ -441,7 +442,7 @@ TEST_CASE("cli: put, get and del, writes fenced by a sequencer, and their exit c
   Run old = fx.run({"lock", "L", "--", "sh", "-c", "echo $PALISADE_SEQUENCER; exit 3"});
   CHECK(old.code == 3);
   const std::string old_sequencer = last_line(old.out);
-  REQUIRE(old_sequencer.rfind("ps1.", 0) == 0);
+  REQUIRE(old_sequencer.rfind("ps2.", 0) == 0);
   REQUIRE(fx.run({"lock", "L", "--", bin, "put", "k", "newer holder"}).code == 0);
 
   // A superseded grant's write is refused, and changes nothing.
@@ -460,6 +461,56 @@ TEST_CASE("cli: put, get and del, writes fenced by a sequencer, and their exit c
   Run no_file = palisade(fx.dir, {"--cluster", fx.dir.sub("nowhere.toml"), "get", "k"});
   CHECK(no_file.code == 4);
   CHECK(no_file.out.find("no cluster file") != std::string::npos);
+}
+
+TEST_CASE("cli: check-sequencer tells a current grant from a finished one and a genuine one from a minted one",
+          "[cli][security]") {
+  Fixture fx;
+  const std::string bin = PALISADE_BIN;
+  // Under `palisade lock`, the holder's own sequencer is current.
+  Run held = fx.run({"lock", "L", "--", "sh", "-c", bin + " check-sequencer; echo \"$PALISADE_SEQUENCER\""});
+  INFO(held.out);
+  REQUIRE(held.code == 0);
+  CHECK_THAT(held.out, Catch::Contains("sequencer: lock 'L', exclusive, token") &&
+                           Catch::Contains("signature: genuine") && Catch::Contains("current: yes"));
+  const std::string sequencer = last_line(held.out);
+  REQUIRE(sequencer.rfind("ps2.", 0) == 0);
+
+  // Released: genuine, no longer current.
+  Run over = fx.run({"check-sequencer", sequencer});
+  INFO(over.out);
+  CHECK(over.code == 3);
+  CHECK_THAT(over.out, Catch::Contains("current: no"));
+  Run offline = fx.run({"check-sequencer", sequencer, "--offline"});
+  CHECK(offline.code == 0);
+  CHECK_THAT(offline.out, Catch::Contains("current: not asked (--offline)"));
+  auto j = json_of(fx.run({"check-sequencer", sequencer, "-o", "json"}));
+  CHECK(j["lock"] == "L");
+  CHECK(j["genuine"] == true);
+  CHECK(j["current"] == false);
+
+  // A replica host holds the replicas' key and the public key: neither signs a
+  // sequencer anyone takes, neither check-sequencer nor the replicas.
+  auto config = load_cluster_file(fx.cluster->cluster_file());
+  REQUIRE(config.is_ok());
+  const std::string replica_key_file = config.value().replicas_key_file();
+  REQUIRE(replica_key_file != config.value().key_file);
+  auto replica_key = ClusterKey::load(replica_key_file);
+  REQUIRE(replica_key.is_ok());
+  const std::string minted = SequencerSigner(replica_key.value(), config.value().group)
+                                 .sign({config.value().group, "L", LockMode::kExclusive, uint64_t{1} << 62});
+  Run forged = fx.run({"check-sequencer", minted, "--offline"});
+  CHECK(forged.code == 2);
+  CHECK_THAT(forged.out, Catch::Contains("signature check"));
+  Run planted = fx.run({"put", "k", "zombie", "--sequencer", minted});
+  CHECK(planted.code == 2);
+  CHECK_THAT(planted.out, Catch::Contains("bad_sequencer"));
+  CHECK(fx.run({"get", "k"}).code == 5);
+
+  // Nothing to check is a usage error.
+  Run nothing = fx.run({"check-sequencer"});
+  CHECK(nothing.code == 2);
+  CHECK_THAT(nothing.out, Catch::Contains("PALISADE_SEQUENCER"));
 }
 
 TEST_CASE("cli: a malformed endpoint in the cluster file or --replica is named, never an abort", "[cli]") {
@@ -522,7 +573,7 @@ TEST_CASE("cli: the exit codes of docs/cli.md, usage errors that name the proble
   CHECK(fx.run({"get", "k", "--timeout", "0s"}).code == 2);
   // A sequencer whose MAC does not verify, and a shared grant's: usage, not fenced.
   const std::string sequencer = last_line(fx.run({"lock", "X", "--", "sh", "-c", "echo $PALISADE_SEQUENCER"}).out);
-  REQUIRE(sequencer.rfind("ps1.", 0) == 0);
+  REQUIRE(sequencer.rfind("ps2.", 0) == 0);
   std::string forged = sequencer;
   forged.back() = forged.back() == 'A' ? 'B' : 'A';
   Run forged_put = fx.run({"put", "k", "x", "--sequencer", forged});

@@ -21,7 +21,8 @@
 #include <zmq.hpp>
 
 #include "wire/lock_protocol.h"
-#include "auth/sequencer_key.h"
+#include "auth/cluster_key.h"
+#include "tests/support/sequencers.h"
 #include "transport/transport.h"
 #include "palisade/quorum_store.h"
 #include "tests/support/printers.h"
@@ -46,7 +47,7 @@ struct Cluster {
   std::vector<std::unique_ptr<cli::Process>> lockd;
 
   Cluster() {
-    std::ofstream(key_file) << SequencerKey::generate().to_hex() << "\n";
+    std::ofstream(key_file) << ClusterKey::generate().to_hex() << "\n";
     for (int i = 0; i < 3; ++i) {
       replicas.push_back(std::make_unique<test::ReplicaProcess>(
           dir.sub("r" + std::to_string(i)), std::vector<std::string>{"--key-file", key_file, "--group", kGroup, "--write-quorum", "2"}));
@@ -216,7 +217,7 @@ TEST_CASE("lock client: grants, busy, sequencers, release", "[lock_client]") {
   auto check = b->check_sequencer(lease.sequencer());
   REQUIRE(check.is_ok());
   CHECK(check.value());
-  CHECK(b->check_sequencer("ps1.not-a-sequencer").code() == Code::kBadSequencer);
+  CHECK(b->check_sequencer("ps2.not-a-sequencer").code() == Code::kBadSequencer);
 
   Lease copy = lease;
   REQUIRE(a->release(lease).is_ok());
@@ -522,7 +523,7 @@ TEST_CASE("lock client: an acquire whose fence finds a higher floor fails fenced
   // superseded before it is used.
   Cluster cluster;
   auto store = cluster.store();
-  auto key = SequencerKey::load(cluster.key_file);
+  auto key = ClusterKey::load(cluster.key_file);
   REQUIRE(key.is_ok());
   const Sequencer later{.group = kGroup, .lock = "account", .mode = LockMode::kExclusive, .token = 1000};
   REQUIRE(store->fence(Fence{"account", 1000, sign_sequencer(later, key.value())}).status.is_ok());

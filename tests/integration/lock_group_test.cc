@@ -39,7 +39,8 @@
 #include "wire/envelope.h"
 #include "wire/hash.h"
 #include "wire/lock_protocol.h"
-#include "auth/sequencer_key.h"
+#include "auth/cluster_key.h"
+#include "tests/support/sequencers.h"
 #include "transport/transport.h"
 #include "palisade/lock_client.h"
 #include "palisade/quorum_store.h"
@@ -230,9 +231,17 @@ TEST_CASE("lock group: acquire, busy, release, a higher token, sequencers", "[lo
   struct stat key_stat {};
   REQUIRE(stat(fx.cluster->key_file().c_str(), &key_stat) == 0);
   CHECK((key_stat.st_mode & 0777) == 0600);
-  auto key = SequencerKey::load(fx.cluster->key_file());
+  auto key = ClusterKey::load(fx.cluster->key_file());
   REQUIRE(key.is_ok());
   CHECK(verify_sequencer(la.sequencer(), key.value(), kGroup).is_ok());
+  // Anyone checks it with the public key the cluster file lists, and nothing else.
+  auto listed = load_cluster_file(fx.cluster->cluster_file());
+  REQUIRE(listed.is_ok());
+  auto verifier = SequencerVerifier::create(kGroup, listed.value().sequencer_public_key);
+  REQUIRE(verifier.is_ok());
+  auto checked = verifier.value().verify(la.sequencer());
+  REQUIRE(checked.is_ok());
+  CHECK(checked.value() == seq.value());
 
   CHECK(b->try_acquire("alpha").code() == Code::kBusy);
   auto current = b->check_sequencer(la.sequencer());
@@ -904,7 +913,7 @@ TEST_CASE("lock group: forged peer messages from a client socket are dropped; no
   // Signed with the cluster key, as by a buggy peer: a catch-up whose empty
   // table would take the grant counter back, and a message addressed to
   // another node (a replay of one node's message to another) are refused.
-  auto key = SequencerKey::load(fx.cluster->key_file());
+  auto key = ClusterKey::load(fx.cluster->key_file());
   REQUIRE(key.is_ok());
   lockgroup::PeerAuth auth(key.value(), kGroup);
   for (uint32_t node : fx.cluster->lockd_ids()) {
@@ -960,7 +969,7 @@ TEST_CASE("lock group: refused peer messages are logged at powers of two only", 
   const uint32_t master = fx.master();
   const uint32_t node = master % 3 + 1;
   const uint32_t third = 6 - master - node;
-  auto key = SequencerKey::load(fx.cluster->key_file());
+  auto key = ClusterKey::load(fx.cluster->key_file());
   REQUIRE(key.is_ok());
   lockgroup::PeerAuth auth(key.value(), kGroup);
   RawConnection raw(fx.cluster->lockd(node).endpoint());
@@ -991,7 +1000,7 @@ TEST_CASE("lock group: a dead master's heartbeat replayed to the followers does 
   const uint32_t master = fx.master();
   auto status = fx.cluster->lock_status(master);
   REQUIRE(status);
-  auto key = SequencerKey::load(fx.cluster->key_file());
+  auto key = ClusterKey::load(fx.cluster->key_file());
   REQUIRE(key.is_ok());
   lockgroup::PeerAuth auth(key.value(), kGroup);
   // One heartbeat to each follower, stamped newer than anything the master
@@ -1190,7 +1199,7 @@ TEST_CASE("lock group: a node restarted ~2000 slots behind catches up; long peer
 
   // Whoever won, a promise of 2000 entries, signed as `full`'s, reaches
   // `behind` (not a candidate now: it ignores it) and is read as a peer message.
-  auto key = SequencerKey::load(fx.cluster->key_file());
+  auto key = ClusterKey::load(fx.cluster->key_file());
   REQUIRE(key.is_ok());
   lockgroup::Promise promise{.ballot = lockgroup::make_ballot(1, full), .ok = true, .promised = 0, .seq = 1, .snapshot_slot = 0,
                           .accepted = {}};
@@ -1236,7 +1245,7 @@ TEST_CASE("lock group: palisade-lockd's command line", "[lockgroup]") {
 
   // A valid cluster file, with its key.
   const std::string key_file = dir.sub("cluster.key");
-  std::ofstream(key_file) << SequencerKey::generate().to_hex() << "\n";
+  std::ofstream(key_file) << ClusterKey::generate().to_hex() << "\n";
   ClusterConfig config;
   config.group = "cli";
   config.key_file = key_file;
@@ -1290,6 +1299,26 @@ TEST_CASE("lock group: palisade-lockd's command line", "[lockgroup]") {
     CHECK_THAT(out, Catch::Contains("missing.key"));
     // Log lines carry their time with its zone (ISO 8601).
     CHECK(std::regex_search(out, std::regex(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d palisade-lockd)")));
+  }
+  SECTION("a sequencer_public_key that is not the cluster key's") {
+    config.sequencer_public_key = SequencerSigner(ClusterKey::generate(), config.group).public_key();
+    const std::string other = dir.sub("other-public-key.toml");
+    std::ofstream(other) << format_cluster_config(config);
+    auto [status, out] = run_lockd(dir, "other-key", {"--id", "1", "--cluster", other, "--data-dir", dir.sub("d")});
+    CHECK(status != 0);
+    CHECK_THAT(out,
+               Catch::Contains("sequencer_public_key " + config.sequencer_public_key + " is not the key of group"));
+  }
+  SECTION("the sequencer_public_key of the cluster key") {
+    config.sequencer_public_key = SequencerSigner(ClusterKey::load(key_file).value(), config.group).public_key();
+    const std::string listed = dir.sub("listed.toml");
+    std::ofstream(listed) << format_cluster_config(config);
+    cli::Process lockd({test::lockd_binary(), "--id", "1", "--cluster", listed, "--data-dir", dir.sub("listed")},
+                       dir.sub("listed.log"));
+    CHECK(eventually([&] { return lockd.log().find("started") != std::string::npos; }, 10s));
+    CHECK_THAT(lockd.log(),
+               Catch::Contains("sequencers signed with Ed25519, public key " + config.sequencer_public_key));
+    CHECK_THAT(lockd.log(), !Catch::Contains("does not list it"));
   }
   SECTION("a data dir another lockd uses") {
     cli::Process first({test::lockd_binary(), "--id", "1", "--cluster", good, "--data-dir", dir.sub("shared")},

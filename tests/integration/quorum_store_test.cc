@@ -10,7 +10,8 @@
 
 #include "palisade/quorum_store.h"
 #include "client/replica_connection.h"
-#include "auth/sequencer_key.h"
+#include "auth/cluster_key.h"
+#include "tests/support/sequencers.h"
 #include "tests/support/replica_requests.h"
 #include "tests/support/replica_process.h"
 #include "base/temp_dir.h"
@@ -334,7 +335,7 @@ TEST_CASE("quorum store: oversize keys and values are refused before sending", "
 
 TEST_CASE("quorum store: replicas with the cluster key take signed sequencers only", "[quorum_store][sequencer]") {
   TempDir keys;
-  const SequencerKey key = SequencerKey::generate();
+  const ClusterKey key = ClusterKey::generate();
   std::ofstream(keys.sub("cluster.key")) << key.to_hex() << "\n";
   Cluster c({"--key-file", keys.sub("cluster.key"), "--group", "qs", "--write-quorum", "2"});
   auto store = c.store();
@@ -345,7 +346,8 @@ TEST_CASE("quorum store: replicas with the cluster key take signed sequencers on
   REQUIRE(store->fence(good.value()).status.is_ok());
   REQUIRE(store->put("k", "v", good.value()).status.is_ok());
 
-  auto forged = Fence::from_sequencer(sign_sequencer({"qs", "L", LockMode::kExclusive, 1ull << 62}, SequencerKey::generate()));
+  auto forged =
+      Fence::from_sequencer(sign_sequencer({"qs", "L", LockMode::kExclusive, 1ull << 62}, ClusterKey::generate()));
   REQUIRE(forged.is_ok());
   for (const Fence& bad : {forged.value(), Fence{"L", 5}}) {
     CHECK(store->fence(bad).status.code() == Code::kBadSequencer);

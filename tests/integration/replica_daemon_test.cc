@@ -18,7 +18,8 @@
 
 #include "wire/envelope.h"
 #include "wire/replica_protocol.h"
-#include "auth/sequencer_key.h"
+#include "auth/cluster_key.h"
+#include "tests/support/sequencers.h"
 #include "transport/transport.h"
 #include "replica/lmdb_store.h"
 #include "cli/process.h"
@@ -590,11 +591,11 @@ struct KeyedCluster {
                                            << "[[lockd]]\nid = 1\nendpoint = \"tcp://127.0.0.1:1\"\n"
                                            << "[[replica]]\nendpoint = \"tcp://127.0.0.1:2\"\n";
   }
-  std::string sign(const std::string& lock, uint64_t token, const SequencerKey& with) const {
+  std::string sign(const std::string& lock, uint64_t token, const ClusterKey& with) const {
     return sign_sequencer({"it-1", lock, LockMode::kExclusive, token}, with);
   }
   TempDir tmp;
-  SequencerKey key = SequencerKey::generate();
+  ClusterKey key = ClusterKey::generate();
 };
 
 Code exit_code_and_log(const std::vector<std::string>& args, const std::string& log, std::string* text) {
@@ -617,12 +618,12 @@ TEST_CASE("daemon: with the cluster key, it refuses forged sequencers and accept
   }
   ReplicaProcess daemon(cluster.tmp.sub("data"), args);
   ReplicaConnection conn(daemon.endpoint());
-  const SequencerKey forger = SequencerKey::generate();
+  const ClusterKey forger = ClusterKey::generate();
   const uint64_t huge = uint64_t{1} << 63;
 
   ReplicaReply forged_fence = call(conn, with_sequencer(fence_req("L", huge), cluster.sign("L", huge, forger)));
   CHECK(forged_fence.status.code() == Code::kBadSequencer);
-  CHECK_THAT(forged_fence.status.message(), Catch::Contains("MAC"));
+  CHECK_THAT(forged_fence.status.message(), Catch::Contains("signature check"));
   CHECK(call(conn, fence_req("L", 5)).status.code() == Code::kBadSequencer);
   ReplicaReply forged_write =
       call(conn, with_sequencer(write_req("k", "evil", ts_now(huge), "L"), cluster.sign("L", huge, forger)));
@@ -634,6 +635,10 @@ TEST_CASE("daemon: with the cluster key, it refuses forged sequencers and accept
 
   ReplicaReply fenced = call(conn, with_sequencer(fence_req("L", 5), cluster.sign("L", 5, cluster.key)));
   INFO(fenced.status.to_string());
+  if (args.front() == "--cluster") {
+    // A cluster file without replica_key_file: the replica reads the cluster key, and says what that means.
+    CHECK_THAT(daemon.process().log(), Catch::Contains("so this replica reads the cluster key"));
+  }
   CHECK(fenced.status.is_ok());
   CHECK(fenced.floor == 5);
   write_ok(conn, "plain", "v", ts_now(0), "");  // unfenced: no sequencer needed
@@ -644,6 +649,43 @@ TEST_CASE("daemon: with the cluster key, it refuses forged sequencers and accept
   CHECK(read_value(conn, "k") == "good");
   CHECK_THAT(daemon.process().log(), Catch::Contains("sequencer of lock group 'it-1'"));
   stop(daemon);
+}
+
+TEST_CASE("daemon: with a replica key of its own it never reads the cluster key, and nothing its host holds "
+          "signs a sequencer",
+          "[replica][daemon][sequencer]") {
+  TempDir tmp;
+  const ClusterKey lock_group_key = ClusterKey::generate();  // on the lockd hosts only
+  const ClusterKey replica_key = ClusterKey::generate();
+  std::ofstream(tmp.sub("replica.key")) << replica_key.to_hex() << "\n";
+  std::ofstream(tmp.sub("cluster.toml")) << "group = \"it-1\"\nkey_file = \"not-on-this-host/cluster.key\"\n"
+                                         << "sequencer_public_key = \""
+                                         << SequencerSigner(lock_group_key, "it-1").public_key() << "\"\n"
+                                         << "replica_key_file = \"replica.key\"\n"
+                                         << "[[lockd]]\nid = 1\nendpoint = \"tcp://127.0.0.1:1\"\n"
+                                         << "[[replica]]\nendpoint = \"tcp://127.0.0.1:2\"\n";
+  ReplicaProcess daemon(tmp.sub("data"), {"--cluster", tmp.sub("cluster.toml")});
+  ReplicaConnection conn(daemon.endpoint());
+  auto fence_with = [&](const ClusterKey& key, uint64_t token) {
+    return call(conn, with_sequencer(fence_req("L", token),
+                                     SequencerSigner(key, "it-1").sign({"it-1", "L", LockMode::kExclusive, token})));
+  };
+  // What the replica host holds (its replica key) signs nothing the replica takes.
+  ReplicaReply minted = fence_with(replica_key, uint64_t{1} << 62);
+  CHECK(minted.status.code() == Code::kBadSequencer);
+  CHECK_THAT(minted.status.message(), Catch::Contains("signature check"));
+  // The lock group's grant is checked with the public key alone.
+  ReplicaReply granted = fence_with(lock_group_key, 7);
+  INFO(granted.status.to_string());
+  CHECK(granted.status.is_ok());
+  CHECK(granted.floor == 7);
+  // Its receipts are made with the replica key.
+  ReplicaReply written =
+      call(conn, with_sequencer(write_req("k", "v", ts_now(7), "L"),
+                                SequencerSigner(lock_group_key, "it-1").sign({"it-1", "L", LockMode::kExclusive, 7})));
+  REQUIRE(written.status.is_ok());
+  CHECK(written.receipts.size() == 1);
+  CHECK_THAT(daemon.process().log(), !Catch::Contains("reads the cluster key"));
 }
 
 TEST_CASE("daemon: without a cluster key it starts only with --insecure", "[replica][daemon][sequencer]") {
@@ -662,7 +704,7 @@ TEST_CASE("daemon: without a cluster key it starts only with --insecure", "[repl
 
 TEST_CASE("daemon: --insecure takes any fenced write, says so in its log and its stats", "[replica][daemon][sequencer]") {
   Fixture f;  // started --insecure, as every keyless test replica is
-  CHECK(call(f.conn, with_sequencer(fence_req("L", 5), "ps1.not.genuine")).status.is_ok());
+  CHECK(call(f.conn, with_sequencer(fence_req("L", 5), "ps2.not.genuine")).status.is_ok());
   write_ok(f.conn, "k", "v", ts_now(5), "L");
   CHECK_THAT(f.daemon.process().log(), Catch::Contains("INSECURE") && Catch::Contains("not authenticated"));
   // Log lines carry their time with its zone (ISO 8601).
@@ -690,6 +732,10 @@ TEST_CASE("daemon: an unreadable key or cluster file stops it with a clear error
   std::ofstream(cluster.tmp.sub("bad.key")) << "not a key\n";
   std::ofstream(cluster.tmp.sub("bad.toml")) << "group = \"it-1\"\nkey_file = \"absent.key\"\n"
                                              << "[[lockd]]\nid = 1\nendpoint = \"tcp://127.0.0.1:1\"\n[[replica]]\nendpoint = \"tcp://127.0.0.1:2\"\n";
+  std::ofstream(cluster.tmp.sub("noreplicakey.toml"))
+      << "group = \"it-1\"\nkey_file = \"cluster.key\"\nreplica_key_file = \"absent-replica.key\"\n"
+      << "sequencer_public_key = \"" << SequencerSigner(cluster.key, "it-1").public_key() << "\"\n"
+      << "[[lockd]]\nid = 1\nendpoint = \"tcp://127.0.0.1:1\"\n[[replica]]\nendpoint = \"tcp://127.0.0.1:2\"\n";
   std::ofstream(cluster.tmp.sub("nokey.toml")) << "group = \"it-1\"\n"
                                                << "[[lockd]]\nid = 1\nendpoint = \"tcp://127.0.0.1:1\"\n[[replica]]\nendpoint = \"tcp://127.0.0.1:2\"\n";
   struct Case {
@@ -698,11 +744,18 @@ TEST_CASE("daemon: an unreadable key or cluster file stops it with a clear error
     std::string says;
   };
   const std::vector<Case> cases = {
-      {"missing key file", {"--key-file", cluster.tmp.sub("absent.key"), "--group", "g", "--write-quorum", "2"}, "cannot read key file"},
+      {"missing key file",
+       {"--key-file", cluster.tmp.sub("absent.key"), "--group", "g", "--write-quorum", "2"},
+       "cannot read key file"},
       {"not a key", {"--key-file", cluster.tmp.sub("bad.key"), "--group", "g", "--write-quorum", "2"}, "bad.key"},
       {"missing cluster file", {"--cluster", cluster.tmp.sub("absent.toml")}, "cannot read cluster file"},
       {"cluster file naming a missing key file", {"--cluster", cluster.tmp.sub("bad.toml")}, "absent.key"},
-      {"cluster file naming no key file", {"--cluster", cluster.tmp.sub("nokey.toml")}, "names no key_file"},
+      {"cluster file naming no key file",
+       {"--cluster", cluster.tmp.sub("nokey.toml")},
+       "names no replica_key_file or key_file"},
+      {"cluster file naming a missing replica key file",
+       {"--cluster", cluster.tmp.sub("noreplicakey.toml")},
+       "absent-replica.key"},
       {"empty group", {"--key-file", cluster.tmp.sub("cluster.key"), "--group", "", "--write-quorum", "2"}, "--group"},
   };
   for (const Case& c : cases) {

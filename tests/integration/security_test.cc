@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "auth/repair_seal.h"
-#include "auth/sequencer_key.h"
+#include "auth/cluster_key.h"
 #include "base/cluster_id.h"
 #include "base/temp_dir.h"
 #include "wire/hash.h"
@@ -75,7 +75,7 @@ class SecureCluster {
   std::string cluster_file() const { return dir_.sub("cluster.toml"); }
   std::string key_path(const std::string& identity) const { return dir_.sub("keys/" + identity + ".key"); }
   const ClusterConfig& config() const { return config_; }
-  const SequencerKey& cluster_key() const { return cluster_key_; }
+  const ClusterKey& cluster_key() const { return cluster_key_; }
 
   // What a client of identity `name` connects with.
   Credentials credentials(const std::string& name) const { return credentials(name, keys_.at(name).keys); }
@@ -164,7 +164,7 @@ class SecureCluster {
   }
 
   TempDir dir_;
-  SequencerKey cluster_key_ = SequencerKey::generate();
+  ClusterKey cluster_key_ = ClusterKey::generate();
   ClusterConfig config_;
   std::map<std::string, transport::KeyFile> keys_;
   std::map<std::string, std::unique_ptr<cli::Process>> daemons_;

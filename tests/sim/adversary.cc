@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tests/support/sequencers.h"
+
 namespace palisade::sim {
 namespace {
 
@@ -9,9 +11,7 @@ constexpr size_t kKeptFrames = 48;  // captured frames kept of each kind
 constexpr size_t kMaxPeerFrameBytes = size_t{64} << 20;
 
 // A key of its own, from the world's RNG: never the cluster key.
-SequencerKey own_key(World& world) {
-  return SequencerKey::from_hex(world.rng().hex(32)).value();
-}
+ClusterKey own_key(World& world) { return ClusterKey::from_hex(world.rng().hex(32)).value(); }
 
 }  // namespace
 
@@ -262,7 +262,7 @@ void Adversary::wrong_sequencer() {
       why = "wrong sequencer: signed under a key of its own";
       break;
     default:  // genuine, a byte flipped
-      // In the first characters of its payload ("ps1." and base64): the last
+      // In the first characters of its payload ("ps2." and base64): the last
       // character of a base64 text may carry bits that decoding ignores, and
       // then the flip would leave the sequencer genuine.
       sequencer = grant->second;

@@ -31,7 +31,7 @@
 
 #include "base/hybrid_clock.h"
 #include "wire/replica_protocol.h"
-#include "auth/sequencer_key.h"
+#include "auth/cluster_key.h"
 #include "lockgroup/peer_auth.h"
 #include "tests/sim/history.h"
 #include "tests/sim/replica_set.h"
@@ -125,7 +125,7 @@ class Adversary {
   AdversaryCounters& counters_;
   SkewedClock wall_;
   HybridClock hlc_;
-  SequencerKey own_key_;  // not the cluster key
+  ClusterKey own_key_;  // not the cluster key
   lockgroup::PeerAuth own_auth_;
   bool stopped_ = false;
   uint64_t values_ = 0;

@@ -12,7 +12,7 @@
 #include "client/lock_session.h"
 #include "wire/hash.h"
 #include "wire/lock_protocol.h"
-#include "auth/sequencer_key.h"
+#include "auth/cluster_key.h"
 #include "lockgroup/lmdb_paxos_storage.h"
 #include "lockgroup/lockd_driver.h"
 #include "lockgroup/memory_paxos_storage.h"
@@ -170,7 +170,7 @@ class LockSim {
   explicit LockSim(const LockSimOptions& o)
       : o_(o),
         world_(o.seed, o.keep_trace),
-        key_(SequencerKey::from_hex(std::string(64, '7')).value()),
+        key_(ClusterKey::from_hex(std::string(64, '7')).value()),
         replicas_(
             world_,
             {.replicas = o.replicas,
@@ -1064,7 +1064,7 @@ class LockSim {
 
   LockSimOptions o_;
   World world_;
-  SequencerKey key_;
+  ClusterKey key_;
   // lmdb_stores: the lockd nodes' directories, on the simulated disk that
   // replicas_ sets up (declared first: removed after every store closed).
   std::unique_ptr<TempDir> lockd_dir_;

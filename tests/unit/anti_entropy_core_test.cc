@@ -133,7 +133,7 @@ TEST_CASE("anti-entropy wire: tree, leaf and drop_tombstone round trip, bad inpu
   floor.kind = wire::LeafEntry::Kind::kFloor;
   floor.name = "L";
   floor.floor = 9;
-  floor.sequencer = "ps1.x";
+  floor.sequencer = "ps2.x";
   wire::LeafEntry corrupt;
   corrupt.name = "bad";
   corrupt.corrupt = true;
@@ -145,7 +145,7 @@ TEST_CASE("anti-entropy wire: tree, leaf and drop_tombstone round trip, bad inpu
   CHECK(decoded.value().entries == reply.entries);
   CHECK(decoded.value().leaves_done == 2);
   // An entries field cut short is refused, not read past its end.
-  const size_t at = bytes.find("ps1.x");
+  const size_t at = bytes.find("ps2.x");
   REQUIRE(at != std::string::npos);
   std::string cut = bytes;
   cut[at - 1] = static_cast<char>(0x7f);  // the sequencer's length now runs past the end
@@ -159,7 +159,7 @@ size_t index_of() {
 
 TEST_CASE("anti-entropy wire: read_many and copy_many round trip, bad input is refused", "[anti_entropy]") {
   const wire::Limits limits;
-  wire::Version committed{ts(3), "L", VersionState::kCommitted, false, std::string("v\0\xff", 3), "ps1.s"};
+  wire::Version committed{ts(3), "L", VersionState::kCommitted, false, std::string("v\0\xff", 3), "ps2.s"};
   wire::Version tombstone{ts(0), "", VersionState::kCommitted, true, ""};
   for (const ReplicaRequest& r :
        {ReplicaRequest{1, wire::ReadManyRequest{{"a", std::string(limits.max_key_bytes, 'k'), ""}}},
@@ -181,7 +181,7 @@ TEST_CASE("anti-entropy wire: read_many and copy_many round trip, bad input is r
   CHECK(code_of(wire::CopyManyRequest{{{"k", bad_tombstone}}}) == Code::kBadRequest);
   // A copy cut short is refused, not read past its end.
   std::string cut = wire::encode_request({4, wire::CopyManyRequest{{{"a", committed}}}});
-  cut[cut.find("ps1.s") - 1] = 0x7f;
+  cut[cut.find("ps2.s") - 1] = 0x7f;
   CHECK(wire::decode_request(cut, limits).code() == Code::kBadRequest);
 
   // Copies over corrupt records name them in a field of their own, which

@@ -155,31 +155,69 @@ TEST_CASE("cluster file: key_file is resolved against the cluster file's directo
   CHECK(relative == (std::filesystem::current_path() / "conf/cluster.key").lexically_normal().string());
 }
 
+TEST_CASE("cluster file: replica_key_file keeps the cluster key from the replicas", "[config]") {
+  const std::string pk = "sequencer_public_key = \"psk1.4kjbmWEQ_NW1yQFY8nD7b_qDMZZ6OEfeKv9N1-nQyv8\"\n";
+  auto both =
+      parse_cluster_config(edit("group =", pk + "replica_key_file = \"r/replica.key\"\ngroup ="), "/a/b/cluster.toml");
+  REQUIRE(both.is_ok());
+  CHECK(both.value().replica_key_file == "/a/b/r/replica.key");
+  CHECK(both.value().replicas_key_file() == "/a/b/r/replica.key");
+  CHECK(both.value().key_file == "/a/b/cluster.key");
+  // An older file: the replicas use the cluster key.
+  CHECK(parse_cluster_config(kGood, "/a/b/cluster.toml").value().replicas_key_file() == "/a/b/cluster.key");
+  // Replicas without the cluster key need the public key to check sequencers.
+  auto alone = parse_cluster_config(edit("group =", "replica_key_file = \"replica.key\"\ngroup ="), kPath);
+  CHECK(alone.code() == Code::kBadRequest);
+  CHECK_THAT(alone.status().message(), Catch::Contains("'replica_key_file' needs 'sequencer_public_key'"));
+  CHECK(parse_cluster_config(edit("group =", pk + "replica_key_file = \"\"\ngroup ="), kPath)
+            .status()
+            .message()
+            .find("'replica_key_file' must not be empty") != std::string::npos);
+}
+
 TEST_CASE("cluster file: bad files are refused with the file, line and problem", "[config]") {
   const std::vector<Case> cases = {
       {"not TOML", "group = \n", "not valid TOML"},
       {"duplicate key", edit("group = \"local-1\"", "group = \"a\"\ngroup = \"b\""), "not valid TOML"},
-      {"cluster_id too short", edit("EEFF\"", "EE\""), "'cluster_id' must be 32 hex digits, not '00112233445566778899AABBCCDDEE'"},
+      {"cluster_id too short", edit("EEFF\"", "EE\""),
+       "'cluster_id' must be 32 hex digits, not '00112233445566778899AABBCCDDEE'"},
       {"cluster_id not hex", edit("00112233", "0011223g"), "'cluster_id' must be 32 hex digits"},
-      {"cluster_id empty", edit("\"00112233445566778899AABBCCDDEEFF\"", "\"\""), "'cluster_id' must be 32 hex digits, not ''"},
+      {"cluster_id empty", edit("\"00112233445566778899AABBCCDDEEFF\"", "\"\""),
+       "'cluster_id' must be 32 hex digits, not ''"},
       {"cluster_id not a string", edit("\"00112233445566778899AABBCCDDEEFF\"", "7"), "'cluster_id' must be a string"},
       {"group missing", edit("group = \"local-1\"\n", ""), "missing key 'group'"},
       {"group empty", edit("\"local-1\"", "\"\""), "'group' must be"},
       {"group too long", edit("\"local-1\"", "\"" + std::string(129, 'g') + "\""), "'group' must be"},
       {"group not a string", edit("\"local-1\"", "1"), "'group' must be a string"},
       {"key_file empty", edit("\"cluster.key\"", "\"\""), "'key_file' must not be empty"},
+      {"sequencer_public_key without its prefix",
+       edit("group =", "sequencer_public_key = \"" + std::string(43, 'A') + "\"\ngroup ="),
+       "'sequencer_public_key' must be \"psk1.\" and 43 base64url characters"},
+      {"sequencer_public_key short",
+       edit("group =", "sequencer_public_key = \"psk1." + std::string(42, 'A') + "\"\ngroup ="),
+       "'sequencer_public_key' must be"},
+      {"sequencer_public_key not base64url",
+       edit("group =", "sequencer_public_key = \"psk1." + std::string(42, 'A') + "+\"\ngroup ="),
+       "'sequencer_public_key' must be"},
+      {"sequencer_public_key the cluster key",
+       edit("group =", "sequencer_public_key = \"" + std::string(64, 'a') + "\"\ngroup ="),
+       "'sequencer_public_key' must be"},
       {"unknown top-level key", edit("group =", "groups = 1\ngroup ="), "unknown key 'groups'"},
       {"unknown table", kGood + "[extra]\nx = 1\n", "unknown key 'extra'"},
       {"unknown key in [[lockd]]", edit("id = 2\n", "id = 2\nport = 1\n"), "unknown key 'port' of [[lockd]] node 2"},
-      {"unknown key in [[replica]]", edit("endpoint = \"tcp://127.0.0.1:7201\"", "endpoint = \"tcp://127.0.0.1:7201\"\ndir = \"x\""),
+      {"unknown key in [[replica]]",
+       edit("endpoint = \"tcp://127.0.0.1:7201\"", "endpoint = \"tcp://127.0.0.1:7201\"\ndir = \"x\""),
        "unknown key 'dir' of [[replica]] 2"},
       {"unknown key in [quorum]", edit("read = 2", "read = 2\nquorum = 2"), "unknown key 'quorum' in [quorum]"},
       {"unknown key in [timing]", edit("heartbeat_ms = 500", "heartbeat_ms = 500\nheartbeat = 5"),
        "unknown key 'heartbeat' in [timing]"},
-      {"no lockd", kMinimal.substr(0, kMinimal.find("[[lockd]]")) + "[[replica]]\nendpoint = \"tcp://h:1\"\n", "1..7 [[lockd]]"},
-      {"eight lockd", [] {
+      {"no lockd", kMinimal.substr(0, kMinimal.find("[[lockd]]")) + "[[replica]]\nendpoint = \"tcp://h:1\"\n",
+       "1..7 [[lockd]]"},
+      {"eight lockd",
+       [] {
          std::string text = "group = \"g\"\n[[replica]]\nendpoint = \"tcp://h:1\"\n";
-         for (int i = 1; i <= 8; ++i) text += "[[lockd]]\nid = " + std::to_string(i) + "\nendpoint = \"tcp://l:" + std::to_string(i) + "\"\n";
+         for (int i = 1; i <= 8; ++i)
+           text += "[[lockd]]\nid = " + std::to_string(i) + "\nendpoint = \"tcp://l:" + std::to_string(i) + "\"\n";
          return text;
        }(),
        "it has 8"},
@@ -191,9 +229,12 @@ TEST_CASE("cluster file: bad files are refused with the file, line and problem",
       {"lockd id negative", edit("id = 2", "id = -1"), "is -1"},
       {"lockd id a string", edit("id = 2", "id = \"2\""), "'id' of [[lockd]] node 2 must be an integer"},
       {"lockd id twice", edit("id = 2", "id = 1"), "lockd id 1 is used twice"},
-      {"lockd endpoint missing", edit("endpoint = \"tcp://127.0.0.1:7101\"\n", ""), "missing key 'endpoint' of [[lockd]] node 2"},
-      {"lockd endpoint empty", edit("\"tcp://127.0.0.1:7101\"", "\"\""), "'endpoint' of [[lockd]] node 2 must not be empty"},
-      {"lockd endpoints twice", edit("\"tcp://127.0.0.1:7101\"", "\"tcp://127.0.0.1:7100\""), "is used by another node"},
+      {"lockd endpoint missing", edit("endpoint = \"tcp://127.0.0.1:7101\"\n", ""),
+       "missing key 'endpoint' of [[lockd]] node 2"},
+      {"lockd endpoint empty", edit("\"tcp://127.0.0.1:7101\"", "\"\""),
+       "'endpoint' of [[lockd]] node 2 must not be empty"},
+      {"lockd endpoints twice", edit("\"tcp://127.0.0.1:7101\"", "\"tcp://127.0.0.1:7100\""),
+       "is used by another node"},
       {"replica endpoint without a transport", edit("\"tcp://127.0.0.1:7201\"", "\"garbage\""),
        "'endpoint' of [[replica]] 2: 'garbage' is not an endpoint"},
       {"lockd endpoint without a port", edit("\"tcp://127.0.0.1:7101\"", "\"tcp://127.0.0.1\""),
@@ -203,23 +244,29 @@ TEST_CASE("cluster file: bad files are refused with the file, line and problem",
       {"endpoint of an unknown transport", edit("\"tcp://127.0.0.1:7201\"", "\"udp://h:1\""),
        "'udp' is not a transport"},
       {"no replica", kMinimal.substr(0, kMinimal.find("[[replica]]")), "at least one [[replica]]"},
-      {"replica endpoint empty", edit("\"tcp://127.0.0.1:7201\"", "\"\""), "'endpoint' of [[replica]] 2 must not be empty"},
-      {"replica endpoint twice", edit("\"tcp://127.0.0.1:7201\"", "\"tcp://127.0.0.1:7200\""), "is used by another node"},
+      {"replica endpoint empty", edit("\"tcp://127.0.0.1:7201\"", "\"\""),
+       "'endpoint' of [[replica]] 2 must not be empty"},
+      {"replica endpoint twice", edit("\"tcp://127.0.0.1:7201\"", "\"tcp://127.0.0.1:7200\""),
+       "is used by another node"},
       {"replica and lockd share an endpoint", edit("\"tcp://127.0.0.1:7201\"", "\"tcp://127.0.0.1:7100\""),
        "is used by another node"},
       {"quorum 0", edit("read = 2", "read = 0"), "'read' in [quorum] is 0, must be 1..3"},
       {"quorum over N", edit("write = 2", "write = 4"), "'write' in [quorum] is 4, must be 1..3"},
       {"quorums that do not meet", edit("read = 2", "read = 1"), "must exceed the 3 replicas"},
       {"write quorum not a majority", edit("read = 2\nwrite = 2", "read = 3\nwrite = 1"), "must be a majority"},
-      {"quorum not a table", edit("group =", "quorum = 2\ngroup =", edit("[quorum]\nread = 2\nwrite = 2\n", "")), "'quorum' must be a table"},
+      {"quorum not a table", edit("group =", "quorum = 2\ngroup =", edit("[quorum]\nread = 2\nwrite = 2\n", "")),
+       "'quorum' must be a table"},
       {"timing 0", edit("session_lease_ms = 12000", "session_lease_ms = 0"), "'session_lease_ms' in [timing] is 0"},
-      {"timing negative", edit("master_lease_ms = 4000", "master_lease_ms = -4000"), "'master_lease_ms' in [timing] is -4000"},
-      {"timing a float", edit("heartbeat_ms = 500", "heartbeat_ms = 0.5"), "'heartbeat_ms' in [timing] must be an integer"},
+      {"timing negative", edit("master_lease_ms = 4000", "master_lease_ms = -4000"),
+       "'master_lease_ms' in [timing] is -4000"},
+      {"timing a float", edit("heartbeat_ms = 500", "heartbeat_ms = 0.5"),
+       "'heartbeat_ms' in [timing] must be an integer"},
       {"heartbeat not below the master lease", edit("heartbeat_ms = 500", "heartbeat_ms = 4000"),
        "heartbeat_ms (4000) must be below master_lease_ms (4000)"},
       {"election timeout below the heartbeat", edit("election_timeout_ms = 1000", "election_timeout_ms = 400"),
        "election_timeout_ms (400) must be at least heartbeat_ms (500)"},
-      {"drift ppm 0", edit("max_clock_drift_ppm = 1000", "max_clock_drift_ppm = 0"), "'max_clock_drift_ppm' in [timing] is 0"},
+      {"drift ppm 0", edit("max_clock_drift_ppm = 1000", "max_clock_drift_ppm = 0"),
+       "'max_clock_drift_ppm' in [timing] is 0"},
   };
   check_refused(cases);
 }
@@ -332,6 +379,8 @@ TEST_CASE("cluster file: format_cluster_config reads back as the same config", "
     c.cluster_id = new_cluster_id();
     c.group = "g \"quoted\" \\ back\tslash";
     c.key_file = "/keys/a \"b\".key";
+    c.sequencer_public_key = "psk1.4kjbmWEQ_NW1yQFY8nD7b_qDMZZ6OEfeKv9N1-nQyv8";
+    c.replica_key_file = "/keys/replica.key";
     c.lockd = {{255, "ipc:///tmp/lockd \"1\""}, {1, "tcp://[::1]:7100"}};
     c.replicas = {"tcp://r1:1", "tcp://r2:1", "tcp://r3:1", "tcp://r4:1", "tcp://r5:1"};
     c.read_quorum = 2;

@@ -16,7 +16,8 @@
 #include "client/coordinator.h"
 #include "client/coordinator_ops.h"
 #include "base/hybrid_clock.h"
-#include "auth/sequencer_key.h"
+#include "auth/cluster_key.h"
+#include "tests/support/sequencers.h"
 #include "replica/handler.h"
 #include "replica/memory_store.h"
 #include "client/replica_connection.h"
@@ -677,8 +678,8 @@ TEST_CASE("a fence raises the floor on W replicas and reports the highest floor"
 }
 
 TEST_CASE("a write or fence whose sequencer replicas refuse is bad_sequencer, without waiting", "[coordinator][write][sequencer]") {
-  const SequencerKey key = SequencerKey::from_hex(std::string(64, '1')).value();
-  const SequencerKey forger = SequencerKey::from_hex(std::string(64, '2')).value();
+  const ClusterKey key = ClusterKey::from_hex(std::string(64, '1')).value();
+  const ClusterKey forger = ClusterKey::from_hex(std::string(64, '2')).value();
   Cluster c({}, replica::ReplicaAuth{key, "g", 2});
   const Fence good{"L", 3, sign_sequencer({"g", "L", LockMode::kExclusive, 3}, key)};
   const Fence forged{"L", 3, sign_sequencer({"g", "L", LockMode::kExclusive, 3}, forger)};
@@ -708,7 +709,7 @@ TEST_CASE("a write or fence whose sequencer replicas refuse is bad_sequencer, wi
 
 TEST_CASE("with replicas that check sequencers, commits and repairs carry the receipts that prove them",
           "[coordinator][sequencer][receipts]") {
-  const SequencerKey key = SequencerKey::from_hex(std::string(64, '1')).value();
+  const ClusterKey key = ClusterKey::from_hex(std::string(64, '1')).value();
   Cluster c({}, replica::ReplicaAuth{key, "g", 2});
   const Fence fence{"L", 3, sign_sequencer({"g", "L", LockMode::kExclusive, 3}, key)};
   REQUIRE(c.write_result(c.fence(fence)).status.is_ok());
@@ -764,7 +765,7 @@ TEST_CASE("with replicas that check sequencers, commits and repairs carry the re
 }
 
 TEST_CASE("Fence::from_sequencer reads the lock and token without the key", "[coordinator][sequencer]") {
-  const std::string text = sign_sequencer({"g", "orders", LockMode::kExclusive, 42}, SequencerKey::generate());
+  const std::string text = sign_sequencer({"g", "orders", LockMode::kExclusive, 42}, ClusterKey::generate());
   auto fence = Fence::from_sequencer(text);
   REQUIRE(fence.is_ok());
   CHECK(fence.value().lock == "orders");

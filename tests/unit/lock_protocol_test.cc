@@ -12,7 +12,8 @@
 
 #include "wire/lock_protocol.h"
 #include "wire/replica_protocol.h"
-#include "auth/sequencer_key.h"
+#include "auth/cluster_key.h"
+#include "tests/support/sequencers.h"
 #include "tests/support/printers.h"
 #include "tests/unit/bad_request_checks.h"
 #include "tests/unit/hex_text.h"
@@ -117,12 +118,12 @@ TEST_CASE("lock wire: every request type round-trips", "[wire][lockgroup]") {
       {"close_session", {5, CloseSessionRequest{0x301, 17}}},
       {"acquire exclusive", {6, kAcquire}},
       {"acquire shared without delay or wait", {7, AcquireRequest{1, 2, "S", LockMode::kShared, 0, 0}}},
-      {"acquire with the longest delay and wait", {8, AcquireRequest{UINT64_MAX, UINT64_MAX, longest_lock,
-                                                                     LockMode::kExclusive, wire::kMaxLockDelayMs,
-                                                                     UINT64_MAX}}},
+      {"acquire with the longest delay and wait",
+       {8,
+        AcquireRequest{UINT64_MAX, UINT64_MAX, longest_lock, LockMode::kExclusive, wire::kMaxLockDelayMs, UINT64_MAX}}},
       {"acquire of a binary lock name", {9, AcquireRequest{1, 2, std::string("a\0\xff", 3), LockMode::kShared, 1, 1}}},
       {"release", {10, ReleaseRequest{0x301, 17, "orders"}}},
-      {"check_sequencer", {11, CheckSequencerRequest{"ps1.abc.def"}}},
+      {"check_sequencer", {11, CheckSequencerRequest{"ps2.abc.def"}}},
       {"check_sequencer of the longest text", {12, CheckSequencerRequest{std::string(kMaxSequencerBytes, 's')}}},
       {"check_sequencer of nothing", {13, CheckSequencerRequest{""}}},
       {"lock_status", {UINT64_MAX, LockStatusRequest{}}},
@@ -173,7 +174,7 @@ LockReply full_reply() {
   r.lease_ms = 11'500;
   r.token = 7;
   r.mode = LockMode::kShared;
-  r.sequencer = "ps1.payload.mac";
+  r.sequencer = "ps2.payload.mac";
   r.current = true;
   r.released = true;
   r.node = 3;
@@ -225,7 +226,7 @@ TEST_CASE("lock wire: every reply shape round-trips", "[wire][lockgroup]") {
     r.lease_ms = 11'000;
     r.token = 9;
     r.mode = LockMode::kExclusive;
-    r.sequencer = "ps1.x.y";
+    r.sequencer = "ps2.x.y";
     check_reply_round_trip(r);
     // A grant always names its mode, also the default one.
     CHECK(wire::encode_lock_reply(r).find("exclusive") != std::string::npos);
@@ -295,7 +296,7 @@ TEST_CASE("lock wire: bad fields are BadRequest", "[wire][lockgroup]") {
   const Fields keep_alive = plus(envelope("keep_alive"), {{"epoch", u64(1)}, {"session", u64(2)}});
   const Fields open = plus(envelope("open_session"), {{"epoch", u64(1)}});
   const Fields release = plus(envelope("release"), {{"epoch", u64(1)}, {"session", u64(2)}, {"call", u64(3)}, {"lock", str("L")}});
-  const Fields check = plus(envelope("check_sequencer"), {{"sequencer", str("ps1.a.b")}});
+  const Fields check = plus(envelope("check_sequencer"), {{"sequencer", str("ps2.a.b")}});
   for (const Fields* f : {&keep_alive, &open, &release, &check}) REQUIRE(decode(map_of(*f)).code == Code::kOk);
   REQUIRE(decode(map_of(acquire_fields())).code == Code::kOk);
   test::check_cases(test::bad_request_cases(kId, {
@@ -498,7 +499,7 @@ TEST_CASE("lock wire: mutated valid messages never crash", "[wire][lockgroup]") 
       wire::encode_lock_request({kId, kAcquire}),
       wire::encode_lock_request({kId, ReleaseRequest{1, 2, "orders"}}),
       wire::encode_lock_request({kId, KeepAliveRequest{1, 2}}),
-      wire::encode_lock_request({kId, CheckSequencerRequest{"ps1.abc.def"}}),
+      wire::encode_lock_request({kId, CheckSequencerRequest{"ps2.abc.def"}}),
       wire::encode_lock_reply(full_reply()),
   };
   int accepted = 0, rejected = 0;
@@ -539,7 +540,7 @@ TEST_CASE("protocol.md lock-group examples are what the encoder produces", "[wir
   // node 1), session 5.
   std::string key_hex;
   for (int i = 0; i < 32; ++i) key_hex += hex_block(std::string(1, static_cast<char>(i))).substr(0, 2);
-  auto key = SequencerKey::from_hex(key_hex);
+  auto key = ClusterKey::from_hex(key_hex);
   REQUIRE(key.is_ok());
   const std::string sequencer = sign_sequencer({"example", "orders", LockMode::kExclusive, 7}, key.value());
   REQUIRE(verify_sequencer(sequencer, key.value(), "example").is_ok());

@@ -47,7 +47,7 @@ struct Group {
                            .incarnation = ++boots[id]};  // grows with every start, as the daemon's does
     for (NodeId m : members) o.endpoints[m] = "tcp://n" + std::to_string(m);
     o.group = "test";
-    o.key = SequencerKey::from_hex(std::string(64, '5')).value();
+    o.key = ClusterKey::from_hex(std::string(64, '5')).value();
     o.session_lease_ms = kDefaultLease;
     o.snapshot_every = snapshot_every;
     o.seed = id;

@@ -104,7 +104,7 @@ struct Group {
     LockReply r = master_reply(o);
     r.token = token;
     r.mode = body<wire::AcquireRequest>(o).mode;
-    r.sequencer = "ps1.seq-" + std::to_string(token);
+    r.sequencer = "ps2.seq-" + std::to_string(token);
     r.lease_ms = lease;
     return r;
   }
@@ -285,7 +285,7 @@ TEST_CASE("jeopardy at the deadline, safe again on an answer within the grace, e
   Group g;
   g.open();
   const uint64_t deadline = kStart + kLocalLease;  // 12976
-  const uint64_t check = g.s.check_sequencer("ps1.x", g.now);
+  const uint64_t check = g.s.check_sequencer("ps2.x", g.now);
   g.out();
 
   // Nobody answers from now on.
@@ -371,7 +371,7 @@ TEST_CASE("no_session expires the session and fails every call", "[lock_session]
 
   // Calls after expiry end at once, and nothing is sent.
   uint64_t a = g.s.acquire("y", LockMode::kExclusive, 0, 0, g.now);
-  uint64_t c = g.s.check_sequencer("ps1.x", g.now);
+  uint64_t c = g.s.check_sequencer("ps2.x", g.now);
   uint64_t r = g.s.release("y", g.now);
   auto after = g.done();
   REQUIRE(after.size() == 3);
@@ -475,7 +475,7 @@ TEST_CASE("an acquire retried after a timeout gets the same grant, once", "[lock
   REQUIRE(d.grant);
   CHECK(d.grant->lock == "x");
   CHECK(d.grant->token == 42);
-  CHECK(d.grant->sequencer == "ps1.seq-42");
+  CHECK(d.grant->sequencer == "ps2.seq-42");
   // The late answer to the first request: the call already ended.
   g.reply(first, Group::grant(first, 42, 11000));
   CHECK(g.done().empty());
@@ -650,9 +650,9 @@ TEST_CASE("release, check_sequencer and close", "[lock_session]") {
   CHECK(d.call == r);
   CHECK(d.status.is_ok());
 
-  const uint64_t c = g.s.check_sequencer("ps1.abc", g.now);
+  const uint64_t c = g.s.check_sequencer("ps2.abc", g.now);
   Outgoing check = g.one();
-  CHECK(body<wire::CheckSequencerRequest>(check).sequencer == "ps1.abc");
+  CHECK(body<wire::CheckSequencerRequest>(check).sequencer == "ps2.abc");
   LockReply current = Group::master_reply(check);
   current.current = true;
   g.reply(check, current);
@@ -996,7 +996,7 @@ uint64_t fake_clock() { return fake_now.load(); }
 
 TEST_CASE("a lease is valid while the session is safe, before its deadline, and not released", "[lease]") {
   auto clock = std::make_shared<LeaseClock>(&fake_clock);
-  Lease lease("x", LockMode::kExclusive, 7, "ps1.seq", clock);
+  Lease lease("x", LockMode::kExclusive, 7, "ps2.seq", clock);
   Lease copy = lease;
   fake_now = 100;
   CHECK_FALSE(lease.valid());  // nothing published yet

@@ -42,7 +42,7 @@ LockdDriverOptions options() {
                                  .seed = 42};
   o.service.endpoints[1] = "tcp://n1";
   o.service.group = "test";
-  o.service.key = SequencerKey::from_hex(std::string(64, '5')).value();
+  o.service.key = ClusterKey::from_hex(std::string(64, '5')).value();
   return o;
 }
 
@@ -103,7 +103,7 @@ TEST_CASE("lockd driver: forged peer frames are dropped, bad requests refused", 
     CHECK(n.driver->forged_peer_messages() == 1);
   }
   SECTION("sealed under another key") {
-    PeerAuth other(SequencerKey::from_hex(std::string(64, '6')).value(), "test");
+    PeerAuth other(ClusterKey::from_hex(std::string(64, '6')).value(), "test");
     CHECK(n.driver->on_frame(other.seal(m), n.now).outcome == FrameOutcome::kForged);
     CHECK(n.driver->forged_peer_messages() == 1);
   }

@@ -121,7 +121,7 @@ TEST_CASE("merkle: a leaf lists its keys with their version heads, and floors wi
   const Version pending = version("new", 5, VersionState::kPending);
   const Version committed = version("old", 4);
   put(*s, "k", {pending, committed});
-  REQUIRE(s->apply(Change{.lock = "L", .floor = 5, .floor_sequencer = "ps1.seq"}).is_ok());
+  REQUIRE(s->apply(Change{.lock = "L", .floor = 5, .floor_sequencer = "ps2.seq"}).is_ok());
   std::vector<wire::LeafEntry> entries;
   REQUIRE(s->list_leaf(leaf_of_key("k"), entries).is_ok());
   REQUIRE(entries.size() == 1);
@@ -133,7 +133,7 @@ TEST_CASE("merkle: a leaf lists its keys with their version heads, and floors wi
   REQUIRE(entries.size() == 1);
   CHECK(entries[0].kind == wire::LeafEntry::Kind::kFloor);
   CHECK(entries[0].floor == 5);
-  CHECK(entries[0].sequencer == "ps1.seq");
+  CHECK(entries[0].sequencer == "ps2.seq");
 }
 
 TEST_CASE("merkle: opening finds a record damaged on disk and lists it as corrupt", "[anti_entropy][replica]") {
@@ -251,7 +251,7 @@ TEST_CASE("merkle: the tree a store builds from its data file and journal is the
   TempDir dir, image;
   auto s = open(dir);
   for (int i = 0; i < 20; ++i) put(*s, "k" + std::to_string(i), {version("v", 1)});
-  REQUIRE(s->apply(Change{.lock = "L", .floor = 3, .floor_sequencer = "ps1.seq"}).is_ok());
+  REQUIRE(s->apply(Change{.lock = "L", .floor = 3, .floor_sequencer = "ps2.seq"}).is_ok());
   REQUIRE(s->commit().is_ok());
   REQUIRE(s->checkpoint().is_ok());  // the batches below are only in the journal
   put(*s, "k1", {version("w", 2, VersionState::kPending), version("v", 1)});

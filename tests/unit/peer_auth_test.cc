@@ -10,7 +10,7 @@
 namespace palisade::lockgroup {
 namespace {
 
-SequencerKey key(char digit) { return SequencerKey::from_hex(std::string(64, digit)).value(); }
+ClusterKey key(char digit) { return ClusterKey::from_hex(std::string(64, digit)).value(); }
 
 PeerMessage sample() {
   return {.from = 2, .to = 1, .group = 7, .body = Accept{.ballot = make_ballot(3, 2), .seq = 9, .chosen_through = 4}};
@@ -50,7 +50,7 @@ TEST_CASE("peer auth: unsigned, altered, cut, or other-key/other-group messages 
 TEST_CASE("peer auth: the MAC is not the sequencer MAC of the same bytes", "[peer_auth]") {
   // Sequencers are HMAC-SHA-512-256 under the cluster key itself; a peer MAC is
   // keyed BLAKE2b under a derived key, so neither can stand in for the other.
-  const SequencerKey k = key('5');
+  const ClusterKey k = key('5');
   PeerAuth auth(k, "group-a");
   const std::string body = encode_peer(sample());
   const std::string frame = auth.seal(sample());

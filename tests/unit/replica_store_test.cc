@@ -784,7 +784,7 @@ std::vector<std::pair<std::string, Versions>> sample_records() {
       {"dropped all", with_dropped({version("c", 9, "L", VersionState::kCommitted)}, {}, {UINT64_MAX, UINT64_MAX})},
       {std::string(511, 'K'), {version(std::string(70000, 'v'), 2, "L")}},
       {"with sequencers",
-       {with_seq(version("b", 5, "L"), "ps1.b"), with_seq(version("a", 4, "L", VersionState::kCommitted), "ps1.a")}},
+       {with_seq(version("b", 5, "L"), "ps2.b"), with_seq(version("a", 4, "L", VersionState::kCommitted), "ps2.a")}},
   };
 }
 

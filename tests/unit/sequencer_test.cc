@@ -1,5 +1,5 @@
-// Sequencers (wire/sequencer.h, auth/sequencer_key.h): signed, parsed, verified; forged, altered and
-// garbage texts refused with bad_sequencer, never a crash.
+// Sequencers (palisade/sequencer.h, wire/sequencer.h, auth/sequencer_signer.h): signed, parsed,
+// verified; forged, altered and garbage texts refused with bad_sequencer, never a crash.
 #include <catch2/catch.hpp>
 
 #include <optional>
@@ -10,14 +10,16 @@
 #include <msgpack.hpp>
 #include <sodium.h>
 
-#include "auth/sequencer_key.h"
+#include "auth/cluster_key.h"
+#include "tests/support/sequencers.h"
+#include "wire/sequencer.h"
 
 namespace palisade {
 namespace {
 
 const Sequencer kSeq{"local-1", "orders", LockMode::kExclusive, 42};
 
-SequencerKey key_of(char digit) { return SequencerKey::from_hex(std::string(64, digit)).value(); }
+ClusterKey key_of(char digit) { return ClusterKey::from_hex(std::string(64, digit)).value(); }
 
 std::string b64(std::string_view bytes) {
   std::string out(sodium_base64_ENCODED_LEN(bytes.size(), sodium_base64_VARIANT_URLSAFE_NO_PADDING), '\0');
@@ -27,17 +29,26 @@ std::string b64(std::string_view bytes) {
   return out;
 }
 
-std::string mac(std::string_view payload, const SequencerKey& key) {
-  std::string out(crypto_auth_BYTES, '\0');
-  crypto_auth(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(payload.data()),
-              payload.size(), key.bytes().data());
-  return out;
-}
-
-// A sequencer text around any payload, signed properly: checks the payload rules.
-std::string signed_payload(std::string_view payload, const SequencerKey& key) {
-  return "ps1." + b64(payload) + "." + b64(mac(payload, key));
-}
+// An Ed25519 key pair made by libsodium alone, and its verifier for group "g".
+struct RawKeys {
+  std::array<unsigned char, crypto_sign_PUBLICKEYBYTES> pk{};
+  std::array<unsigned char, crypto_sign_SECRETKEYBYTES> sk{};
+  RawKeys() {
+    REQUIRE(sodium_init() >= 0);
+    crypto_sign_keypair(pk.data(), sk.data());
+  }
+  SequencerVerifier verifier(std::string_view group = "g") const {
+    return SequencerVerifier::create(group, "psk1." + b64({reinterpret_cast<const char*>(pk.data()), pk.size()}))
+        .value();
+  }
+  // A sequencer text around any payload, signed properly: checks the payload rules.
+  std::string sign(std::string_view payload) const {
+    std::string sig(crypto_sign_BYTES, '\0');
+    crypto_sign_detached(reinterpret_cast<unsigned char*>(sig.data()), nullptr,
+                         reinterpret_cast<const unsigned char*>(payload.data()), payload.size(), sk.data());
+    return "ps2." + b64(payload) + "." + b64(sig);
+  }
+};
 
 template <class... F>
 std::string payload_of(const F&... fields) {
@@ -49,12 +60,12 @@ std::string payload_of(const F&... fields) {
 }
 
 TEST_CASE("sequencer: sign, parse and verify round trip", "[sequencer]") {
-  const SequencerKey key = SequencerKey::generate();
+  const ClusterKey key = ClusterKey::generate();
   for (const Sequencer& s : {kSeq, Sequencer{"g", "L", LockMode::kShared, 1},
                              Sequencer{"group-with-a-long-name", std::string(256, 'x'), LockMode::kExclusive, UINT64_MAX}}) {
     INFO(s.lock << " " << s.token);
     std::string text = sign_sequencer(s, key);
-    CHECK(text.starts_with("ps1."));
+    CHECK(text.starts_with("ps2."));
     CHECK(text.size() <= kMaxSequencerBytes);
     CHECK(text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") ==
           std::string::npos);
@@ -70,35 +81,67 @@ TEST_CASE("sequencer: sign, parse and verify round trip", "[sequencer]") {
   CHECK(sign_sequencer(kSeq, key) == sign_sequencer(kSeq, key));
 }
 
-TEST_CASE("sequencer: the payload is MessagePack [group, lock, mode, token]", "[sequencer]") {
-  const SequencerKey key = key_of('7');
-  std::string text = sign_sequencer(kSeq, key);
-  CHECK(text == signed_payload(payload_of(std::string("local-1"), std::string("orders"), std::string("exclusive"),
-                                          uint64_t{42}),
-                               key));
+TEST_CASE("sequencer: the payload is MessagePack [group, lock, mode, token], signed by libsodium's Ed25519",
+          "[sequencer]") {
+  const std::string text = sign_sequencer(kSeq, key_of('7'));
+  const size_t dot = text.rfind('.');
+  CHECK(text.substr(0, dot) == "ps2." + b64(payload_of(std::string("local-1"), std::string("orders"),
+                                                       std::string("exclusive"), uint64_t{42})));
+  // A payload signed by libsodium directly verifies under its public key.
+  const RawKeys raw;
+  auto verified = raw.verifier("local-1").verify(raw.sign(sequencer_format::encode_payload(kSeq)));
+  REQUIRE(verified.is_ok());
+  CHECK(verified.value() == kSeq);
 }
 
 TEST_CASE("sequencer: the test vector of docs/protocol.md", "[sequencer]") {
-  // Key 00 01 02 ... 1f; HMAC-SHA-512 truncated to 32 bytes, as in Python:
-  // hmac.new(key, payload, hashlib.sha512).digest()[:32].
-  const SequencerKey key =
-      SequencerKey::from_hex("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f").value();
-  const std::string text = "ps1.lKdsb2NhbC0xpm9yZGVyc6lleGNsdXNpdmUH.ekFgcV5KGovdvBXJHZsuuwEk-nEpH4tawM_szNUCCWc";
+  // Cluster key 00 01 02 ... 1f, group "local-1". Ed25519 signatures are
+  // deterministic: the same key and payload always give this text. Python's
+  // hashlib and `cryptography` give the same (the snippet in the doc).
+  const ClusterKey key =
+      ClusterKey::from_hex("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f").value();
+  const SequencerSigner signer(key, "local-1");
+  CHECK(signer.public_key() == "psk1.4kjbmWEQ_NW1yQFY8nD7b_qDMZZ6OEfeKv9N1-nQyv8");
+  const std::string text =
+      "ps2.lKdsb2NhbC0xpm9yZGVyc6lleGNsdXNpdmUH.cT4Zvp8YAepuMzuJEs4HEna6rz6X41XSQn3toflXaQ_LcG8-E-jM-"
+      "YuI_9RNQb2HpsfPsgdEWzhoYRxZ3mdWDA";
   const Sequencer s{"local-1", "orders", LockMode::kExclusive, 7};
-  CHECK(sign_sequencer(s, key) == text);
-  auto verified = verify_sequencer(text, key, "local-1");
+  CHECK(signer.sign(s) == text);
+  auto verified = SequencerVerifier::create("local-1", signer.public_key()).value().verify(text);
   REQUIRE(verified.is_ok());
   CHECK(verified.value() == s);
 }
 
+TEST_CASE("sequencer: the group's key depends on the cluster key and the group", "[sequencer]") {
+  const std::string k1 = SequencerSigner(key_of('1'), "g").public_key();
+  CHECK(k1.starts_with("psk1."));
+  CHECK(k1.size() == 48);
+  CHECK(k1 == SequencerSigner(key_of('1'), "g").public_key());
+  CHECK(k1 != SequencerSigner(key_of('2'), "g").public_key());
+  CHECK(k1 != SequencerSigner(key_of('1'), "h").public_key());
+  CHECK(SequencerSigner(key_of('1'), "g").verifier().public_key() == k1);
+}
+
+TEST_CASE("sequencer verifier: public keys that are not one are refused", "[sequencer]") {
+  const std::string good = SequencerSigner(key_of('1'), "g").public_key();
+  CHECK(SequencerVerifier::create("g", good).is_ok());
+  for (const std::string& bad :
+       {std::string(""), good.substr(5), "psk2." + good.substr(5), good + "A", good.substr(0, 47),
+        good.substr(0, 47) + "=", key_of('1').to_hex(), "psk1." + std::string(43, '*')}) {
+    INFO("'" << bad << "'");
+    CHECK(SequencerVerifier::create("g", bad).code() == Code::kBadRequest);
+  }
+  CHECK(SequencerVerifier::create("", good).code() == Code::kBadRequest);
+}
+
 TEST_CASE("sequencer: tampered, forged and foreign sequencers are refused", "[sequencer]") {
-  const SequencerKey key = key_of('a');
+  const ClusterKey key = key_of('a');
   const std::string good = sign_sequencer(kSeq, key);
   const size_t mac_dot = good.rfind('.');
   const std::string payload_b64 = good.substr(4, mac_dot - 4);
   const std::string mac_b64 = good.substr(mac_dot + 1);
 
-  // The payload of a higher token with the original MAC.
+  // The payload of a higher token with the original signature.
   Sequencer higher = kSeq;
   higher.token = uint64_t{1} << 63;
   const std::string other = sign_sequencer(higher, key_of('b'));
@@ -113,11 +156,12 @@ TEST_CASE("sequencer: tampered, forged and foreign sequencers are refused", "[se
     std::string text;
   };
   const std::vector<Case> cases = {
-      {"tampered payload", "ps1." + flip(payload_b64, 3) + "." + mac_b64},
-      {"another payload with this MAC", "ps1." + other_payload + "." + mac_b64},
-      {"tampered MAC", "ps1." + payload_b64 + "." + flip(mac_b64, 10)},
+      {"tampered payload", "ps2." + flip(payload_b64, 3) + "." + mac_b64},
+      {"another payload with this signature", "ps2." + other_payload + "." + mac_b64},
+      {"tampered signature", "ps2." + payload_b64 + "." + flip(mac_b64, 10)},
       {"signed with another key", sign_sequencer(kSeq, key_of('b'))},
-      {"forged: a MAC of zeros", "ps1." + payload_b64 + "." + b64(std::string(32, '\0'))},
+      {"forged: a signature of zeros", "ps2." + payload_b64 + "." + b64(std::string(64, '\0'))},
+      {"forged: a MAC's length", "ps2." + payload_b64 + "." + b64(std::string(32, '\0'))},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.name) {
@@ -127,45 +171,47 @@ TEST_CASE("sequencer: tampered, forged and foreign sequencers are refused", "[se
     }
   }
   SECTION("another group") {
-    auto v = verify_sequencer(good, key, "local-2");
+    // The same public key, as another group's verifier.
+    auto v = SequencerVerifier::create("local-2", SequencerSigner(key, kSeq.group).public_key()).value().verify(good);
     CHECK(v.code() == Code::kBadSequencer);
     CHECK(v.status().message().find("local-2") != std::string::npos);
-    // Parse alone does not check the group or the MAC.
+    // Parse alone does not check the group or the signature.
     CHECK(parse_sequencer(good).is_ok());
     CHECK(parse_sequencer(sign_sequencer(kSeq, key_of('b'))).is_ok());
   }
 }
 
 TEST_CASE("sequencer: garbage, truncated and overlong texts are refused, never a crash", "[sequencer]") {
-  const SequencerKey key = key_of('c');
+  const ClusterKey key = key_of('c');
   const std::string good = sign_sequencer(kSeq, key);
   std::vector<std::string> texts = {
       "",
-      "ps1.",
-      "ps1..",
+      "ps2.",
+      "ps2..",
       "ps1",
-      "ps2." + good.substr(4),
-      "PS1." + good.substr(4),
-      good.substr(0, good.rfind('.')),  // no MAC
+      "ps1." + good.substr(4),  // the HMAC sequencers of before
+      "ps3." + good.substr(4),
+      "PS2." + good.substr(4),
+      good.substr(0, good.rfind('.')),  // no signature
       good + ".extra",  // three parts
       good + "=",  // padding
-      good.substr(0, good.size() - 1),  // MAC one character short
-      good + "A",  // MAC one character long
-      "ps1." + good.substr(5),  // payload truncated at the front
+      good.substr(0, good.size() - 1),  // signature one character short
+      good + "A",  // signature one character long
+      "ps2." + good.substr(5),  // payload truncated at the front
       " " + good,  // whitespace
       good + "\n",
-      "ps1.!!!!.AAAA",
-      "ps1.AAAA.****",
-      std::string("ps1.\0\0.\0\0", 9),
+      "ps2.!!!!.AAAA",
+      "ps2.AAAA.****",
+      std::string("ps2.\0\0.\0\0", 9),
       std::string(kMaxSequencerBytes + 1, 'A'),
-      "ps1." + std::string(kMaxSequencerBytes, 'A') + "." + good.substr(good.rfind('.') + 1),  // overlong
+      "ps2." + std::string(kMaxSequencerBytes, 'A') + "." + good.substr(good.rfind('.') + 1),  // overlong
   };
   // Truncated at every length.
   for (size_t n = 0; n < good.size(); ++n) texts.push_back(good.substr(0, n));
   // Random bytes behind the prefix.
   std::mt19937 rng(7);
   for (int i = 0; i < 200; ++i) {
-    std::string t = "ps1.";
+    std::string t = "ps2.";
     size_t n = rng() % 120;
     for (size_t j = 0; j < n; ++j) t.push_back(static_cast<char>(rng() % 256));
     texts.push_back(t);
@@ -178,7 +224,7 @@ TEST_CASE("sequencer: garbage, truncated and overlong texts are refused, never a
 }
 
 TEST_CASE("sequencer: well-signed payloads that are not [group, lock, mode, token] are refused", "[sequencer]") {
-  const SequencerKey key = key_of('d');
+  const RawKeys key;
   using S = std::string;
   const std::vector<std::pair<const char*, std::string>> cases = {
       {"empty payload", ""},
@@ -203,40 +249,69 @@ TEST_CASE("sequencer: well-signed payloads that are not [group, lock, mode, toke
   };
   for (const auto& [name, payload] : cases) {
     INFO(name);
-    std::string text = signed_payload(payload, key);
+    std::string text = key.sign(payload);
     CHECK(parse_sequencer(text).code() == Code::kBadSequencer);
-    CHECK(verify_sequencer(text, key, "g").code() == Code::kBadSequencer);
+    CHECK(key.verifier().verify(text).code() == Code::kBadSequencer);
   }
   // The same shape done right is accepted.
-  CHECK(verify_sequencer(signed_payload(payload_of(S("g"), S("L"), S("shared"), uint64_t{9}), key), key, "g").is_ok());
+  CHECK(key.verifier().verify(key.sign(payload_of(S("g"), S("L"), S("shared"), uint64_t{9}))).is_ok());
 }
 
-TEST_CASE("sequencer key: hex round trip, bad hex refused, fresh keys differ", "[sequencer]") {
-  const SequencerKey key = SequencerKey::generate();
+TEST_CASE("cluster key: hex round trip, bad hex refused, fresh keys differ", "[sequencer]") {
+  const ClusterKey key = ClusterKey::generate();
   const std::string hex = key.to_hex();
   CHECK(hex.size() == 64);
   CHECK(hex.find_first_not_of("0123456789abcdef") == std::string::npos);
-  auto back = SequencerKey::from_hex(hex);
+  auto back = ClusterKey::from_hex(hex);
   REQUIRE(back.is_ok());
   CHECK(back.value().bytes() == key.bytes());
   // Surrounding whitespace (a key file's newline) is ignored; case does not matter.
-  auto spaced = SequencerKey::from_hex("  \n" + hex + "\n\n");
+  auto spaced = ClusterKey::from_hex("  \n" + hex + "\n\n");
   REQUIRE(spaced.is_ok());
   CHECK(spaced.value().bytes() == key.bytes());
   std::string upper = hex;
   for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  CHECK(SequencerKey::from_hex(upper).value().bytes() == key.bytes());
-  CHECK(SequencerKey::from_hex(std::string(64, 'f')).value().bytes()[31] == 0xff);
+  CHECK(ClusterKey::from_hex(upper).value().bytes() == key.bytes());
+  CHECK(ClusterKey::from_hex(std::string(64, 'f')).value().bytes()[31] == 0xff);
 
   for (const std::string& bad : {std::string(""), std::string(63, 'a'), std::string(65, 'a'),
                                  std::string(62, 'a') + "g0", std::string(32, 'a') + " " + std::string(31, 'a'),
                                  std::string(62, 'a') + "0x", "0x" + std::string(64, 'a'), std::string(128, 'a')}) {
     INFO("'" << bad << "'");
-    CHECK(SequencerKey::from_hex(bad).code() == Code::kBadRequest);
+    CHECK(ClusterKey::from_hex(bad).code() == Code::kBadRequest);
   }
 
-  CHECK(SequencerKey::generate().bytes() != SequencerKey::generate().bytes());
-  CHECK(SequencerKey::generate().bytes() != std::array<unsigned char, SequencerKey::kBytes>{});
+  CHECK(ClusterKey::generate().bytes() != ClusterKey::generate().bytes());
+  CHECK(ClusterKey::generate().bytes() != std::array<unsigned char, ClusterKey::kBytes>{});
+}
+
+TEST_CASE("sequencer fence: a service refuses a superseded holder and forged grants", "[sequencer]") {
+  const SequencerSigner group(key_of('5'), "g");
+  SequencerFence fence(SequencerVerifier::create("g", group.public_key()).value());
+  auto grant = [&](std::string lock, uint64_t token, LockMode mode = LockMode::kExclusive) {
+    return group.sign({"g", std::move(lock), mode, token});
+  };
+  CHECK(fence.floor("jobs") == 0);
+  REQUIRE(fence.admit(grant("jobs", 5)).is_ok());
+  CHECK(fence.floor("jobs") == 5);
+  CHECK(fence.admit(grant("jobs", 5)).is_ok());  // the holder's next write
+  auto admitted = fence.admit(grant("jobs", 9));  // a newer holder
+  REQUIRE(admitted.is_ok());
+  CHECK(admitted.value() == Sequencer{"g", "jobs", LockMode::kExclusive, 9});
+  CHECK(fence.floor("jobs") == 9);
+
+  auto zombie = fence.admit(grant("jobs", 5));  // the old holder again
+  CHECK(zombie.code() == Code::kFenced);
+  CHECK(zombie.status().message().find("below the fence's floor 9") != std::string::npos);
+  CHECK(fence.floor("jobs") == 9);
+
+  CHECK(fence.admit(grant("other", 1)).is_ok());  // floors are per lock
+  CHECK(fence.floor("other") == 1);
+  CHECK(fence.admit(grant("jobs", 10, LockMode::kShared)).code() == Code::kBadSequencer);
+  CHECK(fence.admit(SequencerSigner(key_of('6'), "g").sign({"g", "jobs", LockMode::kExclusive, 1u << 30})).code() ==
+        Code::kBadSequencer);
+  CHECK(fence.admit("ps2.garbage").code() == Code::kBadSequencer);
+  CHECK(fence.floor("jobs") == 9);  // refusals raise nothing
 }
 
 TEST_CASE("bad_sequencer is a wire code", "[sequencer]") {

@@ -133,28 +133,33 @@ TEST_CASE("wire: every request type round-trips", "[wire]") {
       {"ping", {1, PingRequest{}}},
       {"ping with id 0", {0, PingRequest{}}},
       {"write", {2, kWrite}},
-      {"write with binary key and value", {UINT64_MAX, WriteRequest{std::string("k\0\xff", 3), std::string("\0\x80v", 3), false, kTs, "lock"}}},
+      {"write with binary key and value",
+       {UINT64_MAX, WriteRequest{std::string("k\0\xff", 3), std::string("\0\x80v", 3), false, kTs, "lock"}}},
       {"unfenced write with empty value", {3, WriteRequest{"k", "", false, {0, 99}, ""}}},
       {"tombstone write", {4, WriteRequest{"k", "", true, kTs, "L"}}},
       {"committed write", {4, WriteRequest{"k", "v", false, kTs, "L", true}}},
       {"committed tombstone write", {4, WriteRequest{"k", "", true, kTs, "L", true}}},
       {"fence", {5, FenceRequest{"L", 9}}},
       {"fence with the largest token", {6, FenceRequest{"L", UINT64_MAX}}},
-      {"fence with a sequencer", {6, FenceRequest{"L", 9, "ps1.abc.def"}}},
-      {"write with a sequencer", {4, WriteRequest{"k", "v", false, kTs, "L", false, "ps1.abc.def"}}},
-      {"committed tombstone with a sequencer", {4, WriteRequest{"k", "", true, kTs, "L", true, "ps1.x.y"}}},
+      {"fence with a sequencer", {6, FenceRequest{"L", 9, "ps2.abc.def"}}},
+      {"write with a sequencer", {4, WriteRequest{"k", "v", false, kTs, "L", false, "ps2.abc.def"}}},
+      {"committed tombstone with a sequencer", {4, WriteRequest{"k", "", true, kTs, "L", true, "ps2.x.y"}}},
       {"repair naming the corrupt record it replaces",
-       {4, WriteRequest{"k", "v", false, kTs, "L", true, "ps1.x.y", 0xfeed'0000'0000'beefULL}}},
+       {4, WriteRequest{"k", "v", false, kTs, "L", true, "ps2.x.y", 0xfeed'0000'0000'beefULL}}},
       {"repair replacing a record of digest 0", {4, WriteRequest{"k", "", true, {0, 9}, "", true, "", 0}}},
       {"commit", {7, CommitRequest{"k", kTs}}},
       {"commit with a certificate", {7, CommitRequest{"k", kTs, 3, kCertificate}}},
-      {"repair with a certificate", {4, [] {
-         WriteRequest w{"k", "v", false, kTs, "L", true, "ps1.x.y"};
-         w.certificate = kCertificate;
-         return w;
-       }()}},
-      {"write carrying commits with certificates", {7, with_commits(kWrite, {{"a", kTs, 1, kCertificate}, {"b", kTs, 2}})}},
-      {"write carrying commits", {7, with_commits(kWrite, {{"a", kTs, 1}, {std::string("\0\xff", 2), {0, 9}, UINT64_MAX}})}},
+      {"repair with a certificate",
+       {4,
+        [] {
+          WriteRequest w{"k", "v", false, kTs, "L", true, "ps2.x.y"};
+          w.certificate = kCertificate;
+          return w;
+        }()}},
+      {"write carrying commits with certificates",
+       {7, with_commits(kWrite, {{"a", kTs, 1, kCertificate}, {"b", kTs, 2}})}},
+      {"write carrying commits",
+       {7, with_commits(kWrite, {{"a", kTs, 1}, {std::string("\0\xff", 2), {0, 9}, UINT64_MAX}})}},
       {"purge", {8, PurgeRequest{"k", {UINT64_MAX, UINT64_MAX}}}},
       {"read", {9, ReadRequest{"k"}}},
       {"read of the empty key", {10, ReadRequest{""}}},

@@ -1,0 +1,80 @@
+#include "auth/cluster_key.h"
+
+#include <sodium.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "base/check.h"
+
+namespace palisade {
+namespace {
+
+// libsodium must be initialised once before use; a function-local static makes
+// that thread-safe.
+void ensure_sodium() {
+  static const bool initialised = sodium_init() >= 0;
+  PALISADE_CHECK(initialised);
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+ClusterKey ClusterKey::generate() {
+  ensure_sodium();
+  ClusterKey key;
+  randombytes_buf(key.bytes_.data(), key.bytes_.size());
+  return key;
+}
+
+Result<ClusterKey> ClusterKey::from_hex(std::string_view hex) {
+  auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  while (!hex.empty() && space(hex.front())) hex.remove_prefix(1);
+  while (!hex.empty() && space(hex.back())) hex.remove_suffix(1);
+  if (hex.size() != 2 * kBytes) {
+    return Status(Code::kBadRequest, "a cluster key is " + std::to_string(2 * kBytes) + " hex digits, not " +
+                                         std::to_string(hex.size()) + " characters");
+  }
+  ClusterKey key;
+  for (size_t i = 0; i < kBytes; ++i) {
+    int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return Status(Code::kBadRequest, "a cluster key holds only hex digits");
+    key.bytes_[i] = static_cast<unsigned char>(hi * 16 + lo);
+  }
+  return key;
+}
+
+Result<ClusterKey> ClusterKey::load(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status(Code::kStorageError, "cannot read key file " + path + ": it is a directory");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status(Code::kStorageError, "cannot read key file " + path + ": " + std::strerror(errno));
+  // A key file is 64 hex digits and a newline; more is not a key file.
+  std::string text(4096, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return Status(Code::kStorageError, "cannot read key file " + path + ": " + std::strerror(errno));
+  text.resize(static_cast<size_t>(in.gcount()));
+  auto key = from_hex(text);
+  if (!key.is_ok()) return Status(Code::kBadRequest, "key file " + path + ": " + key.status().message());
+  return key;
+}
+
+std::string ClusterKey::to_hex() const {
+  std::string out(2 * kBytes + 1, '\0');
+  sodium_bin2hex(out.data(), out.size(), bytes_.data(), bytes_.size());
+  out.resize(2 * kBytes);
+  return out;
+}
+
+}  // namespace palisade
