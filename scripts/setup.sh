@@ -11,7 +11,7 @@ packages=(
   libcli11-dev libspdlog-dev libfmt-dev
   catch2 libbenchmark-dev
   libsodium-dev libtomlplusplus-dev nlohmann-json3-dev
-  python3 python3-zmq python3-msgpack
+  python3 python3-zmq python3-msgpack python3-cryptography
   libhiredis-dev libzookeeper-mt-dev libcurl4-openssl-dev  # palisade-peer-bench's clients of the peers
 )
 
