@@ -347,8 +347,11 @@ Status LocalCluster::launch() {
     if (!credentials.is_ok()) return credentials.status();
     credentials_ = std::move(credentials).value();
   }
+  // Each daemon's key pair; on a plaintext cluster, --insecure, which daemons
+  // need to serve plaintext.
   auto key_args = [&](const std::string& name) {
-    return secure ? std::vector<std::string>{"--key", o.dir + "/keys/" + name + ".key"} : std::vector<std::string>{};
+    return secure ? std::vector<std::string>{"--key", o.dir + "/keys/" + name + ".key"}
+                  : std::vector<std::string>{"--insecure"};
   };
 
   std::shared_ptr<zmq::context_t> ctx = ctx_;
@@ -358,7 +361,6 @@ Status LocalCluster::launch() {
     if (o.verify_sequencers) {
       argv.insert(argv.end(), {"--cluster", cluster_file_});
     } else {
-      argv.push_back("--insecure");
       if (!config_.cluster_id.empty()) argv.insert(argv.end(), {"--cluster-id", cluster_id_hex(config_.cluster_id)});
     }
     argv.insert(argv.end(), {"--log-level", o.log_level});

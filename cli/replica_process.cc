@@ -22,25 +22,27 @@ std::string sibling_replica_binary() {
   return "palisade-replica";
 }
 
-ReplicaProcess::ReplicaProcess(std::string binary, std::string data_dir, std::vector<std::string> extra_args)
+ReplicaProcess::ReplicaProcess(std::string binary, std::string data_dir, std::vector<std::string> extra_args,
+                               std::string endpoint)
     : binary_(std::move(binary)),
       data_dir_(std::move(data_dir)),
       extra_args_(std::move(extra_args)),
-      endpoint_("tcp://127.0.0.1:" + std::to_string(free_port())) {
+      endpoint_(endpoint.empty() ? "tcp://127.0.0.1:" + std::to_string(free_port()) : std::move(endpoint)) {
   start();
 }
 
 void ReplicaProcess::start() {
   std::vector<std::string> argv = {binary_, "--data-dir", data_dir_, "--listen", endpoint_};
   argv.insert(argv.end(), extra_args_.begin(), extra_args_.end());
-  // Given no cluster key, it runs on loopback for a test or a bench: insecure, said explicitly.
-  const bool keyed = std::any_of(extra_args_.begin(), extra_args_.end(), [](const std::string& a) {
-    for (std::string_view flag : {"--cluster", "--key-file", "--config"}) {
+  // Given no key pair (--key: a cluster file with identities), it runs on
+  // loopback for a test or a bench: plaintext, said explicitly.
+  const bool secure_or_said = std::any_of(extra_args_.begin(), extra_args_.end(), [](const std::string& a) {
+    for (std::string_view flag : {"--key", "--insecure", "--config"}) {
       if (a == flag || a.starts_with(std::string(flag) + "=")) return true;
     }
     return false;
   });
-  if (!keyed) argv.push_back("--insecure");
+  if (!secure_or_said) argv.push_back("--insecure");
   process_ = std::make_unique<Process>(argv, data_dir_ + ".log");
   wait_ready();
 }

@@ -16,9 +16,11 @@ std::string sibling_replica_binary();
 
 class ReplicaProcess {
  public:
-  // Starts `binary` on `data_dir` and waits until it answers a ping; throws
-  // std::runtime_error (with the daemon's log) when it does not.
-  ReplicaProcess(std::string binary, std::string data_dir, std::vector<std::string> extra_args = {});
+  // Starts `binary` on `data_dir` and `endpoint` (empty: a free loopback
+  // port) and waits until it answers a ping; throws std::runtime_error (with
+  // the daemon's log) when it does not.
+  ReplicaProcess(std::string binary, std::string data_dir, std::vector<std::string> extra_args = {},
+                 std::string endpoint = "");
 
   const std::string& endpoint() const { return endpoint_; }
   const std::string& data_dir() const { return data_dir_; }

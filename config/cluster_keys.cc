@@ -92,6 +92,20 @@ Result<DaemonKeys> reload_daemon_keys(const std::string& cluster_file, const std
   return std::move(*keys.value());
 }
 
+Status check_insecure_flag(const ClusterConfig& config, bool insecure) {
+  if (config.identities.empty() && !insecure) {
+    return Status(Code::kBadRequest,
+                  config.path + " lists no identities, so this daemon's links would be plaintext: list the "
+                                "identities and their keys (docs/security.md; `palisade cluster up` makes them), or "
+                                "give --insecure to serve plaintext on a trusted network");
+  }
+  if (!config.identities.empty() && insecure) {
+    return Status(Code::kBadRequest,
+                  "--insecure, but " + config.path + " lists identities: its links are CurveZMQ; drop --insecure");
+  }
+  return Status::ok();
+}
+
 Result<std::optional<Credentials>> load_client_credentials(const ClusterConfig& config, const std::string& key_path) {
   if (config.identities.empty()) {
     if (key_path.empty()) return std::optional<Credentials>();

@@ -38,6 +38,11 @@ struct DaemonKeys {
 Result<std::optional<DaemonKeys>> load_daemon_keys(const ClusterConfig& config, const std::string& endpoint,
                                                    const std::string& key_path);
 
+// Whether a daemon may start on `config` given its --insecure flag: a cluster
+// file without identities (plaintext links) needs the flag, and one with
+// identities refuses it, since its links are CurveZMQ whatever the flag says.
+Status check_insecure_flag(const ClusterConfig& config, bool insecure);
+
 // A running daemon's keys, its cluster file read again (a SIGHUP): the new
 // allow-list and repairers. An error, which leaves the daemon with what it
 // had, when the file cannot be read or checked, when its own key no longer

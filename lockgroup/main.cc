@@ -35,6 +35,7 @@ struct Flags {
   size_t map_size_bytes = size_t{1} << 30;
   size_t snapshot_every = 10000;
   std::string log_level = "info";
+  bool insecure = false;  // serve plaintext links, on a cluster file that lists no identities
 };
 
 Result<lockgroup::LockdServerOptions> server_options(const Flags& flags, const ClusterConfig& cluster) {
@@ -91,6 +92,15 @@ int serve(const Flags& flags) {
     spdlog::error("{}", options.status().message());
     return 1;
   }
+  if (Status s = check_insecure_flag(cluster.value(), flags.insecure); !s.is_ok()) {
+    spdlog::error("{}", s.message());
+    return 1;
+  }
+  auto keys = load_daemon_keys(cluster.value(), options.value().listen_endpoint, flags.key_file);
+  if (!keys.is_ok()) {
+    spdlog::error("{}", keys.status().message());
+    return 1;
+  }
   auto dir_lock = DirLock::acquire(flags.data_dir);
   if (!dir_lock.is_ok()) {
     spdlog::error("{}", dir_lock.status().message());
@@ -107,11 +117,6 @@ int serve(const Flags& flags) {
     spdlog::error("cannot watch for SIGTERM and SIGHUP: signalfd: {}", std::strerror(errno));
     return 1;
   }
-  auto keys = load_daemon_keys(cluster.value(), options.value().listen_endpoint, flags.key_file);
-  if (!keys.is_ok()) {
-    spdlog::error("{}", keys.status().message());
-    return 1;
-  }
   zmq::context_t ctx(1);
   try {
     std::unique_ptr<transport::ZapHandler> zap;
@@ -125,8 +130,8 @@ int serve(const Flags& flags) {
       spdlog::info("links: CurveZMQ, serving as identity '{}'; {} keys may connect", keys.value()->key.identity,
                    keys.value()->allowed.size());
     } else {
-      spdlog::warn("INSECURE: plaintext links, because {} lists no identities: anyone who reaches this node can "
-                   "read its traffic and send it requests and peer messages (docs/security.md)",
+      spdlog::warn("INSECURE (--insecure): plaintext links, because {} lists no identities: anyone who reaches "
+                   "this node can read its traffic and send it requests and peer messages (docs/security.md)",
                    cluster.value().path);
     }
     auto server = lockgroup::LockdServer::create(ctx, *storage.value(), options.value());
@@ -181,6 +186,10 @@ int main(int argc, char** argv) {
                  "This node's key file (palisade keygen), when the cluster file lists identities:\n"
                  "then every link is CurveZMQ, and keys the file does not list are refused")
       ->check(CLI::ExistingFile);
+  app.add_flag("--insecure", flags.insecure,
+               "Serve plaintext links, on a cluster file that lists no identities: anyone who reaches\n"
+               "the node can read its traffic and send it requests. Only on a trusted network; logged\n"
+               "at start. Without it, such a cluster file is refused");
   app.add_option("--map-size", flags.map_size_bytes, "Most the acceptor state may grow to, e.g. 1GB")
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(false));

@@ -33,26 +33,36 @@ struct Flags {
   size_t map_size_bytes = size_t{8} << 30;
   uint64_t max_clock_offset_ms = 500;
   std::string log_level = "info";
-  // Sequencer verification: the cluster file, or the key file and group directly.
+  // Sequencer verification, the CurveZMQ allow-list and the replicas: the cluster file.
   std::string cluster_file;
-  std::string key_file;
-  std::string group;
-  int write_quorum = 0;  // with --key-file: W, whose receipts prove a version acknowledged
   // The cluster's id: the cluster file's cluster_id, or --cluster-id (hex) without one.
   std::string cluster_id;
   // Background anti-entropy over the cluster file's replicas; 0: off.
   uint64_t anti_entropy_interval_ms = 0;
   std::optional<uint64_t> gc_grace_ms;
-  bool insecure = false;  // run without the cluster key: any fencing token is accepted
+  // Without --cluster: no sequencer checks (any fencing token is taken) and
+  // plaintext links; with it, plaintext links (a file without identities).
+  bool insecure = false;
   std::string curve_key_file;  // --key: CurveZMQ key pair, when the cluster file lists identities
 };
 
 // This replica's CurveZMQ keys when the cluster file lists identities; nullopt
-// for plaintext. False (after logging why) when they cannot be loaded.
+// for plaintext, which needs --insecure. False (after logging why) when they
+// cannot be loaded, or plaintext is not allowed.
 bool load_daemon_keys(const Flags& flags, std::optional<DaemonKeys>* keys) {
-  if (flags.cluster_file.empty()) return true;  // --key needs --cluster
+  if (flags.cluster_file.empty()) {
+    if (flags.insecure) return true;  // --key needs --cluster
+    spdlog::error("no cluster file: give --cluster FILE, so that fenced writes are checked and links are "
+                  "authenticated, or --insecure to take any fencing token over plaintext links (only on a trusted "
+                  "network)");
+    return false;
+  }
   auto cluster = load_cluster_file(flags.cluster_file);
   if (!cluster.is_ok()) return true;  // load_auth reported it already
+  if (Status insecure = check_insecure_flag(cluster.value(), flags.insecure); !insecure.is_ok()) {
+    spdlog::error("{}", insecure.message());
+    return false;
+  }
   auto loaded = palisade::load_daemon_keys(cluster.value(), flags.server.listen_endpoint, flags.curve_key_file);
   if (!loaded.is_ok()) {
     spdlog::error("{}", loaded.status().message());
@@ -86,42 +96,31 @@ std::unique_ptr<replica::BackgroundRepair> background_repair(const Flags& flags,
   return std::make_unique<replica::BackgroundRepair>(o, std::chrono::milliseconds(flags.anti_entropy_interval_ms));
 }
 
-// The key and group to verify sequencers with, from the flags; nullopt in *auth
-// when none are configured. False (after logging why) when they cannot be loaded.
+// The keys and group to verify sequencers with, from the cluster file; nullopt
+// in *auth without one (--insecure). False (after logging why) when they cannot
+// be loaded.
 bool load_auth(const Flags& flags, std::optional<replica::ReplicaAuth>* auth) {
-  std::string key_file = flags.key_file, group = flags.group, public_key;
-  int write_quorum = flags.write_quorum;
-  if (!flags.cluster_file.empty()) {
-    auto cluster = load_cluster_file(flags.cluster_file);
-    if (!cluster.is_ok()) {
-      spdlog::error("{}", cluster.status().message());
-      return false;
-    }
-    if (cluster.value().replicas_key_file().empty()) {
-      spdlog::error("cluster file {} names no replica_key_file or key_file: replicas need a key for their receipts",
-                    flags.cluster_file);
-      return false;
-    }
-    key_file = cluster.value().replicas_key_file();
-    if (cluster.value().replica_key_file.empty()) {
-      spdlog::warn("{} lists no replica_key_file, so this replica reads the cluster key {}: whoever controls this "
-                   "host can sign sequencers (docs/security.md)",
-                   flags.cluster_file, key_file);
-    }
-    group = cluster.value().group;
-    public_key = cluster.value().sequencer_public_key;
-    const int n = static_cast<int>(cluster.value().replicas.size());
-    write_quorum = cluster.value().write_quorum > 0 ? cluster.value().write_quorum : n / 2 + 1;
-  }
-  if (key_file.empty() && !group.empty()) {
-    spdlog::error("--group needs a non-empty --key-file");
+  if (flags.cluster_file.empty()) return true;
+  auto cluster = load_cluster_file(flags.cluster_file);
+  if (!cluster.is_ok()) {
+    spdlog::error("{}", cluster.status().message());
     return false;
   }
-  if (key_file.empty()) return true;
-  if (group.empty()) {
-    spdlog::error("the lock group's id (--group) must not be empty");
+  const std::string key_file = cluster.value().replicas_key_file();
+  if (key_file.empty()) {
+    spdlog::error("cluster file {} names no replica_key_file or key_file: replicas need a key for their receipts",
+                  flags.cluster_file);
     return false;
   }
+  if (cluster.value().replica_key_file.empty()) {
+    spdlog::warn("{} lists no replica_key_file, so this replica reads the cluster key {}: whoever controls this "
+                 "host can sign sequencers (docs/security.md)",
+                 flags.cluster_file, key_file);
+  }
+  const std::string& group = cluster.value().group;
+  const std::string& public_key = cluster.value().sequencer_public_key;
+  const int n = static_cast<int>(cluster.value().replicas.size());
+  const int write_quorum = cluster.value().write_quorum > 0 ? cluster.value().write_quorum : n / 2 + 1;
   auto key = ClusterKey::load(key_file);
   if (!key.is_ok()) {
     spdlog::error("{}", key.status().message());
@@ -186,7 +185,7 @@ int serve(Flags flags, std::optional<replica::ReplicaAuth> auth, const std::opti
                  "receipts of {} replicas (this one's id: {:016x})",
                  auth->group, auth->write_quorum, auth->replica_id);
   } else {
-    spdlog::warn("INSECURE (--insecure): no cluster key, so fenced writes and fences are not authenticated: any "
+    spdlog::warn("INSECURE (--insecure): no cluster file, so fenced writes and fences are not authenticated: any "
                  "client can write under any fencing token, and fence a lock for ever with a huge one");
   }
   SystemClock wall_clock;
@@ -202,8 +201,8 @@ int serve(Flags flags, std::optional<replica::ReplicaAuth> auth, const std::opti
       spdlog::info("links: CurveZMQ, serving as identity '{}'; {} keys may connect", curve->key.identity,
                    curve->allowed.size());
     } else {
-      spdlog::warn("INSECURE: plaintext links (no cluster file that lists identities): anyone who reaches this "
-                   "replica can read its traffic and send it requests (docs/security.md)");
+      spdlog::warn("INSECURE (--insecure): plaintext links (no cluster file that lists identities): anyone who "
+                   "reaches this replica can read its traffic and send it requests (docs/security.md)");
     }
     replica::ReplicaServer server(ctx, handler, clock, flags.server);
     spdlog::info("started: pid {}, cluster id {}, listening on {}, data dir {}, {} keys", getpid(),
@@ -259,28 +258,19 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100000));
   auto* cluster = app.add_option("--cluster", flags.cluster_file,
                                  "Cluster file (TOML): check the sequencer of every fenced write and fence\n"
-                                 "against its lock group ('group') and cluster key ('key_file'); its\n"
-                                 "cluster_id, when set, is this replica's (see --cluster-id)");
-  auto* key_file = app.add_option("--key-file", flags.key_file,
-                                  "Instead of --cluster: the cluster key file (64 hex digits); needs --group");
-  auto* group = app.add_option("--group", flags.group,
-                               "Instead of --cluster: the lock group's id that sequencers must name; needs --key-file");
-  auto* write_quorum = app.add_option("--write-quorum", flags.write_quorum,
-                                      "Instead of --cluster, with --key-file: W, the writes' quorum. A version under\n"
-                                      "a lock is committed here only on W replicas' receipts (or a repairer's seal)")
-                           ->check(CLI::Range(1, 255));
+                                 "with its lock group's public key ('sequencer_public_key'), commit versions\n"
+                                 "under a lock on W replicas' receipts ('replica_key_file'), and take\n"
+                                 "connections from the identities it lists; its cluster_id, when set, is\n"
+                                 "this replica's (see --cluster-id)");
   app.add_option("--cluster-id", flags.cluster_id,
-                 "Instead of --cluster: the cluster's id (32 hex digits, the cluster file's\n"
-                 "cluster_id); requests that name another id are answered wrong_cluster.\n"
-                 "With --cluster, the file's cluster_id is used; with neither, no id: only\n"
-                 "requests that name none are answered")
+                 "Instead of --cluster, with --insecure: the cluster's id (32 hex digits, the\n"
+                 "cluster file's cluster_id); requests that name another id are answered\n"
+                 "wrong_cluster. With --cluster, the file's cluster_id is used; with neither,\n"
+                 "no id: only requests that name none are answered")
       ->check([](const std::string& hex) {
         return cluster_id_from_hex(hex) ? std::string() : "must be " + std::to_string(2 * kClusterIdBytes) + " hex digits";
       })
       ->excludes(cluster);
-  key_file->needs(group)->needs(write_quorum)->excludes(cluster);
-  group->needs(key_file)->excludes(cluster);
-  write_quorum->needs(key_file);
   const auto kUnitRequired = static_cast<CLI::AsNumberWithUnit::Options>(CLI::AsNumberWithUnit::CASE_SENSITIVE |
                                                                         CLI::AsNumberWithUnit::UNIT_REQUIRED);
   const std::map<std::string, uint64_t> ms_units{{"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}};
@@ -294,21 +284,20 @@ int main(int argc, char** argv) {
       ->transform(CLI::AsNumberWithUnit(ms_units, kUnitRequired, "DURATION"))
       ->needs(interval);
   app.add_flag("--insecure", flags.insecure,
-               "Run without the cluster key: accept fenced writes and fences under any token, unchecked\n"
-               "(one client can fence a lock for ever). Only on a trusted network; logged at start and\n"
-               "shown by `palisade status`")
-      ->excludes(cluster)
-      ->excludes(key_file)
-      ->excludes(write_quorum);
+               "Serve plaintext links, with --cluster on a file that lists no identities. Without\n"
+               "--cluster, also take fenced writes and fences under any token, unchecked (one\n"
+               "client can fence a lock for ever). Only on a trusted network; logged at start and\n"
+               "shown by `palisade status`");
   app.add_option("--key", flags.curve_key_file,
                  "This replica's key file (palisade keygen), when the cluster file lists identities:\n"
-                 "then every link is CurveZMQ, and keys the file does not list are refused. Not\n"
-                 "--key-file, the cluster key that checks sequencers")
+                 "then every link is CurveZMQ, and keys the file does not list are refused")
       ->check(CLI::ExistingFile)
       ->needs(cluster);
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")->capture_default_str();
-  app.footer("A replica needs the cluster key (--cluster, or --key-file and --group) to check the\n"
-             "sequencer of every fenced write and fence; without it, it starts only with --insecure.\n"
+  app.footer("A replica checks the sequencer of every fenced write and fence with its cluster file\n"
+             "(--cluster), and takes only authenticated connections when that file lists identities\n"
+             "(then --key). Without a cluster file, or on one without identities, it starts only\n"
+             "with --insecure.\n"
              "Signals: SIGTERM or SIGINT stops the replica; SIGHUP reloads the identities the cluster\n"
              "file lists (docs/security.md).");
   CLI11_PARSE(app, argc, argv);
@@ -319,11 +308,6 @@ int main(int argc, char** argv) {
   std::optional<replica::ReplicaAuth> auth;
   std::optional<DaemonKeys> keys;
   if (!load_auth(flags, &auth) || !load_cluster_id(flags) || !load_daemon_keys(flags, &keys)) return 1;
-  if (!auth && !flags.insecure) {
-    spdlog::error("no cluster key: give --cluster FILE (or --key-file and --group) so that fenced writes are "
-                  "checked, or --insecure to accept any fencing token (only on a trusted network)");
-    return 1;
-  }
   std::error_code ec;
   std::filesystem::create_directories(flags.data_dir, ec);
   if (ec) {

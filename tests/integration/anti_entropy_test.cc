@@ -31,8 +31,10 @@ struct Replicas {
   TempDir dir;
   std::vector<std::unique_ptr<ReplicaProcess>> replicas;
 
-  explicit Replicas(int n, std::vector<std::string> args = {}) {
-    for (int i = 0; i < n; ++i) replicas.push_back(std::make_unique<ReplicaProcess>(data_dir(i), args));
+  // `args` go to every replica; `endpoints` (empty: free ports) are theirs.
+  explicit Replicas(int n, std::vector<std::string> args = {}, std::vector<std::string> endpoints = {}) {
+    endpoints.resize(n);
+    for (int i = 0; i < n; ++i) replicas.push_back(std::make_unique<ReplicaProcess>(data_dir(i), args, endpoints[i]));
   }
   std::string data_dir(int i) const { return dir.sub("r" + std::to_string(i)); }
   std::vector<std::string> endpoints() const {
@@ -194,9 +196,8 @@ TEST_CASE("anti-entropy: replicas with the cluster key take copies under a lock 
           "[anti_entropy][sequencer]") {
   TempDir keys;
   const ClusterKey key = ClusterKey::generate();
-  const std::string key_file = keys.sub("cluster.key");
-  std::ofstream(key_file) << key.to_hex() << "\n";
-  Replicas c(3, {"--key-file", key_file, "--group", "ae", "--write-quorum", "2"});
+  const test::KeyedClusterFile file = test::write_keyed_cluster_file(keys.path(), "ae", key, 3);
+  Replicas c(3, {"--cluster", file.path}, file.replicas);
   auto grant = [&](uint64_t token) { return sign_sequencer({"ae", "L", LockMode::kExclusive, token}, key); };
   // Token 3 wrote k on replicas 0 and 1 while 2 was away; then token 4 fenced
   // all three, so the copy replica 2 needs is below its floor.
@@ -218,7 +219,7 @@ TEST_CASE("anti-entropy: replicas with the cluster key take copies under a lock 
   }
   SECTION("with the key, replica 2 gets it, committed, below its floor") {
     AntiEntropyOptions o;
-    o.key_file = key_file;
+    o.key_file = keys.sub("cluster.key");
     o.group = "ae";
     AntiEntropyReport report = c.repair_with(o);
     INFO(report.first_refusal);

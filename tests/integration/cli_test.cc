@@ -399,7 +399,7 @@ TEST_CASE("cli: cluster up --insecure starts plaintext daemons that say so in th
   for (const char* log :
        {"/lockd-1.log", "/lockd-2.log", "/lockd-3.log", "/replica-0.log", "/replica-1.log", "/replica-2.log"}) {
     INFO(log);
-    CHECK(read_file(dir + log).find("INSECURE: plaintext links") != std::string::npos);
+    CHECK(read_file(dir + log).find("INSECURE (--insecure): plaintext links") != std::string::npos);
   }
   CHECK(palisade(home, {"--cluster", dir + "/cluster.toml", "put", "k", "v"}).code == 0);
   Run status = palisade(home, {"--cluster", dir + "/cluster.toml", "status"});

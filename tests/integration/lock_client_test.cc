@@ -48,20 +48,23 @@ struct Cluster {
 
   Cluster() {
     std::ofstream(key_file) << ClusterKey::generate().to_hex() << "\n";
-    for (int i = 0; i < 3; ++i) {
-      replicas.push_back(std::make_unique<test::ReplicaProcess>(
-          dir.sub("r" + std::to_string(i)), std::vector<std::string>{"--key-file", key_file, "--group", kGroup, "--write-quorum", "2"}));
-    }
+    std::vector<std::string> replica_endpoints;
     std::ofstream toml(cluster_file);
     toml << "group = \"" << kGroup << "\"\nkey_file = \"" << key_file << "\"\n";
     for (int i = 0; i < 3; ++i) {
       lockd_endpoints.push_back("tcp://127.0.0.1:" + std::to_string(cli::free_port()));
       toml << "[[lockd]]\nid = " << i + 1 << "\nendpoint = \"" << lockd_endpoints.back() << "\"\n";
+      replica_endpoints.push_back("tcp://127.0.0.1:" + std::to_string(cli::free_port()));
+      toml << "[[replica]]\nendpoint = \"" << replica_endpoints.back() << "\"\n";
     }
-    for (auto& r : replicas) toml << "[[replica]]\nendpoint = \"" << r->endpoint() << "\"\n";
     toml << "[timing]\nsession_lease_ms = 3000\nclient_grace_ms = 5000\nmaster_lease_ms = 1000\n"
          << "heartbeat_ms = 100\nelection_timeout_ms = 300\n";
     toml.close();
+    // Plaintext links (no identities), said with --insecure; sequencers checked with the cluster file's key.
+    for (int i = 0; i < 3; ++i) {
+      replicas.push_back(std::make_unique<test::ReplicaProcess>(
+          dir.sub("r" + std::to_string(i)), std::vector<std::string>{"--cluster", cluster_file}, replica_endpoints[i]));
+    }
     for (int i = 0; i < 3; ++i) {
       lockd.push_back(nullptr);
       start(i);
@@ -75,7 +78,7 @@ struct Cluster {
     const std::string id = std::to_string(i + 1);
     lockd[i] = std::make_unique<cli::Process>(
         std::vector<std::string>{PALISADE_LOCKD_BIN, "--id", id, "--cluster", cluster_file, "--data-dir",
-                                 dir.sub("lockd" + id), "--log-level", "info"},
+                                 dir.sub("lockd" + id), "--log-level", "info", "--insecure"},
         dir.sub("lockd" + id + ".log"));
   }
   void kill(int i) { lockd[i]->kill(); }

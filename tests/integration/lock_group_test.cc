@@ -21,6 +21,7 @@
 #include <exception>
 #include <fstream>
 #include <functional>
+#include <filesystem>
 #include <future>
 #include <iostream>
 #include <memory>
@@ -1313,18 +1314,33 @@ TEST_CASE("lock group: palisade-lockd's command line", "[lockgroup]") {
     config.sequencer_public_key = SequencerSigner(ClusterKey::load(key_file).value(), config.group).public_key();
     const std::string listed = dir.sub("listed.toml");
     std::ofstream(listed) << format_cluster_config(config);
-    cli::Process lockd({test::lockd_binary(), "--id", "1", "--cluster", listed, "--data-dir", dir.sub("listed")},
-                       dir.sub("listed.log"));
+    cli::Process lockd(
+        {test::lockd_binary(), "--id", "1", "--cluster", listed, "--data-dir", dir.sub("listed"), "--insecure"},
+        dir.sub("listed.log"));
     CHECK(eventually([&] { return lockd.log().find("started") != std::string::npos; }, 10s));
     CHECK_THAT(lockd.log(),
                Catch::Contains("sequencers signed with Ed25519, public key " + config.sequencer_public_key));
     CHECK_THAT(lockd.log(), !Catch::Contains("does not list it"));
   }
+  SECTION("a cluster file without identities, so plaintext links, needs --insecure") {
+    auto [status, out] = run_lockd(dir, "plaintext", {"--id", "1", "--cluster", good, "--data-dir", dir.sub("plain")});
+    CHECK(status == 1);
+    CHECK_THAT(out, Catch::Contains("lists no identities") && Catch::Contains("--insecure"));
+    CHECK_THAT(out, !Catch::Contains("started"));
+    CHECK_FALSE(std::filesystem::exists(dir.sub("plain") + "/data.mdb"));  // refused before it opened its state
+    cli::Process insecure(
+        {test::lockd_binary(), "--id", "1", "--cluster", good, "--data-dir", dir.sub("plain"), "--insecure"},
+        dir.sub("insecure.log"));
+    CHECK(eventually([&] { return insecure.log().find("started") != std::string::npos; }, 10s));
+    CHECK_THAT(insecure.log(), Catch::Contains("INSECURE (--insecure): plaintext links"));
+  }
   SECTION("a data dir another lockd uses") {
-    cli::Process first({test::lockd_binary(), "--id", "1", "--cluster", good, "--data-dir", dir.sub("shared")},
-                         dir.sub("first.log"));
+    cli::Process first(
+        {test::lockd_binary(), "--id", "1", "--cluster", good, "--data-dir", dir.sub("shared"), "--insecure"},
+        dir.sub("first.log"));
     REQUIRE(eventually([&] { return first.log().find("started") != std::string::npos; }, 10s));
-    auto [status, out] = run_lockd(dir, "second", {"--id", "1", "--cluster", good, "--data-dir", dir.sub("shared")});
+    auto [status, out] =
+        run_lockd(dir, "second", {"--id", "1", "--cluster", good, "--data-dir", dir.sub("shared"), "--insecure"});
     CHECK(status != 0);
     CHECK_THAT(out, Catch::Contains(dir.sub("shared")));
     CHECK(first.running());

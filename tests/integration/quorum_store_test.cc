@@ -26,10 +26,12 @@ struct Cluster {
   TempDir dir;
   std::vector<std::unique_ptr<ReplicaProcess>> replicas;
 
-  // `replica_args` go to every replica.
-  explicit Cluster(std::vector<std::string> replica_args = {}) {
+  // `replica_args` go to every replica; `endpoints` (empty: free ports) are theirs.
+  explicit Cluster(std::vector<std::string> replica_args = {}, std::vector<std::string> endpoints = {}) {
+    endpoints.resize(3);
     for (int i = 0; i < 3; ++i) {
-      replicas.push_back(std::make_unique<ReplicaProcess>(dir.sub("r" + std::to_string(i)), replica_args));
+      replicas.push_back(
+          std::make_unique<ReplicaProcess>(dir.sub("r" + std::to_string(i)), replica_args, endpoints[i]));
     }
   }
 
@@ -336,8 +338,8 @@ TEST_CASE("quorum store: oversize keys and values are refused before sending", "
 TEST_CASE("quorum store: replicas with the cluster key take signed sequencers only", "[quorum_store][sequencer]") {
   TempDir keys;
   const ClusterKey key = ClusterKey::generate();
-  std::ofstream(keys.sub("cluster.key")) << key.to_hex() << "\n";
-  Cluster c({"--key-file", keys.sub("cluster.key"), "--group", "qs", "--write-quorum", "2"});
+  const test::KeyedClusterFile file = test::write_keyed_cluster_file(keys.path(), "qs", key, 3);
+  Cluster c({"--cluster", file.path}, file.replicas);
   auto store = c.store();
   auto good = Fence::from_sequencer(sign_sequencer({"qs", "L", LockMode::kExclusive, 4}, key));
   REQUIRE(good.is_ok());

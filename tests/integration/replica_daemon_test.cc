@@ -611,12 +611,7 @@ Code exit_code_and_log(const std::vector<std::string>& args, const std::string& 
 TEST_CASE("daemon: with the cluster key, it refuses forged sequencers and accepts signed ones",
           "[replica][daemon][sequencer]") {
   KeyedCluster cluster;
-  std::vector<std::string> args;
-  SECTION("--cluster") { args = {"--cluster", cluster.tmp.sub("cluster.toml")}; }
-  SECTION("--key-file, --group and --write-quorum") {
-    args = {"--key-file", cluster.tmp.sub("cluster.key"), "--group", "it-1", "--write-quorum", "2"};
-  }
-  ReplicaProcess daemon(cluster.tmp.sub("data"), args);
+  ReplicaProcess daemon(cluster.tmp.sub("data"), {"--cluster", cluster.tmp.sub("cluster.toml")});
   ReplicaConnection conn(daemon.endpoint());
   const ClusterKey forger = ClusterKey::generate();
   const uint64_t huge = uint64_t{1} << 63;
@@ -635,10 +630,8 @@ TEST_CASE("daemon: with the cluster key, it refuses forged sequencers and accept
 
   ReplicaReply fenced = call(conn, with_sequencer(fence_req("L", 5), cluster.sign("L", 5, cluster.key)));
   INFO(fenced.status.to_string());
-  if (args.front() == "--cluster") {
-    // A cluster file without replica_key_file: the replica reads the cluster key, and says what that means.
-    CHECK_THAT(daemon.process().log(), Catch::Contains("so this replica reads the cluster key"));
-  }
+  // A cluster file without replica_key_file: the replica reads the cluster key, and says what that means.
+  CHECK_THAT(daemon.process().log(), Catch::Contains("so this replica reads the cluster key"));
   CHECK(fenced.status.is_ok());
   CHECK(fenced.floor == 5);
   write_ok(conn, "plain", "v", ts_now(0), "");  // unfenced: no sequencer needed
@@ -688,7 +681,7 @@ TEST_CASE("daemon: with a replica key of its own it never reads the cluster key,
   CHECK_THAT(daemon.process().log(), !Catch::Contains("reads the cluster key"));
 }
 
-TEST_CASE("daemon: without a cluster key it starts only with --insecure", "[replica][daemon][sequencer]") {
+TEST_CASE("daemon: without a cluster file it starts only with --insecure", "[replica][daemon][sequencer]") {
   TempDir tmp;
   cli::Process bare({test::replica_binary(), "--data-dir", tmp.sub("d"), "--listen",
                        "tcp://127.0.0.1:" + std::to_string(cli::free_port())},
@@ -698,8 +691,34 @@ TEST_CASE("daemon: without a cluster key it starts only with --insecure", "[repl
   REQUIRE(status);
   CHECK(WIFEXITED(*status));
   CHECK(WEXITSTATUS(*status) == 1);
-  CHECK_THAT(bare.log(), Catch::Contains("no cluster key") && Catch::Contains("--insecure"));
+  CHECK_THAT(bare.log(), Catch::Contains("no cluster file") && Catch::Contains("--insecure"));
   CHECK_FALSE(std::filesystem::exists(tmp.sub("d")));  // refused before it touched anything
+}
+
+TEST_CASE("daemon: on a cluster file without identities, so plaintext links, it starts only with --insecure",
+          "[replica][daemon][security]") {
+  KeyedCluster cluster;
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(cli::free_port());
+  std::vector<std::string> argv = {
+      test::replica_binary(),         "--data-dir", cluster.tmp.sub("d"), "--listen", endpoint, "--cluster",
+      cluster.tmp.sub("cluster.toml")};
+  std::string log;
+  CHECK(exit_code_and_log(argv, cluster.tmp.sub("plain.log"), &log) == Code::kBadRequest);  // exit status 1
+  CHECK_THAT(log, Catch::Contains("lists no identities") && Catch::Contains("--insecure"));
+  CHECK_FALSE(std::filesystem::exists(cluster.tmp.sub("d")));  // refused before it touched anything
+
+  argv.push_back("--insecure");
+  cli::Process daemon(argv, cluster.tmp.sub("daemon.log"));
+  ReplicaConnection conn(endpoint);
+  auto ping = conn.call(ping_req(), 10000);
+  INFO(daemon.log());
+  REQUIRE(ping.is_ok());
+  CHECK_THAT(daemon.log(), Catch::Contains("INSECURE (--insecure): plaintext links"));
+  // Its sequencer checks stay: only the links are plaintext.
+  CHECK(call(conn, fence_req("L", 5)).status.code() == Code::kBadSequencer);
+  const ReplicaReply stats = call(conn, {1, wire::StatsRequest{}});
+  REQUIRE(stats.stats);
+  CHECK_FALSE(stats.stats->insecure);
 }
 
 TEST_CASE("daemon: --insecure takes any fenced write, says so in its log and its stats", "[replica][daemon][sequencer]") {
@@ -730,6 +749,9 @@ TEST_CASE("daemon: an unreadable key or cluster file stops it with a clear error
   const std::string bin = test::replica_binary();
   const std::string data = cluster.tmp.sub("data");
   std::ofstream(cluster.tmp.sub("bad.key")) << "not a key\n";
+  std::ofstream(cluster.tmp.sub("notakey.toml"))
+      << "group = \"it-1\"\nkey_file = \"bad.key\"\n"
+      << "[[lockd]]\nid = 1\nendpoint = \"tcp://127.0.0.1:1\"\n[[replica]]\nendpoint = \"tcp://127.0.0.1:2\"\n";
   std::ofstream(cluster.tmp.sub("bad.toml")) << "group = \"it-1\"\nkey_file = \"absent.key\"\n"
                                              << "[[lockd]]\nid = 1\nendpoint = \"tcp://127.0.0.1:1\"\n[[replica]]\nendpoint = \"tcp://127.0.0.1:2\"\n";
   std::ofstream(cluster.tmp.sub("noreplicakey.toml"))
@@ -744,48 +766,44 @@ TEST_CASE("daemon: an unreadable key or cluster file stops it with a clear error
     std::string says;
   };
   const std::vector<Case> cases = {
-      {"missing key file",
-       {"--key-file", cluster.tmp.sub("absent.key"), "--group", "g", "--write-quorum", "2"},
-       "cannot read key file"},
-      {"not a key", {"--key-file", cluster.tmp.sub("bad.key"), "--group", "g", "--write-quorum", "2"}, "bad.key"},
       {"missing cluster file", {"--cluster", cluster.tmp.sub("absent.toml")}, "cannot read cluster file"},
       {"cluster file naming a missing key file", {"--cluster", cluster.tmp.sub("bad.toml")}, "absent.key"},
+      {"cluster file naming a key file that holds no key", {"--cluster", cluster.tmp.sub("notakey.toml")}, "bad.key"},
       {"cluster file naming no key file",
        {"--cluster", cluster.tmp.sub("nokey.toml")},
        "names no replica_key_file or key_file"},
       {"cluster file naming a missing replica key file",
        {"--cluster", cluster.tmp.sub("noreplicakey.toml")},
        "absent-replica.key"},
-      {"empty group", {"--key-file", cluster.tmp.sub("cluster.key"), "--group", "", "--write-quorum", "2"}, "--group"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.name) {
       std::vector<std::string> argv = {bin, "--data-dir", data, "--listen",
                                        "tcp://127.0.0.1:" + std::to_string(cli::free_port())};
       argv.insert(argv.end(), c.args.begin(), c.args.end());
+      argv.push_back("--insecure");  // the file is plaintext: the key is what fails
       std::string log;
       CHECK(exit_code_and_log(argv, cluster.tmp.sub("daemon.log"), &log) == Code::kBadRequest);  // exit status 1
       CHECK_THAT(log, Catch::Contains(c.says));
     }
   }
-  SECTION("--key-file without --group or --write-quorum, or with --cluster, is a usage error") {
-    for (const auto& extra : std::vector<std::vector<std::string>>{
-             {"--key-file", cluster.tmp.sub("cluster.key")},
-             {"--key-file", cluster.tmp.sub("cluster.key"), "--group", "g"},
-             {"--group", "g"},
-             {"--write-quorum", "2"},
-             {"--cluster", cluster.tmp.sub("cluster.toml"), "--key-file", cluster.tmp.sub("cluster.key"), "--group", "g"}}) {
+  SECTION("the retired --key-file, or --key without --cluster, is a usage error") {
+    for (const auto& [extra, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+             {{"--insecure", "--key-file", cluster.tmp.sub("cluster.key")}, "--key-file"},
+             {{"--insecure", "--key", cluster.tmp.sub("cluster.key")}, "--cluster"}}) {
       std::vector<std::string> argv = {bin, "--data-dir", data};
       argv.insert(argv.end(), extra.begin(), extra.end());
       std::string log;
       CHECK(exit_code_and_log(argv, cluster.tmp.sub("usage.log"), &log) != Code::kOk);
+      CHECK_THAT(log, Catch::Contains(says));
     }
   }
   SECTION("--help documents the options") {
     std::string log;
     CHECK(exit_code_and_log({bin, "--help"}, cluster.tmp.sub("help.log"), &log) == Code::kOk);
-    CHECK_THAT(log, Catch::Contains("--cluster") && Catch::Contains("--key-file") && Catch::Contains("--group") &&
-                        Catch::Contains("--write-quorum") && Catch::Contains("--insecure") && Catch::Contains("any token"));
+    CHECK_THAT(log, Catch::Contains("--cluster") && Catch::Contains("--key") && Catch::Contains("--insecure") &&
+                        Catch::Contains("any token") && Catch::Contains("sequencer_public_key"));
+    CHECK_THAT(log, !Catch::Contains("--key-file") && !Catch::Contains("--write-quorum"));
   }
 }
 

@@ -479,5 +479,28 @@ TEST_CASE("security: a daemon of a secure cluster does not start without its own
   }
 }
 
+TEST_CASE("security: a daemon of a secure cluster refuses --insecure, even with its own key", "[security]") {
+  SecureCluster cluster;
+  TempDir scratch;
+  const std::vector<std::pair<std::string, std::vector<std::string>>> daemons = {
+      {"lockd-1",
+       {PALISADE_LOCKD_BIN, "--id", "1", "--cluster", cluster.cluster_file(), "--data-dir", scratch.sub("lockd"),
+        "--key", cluster.key_path("lockd-1"), "--insecure"}},
+      {"replica-0",
+       {PALISADE_REPLICA_BIN, "--cluster", cluster.cluster_file(), "--data-dir", scratch.sub("replica"), "--listen",
+        cluster.config().replicas[0], "--key", cluster.key_path("replica-0"), "--insecure"}}};
+  for (const auto& [name, argv] : daemons) {
+    INFO(name);
+    cli::Process daemon(argv, scratch.sub(name + ".log"));
+    auto status = daemon.wait(20000);
+    REQUIRE(status.has_value());
+    CHECK(WIFEXITED(*status));
+    CHECK(WEXITSTATUS(*status) == 1);
+    CHECK_THAT(daemon.log(), Catch::Contains("--insecure, but " + cluster.cluster_file() +
+                                             " lists identities: its links are CurveZMQ; drop --insecure"));
+    CHECK_THAT(daemon.log(), !Catch::Contains("started"));
+  }
+}
+
 }  // namespace
 }  // namespace palisade

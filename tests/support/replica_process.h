@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "auth/cluster_key.h"
 #include "cli/replica_process.h"
 
 namespace palisade::test {
@@ -13,8 +14,22 @@ std::string replica_binary();
 
 class ReplicaProcess : public cli::ReplicaProcess {
  public:
-  explicit ReplicaProcess(std::string data_dir, std::vector<std::string> extra_args = {})
-      : cli::ReplicaProcess(replica_binary(), std::move(data_dir), std::move(extra_args)) {}
+  explicit ReplicaProcess(std::string data_dir, std::vector<std::string> extra_args = {}, std::string endpoint = "")
+      : cli::ReplicaProcess(replica_binary(), std::move(data_dir), std::move(extra_args), std::move(endpoint)) {}
 };
+
+// A cluster file for replicas that check sequencers, without a lock group to
+// run: what `--cluster` gives replicas started one by one.
+struct KeyedClusterFile {
+  std::string path;  // dir/cluster.toml
+  std::vector<std::string> replicas;  // free loopback ports to start them on, in the file's order
+};
+
+// Writes dir/cluster.key (`key`) and dir/cluster.toml: lock group `group`,
+// `replicas` replicas (W a majority) and one lockd endpoint that nothing
+// serves. It lists no identities, so its replicas serve plaintext links and
+// start with --insecure (as ReplicaProcess adds).
+KeyedClusterFile write_keyed_cluster_file(const std::string& dir, const std::string& group, const ClusterKey& key,
+                                          int replicas);
 
 }  // namespace palisade::test
