@@ -516,6 +516,43 @@ TEST_CASE("cli: check-sequencer tells a current grant from a finished one and a 
   Run nothing = fx.run({"check-sequencer"});
   CHECK(nothing.code == 2);
   CHECK_THAT(nothing.out, Catch::Contains("PALISADE_SEQUENCER"));
+
+  // A cluster file without the lock group's public key cannot check anything.
+  ClusterConfig unlisted = config.value();
+  unlisted.sequencer_public_key.clear();
+  unlisted.replica_key_file.clear();  // which needs the public key
+  const std::string unlisted_file = fx.dir.sub("no-public-key.toml");
+  std::ofstream(unlisted_file) << format_cluster_config(unlisted);
+  Run no_public_key = palisade(fx.dir, {"--cluster", unlisted_file, "check-sequencer", sequencer, "--offline"});
+  INFO(no_public_key.out);
+  CHECK(no_public_key.code == 1);
+  CHECK_THAT(no_public_key.out, Catch::Contains("lists no sequencer_public_key"));
+}
+
+TEST_CASE("cli: repair copies a version under a lock to a replica that missed it, sealed with the replicas' key",
+          "[cli][security]") {
+  Fixture fx;
+  auto config = load_cluster_file(fx.cluster->cluster_file());
+  REQUIRE(config.is_ok());
+  REQUIRE_FALSE(config.value().replica_key_file.empty());  // the replicas' own key, not the cluster key
+  fx.cluster->replica(2).kill();
+  const std::string bin = PALISADE_BIN;
+  REQUIRE(fx.run({"lock", "L", "--", bin, "put", "k", "held"}).code == 0);  // W = 2 of the 3
+  REQUIRE(fx.cluster->replica(2).start_and_wait().is_ok());
+
+  CHECK(fx.run({"repair", "--dry-run"}).code == 8);
+  Run repaired = fx.run({"repair", "-o", "json"});
+  INFO(repaired.out);
+  CHECK(repaired.code == 8);  // they differed; repaired
+  const nlohmann::json report = json_of(repaired);
+  CHECK(report["refused"] == 0);  // replica 2 took the sealed copy
+  CHECK(report["versions_sent"] == 1);
+  CHECK(fx.run({"repair", "--dry-run"}).code == 0);
+  // Replica 2 now holds the version: without replica 0, R = 2 still reads it.
+  fx.cluster->replica(0).kill();
+  auto got = json_of(fx.run({"get", "k", "-o", "json"}));
+  CHECK(got["value"] == "held");
+  CHECK(got["lock"] == "L");
 }
 
 TEST_CASE("cli: a malformed endpoint in the cluster file or --replica is named, never an abort", "[cli]") {

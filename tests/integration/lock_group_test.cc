@@ -1333,6 +1333,8 @@ TEST_CASE("lock group: palisade-lockd's command line", "[lockgroup]") {
         dir.sub("insecure.log"));
     CHECK(eventually([&] { return insecure.log().find("started") != std::string::npos; }, 10s));
     CHECK_THAT(insecure.log(), Catch::Contains("INSECURE (--insecure): plaintext links"));
+    // The file lists no public key: the node names the one replicas need.
+    CHECK_THAT(insecure.log(), Catch::Contains("(the cluster file does not list it as sequencer_public_key)"));
   }
   SECTION("a data dir another lockd uses") {
     cli::Process first(
