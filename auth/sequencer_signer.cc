@@ -29,7 +29,7 @@ std::string SequencerSigner::sign(const Sequencer& sequencer) const {
 }
 
 std::string SequencerSigner::public_key() const {
-  return "psk1." + sequencer_format::base64url({reinterpret_cast<const char*>(public_.data()), public_.size()});
+  return sequencer_format::public_key_text({reinterpret_cast<const char*>(public_.data()), public_.size()});
 }
 
 SequencerVerifier SequencerSigner::verifier() const {

@@ -8,8 +8,6 @@
 namespace palisade {
 namespace {
 
-constexpr std::string_view kPublicKeyPrefix = "psk1.";
-
 Status bad(std::string message) { return Status(Code::kBadSequencer, std::move(message)); }
 
 }  // namespace
@@ -17,9 +15,7 @@ Status bad(std::string message) { return Status(Code::kBadSequencer, std::move(m
 Result<SequencerVerifier> SequencerVerifier::create(std::string_view group, std::string_view public_key) {
   PALISADE_CHECK(sodium_init() >= 0);
   if (group.empty()) return Status(Code::kBadRequest, "a sequencer verifier needs the lock group's id");
-  auto bytes = public_key.starts_with(kPublicKeyPrefix)
-                   ? sequencer_format::unbase64url(public_key.substr(kPublicKeyPrefix.size()))
-                   : std::nullopt;
+  auto bytes = sequencer_format::public_key_bytes(public_key);
   if (!bytes || bytes->size() != kPublicKeyBytes) {
     return Status(Code::kBadRequest, "a sequencer public key is \"psk1.\" and 43 base64url characters (the "
                                      "cluster file's sequencer_public_key)");
@@ -30,8 +26,7 @@ Result<SequencerVerifier> SequencerVerifier::create(std::string_view group, std:
 }
 
 std::string SequencerVerifier::public_key() const {
-  return std::string(kPublicKeyPrefix) +
-         sequencer_format::base64url({reinterpret_cast<const char*>(key_.data()), key_.size()});
+  return sequencer_format::public_key_text({reinterpret_cast<const char*>(key_.data()), key_.size()});
 }
 
 Result<Sequencer> SequencerVerifier::verify(std::string_view text) const {

@@ -2,6 +2,7 @@
 
 #include "base/endpoint.h"
 #include "base/identity.h"
+#include "wire/sequencer.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -281,9 +282,8 @@ Result<ClusterConfig> parse_cluster_config(std::string_view text, const std::str
   }
   if (auto key = c.text(root, "sequencer_public_key", false, "")) {
     // The form only: the daemons check the key itself (palisade/sequencer.h).
-    constexpr std::string_view kBase64url = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    if (!key->starts_with("psk1.") || key->size() != 5 + 43 ||
-        key->find_first_not_of(kBase64url, 5) != std::string::npos) {
+    if (auto bytes = sequencer_format::public_key_bytes(*key);
+        !bytes || bytes->size() != SequencerVerifier::kPublicKeyBytes) {
       c.fail(root.get("sequencer_public_key")->source(),
              "'sequencer_public_key' must be \"psk1.\" and 43 base64url characters (palisade-lockd logs it)");
     }

@@ -140,6 +140,15 @@ Result<Sequencer> decode_payload(std::string_view payload) {
   return s;
 }
 
+constexpr std::string_view kPublicKeyPrefix = "psk1.";
+
+std::string public_key_text(std::string_view bytes) { return std::string(kPublicKeyPrefix) + base64url(bytes); }
+
+std::optional<std::string> public_key_bytes(std::string_view text) {
+  if (!text.starts_with(kPublicKeyPrefix)) return std::nullopt;
+  return unbase64url(text.substr(kPublicKeyPrefix.size()));
+}
+
 }  // namespace sequencer_format
 
 Result<Sequencer> parse_sequencer(std::string_view text) {

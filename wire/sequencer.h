@@ -50,5 +50,10 @@ Result<Sequencer> decode_payload(std::string_view payload);
 std::string base64url(std::string_view bytes);
 std::optional<std::string> unbase64url(std::string_view text);
 
+// A lock group's public key as the cluster file lists it: "psk1." + base64url.
+std::string public_key_text(std::string_view bytes);
+// The bytes of such a text; nullopt when it is not one (any length: the caller checks).
+std::optional<std::string> public_key_bytes(std::string_view text);
+
 }  // namespace sequencer_format
 }  // namespace palisade
