@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
+  ccache  # ./dev's builds: a rebuild, or CI's four build trees, compile only what changed
   clang  # ./dev replay-check builds palisade-sim with it too
   clang-format clang-tidy  # scripts/check-format, scripts/tidy
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev liblmdb-dev lmdb-utils libxxhash-dev

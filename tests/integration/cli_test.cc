@@ -733,7 +733,7 @@ TEST_CASE("cli: keygen writes a key file of mode 0600 and never replaces one", "
 
 // Every `    $ ` line of the tour in docs/cli.md, in order.
 std::vector<std::string> tour_commands() {
-  const std::string doc = read_file((std::filesystem::path(__FILE__).parent_path() / "../../docs/cli.md").string());
+  const std::string doc = read_file(std::string(PALISADE_SOURCE_DIR) + "/docs/cli.md");
   const size_t begin = doc.find("## A tour");
   const size_t end = doc.find("## Commands");
   REQUIRE(begin != std::string::npos);
