@@ -56,9 +56,9 @@ void insert(Versions& versions, const Version& v) {
 ReplicaHandler::ReplicaHandler(ReplicaStore& store, HybridClock& clock, std::optional<ReplicaAuth> auth)
     : store_(store), clock_(clock), auth_(std::move(auth)) {
   if (auth_) {
-    verifier_ = auth_->sequencers ? *auth_->sequencers : SequencerSigner(auth_->key, auth_->group).verifier();
-    receipts_.emplace(auth_->key, auth_->group, auth_->replica_id, auth_->write_quorum);
-    seal_.emplace(auth_->key, auth_->group);
+    verifier_ = auth_->sequencers ? *auth_->sequencers : SequencerSigner(auth_->replica_key, auth_->group).verifier();
+    receipts_.emplace(auth_->replica_key, auth_->group, auth_->replica_id, auth_->write_quorum);
+    seal_.emplace(auth_->replica_key, auth_->group);
   }
 }
 

@@ -24,18 +24,21 @@
 namespace palisade::replica {
 
 // What a replica checks sequencers against: the lock group's public key; what
-// it makes and checks receipts and seals with: the cluster key and its lock
+// it makes and checks receipts and seals with: the replicas' key and its lock
 // group's id (cluster file "group"); and what its receipts say: its id, and how
 // many replicas' receipts prove a version acknowledged (W).
 struct ReplicaAuth {
-  ClusterKey key;
+  // The replicas' key (the cluster file's replica_key_file, else its cluster
+  // key): this replica's receipts, and the repairers' seals it opens.
+  ClusterKey replica_key;
   std::string group;
   int write_quorum = 0;   // W, at least 1
   uint64_t replica_id = 0;
   // Negative control for the simulator: a sequencer is checked against the
   // request's token but not its lock, so one lock's grant passes for another.
   bool broken_ignore_sequencer_lock = false;
-  // The lock group's public key; nullopt: the one derived from `key`.
+  // The lock group's public key; nullopt: the one derived from `replica_key`
+  // (which is then the cluster key).
   std::optional<SequencerVerifier> sequencers = std::nullopt;
 };
 

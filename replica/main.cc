@@ -126,7 +126,7 @@ bool load_auth(const Flags& flags, std::optional<replica::ReplicaAuth>* auth) {
     spdlog::error("{}", key.status().message());
     return false;
   }
-  *auth = replica::ReplicaAuth{.key = key.value(), .group = group, .write_quorum = write_quorum};
+  *auth = replica::ReplicaAuth{.replica_key = key.value(), .group = group, .write_quorum = write_quorum};
   if (!public_key.empty()) {
     auto verifier = SequencerVerifier::create(group, public_key);
     if (!verifier.is_ok()) {

@@ -176,7 +176,7 @@ class LockSim {
             {.replicas = o.replicas,
              .max_clock_offset_ms = o.max_clock_offset_ms,
              .skip_fence_floor = o.broken_replicas_skip_fence_floor,
-             .auth = replica::ReplicaAuth{.key = key_,
+             .auth = replica::ReplicaAuth{.replica_key = key_,
                                           .group = kGroup,
                                           .write_quorum = o.broken_replicas_one_receipt ? 1 : o.replicas / 2 + 1,
                                           .broken_ignore_sequencer_lock = o.broken_replicas_ignore_sequencer_lock},
