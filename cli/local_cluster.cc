@@ -13,7 +13,6 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -455,14 +454,12 @@ Status LocalCluster::launch() {
 Status LocalCluster::write_cluster_files() {
   const LocalClusterOptions& o = options_;
   // Ports: consecutive from base_port, or free a moment ago and distinct.
-  std::set<int> ports;
-  int next_port = o.base_port;
+  const std::vector<std::string> free =
+      o.base_port != 0 ? std::vector<std::string>{} : free_endpoints(o.lockd + o.replicas);
+  size_t next = 0;
   auto endpoint = [&] {
-    if (o.base_port != 0) return "tcp://127.0.0.1:" + std::to_string(next_port++);
-    for (;;) {
-      int port = free_port();
-      if (ports.insert(port).second) return "tcp://127.0.0.1:" + std::to_string(port);
-    }
+    const size_t i = next++;
+    return o.base_port != 0 ? "tcp://127.0.0.1:" + std::to_string(o.base_port + static_cast<int>(i)) : free[i];
   };
   ClusterConfig config;
   config.cluster_id = new_cluster_id();

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 namespace palisade::cli {
 
@@ -107,17 +108,45 @@ sockaddr_in loopback_address(int port) {
   return addr;
 }
 
-int free_port() {
+namespace {
+
+// A socket bound to a loopback port that was free, and the port: the caller
+// closes the socket. Throws when there is none.
+std::pair<int, int> bind_free_port() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr = loopback_address(0);
   socklen_t len = sizeof addr;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
       getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
+    if (fd >= 0) close(fd);
     throw std::runtime_error("cannot find a free port");
   }
+  return {fd, ntohs(addr.sin_port)};
+}
+
+}  // namespace
+
+int free_port() {
+  auto [fd, port] = bind_free_port();
   close(fd);
-  return ntohs(addr.sin_port);
+  return port;
+}
+
+std::vector<std::string> free_endpoints(int n) {
+  // Bound all at once, the sockets cannot share a port.
+  std::vector<std::pair<int, int>> bound;
+  try {
+    for (int i = 0; i < n; ++i) bound.push_back(bind_free_port());
+  } catch (const std::runtime_error&) {
+    for (auto [fd, port] : bound) close(fd);
+    throw;
+  }
+  std::vector<std::string> out;
+  for (auto [fd, port] : bound) {
+    close(fd);
+    out.push_back("tcp://127.0.0.1:" + std::to_string(port));
+  }
+  return out;
 }
 
 bool listening_on(const std::string& endpoint) {

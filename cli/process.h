@@ -53,6 +53,9 @@ class Process {
 
 // A TCP port on 127.0.0.1 that was free a moment ago.
 int free_port();
+// `n` endpoints tcp://127.0.0.1:PORT whose ports were free a moment ago and
+// are distinct (free_port() twice may give one port twice).
+std::vector<std::string> free_endpoints(int n);
 
 // 127.0.0.1:`port` (0: any free port, when bound).
 sockaddr_in loopback_address(int port);

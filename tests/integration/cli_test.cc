@@ -584,8 +584,9 @@ TEST_CASE("cli: a malformed endpoint in the cluster file or --replica is named, 
 std::string dead_cluster_file(const TempDir& dir) {
   ClusterConfig config;
   config.group = "dead";
-  config.lockd = {{.id = 1, .endpoint = "tcp://127.0.0.1:" + std::to_string(cli::free_port())}};
-  config.replicas = {"tcp://127.0.0.1:" + std::to_string(cli::free_port())};
+  const std::vector<std::string> endpoints = cli::free_endpoints(2);
+  config.lockd = {{.id = 1, .endpoint = endpoints[0]}};
+  config.replicas = {endpoints[1]};
   const std::string file = dir.sub("dead.toml");
   std::ofstream(file) << format_cluster_config(config);
   return file;

@@ -48,14 +48,14 @@ struct Cluster {
 
   Cluster() {
     std::ofstream(key_file) << ClusterKey::generate().to_hex() << "\n";
-    std::vector<std::string> replica_endpoints;
+    const std::vector<std::string> endpoints = cli::free_endpoints(6);
+    lockd_endpoints.assign(endpoints.begin(), endpoints.begin() + 3);
+    const std::vector<std::string> replica_endpoints(endpoints.begin() + 3, endpoints.end());
     std::ofstream toml(cluster_file);
     toml << "group = \"" << kGroup << "\"\nkey_file = \"" << key_file << "\"\n";
     for (int i = 0; i < 3; ++i) {
-      lockd_endpoints.push_back("tcp://127.0.0.1:" + std::to_string(cli::free_port()));
-      toml << "[[lockd]]\nid = " << i + 1 << "\nendpoint = \"" << lockd_endpoints.back() << "\"\n";
-      replica_endpoints.push_back("tcp://127.0.0.1:" + std::to_string(cli::free_port()));
-      toml << "[[replica]]\nendpoint = \"" << replica_endpoints.back() << "\"\n";
+      toml << "[[lockd]]\nid = " << i + 1 << "\nendpoint = \"" << lockd_endpoints[i] << "\"\n";
+      toml << "[[replica]]\nendpoint = \"" << replica_endpoints[i] << "\"\n";
     }
     toml << "[timing]\nsession_lease_ms = 3000\nclient_grace_ms = 5000\nmaster_lease_ms = 1000\n"
          << "heartbeat_ms = 100\nelection_timeout_ms = 300\n";

@@ -46,7 +46,8 @@ class SecureCluster {
     config_.cluster_id = new_cluster_id();
     config_.group = "secure";
     config_.key_file = "cluster.key";
-    auto endpoint = [] { return "tcp://127.0.0.1:" + std::to_string(cli::free_port()); };
+    const std::vector<std::string> endpoints = cli::free_endpoints(6);
+    auto endpoint = [&, next = size_t{0}]() mutable { return endpoints[next++]; };
     for (uint32_t id = 1; id <= 3; ++id) {
       config_.lockd.push_back({id, endpoint()});
       add_identity("lockd-" + std::to_string(id), "lockd", config_.lockd.back().endpoint);

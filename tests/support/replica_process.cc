@@ -16,7 +16,7 @@ KeyedClusterFile write_keyed_cluster_file(const std::string& dir, const std::str
   config.group = group;
   config.key_file = dir + "/cluster.key";
   config.lockd = {{1, "tcp://127.0.0.1:1"}};
-  for (int i = 0; i < replicas; ++i) config.replicas.push_back("tcp://127.0.0.1:" + std::to_string(cli::free_port()));
+  config.replicas = cli::free_endpoints(replicas);
   KeyedClusterFile file{.path = dir + "/cluster.toml", .replicas = config.replicas};
   std::ofstream(file.path) << format_cluster_config(config);
   return file;
