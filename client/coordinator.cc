@@ -142,7 +142,8 @@ void Coordinator::on_write_reply(WriteOp& op, const wire::ReplicaReply& reply) {
   }
   // Refusals that hold for good count as replicas that never store it: fence
   // floors and committed versions only rise, bad requests and sequencers stay
-  // bad (a replica's key does not change while it runs). Any other
+  // bad (a replica's key does not change while it runs), and so do
+  // permission denials (for this request: a reload may change them). Any other
   // error (a full disk, clock skew, a busy key) may pass, and a duplicate of the
   // request could still be stored later. A fenced or stale refusal from a
   // replica that has dropped a version as new as this write is not final
@@ -168,7 +169,7 @@ void Coordinator::on_write_reply(WriteOp& op, const wire::ReplicaReply& reply) {
     op.stale = true;
   } else if (code == Code::kBadSequencer) {
     op.bad_sequencer = reply.status;
-  } else if (code != Code::kBadRequest && code != Code::kTooLarge) {
+  } else if (code != Code::kBadRequest && code != Code::kTooLarge && code != Code::kPermissionDenied) {
     op.error = reply.status;
     return;
   } else {
@@ -251,7 +252,7 @@ OpId Coordinator::start_read(std::string key, uint64_t now_ms) {
 
 void Coordinator::ask(OpId id, ReadOp& op, int replica, std::string floor_of) {
   auto& rep = op.replicas[replica];
-  if (rep.outstanding || rep.failed || rep.foreign) return;
+  if (rep.outstanding || rep.failed || rep.refuses) return;
   rep.asked = rep.outstanding = true;
   rep.floor_of = floor_of;
   send(id, replica, wire::ReadRequest{op.key, std::move(floor_of)});
@@ -266,9 +267,11 @@ void Coordinator::on_read_reply(OpId id, ReadOp& op, int replica, const wire::Re
   auto& rep = op.replicas[replica];
   rep.outstanding = false;
   Code code = reply == nullptr ? Code::kUnavailable : reply->status.code();
-  if (code == Code::kWrongCluster) {
-    rep.foreign = true;
-    op.wrong_cluster = reply->status;
+  // Another cluster's replica, or one that does not let this identity read
+  // the key: asking again changes nothing.
+  if (code == Code::kWrongCluster || code == Code::kPermissionDenied) {
+    rep.refuses = true;
+    op.refusal = reply->status;
     return;
   }
   // A corrupt copy may have held anything: it counts as not heard from.
@@ -386,8 +389,9 @@ bool Coordinator::decide_read(OpId id, ReadOp& op) {
 }
 
 void Coordinator::advance_read(OpId id, ReadOp& op, uint64_t now_ms) {
-  const auto foreign = std::count_if(op.replicas.begin(), op.replicas.end(), [](const auto& rep) { return rep.foreign; });
-  if (!op.chosen && options_.n - foreign < options_.r) return finish_read(id, op, op.wrong_cluster);
+  const auto refusing =
+      std::count_if(op.replicas.begin(), op.replicas.end(), [](const auto& rep) { return rep.refuses; });
+  if (!op.chosen && options_.n - refusing < options_.r) return finish_read(id, op, op.refusal);
   if (!op.chosen) {
     bool retry = now_ms >= op.retry_at_ms;
     int answered = 0, failed = 0;

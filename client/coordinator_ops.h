@@ -43,7 +43,7 @@ struct Coordinator::ReadOp {
     bool failed = false;  // its last answer was an error or it was unreachable: wait for the retry time
     bool answered = false;  // a successful read reply
     bool corrupt = false;  // it answered that its copy is corrupt: unknown, and to repair
-    bool foreign = false;  // it is of another cluster (wrong_cluster): never asked again
+    bool refuses = false;  // it refused for good (wrong_cluster, permission_denied): never asked again
     std::optional<uint64_t> corrupt_digest;  // the damaged record's digest its last `corrupt` named
     uint64_t answered_request = 0;  // the request its answer (`answered`) replied to
     std::vector<wire::Version> versions;  // newest first; the committed one last
@@ -62,7 +62,7 @@ struct Coordinator::ReadOp {
   bool chosen = false;
   std::optional<wire::Version> result;
   int repairs_outstanding = 0;
-  Status wrong_cluster;  // the last wrong_cluster answer
+  Status refusal;  // the last answer that refused for good
 };
 
 }  // namespace palisade::client

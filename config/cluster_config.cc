@@ -149,6 +149,45 @@ void check_endpoint(Checker& c, const toml::table& t, const std::string& endpoin
   }
 }
 
+// [[role]] tables: what identities that name them may do (base/permissions.h).
+void parse_roles(Checker& c, const toml::table& root, ClusterConfig& config) {
+  const toml::array* roles = c.tables(root, "role");
+  if (roles == nullptr) return;
+  for (const toml::node& n : *roles) {
+    const toml::table& t = *n.as_table();
+    const std::string what = " of [[role]] " + std::to_string(config.roles.size() + 1);
+    c.only_keys(t, {"name", "locks", "shared_locks", "read", "write", "delete", "admin"}, what);
+    Role role;
+    if (auto name = c.text(t, "name", true, what)) role.name = *name;
+    const std::pair<std::string_view, std::vector<std::string>*> lists[] = {
+        {"locks", &role.locks},   {"shared_locks", &role.shared_locks}, {"read", &role.read}, {"write", &role.write},
+        {"delete", &role.remove},
+    };
+    for (const auto& [key, out] : lists) {
+      if (auto patterns = c.texts(t, key, false, what)) *out = std::move(*patterns);
+    }
+    if (const toml::node* admin = t.get("admin")) {
+      if (!admin->is_boolean()) c.fail(admin->source(), "'admin'" + what + " must be true or false");
+      role.admin = admin->value_or(false);
+    }
+    if (!c.ok()) return;
+    if (!is_identity_name(role.name)) {
+      return c.fail(t.get("name")->source(), "'" + role.name + "'" + what +
+                                                 " is not a role name: 1 to 64 letters, digits, '.', '_' or '-', "
+                                                 "not starting with '.' or '-'");
+    }
+    if (std::find(std::begin(kBuiltInRoles), std::end(kBuiltInRoles), role.name) != std::end(kBuiltInRoles)) {
+      return c.fail(t.get("name")->source(), "role '" + role.name + "' is built in (lockd, replica, admin)");
+    }
+    for (const Role& other : config.roles) {
+      if (other.name == role.name) {
+        return c.fail(t.get("name")->source(), "role '" + role.name + "' is defined twice");
+      }
+    }
+    config.roles.push_back(std::move(role));
+  }
+}
+
 void parse_identities(Checker& c, const toml::table& root, ClusterConfig& config) {
   const toml::array* identities = c.tables(root, "identity");
   if (identities == nullptr) return;
@@ -188,9 +227,11 @@ void parse_identities(Checker& c, const toml::table& root, ClusterConfig& config
     }
     id.keys = std::move(*key_list);
     for (const std::string& role : *roles) {
-      if (std::find(std::begin(kBuiltInRoles), std::end(kBuiltInRoles), role) == std::end(kBuiltInRoles)) {
-        return c.fail(t.get("roles")->source(),
-                      "identity '" + id.name + "' has an unknown role '" + role + "' (known: lockd, replica, admin)");
+      const bool built_in =
+          std::find(std::begin(kBuiltInRoles), std::end(kBuiltInRoles), role) != std::end(kBuiltInRoles);
+      if (!built_in && config.role(role) == nullptr) {
+        return c.fail(t.get("roles")->source(), "identity '" + id.name + "' has an unknown role '" + role +
+                                                    "' (built in: lockd, replica, admin; others need a [[role]])");
       }
     }
     id.roles = std::move(*roles);
@@ -232,6 +273,19 @@ bool Identity::has_role(std::string_view role) const {
   return std::find(roles.begin(), roles.end(), role) != roles.end();
 }
 
+const Role* ClusterConfig::role(std::string_view name) const {
+  for (const Role& r : roles) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+Permissions ClusterConfig::permissions() const {
+  std::map<std::string, std::vector<std::string>> identity_roles;
+  for (const Identity& id : identities) identity_roles[id.name] = id.roles;
+  return Permissions(roles, std::move(identity_roles));
+}
+
 const Identity* ClusterConfig::identity(std::string_view name) const {
   for (const Identity& id : identities) {
     if (id.name == name) return &id;
@@ -258,8 +312,8 @@ Result<ClusterConfig> parse_cluster_config(std::string_view text, const std::str
   ClusterConfig config;
   config.path = path;
   c.only_keys(root,
-              {"cluster_id", "group", "key_file", "sequencer_public_key", "replica_key_file", "identity", "lockd",
-               "replica", "quorum", "timing"},
+              {"cluster_id", "group", "key_file", "sequencer_public_key", "replica_key_file", "role", "identity",
+               "lockd", "replica", "quorum", "timing"},
               "");
 
   if (auto hex = c.text(root, "cluster_id", false, "")) {
@@ -299,7 +353,13 @@ Result<ClusterConfig> parse_cluster_config(std::string_view text, const std::str
     config.replica_key_file = resolve_key_file(path, *key_file);
   }
 
+  parse_roles(c, root, config);
   parse_identities(c, root, config);
+  if (c.ok() && !config.roles.empty() && config.identities.empty()) {
+    c.fail(root.get("role")->source(),
+           "[[role]] tables need [[identity]] entries: permissions are given to identities, which plaintext "
+           "links do not have");
+  }
 
   std::set<std::string> endpoints;
   const toml::array* lockd = c.tables(root, "lockd");
@@ -433,6 +493,17 @@ std::string format_cluster_config(const ClusterConfig& config) {
     for (const std::string& item : items) text += (text.size() > 1 ? ", " : "") + quoted(item);
     return text + "]";
   };
+  for (const Role& role : config.roles) {
+    out << "\n[[role]]\nname = " << quoted(role.name) << "\n";
+    const std::pair<const char*, const std::vector<std::string>*> lists[] = {
+        {"locks", &role.locks},   {"shared_locks", &role.shared_locks}, {"read", &role.read}, {"write", &role.write},
+        {"delete", &role.remove},
+    };
+    for (const auto& [key, patterns] : lists) {
+      if (!patterns->empty()) out << key << " = " << list(*patterns) << "\n";
+    }
+    if (role.admin) out << "admin = true\n";
+  }
   for (const Identity& id : config.identities) {
     out << "\n[[identity]]\nname = " << quoted(id.name) << "\nkeys = " << list(id.keys)
         << "\nroles = " << list(id.roles) << "\n";

@@ -10,10 +10,18 @@
 //                                  # replicas and services check sequencers with it
 //   replica_key_file = "replica.key"  # the replicas' own secret (receipts, repair
 //                                  # seals): with it, replicas never read key_file
+//   [[role]]                       # optional: once one exists, what no role allows is denied
+//   name = "jobs"
+//   locks = ["jobs/*"]             # globs: may acquire, exclusive or shared
+//   shared_locks = ["config"]      # may acquire shared only
+//   read = ["jobs/*"]              # keys it may get, put, delete
+//   write = ["jobs/*"]
+//   delete = ["jobs/*"]
+//   admin = false                  # true: everything (repair, the whole status)
 //   [[identity]]                   # optional: who may connect (CurveZMQ)
 //   name = "lockd-1"
 //   keys = ["<Z85 public key>"]    # 1 or 2 (a key being rotated in)
-//   roles = ["lockd"]              # optional: lockd, replica, admin
+//   roles = ["lockd"]              # optional: lockd, replica, admin, or a [[role]]
 //   [[lockd]]
 //   id = 1
 //   endpoint = "tcp://127.0.0.1:7100"  # tcp://HOST:PORT or ipc://PATH, checked
@@ -38,6 +46,7 @@
 #include <vector>
 
 #include "base/cluster_id.h"
+#include "base/permissions.h"
 #include "palisade/status.h"
 
 namespace palisade {
@@ -54,14 +63,10 @@ struct LockdNode {
 struct Identity {
   std::string name;  // base/identity.h's rules
   std::vector<std::string> keys;  // CURVE public keys, Z85; 1 or 2, each in one identity only
-  std::vector<std::string> roles;  // of kBuiltInRoles
+  std::vector<std::string> roles;  // of kBuiltInRoles, or [[role]] names
   friend bool operator==(const Identity&, const Identity&) = default;
   bool has_role(std::string_view role) const;
 };
-
-// lockd: a lock-group peer; replica: a replica peer; admin: repair and the
-// whole status.
-inline constexpr std::string_view kBuiltInRoles[] = {"lockd", "replica", "admin"};
 
 struct ClusterTiming {
   uint64_t session_lease_ms = 12000;   // a session lives this long after its last KeepAlive
@@ -91,10 +96,14 @@ struct ClusterConfig {
   // identity it serves as (daemon_identity, by endpoint), which has its role.
   std::vector<Identity> identities;
   std::map<std::string, std::string> daemon_identity;  // endpoint -> identity name
+  std::vector<Role> roles;  // [[role]] tables; none: nothing beyond the built-in roles is checked
   friend bool operator==(const ClusterConfig&, const ClusterConfig&) = default;
 
   const LockdNode* lockd_node(uint32_t id) const;
   const Identity* identity(std::string_view name) const;
+  const Role* role(std::string_view name) const;  // a [[role]] table's
+  // What each identity may do, from `roles` and the identities' roles.
+  Permissions permissions() const;
   // The key replicas and repairers make receipts and seals with:
   // replica_key_file, else (an older file) the cluster key itself.
   const std::string& replicas_key_file() const { return replica_key_file.empty() ? key_file : replica_key_file; }

@@ -72,11 +72,7 @@ Result<std::optional<DaemonKeys>> load_daemon_keys(const ClusterConfig& config, 
     return Status(Code::kBadRequest, key_path + " holds the second key of '" + name->second +
                                          "': a daemon serves with the first key its identity lists");
   }
-  std::set<std::string> repairers;
-  for (const Identity& identity : config.identities) {
-    if (identity.has_role("replica") || identity.has_role("admin")) repairers.insert(identity.name);
-  }
-  return std::optional<DaemonKeys>(DaemonKeys{std::move(key).value(), allowed_keys(config), std::move(repairers)});
+  return std::optional<DaemonKeys>(DaemonKeys{std::move(key).value(), allowed_keys(config), config.permissions()});
 }
 
 Result<DaemonKeys> reload_daemon_keys(const std::string& cluster_file, const std::string& endpoint,

@@ -6,7 +6,6 @@
 
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 
 #include "config/cluster_config.h"
@@ -26,9 +25,8 @@ std::map<std::string, std::string> server_keys(const ClusterConfig& config);
 struct DaemonKeys {
   transport::KeyFile key;
   transport::AllowList allowed;
-  // The identities that may repair (role replica or admin): only they may
-  // send sealed repairs and tombstone drops to a replica.
-  std::set<std::string> repairers;
+  // What each identity may do (the [[role]] tables and identities' roles).
+  Permissions permissions;
 };
 
 // For the daemon at `endpoint`, given `key_path` (empty: none given): nullopt
@@ -44,7 +42,7 @@ Result<std::optional<DaemonKeys>> load_daemon_keys(const ClusterConfig& config, 
 Status check_insecure_flag(const ClusterConfig& config, bool insecure);
 
 // A running daemon's keys, its cluster file read again (a SIGHUP): the new
-// allow-list and repairers. An error, which leaves the daemon with what it
+// allow-list and permissions. An error, which leaves the daemon with what it
 // had, when the file cannot be read or checked, when its own key no longer
 // fits, or when the file lists no identities now (a daemon cannot turn
 // plaintext while it runs).

@@ -18,8 +18,10 @@ std::optional<DaemonKeys> reload_identities(const std::string& cluster_file, con
     return std::nullopt;
   }
   zap->set_allowed(keys.value().allowed);
-  spdlog::info("reloaded {} (SIGHUP): {} keys may connect; connections already made stay", cluster_file,
-               keys.value().allowed.size());
+  spdlog::info("reloaded {} (SIGHUP): {} keys may connect, {}; connections and sessions stay", cluster_file,
+               keys.value().allowed.size(),
+               keys.value().permissions.configured() ? "permissions as its [[role]] tables say"
+                                                     : "no [[role]] tables (every identity may lock, read and write)");
   return std::move(keys).value();
 }
 

@@ -80,9 +80,9 @@ void LockService::on_request(ClientRequest r, uint64_t now) {
         } else if constexpr (std::is_same_v<T, wire::OpenSessionRequest>) {
           if (m.epoch > node_->epoch()) return refuse(Status(Code::kNotMaster, "the call names a newer epoch"));
           if (Status s = check_lease_request(m.lease_ms); !s.is_ok()) return refuse(std::move(s));
-          propose(OpenSession{.lease_ms = m.lease_ms}, pending(0));
+          propose(OpenSession{.lease_ms = m.lease_ms, .identity = r.identity}, pending(0));
         } else if constexpr (std::is_same_v<T, wire::KeepAliveRequest>) {
-          Status s = check_session(m.epoch, m.session, now);
+          Status s = check_session(m.epoch, m.session, r.identity, now);
           if (!s.is_ok()) return refuse(std::move(s));
           const uint64_t lease = lease_of(m.session);
           set_deadline(m.session, now + lease);
@@ -90,13 +90,14 @@ void LockService::on_request(ClientRequest r, uint64_t now) {
           reply.lease_ms = lease;
           replies_.push_back({r.route, std::move(reply)});
         } else if constexpr (std::is_same_v<T, wire::CloseSessionRequest>) {
-          Status s = check_session(m.epoch, m.session, now);
-          if (s.code() == Code::kStaleEpoch || s.code() == Code::kNotMaster || past_deadline(m.session)) {
+          Status s = check_session(m.epoch, m.session, r.identity, now);
+          if (s.code() == Code::kStaleEpoch || s.code() == Code::kNotMaster || s.code() == Code::kPermissionDenied ||
+              past_deadline(m.session)) {
             return refuse(std::move(s));
           }
           propose(CloseSession{.session = m.session}, pending(m.session));
         } else if constexpr (std::is_same_v<T, wire::AcquireRequest>) {
-          Status s = check_session(m.epoch, m.session, now);
+          Status s = check_session(m.epoch, m.session, r.identity, now);
           if (!s.is_ok()) return refuse(std::move(s));
           propose(Acquire{.session = m.session,
                           .lock = m.lock,
@@ -107,8 +108,9 @@ void LockService::on_request(ClientRequest r, uint64_t now) {
                           .call = m.call},
                   pending(m.session));
         } else if constexpr (std::is_same_v<T, wire::ReleaseRequest>) {
-          Status s = check_session(m.epoch, m.session, now);
-          if (s.code() == Code::kStaleEpoch || s.code() == Code::kNotMaster || past_deadline(m.session)) {
+          Status s = check_session(m.epoch, m.session, r.identity, now);
+          if (s.code() == Code::kStaleEpoch || s.code() == Code::kNotMaster || s.code() == Code::kPermissionDenied ||
+              past_deadline(m.session)) {
             return refuse(std::move(s));
           }
           propose(Release{.session = m.session, .lock = m.lock, .call = m.call}, pending(m.session));
@@ -132,7 +134,7 @@ uint64_t LockService::lease_of(SessionId session) const {
   return own != 0 ? own : options_.session_lease_ms;
 }
 
-Status LockService::check_session(uint64_t epoch, uint64_t session, uint64_t now) const {
+Status LockService::check_session(uint64_t epoch, uint64_t session, std::string_view identity, uint64_t now) const {
   if (epoch < node_->epoch()) {
     return Status(Code::kStaleEpoch,
                   "epoch " + std::to_string(epoch) + " is older than the master's " + std::to_string(node_->epoch()));
@@ -143,6 +145,12 @@ Status LockService::check_session(uint64_t epoch, uint64_t session, uint64_t now
     return Status(Code::kNoSession, "session " + std::to_string(session) + " does not exist");
   }
   if (now >= it->second) return Status(Code::kNoSession, "session " + std::to_string(session) + " has expired");
+  // Session ids are no secret (status lists them): another identity that
+  // names one must not keep it alive, release its locks or take locks in it.
+  if (table_.session_identity(session) != identity) {
+    return Status(Code::kPermissionDenied,
+                  "session " + std::to_string(session) + " is not one identity '" + std::string(identity) + "' opened");
+  }
   return Status::ok();
 }
 
@@ -170,7 +178,18 @@ void LockService::handle_status(const ClientRequest& r) {
     if (reply.locks.size() >= wire::kMaxStatusLocks) break;
     wire::LockInfo info{.name = name, .mode = lock.mode, .token = lock.token, .holders = {}, .waiters = lock.waiters.size(),
                         .delay_ms = lock.delay_ms};
-    for (const auto& [session, delay] : lock.holders) info.holders.push_back(session);
+    bool own = false;
+    for (const auto& [session, delay] : lock.holders) {
+      info.holders.push_back(session);
+      const std::string_view identity = table_.session_identity(session);
+      info.identities.emplace_back(identity);
+      own |= !r.identity.empty() && identity == r.identity;
+    }
+    if (!r.sees_all && !own) continue;
+    if (std::all_of(info.identities.begin(), info.identities.end(), [](const auto& id) { return id.empty(); })) {
+      info.identities.clear();  // a cluster without identities
+    }
+    if (!r.sees_all) info.waiters = 0;  // whose they are is not this identity's business
     reply.locks.push_back(std::move(info));
   }
   replies_.push_back({r.route, std::move(reply)});
@@ -331,8 +350,11 @@ void LockService::answer_grant(const Pending& p, const Grant& grant, uint64_t no
   wire::LockReply reply = reply_to(p.request_id, Status::ok());
   reply.token = grant.token;
   reply.mode = grant.mode;
-  reply.sequencer =
-      signer_.sign(Sequencer{.group = options_.group, .lock = grant.lock, .mode = grant.mode, .token = grant.token});
+  reply.sequencer = signer_.sign(Sequencer{.group = options_.group,
+                                           .lock = grant.lock,
+                                           .mode = grant.mode,
+                                           .token = grant.token,
+                                           .identity = std::string(table_.session_identity(grant.session))});
   reply.lease_ms = it->second - now;
   answer(p, std::move(reply));
 }

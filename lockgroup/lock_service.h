@@ -43,9 +43,14 @@ struct LockServiceOptions {
 };
 
 // A request from a client; `route` is the driver's handle to answer it.
+// `identity`: who sent it (the CURVE identity; empty on plaintext links): a
+// session is used only by the identity that opened it. `sees_all`: the status
+// lists every lock, else only those the identity's sessions hold.
 struct ClientRequest {
   uint64_t route = 0;
   wire::LockRequest request;
+  std::string identity{};
+  bool sees_all = true;
 };
 struct ClientReply {
   uint64_t route = 0;
@@ -121,8 +126,9 @@ class LockService {
   // Sessions that the master has seen run out: their expiry is proposed once.
   void expire_sessions(uint64_t now);
   void run_timers(uint64_t now);
-  // The request's epoch check and session check; ok when it may go on.
-  Status check_session(uint64_t epoch, uint64_t session, uint64_t now) const;
+  // The request's epoch check and session check (it exists, is live, and is
+  // `identity`'s); ok when it may go on.
+  Status check_session(uint64_t epoch, uint64_t session, std::string_view identity, uint64_t now) const;
   void handle_status(const ClientRequest& r);
   void handle_check_sequencer(const ClientRequest& r, const wire::CheckSequencerRequest& m);
 

@@ -149,12 +149,14 @@ struct CommandEncoder {
     pk.pack_uint64(tag);
     pk.pack_uint64(static_cast<uint64_t>(kind));
   }
-  // [tag, 0] for the cluster's default lease (the only form before per-session
-  // leases, so old logs decode as the default), else [tag, 0, lease_ms].
+  // [tag, 0] for the cluster's default lease and no identity (the only form
+  // before per-session leases, so old logs decode as the default), else
+  // [tag, 0, lease_ms], and [tag, 0, lease_ms, identity] with an identity.
   void operator()(const OpenSession& c) const {
-    if (c.lease_ms == 0) return head(Kind::kOpenSession, 0);
-    head(Kind::kOpenSession, 1);
+    if (c.lease_ms == 0 && c.identity.empty()) return head(Kind::kOpenSession, 0);
+    head(Kind::kOpenSession, c.identity.empty() ? 1 : 2);
     pk.pack_uint64(c.lease_ms);
+    if (!c.identity.empty()) pack_text(pk, c.identity);
   }
   void operator()(const CloseSession& c) const {
     head(Kind::kCloseSession, 1);
@@ -194,8 +196,12 @@ struct CommandEncoder {
 
 Command read_command(ArrayReader& r, ArrayReader::Cursor& c, uint64_t kind) {
   switch (static_cast<Kind>(kind)) {
-    case Kind::kOpenSession:
-      return OpenSession{r.more(c) ? r.u64(c) : 0};
+    case Kind::kOpenSession: {
+      OpenSession open;
+      if (r.more(c)) open.lease_ms = r.u64(c);
+      if (r.more(c)) open.identity = r.text(c);
+      return open;
+    }
     case Kind::kCloseSession:
       return CloseSession{r.u64(c)};
     case Kind::kExpireSession:
@@ -377,6 +383,7 @@ CommandResult LockTable::apply_one(uint64_t tag, const Command& command, Effects
       if (touched) affected.push_back(name);
     }
     sessions_.erase(session);
+    identities_.erase(session);
     calls_.erase(calls_.lower_bound({session, std::string()}), calls_.lower_bound({session + 1, std::string()}));
     for (const std::string& name : affected) {
       wake(name, effects);
@@ -387,6 +394,7 @@ CommandResult LockTable::apply_one(uint64_t tag, const Command& command, Effects
   if (const auto* open = std::get_if<OpenSession>(&command)) {
     result.session = next_session_++;
     sessions_.emplace(result.session, open->lease_ms);
+    if (!open->identity.empty()) identities_.emplace(result.session, open->identity);
   } else if (const auto* close = std::get_if<CloseSession>(&command)) {
     drop_session(close->session, /*expired=*/false);
   } else if (const auto* expire = std::get_if<ExpireSession>(&command)) {
@@ -509,6 +517,11 @@ uint64_t LockTable::session_lease_ms(SessionId session) const {
   return it == sessions_.end() ? 0 : it->second;
 }
 
+std::string_view LockTable::session_identity(SessionId session) const {
+  auto it = identities_.find(session);
+  return it == identities_.end() ? std::string_view() : std::string_view(it->second);
+}
+
 const LockState* LockTable::lock(std::string_view name) const {
   auto it = locks_.find(name);
   return it == locks_.end() ? nullptr : &it->second;
@@ -538,12 +551,13 @@ bool LockTable::is_current(std::string_view lock, LockMode mode, Token token) co
 }
 
 // [magic, version, next_session, grant_counter, [session...], [lock...], [[session, lock, call]...],
-//  [[session, lease_ms]...]]
+//  [[session, lease_ms]...], [[session, identity]...]]
 // where a lock is [name, mode, token, delay_ms, [[session, lock_delay_ms]...],
-// [[session, mode, lock_delay_ms, wait_ms]...]]. The last element lists the
-// sessions that chose their own lease length, and is left out when there are
-// none: snapshots from before per-session leases end after the calls, and
-// their sessions all have the cluster's default.
+// [[session, mode, lock_delay_ms, wait_ms]...]]. The last but one element
+// lists the sessions that chose their own lease length, the last the sessions
+// opened by an identity; trailing elements with nothing to list are left out:
+// snapshots from before per-session leases end after the calls, and their
+// sessions all have the cluster's default and no identity.
 std::string LockTable::snapshot() const {
   std::vector<std::pair<SessionId, uint64_t>> own_leases;
   for (const auto& [s, lease_ms] : sessions_) {
@@ -551,7 +565,7 @@ std::string LockTable::snapshot() const {
   }
   msgpack::sbuffer buf;
   Packer pk(buf);
-  pk.pack_array(own_leases.empty() ? 7 : 8);
+  pk.pack_array(!identities_.empty() ? 9 : !own_leases.empty() ? 8 : 7);
   pack_text(pk, kSnapshotMagic);
   pk.pack_uint64(kSnapshotVersion);
   pk.pack_uint64(next_session_);
@@ -587,12 +601,20 @@ std::string LockTable::snapshot() const {
     pack_text(pk, key.second);
     pk.pack_uint64(call);
   }
-  if (!own_leases.empty()) {
+  if (!own_leases.empty() || !identities_.empty()) {
     pk.pack_array(static_cast<uint32_t>(own_leases.size()));
     for (const auto& [s, lease_ms] : own_leases) {
       pk.pack_array(2);
       pk.pack_uint64(s);
       pk.pack_uint64(lease_ms);
+    }
+  }
+  if (!identities_.empty()) {
+    pk.pack_array(static_cast<uint32_t>(identities_.size()));
+    for (const auto& [s, identity] : identities_) {
+      pk.pack_array(2);
+      pk.pack_uint64(s);
+      pack_text(pk, identity);
     }
   }
   return to_string(buf);
@@ -681,6 +703,23 @@ Status LockTable::restore(std::string_view bytes) {
       last = s;
     }
     r.close(leases);
+  }
+  if (r.more(top)) {
+    ArrayReader::Cursor ids = r.array(top);
+    // Only when some session has one: the form of a table is unique.
+    if (r.ok() && ids.size == 0) r.fail("an empty list of session identities");
+    for (uint32_t i = 0; i < ids.size && r.ok(); ++i) {
+      ArrayReader::Cursor ic = r.array(ids);
+      SessionId s = r.u64(ic);
+      std::string identity = r.text(ic);
+      r.close(ic);
+      if (!r.ok()) break;
+      if (!t.identities_.empty() && s <= t.identities_.rbegin()->first) r.fail("session identities out of order");
+      if (t.sessions_.count(s) == 0) r.fail("an identity of unknown session " + std::to_string(s));
+      if (identity.empty()) r.fail("an empty session identity listed");
+      if (r.ok()) t.identities_.emplace_hint(t.identities_.end(), s, std::move(identity));
+    }
+    r.close(ids);
   }
   r.close(top);
   if (!r.ok()) return r.status();

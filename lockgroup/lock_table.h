@@ -27,8 +27,11 @@ using Token = uint64_t;      // from 1
 // `lease_ms`: the session lease the client chose; 0 means the cluster's
 // default (`session_lease_ms`). The master checked its range before proposing;
 // the table keeps it so that any later master renews the session with it.
+// `identity`: who opened it (the CURVE identity; empty on plaintext links):
+// only that identity may use the session, and its grants name it.
 struct OpenSession {
   uint64_t lease_ms = 0;
+  std::string identity{};
   friend bool operator==(const OpenSession&, const OpenSession&) = default;
 };
 // A clean close: the session's locks are released without lock-delay.
@@ -172,6 +175,8 @@ class LockTable {
   const Sessions& sessions() const { return sessions_; }
   // The lease length `session` chose; 0 for the cluster's default or an unknown session.
   uint64_t session_lease_ms(SessionId session) const;
+  // The identity that opened `session`; empty when none (or an unknown session).
+  std::string_view session_identity(SessionId session) const;
   const std::map<std::string, LockState, std::less<>>& locks() const { return locks_; }
   // The lock's state; nullptr when it is free, not delayed and has no waiters.
   const LockState* lock(std::string_view name) const;
@@ -206,6 +211,7 @@ class LockTable {
   SessionId next_session_ = 1;
   Token grant_counter_ = 0;
   Sessions sessions_;
+  std::map<SessionId, std::string> identities_;  // sessions opened by an identity
   std::map<std::string, LockState, std::less<>> locks_;
   std::map<std::pair<SessionId, std::string>, uint64_t> calls_;  // the last call applied
 };

@@ -27,7 +27,7 @@ FrameResult LockdDriver::on_frame(std::string_view bytes, uint64_t now, bool ext
   if (!extra_frames) {
     if (auto body = auth_.verified_body(bytes)) return on_peer(*body, now, sender);
   }
-  return on_request(bytes, now, extra_frames);
+  return on_request(bytes, now, extra_frames, sender);
 }
 
 FrameResult LockdDriver::on_peer(std::string_view body, uint64_t now, std::string_view sender) {
@@ -60,7 +60,17 @@ FrameResult LockdDriver::on_peer(std::string_view body, uint64_t now, std::strin
   return {.outcome = service_->node().stale_messages() != stale ? FrameOutcome::kPeerStale : FrameOutcome::kPeerTaken};
 }
 
-FrameResult LockdDriver::on_request(std::string_view bytes, uint64_t now, bool extra_frames) {
+Status LockdDriver::check_permission(const wire::LockRequest& request, std::string_view sender) const {
+  const auto* acquire = std::get_if<wire::AcquireRequest>(&request.body);
+  if (!options_.permissions || acquire == nullptr ||
+      options_.permissions->may_acquire(sender, acquire->lock, acquire->mode)) {
+    return Status::ok();
+  }
+  return Status(Code::kPermissionDenied, "identity '" + std::string(sender) + "' may not acquire lock '" +
+                                             acquire->lock + "' " + std::string(mode_name(acquire->mode)));
+}
+
+FrameResult LockdDriver::on_request(std::string_view bytes, uint64_t now, bool extra_frames, std::string_view sender) {
   uint64_t id = 0;
   auto request = extra_frames ? Result<wire::LockRequest>(Status(Code::kMalformed, "a request is one ZeroMQ frame"))
                               : wire::decode_lock_request(bytes, options_.limits, &id);
@@ -78,6 +88,7 @@ FrameResult LockdDriver::on_request(std::string_view bytes, uint64_t now, bool e
   }
   Status refusal = request.status();
   if (refusal.is_ok()) refusal = check_cluster_id(options_.cluster_id, request.value().cluster);
+  if (refusal.is_ok()) refusal = check_permission(request.value(), sender);
   if (!refusal.is_ok()) {
     spdlog::warn("refused request id {} ({} bytes): {}", id, bytes.size(), refusal.to_string());
     wire::LockReply reply;
@@ -93,7 +104,10 @@ FrameResult LockdDriver::on_request(std::string_view bytes, uint64_t now, bool e
     if (auto* acquire = std::get_if<wire::AcquireRequest>(&request.value().body)) acquire->lock_delay_ms = 0;
   }
   const uint64_t route = next_route_++;
-  service_->on_request({route, std::move(request).value()}, now);
+  const bool sees_all = !options_.permissions || options_.permissions->may_inspect(sender);
+  service_->on_request(
+      {.route = route, .request = std::move(request).value(), .identity = std::string(sender), .sees_all = sees_all},
+      now);
   return {.outcome = FrameOutcome::kRequest, .route = route, .request_id = id};
 }
 

@@ -16,10 +16,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/permissions.h"
 #include "wire/envelope.h"
 #include "lockgroup/lock_service.h"
 #include "lockgroup/paxos_storage.h"
@@ -54,6 +56,11 @@ struct LockdDriverOptions {
   // is then taken only from the identity of the node its `from` names; empty
   // (plaintext links): the MAC alone decides.
   std::map<NodeId, std::string> peer_identities;
+  // Over CURVE: what each identity may do (base/permissions.h). An acquire of
+  // a lock the sender's roles do not cover is answered permission_denied,
+  // ungranted, and only admins see the whole status. Empty (plaintext links):
+  // nothing is checked.
+  std::optional<Permissions> permissions{};
   // Negative controls for the simulator: the checkers must object.
   // Peer messages and replies leave in begin_sync, before the journal sync.
   bool broken_reply_before_sync = false;
@@ -91,6 +98,8 @@ class LockdDriver {
   // ZeroMQ frame (a request is one); `sender`: the identity the CURVE
   // handshake proved (empty on plaintext links).
   FrameResult on_frame(std::string_view bytes, uint64_t now, bool extra_frames = false, std::string_view sender = {});
+  // Replaces LockdDriverOptions::permissions (a reload): requests from now on see them.
+  void set_permissions(std::optional<Permissions> permissions) { options_.permissions = std::move(permissions); }
   // Runs the service's timers when they are due.
   void tick(uint64_t now);
   // Ends the turn's input: proposes the batched commands and sends the
@@ -115,7 +124,9 @@ class LockdDriver {
  private:
   LockdDriver(LockdDriverOptions options, PaxosStorage& storage, LockdHost& host);
   FrameResult on_peer(std::string_view body, uint64_t now, std::string_view sender);
-  FrameResult on_request(std::string_view bytes, uint64_t now, bool extra_frames);
+  FrameResult on_request(std::string_view bytes, uint64_t now, bool extra_frames, std::string_view sender);
+  // Ok, or permission_denied when `sender` may not make `request`.
+  Status check_permission(const wire::LockRequest& request, std::string_view sender) const;
   void count_refused(std::string_view body, const Result<PeerMessage>& peer, const Status& why);
   void count_forged(size_t bytes, std::string_view why);
   // Sends the early accepts; keeps the other outputs for after the sync.

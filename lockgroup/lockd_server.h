@@ -56,6 +56,8 @@ class LockdServer : private LockdHost {
   Status run(int stop_fd, int reload_fd = -1, const std::function<void()>& reload = {});
 
   const LockService& service() const { return driver_->service(); }
+  // What each identity may do from now on (a reload): LockdDriverOptions::permissions.
+  void set_permissions(std::optional<Permissions> permissions) { driver_->set_permissions(std::move(permissions)); }
   // Messages dropped because they claim to be a peer's and their MAC does not
   // verify (forged, or signed with another key or group).
   uint64_t forged_peer_messages() const { return driver_->forged_peer_messages(); }

@@ -127,6 +127,7 @@ int serve(const Flags& flags) {
       for (const LockdNode& node : cluster.value().lockd) {
         options.value().driver.peer_identities[node.id] = cluster.value().daemon_identity.at(node.endpoint);
       }
+      options.value().driver.permissions = keys.value()->permissions;
       spdlog::info("links: CurveZMQ, serving as identity '{}'; {} keys may connect", keys.value()->key.identity,
                    keys.value()->allowed.size());
     } else {
@@ -145,7 +146,8 @@ int serve(const Flags& flags) {
                  flags.id, cluster.value().group, cluster_id_hex(cluster.value().cluster_id), getpid(), options.value().listen_endpoint, flags.data_dir,
                  service.node().applied_through());
     auto reload = [&] {
-      reload_identities(flags.cluster_file, options.value().listen_endpoint, flags.key_file, zap.get());
+      auto reloaded = reload_identities(flags.cluster_file, options.value().listen_endpoint, flags.key_file, zap.get());
+      if (reloaded) server.value()->set_permissions(std::move(reloaded->permissions));
     };
     Status stopped = server.value()->run(stop_fd, reload_fd, reload);
     spdlog::info("{} forged peer messages dropped, {} peer messages refused", server.value()->forged_peer_messages(),

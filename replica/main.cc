@@ -197,7 +197,7 @@ int serve(Flags flags, std::optional<replica::ReplicaAuth> auth, const std::opti
     if (curve) {
       zap = std::make_unique<transport::ZapHandler>(ctx, curve->allowed);
       flags.server.socket.curve = transport::CurveOptions{.keys = curve->key.keys, .zap = zap.get()};
-      flags.server.repairers = curve->repairers;
+      flags.server.permissions = curve->permissions;
       spdlog::info("links: CurveZMQ, serving as identity '{}'; {} keys may connect", curve->key.identity,
                    curve->allowed.size());
     } else {
@@ -211,7 +211,7 @@ int serve(Flags flags, std::optional<replica::ReplicaAuth> auth, const std::opti
     auto repair = background_repair(flags, curve);
     auto reload = [&] {
       auto keys = reload_identities(flags.cluster_file, flags.server.listen_endpoint, flags.curve_key_file, zap.get());
-      if (keys) server.set_repairers(std::move(keys->repairers));
+      if (keys) server.set_permissions(std::move(keys->permissions));
     };
     server.run(stop_fd, reload_fd, reload);
     if (Status s = store.value()->checkpoint(); !s.is_ok()) {

@@ -1,6 +1,8 @@
 #include "replica/replica_driver.h"
 
+#include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "base/cluster_id.h"
 
@@ -23,10 +25,47 @@ void ReplicaDriver::refuse(uint64_t id, size_t bytes, Status why) {
 
 namespace {
 
-// A request only a repairer may send: a sealed one (a repair's copies and
-// commits), and a tombstone drop, which forgets a deletion.
-bool repair_only(const wire::ReplicaRequest& request) {
-  return request.from_repairer || std::holds_alternative<wire::DropTombstoneRequest>(request.body);
+// Ok, or permission_denied naming what `identity` may not do.
+Status check_permission(const Permissions& permissions, std::string_view identity,
+                        const wire::ReplicaRequest& request) {
+  auto denied = [&](const std::string& what) {
+    return Status(Code::kPermissionDenied, "identity '" + std::string(identity) + "' may not " + what);
+  };
+  // A sealed request (a repair's copies and commits) and a tombstone drop,
+  // which forgets a deletion, come from repairers only; they may do the rest.
+  if (permissions.may_repair(identity)) return Status::ok();
+  if (request.from_repairer || std::holds_alternative<wire::DropTombstoneRequest>(request.body) ||
+      std::holds_alternative<wire::CopyManyRequest>(request.body)) {
+    return denied("repair: repairs and tombstone drops come from a replica or admin identity");
+  }
+  if (!permissions.configured()) return Status::ok();
+  auto key_check = [&](bool allowed, std::string_view verb, const std::string& key) {
+    return allowed ? Status::ok() : denied(std::string(verb) + " key '" + key + "'");
+  };
+  return std::visit(
+      [&](const auto& body) -> Status {
+        using T = std::decay_t<decltype(body)>;
+        if constexpr (std::is_same_v<T, wire::PingRequest>) {
+          return Status::ok();
+        } else if constexpr (std::is_same_v<T, wire::ReadRequest>) {
+          return key_check(permissions.may_read(identity, body.key), "read", body.key);
+        } else if constexpr (std::is_same_v<T, wire::WriteRequest>) {
+          return body.tombstone ? key_check(permissions.may_delete(identity, body.key), "delete", body.key)
+                                : key_check(permissions.may_write(identity, body.key), "write", body.key);
+        } else if constexpr (std::is_same_v<T, wire::CommitRequest> || std::is_same_v<T, wire::PurgeRequest>) {
+          // Settling a version is part of writing the key (a reader's repair
+          // without write permission is refused; anti-entropy spreads it).
+          return key_check(permissions.may_write(identity, body.key), "write", body.key);
+        } else if constexpr (std::is_same_v<T, wire::FenceRequest>) {
+          return permissions.may_acquire(identity, body.lock, LockMode::kShared)
+                     ? Status::ok()
+                     : denied("fence lock '" + body.lock + "', which it may not acquire");
+        } else {  // tree, leaf, read_many, stats: comparing replicas, the whole of their state
+          return permissions.may_inspect(identity) ? Status::ok()
+                                                   : denied("inspect replicas: that takes the admin role");
+        }
+      },
+      request.body);
 }
 
 }  // namespace
@@ -49,11 +88,8 @@ TakeResult ReplicaDriver::take(uint64_t route, std::span<const std::string_view>
     if (decoded.is_ok()) {
       if (Status s = check_cluster_id(options_.cluster_id, decoded.value().cluster); !s.is_ok()) decoded = s;
     }
-    if (decoded.is_ok() && options_.repairers && repair_only(decoded.value()) &&
-        !options_.repairers->contains(std::string(sender))) {
-      decoded = Status(Code::kPermissionDenied,
-                       "identity '" + std::string(sender) +
-                           "' may not repair: repairs and tombstone drops come from a replica or admin identity");
+    if (decoded.is_ok() && options_.permissions) {
+      if (Status s = check_permission(*options_.permissions, sender, decoded.value()); !s.is_ok()) decoded = s;
     }
     if (decoded.is_ok()) {
       if (options_.broken_trust_everyone) decoded.value().from_repairer = true;

@@ -19,13 +19,13 @@
 
 #include <cstdint>
 #include <optional>
-#include <set>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/hybrid_clock.h"
+#include "base/permissions.h"
 #include "wire/envelope.h"
 #include "wire/replica_protocol.h"
 #include "replica/handler.h"
@@ -58,10 +58,12 @@ struct ReplicaDriverOptions {
   wire::Limits limits{};
   size_t max_batch = 1024;  // frames per batch (one commit)
   size_t max_batch_bytes = size_t{64} << 20;  // frame bytes held per batch
-  // Over CURVE: the identities that may repair. A sealed request or a
-  // tombstone drop from any other is refused permission_denied, whatever its
-  // seal. nullopt (plaintext links): the seal alone decides.
-  std::optional<std::set<std::string>> repairers{};
+  // Over CURVE: what each identity may do (base/permissions.h). A request
+  // its sender may not make is refused permission_denied, unapplied: a sealed
+  // request or a tombstone drop from any but a repairer, whatever its seal,
+  // and once roles are configured a read, write or delete of a key its roles
+  // do not cover. nullopt (plaintext links): the seal alone decides.
+  std::optional<Permissions> permissions{};
   // Negative controls for the simulator: a replica with one of these bugs.
   // Every request decoded is marked from_repairer, as if its frame carried a
   // repairer's seal: any client's committed write or commit counts as a repair.
@@ -96,8 +98,8 @@ class ReplicaDriver {
                   std::string_view sender = {});
   // The batch holds max_batch frames or max_batch_bytes: flush it.
   bool full() const;
-  // Replaces ReplicaDriverOptions::repairers (a reload): messages taken from now on see it.
-  void set_repairers(std::optional<std::set<std::string>> repairers) { options_.repairers = std::move(repairers); }
+  // Replaces ReplicaDriverOptions::permissions (a reload): messages taken from now on see them.
+  void set_permissions(std::optional<Permissions> permissions) { options_.permissions = std::move(permissions); }
   // Nothing waits to be answered.
   bool empty() const { return frames_.empty(); }
   // The decoded requests of the batch, in arrival order.

@@ -14,7 +14,7 @@ ReplicaDriverOptions driver_options(const ServerOptions& o) {
   d.limits = o.limits;
   d.max_batch = o.max_batch;
   d.max_batch_bytes = o.max_batch_bytes;
-  d.repairers = o.repairers;
+  d.permissions = o.permissions;
   return d;
 }
 

@@ -33,7 +33,7 @@ struct ServerOptions {
   transport::SocketOptions socket;
   size_t max_batch = 1024;                      // requests per commit
   size_t max_batch_bytes = size_t{64} << 20;    // request bytes held per batch
-  std::optional<std::set<std::string>> repairers;  // ReplicaDriverOptions::repairers
+  std::optional<Permissions> permissions;  // ReplicaDriverOptions::permissions
 };
 
 class ReplicaServer final : ReplicaHost {
@@ -45,8 +45,8 @@ class ReplicaServer final : ReplicaHost {
   // Between batches, when `reload_fd` (a SIGHUP signalfd; -1: none) becomes
   // readable, it is drained and `reload` runs.
   void run(int stop_fd, int reload_fd = -1, const std::function<void()>& reload = {});
-  // Who may repair from now on (a reload): ReplicaDriverOptions::repairers.
-  void set_repairers(std::optional<std::set<std::string>> repairers) { driver_.set_repairers(std::move(repairers)); }
+  // What each identity may do from now on (a reload): ReplicaDriverOptions::permissions.
+  void set_permissions(std::optional<Permissions> permissions) { driver_.set_permissions(std::move(permissions)); }
 
   uint64_t requests_served() const { return driver_.requests_served(); }
 

@@ -160,13 +160,18 @@ uint32_t reply_field_count(const LockReply& reply) {
 }
 
 void pack_lock_info(Packer& pk, const LockInfo& l) {
-  pk.pack_map(6);
+  pk.pack_map(l.identities.empty() ? 6 : 7);
   pack_text_field(pk, "name", l.name);
   pack_text_field(pk, "mode", mode_name(l.mode));
   pack_u64_field(pk, "token", l.token);
   pack_text(pk, "holders");
   pk.pack_array(static_cast<uint32_t>(l.holders.size()));
   for (uint64_t h : l.holders) pk.pack_uint64(h);
+  if (!l.identities.empty()) {
+    pack_text(pk, "holder_identities");
+    pk.pack_array(static_cast<uint32_t>(l.identities.size()));
+    for (const std::string& identity : l.identities) pack_text(pk, identity);
+  }
   pack_u64_field(pk, "waiters", l.waiters);
   pack_u64_field(pk, "delay_ms", l.delay_ms);
 }
@@ -184,11 +189,29 @@ void read_holders(FieldReader& r, std::vector<uint64_t>& out) {
   }
 }
 
+// Optional: a list of texts, one per holder (of the holders read before it).
+void read_holder_identities(FieldReader& r, const LockInfo& l, std::vector<std::string>& out) {
+  const msgpack::object* list = r.object("holder_identities", Need::kOptional);
+  if (list == nullptr) return;
+  if (list->type != msgpack::type::ARRAY || list->via.array.size != l.holders.size()) {
+    return r.fail(Code::kBadRequest, "field 'holder_identities' must be a list of one text per holder");
+  }
+  for (uint32_t i = 0; i < list->via.array.size; ++i) {
+    const msgpack::object& id = list->via.array.ptr[i];
+    if (id.type != msgpack::type::STR || id.via.str.size > kMaxIdentityBytes) {
+      return r.fail(Code::kBadRequest, "field 'holder_identities' must list texts of at most " +
+                                           std::to_string(kMaxIdentityBytes) + " bytes");
+    }
+    out.emplace_back(id.via.str.ptr, id.via.str.size);
+  }
+}
+
 void read_lock_info(FieldReader& r, const Limits& limits, LockInfo& l) {
   r.bytes("name", l.name, limits.max_lock_bytes, Need::kRequired);
   read_mode(r, "mode", l.mode, Need::kRequired);
   r.u64("token", l.token, Need::kRequired);
   read_holders(r, l.holders);
+  read_holder_identities(r, l, l.identities);
   r.u64("waiters", l.waiters, Need::kRequired);
   r.u64("delay_ms", l.delay_ms, Need::kRequired);
 }

@@ -18,6 +18,8 @@
 
 namespace palisade::wire {
 
+// The longest identity name (base/identity.h) a message carries.
+constexpr size_t kMaxIdentityBytes = 64;
 constexpr uint64_t kMaxLockDelayMs = 60'000;  // lock-delay: at most 60 s (docs/design.md "Sessions and leases")
 // The session lease a client may choose (OpenSessionRequest::lease_ms); the
 // master also asks for at least twice its heartbeat_ms. Shorter leases mean
@@ -103,6 +105,9 @@ struct LockInfo {
   std::vector<uint64_t> holders;  // session ids
   uint64_t waiters = 0;
   uint64_t delay_ms = 0;  // > 0: free, in lock-delay
+  // The identity that opened each holder's session, as `holders`; empty on a
+  // cluster without identities.
+  std::vector<std::string> identities{};
   friend bool operator==(const LockInfo&, const LockInfo&) = default;
 };
 

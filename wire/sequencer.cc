@@ -5,6 +5,8 @@
 
 #include <msgpack.hpp>
 
+#include "base/identity.h"
+
 namespace palisade {
 namespace {
 
@@ -77,11 +79,12 @@ std::string encode_payload(const Sequencer& sequencer) {
     pk.pack_str(static_cast<uint32_t>(t.size()));
     pk.pack_str_body(t.data(), static_cast<uint32_t>(t.size()));
   };
-  pk.pack_array(4);
+  pk.pack_array(sequencer.identity.empty() ? 4 : 5);
   text(sequencer.group);
   text(sequencer.lock);
   text(mode_name(sequencer.mode));
   pk.pack_uint64(sequencer.token);
+  if (!sequencer.identity.empty()) text(sequencer.identity);
   return std::string(buf.data(), buf.size());
 }
 
@@ -108,8 +111,8 @@ Result<Parts> split(std::string_view text) {
 Result<Sequencer> decode_payload(std::string_view payload) {
   msgpack::object_handle handle;
   try {
-    // [group, lock, mode, token]: one array of four scalars.
-    msgpack::unpack_limit limit(/*array=*/4, /*map=*/0, /*str=*/kMaxSequencerBytes, /*bin=*/0, /*ext=*/0,
+    // [group, lock, mode, token (, identity)]: one array of four or five scalars.
+    msgpack::unpack_limit limit(/*array=*/5, /*map=*/0, /*str=*/kMaxSequencerBytes, /*bin=*/0, /*ext=*/0,
                                 /*depth=*/2);
     size_t offset = 0;
     handle = msgpack::unpack(payload.data(), payload.size(), offset, nullptr, nullptr, limit);
@@ -118,8 +121,9 @@ Result<Sequencer> decode_payload(std::string_view payload) {
     return bad("not a sequencer: its payload is not MessagePack [group, lock, mode, token]");
   }
   const msgpack::object& o = handle.get();
-  if (o.type != msgpack::type::ARRAY || o.via.array.size != 4) {
-    return bad("not a sequencer: its payload is not a list [group, lock, mode, token]");
+  if (o.type != msgpack::type::ARRAY || (o.via.array.size != 4 && o.via.array.size != 5)) {
+    return bad("not a sequencer: its payload is not a list [group, lock, mode, token] or [group, lock, mode, token, "
+               "identity]");
   }
   const msgpack::object* f = o.via.array.ptr;
   if (f[0].type != msgpack::type::STR || f[1].type != msgpack::type::STR || f[2].type != msgpack::type::STR ||
@@ -137,6 +141,13 @@ Result<Sequencer> decode_payload(std::string_view payload) {
     return bad("not a sequencer: empty group or lock name, or token 0");
   }
   if (s.lock.size() > kMaxLockBytes) return bad("not a sequencer: lock name over 256 bytes");
+  if (o.via.array.size == 5) {
+    // Present only when there is one, so that every grant has one payload.
+    if (f[4].type != msgpack::type::STR || !is_identity_name(text_of(f[4]))) {
+      return bad("not a sequencer: its fifth field is not an identity name");
+    }
+    s.identity = std::string(text_of(f[4]));
+  }
   return s;
 }
 

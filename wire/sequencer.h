@@ -4,7 +4,8 @@
 //   "ps2." + base64url(payload) + "." + base64url(signature)
 //
 // payload = MessagePack [group, lock, mode, token], mode the text "exclusive"
-// or "shared"; signature = Ed25519 of the payload under the lock group's key.
+// or "shared", and [group, lock, mode, token, identity] for a grant to an
+// identity (a cluster with identities); signature = Ed25519 of the payload under the lock group's key.
 // base64url is RFC 4648 section 5 without padding.
 //
 // This file is the format alone: clients read sequencers without any key and
@@ -41,7 +42,8 @@ std::string join(std::string_view payload, std::string_view signature);
 // The decoded parts of a text (a signature of kSequencerSignatureBytes);
 // BadSequencer otherwise.
 Result<Parts> split(std::string_view text);
-// The fields of a payload; BadSequencer when it is not [group, lock, mode, token].
+// The fields of a payload; BadSequencer when it is not [group, lock, mode,
+// token] or [group, lock, mode, token, identity] with an identity name.
 Result<Sequencer> decode_payload(std::string_view payload);
 
 // base64url (RFC 4648 section 5) without padding. unbase64 refuses any other

@@ -32,6 +32,8 @@ struct Sequencer {
   std::string lock;
   LockMode mode = LockMode::kExclusive;
   uint64_t token = 0;
+  // The identity the lock was granted to; empty on a cluster without identities.
+  std::string identity{};
   friend bool operator==(const Sequencer&, const Sequencer&) = default;
 };
 

@@ -352,6 +352,69 @@ TEST_CASE("cluster file: bad identities are refused by line", "[config]") {
   check_refused(cases);
 }
 
+const std::string kRoles = kSecure + R"(
+[[role]]
+name = "jobs"
+locks = ["jobs/*"]
+shared_locks = ["config"]
+read = ["jobs/*", "config/*"]
+write = ["jobs/*"]
+delete = ["jobs/*"]
+[[role]]
+name = "auditor"
+read = ["*"]
+admin = false
+)";
+
+TEST_CASE("cluster file: [[role]] tables, and identities that name them", "[config][security]") {
+  auto parsed = parse_cluster_config(edit("name = \"ops\"", "name = \"ops\"\nroles = [\"jobs\"]", kRoles), kPath);
+  INFO(parsed.status().to_string());
+  REQUIRE(parsed.is_ok());
+  const ClusterConfig& c = parsed.value();
+  REQUIRE(c.roles.size() == 2);
+  CHECK(c.roles[0] == Role{.name = "jobs",
+                           .locks = {"jobs/*"},
+                           .shared_locks = {"config"},
+                           .read = {"jobs/*", "config/*"},
+                           .write = {"jobs/*"},
+                           .remove = {"jobs/*"}});
+  CHECK(c.role("auditor")->read == std::vector<std::string>{"*"});
+  CHECK(c.role("lockd") == nullptr);  // built in, not a table
+  const Permissions p = c.permissions();
+  CHECK(p.configured());
+  CHECK(p.may_acquire("ops", "jobs/7", LockMode::kExclusive));
+  CHECK(p.may_acquire("ops", "config", LockMode::kShared));
+  CHECK_FALSE(p.may_acquire("ops", "config", LockMode::kExclusive));
+  CHECK_FALSE(p.may_acquire("ops", "ledger", LockMode::kShared));
+  CHECK(p.may_write("ops", "jobs/7"));
+  CHECK_FALSE(p.may_write("ops", "ledger/1"));
+  CHECK(p.is_admin("replica-b"));
+  CHECK_FALSE(p.is_admin("ops"));
+  auto again = parse_cluster_config(format_cluster_config(c), kPath);
+  REQUIRE(again.is_ok());
+  CHECK(again.value() == c);
+  // No [[role]]: nothing configured.
+  CHECK_FALSE(parse_cluster_config(kSecure, kPath).value().permissions().configured());
+}
+
+TEST_CASE("cluster file: bad [[role]] tables are refused by line", "[config][security]") {
+  auto roles = [](const std::string& from, const std::string& to) { return edit(from, to, kRoles); };
+  const std::vector<Case> cases = {
+      {"unknown key", roles("name = \"auditor\"", "name = \"auditor\"\ncolour = 1"),
+       "unknown key 'colour' of [[role]] 2"},
+      {"no name", roles("name = \"auditor\"\n", ""), "missing key 'name' of [[role]] 2"},
+      {"bad name", roles("name = \"auditor\"", "name = \"audit or\""), "is not a role name"},
+      {"a built-in name", roles("name = \"auditor\"", "name = \"admin\""), "role 'admin' is built in"},
+      {"defined twice", roles("name = \"auditor\"", "name = \"jobs\""), "role 'jobs' is defined twice"},
+      {"patterns not strings", roles("read = [\"*\"]", "read = [1]"), "'read' of [[role]] 2 must be a list of strings"},
+      {"admin not a boolean", roles("admin = false", "admin = \"yes\""), "'admin' of [[role]] 2 must be true or false"},
+      {"an identity naming an undefined role", roles("roles = [\"lockd\"]", "roles = [\"lockd\", \"ghost\"]"),
+       "unknown role 'ghost'"},
+      {"roles without identities", kMinimal + "\n[[role]]\nname = \"r\"\n", "[[role]] tables need [[identity]]"},
+  };
+  check_refused(cases);
+}
+
 TEST_CASE("cluster file: problems name the line", "[config]") {
   auto parsed = parse_cluster_config(edit("id = 2", "id = 0"), kPath);
   REQUIRE_FALSE(parsed.is_ok());

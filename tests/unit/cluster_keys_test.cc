@@ -88,7 +88,9 @@ TEST_CASE("cluster keys: a reload reads the file again and refuses one that turn
   INFO(reloaded.status().to_string());
   REQUIRE(reloaded.is_ok());
   CHECK(reloaded.value().allowed == allowed_keys(k.config));
-  CHECK(reloaded.value().repairers == std::set<std::string>{"replica-0"});
+  CHECK(reloaded.value().permissions == k.config.permissions());
+  CHECK(reloaded.value().permissions.may_repair("replica-0"));
+  CHECK_FALSE(reloaded.value().permissions.may_repair("app"));
 
   ClusterConfig plain = k.config;
   plain.identities.clear();

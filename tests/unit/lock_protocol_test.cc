@@ -183,7 +183,7 @@ LockReply full_reply() {
   r.sessions = 2;
   r.locks = {LockInfo{"a", LockMode::kShared, 5, {17, 18, UINT64_MAX}, 2, 0},
              LockInfo{std::string("b\0\xff", 3), LockMode::kExclusive, 0, {}, 0, 60'000},
-             LockInfo{"c", LockMode::kExclusive, UINT64_MAX, {17}, UINT64_MAX, 1}};
+             LockInfo{"c", LockMode::kExclusive, UINT64_MAX, {17}, UINT64_MAX, 1, {"worker-7"}}};
   return r;
 }
 
@@ -275,6 +275,19 @@ TEST_CASE("lock wire: every reply shape round-trips", "[wire][lockgroup]") {
 }
 
 // ---- Bad requests.
+
+TEST_CASE("lock wire: holder_identities names one identity per holder", "[wire][lockgroup]") {
+  LockReply r;
+  r.node = 1;
+  r.locks = {LockInfo{"L", LockMode::kShared, 3, {4, 5}, 0, 0, {"a", "b"}}};
+  check_reply_round_trip(r);
+  r.locks[0].identities = {"a"};  // one short
+  auto short_list = wire::decode_lock_reply(encode_lock_reply(r), kMaxReplyBytes);
+  CHECK(short_list.status().code() == Code::kBadRequest);
+  r.locks[0].identities = {"a", std::string(wire::kMaxIdentityBytes + 1, 'x')};
+  auto overlong = wire::decode_lock_reply(encode_lock_reply(r), kMaxReplyBytes);
+  CHECK(overlong.status().code() == Code::kBadRequest);
+}
 
 TEST_CASE("lock wire: not MessagePack, truncated or trailing bytes are Malformed", "[wire][lockgroup]") {
   SECTION("not MessagePack") { test::check_not_messagepack_is_malformed(decode); }

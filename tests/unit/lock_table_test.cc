@@ -639,7 +639,9 @@ std::vector<TaggedCommand> every_command() {
           {7, EndDelay{"locks/x", UINT64_MAX}},
           {8, CancelWait{4, "y"}},
           {9, OpenSession{1}},
-          {10, OpenSession{UINT64_MAX}}};
+          {10, OpenSession{UINT64_MAX}},
+          {11, OpenSession{0, "worker-7"}},
+          {12, OpenSession{30000, "ops"}}};
 }
 
 using Packer = msgpack::packer<msgpack::sbuffer>;
@@ -781,6 +783,32 @@ LockTable busy_table() {
            {13, acquire(3, "gone", kEx, kWait)},
            {14, OpenSession{}}});
   return t;
+}
+
+TEST_CASE("lock table: a session keeps the identity that opened it, in snapshots too", "[lock_table][snapshot]") {
+  LockTable t;
+  auto open = [&](uint64_t lease_ms, std::string identity) {
+    return t.apply({{1, OpenSession{lease_ms, std::move(identity)}}}).results.at(0).session;
+  };
+  const SessionId plain = open(0, "");
+  const SessionId worker = open(0, "worker-7");
+  const SessionId ops = open(30000, "ops");
+  CHECK(t.session_identity(plain).empty());
+  CHECK(t.session_identity(worker) == "worker-7");
+  CHECK(t.session_identity(ops) == "ops");
+  CHECK(t.session_identity(99).empty());
+  LockTable restored;
+  REQUIRE(restored.restore(t.snapshot()).is_ok());
+  CHECK(restored == t);
+  CHECK(restored.session_identity(worker) == "worker-7");
+  // A session that ends forgets its identity, and a table without any writes
+  // the snapshot it always did (no identities element).
+  t.apply({{2, CloseSession{worker}}, {3, ExpireSession{ops}}});
+  CHECK(t.session_identity(worker).empty());
+  LockTable plain_only;
+  plain_only.apply({{1, OpenSession{}}, {2, OpenSession{}}, {3, OpenSession{}}});
+  plain_only.apply({{2, CloseSession{worker}}, {3, ExpireSession{ops}}});
+  CHECK(t.snapshot() == plain_only.snapshot());
 }
 
 TEST_CASE("lock table: snapshot and restore give an equal table", "[lock_table][snapshot]") {

@@ -13,6 +13,7 @@
 
 #include "lockgroup/memory_paxos_storage.h"
 #include "lockgroup/paxos_messages.h"
+#include "palisade/sequencer.h"
 #include "tests/support/printers.h"
 
 namespace palisade::lockgroup {
@@ -151,6 +152,99 @@ TEST_CASE("lockd driver: over CURVE a peer message is taken only from its from n
         FrameOutcome::kPeerImpostor);
   CHECK(n.driver->refused_peer_messages() == 4);
   CHECK(n.driver->on_frame(sealed, n.now, false, "lockd-2").outcome != FrameOutcome::kPeerImpostor);
+}
+
+// A request from identity `sender`, answered: its reply.
+wire::LockReply call(Node& n, wire::LockRequestBody body, std::string_view sender, uint64_t id = 1) {
+  const FrameResult r = n.driver->on_frame(wire::encode_lock_request({id, std::move(body)}), n.now, false, sender);
+  std::string bytes = r.refusal;
+  if (r.outcome == FrameOutcome::kRequest) {
+    for (int i = 0; i < 10 && n.host.replies.count(r.route) == 0; ++i) n.turn();
+    REQUIRE(n.host.replies.count(r.route) == 1);
+    bytes = n.host.replies[r.route];
+  }
+  auto reply = wire::decode_lock_reply(bytes, size_t{1} << 20);
+  REQUIRE(reply.is_ok());
+  return reply.value();
+}
+
+TEST_CASE("lockd driver: over CURVE a session is its identity's\, and acquires need a role", "[lockgroup][security]") {
+  LockdDriverOptions o = options();
+  const Role jobs{.name = "jobs", .locks = {"jobs/*"}};
+  o.permissions = Permissions({jobs}, {{"worker", {"jobs"}}, {"other", {"jobs"}}, {"ops", {"admin"}}});
+  Node n(std::move(o));
+  n.elect();
+  const uint64_t epoch = n.driver->service().node().epoch();
+  const wire::LockReply opened = call(n, wire::OpenSessionRequest{.epoch = epoch}, "worker");
+  REQUIRE(opened.status.is_ok());
+  const uint64_t session = opened.session;
+  CHECK(n.driver->service().table().session_identity(session) == "worker");
+
+  auto acquire = [&](std::string lock, std::string_view sender, uint64_t call_no) {
+    return call(n, wire::AcquireRequest{.epoch = epoch, .session = session, .lock = std::move(lock), .call = call_no},
+                sender);
+  };
+  // A lock outside its roles: refused before the log, nothing granted.
+  const Token before = n.driver->service().table().grant_counter();
+  CHECK(acquire("ledger", "worker", 1).status.code() == Code::kPermissionDenied);
+  CHECK(n.driver->service().table().grant_counter() == before);
+  CHECK(n.driver->service().table().lock("ledger") == nullptr);
+  // Its own session, a lock its role covers: granted, and the sequencer names it.
+  const wire::LockReply granted = acquire("jobs/1", "worker", 2);
+  REQUIRE(granted.status.is_ok());
+  auto sequencer = parse_sequencer(granted.sequencer);
+  REQUIRE(sequencer.is_ok());
+  CHECK(sequencer.value().identity == "worker");
+  // Another identity that names the session: it may not keep it alive,
+  // release its lock, take locks in it, or close it.
+  CHECK(call(n, wire::KeepAliveRequest{.epoch = epoch, .session = session}, "other").status.code() ==
+        Code::kPermissionDenied);
+  CHECK(call(n, wire::ReleaseRequest{.epoch = epoch, .session = session, .lock = "jobs/1", .call = 3}, "other")
+            .status.code() == Code::kPermissionDenied);
+  CHECK(acquire("jobs/2", "other", 4).status.code() == Code::kPermissionDenied);
+  CHECK(call(n, wire::CloseSessionRequest{.epoch = epoch, .session = session}, "other").status.code() ==
+        Code::kPermissionDenied);
+  CHECK(n.driver->service().table().has_session(session));
+  CHECK(n.driver->service().table().lock("jobs/1")->holders.count(session) == 1);
+  CHECK(n.driver->service().table().lock("jobs/2") == nullptr);
+
+  // Status: holders by identity; a non-admin sees only what its sessions hold.
+  const wire::LockReply other_open = call(n, wire::OpenSessionRequest{.epoch = epoch}, "other");
+  REQUIRE(other_open.status.is_ok());
+  REQUIRE(
+      call(n, wire::AcquireRequest{.epoch = epoch, .session = other_open.session, .lock = "jobs/9", .call = 1}, "other")
+          .status.is_ok());
+  auto names = [](const wire::LockReply& r) {
+    std::vector<std::string> out;
+    for (const wire::LockInfo& l : r.locks) out.push_back(l.name);
+    return out;
+  };
+  const wire::LockReply all = call(n, wire::LockStatusRequest{}, "ops");
+  CHECK(names(all) == std::vector<std::string>{"jobs/1", "jobs/9"});
+  CHECK(all.locks.at(0).identities == std::vector<std::string>{"worker"});
+  CHECK(all.locks.at(1).identities == std::vector<std::string>{"other"});
+  CHECK(names(call(n, wire::LockStatusRequest{}, "worker")) == std::vector<std::string>{"jobs/1"});
+  CHECK(names(call(n, wire::LockStatusRequest{}, "nobody")).empty());
+
+  // A reload that takes the role away refuses the next acquire; the session stays.
+  n.driver->set_permissions(Permissions({jobs}, {{"worker", {}}}));
+  CHECK(acquire("jobs/3", "worker", 5).status.code() == Code::kPermissionDenied);
+  CHECK(call(n, wire::KeepAliveRequest{.epoch = epoch, .session = session}, "worker").status.is_ok());
+}
+
+TEST_CASE("lockd driver: plaintext links check no permissions and name no identity", "[lockgroup]") {
+  Node n;
+  n.elect();
+  const uint64_t epoch = n.driver->service().node().epoch();
+  const wire::LockReply opened = call(n, wire::OpenSessionRequest{.epoch = epoch}, "");
+  REQUIRE(opened.status.is_ok());
+  const wire::LockReply granted =
+      call(n, wire::AcquireRequest{.epoch = epoch, .session = opened.session, .lock = "any", .call = 1}, "");
+  REQUIRE(granted.status.is_ok());
+  CHECK(parse_sequencer(granted.sequencer).value().identity.empty());
+  const wire::LockReply status = call(n, wire::LockStatusRequest{}, "");
+  REQUIRE(status.locks.size() == 1);
+  CHECK(status.locks[0].identities.empty());
 }
 
 TEST_CASE("lockd driver: a failed commit drops the turn and restarts from disk", "[lockgroup]") {

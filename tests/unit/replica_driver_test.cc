@@ -167,7 +167,7 @@ TEST_CASE("replica driver: over CURVE only a repairer identity may drop a tombst
     r.driver.flush();
     return r.host.refusals;
   };
-  Replica secure({.repairers = std::set<std::string>{"replica-0", "admin"}});
+  Replica secure({.permissions = Permissions({}, {{"replica-0", {"replica"}}, {"admin", {"admin"}}, {"app", {}}})});
   CHECK(refusal(secure, "app") == std::vector<Code>{Code::kPermissionDenied});
   CHECK(secure.host.messages.back().second.at(0).status.code() == Code::kPermissionDenied);  // the sender is told
   CHECK(refusal(secure, "") == std::vector<Code>{Code::kPermissionDenied});
@@ -181,6 +181,61 @@ TEST_CASE("replica driver: over CURVE only a repairer identity may drop a tombst
   secure.take(2, {write("k2", 7)}, "app");
   secure.driver.flush();
   CHECK(secure.stored("k2"));
+}
+
+TEST_CASE("replica driver: with roles configured\, each request needs its permission", "[replica][driver][security]") {
+  Role jobs{.name = "jobs", .locks = {"jobs/*"}, .read = {"jobs/*", "shared/*"}, .write = {"jobs/*"}};
+  Role reader{.name = "reader", .read = {"*"}};
+  Replica r({.permissions = Permissions(
+                 {jobs, reader},
+                 {{"worker", {"jobs"}}, {"auditor", {"reader"}}, {"replica-0", {"replica"}}, {"ops", {"admin"}}})});
+  // Each request alone from `sender`: its reply's code.
+  uint64_t next_id = 1;
+  auto code_of = [&](wire::ReplicaRequest req, std::string_view sender) {
+    req.id = next_id++;
+    r.take(req.id, {wire::encode_request(req)}, sender);
+    r.driver.flush();
+    return r.host.messages.back().second.at(0).status.code();
+  };
+  const auto ts = [](uint64_t n) { return test::ts_now(n); };
+  CHECK(code_of(test::write_req("jobs/1", "v", ts(0)), "worker") == Code::kOk);
+  CHECK(code_of(test::write_req("ledger/1", "v", ts(0)), "worker") == Code::kPermissionDenied);
+  CHECK_FALSE(r.stored("ledger/1"));
+  CHECK(code_of(test::delete_req("jobs/1", ts(0)), "worker") == Code::kPermissionDenied);  // no delete in its role
+  CHECK(code_of(test::read_req("jobs/1"), "worker") == Code::kOk);
+  CHECK(code_of(test::read_req("shared/x"), "worker") == Code::kOk);
+  CHECK(code_of(test::read_req("ledger/1"), "worker") == Code::kPermissionDenied);
+  CHECK(code_of(test::commit_req("ledger/1", ts(0)), "worker") == Code::kPermissionDenied);
+  CHECK(code_of(test::purge_req("ledger/1", ts(0)), "worker") == Code::kPermissionDenied);
+  CHECK(code_of(test::fence_req("ledger", 3), "worker") == Code::kPermissionDenied);
+  CHECK(code_of(test::fence_req("jobs/a", 3), "worker") == Code::kOk);
+  CHECK(code_of(wire::ReplicaRequest{.body = wire::StatsRequest{}}, "worker") == Code::kPermissionDenied);
+  CHECK(code_of(test::ping_req(), "worker") == Code::kOk);
+  // A read-only identity reads anything and writes nothing.
+  CHECK(code_of(test::read_req("jobs/1"), "auditor") == Code::kOk);
+  CHECK(code_of(test::write_req("jobs/2", "v", ts(0)), "auditor") == Code::kPermissionDenied);
+  CHECK_FALSE(r.stored("jobs/2"));
+  // An identity the file lists without roles, and an unknown one: nothing.
+  CHECK(code_of(test::read_req("jobs/1"), "nobody") == Code::kPermissionDenied);
+  // Admins and replicas may do everything.
+  CHECK(code_of(test::write_req("ledger/1", "v", ts(0)), "ops") == Code::kOk);
+  CHECK(code_of(wire::ReplicaRequest{.body = wire::StatsRequest{}}, "ops") == Code::kOk);
+  CHECK(code_of(wire::ReplicaRequest{.body = wire::StatsRequest{}}, "replica-0") == Code::kOk);
+}
+
+TEST_CASE("replica driver: a reload of permissions applies to the next message", "[replica][driver][security]") {
+  Role writer{.name = "writer", .write = {"*"}};
+  Replica r({.permissions = Permissions({writer}, {{"app", {}}})});
+  auto put = [&](const std::string& key, uint64_t id) {
+    r.take(id, {write(key, id)}, "app");
+    r.driver.flush();
+    return r.host.messages.back().second.at(0).status.code();
+  };
+  CHECK(put("a", 1) == Code::kPermissionDenied);
+  r.driver.set_permissions(Permissions({writer}, {{"app", {"writer"}}}));
+  CHECK(put("b", 2) == Code::kOk);
+  CHECK(r.stored("b"));
+  CHECK_FALSE(r.stored("a"));
 }
 
 TEST_CASE("replica driver: a batch is full at max_batch frames, refused ones too", "[replica][driver]") {

@@ -61,8 +61,10 @@ std::string payload_of(const F&... fields) {
 
 TEST_CASE("sequencer: sign, parse and verify round trip", "[sequencer]") {
   const ClusterKey key = ClusterKey::generate();
-  for (const Sequencer& s : {kSeq, Sequencer{"g", "L", LockMode::kShared, 1},
-                             Sequencer{"group-with-a-long-name", std::string(256, 'x'), LockMode::kExclusive, UINT64_MAX}}) {
+  for (const Sequencer& s :
+       {kSeq, Sequencer{"g", "L", LockMode::kShared, 1}, Sequencer{"g", "L", LockMode::kShared, 1, "worker-7"},
+        Sequencer{"g", "jobs/1", LockMode::kExclusive, 5, std::string(64, 'w')},
+        Sequencer{"group-with-a-long-name", std::string(256, 'x'), LockMode::kExclusive, UINT64_MAX}}) {
     INFO(s.lock << " " << s.token);
     std::string text = sign_sequencer(s, key);
     CHECK(text.starts_with("ps2."));
@@ -230,8 +232,14 @@ TEST_CASE("sequencer: well-signed payloads that are not [group, lock, mode, toke
       {"empty payload", ""},
       {"not MessagePack", "\xc1"},
       {"three fields", payload_of(S("g"), S("L"), S("exclusive"))},
-      {"five fields", payload_of(S("g"), S("L"), S("exclusive"), uint64_t{1}, uint64_t{2})},
-      {"a map", [] {
+      {"five fields, the last not a text", payload_of(S("g"), S("L"), S("exclusive"), uint64_t{1}, uint64_t{2})},
+      // The identity is there only when there is one: one payload per grant.
+      {"an empty identity", payload_of(S("g"), S("L"), S("exclusive"), uint64_t{1}, S(""))},
+      {"an identity that is not a name", payload_of(S("g"), S("L"), S("exclusive"), uint64_t{1}, S("-x y"))},
+      {"an identity over 64 bytes", payload_of(S("g"), S("L"), S("exclusive"), uint64_t{1}, S(65, 'w'))},
+      {"six fields", payload_of(S("g"), S("L"), S("exclusive"), uint64_t{1}, S("w"), S("w"))},
+      {"a map",
+       [] {
          msgpack::sbuffer buf;
          msgpack::packer<msgpack::sbuffer> pk(buf);
          pk.pack_map(0);
@@ -253,8 +261,11 @@ TEST_CASE("sequencer: well-signed payloads that are not [group, lock, mode, toke
     CHECK(parse_sequencer(text).code() == Code::kBadSequencer);
     CHECK(key.verifier().verify(text).code() == Code::kBadSequencer);
   }
-  // The same shape done right is accepted.
+  // The same shapes done right are accepted.
   CHECK(key.verifier().verify(key.sign(payload_of(S("g"), S("L"), S("shared"), uint64_t{9}))).is_ok());
+  auto named = key.verifier().verify(key.sign(payload_of(S("g"), S("L"), S("shared"), uint64_t{9}, S("worker-7"))));
+  REQUIRE(named.is_ok());
+  CHECK(named.value().identity == "worker-7");
 }
 
 TEST_CASE("cluster key: hex round trip, bad hex refused, fresh keys differ", "[sequencer]") {
