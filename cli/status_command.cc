@@ -130,8 +130,13 @@ int run(const CommonOptions& common) {
     std::vector<wire::LockInfo> page = std::move(master->locks);
     for (;;) {
       for (const wire::LockInfo& l : page) {
-        locks.push_back({{"name", l.name}, {"mode", std::string(mode_name(l.mode))}, {"token", l.token},
-                         {"holders", l.holders}, {"waiters", l.waiters}, {"delay_ms", l.delay_ms}});
+        locks.push_back({{"name", l.name},
+                         {"mode", std::string(mode_name(l.mode))},
+                         {"token", l.token},
+                         {"holders", l.holders},
+                         {"holder_identities", l.identities},
+                         {"waiters", l.waiters},
+                         {"delay_ms", l.delay_ms}});
       }
       if (page.size() < wire::kMaxStatusLocks) break;
       auto next = call_lockd_endpoint(ctx, master_endpoint, wire::LockStatusRequest{.after = page.back().name}, 1000ms,
@@ -165,6 +170,8 @@ int run(const CommonOptions& common) {
   // The cluster file decides: its identities make every link CurveZMQ.
   const bool curve = !config.identities.empty();
   const std::string connected_as = loaded.value().credentials ? loaded.value().credentials->identity : "";
+  // The master lists only the locks a non-admin's own sessions hold.
+  const bool own_locks_only = curve && !config.permissions().may_inspect(connected_as);
 
   if (common.json()) {
     nlohmann::json out{{"cluster_file", config.path},
@@ -178,7 +185,10 @@ int run(const CommonOptions& common) {
                          {"nodes", nodes},
                          {"locks", master ? locks : nlohmann::json(nullptr)},
                          {"locks_complete", master ? nlohmann::json(locks_complete) : nlohmann::json(nullptr)},
-                         {"epoch", nullptr}, {"epoch_round", nullptr}, {"epoch_node", nullptr}};
+                         {"own_locks_only", own_locks_only},
+                         {"epoch", nullptr},
+                         {"epoch_round", nullptr},
+                         {"epoch_node", nullptr}};
     if (master) out["lock_group"].update(epoch_json(master->epoch));
     out["replicas"] = replicas;
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
@@ -215,11 +225,20 @@ int run(const CommonOptions& common) {
                 n["sessions"].get<unsigned long long>());
   }
   if (master) {
-    std::printf("\nlocks: %zu%s%s\n", locks.size(), locks.empty() ? "" : " (holders are session ids)",
+    const char* holders_are = locks.empty() ? ""
+                              : curve       ? " (holders are identity#session)"
+                                            : " (holders are session ids)";
+    std::printf("\nlocks: %zu%s%s%s\n", locks.size(), holders_are,
+                own_locks_only ? ", only those this identity holds (the whole list takes the admin role)" : "",
                 locks_complete ? "" : "; more locks, but the master did not answer for them");
     for (const auto& l : locks) {
       std::string holders;
-      for (const auto& h : l["holders"]) holders += (holders.empty() ? "" : ",") + std::to_string(h.get<uint64_t>());
+      const auto& identities = l["holder_identities"];
+      for (size_t i = 0; i < l["holders"].size(); ++i) {
+        if (!holders.empty()) holders += ",";
+        if (i < identities.size()) holders += identities[i].get<std::string>() + "#";
+        holders += std::to_string(l["holders"][i].get<uint64_t>());
+      }
       std::printf("  %-24s %-9s token %-8llu holders [%s]%s%s\n", l["name"].get<std::string>().c_str(),
                   l["mode"].get<std::string>().c_str(), l["token"].get<unsigned long long>(), holders.c_str(),
                   l["waiters"].get<uint64_t>() > 0 ? (" waiters " + std::to_string(l["waiters"].get<uint64_t>())).c_str() : "",

@@ -31,6 +31,7 @@
 #include "config/cluster_config.h"
 #include "palisade/lock_client.h"
 #include "palisade/quorum_store.h"
+#include "palisade/sequencer.h"
 #include "transport/curve_keys.h"
 
 namespace palisade {
@@ -39,10 +40,13 @@ namespace {
 using namespace std::chrono_literals;
 
 // Three lockd nodes, three replicas, a client identity "app" and an "admin",
-// each with a key file under keys/; the daemons run from the start.
+// each with a key file under keys/; the daemons run from the start. With
+// `roles`, the file also has [[role]] "jobs" (locks, reads and writes under
+// jobs/) and "reader" (reads anything), and identities "worker" (jobs) and
+// "auditor" (reader); "app" then has no role, so it may do nothing.
 class SecureCluster {
  public:
-  SecureCluster() {
+  explicit SecureCluster(bool roles = false) {
     config_.cluster_id = new_cluster_id();
     config_.group = "secure";
     config_.key_file = "cluster.key";
@@ -58,6 +62,12 @@ class SecureCluster {
     }
     add_identity("app", "", "");
     add_identity("admin", "admin", "");
+    if (roles) {
+      config_.roles = {Role{.name = "jobs", .locks = {"jobs/*"}, .read = {"jobs/*"}, .write = {"jobs/*"}},
+                       Role{.name = "reader", .read = {"*"}}};
+      add_identity("worker", "jobs", "");
+      add_identity("auditor", "reader", "");
+    }
     std::filesystem::create_directories(dir_.sub("keys"));
     for (const auto& [name, file] : keys_) REQUIRE(transport::write_key_file(key_path(name), file).is_ok());
     write(dir_.sub("cluster.key"), cluster_key_.to_hex() + "\n");
@@ -365,6 +375,119 @@ TEST_CASE("security: SIGHUP reloads the identities, and sessions already open st
     CHECK(cluster.log(daemon).find("the identities stay as they were") != std::string::npos);
   }
   CHECK(late.value()->put("k", "still late").status.is_ok());
+}
+
+TEST_CASE("security: an identity allowed only jobs/* locks and writes there and nowhere else", "[security]") {
+  SecureCluster cluster(/*roles=*/true);
+  auto store = QuorumStore::open(cluster.store_options(cluster.credentials("worker")));
+  REQUIRE(store.is_ok());
+  REQUIRE(put_when_up(*store.value(), "jobs/plain", "v").status.is_ok());
+  auto locks = LockClient::connect(cluster.lock_options(cluster.credentials("worker")), 20s);
+  REQUIRE(locks.is_ok());
+
+  auto job = locks.value()->acquire("jobs/1");
+  REQUIRE(job.is_ok());
+  auto named = parse_sequencer(job.value().sequencer());
+  REQUIRE(named.is_ok());
+  CHECK(named.value().identity == "worker");  // the grant names its holder
+  CHECK(store.value()->put("jobs/1/out", "done", job.value()).status.is_ok());
+
+  auto ledger = locks.value()->try_acquire("ledger");
+  CHECK(ledger.status().code() == Code::kPermissionDenied);
+  const WriteResult ledger_write = store.value()->put("ledger/1", "stolen");
+  CHECK(ledger_write.status.code() == Code::kPermissionDenied);
+  const WriteResult under_lock = store.value()->put("ledger/2", "stolen", job.value());
+  CHECK(under_lock.status.code() == Code::kPermissionDenied);
+  CHECK(store.value()->get("ledger/1").status.code() == Code::kPermissionDenied);
+
+  // Nothing of it landed: an admin sees no ledger lock and no ledger keys.
+  auto admin_store = QuorumStore::open(cluster.store_options(cluster.credentials("admin")));
+  REQUIRE(admin_store.is_ok());
+  for (const char* key : {"ledger/1", "ledger/2"}) {
+    INFO(key);
+    const ReadResult read = admin_store.value()->get(key);
+    REQUIRE(read.status.is_ok());
+    CHECK_FALSE(read.found);
+  }
+  auto admin_locks = LockClient::connect(cluster.lock_options(cluster.credentials("admin")), 20s);
+  REQUIRE(admin_locks.is_ok());
+  auto admin_ledger = admin_locks.value()->try_acquire("ledger");
+  REQUIRE(admin_ledger.is_ok());
+  CHECK(admin_ledger.value().token() == job.value().token() + 1);  // the refused acquire took no token
+
+  // Repair and the replicas' whole state are the admin's: worker may not
+  // compare replicas, whatever its client would claim.
+  client::ReplicaConnection as_worker(cluster.config().replicas[0], cluster.credentials("worker"));
+  auto tree = as_worker.call(wire::ReplicaRequest{.id = 1,
+                                                  .body = wire::TreeRequest{.level = 0, .nodes = {0}},
+                                                  .cluster = cluster.config().cluster_id});
+  REQUIRE(tree.is_ok());
+  CHECK(tree.value().status.code() == Code::kPermissionDenied);
+  auto stats = as_worker.call(
+      wire::ReplicaRequest{.id = 2, .body = wire::StatsRequest{}, .cluster = cluster.config().cluster_id});
+  REQUIRE(stats.is_ok());
+  CHECK(stats.value().status.code() == Code::kPermissionDenied);
+
+  // An identity the file lists with no role may do nothing at all.
+  auto app = QuorumStore::open(cluster.store_options(cluster.credentials("app")));
+  REQUIRE(app.is_ok());
+  CHECK(app.value()->put("jobs/1/out", "x").status.code() == Code::kPermissionDenied);
+}
+
+TEST_CASE("security: a read-only identity can get but not put\, delete or lock", "[security]") {
+  SecureCluster cluster(/*roles=*/true);
+  auto worker = QuorumStore::open(cluster.store_options(cluster.credentials("worker")));
+  REQUIRE(worker.is_ok());
+  REQUIRE(put_when_up(*worker.value(), "jobs/report", "v1").status.is_ok());
+
+  auto auditor = QuorumStore::open(cluster.store_options(cluster.credentials("auditor")));
+  REQUIRE(auditor.is_ok());
+  const ReadResult read = auditor.value()->get("jobs/report");
+  REQUIRE(read.status.is_ok());
+  CHECK(read.value == "v1");
+  CHECK(auditor.value()->put("jobs/report", "v2").status.code() == Code::kPermissionDenied);
+  CHECK(auditor.value()->del("jobs/report").status.code() == Code::kPermissionDenied);
+  auto locks = LockClient::connect(cluster.lock_options(cluster.credentials("auditor")), 20s);
+  REQUIRE(locks.is_ok());  // a session it may open; a lock it may not take
+  CHECK(locks.value()->try_acquire("jobs/1").status().code() == Code::kPermissionDenied);
+  const ReadResult after = worker.value()->get("jobs/report");
+  REQUIRE(after.status.is_ok());
+  CHECK(after.value == "v1");
+}
+
+TEST_CASE("security: SIGHUP changes what an identity may do while its session stays", "[security]") {
+  SecureCluster cluster(/*roles=*/true);
+  auto locks = LockClient::connect(cluster.lock_options(cluster.credentials("worker")), 20s);
+  REQUIRE(locks.is_ok());
+  auto held = locks.value()->acquire("jobs/1");
+  REQUIRE(held.is_ok());
+  CHECK(locks.value()->try_acquire("reports/1").status().code() == Code::kPermissionDenied);
+  auto store = QuorumStore::open(cluster.store_options(cluster.credentials("worker")));
+  REQUIRE(store.is_ok());
+  REQUIRE(put_when_up(*store.value(), "jobs/a", "1").status.is_ok());
+  CHECK(store.value()->put("reports/a", "1").status.code() == Code::kPermissionDenied);
+
+  // The role grows to reports/*; every daemon reloads the file.
+  ClusterConfig changed = cluster.config();
+  changed.roles[0].locks.push_back("reports/*");
+  changed.roles[0].write.push_back("reports/*");
+  cluster.rewrite(changed);
+  cluster.reload_all(1);
+  auto report = locks.value()->try_acquire("reports/1");  // the same session
+  REQUIRE(report.is_ok());
+  CHECK(held.value().valid());
+  CHECK(store.value()->put("reports/a", "1", report.value()).status.is_ok());
+
+  // And shrinks to nothing: the session and its leases stay, new calls are refused.
+  changed.roles[0] = Role{.name = "jobs"};
+  cluster.rewrite(changed);
+  cluster.reload_all(2);
+  CHECK(locks.value()->try_acquire("jobs/2").status().code() == Code::kPermissionDenied);
+  CHECK(store.value()->put("jobs/a", "2", held.value()).status.code() == Code::kPermissionDenied);
+  CHECK(held.value().valid());
+  auto current = locks.value()->check_sequencer(held.value().sequencer());
+  REQUIRE(current.is_ok());
+  CHECK(current.value());
 }
 
 TEST_CASE("security: a client key rotates while its calls go on, and none fails", "[security]") {
