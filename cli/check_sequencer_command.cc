@@ -60,13 +60,19 @@ int run(const CheckFlags& flags, const CommonOptions& common) {
     current = asked.value();
   }
   if (common.json()) {
-    nlohmann::json j{{"group", s.group}, {"lock", s.lock},  {"mode", std::string(mode_name(s.mode))},
-                     {"token", s.token}, {"genuine", true}, {"current", nullptr}};
+    nlohmann::json j{{"group", s.group},
+                     {"lock", s.lock},
+                     {"mode", std::string(mode_name(s.mode))},
+                     {"token", s.token},
+                     {"identity", s.identity.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.identity)},
+                     {"genuine", true},
+                     {"current", nullptr}};
     if (current) j["current"] = *current;
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("sequencer: lock '%s', %s, token %llu, group '%s'\n", s.lock.c_str(),
-                std::string(mode_name(s.mode)).c_str(), static_cast<unsigned long long>(s.token), s.group.c_str());
+    std::printf("sequencer: lock '%s', %s, token %llu, group '%s'%s\n", s.lock.c_str(),
+                std::string(mode_name(s.mode)).c_str(), static_cast<unsigned long long>(s.token), s.group.c_str(),
+                s.identity.empty() ? "" : (", granted to '" + s.identity + "'").c_str());
     std::printf("signature: genuine (the lock group's key %s)\n", config.sequencer_public_key.c_str());
     if (!current) {
       std::printf("current: not asked (--offline)\n");

@@ -113,15 +113,22 @@ int run(const RepairFlags& flags, const CommonOptions& common) {
                  "refuse its repairs of versions under a lock\n",
                  key_file.c_str(), std::strerror(errno));
   }
-  // Replicas take repairs only from replica and admin identities: say so
-  // before anything is sent. A dry run only compares, which anyone may.
-  if (const auto& credentials = loaded.value().credentials; credentials && !flags.dry_run) {
-    const Identity* who = config.identity(credentials->identity);
-    if (who == nullptr || !(who->has_role("admin") || who->has_role("replica"))) {
-      return report_error(
-          "repair", Status(Code::kPermissionDenied, "identity '" + credentials->identity +
-                                                        "' may not repair: give --key the key file of an identity with "
-                                                        "the admin role, or compare only with --dry-run"));
+  // Replicas take repairs only from replica and admin identities, and once
+  // roles are configured let only them compare: say so before anything is sent.
+  if (const auto& credentials = loaded.value().credentials) {
+    const Permissions permissions = config.permissions();
+    const std::string& who = credentials->identity;
+    if (!flags.dry_run && !permissions.may_repair(who)) {
+      return report_error("repair", Status(Code::kPermissionDenied,
+                                           "identity '" + who +
+                                               "' may not repair: give --key the key file of an identity with the "
+                                               "admin role, or compare only with --dry-run"));
+    }
+    if (!permissions.may_inspect(who)) {
+      return report_error("repair", Status(Code::kPermissionDenied,
+                                           "identity '" + who +
+                                               "' may not compare replicas: the cluster file's roles give that to "
+                                               "admins; give --key the key file of one"));
     }
   }
   const bool show_progress = !common.json() && isatty(STDERR_FILENO);

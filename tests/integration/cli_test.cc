@@ -298,6 +298,14 @@ TEST_CASE("cli: cluster up is secure by default and every command connects with 
   Run get = palisade(home, {"--cluster", file, "get", "k"});
   CHECK(get.code == 0);
   CHECK(get.out == "v\n");
+  // A grant names the identity it went to, and status shows it as the holder.
+  const std::string bin = PALISADE_BIN;
+  Run held = palisade(
+      home, {"--cluster", file, "lock", "L", "--", "sh", "-c", bin + " check-sequencer && " + bin + " status"});
+  INFO(held.out);
+  CHECK(held.code == 0);
+  CHECK_THAT(held.out, Catch::Contains("sequencer: lock 'L', exclusive, token 1, group 'local', granted to 'admin'") &&
+                           Catch::Contains("(holders are identity#session)") && Catch::Contains("holders [admin#"));
   CHECK(palisade(home, {"--cluster", file, "lock", "l", "--", "true"}).code == 0);
   Run status = palisade(home, {"--cluster", file, "status"});
   INFO(status.out);
@@ -383,6 +391,19 @@ TEST_CASE("cli: cluster up is secure by default and every command connects with 
   const int repaired = palisade(home, {"--cluster", file, "repair"}).code;
   CHECK((repaired == 0 || repaired == 8));
   wait_until("the replicas to agree", [&] { return palisade(home, with(as_app, {"repair", "--dry-run"})).code == 0; });
+
+  // Once the file has [[role]] tables, comparing replicas is for admins too.
+  ClusterConfig with_roles = load_cluster_file(file).value();
+  with_roles.roles = {Role{.name = "writer", .write = {"*"}}};
+  for (Identity& id : with_roles.identities) {
+    if (id.name == "app") id.roles = {"writer"};
+  }
+  std::ofstream(file) << format_cluster_config(with_roles);
+  Run compare = palisade(home, with(as_app, {"repair", "--dry-run"}));
+  INFO(compare.out);
+  CHECK(compare.code == 9);
+  CHECK(compare.out.find("identity 'app' may not compare replicas") != std::string::npos);
+  CHECK(palisade(home, {"--cluster", file, "repair", "--dry-run"}).code == 0);
 }
 
 TEST_CASE("cli: cluster up --insecure starts plaintext daemons that say so in their logs", "[cli][security]") {
@@ -491,6 +512,7 @@ TEST_CASE("cli: check-sequencer tells a current grant from a finished one and a 
   CHECK_THAT(offline.out, Catch::Contains("current: not asked (--offline)"));
   auto j = json_of(fx.run({"check-sequencer", sequencer, "-o", "json"}));
   CHECK(j["lock"] == "L");
+  CHECK(j["identity"].is_null());  // a plaintext cluster's grants name no identity
   CHECK(j["genuine"] == true);
   CHECK(j["current"] == false);
 
