@@ -90,7 +90,12 @@ FrameResult LockdDriver::on_request(std::string_view bytes, uint64_t now, bool e
   if (refusal.is_ok()) refusal = check_cluster_id(options_.cluster_id, request.value().cluster);
   if (refusal.is_ok()) refusal = check_permission(request.value(), sender);
   if (!refusal.is_ok()) {
-    spdlog::warn("refused request id {} ({} bytes): {}", id, bytes.size(), refusal.to_string());
+    // Logged at 1, 2, 4, 8, ... as peer refusals are: a client that repeats
+    // a refused call without end cannot flood the log.
+    if ((++refused_requests_ & (refused_requests_ - 1)) == 0) {
+      spdlog::warn("refused request id {} ({} bytes): {}: {} requests refused so far", id, bytes.size(),
+                   refusal.to_string(), refused_requests_);
+    }
     wire::LockReply reply;
     reply.id = id;
     // A client of another cluster learns nothing of this group's state.

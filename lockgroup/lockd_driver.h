@@ -120,6 +120,9 @@ class LockdDriver {
   uint64_t forged_peer_messages() const { return forged_peer_messages_; }
   // Peer messages that verified but were refused.
   uint64_t refused_peer_messages() const { return refused_peer_messages_; }
+  // Client requests answered with a refusal before the service saw them:
+  // malformed, of another cluster, or not permitted.
+  uint64_t refused_requests() const { return refused_requests_; }
 
  private:
   LockdDriver(LockdDriverOptions options, PaxosStorage& storage, LockdHost& host);
@@ -144,6 +147,7 @@ class LockdDriver {
   uint64_t next_route_ = 1;
   uint64_t forged_peer_messages_ = 0;
   uint64_t refused_peer_messages_ = 0;
+  uint64_t refused_requests_ = 0;
 };
 
 }  // namespace palisade::lockgroup

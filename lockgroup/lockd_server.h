@@ -61,6 +61,7 @@ class LockdServer : private LockdHost {
   // Messages dropped because they claim to be a peer's and their MAC does not
   // verify (forged, or signed with another key or group).
   uint64_t forged_peer_messages() const { return driver_->forged_peer_messages(); }
+  uint64_t refused_requests() const { return driver_->refused_requests(); }
   // Peer messages that verified but were refused (see LockService::on_peer).
   uint64_t refused_peer_messages() const { return driver_->refused_peer_messages(); }
 

@@ -150,8 +150,9 @@ int serve(const Flags& flags) {
       if (reloaded) server.value()->set_permissions(std::move(reloaded->permissions));
     };
     Status stopped = server.value()->run(stop_fd, reload_fd, reload);
-    spdlog::info("{} forged peer messages dropped, {} peer messages refused", server.value()->forged_peer_messages(),
-                 server.value()->refused_peer_messages());
+    spdlog::info("{} forged peer messages dropped, {} peer messages refused, {} client requests refused",
+                 server.value()->forged_peer_messages(), server.value()->refused_peer_messages(),
+                 server.value()->refused_requests());
     if (zap) spdlog::info("{} CurveZMQ handshakes refused (keys the cluster file does not list)", zap->rejected());
     if (!stopped.is_ok()) {
       spdlog::error("stopping: {}", stopped.to_string());

@@ -187,6 +187,7 @@ TEST_CASE("lockd driver: over CURVE a session is its identity's\, and acquires n
   // A lock outside its roles: refused before the log, nothing granted.
   const Token before = n.driver->service().table().grant_counter();
   CHECK(acquire("ledger", "worker", 1).status.code() == Code::kPermissionDenied);
+  CHECK(n.driver->refused_requests() == 1);
   CHECK(n.driver->service().table().grant_counter() == before);
   CHECK(n.driver->service().table().lock("ledger") == nullptr);
   // Its own session, a lock its role covers: granted, and the sequencer names it.
