@@ -3,8 +3,10 @@
 clients and checks that it exits 0 (no failed call) and that its JSON holds
 every level it should, each with operations, latencies and no errors, and its
 targets. It measures nothing: speed is for the benchmark itself, run by hand.
+"peers" is palisade-peer-bench against palisade with --links both: every point
+with CURVE and with plaintext links, and CURVE's cost (a miss is no failure).
 
-    smoke_test.py quorum|replica|lock BENCH_BINARY
+    smoke_test.py quorum|replica|lock|peers BENCH_BINARY
 """
 import json
 import os
@@ -13,7 +15,9 @@ import sys
 import tempfile
 
 SHORT = ["--seconds", "0.2", "--floor-seconds", "0.1", "--clients", "1,2"]
-ARGS = {"quorum": SHORT, "replica": SHORT, "lock": SHORT + ["--handoff-clients", "2"]}
+ARGS = {"quorum": SHORT, "replica": SHORT, "lock": SHORT + ["--handoff-clients", "2"],
+        "peers": ["--system", "palisade", "--links", "both", "--duration", "0.2", "--warmup", "0.2",
+                  "--clients", "1,2", "--handoff-clients", "2", "--get-keys", "50"]}
 
 
 def check_level(level, count_key="ops"):
@@ -55,6 +59,23 @@ def check_lock(data):
     check_targets(data, 1)
 
 
+def check_peers(data):
+    assert data["links"] == "both", data["links"]
+    assert "CURVE links" in data["topology"] and "plaintext links" in data["plaintext"]["topology"], data
+    want = [(w, c) for w in ("lock", "handoff", "put", "get") for c in ((2,) if w == "handoff" else (1, 2))]
+    for points in (data["points"], data["plaintext"]["points"]):
+        assert [(p["workload"], p["clients"]) for p in points] == want, points
+        for p in points:
+            check_level(p)
+            assert p["server_cpu_us_per_op"] > 0 and p["client_cpu_us_per_op"] > 0, p
+    costs = data["curve_cost"]
+    assert [(c["workload"], c["clients"]) for c in costs] == [x for x in want if x[0] != "handoff"], costs
+    for c in costs:
+        assert c["curve_cpu_us_per_op"] > 0 and c["plaintext_cpu_us_per_op"] > 0, c
+        assert abs(c["ratio"] - c["curve_cpu_us_per_op"] / c["plaintext_cpu_us_per_op"]) < 1e-9, c
+        assert c["at_most"] == 1.25 and c["pass"] == (c["ratio"] <= 1.25), c
+
+
 def main():
     kind, binary = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory() as tmp:
@@ -65,7 +86,7 @@ def main():
         assert run.returncode == 0, "exit %d: %s" % (run.returncode, run.stderr)
         with open(out) as f:
             data = json.load(f)
-    {"quorum": check_quorum, "replica": check_replica, "lock": check_lock}[kind](data)
+    {"quorum": check_quorum, "replica": check_replica, "lock": check_lock, "peers": check_peers}[kind](data)
     print("ok: %s bench" % kind)
 
 

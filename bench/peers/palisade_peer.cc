@@ -1,6 +1,7 @@
 // palisade as palisade-peer-bench measures it: a cli::LocalCluster of 3
 // palisade-lockd and 3 palisade-replica (replicas verify every sequencer),
-// used through the public client API only. A client is one LockClient (its
+// used through the public client API only, with CurveZMQ on every link (the
+// clients connect as the cluster's admin) or plaintext links. A client is one LockClient (its
 // own session) and one QuorumStore (N=3, W=2, R=2): a lock cycle is acquire +
 // release; a put is a fenced write under a lease the client took once, the
 // way a lock holder writes; a get is a quorum read.
@@ -60,7 +61,7 @@ class PalisadeSystem : public PeerSystem {
 
   std::string topology() const override {
     return std::to_string(kLockd) + " palisade-lockd + " + std::to_string(kReplicas) +
-           " palisade-replica (N=3, W=2, R=2)";
+           " palisade-replica (N=3, W=2, R=2), " + (cluster_->credentials() ? "CURVE" : "plaintext") + " links";
   }
 
   std::unique_ptr<PeerClient> connect(int index) override {
@@ -68,10 +69,12 @@ class PalisadeSystem : public PeerSystem {
     so.replicas = cluster_->replica_endpoints();
     so.read_quorum = 2;
     so.write_quorum = 2;
+    so.credentials = cluster_->credentials();  // nullopt on plaintext links
     auto store = QuorumStore::open(so);
     if (!store.is_ok()) throw std::runtime_error("QuorumStore::open: " + store.status().to_string());
     LockClientOptions lo;  // no store: a lock cycle is the lock service alone, as for the peers
     lo.nodes = cluster_->lockd_endpoints();
+    lo.credentials = cluster_->credentials();
     auto locks = LockClient::connect(lo);
     if (!locks.is_ok()) throw std::runtime_error("LockClient::connect: " + locks.status().to_string());
     // Sessions of earlier levels may still be closing: every client writes under a lock of its own.
@@ -101,6 +104,7 @@ std::unique_ptr<PeerSystem> make_palisade(const PalisadeOptions& options) {
   o.lockd_binary = options.lockd_binary;
   o.replica_binary = options.replica_binary;
   o.log_level = "warn";
+  o.secure = options.curve;
   auto cluster = cli::LocalCluster::start(std::move(o));
   if (!cluster.is_ok()) throw std::runtime_error("cannot start the palisade cluster: " + cluster.status().to_string());
   return std::make_unique<PalisadeSystem>(std::move(cluster).value());

@@ -11,11 +11,14 @@
 namespace palisade::bench::peers {
 
 // palisade is started here, in-process (cli::LocalCluster): 3 palisade-lockd
-// and 3 palisade-replica on free loopback ports, data under `dir`.
+// and 3 palisade-replica on free loopback ports, data under `dir`. `curve`:
+// CurveZMQ on every link, the clients connecting as the cluster's admin, as
+// users run it; else plaintext links (the daemons run --insecure).
 struct PalisadeOptions {
   std::string dir;
   std::string lockd_binary;
   std::string replica_binary;
+  bool curve = true;
 };
 std::unique_ptr<PeerSystem> make_palisade(const PalisadeOptions& options);
 

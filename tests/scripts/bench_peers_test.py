@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """scripts/bench-peers: how the targets table prints a ratio, and that a ratio
-just under its bound is a miss that reads as one."""
+just under its bound is a miss that reads as one; palisade's plaintext rows and
+CURVE's cost beside its CURVE figures."""
 import importlib.machinery
 import importlib.util
 import os
@@ -68,6 +69,30 @@ def main():
     row_ratio = [line for line in table.splitlines() if line.startswith("| lock | 16 | etcd |")][0].split("|")[-2].strip()
     target_ratio = [line for line in table.splitlines() if line.startswith("| lock | 16 | etcd | ≥")][0].split("|")[5].strip()
     assert row_ratio == target_ratio, (row_ratio, target_ratio)
+    # An at-most bound: 1.253 against at most 1.25 is a miss and reads as one.
+    assert bp.shown_ratio(1.253, 1.25, at_most=True) == "1.253x"
+    assert bp.shown_ratio(1.246, 1.25, at_most=True) == "1.25x"
+    assert bp.shown_ratio(1.31, 1.25, at_most=True) == "1.31x"
+    # palisade run with --links both: its CURVE points are palisade's, its plaintext ones a row beside them,
+    # and CURVE's cost as palisade-peer-bench computed it.
+    def cost(ratio):
+        return {"workload": "lock", "clients": 16, "curve_cpu_us_per_op": 120 * ratio,
+                "plaintext_cpu_us_per_op": 120.0, "ratio": ratio, "at_most": 1.25, "pass": ratio <= 1.25}
+    def both(curve_ops, plaintext_ops, ratio):
+        return {**one(curve_ops), "plaintext": {**one(plaintext_ops), "topology": "plain"},
+                "curve_cost": [cost(ratio)]}
+    table = bp.markdown({"palisade": both(3000, 3500, 1.253), "etcd": one(1000)}, info, "cmd")
+    rows = [line for line in table.splitlines() if line.startswith("| lock | 16 |")]
+    assert [r.split("|")[3].strip() for r in rows[:3]] == ["palisade", "palisade (plaintext)", "etcd"], rows
+    assert rows[2].split("|")[-2].strip() == "3.00x", rows  # palisade's ratio is CURVE's
+    assert "| palisade (plaintext) | v | the same" in table, table
+    assert "| lock | 16 | 150 | 120 | 1.253x | MISSED |" in table, table
+    # --repeat: plaintext points are medians too, and CURVE's cost is the median run's.
+    merged = bp.median_runs([both(3000, 3600, 1.3), both(2800, 3400, 1.1), both(2900, 3500, 1.2)])
+    assert merged["points"][0]["ops_per_s"] == 2900, merged
+    assert merged["plaintext"]["points"][0]["ops_per_s"] == 3500, merged
+    assert merged["plaintext"]["topology"] == "plain", merged
+    assert merged["curve_cost"] == [cost(1.2)], merged["curve_cost"]
     print("ok")
 
 
