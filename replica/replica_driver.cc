@@ -50,6 +50,10 @@ Status check_permission(const Permissions& permissions, std::string_view identit
         } else if constexpr (std::is_same_v<T, wire::ReadRequest>) {
           return key_check(permissions.may_read(identity, body.key), "read", body.key);
         } else if constexpr (std::is_same_v<T, wire::WriteRequest>) {
+          // The commits a write carries settle other keys: each needs its own.
+          for (const wire::CommitRequest& c : body.commits) {
+            if (!permissions.may_write(identity, c.key)) return key_check(false, "write", c.key);
+          }
           return body.tombstone ? key_check(permissions.may_delete(identity, body.key), "delete", body.key)
                                 : key_check(permissions.may_write(identity, body.key), "write", body.key);
         } else if constexpr (std::is_same_v<T, wire::CommitRequest> || std::is_same_v<T, wire::PurgeRequest>) {

@@ -206,6 +206,10 @@ TEST_CASE("replica driver: with roles configured\, each request needs its permis
   CHECK(code_of(test::read_req("shared/x"), "worker") == Code::kOk);
   CHECK(code_of(test::read_req("ledger/1"), "worker") == Code::kPermissionDenied);
   CHECK(code_of(test::commit_req("ledger/1", ts(0)), "worker") == Code::kPermissionDenied);
+  wire::ReplicaRequest carrying = test::write_req("jobs/3", "v", ts(0));
+  std::get<wire::WriteRequest>(carrying.body).commits.push_back({.key = "ledger/1", .ts = ts(0), .hash = 7});
+  CHECK(code_of(carrying, "worker") == Code::kPermissionDenied);  // a commit it carries is of a key it may not write
+  CHECK_FALSE(r.stored("jobs/3"));
   CHECK(code_of(test::purge_req("ledger/1", ts(0)), "worker") == Code::kPermissionDenied);
   CHECK(code_of(test::fence_req("ledger", 3), "worker") == Code::kPermissionDenied);
   CHECK(code_of(test::fence_req("jobs/a", 3), "worker") == Code::kOk);
