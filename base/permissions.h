@@ -18,12 +18,12 @@ namespace palisade {
 // ('/' too), '?' any one; a pattern without them names one lock or key, and
 // "jobs/*" is the prefix "jobs/".
 struct Role {
-  std::string name;
-  std::vector<std::string> locks;  // may acquire, exclusive or shared
-  std::vector<std::string> shared_locks;  // may acquire shared only
-  std::vector<std::string> read;  // keys it may get
-  std::vector<std::string> write;  // keys it may put
-  std::vector<std::string> remove;  // keys it may delete ("delete" in the file)
+  std::string name{};
+  std::vector<std::string> locks{};  // may acquire, exclusive or shared
+  std::vector<std::string> shared_locks{};  // may acquire shared only
+  std::vector<std::string> read{};  // keys it may get
+  std::vector<std::string> write{};  // keys it may put
+  std::vector<std::string> remove{};  // keys it may delete ("delete" in the file)
   bool admin = false;  // everything, repair and the whole status included
   friend bool operator==(const Role&, const Role&) = default;
 };

@@ -92,7 +92,8 @@ FrameResult LockdDriver::on_request(std::string_view bytes, uint64_t now, bool e
   if (!refusal.is_ok()) {
     // Logged at 1, 2, 4, 8, ... as peer refusals are: a client that repeats
     // a refused call without end cannot flood the log.
-    if ((++refused_requests_ & (refused_requests_ - 1)) == 0) {
+    ++refused_requests_;
+    if ((refused_requests_ & (refused_requests_ - 1)) == 0) {
       spdlog::warn("refused request id {} ({} bytes): {}: {} requests refused so far", id, bytes.size(),
                    refusal.to_string(), refused_requests_);
     }

@@ -434,7 +434,7 @@ TEST_CASE("security: an identity allowed only jobs/* locks and writes there and 
   CHECK(app.value()->put("jobs/1/out", "x").status.code() == Code::kPermissionDenied);
 }
 
-TEST_CASE("security: a read-only identity can get but not put\, delete or lock", "[security]") {
+TEST_CASE("security: a read-only identity can get but not put, delete or lock", "[security]") {
   SecureCluster cluster(/*roles=*/true);
   auto worker = QuorumStore::open(cluster.store_options(cluster.credentials("worker")));
   REQUIRE(worker.is_ok());

@@ -168,7 +168,7 @@ wire::LockReply call(Node& n, wire::LockRequestBody body, std::string_view sende
   return reply.value();
 }
 
-TEST_CASE("lockd driver: over CURVE a session is its identity's\, and acquires need a role", "[lockgroup][security]") {
+TEST_CASE("lockd driver: over CURVE a session is its identity's, and acquires need a role", "[lockgroup][security]") {
   LockdDriverOptions o = options();
   const Role jobs{.name = "jobs", .locks = {"jobs/*"}};
   o.permissions = Permissions({jobs}, {{"worker", {"jobs"}}, {"other", {"jobs"}}, {"ops", {"admin"}}});

@@ -7,7 +7,7 @@
 namespace palisade {
 namespace {
 
-TEST_CASE("permissions: globs match whole names\\, '*' any run and '?' one character", "[permissions][security]") {
+TEST_CASE("permissions: globs match whole names, '*' any run and '?' one character", "[permissions][security]") {
   struct Case {
     const char* pattern;
     const char* name;
@@ -56,7 +56,7 @@ TEST_CASE("permissions: nothing configured lets every identity make client calls
   CHECK(Permissions().may_write("", "k"));
 }
 
-TEST_CASE("permissions: once a role exists\\, what no role allows is denied", "[permissions][security]") {
+TEST_CASE("permissions: once a role exists, what no role allows is denied", "[permissions][security]") {
   const Role jobs{.name = "jobs",
                   .locks = {"jobs/*"},
                   .shared_locks = {"config"},

@@ -183,7 +183,7 @@ TEST_CASE("replica driver: over CURVE only a repairer identity may drop a tombst
   CHECK(secure.stored("k2"));
 }
 
-TEST_CASE("replica driver: with roles configured\, each request needs its permission", "[replica][driver][security]") {
+TEST_CASE("replica driver: with roles configured, each request needs its permission", "[replica][driver][security]") {
   Role jobs{.name = "jobs", .locks = {"jobs/*"}, .read = {"jobs/*", "shared/*"}, .write = {"jobs/*"}};
   Role reader{.name = "reader", .read = {"*"}};
   Replica r({.permissions = Permissions(
