@@ -21,11 +21,13 @@
 #include "base/big_endian.h"
 #include "base/temp_dir.h"
 #include "config/cluster_config.h"
+#include "lockgroup/lock_table.h"
 #include "lockgroup/paxos_messages.h"
 #include "lockgroup/peer_auth.h"
 #include "replica/record.h"
 #include "storage/journal.h"
 #include "tests/fuzz/fuzz_support.h"
+#include "transport/curve_keys.h"
 #include "wire/lock_protocol.h"
 #include "wire/replica_protocol.h"
 #include "wire/sequencer.h"
@@ -265,6 +267,32 @@ void paxos_seeds(Corpus& corpus) {
   message("step-down", StepDown{ballot, 3});
 }
 
+// Batches of lock-table commands (Paxos values) and snapshots of the tables
+// they make: every kind of command, held, shared, waited-for and delayed locks.
+void lock_table_seeds(Corpus& corpus) {
+  using namespace lockgroup;
+  const std::vector<std::vector<TaggedCommand>> batches = {
+      {{1, OpenSession{}}, {2, OpenSession{30'000}}, {3, OpenSession{}}},
+      {{4, Acquire{1, "a", LockMode::kExclusive, 1000, false, 0, 1}},
+       {5, Acquire{2, "b", LockMode::kShared, 0, false, 0, 1}},
+       {6, Acquire{3, "b", LockMode::kShared, 0, false, 0, 1}},
+       {7, Acquire{1, "b", LockMode::kExclusive, 0, true, 5000, 2}},
+       {8, Acquire{2, "a", LockMode::kExclusive, 0, true, 100, 2}}},
+      {{9, Release{3, "b", 2}}, {10, CancelWait{2, "a"}}, {11, ExpireSession{1}}},
+      {{12, EndDelay{"a", 1}}, {13, CloseSession{2}}},
+  };
+  LockTable table;
+  corpus.add("lock_snapshot", "empty", table.snapshot());
+  std::vector<TaggedCommand> all;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    corpus.add("lock_commands", "batch-" + std::to_string(i), encode_batch(batches[i]));
+    (void)table.apply(batches[i]);
+    corpus.add("lock_snapshot", "after-batch-" + std::to_string(i), table.snapshot());
+    all.insert(all.end(), batches[i].begin(), batches[i].end());
+  }
+  corpus.add("lock_commands", "all", encode_batch(all));
+}
+
 // docs/protocol.md's examples: "<!-- example NAME -->" and "<!-- lock-example
 // NAME -->", each followed by a code block of hex digit pairs.
 void doc_seeds(Corpus& corpus) {
@@ -410,6 +438,13 @@ void cluster_seeds(Corpus& corpus) {
   add("secure", secure);
 }
 
+void key_file_seeds(Corpus& corpus) {
+  corpus.add("key_files", "curve", transport::key_file_text({"lockd-1", transport::generate_curve_keys()}));
+  corpus.add("key_files", "curve-comments",
+             "# a key pair\n\n" + transport::key_file_text({"ops.admin_2", transport::generate_curve_keys()}));
+  corpus.add("key_files", "cluster-key", std::string(fuzz::kClusterKeyHex) + "\n");
+}
+
 }  // namespace
 }  // namespace palisade
 
@@ -422,11 +457,13 @@ int main(int argc, char** argv) {
   palisade::replica_seeds(corpus);
   palisade::lock_seeds(corpus);
   palisade::paxos_seeds(corpus);
+  palisade::lock_table_seeds(corpus);
   palisade::doc_seeds(corpus);
   palisade::record_seeds(corpus);
   palisade::journal_seeds(corpus);
   palisade::sequencer_seeds(corpus);
   palisade::cluster_seeds(corpus);
+  palisade::key_file_seeds(corpus);
   for (const auto& [harness, count] : corpus.counts()) std::cout << harness << ": " << count << " seeds\n";
   return 0;
 }
