@@ -5,8 +5,9 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  ccache  # ./dev's builds: a rebuild, or CI's four build trees, compile only what changed
+  ccache  # ./dev's builds: a rebuild, or CI's five build trees, compile only what changed
   clang  # ./dev replay-check builds palisade-sim with it too
+  libclang-rt-14-dev  # clang's sanitizer and libFuzzer runtimes (./dev fuzz); clang only recommends them
   clang-format clang-tidy  # scripts/check-format, scripts/tidy
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev liblmdb-dev lmdb-utils libxxhash-dev
   libcli11-dev libspdlog-dev libfmt-dev

@@ -20,6 +20,9 @@ constexpr std::string_view kFileMagic = "PJRNFILE";
 // The file header: magic(8) key(16) file size(8) checksum(8), the checksum
 // XXH3-64 of what precedes it.
 constexpr size_t kKeyAt = 8, kSizeAt = 24, kHeaderSumAt = 32, kHeaderUsed = 40;
+// Above any sequence number a journal reaches (2^63 appends take 290,000
+// years at a million a second), so that none wraps around to 0.
+constexpr uint64_t kMaxSeq = uint64_t{1} << 63;
 static_assert(crypto_shorthash_KEYBYTES == 16 && crypto_shorthash_BYTES == 8);
 
 Status io_error(const std::string& what, const std::string& path) {
@@ -170,6 +173,15 @@ Result<bool> Journal::read_record(uint64_t offset, uint64_t seq, std::string* pa
 }
 
 Status Journal::read_records(Position from, std::optional<Position> until, Scan* scan) const {
+  // A store only ever keeps a position in the ring, numbered below kMaxSeq.
+  // Any other, read from a damaged store, would have appends overwrite the
+  // file's header or go past its end, or number records that replay refuses
+  // once the numbers wrap around.
+  if (from.offset < kFileHeaderBytes || from.offset > size_ || from.seq >= kMaxSeq) {
+    return Status(Code::kCorrupt, "journal " + path_ + ": position " + std::to_string(from.seq) + "@" +
+                                      std::to_string(from.offset) + " is not one of its ring (bytes " +
+                                      std::to_string(kFileHeaderBytes) + " to " + std::to_string(size_) + ")");
+  }
   Position at = from;
   while (!(until && at == *until)) {
     std::string payload;

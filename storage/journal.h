@@ -65,11 +65,14 @@ class Journal {
   // is missing or torn. Appends then continue after the last one returned, and
   // all of them count as not yet checkpointed. Corrupt when a record numbered
   // higher than that first one is intact somewhere in the ring (damage, not a
-  // write cut short by a crash); StorageError when the file cannot be read.
+  // write cut short by a crash), or when `from` is no position of the ring
+  // (in the file header, past the end, or numbered 2^63 or more);
+  // StorageError when the file cannot be read.
   Result<std::vector<std::string>> replay(Position from);
   // The payloads of the records appended successfully since `from` (a
   // checkpoint's position), read back from the file; StorageError when one
-  // does not read back. Changes nothing.
+  // does not read back, Corrupt when `from` is no position of the ring (as for
+  // replay). Changes nothing.
   Result<std::vector<std::string>> reread(Position from) const;
 
   // Whether a payload of `payload_bytes` can be appended without overwriting a

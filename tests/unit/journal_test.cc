@@ -191,6 +191,41 @@ TEST_CASE("journal: a damaged or cut file header is refused", "[journal]") {
   CHECK_THAT(cut.status().message(), Catch::Contains("damaged") && Catch::Contains("8192"));
 }
 
+// Found by tests/fuzz/journal_fuzz.cc, with positions a damaged store could
+// keep. One in the file header replayed as an empty journal, and the next
+// append went there: over the header, and the journal never opened again. One
+// numbered 2^64 - 1 replayed too, and the record appended next, numbered so,
+// was followed by record 0: replay then found an intact record numbered above
+// the end of its scan, and refused the journal (Corrupt).
+TEST_CASE("journal: a position outside the ring, or numbered 2^63 or more, is Corrupt", "[journal]") {
+  TempDir dir;
+  const std::string path = dir.sub("journal");
+  auto j = create_journal(path);
+  // The fuzzer's inputs: its mode byte, then the position (seq, offset).
+  const std::string in_header("\x17\x00\x00\x00\x00\x06\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00", 17);
+  const std::string last_seq("\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00\x00\x00\x00\x00\x00\x10\x50", 17);
+  auto header = Journal::decode_position(in_header.substr(1));
+  auto last = Journal::decode_position(last_seq.substr(1));
+  REQUIRE(header);
+  REQUIRE(last);
+  CHECK(header->offset == 0);
+  CHECK(last->seq == ~uint64_t{0});
+  CHECK(last->offset == kRing + 80);
+  const uint64_t end = j->size_bytes();
+  for (Journal::Position from : {*header, *last, Journal::Position{1, kRing - 1}, Journal::Position{1, end + 1},
+                                 Journal::Position{1, ~uint64_t{0} - 8}, Journal::Position{uint64_t{1} << 63, kRing}}) {
+    INFO("seq " << from.seq << ", offset " << from.offset);
+    CHECK(j->replay(from).code() == Code::kCorrupt);
+    CHECK(j->reread(from).code() == Code::kCorrupt);
+  }
+  // Both ends of the ring are positions, and so is the highest number.
+  CHECK(replay(*j, {(uint64_t{1} << 63) - 1, kRing}).empty());
+  CHECK(replay(*j, {1, end}).empty());
+  CHECK(replay(*j, {1, kRing}).empty());
+  append(*j, "after");
+  CHECK(replay(*reopen_journal(path), {1, kRing}) == Records{"after"});
+}
+
 TEST_CASE("journal: a record not checksummed with the file's key is not replayed", "[journal]") {
   // A client controls the bytes of its values, which end up in payloads: a
   // record planted inside a payload must never pass for a real one.
