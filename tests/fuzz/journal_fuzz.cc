@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -45,7 +44,11 @@ const std::string& journal_path() {
   return path;
 }
 
-void remove_journal() { ::unlink(journal_path().c_str()); }
+// Removes the file when an input is done: a process that dies (a crash is
+// what the fuzzer looks for) leaves at most the one it was using.
+struct RemoveJournal {
+  ~RemoveJournal() { ::unlink(journal_path().c_str()); }
+};
 
 void fix_header(std::string& file) {
   if (file.size() < Journal::kMinFileBytes) file.resize(Journal::kMinFileBytes, '\0');
@@ -90,7 +93,6 @@ Result<std::vector<std::string>> replay_afresh(Journal::Position from) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   FUZZ_CHECK(sodium_init() >= 0);
-  std::atexit(palisade::remove_journal);
   return 0;
 }
 
@@ -112,6 +114,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(Journal::encode_position(*from) == position);
 
   write_file(file);
+  const RemoveJournal remove;
   auto opened = Journal::open(journal_path(), 0, false);
   if (!opened.is_ok()) {
     FUZZ_CHECK(opened.code() == Code::kStorageError);
