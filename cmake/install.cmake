@@ -99,7 +99,13 @@ palisade_installed_library(NAME palisade-config EXPORT config
                            DESCRIPTION "palisade cluster files: a client's options from the file the daemons read"
                            OBJECTS_OF palisade_config palisade_cluster_keys USES client LINKS tomlplusplus)
 
-install(TARGETS palisade palisade-lockd palisade-replica RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT bin)
+# What an install needs built (./dev packages builds this alone, not the tests).
+add_custom_target(installable)
+add_dependencies(installable palisade palisade-lockd palisade-replica ${PALISADE_INSTALLED_TARGETS})
+
+install(TARGETS palisade RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
+install(TARGETS palisade-lockd RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT lockd)
+install(TARGETS palisade-replica RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT replica)
 install(TARGETS ${PALISADE_INSTALLED_TARGETS} EXPORT palisade-targets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT lib NAMELINK_COMPONENT dev
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)

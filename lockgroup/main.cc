@@ -175,6 +175,7 @@ int main(int argc, char** argv) {
                "cluster file, grants locks as leases with fencing tokens and signed\n"
                "sequencers, and syncs its acceptor state before acknowledging it."};
   app.set_version_flag("--version", std::string("palisade-lockd ") + palisade::version());
+  app.set_config("--config", "", "Read these settings from a TOML or INI file (flags win)");
   app.add_option("--id", flags.id, "This node's id in the cluster file's [[lockd]] list")
       ->required()
       ->check(CLI::Range(1, 255));

@@ -1336,6 +1336,16 @@ TEST_CASE("lock group: palisade-lockd's command line", "[lockgroup]") {
     // The file lists no public key: the node names the one replicas need.
     CHECK_THAT(insecure.log(), Catch::Contains("(the cluster file does not list it as sequencer_public_key)"));
   }
+  SECTION("settings from a config file, as the systemd unit gives them; flags win") {
+    std::ofstream(dir.sub("lockd.conf")) << "cluster = \"" << good << "\"\nid = 9\ndata-dir = \"" << dir.sub("conf")
+                                         << "\"\ninsecure = true\n";
+    auto [status, out] = run_lockd(dir, "conf-id-9", {"--config", dir.sub("lockd.conf")});
+    CHECK(status != 0);
+    CHECK_THAT(out, Catch::Contains("node 9 is not a lockd node"));  // the file's id was read
+    cli::Process lockd({test::lockd_binary(), "--config", dir.sub("lockd.conf"), "--id", "1"}, dir.sub("conf.log"));
+    CHECK(eventually([&] { return lockd.log().find("started") != std::string::npos; }, 10s));
+    CHECK(std::filesystem::exists(dir.sub("conf") + "/data.mdb"));
+  }
   SECTION("a data dir another lockd uses") {
     cli::Process first(
         {test::lockd_binary(), "--id", "1", "--cluster", good, "--data-dir", dir.sub("shared"), "--insecure"},

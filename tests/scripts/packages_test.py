@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""The Debian packages as an operator uses them (./dev packages; root).
+
+1. Every package of BUILD_DEB (cpack's output) installs with apt on this
+   machine; the daemons' packages make the palisade user and /etc/palisade,
+   and register their configuration files as conffiles.
+2. `systemd-analyze verify` accepts both units.
+3. `palisade-replica --version` and the others run from /usr/bin.
+4. The daemons run by their units' command lines (ExecStart, as the unit's
+   User, on the unit's StateDirectory) with /etc/palisade set up as
+   docs/install.md says; the installed CLI writes, reads and locks through
+   them; SIGTERM stops them cleanly.
+5. The packages purge, leaving no program behind.
+
+It changes this machine (packages, /etc/palisade, /var/lib/palisade-*, the
+palisade user) and puts it back as it found it. Usage: packages_test.py BUILD_DEB
+"""
+import glob
+import os
+import pwd
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PACKAGES = ["palisade", "palisade-lockd", "palisade-replica", "libpalisade-dev"]
+UNITS = Path("/usr/lib/systemd/system")
+ETC = Path("/etc/palisade")
+
+
+def run(*cmd, check=True, timeout=300, env=None):
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, env=env)
+    if check and done.returncode != 0:
+        sys.exit(f"FAIL: exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}")
+    return done
+
+
+def check(condition, message):
+    if not condition:
+        sys.exit("FAIL: " + message)
+
+
+def unit_setting(unit, key):
+    values = [line.split("=", 1)[1] for line in unit.read_text().splitlines() if line.startswith(key + "=")]
+    check(len(values) == 1, f"{unit} has {len(values)} {key}= lines")
+    return values[0]
+
+
+def installed():
+    out = run("dpkg-query", "-W", "-f", "${Package} ${Status}\n", check=False).stdout
+    return [line.split()[0] for line in out.splitlines() if "palisade" in line.split()[0] and "installed" in line]
+
+
+def purge():
+    names = installed()
+    if names:
+        run("apt-get", "purge", "-y", *names)
+
+
+def start(unit, log):
+    """The unit's ExecStart, as its User, after making its StateDirectory."""
+    user = unit_setting(unit, "User")
+    state = Path("/var/lib") / unit_setting(unit, "StateDirectory")
+    state.mkdir(mode=0o700, exist_ok=True)
+    shutil.chown(state, user, user)
+    command = shlex.split(unit_setting(unit, "ExecStart"))
+    print("+ as", user + ":", " ".join(command), flush=True)
+    # setpriv execs the daemon itself (runuser would stay its parent), so SIGTERM reaches it as systemd sends it.
+    return subprocess.Popen(["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--", *command],
+                            stdout=log, stderr=subprocess.STDOUT)
+
+
+def until_ok(cmd, seconds=30):
+    deadline = time.monotonic() + seconds
+    while True:
+        done = run(*cmd, check=False)
+        if done.returncode == 0 or time.monotonic() > deadline:
+            return done
+        time.sleep(0.2)
+
+
+def main():
+    check(os.geteuid() == 0, "installs packages: run as root")
+    debs = sorted(glob.glob(os.path.join(sys.argv[1], "*.deb")))
+    check(len(debs) == 5, f"expected 5 packages in {sys.argv[1]}, found {debs}")
+    check(not ETC.exists() or installed(), f"{ETC} exists but no palisade package is installed: not this test's")
+    had_user = any(p.pw_name == "palisade" for p in pwd.getpwall())
+    purge()
+    daemons = []
+    try:
+        run("apt-get", "install", "-y", "--no-install-recommends", *[os.path.abspath(d) for d in debs])
+        for package in PACKAGES:
+            check(package in installed(), f"{package} is not installed")
+        check(pwd.getpwnam("palisade").pw_shell == "/usr/sbin/nologin", "no system user palisade")
+        st = ETC.stat()
+        check(oct(st.st_mode & 0o777) == "0o750" and st.st_gid == pwd.getpwnam("palisade").pw_gid,
+              f"{ETC} is not root:palisade 0750")
+        for daemon in ("lockd", "replica"):
+            conffiles = run("dpkg-query", "-W", "-f", "${Conffiles}", f"palisade-{daemon}").stdout
+            check(f"/etc/palisade/{daemon}.conf" in conffiles, f"palisade-{daemon} has no conffile: {conffiles!r}")
+        units = [UNITS / "palisade-lockd.service", UNITS / "palisade-replica.service"]
+        verify = run("systemd-analyze", "verify", *units, check=False)
+        check(verify.returncode == 0 and not verify.stderr.strip(),
+              f"systemd-analyze verify: {verify.returncode}\n{verify.stderr}")
+        for program in ("palisade", "palisade-lockd", "palisade-replica"):
+            version = run(f"/usr/bin/{program}", "--version").stdout
+            check(version.startswith(program + " "), f"{program} --version printed {version!r}")
+
+        with tempfile.TemporaryDirectory(prefix="palisade-packages-") as tmp:
+            tmp = Path(tmp)
+            # A cluster of one lockd node and one replica, its file and keys
+            # made by the installed CLI, then served by the units' daemons.
+            made = tmp / "made"
+            run("/usr/bin/palisade", "cluster", "up", "--dir", made, "--lockd", "1", "--replicas", "1")
+            run("/usr/bin/palisade", "cluster", "down", "--dir", made)
+            for name in ("cluster.toml", "cluster.key", "replica.key", "keys/lockd-1.key", "keys/replica-0.key"):
+                target = ETC / Path(name).name
+                shutil.copy(made / name, target)
+                shutil.chown(target, "palisade", "palisade")
+                os.chmod(target, 0o600 if name.endswith(".key") else 0o640)
+            replica_endpoint = [line.split("'")[1] for line in (ETC / "cluster.toml").read_text().splitlines()
+                                if line.startswith("endpoint")][1]
+            conf = (ETC / "lockd.conf").read_text().replace('key = "/etc/palisade/lockd.key"',
+                                                            'key = "/etc/palisade/lockd-1.key"')
+            (ETC / "lockd.conf").write_text(conf)
+            conf = (ETC / "replica.conf").read_text().replace('key = "/etc/palisade/replica.key"',
+                                                              'key = "/etc/palisade/replica-0.key"')
+            conf = conf.replace('listen = "tcp://127.0.0.1:7200"', f'listen = "{replica_endpoint}"')
+            check(replica_endpoint in conf, "replica.conf has no listen line to set")
+            (ETC / "replica.conf").write_text(conf)
+
+            logs = {}
+            for unit in units:
+                logs[unit.stem] = open(tmp / f"{unit.stem}.log", "w+")
+                daemons.append(start(unit, logs[unit.stem]))
+            cli = ["/usr/bin/palisade", "--cluster", ETC / "cluster.toml", "--key", made / "keys" / "admin.key"]
+            put = until_ok([*cli, "put", "packaged", "yes"])
+            check(put.returncode == 0, f"put through the packaged daemons failed: {put.stderr}")
+            got = run(*cli, "get", "packaged").stdout.strip()
+            check(got == "yes", f"get printed {got!r}")
+            run(*cli, "lock", "packaged", "--", "/usr/bin/palisade", "--cluster", ETC / "cluster.toml", "--key",
+                made / "keys" / "admin.key", "put", "fenced", "by-lock")
+            check(run(*cli, "get", "fenced").stdout.strip() == "by-lock", "the fenced put under the lock is missing")
+            for daemon in daemons:
+                daemon.terminate()
+            for name, daemon in zip(logs, daemons):
+                code = daemon.wait(timeout=60)
+                logs[name].seek(0)
+                text = logs[name].read()
+                check(code == 0 and "stopped cleanly" in text, f"{name} exited {code} on SIGTERM:\n{text}")
+            daemons = []
+    finally:
+        for daemon in daemons:
+            daemon.kill()
+            daemon.wait()
+        purge()
+        for path in ("/var/lib/palisade-lockd", "/var/lib/palisade-replica", str(ETC)):
+            shutil.rmtree(path, ignore_errors=True)
+        if not had_user and any(p.pw_name == "palisade" for p in pwd.getpwall()):
+            subprocess.run(["userdel", "palisade"], check=False)
+    for program in ("palisade", "palisade-lockd", "palisade-replica"):
+        check(not Path("/usr/bin", program).exists(), f"/usr/bin/{program} is left after the purge")
+    print("ok: the packages installed, their units verified, their daemons served and stopped, and they purged")
+
+
+if __name__ == "__main__":
+    main()
