@@ -880,7 +880,7 @@ std::vector<lockgroup::PeerBody> forged_bodies(lockgroup::NodeId claimed) {
   };
 }
 
-TEST_CASE("lock group: forged peer messages from a client socket are dropped; nothing aborts, tokens go on",
+TEST_CASE("lock group: forged peer messages from a client socket are dropped, and nothing aborts, tokens go on",
           "[lockgroup]") {
   Fixture fx;
   auto a = fx.client();
@@ -1045,7 +1045,7 @@ TEST_CASE("lock group: a dead master's heartbeat replayed to the followers does 
 
 // ---- f2b. a planned restart of the master (issue #24, bug 2) ----
 
-TEST_CASE("lock group: a master stopped by SIGTERM hands over; the next grant does not wait out its lease",
+TEST_CASE("lock group: a master stopped by SIGTERM hands over, and the next grant does not wait out its lease",
           "[lockgroup][step_down]") {
   // A master lease of 8 s: without the hand-over no other node may lead until
   // it has run out on the followers, so the next grant would come 8 s or more
@@ -1147,7 +1147,7 @@ TEST_CASE("lock group: the master logs elections, grants, releases, closes and e
 
 // ---- f3. a long log (issue #24) ----
 
-TEST_CASE("lock group: a node restarted ~2000 slots behind catches up; long peer messages are read as peers",
+TEST_CASE("lock group: a node restarted ~2000 slots behind catches up, and long peer messages are read as peers",
           "[lockgroup]") {
   // Issue #24: peer messages were decoded with a client request's limits, so
   // a promise listing more than 64 accepted entries was refused ("too_large:

@@ -470,7 +470,7 @@ TEST_CASE("lock service: followers compact their logs too", "[lock_service]") {
 
 namespace palisade::lockgroup {
 
-TEST_CASE("lock service: the master reports grants, releases, closes and expiries; followers nothing",
+TEST_CASE("lock service: the master reports grants, releases, closes and expiries, and followers nothing",
           "[lock_service][logs]") {
   Group g;
   const NodeId m = g.elect();
@@ -510,7 +510,8 @@ TEST_CASE("lock service: the master reports grants, releases, closes and expirie
   CHECK(describe(events[5]) == "session " + std::to_string(b) + " closed, releasing 0 locks");
 }
 
-TEST_CASE("lock events: lock names cannot break or fake a log line; long lists are counted", "[lock_service][logs]") {
+TEST_CASE("lock events: lock names cannot break or fake a log line, and long lists are counted",
+          "[lock_service][logs]") {
   LockEvent shared{.kind = LockEvent::Kind::kGranted, .session = 3, .lock = "a\nb'c\\\x7f\xff", .mode = LockMode::kShared,
                    .token = 9};
   CHECK(describe(shared) == "granted lock 'a\\x0ab\\x27c\\x5c\\x7f\\xff' shared to session 3, token 9");
@@ -522,7 +523,7 @@ TEST_CASE("lock events: lock names cannot break or fake a log line; long lists a
   CHECK(describe(one) == "session 5 expired, releasing 1 lock: 'only' (with their lock-delays)");
 }
 
-TEST_CASE("lock service: a master that hands over answers not_master; a follower leads at once, locks kept",
+TEST_CASE("lock service: a master that hands over answers not_master, and a follower leads at once, locks kept",
           "[lock_service][step_down]") {
   Group g;
   const NodeId m = g.elect();

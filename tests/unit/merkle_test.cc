@@ -82,7 +82,7 @@ TEST_CASE("merkle: one changed key changes exactly the nodes on its path", "[ant
   }
 }
 
-TEST_CASE("merkle: an aborted batch leaves the tree as it was; a committed one survives reopening",
+TEST_CASE("merkle: an aborted batch leaves the tree as it was, and a committed one survives reopening",
           "[anti_entropy][replica]") {
   TempDir dir;
   auto s = open(dir);

@@ -225,7 +225,7 @@ TEST_CASE("three nodes elect one master and apply the same values in order", "[p
   CHECK(c.max_masters == 1);
 }
 
-TEST_CASE("a master's accepts leave before its own sync; its vote counts only after it", "[paxos]") {
+TEST_CASE("a master's accepts leave before its own sync, and its vote counts only after it", "[paxos]") {
   Cluster c(3);
   NodeId m = c.elect();
   PaxosNode& master = *c.nodes[m];
@@ -499,7 +499,7 @@ TEST_CASE("messages of another group or to another node are ignored", "[paxos]")
 
 namespace palisade::lockgroup {
 
-TEST_CASE("a forged accept with a round near the top is refused; the node still campaigns", "[paxos][guards]") {
+TEST_CASE("a forged accept with a round near the top is refused, and the node still campaigns", "[paxos][guards]") {
   // Issue #23: this accept made a follower promise round 2^56-1; its next
   // campaign wrapped the round and aborted, and the promise on disk aborted
   // every restart.
@@ -725,7 +725,7 @@ TEST_CASE("a replayed accept gives its entries again, but vouches for no lease t
   CHECK(answered);
 }
 
-TEST_CASE("a replayed catch_up_request is not answered again; snapshots to a peer are rate-limited",
+TEST_CASE("a replayed catch_up_request is not answered again, and snapshots to a peer are rate-limited",
           "[paxos][guards][replay]") {
   Cluster c(3);
   NodeId m = c.elect();
@@ -936,7 +936,7 @@ TEST_CASE("if the successor is gone, the other followers elect one after a timeo
   CHECK(c.max_masters == 1);
 }
 
-TEST_CASE("a successor restarted since its promise keeps its start-up wait; it does not campaign at once",
+TEST_CASE("a successor restarted since its promise keeps its start-up wait, and it does not campaign at once",
           "[paxos][step_down]") {
   Cluster c(3);
   NodeId old = c.elect();

@@ -648,7 +648,7 @@ TEST_CASE("lmdb paxos storage: a commit whose journal sync failed never comes ba
   CHECK(loaded(*crashed).promised == 0);
 }
 
-TEST_CASE("lmdb paxos storage: a format 1 directory is upgraded; a missing journal is refused",
+TEST_CASE("lmdb paxos storage: a format 1 directory is upgraded, and a missing journal is refused",
           "[lockgroup][paxos_storage][journal]") {
   TempDir dir;
   fill(dir.path());

@@ -265,7 +265,7 @@ TEST_CASE("sim disk: a torn write writes a prefix, and the retry fails", "[sim_d
 
 // The journal on the simulated disk.
 
-TEST_CASE("sim disk: a journal record whose sync failed is gone after a crash that loses it; a synced one stays",
+TEST_CASE("sim disk: a journal record whose sync failed is gone after a crash that loses it, and a synced one stays",
           "[sim_disk][journal]") {
   TempDir dir;
   SimDiskScope disk(dir.path());
@@ -430,7 +430,7 @@ TEST_CASE("sim disk: LmdbStore on a full disk fails commits, keeps serving reads
   CHECK(floor_of(*s, "b") == 3);
 }
 
-TEST_CASE("sim disk: a failed journal sync fails the commit; the batch is not served, and after a crash it is "
+TEST_CASE("sim disk: a failed journal sync fails the commit, and the batch is not served, and after a crash it is "
           "wholly there or wholly gone",
           "[sim_disk][lmdb]") {
   int present = 0, absent = 0;
