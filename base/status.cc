@@ -30,6 +30,14 @@ constexpr std::array<std::pair<Code, std::string_view>, 22> kNames = {{
     {Code::kPermissionDenied, "permission_denied"},
 }};
 
+constexpr bool names_every_code_in_order() {
+  for (size_t i = 0; i < kNames.size(); ++i) {
+    if (static_cast<size_t>(kNames[i].first) != i) return false;
+  }
+  return kNames.size() == kCodeCount;
+}
+static_assert(names_every_code_in_order(), "every Code needs a name here, in order; kCodeCount follows the last");
+
 }  // namespace
 
 std::string_view code_name(Code code) {

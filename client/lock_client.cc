@@ -23,6 +23,7 @@
 #include "client/grant_fence.h"
 #include "client/lease_clock.h"
 #include "client/lock_session.h"
+#include "client/outcome_counter.h"
 #include "client/shared_context.h"
 #include "base/cluster_id.h"
 #include "wire/lock_protocol.h"
@@ -57,6 +58,11 @@ struct LockClient::Impl {
   std::shared_ptr<LeaseClock> clock = std::make_shared<LeaseClock>();
   std::atomic<uint64_t> session{0};
   std::atomic<uint64_t> epoch{0};
+  client::OutcomeCounter acquires;
+  client::OutcomeCounter releases;
+  std::atomic<uint64_t> jeopardy{0};
+  std::atomic<uint64_t> safe_again{0};
+  std::atomic<uint64_t> expired{0};
 
   std::mutex mu;
   zmq::socket_t wake_send;  // guarded by mu
@@ -359,6 +365,12 @@ struct LockClient::Impl {
         default:
           break;
       }
+      if (event) {
+        std::atomic<uint64_t>& n = *event == SessionEvent::kJeopardy ? jeopardy
+                                   : *event == SessionEvent::kSafe   ? safe_again
+                                                                     : expired;
+        n.fetch_add(1, std::memory_order_relaxed);
+      }
       if (event && options.on_event) {
         try {
           options.on_event(*event);
@@ -514,6 +526,12 @@ Status from_event_thread() {
 }  // namespace
 
 Result<Lease> LockClient::acquire(std::string_view lock, AcquireOptions options) {
+  Result<Lease> result = acquire_uncounted(lock, std::move(options));
+  impl_->acquires.add(result.code());
+  return result;
+}
+
+Result<Lease> LockClient::acquire_uncounted(std::string_view lock, AcquireOptions options) {
   if (impl_->on_io_thread()) return from_event_thread();
   if (options.wait.count() < 0 || options.lock_delay.count() < 0) {
     return Status(Code::kBadRequest, "wait and lock_delay must not be negative");
@@ -562,6 +580,12 @@ Result<Lease> LockClient::try_acquire(std::string_view lock, AcquireOptions opti
 }
 
 Status LockClient::release(Lease& lease) {
+  Status status = release_uncounted(lease);
+  impl_->releases.add(status.code());
+  return status;
+}
+
+Status LockClient::release_uncounted(Lease& lease) {
   if (impl_->on_io_thread()) return from_event_thread();
   if (!lease.clock_ || lease.clock_ != impl_->clock)
     return Status(Code::kBadRequest, "the lease is not from this client");
@@ -584,5 +608,13 @@ Result<bool> LockClient::check_sequencer(std::string_view sequencer) {
 uint64_t LockClient::session() const { return impl_->session.load(std::memory_order_relaxed); }
 uint64_t LockClient::epoch() const { return impl_->epoch.load(std::memory_order_relaxed); }
 bool LockClient::safe() const { return impl_->clock->valid_at(boottime_ms()); }
+
+LockCounters LockClient::counters() const {
+  return {.acquires = impl_->acquires.read(),
+          .releases = impl_->releases.read(),
+          .jeopardy = impl_->jeopardy.load(std::memory_order_relaxed),
+          .safe_again = impl_->safe_again.load(std::memory_order_relaxed),
+          .expired = impl_->expired.load(std::memory_order_relaxed)};
+}
 
 }  // namespace palisade

@@ -3,6 +3,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -15,6 +16,7 @@
 #include <variant>
 
 #include "client/coordinator.h"
+#include "client/outcome_counter.h"
 #include "client/lane.h"
 #include "client/zmq_links.h"
 #include "client/send_sweeper.h"
@@ -61,6 +63,9 @@ Status check_sizes(const wire::Limits& limits, std::string_view key, std::string
 // A store's asynchronous calls still running on its engine: closing the store
 // waits for them, as when every store had an engine of its own.
 struct QuorumStore::Calls {
+  // How its calls ended, by Submission::Kind (kWrite, kDelete, kFence, kRead).
+  std::array<client::OutcomeCounter, 4> outcomes;
+
   std::mutex mu;
   std::condition_variable none_left;
   size_t running = 0;  // guarded by mu
@@ -93,11 +98,26 @@ struct Submission {
 
   // Answers the call (a kRead with `read`, the others with `write`).
   void finish(std::variant<WriteResult, ReadResult> result) {
+    const Code code = std::visit([](const auto& r) { return r.status.code(); }, result);
     if (auto* w = std::get_if<WriteResult>(&result)) write_done.set_value(std::move(*w));
     if (auto* r = std::get_if<ReadResult>(&result)) read_done.set_value(std::move(*r));
-    if (calls) calls->end();
+    if (calls) {
+      count(*calls, kind, code);
+      calls->end();
+    }
+  }
+
+  static void count(QuorumStore::Calls& calls, Kind kind, Code code) {
+    if (kind != Kind::kFlush) calls.outcomes[static_cast<size_t>(kind)].add(code);
   }
 };
+
+// A blocking call's result, counted.
+template <class Result>
+Result counted(QuorumStore::Calls& calls, Submission::Kind kind, Result result) {
+  Submission::count(calls, kind, result.status.code());
+  return result;
+}
 
 // Starts the operation `s` asks for (not a kFlush) on `coordinator`.
 client::OpId start_on(client::Coordinator& coordinator, const Submission& s, uint64_t now) {
@@ -450,7 +470,9 @@ QuorumStore::~QuorumStore() {
 
 namespace {
 
-std::future<WriteResult> ready(Status s) {
+// An asynchronous call refused before it started, counted.
+std::future<WriteResult> ready(QuorumStore::Calls& calls, Submission::Kind kind, Status s) {
+  Submission::count(calls, kind, s.code());
   std::promise<WriteResult> p;
   p.set_value({std::move(s), {}, 0});
   return p.get_future();
@@ -459,7 +481,9 @@ std::future<WriteResult> ready(Status s) {
 }  // namespace
 
 std::future<WriteResult> QuorumStore::put_async(std::string_view key, std::string_view value, const Fence& fence) {
-  if (Status s = check_sizes(impl_->limits, key, value, fence); !s.is_ok()) return ready(s);
+  if (Status s = check_sizes(impl_->limits, key, value, fence); !s.is_ok()) {
+    return ready(*calls_, Submission::Kind::kWrite, s);
+  }
   Submission sub{Submission::Kind::kWrite, std::string(key), std::string(value), fence, {}, {}};
   auto f = sub.write_done.get_future();
   impl_->submit_async(std::move(sub), calls_);
@@ -467,7 +491,9 @@ std::future<WriteResult> QuorumStore::put_async(std::string_view key, std::strin
 }
 
 std::future<WriteResult> QuorumStore::del_async(std::string_view key, const Fence& fence) {
-  if (Status s = check_sizes(impl_->limits, key, "", fence); !s.is_ok()) return ready(s);
+  if (Status s = check_sizes(impl_->limits, key, "", fence); !s.is_ok()) {
+    return ready(*calls_, Submission::Kind::kDelete, s);
+  }
   Submission sub{Submission::Kind::kDelete, std::string(key), "", fence, {}, {}};
   auto f = sub.write_done.get_future();
   impl_->submit_async(std::move(sub), calls_);
@@ -475,7 +501,9 @@ std::future<WriteResult> QuorumStore::del_async(std::string_view key, const Fenc
 }
 
 std::future<WriteResult> QuorumStore::fence_async(const Fence& fence) {
-  if (Status s = check_sizes(impl_->limits, "", "", fence); !s.is_ok()) return ready(s);
+  if (Status s = check_sizes(impl_->limits, "", "", fence); !s.is_ok()) {
+    return ready(*calls_, Submission::Kind::kFence, s);
+  }
   Submission sub{Submission::Kind::kFence, "", "", fence, {}, {}};
   auto f = sub.write_done.get_future();
   impl_->submit_async(std::move(sub), calls_);
@@ -486,6 +514,7 @@ std::future<ReadResult> QuorumStore::get_async(std::string_view key) {
   Submission sub{Submission::Kind::kRead, std::string(key), "", {}, {}, {}};
   auto f = sub.read_done.get_future();
   if (Status s = check_sizes(impl_->limits, key, "", {}); !s.is_ok()) {
+    Submission::count(*calls_, Submission::Kind::kRead, s.code());
     sub.read_done.set_value({s, false, {}, {}, {}});
     return f;
   }
@@ -494,17 +523,29 @@ std::future<ReadResult> QuorumStore::get_async(std::string_view key) {
 }
 
 WriteResult QuorumStore::put(std::string_view key, std::string_view value, const Fence& fence) {
-  return std::get<WriteResult>(
-      impl_->run_blocking({Submission::Kind::kWrite, std::string(key), std::string(value), fence, {}, {}}));
+  using enum Submission::Kind;
+  return counted(
+      *calls_, kWrite,
+      std::get<WriteResult>(impl_->run_blocking({kWrite, std::string(key), std::string(value), fence, {}, {}})));
 }
 WriteResult QuorumStore::del(std::string_view key, const Fence& fence) {
-  return std::get<WriteResult>(impl_->run_blocking({Submission::Kind::kDelete, std::string(key), "", fence, {}, {}}));
+  using enum Submission::Kind;
+  return counted(*calls_, kDelete,
+                 std::get<WriteResult>(impl_->run_blocking({kDelete, std::string(key), "", fence, {}, {}})));
 }
 WriteResult QuorumStore::fence(const Fence& fence) {
-  return std::get<WriteResult>(impl_->run_blocking({Submission::Kind::kFence, "", "", fence, {}, {}}));
+  using enum Submission::Kind;
+  return counted(*calls_, kFence, std::get<WriteResult>(impl_->run_blocking({kFence, "", "", fence, {}, {}})));
 }
 ReadResult QuorumStore::get(std::string_view key) {
-  return std::get<ReadResult>(impl_->run_blocking({Submission::Kind::kRead, std::string(key), "", {}, {}, {}}));
+  using enum Submission::Kind;
+  return counted(*calls_, kRead, std::get<ReadResult>(impl_->run_blocking({kRead, std::string(key), "", {}, {}, {}})));
+}
+
+StoreCounters QuorumStore::counters() const {
+  using enum Submission::Kind;
+  const auto read = [&](Submission::Kind kind) { return calls_->outcomes[static_cast<size_t>(kind)].read(); };
+  return {.puts = read(kWrite), .deletes = read(kDelete), .gets = read(kRead), .fences = read(kFence)};
 }
 
 namespace {
@@ -526,24 +567,24 @@ Result<Fence> fence_of(const Lease& lease) {
 
 std::future<WriteResult> QuorumStore::put_async(std::string_view key, std::string_view value, const Lease& lease) {
   Result<Fence> fence = fence_of(lease);
-  if (!fence.is_ok()) return ready(fence.status());
+  if (!fence.is_ok()) return ready(*calls_, Submission::Kind::kWrite, fence.status());
   return put_async(key, value, fence.value());
 }
 
 std::future<WriteResult> QuorumStore::del_async(std::string_view key, const Lease& lease) {
   Result<Fence> fence = fence_of(lease);
-  if (!fence.is_ok()) return ready(fence.status());
+  if (!fence.is_ok()) return ready(*calls_, Submission::Kind::kDelete, fence.status());
   return del_async(key, fence.value());
 }
 
 WriteResult QuorumStore::put(std::string_view key, std::string_view value, const Lease& lease) {
   Result<Fence> fence = fence_of(lease);
-  if (!fence.is_ok()) return {fence.status(), {}, 0};
+  if (!fence.is_ok()) return counted(*calls_, Submission::Kind::kWrite, WriteResult{fence.status(), {}, 0});
   return put(key, value, fence.value());
 }
 WriteResult QuorumStore::del(std::string_view key, const Lease& lease) {
   Result<Fence> fence = fence_of(lease);
-  if (!fence.is_ok()) return {fence.status(), {}, 0};
+  if (!fence.is_ok()) return counted(*calls_, Submission::Kind::kDelete, WriteResult{fence.status(), {}, 0});
   return del(key, fence.value());
 }
 

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "palisade/client_counters.h"
 #include "palisade/credentials.h"
 #include "palisade/lease.h"
 #include "palisade/lock_mode.h"
@@ -117,10 +118,14 @@ class LockClient {
   uint64_t epoch() const;
   // Whether leases from this session are valid now (the session is safe and its local deadline ahead).
   bool safe() const;
+  // How its calls ended so far, and its session's events (palisade/client_counters.h).
+  LockCounters counters() const;
 
  private:
   struct Impl;
   explicit LockClient(std::unique_ptr<Impl> impl);
+  Result<Lease> acquire_uncounted(std::string_view lock, AcquireOptions options);
+  Status release_uncounted(Lease& lease);
   std::unique_ptr<Impl> impl_;
 };
 

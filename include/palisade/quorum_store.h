@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "palisade/client_counters.h"
 #include "palisade/credentials.h"
 #include "palisade/lease.h"
 #include "palisade/status.h"
@@ -128,6 +129,9 @@ class QuorumStore {
   WriteResult del(std::string_view key, const Lease& lease);
   std::future<WriteResult> put_async(std::string_view key, std::string_view value, const Lease& lease);
   std::future<WriteResult> del_async(std::string_view key, const Lease& lease);
+
+  // How this store's calls ended so far (palisade/client_counters.h).
+  StoreCounters counters() const;
 
  private:
   struct Impl;

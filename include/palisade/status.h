@@ -2,6 +2,7 @@
 // Bugs are not Statuses: they fail an assertion (see check.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -36,6 +37,9 @@ enum class Code : uint8_t {
   kCancelled,  // the caller cancelled the call (client side only)
   kPermissionDenied,  // the caller's identity may not do this; nothing was applied
 };
+// How many codes there are: every code's value is below it (base/status.cc
+// checks that each has a name). A new code goes last, and moves this.
+inline constexpr size_t kCodeCount = static_cast<size_t>(Code::kPermissionDenied) + 1;
 
 // The wire name of a code ("fenced", "stale", ...): docs/protocol.md lists them.
 std::string_view code_name(Code code);

@@ -249,6 +249,18 @@ TEST_CASE("lock client: grants, busy, sequencers, release", "[lock_client]") {
 
   // A lease from another client is refused.
   CHECK(b->release(s1.value()).code() == Code::kBadRequest);
+
+  // Each client counts its own calls by outcome.
+  const LockCounters na = a->counters();
+  CHECK(na.acquires[Code::kOk] == 3);  // orders twice, config
+  CHECK(na.acquires.total() == 3);
+  CHECK(na.releases[Code::kOk] == 2);
+  const LockCounters nb = b->counters();
+  CHECK(nb.acquires[Code::kBusy] == 1);
+  CHECK(nb.acquires[Code::kOk] == 2);
+  CHECK(nb.releases[Code::kBadRequest] == 1);
+  CHECK(c->counters().acquires[Code::kBusy] == 1);
+  CHECK(na.jeopardy + na.safe_again + na.expired == 0);
 }
 
 TEST_CASE("lock client: a waiting acquire is granted when the holder lets go", "[lock_client]") {
@@ -452,7 +464,11 @@ TEST_CASE("lock client: with no lock group, jeopardy, then expiry", "[lock_clien
   CHECK(store->put("k", "v", held.value()).status.code() == Code::kNoSession);
   CHECK(eventually([&] { return events.get().size() >= 2; }, 5s));
   CHECK(events.get() == std::vector{SessionEvent::kJeopardy, SessionEvent::kExpired});
+  CHECK(a->counters().jeopardy == 1);
+  CHECK(a->counters().expired == 1);
+  CHECK(a->counters().safe_again == 0);
   CHECK(a->try_acquire("y").code() == Code::kNoSession);
+  CHECK(a->counters().acquires[Code::kNoSession] == 1);
   CHECK(a->check_sequencer(held.value().sequencer()).code() == Code::kNoSession);
   // Closing an expired client is quick.
   auto start = std::chrono::steady_clock::now();

@@ -335,6 +335,32 @@ TEST_CASE("quorum store: oversize keys and values are refused before sending", "
   CHECK(store->put("k", "v", Fence{"", 3}).status.code() == Code::kBadRequest);
 }
 
+TEST_CASE("quorum store: counters count each store's calls by kind and outcome", "[quorum_store]") {
+  Cluster c;
+  auto store = c.store();
+  auto other = c.store();  // shares the engine, not the counters
+  Fence old_fence{"L", 1}, new_fence{"L", 2};
+  REQUIRE(store->put("k", "v").status.is_ok());
+  REQUIRE(store->get("k").status.is_ok());
+  REQUIRE(store->get_async("missing").get().status.is_ok());
+  REQUIRE(store->fence(new_fence).status.is_ok());
+  CHECK(store->put("k", "late", old_fence).status.code() == Code::kFenced);
+  CHECK(store->put_async("k", std::string((1 << 20) + 1, 'v')).get().status.code() == Code::kTooLarge);
+  REQUIRE(store->del_async("k", new_fence).get().status.is_ok());
+  REQUIRE(other->put("elsewhere", "v").status.is_ok());
+
+  const StoreCounters n = store->counters();
+  CHECK(n.puts[Code::kOk] == 1);
+  CHECK(n.puts[Code::kFenced] == 1);
+  CHECK(n.puts[Code::kTooLarge] == 1);
+  CHECK(n.puts.total() == 3);
+  CHECK(n.gets[Code::kOk] == 2);
+  CHECK(n.gets.total() == 2);
+  CHECK(n.fences[Code::kOk] == 1);
+  CHECK(n.deletes[Code::kOk] == 1);
+  CHECK(other->counters().puts.total() == 1);
+}
+
 TEST_CASE("quorum store: replicas with the cluster key take signed sequencers only", "[quorum_store][sequencer]") {
   TempDir keys;
   const ClusterKey key = ClusterKey::generate();
