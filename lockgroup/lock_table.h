@@ -143,6 +143,7 @@ struct Effects {
   std::vector<CommandResult> results;  // one per command, in order
   std::vector<Grant> woken;            // queued acquires granted by this batch
   std::vector<DelayStarted> delays;    // lock-delays this batch started
+  friend bool operator==(const Effects&, const Effects&) = default;
 };
 
 // ---- The state ----

@@ -59,8 +59,10 @@ const ClusterKey& cluster_key() {
   return key;
 }
 
-std::string sequencer(std::string lock, uint64_t token, LockMode mode = LockMode::kExclusive) {
-  return SequencerSigner(cluster_key(), fuzz::kGroup).sign({std::string(fuzz::kGroup), std::move(lock), mode, token});
+std::string sequencer(std::string lock, uint64_t token, LockMode mode = LockMode::kExclusive,
+                      std::string identity = "") {
+  return SequencerSigner(cluster_key(), fuzz::kGroup)
+      .sign({std::string(fuzz::kGroup), std::move(lock), mode, token, std::move(identity)});
 }
 
 const std::string kCluster(16, '\x5a');
@@ -220,6 +222,8 @@ void lock_seeds(Corpus& corpus) {
   granted.token = 9;
   granted.sequencer = sequencer("lock", 9);
   reply("acquire", granted);
+  granted.sequencer = sequencer("lock", 9, LockMode::kExclusive, "worker");
+  reply("acquire-identity", granted);
   LockReply shared = session;
   shared.mode = LockMode::kShared;
   reply("acquire-shared-busy", shared);
@@ -241,6 +245,9 @@ void lock_seeds(Corpus& corpus) {
                   LockInfo{"shared", LockMode::kShared, 10, {8, 12}, 0, 0},
                   LockInfo{"free", LockMode::kExclusive, 3, {}, 0, 2500}};
   reply("status", status);
+  status.locks = {LockInfo{"lock", LockMode::kExclusive, 9, {8}, 0, 0, {"worker"}},
+                  LockInfo{"shared", LockMode::kShared, 10, {8, 12}, 0, 0, {"worker", "auditor"}}};
+  reply("status-identities", status);
 }
 
 void paxos_seeds(Corpus& corpus) {
@@ -272,7 +279,7 @@ void paxos_seeds(Corpus& corpus) {
 void lock_table_seeds(Corpus& corpus) {
   using namespace lockgroup;
   const std::vector<std::vector<TaggedCommand>> batches = {
-      {{1, OpenSession{}}, {2, OpenSession{30'000}}, {3, OpenSession{}}},
+      {{1, OpenSession{}}, {2, OpenSession{30'000, "worker"}}, {3, OpenSession{0, "auditor"}}},
       {{4, Acquire{1, "a", LockMode::kExclusive, 1000, false, 0, 1}},
        {5, Acquire{2, "b", LockMode::kShared, 0, false, 0, 1}},
        {6, Acquire{3, "b", LockMode::kShared, 0, false, 0, 1}},
@@ -396,6 +403,7 @@ void journal_seeds(Corpus& corpus) {
 void sequencer_seeds(Corpus& corpus) {
   corpus.add("sequencer", "exclusive", sequencer("lock", 9));
   corpus.add("sequencer", "shared", sequencer("lock", 9, LockMode::kShared));
+  corpus.add("sequencer", "identity", sequencer("lock", 9, LockMode::kExclusive, "worker"));
   corpus.add("sequencer", "fence",
              sequencer("a", 3) + "\n" + sequencer("a", 5) + "\n" + sequencer("a", 4) + "\n" + sequencer("b", 1) + "\n" +
                  sequencer("a", 5, LockMode::kShared));
