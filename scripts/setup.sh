@@ -15,6 +15,7 @@ packages=(
   libsodium-dev libtomlplusplus-dev nlohmann-json3-dev
   python3 python3-zmq python3-msgpack python3-cryptography
   libhiredis-dev libzookeeper-mt-dev libcurl4-openssl-dev  # palisade-peer-bench's clients of the peers
+  systemd mmdebstrap  # ./dev packages: systemd-analyze verify, and a clean Debian 12 to install them in
 )
 
 missing=()

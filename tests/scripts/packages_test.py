@@ -11,6 +11,11 @@
    docs/install.md says; the installed CLI writes, reads and locks through
    them; SIGTERM stops them cleanly.
 5. The packages purge, leaving no program behind.
+6. On a clean Debian 12 (a minimal system that mmdebstrap makes once and
+   keeps in /var/cache/palisade-test), in a chroot: apt installs every
+   package, pulling what their Depends name from Debian's archive, and the
+   programs run from /usr/bin. This machine has every library installed, so
+   only there would a missing Depends show.
 
 It changes this machine (packages, /etc/palisade, /var/lib/palisade-*, the
 palisade user) and puts it back as it found it. Usage: packages_test.py BUILD_DEB
@@ -27,6 +32,10 @@ import time
 from pathlib import Path
 
 PACKAGES = ["palisade", "palisade-lockd", "palisade-replica", "libpalisade-dev"]
+CLEAN_DEBIAN = Path("/var/cache/palisade-test/bookworm-apt.tar")
+ARCHIVES = ["deb http://deb.debian.org/debian bookworm main",
+            "deb http://deb.debian.org/debian bookworm-updates main",
+            "deb http://deb.debian.org/debian-security bookworm-security main"]
 UNITS = Path("/usr/lib/systemd/system")
 ETC = Path("/etc/palisade")
 
@@ -81,6 +90,31 @@ def until_ok(cmd, seconds=30):
         if done.returncode == 0 or time.monotonic() > deadline:
             return done
         time.sleep(0.2)
+
+
+def clean_debian(debs):
+    """Installs `debs` in a chroot of a minimal Debian 12 and runs the programs."""
+    if not CLEAN_DEBIAN.exists():
+        CLEAN_DEBIAN.parent.mkdir(parents=True, exist_ok=True)
+        partial = CLEAN_DEBIAN.with_suffix(".partial")
+        run("mmdebstrap", "--variant=apt", "--quiet", "bookworm", partial, *ARCHIVES, timeout=900)
+        os.replace(partial, CLEAN_DEBIAN)
+    with tempfile.TemporaryDirectory(prefix="palisade-clean-debian-") as root:
+        root = Path(root)
+        run("tar", "-xf", CLEAN_DEBIAN, "-C", root)
+        shutil.copy("/etc/resolv.conf", root / "etc" / "resolv.conf")
+        (root / "debs").mkdir()
+        for deb in debs:
+            shutil.copy(deb, root / "debs")
+        run("chroot", root, "apt-get", "update", "-q", timeout=600)
+        run("chroot", root, "env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "-q",
+            "--no-install-recommends", *[f"/debs/{Path(d).name}" for d in debs], timeout=900)
+        for program in ("palisade", "palisade-lockd", "palisade-replica"):
+            version = run("chroot", root, f"/usr/bin/{program}", "--version").stdout
+            check(version.startswith(program + " "), f"{program} --version printed {version!r} on a clean Debian 12")
+        check("palisade:" in (root / "etc" / "passwd").read_text(), "no palisade user on a clean Debian 12")
+        check((root / "usr" / "lib" / "x86_64-linux-gnu" / "cmake" / "palisade" / "palisade-config.cmake").exists(),
+              "libpalisade-dev installed no CMake package on a clean Debian 12")
 
 
 def main():
@@ -164,7 +198,9 @@ def main():
             subprocess.run(["userdel", "palisade"], check=False)
     for program in ("palisade", "palisade-lockd", "palisade-replica"):
         check(not Path("/usr/bin", program).exists(), f"/usr/bin/{program} is left after the purge")
-    print("ok: the packages installed, their units verified, their daemons served and stopped, and they purged")
+    clean_debian(debs)
+    print("ok: the packages installed, their units verified, their daemons served and stopped, they purged, "
+          "and they install and run on a clean Debian 12")
 
 
 if __name__ == "__main__":
