@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   CLI::App app{"palisade: fenced locks and a quorum store that refuses the writes of lost lock holders", "palisade"};
   app.fallthrough();  // --cluster and -o also after the subcommand
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("palisade ") + palisade::version());
+  app.set_version_flag("--version", palisade::version_line("palisade"));
   app.footer(
       "Examples:\n"
       "  palisade cluster up                      # a local cluster in the background\n"

@@ -174,7 +174,7 @@ int main(int argc, char** argv) {
                "Replicates the lock table with multi-Paxos among the lockd nodes of the\n"
                "cluster file, grants locks as leases with fencing tokens and signed\n"
                "sequencers, and syncs its acceptor state before acknowledging it."};
-  app.set_version_flag("--version", std::string("palisade-lockd ") + palisade::version());
+  app.set_version_flag("--version", version_line("palisade-lockd"));
   app.add_option("--id", flags.id, "This node's id in the cluster file's [[lockd]] list")
       ->required()
       ->check(CLI::Range(1, 255));

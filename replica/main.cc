@@ -235,7 +235,7 @@ int main(int argc, char** argv) {
                "Stores each key's committed version and the pending ones above it in LMDB,\n"
                "refuses writes of superseded lock holders (fence floors), and syncs every\n"
                "write before acknowledging it."};
-  app.set_version_flag("--version", std::string("palisade-replica ") + palisade::version());
+  app.set_version_flag("--version", version_line("palisade-replica"));
   app.set_config("--config", "", "Read these settings from a TOML or INI file (flags win)");
   app.add_option("--data-dir", flags.data_dir, "Directory of this replica's LMDB files and journal (created if missing)")
       ->required();
