@@ -9,6 +9,7 @@
 #include "bench/bench_support.h"
 #include "antientropy/anti_entropy.h"
 #include "replica/lmdb_store.h"
+#include "base/version.h"
 
 namespace palisade::bench {
 namespace {
@@ -107,6 +108,7 @@ int run(const Flags& flags) {
 int main(int argc, char** argv) {
   palisade::bench::Flags flags;
   CLI::App app{"palisade-anti-entropy-bench: compare and repair two replicas that differ in a fraction of their keys"};
+  app.set_version_flag("--version", palisade::version_line("palisade-anti-entropy-bench"));
   app.add_option("--replica-bin", flags.replica_bin, "palisade-replica to run")->capture_default_str();
   app.add_option("--tmp-dir", flags.tmp_dir, "Where the data dirs go")->capture_default_str();
   app.add_option("--keys", flags.keys, "Keys on each replica")->capture_default_str();

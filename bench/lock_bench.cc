@@ -29,6 +29,7 @@
 #include "palisade/lock_client.h"
 #include "cli/local_cluster.h"
 #include "base/temp_dir.h"
+#include "base/version.h"
 
 namespace palisade::bench {
 namespace {
@@ -383,6 +384,7 @@ int main(int argc, char** argv) {
   CLI::App app{"palisade-lock-bench: acquire+release through LockClient against three real palisade-lockd\n"
                "processes over loopback (distinct locks, and the handoff of one contended lock), lockd memory\n"
                "with many sessions, next to the floor (bare ZeroMQ round trip, bare synced LMDB commit)."};
+  app.set_version_flag("--version", palisade::version_line("palisade-lock-bench"));
   palisade::bench::add_common_options(app, flags, "Client levels on distinct locks (one LockClient per thread)");
   app.add_option("--lockd-bin", flags.lockd_bin, "palisade-lockd executable")->capture_default_str();
   app.add_option("--handoff-clients", flags.handoff_clients, "Clients contending one lock (0: skip)")

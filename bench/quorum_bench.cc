@@ -26,6 +26,7 @@
 #include "wire/replica_protocol.h"
 #include "palisade/quorum_store.h"
 #include "base/temp_dir.h"
+#include "base/version.h"
 
 namespace palisade::bench {
 namespace {
@@ -322,6 +323,7 @@ int main(int argc, char** argv) {
   CLI::App app{"palisade-quorum-bench: fenced puts and gets through QuorumStore against three real\n"
                "palisade-replica processes (N=3, W=2, R=2) over loopback, next to the floor (bare ZeroMQ\n"
                "round trip, bare synced LMDB commit on the same disk)."};
+  app.set_version_flag("--version", palisade::version_line("palisade-quorum-bench"));
   palisade::bench::add_common_options(app, flags, "Client levels (threads doing blocking calls)");
   app.add_option("--stores", flags.stores,
                  "per-client: one QuorumStore per client thread (sharing one engine); isolated: the same\n"

@@ -21,6 +21,7 @@
 #include "base/physical_clock.h"
 #include "wire/replica_protocol.h"
 #include "base/temp_dir.h"
+#include "base/version.h"
 
 namespace palisade::bench {
 namespace {
@@ -166,6 +167,7 @@ int main(int argc, char** argv) {
   flags.seconds = 3;
   CLI::App app{"palisade-replica-bench: durable fenced writes against a real palisade-replica over loopback,\n"
                "next to the floor (bare ZeroMQ round trip, bare synced LMDB commit on the same disk)."};
+  app.set_version_flag("--version", palisade::version_line("palisade-replica-bench"));
   palisade::bench::add_common_options(app, flags, "Client levels (threads, one DEALER each)");
   CLI11_PARSE(app, argc, argv);
   return palisade::bench::run_main("palisade-replica-bench", [&] { return palisade::bench::run(flags); });

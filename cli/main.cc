@@ -51,16 +51,17 @@ int main(int argc, char** argv) {
   CLI::App app{"palisade: fenced locks and a quorum store that refuses the writes of lost lock holders", "palisade"};
   app.fallthrough();  // --cluster and -o also after the subcommand
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("palisade ") + palisade::version());
-  app.footer("Examples:\n"
-             "  palisade cluster up                      # a local cluster in the background\n"
-             "  palisade put greeting hello\n"
-             "  palisade get greeting -o json\n"
-             "  palisade lock ledger -- sh -c 'palisade put balance 100'   # a write fenced by the lock\n"
-             "  palisade status\n"
-             "\n"
-             "Exit codes: 0 ok, 1 error, 2 usage, 3 fenced, 4 unavailable, 5 no such key, 6 timeout,\n"
-             "7 lease lost (lock), 8 replicas differed (repair), 9 permission denied. docs/cli.md has a tour.");
+  app.set_version_flag("--version", palisade::version_line("palisade"));
+  app.footer(
+      "Examples:\n"
+      "  palisade cluster up                      # a local cluster in the background\n"
+      "  palisade put greeting hello\n"
+      "  palisade get greeting -o json\n"
+      "  palisade lock ledger -- sh -c 'palisade put balance 100'   # a write fenced by the lock\n"
+      "  palisade status\n"
+      "\n"
+      "Exit codes: 0 ok, 1 error, 2 usage, 3 fenced, 4 unavailable, 5 no such key, 6 timeout,\n"
+      "7 lease lost (lock), 8 replicas differed (repair), 9 permission denied. docs/cli.md has a tour.");
   CommonOptions common;
   add_common_options(app, common);
   int exit_code = kExitOk;

@@ -2,26 +2,16 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include "base/quoted.h"
+
 namespace palisade::lockgroup {
 namespace {
 
-std::string quoted(std::string_view name) {
-  std::string out = "'";
-  for (char ch : name) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\') {
-      out.push_back(ch);
-    } else {
-      out += fmt::format("\\x{:02x}", c);
-    }
-  }
-  out.push_back('\'');
-  return out;
-}
-
 std::string listed(const std::vector<std::string>& locks) {
   std::string out = fmt::format("{} lock{}", locks.size(), locks.size() == 1 ? "" : "s");
-  for (size_t i = 0; i < locks.size() && i < kMaxLocksListed; ++i) out += (i == 0 ? ": " : ", ") + quoted(locks[i]);
+  for (size_t i = 0; i < locks.size() && i < kMaxLocksListed; ++i) {
+    out += (i == 0 ? ": " : ", ") + quoted_bytes(locks[i]);
+  }
   if (locks.size() > kMaxLocksListed) out += fmt::format(" and {} more", locks.size() - kMaxLocksListed);
   return out;
 }
@@ -31,10 +21,10 @@ std::string listed(const std::vector<std::string>& locks) {
 std::string describe(const LockEvent& e) {
   switch (e.kind) {
     case LockEvent::Kind::kGranted:
-      return fmt::format("granted lock {} {} to session {}, token {}", quoted(e.lock), mode_name(e.mode), e.session,
-                         e.token);
+      return fmt::format("granted lock {} {} to session {}, token {}", quoted_bytes(e.lock), mode_name(e.mode),
+                         e.session, e.token);
     case LockEvent::Kind::kReleased:
-      return fmt::format("released lock {} by session {}", quoted(e.lock), e.session);
+      return fmt::format("released lock {} by session {}", quoted_bytes(e.lock), e.session);
     case LockEvent::Kind::kClosed:
       return fmt::format("session {} closed, releasing {}", e.session, listed(e.locks));
     case LockEvent::Kind::kExpired:

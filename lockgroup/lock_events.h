@@ -22,10 +22,9 @@ struct LockEvent {
   friend bool operator==(const LockEvent&, const LockEvent&) = default;
 };
 
-// The event as one log line. Lock names are bytes: each is quoted, with
-// anything but printable ASCII (and the quote and backslash) as \xNN, so a
-// name can neither break the line nor fake another one. A session's locks are
-// listed up to kMaxLocksListed, then counted.
+// The event as one log line. Lock names are bytes: each is quoted
+// (base/quoted.h), so a name can neither break the line nor fake another one.
+// A session's locks are listed up to kMaxLocksListed, then counted.
 std::string describe(const LockEvent& event);
 
 constexpr size_t kMaxLocksListed = 8;

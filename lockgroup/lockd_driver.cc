@@ -33,7 +33,7 @@ FrameResult LockdDriver::on_frame(std::string_view bytes, uint64_t now, bool ext
 FrameResult LockdDriver::on_peer(std::string_view body, uint64_t now, std::string_view sender) {
   auto peer = decode_peer(body, options_.max_peer_message_bytes);
   if (!peer.is_ok()) {
-    count_refused(body, peer, peer.status());
+    count_refused(body, peer, peer.status(), now);
     return {.outcome = FrameOutcome::kPeerMalformed};
   }
   // The cluster key's MAC says a holder of the key made it; the handshake says
@@ -43,18 +43,20 @@ FrameResult LockdDriver::on_peer(std::string_view body, uint64_t now, std::strin
     if (node == options_.peer_identities.end() || node->second != sender) {
       count_refused(body, peer,
                     Status(Code::kBadRequest, "it was sent by identity '" + std::string(sender) + "', not by node " +
-                                                  std::to_string(peer.value().from) + "'s"));
+                                                  std::to_string(peer.value().from) + "'s"),
+                    now);
       return {.outcome = FrameOutcome::kPeerImpostor};
     }
   }
   if (peer.value().to != options_.service.paxos.self) {
-    count_refused(body, peer, Status(Code::kBadRequest, "it is addressed to node " + std::to_string(peer.value().to)));
+    count_refused(body, peer, Status(Code::kBadRequest, "it is addressed to node " + std::to_string(peer.value().to)),
+                  now);
     return {.outcome = FrameOutcome::kPeerMisaddressed};
   }
   const uint64_t stale = service_->node().stale_messages();
   Status s = service_->on_peer(peer.value(), now);
   if (!s.is_ok()) {
-    count_refused(body, peer, s);
+    count_refused(body, peer, s, now);
     return {.outcome = FrameOutcome::kPeerRefused};
   }
   return {.outcome = service_->node().stale_messages() != stale ? FrameOutcome::kPeerStale : FrameOutcome::kPeerTaken};
@@ -77,12 +79,12 @@ FrameResult LockdDriver::on_request(std::string_view bytes, uint64_t now, bool e
   if (!request.is_ok() && !extra_frames) {
     // A peer's message without a MAC, or with a wrong one: nobody to answer.
     if (names_peer_type(bytes, options_.max_peer_message_bytes)) {
-      count_forged(bytes.size(), "no MAC");
+      count_forged(bytes.size(), "no MAC", now);
       return {.outcome = FrameOutcome::kForged};
     }
     if (bytes.size() > PeerAuth::kMacBytes &&
         names_peer_type(bytes.substr(0, bytes.size() - PeerAuth::kMacBytes), options_.max_peer_message_bytes)) {
-      count_forged(bytes.size(), "a MAC that does not verify");
+      count_forged(bytes.size(), "a MAC that does not verify", now);
       return {.outcome = FrameOutcome::kForged};
     }
   }
@@ -90,12 +92,9 @@ FrameResult LockdDriver::on_request(std::string_view bytes, uint64_t now, bool e
   if (refusal.is_ok()) refusal = check_cluster_id(options_.cluster_id, request.value().cluster);
   if (refusal.is_ok()) refusal = check_permission(request.value(), sender);
   if (!refusal.is_ok()) {
-    // Logged at 1, 2, 4, 8, ... as peer refusals are: a client that repeats
-    // a refused call without end cannot flood the log.
-    ++refused_requests_;
-    if ((refused_requests_ & (refused_requests_ - 1)) == 0) {
+    if (refused_requests_.count(now)) {
       spdlog::warn("refused request id {} ({} bytes): {}: {} requests refused so far", id, bytes.size(),
-                   refusal.to_string(), refused_requests_);
+                   refusal.to_string(), refused_requests_.total());
     }
     wire::LockReply reply;
     reply.id = id;
@@ -117,24 +116,20 @@ FrameResult LockdDriver::on_request(std::string_view bytes, uint64_t now, bool e
   return {.outcome = FrameOutcome::kRequest, .route = route, .request_id = id};
 }
 
-void LockdDriver::count_refused(std::string_view body, const Result<PeerMessage>& peer, const Status& why) {
-  ++refused_peer_messages_;
-  // Logged at 1, 2, 4, 8, ... as forgeries are: a peer (or anyone replaying
-  // one) that sends refused messages without end cannot flood the log.
-  if ((refused_peer_messages_ & (refused_peer_messages_ - 1)) == 0) {
+void LockdDriver::count_refused(std::string_view body, const Result<PeerMessage>& peer, const Status& why,
+                                uint64_t now) {
+  if (refused_peer_messages_.count(now)) {
     spdlog::warn("refused a peer message ({} bytes{}): {}: {} peer messages refused so far", body.size(),
                  peer.is_ok() ? fmt::format(", {} from node {}", peer_type_name(peer.value().body), peer.value().from)
                               : std::string(),
-                 why.to_string(), refused_peer_messages_);
+                 why.to_string(), refused_peer_messages_.total());
   }
 }
 
-void LockdDriver::count_forged(size_t bytes, std::string_view why) {
-  ++forged_peer_messages_;
-  // Logged at 1, 2, 4, 8, ...: a flood of forgeries cannot flood the log.
-  if ((forged_peer_messages_ & (forged_peer_messages_ - 1)) == 0) {
+void LockdDriver::count_forged(size_t bytes, std::string_view why, uint64_t now) {
+  if (forged_peer_messages_.count(now)) {
     spdlog::warn("dropped a message that claims to be a peer's ({} bytes, {}): {} forged peer messages so far", bytes,
-                 why, forged_peer_messages_);
+                 why, forged_peer_messages_.total());
   }
 }
 
@@ -162,7 +157,10 @@ Status LockdDriver::finish_sync(uint64_t now) {
   if (storage_.dirty()) {
     Status committed = storage_.commit();
     if (!committed.is_ok()) {
-      spdlog::error("acceptor state not saved, restarting from disk: {}", committed.to_string());
+      if (failed_commits_.count(now)) {
+        spdlog::error("acceptor state not saved, restarting from disk: {}: {} failed commits so far",
+                      committed.to_string(), failed_commits_.total());
+      }
       return restart(now);
     }
   }

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/log_limiter.h"
 #include "base/permissions.h"
 #include "wire/envelope.h"
 #include "lockgroup/lock_service.h"
@@ -117,12 +118,12 @@ class LockdDriver {
   const LockService& service() const { return *service_; }
   LockService& service() { return *service_; }
   // Frames that claim to be a peer's and whose MAC does not verify.
-  uint64_t forged_peer_messages() const { return forged_peer_messages_; }
+  uint64_t forged_peer_messages() const { return forged_peer_messages_.total(); }
   // Peer messages that verified but were refused.
-  uint64_t refused_peer_messages() const { return refused_peer_messages_; }
+  uint64_t refused_peer_messages() const { return refused_peer_messages_.total(); }
   // Client requests answered with a refusal before the service saw them:
   // malformed, of another cluster, or not permitted.
-  uint64_t refused_requests() const { return refused_requests_; }
+  uint64_t refused_requests() const { return refused_requests_.total(); }
 
  private:
   LockdDriver(LockdDriverOptions options, PaxosStorage& storage, LockdHost& host);
@@ -130,8 +131,8 @@ class LockdDriver {
   FrameResult on_request(std::string_view bytes, uint64_t now, bool extra_frames, std::string_view sender);
   // Ok, or permission_denied when `sender` may not make `request`.
   Status check_permission(const wire::LockRequest& request, std::string_view sender) const;
-  void count_refused(std::string_view body, const Result<PeerMessage>& peer, const Status& why);
-  void count_forged(size_t bytes, std::string_view why);
+  void count_refused(std::string_view body, const Result<PeerMessage>& peer, const Status& why, uint64_t now);
+  void count_forged(size_t bytes, std::string_view why, uint64_t now);
   // Sends the early accepts; keeps the other outputs for after the sync.
   void take_outputs();
   void send_outputs();
@@ -145,9 +146,12 @@ class LockdDriver {
   std::vector<PeerMessage> outbox_;  // in the order taken: serials grow
   std::vector<ClientReply> replies_;
   uint64_t next_route_ = 1;
-  uint64_t forged_peer_messages_ = 0;
-  uint64_t refused_peer_messages_ = 0;
-  uint64_t refused_requests_ = 0;
+  // Each counts its events and logs a few (base/log_limiter.h): a peer, a
+  // client or a disk that fails without end cannot flood the log.
+  LogLimiter forged_peer_messages_;
+  LogLimiter refused_peer_messages_;
+  LogLimiter refused_requests_;
+  LogLimiter failed_commits_;
 };
 
 }  // namespace palisade::lockgroup

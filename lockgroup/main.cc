@@ -20,6 +20,7 @@
 #include "wire/hash.h"
 #include "base/stop_signals.h"
 #include "base/version.h"
+#include "logging/log_flags.h"
 #include "lockgroup/lmdb_paxos_storage.h"
 #include "lockgroup/lockd_server.h"
 
@@ -34,7 +35,7 @@ struct Flags {
   std::string data_dir;
   size_t map_size_bytes = size_t{1} << 30;
   size_t snapshot_every = 10000;
-  std::string log_level = "info";
+  logging::LogFlags log;
   bool insecure = false;  // serve plaintext links, on a cluster file that lists no identities
 };
 
@@ -174,7 +175,7 @@ int main(int argc, char** argv) {
                "Replicates the lock table with multi-Paxos among the lockd nodes of the\n"
                "cluster file, grants locks as leases with fencing tokens and signed\n"
                "sequencers, and syncs its acceptor state before acknowledging it."};
-  app.set_version_flag("--version", std::string("palisade-lockd ") + palisade::version());
+  app.set_version_flag("--version", version_line("palisade-lockd"));
   app.set_config("--config", "", "Read these settings from a TOML or INI file (flags win)");
   app.add_option("--id", flags.id, "This node's id in the cluster file's [[lockd]] list")
       ->required()
@@ -200,13 +201,12 @@ int main(int argc, char** argv) {
   app.add_option("--snapshot-every", flags.snapshot_every, "Log slots between snapshots of the lock table")
       ->capture_default_str()
       ->check(CLI::Range(size_t{10}, size_t{10'000'000}));
-  app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")->capture_default_str();
+  logging::add_log_flags(app, flags.log);
   app.footer("Signals: SIGTERM or SIGINT stops the node (a master hands over first); SIGHUP reloads\n"
              "the identities the cluster file lists (docs/security.md).");
   CLI11_PARSE(app, argc, argv);
 
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z palisade-lockd[" + std::to_string(flags.id) + "] %l: %v");
-  spdlog::set_level(spdlog::level::from_str(flags.log_level));
+  logging::start_logging(flags.log, "palisade-lockd", flags.id);
   std::error_code ec;
   std::filesystem::create_directories(flags.data_dir, ec);
   if (ec) {

@@ -18,6 +18,7 @@
 #include "base/physical_clock.h"
 #include "base/stop_signals.h"
 #include "base/version.h"
+#include "logging/log_flags.h"
 #include "replica/background_repair.h"
 #include "replica/handler.h"
 #include "replica/lmdb_store.h"
@@ -32,7 +33,7 @@ struct Flags {
   replica::ServerOptions server;
   size_t map_size_bytes = size_t{8} << 30;
   uint64_t max_clock_offset_ms = 500;
-  std::string log_level = "info";
+  logging::LogFlags log;
   // Sequencer verification, the CurveZMQ allow-list and the replicas: the cluster file.
   std::string cluster_file;
   // The cluster's id: the cluster file's cluster_id, or --cluster-id (hex) without one.
@@ -235,7 +236,7 @@ int main(int argc, char** argv) {
                "Stores each key's committed version and the pending ones above it in LMDB,\n"
                "refuses writes of superseded lock holders (fence floors), and syncs every\n"
                "write before acknowledging it."};
-  app.set_version_flag("--version", std::string("palisade-replica ") + palisade::version());
+  app.set_version_flag("--version", version_line("palisade-replica"));
   app.set_config("--config", "", "Read these settings from a TOML or INI file (flags win)");
   app.add_option("--data-dir", flags.data_dir, "Directory of this replica's LMDB files and journal (created if missing)")
       ->required();
@@ -293,7 +294,7 @@ int main(int argc, char** argv) {
                  "then every link is CurveZMQ, and keys the file does not list are refused")
       ->check(CLI::ExistingFile)
       ->needs(cluster);
-  app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error")->capture_default_str();
+  logging::add_log_flags(app, flags.log);
   app.footer("A replica checks the sequencer of every fenced write and fence with its cluster file\n"
              "(--cluster), and takes only authenticated connections when that file lists identities\n"
              "(then --key). Without a cluster file, or on one without identities, it starts only\n"
@@ -302,8 +303,7 @@ int main(int argc, char** argv) {
              "file lists (docs/security.md).");
   CLI11_PARSE(app, argc, argv);
 
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z palisade-replica %l: %v");  // ISO 8601, with the zone
-  spdlog::set_level(spdlog::level::from_str(flags.log_level));
+  logging::start_logging(flags.log, "palisade-replica");
   // The key first: a replica that cannot check sequencers as told must not start.
   std::optional<replica::ReplicaAuth> auth;
   std::optional<DaemonKeys> keys;

@@ -163,6 +163,8 @@ size_t ReplicaDriver::flush() {
         }
         falsify(req, reply);
         host_.amend(req, reply);
+        const auto* write = std::get_if<wire::WriteRequest>(&req.body);
+        if (write != nullptr && reply.status.code() == Code::kFenced) host_.fenced(*write, reply.floor);
       }
       Code code = reply.status.code();
       if (code == Code::kCorrupt || code == Code::kStorageError || code == Code::kInternal) {

@@ -45,6 +45,9 @@ class ReplicaHost {
   // A reply that reports the replica's own failure (corrupt, storage_error,
   // internal): the daemon logs it.
   virtual void failed(uint64_t /*request_id*/, const Status& /*why*/) {}
+  // A write refused `fenced`: its token is below `floor`, the fence floor of
+  // its lock (a superseded holder's write). The daemon logs it.
+  virtual void fenced(const wire::WriteRequest& /*write*/, uint64_t /*floor*/) {}
   // Last look at the reply to `request` before it is encoded. The simulator's
   // disk faults that the handler cannot see (a bit flip in a replica that does
   // not check checksums) show here; the daemon has none.

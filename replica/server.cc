@@ -1,7 +1,10 @@
 #include "replica/server.h"
 
+#include <chrono>
+
 #include <spdlog/spdlog.h>
 
+#include "base/quoted.h"
 #include "base/stop_signals.h"
 
 namespace palisade::replica {
@@ -16,6 +19,12 @@ ReplicaDriverOptions driver_options(const ServerOptions& o) {
   d.max_batch_bytes = o.max_batch_bytes;
   d.permissions = o.permissions;
   return d;
+}
+
+// For the log limiters: a clock that does not go back.
+uint64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace
@@ -71,11 +80,21 @@ void ReplicaServer::reply(uint64_t route, std::vector<std::string> replies) {
 }
 
 void ReplicaServer::refused(uint64_t request_id, size_t bytes, const Status& why) {
-  spdlog::warn("refused request id {} ({} bytes): {}", request_id, bytes, why.to_string());
+  if (!refused_log_.count(steady_ms())) return;
+  spdlog::warn("refused request id {} ({} bytes): {}: {} requests refused so far", request_id, bytes, why.to_string(),
+               refused_log_.total());
 }
 
 void ReplicaServer::failed(uint64_t request_id, const Status& why) {
-  spdlog::error("request id {}: {}", request_id, why.to_string());
+  if (!failed_log_.count(steady_ms())) return;
+  spdlog::error("request id {}: {}: {} requests failed so far", request_id, why.to_string(), failed_log_.total());
+}
+
+void ReplicaServer::fenced(const wire::WriteRequest& write, uint64_t floor) {
+  if (!fenced_log_.count(steady_ms())) return;
+  spdlog::warn("fenced: refused a write under lock {} with token {}, below the lock's fence floor {} (a superseded "
+               "holder's write): {} writes fenced so far",
+               quoted_bytes(write.lock), write.ts.token, floor, fenced_log_.total());
 }
 
 }  // namespace palisade::replica

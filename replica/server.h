@@ -17,6 +17,7 @@
 
 #include <zmq.hpp>
 
+#include "base/log_limiter.h"
 #include "wire/envelope.h"
 #include "transport/transport.h"
 #include "replica/handler.h"
@@ -56,11 +57,18 @@ class ReplicaServer final : ReplicaHost {
   void reply(uint64_t route, std::vector<std::string> replies) override;
   void refused(uint64_t request_id, size_t bytes, const Status& why) override;
   void failed(uint64_t request_id, const Status& why) override;
+  void fenced(const wire::WriteRequest& write, uint64_t floor) override;
 
   ServerOptions options_;
   zmq::socket_t socket_;
   ReplicaDriver driver_;
   std::vector<transport::Routed> peers_;  // the senders of the turn's messages
+  // Each counts its events and logs a few (base/log_limiter.h): a client that
+  // resends a refused request, a zombie holder that writes on or a failing
+  // disk cannot flood the log.
+  LogLimiter refused_log_;
+  LogLimiter failed_log_;
+  LogLimiter fenced_log_;
 };
 
 }  // namespace palisade::replica

@@ -21,6 +21,7 @@
 #include "bench/peers/workloads.h"
 #include "cli/local_cluster.h"
 #include "base/temp_dir.h"
+#include "base/version.h"
 
 namespace palisade::bench::peers {
 namespace {
@@ -233,6 +234,7 @@ int main(int argc, char** argv) {
   CLI::App app{"palisade-peer-bench: lock cycles, lock handoff, durable puts and gets against palisade (started\n"
                "here: 3 palisade-lockd, 3 palisade-replica) or a running etcd, ZooKeeper or Redis, with the same\n"
                "C++ load for each; scripts/bench-peers runs it for all four."};
+  app.set_version_flag("--version", palisade::version_line("palisade-peer-bench"));
   app.add_option("--system", f.system, "System under test")
       ->required()
       ->check(CLI::IsMember({"palisade", "etcd", "zookeeper", "redis"}));

@@ -706,18 +706,6 @@ TEST_CASE("cli: the exit codes of docs/cli.md, usage errors that name the proble
         std::string::npos);
 }
 
-TEST_CASE("cli: --version on palisade and both daemons, before any required flag", "[cli]") {
-  TempDir dir;
-  const std::filesystem::path build = std::filesystem::path(PALISADE_BIN).parent_path().parent_path();
-  for (const auto& [bin, name] : {std::pair<std::string, std::string>{PALISADE_BIN, "palisade"},
-                                  {(build / "lockgroup/palisade-lockd").string(), "palisade-lockd"},
-                                  {(build / "replica/palisade-replica").string(), "palisade-replica"}}) {
-    cli::Process p({bin, "--version"}, dir.sub(name + ".log"));
-    CHECK(ended_with(p, 10000) == 0);
-    CHECK(p.log().rfind(name + " ", 0) == 0);
-  }
-}
-
 TEST_CASE("cli: keygen writes a key file of mode 0600 and never replaces one", "[cli]") {
   TempDir dir;
   // As typed in a shell whose current directory is `dir`.

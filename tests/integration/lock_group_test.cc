@@ -963,7 +963,7 @@ TEST_CASE("lock group: forged peer messages from a client socket are dropped, an
   for (uint32_t node : fx.cluster->lockd_ids()) CHECK(fx.cluster->lockd(node).running());
 }
 
-TEST_CASE("lock group: refused peer messages are logged at powers of two only", "[lockgroup]") {
+TEST_CASE("lock group: a burst of refused peer messages is logged at powers of two only", "[lockgroup]") {
   // A peer (or anyone replaying one's frames) that sends refused messages
   // without end must not flood the log, as forged ones cannot.
   Fixture fx;

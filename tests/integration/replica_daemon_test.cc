@@ -522,6 +522,7 @@ TEST_CASE("daemon: a full disk fails writes, not the daemon", "[replica][daemon]
   };
   check_all(f.conn);
   CHECK(f.daemon.process().running());
+  CHECK_THAT(f.daemon.process().log(), Catch::Contains("storage_error") && Catch::Contains("requests failed so far"));
 
   stop(f.daemon);
   f.daemon.restart();

@@ -19,6 +19,7 @@
 #include "tests/sim/lock_sim.h"
 #include "tests/sim/quorum_sim.h"
 #include "tests/sim/storage_sim.h"
+#include "base/version.h"
 
 namespace {
 
@@ -94,6 +95,7 @@ int main(int argc, char** argv) {
     if (std::string_view(argv[i]) == "--rough-network") q = rough_network(q);
   }
   CLI::App app{"palisade-sim: palisade in one seeded, replayable simulation"};
+  app.set_version_flag("--version", palisade::version_line("palisade-sim"));
   app.add_option("--sim", sim,
                  "What to simulate: lock (lock group + store), quorum (store alone) or storage (one LmdbStore on "
                  "the simulated disk)")

@@ -32,10 +32,20 @@ struct Host : ReplicaHost {
     messages.emplace_back(route, std::move(decoded));
   }
   void refused(uint64_t, size_t, const Status& why) override { refusals.push_back(why.code()); }
+  void fenced(const wire::WriteRequest& write, uint64_t floor) override {
+    fenced_writes.push_back({write.lock, write.ts.token, floor});
+  }
 
   // Per reply message, in the order sent: its route and its replies.
   std::vector<std::pair<uint64_t, std::vector<wire::ReplicaReply>>> messages;
   std::vector<Code> refusals;
+  struct Fenced {
+    std::string lock;
+    uint64_t token;
+    uint64_t floor;
+    friend bool operator==(const Fenced&, const Fenced&) = default;
+  };
+  std::vector<Fenced> fenced_writes;  // for the daemon's log
 };
 
 // A MemoryStore that counts its commits.
@@ -306,6 +316,21 @@ TEST_CASE("replica driver: the replies of one message go back together", "[repli
   for (const auto& [route, replies] : r.host.messages) {
     for (const auto& reply : replies) CHECK(reply.id == ++id);
   }
+}
+
+TEST_CASE("replica driver: a fenced write is reported with its lock, its token and the floor", "[replica][driver]") {
+  Replica r;
+  auto fence = test::fence_req("ledger", 7);
+  fence.id = 1;
+  auto zombie = test::write_req("balance", "100", test::ts_now(5), "ledger");
+  zombie.id = 2;
+  auto holder = test::write_req("balance", "200", test::ts_now(7), "ledger");
+  holder.id = 3;
+  r.take(1, {wire::encode_request(fence), wire::encode_request(zombie), wire::encode_request(holder)});
+  r.driver.flush();
+  REQUIRE(r.host.messages.size() == 1);
+  CHECK(r.host.messages[0].second[1].status.code() == Code::kFenced);
+  CHECK(r.host.fenced_writes == std::vector<Host::Fenced>{{"ledger", 5, 7}});  // the holder's write is not
 }
 
 TEST_CASE("replica driver: broken_ack_writes_without_storing acknowledges what it never stores", "[replica][driver]") {
