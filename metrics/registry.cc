@@ -84,6 +84,16 @@ void Registry::claim(const std::string& name) {
   if (!names_.insert(name).second) throw std::logic_error("metric " + name + " is registered twice");
 }
 
+void Registry::before_render(std::function<void()> collect) {
+  std::lock_guard lock(mutex_);
+  collectors_.push_back(std::move(collect));
+}
+
+void Registry::counter_from(std::string name, std::string help, std::function<uint64_t()> read) {
+  Counter& c = counter(std::move(name), std::move(help)).get();
+  before_render([&c, read = std::move(read)] { c.advance_to(read()); });
+}
+
 CounterFamily& Registry::counter(std::string name, std::string help, std::vector<std::string> labels,
                                  size_t max_series) {
   std::lock_guard lock(mutex_);

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -132,6 +133,15 @@ class Registry {
   HistogramFamily& histogram(std::string name, std::string help, std::vector<double> bounds,
                              std::vector<std::string> labels = {}, size_t max_series = kDefaultMaxSeries);
 
+  // Runs `collect` on the rendering thread before each render: for values
+  // that any thread may read at any time (file sizes, atomics kept
+  // elsewhere), which then cost the daemon's loop nothing.
+  void before_render(std::function<void()> collect);
+
+  // A counter kept elsewhere that any thread may read (an atomic): `read` at
+  // each render.
+  void counter_from(std::string name, std::string help, std::function<uint64_t()> read);
+
   // Every family in the text exposition format 0.0.4, in registration order.
   std::string render() const;
 
@@ -150,6 +160,7 @@ class Registry {
   };
   std::vector<Entry> order_;
   std::set<std::string> names_;
+  std::vector<std::function<void()>> collectors_;
 };
 
 }  // namespace palisade::metrics

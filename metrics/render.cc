@@ -92,6 +92,7 @@ void render_family(std::string& out, const HistogramFamily& family) {
 
 std::string Registry::render() const {
   std::lock_guard lock(mutex_);
+  for (const auto& collect : collectors_) collect();
   std::string out;
   for (const Entry& e : order_) {
     switch (e.type) {

@@ -174,3 +174,23 @@ TEST_CASE("metrics: the HTTP endpoint serves /metrics, /healthz and /readyz", "[
     CHECK_THAT(second.status().message(), Catch::Contains(std::to_string(server.value()->port())));
   }
 }
+
+TEST_CASE("metrics: values kept elsewhere are read at each render", "[metrics]") {
+  Registry r;
+  std::atomic<uint64_t> refused{4};
+  int64_t size = 10;
+  r.counter_from("demo_refused_total", "kept elsewhere", [&] { return refused.load(); });
+  GaugeFamily& bytes = r.gauge("demo_bytes", "read when scraped");
+  r.before_render([&] { bytes.get().set(size); });
+  CHECK(r.render() == "# HELP demo_refused_total kept elsewhere\n"
+                      "# TYPE demo_refused_total counter\n"
+                      "demo_refused_total 4\n"
+                      "# HELP demo_bytes read when scraped\n"
+                      "# TYPE demo_bytes gauge\n"
+                      "demo_bytes 10\n");
+  refused = 6;
+  size = 3;
+  const std::string text = r.render();
+  CHECK_THAT(text, Catch::Contains("\ndemo_refused_total 6\n"));
+  CHECK_THAT(text, Catch::Contains("\ndemo_bytes 3\n"));
+}
