@@ -160,6 +160,11 @@ Daemon::Daemon(std::string name, std::vector<std::string> argv, std::string endp
       log_path_(std::move(log_path)),
       probe_(std::move(probe)) {}
 
+std::string Daemon::metrics_address() const {
+  auto flag = std::find(argv_.begin(), argv_.end(), "--metrics-listen");
+  return flag != argv_.end() && flag + 1 != argv_.end() ? *(flag + 1) : std::string();
+}
+
 bool Daemon::running() {
   if (process_ != nullptr) return process_->running();
   return adopted_ && process_start_time(adopted_->pid) == adopted_->start_time;
@@ -353,6 +358,24 @@ Status LocalCluster::launch() {
                   : std::vector<std::string>{"--insecure"};
   };
 
+  // --metrics-listen on ports free a moment ago, apart from the cluster's own.
+  std::vector<std::string> metrics_ports;
+  if (o.metrics) {
+    const size_t daemons = config_.replicas.size() + config_.lockd.size();
+    for (const std::string& ep : free_endpoints(static_cast<int>(2 * daemons))) {
+      const bool taken = std::ranges::find(config_.replicas, ep) != config_.replicas.end() ||
+                         std::ranges::any_of(config_.lockd, [&](const LockdNode& n) { return n.endpoint == ep; });
+      if (!taken && metrics_ports.size() < daemons)
+        metrics_ports.push_back(ep.substr(std::string_view("tcp://").size()));
+    }
+  }
+  auto metrics_args = [&] {
+    if (metrics_ports.empty()) return std::vector<std::string>{};
+    std::vector<std::string> args = {"--metrics-listen", metrics_ports.back()};
+    metrics_ports.pop_back();
+    return args;
+  };
+
   std::shared_ptr<zmq::context_t> ctx = ctx_;
   for (const std::string& ep : config_.replicas) {
     const std::string name = "replica-" + std::to_string(replicas_.size());
@@ -364,6 +387,7 @@ Status LocalCluster::launch() {
     }
     argv.insert(argv.end(), {"--log-level", o.log_level});
     for (std::string& a : key_args(name)) argv.push_back(std::move(a));
+    for (std::string& a : metrics_args()) argv.push_back(std::move(a));
     argv.insert(argv.end(), o.replica_args.begin(), o.replica_args.end());
     // Answering means answering as this cluster's: a daemon of another
     // cluster on the same port answers wrong_cluster.
@@ -381,6 +405,7 @@ Status LocalCluster::launch() {
                                      "--cluster",     cluster_file_, "--data-dir",
                                      o.dir + "/" + name, "--log-level", o.log_level};
     for (std::string& a : key_args(name)) argv.push_back(std::move(a));
+    for (std::string& a : metrics_args()) argv.push_back(std::move(a));
     argv.insert(argv.end(), o.lockd_args.begin(), o.lockd_args.end());
     const std::string ep = node.endpoint;
     auto probe = [ctx, ep, id = config_.cluster_id, credentials = credentials_](int timeout_ms) {

@@ -88,6 +88,7 @@ FrameResult LockdDriver::on_request(std::string_view bytes, uint64_t now, bool e
       return {.outcome = FrameOutcome::kForged};
     }
   }
+  const std::string_view type = request.is_ok() ? wire::request_type(request.value().body) : std::string_view();
   Status refusal = request.status();
   if (refusal.is_ok()) refusal = check_cluster_id(options_.cluster_id, request.value().cluster);
   if (refusal.is_ok()) refusal = check_permission(request.value(), sender);
@@ -100,10 +101,15 @@ FrameResult LockdDriver::on_request(std::string_view bytes, uint64_t now, bool e
     reply.id = id;
     // A client of another cluster learns nothing of this group's state.
     const bool foreign = refusal.code() == Code::kWrongCluster;
+    const Code code = refusal.code();
     reply.status = std::move(refusal);
     reply.epoch = foreign ? 0 : service_->node().epoch();
     reply.master = foreign ? 0 : service_->node().master_hint();
-    return {.outcome = FrameOutcome::kRequestRefused, .request_id = id, .refusal = wire::encode_lock_reply(reply)};
+    return {.outcome = FrameOutcome::kRequestRefused,
+            .request_id = id,
+            .type = type,
+            .refusal = wire::encode_lock_reply(reply),
+            .refused_with = code};
   }
   if (options_.broken_ignore_lock_delay) {
     if (auto* acquire = std::get_if<wire::AcquireRequest>(&request.value().body)) acquire->lock_delay_ms = 0;
@@ -113,7 +119,7 @@ FrameResult LockdDriver::on_request(std::string_view bytes, uint64_t now, bool e
   service_->on_request(
       {.route = route, .request = std::move(request).value(), .identity = std::string(sender), .sees_all = sees_all},
       now);
-  return {.outcome = FrameOutcome::kRequest, .route = route, .request_id = id};
+  return {.outcome = FrameOutcome::kRequest, .route = route, .request_id = id, .type = type};
 }
 
 void LockdDriver::count_refused(std::string_view body, const Result<PeerMessage>& peer, const Status& why,
@@ -175,7 +181,10 @@ Status LockdDriver::finish_sync(uint64_t now) {
 void LockdDriver::send_outputs() {
   for (PeerMessage& m : outbox_) host_.send_peer(m.to, auth_.seal(m));
   outbox_.clear();
-  for (ClientReply& r : replies_) host_.reply(r.route, wire::encode_lock_reply(r.reply));
+  for (ClientReply& r : replies_) {
+    host_.answered(r.route, r.reply);
+    host_.reply(r.route, wire::encode_lock_reply(r.reply));
+  }
   replies_.clear();
 }
 

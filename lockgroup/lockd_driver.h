@@ -40,6 +40,9 @@ class LockdHost {
   virtual void reply(uint64_t route, std::string bytes) = 0;
   // The service restarted from disk: no request waiting now gets a reply.
   virtual void forget_routes() = 0;
+  // The reply to the request that on_frame gave `route`, about to be sent
+  // (reply() follows): the daemon counts it.
+  virtual void answered(uint64_t /*route*/, const wire::LockReply& /*reply*/) {}
   // The incarnation of the next start of the service (PaxosOptions::incarnation):
   // above every earlier one of this node, across restarts of the process too.
   virtual uint64_t next_incarnation() = 0;
@@ -86,7 +89,9 @@ struct FrameResult {
   FrameOutcome outcome = FrameOutcome::kForged;
   uint64_t route = 0;  // kRequest: what LockdHost::reply will name
   uint64_t request_id = 0;  // the request's id, when it has one
+  std::string_view type{};  // kRequest, kRequestRefused: wire::request_type, when it decoded
   std::string refusal{};  // kRequestRefused: the reply to send back
+  Code refused_with = Code::kOk;  // kRequestRefused: its code
 };
 
 class LockdDriver {

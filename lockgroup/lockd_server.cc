@@ -1,6 +1,7 @@
 #include "lockgroup/lockd_server.h"
 
 #include "base/stop_signals.h"
+#include "transport/zap_handler.h"
 
 #include <time.h>
 
@@ -27,6 +28,11 @@ LockdServer::LockdServer(zmq::context_t& ctx, const LockdServerOptions& options)
       peer.curve->server_key = options_.peer_keys.at(endpoint);  // load_daemon_keys checked every node has one
     }
     peers_.emplace(id, transport::make_dealer(ctx, endpoint, peer));
+  }
+  if (options_.socket.curve && options_.socket.curve->zap != nullptr) {
+    metrics_.registry().counter_from("palisade_curve_handshakes_refused_total",
+                                     "CurveZMQ handshakes refused: keys the cluster file does not list",
+                                     [zap = options_.socket.curve->zap] { return zap->rejected(); });
   }
 }
 
@@ -56,11 +62,16 @@ Status LockdServer::run(int stop_fd, int reload_fd, const std::function<void()>&
         reload();
       }
       now = boottime_ms();
-      if (items[0].revents & ZMQ_POLLIN) receive(now);
+      const size_t frames = (items[0].revents & ZMQ_POLLIN) ? receive(now) : 0;
       driver_->tick(now);
+      const auto sync_start = std::chrono::steady_clock::now();
       Status turn = sync(now);
       if (!turn.is_ok()) return turn;
-      log_changes(now);
+      metrics_.turn(frames, std::chrono::steady_clock::now() - sync_start);
+      // Taken every turn; formatted only when info is logged (benchmarks run at warn).
+      const std::vector<LockEvent> events = driver_->service().take_events();
+      log_changes(now, events);
+      metrics_.observe(*driver_, events, now);
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) return Status::ok();
       if (e.num() != EINTR) spdlog::error("transport error: {}", e.what());
@@ -70,15 +81,28 @@ Status LockdServer::run(int stop_fd, int reload_fd, const std::function<void()>&
   }
 }
 
-void LockdServer::receive(uint64_t now) {
-  for (size_t n = 0; n < options_.max_batch; ++n) {
+size_t LockdServer::receive(uint64_t now) {
+  const auto arrived = std::chrono::steady_clock::now();
+  size_t n = 0;
+  for (; n < options_.max_batch; ++n) {
     auto routed = transport::try_recv_routed(router_);
-    if (!routed) return;
+    if (!routed) break;
     FrameResult r = driver_->on_frame(routed->frame(), now, routed->too_many_frames, routed->user_id);
-    if (r.outcome == FrameOutcome::kRequestRefused) transport::send_routed(router_, *routed, r.refusal);
+    if (r.outcome == FrameOutcome::kRequestRefused) {
+      metrics_.refused(r.type, r.refused_with);
+      transport::send_routed(router_, *routed, r.refusal);
+    }
     if (r.outcome != FrameOutcome::kRequest) continue;
     routed->frames.clear();
-    routes_.emplace(r.route, std::move(*routed));
+    routes_.emplace(r.route, Waiting{.routed = std::move(*routed), .type = r.type, .arrived = arrived});
+  }
+  return n;
+}
+
+void LockdServer::answered(uint64_t route, const wire::LockReply& reply) {
+  auto waiting = routes_.find(route);
+  if (waiting != routes_.end()) {
+    metrics_.answered(waiting->second.type, reply, std::chrono::steady_clock::now() - waiting->second.arrived);
   }
 }
 
@@ -100,7 +124,7 @@ void LockdServer::send_peer(NodeId to, std::string bytes) {
 void LockdServer::reply(uint64_t route, std::string bytes) {
   auto waiting = routes_.find(route);
   if (waiting == routes_.end()) return;
-  transport::send_routed(router_, waiting->second, bytes);
+  transport::send_routed(router_, waiting->second.routed, bytes);
   routes_.erase(waiting);
 }
 
@@ -119,7 +143,7 @@ Status LockdServer::stop(uint64_t now) {
   return turn;
 }
 
-void LockdServer::log_changes(uint64_t now) {
+void LockdServer::log_changes(uint64_t now, const std::vector<LockEvent>& events) {
   LockService& service = driver_->service();
   if (service.node().stuck_at_top_round() && now >= next_stuck_log_ms_) {
     next_stuck_log_ms_ = now + 60'000;  // once a minute: loud, not a flood
@@ -128,8 +152,6 @@ void LockdServer::log_changes(uint64_t now) {
         "follow. Stop it, then empty its data directory (it catches up from its peers) or restore it from a backup",
         service.node().epoch());
   }
-  // Taken every turn; formatted only when info is logged (benchmarks run at warn).
-  const std::vector<LockEvent> events = service.take_events();
   if (spdlog::should_log(spdlog::level::info)) {
     for (const LockEvent& e : events) spdlog::info("{}", describe(e));
   }

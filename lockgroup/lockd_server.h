@@ -9,9 +9,10 @@
 // which keeps counting through a suspend, so a suspended master cannot believe
 // in a lease that ran out.
 //
-// Concurrency: one thread.
+// Concurrency: one thread (but metrics(), see there).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -22,6 +23,7 @@
 
 #include "transport/transport.h"
 #include "lockgroup/lockd_driver.h"
+#include "lockgroup/lockd_metrics.h"
 #include "lockgroup/paxos_storage.h"
 
 namespace palisade::lockgroup {
@@ -64,31 +66,41 @@ class LockdServer : private LockdHost {
   uint64_t refused_requests() const { return driver_->refused_requests(); }
   // Peer messages that verified but were refused (see LockService::on_peer).
   uint64_t refused_peer_messages() const { return driver_->refused_peer_messages(); }
+  // What it counts, for --metrics-listen; its registry and health may be read from any thread.
+  LockdMetrics& metrics() { return metrics_; }
 
  private:
   LockdServer(zmq::context_t& ctx, const LockdServerOptions& options);
-  // Drains waiting messages into the driver.
-  void receive(uint64_t now);
+  // Drains waiting messages into the driver; returns how many.
+  size_t receive(uint64_t now);
   // The driver's turn ends: commit, then send (or restart from disk).
   Status sync(uint64_t now);
   // A planned stop: a master hands over and finishes the turn that sends it.
   Status stop(uint64_t now);
   // Logs becoming master, losing it, campaigning, following a new one, and
-  // what the master applied (grants, releases, closed and expired sessions).
-  void log_changes(uint64_t now);
+  // what the master applied (`events`: grants, releases, closed and expired sessions).
+  void log_changes(uint64_t now, const std::vector<LockEvent>& events);
 
   // LockdHost
   void send_peer(NodeId to, std::string bytes) override;
   void reply(uint64_t route, std::string bytes) override;
   void forget_routes() override { routes_.clear(); }
+  void answered(uint64_t route, const wire::LockReply& reply) override;
   // The wall clock in microseconds, and above the previous one of this process.
   uint64_t next_incarnation() override;
 
   LockdServerOptions options_;
+  LockdMetrics metrics_;
   zmq::socket_t router_;
   std::map<NodeId, zmq::socket_t> peers_;
   std::unique_ptr<LockdDriver> driver_;
-  std::map<uint64_t, transport::Routed> routes_;  // requests waiting for a reply
+  // A request waiting for its reply.
+  struct Waiting {
+    transport::Routed routed;
+    std::string_view type;  // FrameResult::type
+    std::chrono::steady_clock::time_point arrived;
+  };
+  std::map<uint64_t, Waiting> routes_;
   bool was_master_ = false;
   NodeId last_hint_ = 0;
   Ballot last_campaign_ = 0;  // the epoch of the last campaign logged

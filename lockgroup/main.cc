@@ -21,6 +21,8 @@
 #include "base/stop_signals.h"
 #include "base/version.h"
 #include "logging/log_flags.h"
+#include "metrics/file_sizes.h"
+#include "metrics/metrics_flag.h"
 #include "lockgroup/lmdb_paxos_storage.h"
 #include "lockgroup/lockd_server.h"
 
@@ -37,6 +39,7 @@ struct Flags {
   size_t snapshot_every = 10000;
   logging::LogFlags log;
   bool insecure = false;  // serve plaintext links, on a cluster file that lists no identities
+  std::string metrics_listen;  // HOST:PORT of the metrics endpoint; empty: none
 };
 
 Result<lockgroup::LockdServerOptions> server_options(const Flags& flags, const ClusterConfig& cluster) {
@@ -141,6 +144,13 @@ int serve(const Flags& flags) {
       spdlog::error("cannot read the acceptor state: {}", server.status().message());
       return 1;
     }
+    lockgroup::LockdMetrics& counted = server.value()->metrics();
+    metrics::export_file_sizes(counted.registry(), flags.data_dir, {"data.mdb", "journal"});
+    auto http = metrics::serve_metrics(flags.metrics_listen, counted.registry(), counted.health());
+    if (!http.is_ok()) {
+      spdlog::error("{}", http.status().message());
+      return 1;
+    }
     const auto& service = server.value()->service();
     spdlog::info("started: node {} of group '{}', cluster id {}, pid {}, listening on {}, data dir {}, applied "
                  "through slot {}",
@@ -202,6 +212,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(size_t{10}, size_t{10'000'000}));
   logging::add_log_flags(app, flags.log);
+  metrics::add_metrics_flag(app, &flags.metrics_listen);
   app.footer("Signals: SIGTERM or SIGINT stops the node (a master hands over first); SIGHUP reloads\n"
              "the identities the cluster file lists (docs/security.md).");
   CLI11_PARSE(app, argc, argv);

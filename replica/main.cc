@@ -19,6 +19,8 @@
 #include "base/stop_signals.h"
 #include "base/version.h"
 #include "logging/log_flags.h"
+#include "metrics/file_sizes.h"
+#include "metrics/metrics_flag.h"
 #include "replica/background_repair.h"
 #include "replica/handler.h"
 #include "replica/lmdb_store.h"
@@ -45,6 +47,7 @@ struct Flags {
   // plaintext links; with it, plaintext links (a file without identities).
   bool insecure = false;
   std::string curve_key_file;  // --key: CurveZMQ key pair, when the cluster file lists identities
+  std::string metrics_listen;  // HOST:PORT of the metrics endpoint; empty: none
 };
 
 // This replica's CurveZMQ keys when the cluster file lists identities; nullopt
@@ -206,6 +209,12 @@ int serve(Flags flags, std::optional<replica::ReplicaAuth> auth, const std::opti
                    "reaches this replica can read its traffic and send it requests (docs/security.md)");
     }
     replica::ReplicaServer server(ctx, handler, clock, flags.server);
+    metrics::export_file_sizes(server.metrics().registry(), flags.data_dir, {"data.mdb", "journal"});
+    auto http = metrics::serve_metrics(flags.metrics_listen, server.metrics().registry(), server.metrics().health());
+    if (!http.is_ok()) {
+      spdlog::error("{}", http.status().message());
+      return 1;
+    }
     spdlog::info("started: pid {}, cluster id {}, listening on {}, data dir {}, {} keys", getpid(),
                  cluster_id_hex(flags.server.cluster_id), flags.server.listen_endpoint, flags.data_dir,
                  keys.is_ok() ? keys.value() : 0);
@@ -295,6 +304,7 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile)
       ->needs(cluster);
   logging::add_log_flags(app, flags.log);
+  metrics::add_metrics_flag(app, &flags.metrics_listen);
   app.footer("A replica checks the sequencer of every fenced write and fence with its cluster file\n"
              "(--cluster), and takes only authenticated connections when that file lists identities\n"
              "(then --key). Without a cluster file, or on one without identities, it starts only\n"

@@ -16,8 +16,8 @@ bool ReplicaDriver::full() const {
   return frames_.size() >= options_.max_batch || batch_bytes_ >= options_.max_batch_bytes;
 }
 
-void ReplicaDriver::refuse(uint64_t id, size_t bytes, Status why) {
-  host_.refused(id, bytes, why);
+void ReplicaDriver::refuse(uint64_t id, size_t bytes, Status why, std::string_view type) {
+  host_.refused(id, bytes, why, type);
   wire::ReplicaReply reply = wire::error_reply(id, std::move(why));
   reply.clock = clock_.now();
   frames_.emplace_back(std::move(reply));
@@ -89,6 +89,7 @@ TakeResult ReplicaDriver::take(uint64_t route, std::span<const std::string_view>
   for (std::string_view bytes : frames) {
     uint64_t id = 0;
     auto decoded = handler_.decode(bytes, options_.limits, &id);
+    const std::string_view type = decoded.is_ok() ? wire::request_type(decoded.value().body) : std::string_view();
     if (decoded.is_ok()) {
       if (Status s = check_cluster_id(options_.cluster_id, decoded.value().cluster); !s.is_ok()) decoded = s;
     }
@@ -101,7 +102,7 @@ TakeResult ReplicaDriver::take(uint64_t route, std::span<const std::string_view>
       frames_.emplace_back();
       ++result.requests;
     } else {
-      refuse(id, bytes.size(), decoded.status());
+      refuse(id, bytes.size(), decoded.status(), type);
       ++result.refused;
     }
     batch_bytes_ += bytes.size();
@@ -165,6 +166,7 @@ size_t ReplicaDriver::flush() {
         host_.amend(req, reply);
         const auto* write = std::get_if<wire::WriteRequest>(&req.body);
         if (write != nullptr && reply.status.code() == Code::kFenced) host_.fenced(*write, reply.floor);
+        host_.answered(req, reply);
       }
       Code code = reply.status.code();
       if (code == Code::kCorrupt || code == Code::kStorageError || code == Code::kInternal) {

@@ -39,9 +39,11 @@ class ReplicaHost {
   // The replies to the message that take() was given with `route`: one per
   // frame, in the frames' order, to go back as one message.
   virtual void reply(uint64_t route, std::vector<std::string> replies) = 0;
-  // A frame refused by take() (undecodable, of another cluster, a message of
-  // too many frames): the daemon logs it. `bytes`: the frame's size.
-  virtual void refused(uint64_t /*request_id*/, size_t /*bytes*/, const Status& /*why*/) {}
+  // A frame refused by take() (undecodable, of another cluster, not
+  // permitted, a message of too many frames): the daemon logs and counts it.
+  // `bytes`: the frame's size; `type`: the request's (wire::request_type),
+  // empty when it did not decode.
+  virtual void refused(uint64_t /*request_id*/, size_t /*bytes*/, const Status& /*why*/, std::string_view /*type*/) {}
   // A reply that reports the replica's own failure (corrupt, storage_error,
   // internal): the daemon logs it.
   virtual void failed(uint64_t /*request_id*/, const Status& /*why*/) {}
@@ -52,6 +54,8 @@ class ReplicaHost {
   // disk faults that the handler cannot see (a bit flip in a replica that does
   // not check checksums) show here; the daemon has none.
   virtual void amend(const wire::ReplicaRequest& /*request*/, wire::ReplicaReply& /*reply*/) {}
+  // The reply to `request`, as it goes out (after amend): the daemon counts it.
+  virtual void answered(const wire::ReplicaRequest& /*request*/, const wire::ReplicaReply& /*reply*/) {}
 };
 
 struct ReplicaDriverOptions {
@@ -123,7 +127,7 @@ class ReplicaDriver {
     uint64_t route;
     size_t frames;
   };
-  void refuse(uint64_t id, size_t bytes, Status why);
+  void refuse(uint64_t id, size_t bytes, Status why, std::string_view type = {});
   bool acked_unstored(const wire::ReplicaRequest& request) const;
   void falsify(const wire::ReplicaRequest& request, wire::ReplicaReply& reply) const;
 

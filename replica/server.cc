@@ -6,6 +6,7 @@
 
 #include "base/quoted.h"
 #include "base/stop_signals.h"
+#include "transport/zap_handler.h"
 
 namespace palisade::replica {
 
@@ -31,8 +32,15 @@ uint64_t steady_ms() {
 
 ReplicaServer::ReplicaServer(zmq::context_t& ctx, ReplicaHandler& handler, HybridClock& clock, ServerOptions options)
     : options_(std::move(options)),
+      handler_(handler),
       socket_(transport::make_router(ctx, options_.listen_endpoint, options_.socket)),
-      driver_(handler, clock, *this, driver_options(options_)) {}
+      driver_(handler, clock, *this, driver_options(options_)) {
+  if (options_.socket.curve && options_.socket.curve->zap != nullptr) {
+    metrics_.registry().counter_from("palisade_curve_handshakes_refused_total",
+                                     "CurveZMQ handshakes refused: keys the cluster file does not list",
+                                     [zap = options_.socket.curve->zap] { return zap->rejected(); });
+  }
+}
 
 void ReplicaServer::run(int stop_fd, int reload_fd, const std::function<void()>& reload) {
   zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
@@ -41,13 +49,15 @@ void ReplicaServer::run(int stop_fd, int reload_fd, const std::function<void()>&
   const int polled = reload_fd >= 0 ? 3 : 2;
   for (;;) {
     try {
-      zmq::poll(items, polled, std::chrono::milliseconds(-1));
+      // A turn at least once a second, idle or not: /healthz sees the loop turn.
+      zmq::poll(items, polled, std::chrono::milliseconds(1000));
       if (items[1].revents & ZMQ_POLLIN) return;
       if (polled == 3 && (items[2].revents & ZMQ_POLLIN)) {
         drain_signal_fd(reload_fd);
         reload();
       }
       if (items[0].revents & ZMQ_POLLIN) serve_batch();
+      metrics_.turned(handler_.writes_refused());
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) return;
       if (e.num() != EINTR) spdlog::error("transport error: {}", e.what());
@@ -71,7 +81,9 @@ void ReplicaServer::serve_batch() {
     driver_.take(peers_.size(), frames, routed->too_many_frames, routed->user_id);
     peers_.push_back(std::move(*routed));
   }
-  driver_.flush();
+  const auto start = std::chrono::steady_clock::now();
+  const size_t answered = driver_.flush();
+  if (answered > 0) metrics_.batch(answered, std::chrono::steady_clock::now() - start);
 }
 
 void ReplicaServer::reply(uint64_t route, std::vector<std::string> replies) {
@@ -79,7 +91,8 @@ void ReplicaServer::reply(uint64_t route, std::vector<std::string> replies) {
   transport::send_routed(socket_, peers_[route], payloads);
 }
 
-void ReplicaServer::refused(uint64_t request_id, size_t bytes, const Status& why) {
+void ReplicaServer::refused(uint64_t request_id, size_t bytes, const Status& why, std::string_view type) {
+  metrics_.refused(type, why);
   if (!refused_log_.count(steady_ms())) return;
   spdlog::warn("refused request id {} ({} bytes): {}: {} requests refused so far", request_id, bytes, why.to_string(),
                refused_log_.total());

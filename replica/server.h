@@ -1,7 +1,7 @@
 // Wires a ReplicaHandler to a ZeroMQ ROUTER socket: the palisade-replica loop,
 // a shell over ReplicaDriver (replica/replica_driver.h), which owns the turn.
 //
-// Concurrency: one thread. Each turn drains waiting messages (up to 64 requests
+// Concurrency: one thread (but metrics(), see there). Each turn drains waiting messages (up to 64 requests
 // each) into the driver until it holds max_batch requests or max_batch_bytes of
 // them, applies them as one batch (one synced commit: group commit), then
 // replies. While a commit syncs, new requests queue in ZeroMQ and form the
@@ -22,6 +22,7 @@
 #include "transport/transport.h"
 #include "replica/handler.h"
 #include "replica/replica_driver.h"
+#include "replica/replica_metrics.h"
 
 namespace palisade::replica {
 
@@ -50,16 +51,23 @@ class ReplicaServer final : ReplicaHost {
   void set_permissions(std::optional<Permissions> permissions) { driver_.set_permissions(std::move(permissions)); }
 
   uint64_t requests_served() const { return driver_.requests_served(); }
+  // What it counts, for --metrics-listen; its registry and health may be read from any thread.
+  ReplicaMetrics& metrics() { return metrics_; }
 
  private:
   void serve_batch();
   // ReplicaHost: `route` indexes peers_.
   void reply(uint64_t route, std::vector<std::string> replies) override;
-  void refused(uint64_t request_id, size_t bytes, const Status& why) override;
+  void refused(uint64_t request_id, size_t bytes, const Status& why, std::string_view type) override;
   void failed(uint64_t request_id, const Status& why) override;
   void fenced(const wire::WriteRequest& write, uint64_t floor) override;
+  void answered(const wire::ReplicaRequest& request, const wire::ReplicaReply& reply) override {
+    metrics_.answered(request, reply);
+  }
 
   ServerOptions options_;
+  const ReplicaHandler& handler_;  // whether it refuses writes, for /readyz
+  ReplicaMetrics metrics_;
   zmq::socket_t socket_;
   ReplicaDriver driver_;
   std::vector<transport::Routed> peers_;  // the senders of the turn's messages

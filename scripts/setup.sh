@@ -13,6 +13,8 @@ packages=(
   libcli11-dev libspdlog-dev libfmt-dev
   catch2 libbenchmark-dev
   libsodium-dev libtomlplusplus-dev nlohmann-json3-dev
+  libcpp-httplib-dev  # the daemons' --metrics-listen endpoint
+  prometheus  # promtool, which checks the daemons' /metrics in the tests
   python3 python3-zmq python3-msgpack python3-cryptography
   libhiredis-dev libzookeeper-mt-dev libcurl4-openssl-dev  # palisade-peer-bench's clients of the peers
   systemd mmdebstrap  # ./dev packages: systemd-analyze verify, and a clean Debian 12 to install them in

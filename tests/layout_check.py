@@ -5,9 +5,9 @@ targets' links at configure time, this checks what the build made of them:
 - libpalisade's consumer (tests/public_headers_check.cc) compiles with include/
   as its only include directory, and its link line names no LMDB, libsodium or
   toml++;
-- no object in a core library (base, lockgroup, replica) calls ZeroMQ, LMDB
-  or toml++, none in base calls any third-party library, and none in the client calls
-  LMDB, libsodium or toml++.
+- no object in a core library (base, lockgroup, replica) calls ZeroMQ, LMDB,
+  toml++ or palisade_metrics (httplib), none in base calls any third-party library,
+  and none in the client calls LMDB, libsodium, toml++ or palisade_metrics.
 
 Usage: layout_check.py SOURCE_DIR BUILD_DIR
 """
@@ -49,7 +49,7 @@ else:
     libs = libs.group(1) if libs else ""
     if "libpalisade_client.a" not in libs:
         failures.append(f"the consumer does not link libpalisade_client.a: {libs}")
-    for forbidden in ("lmdb", "sodium", "toml"):
+    for forbidden in ("lmdb", "sodium", "toml", "metrics", "httplib"):
         if forbidden in libs.lower():
             failures.append(f"the consumer links {forbidden}: {libs}")
 
@@ -58,12 +58,13 @@ def undefined(archive):
     out = subprocess.run(["nm", "-u", "--format=posix", archive], capture_output=True, text=True, check=True).stdout
     return {line.split()[0] for line in out.splitlines() if line and not line.endswith(":")}
 
-third_party = re.compile(r"^(zmq_|mdb_|sodium_|crypto_|randombytes_|XXH|_ZN\d*msgpack|_ZN\d*toml|_ZN3zmq)")
+metrics = r"_ZNK?\d*palisade7metrics|_ZNK?\d*httplib"
+third_party = re.compile(r"^(zmq_|mdb_|sodium_|crypto_|randombytes_|XXH|_ZN\d*msgpack|_ZN\d*toml|_ZN3zmq|" + metrics + ")")
 cores = {
     "base/libpalisade_base.a": third_party,
-    "lockgroup/libpalisade_lockgroup.a": re.compile(r"^(zmq_|mdb_|_ZN3zmq|_ZN\d*toml)"),
-    "replica/libpalisade_replica.a": re.compile(r"^(zmq_|mdb_|_ZN3zmq|_ZN\d*toml)"),
-    "client/libpalisade_client.a": re.compile(r"^(mdb_|sodium_|crypto_|randombytes_|_ZN\d*toml)"),
+    "lockgroup/libpalisade_lockgroup.a": re.compile(r"^(zmq_|mdb_|_ZN3zmq|_ZN\d*toml|" + metrics + ")"),
+    "replica/libpalisade_replica.a": re.compile(r"^(zmq_|mdb_|_ZN3zmq|_ZN\d*toml|" + metrics + ")"),
+    "client/libpalisade_client.a": re.compile(r"^(mdb_|sodium_|crypto_|randombytes_|_ZN\d*toml|" + metrics + ")"),
 }
 for archive, pattern in cores.items():
     path = os.path.join(build, archive)

@@ -1,5 +1,7 @@
 #include "wire/lock_protocol.h"
 
+#include <array>
+
 #include "wire/message_codec.h"
 #include "wire/message_fields.h"
 #include "wire/sequencer.h"
@@ -222,6 +224,14 @@ void read_locks(FieldReader& r, const Limits& limits, std::vector<LockInfo>& out
 }
 
 }  // namespace
+
+std::string_view request_type(const LockRequestBody& body) {
+  static constexpr std::array<std::string_view, 8> kNames = {"find_master",     "open_session", "keep_alive",
+                                                             "close_session",   "acquire",      "release",
+                                                             "check_sequencer", "lock_status"};
+  static_assert(kNames.size() == std::variant_size_v<LockRequestBody>);
+  return kNames[body.index()];
+}
 
 std::string encode_lock_request(const LockRequest& request) {
   return encode_request_with<RequestEncoder>(request);

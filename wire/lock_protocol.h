@@ -88,6 +88,9 @@ struct LockStatusRequest {
 using LockRequestBody = std::variant<FindMasterRequest, OpenSessionRequest, KeepAliveRequest, CloseSessionRequest,
                                      AcquireRequest, ReleaseRequest, CheckSequencerRequest, LockStatusRequest>;
 
+// The wire type of a request ("acquire", ...), for metrics and logs.
+std::string_view request_type(const LockRequestBody& body);
+
 struct LockRequest {
   uint64_t id = 0;
   LockRequestBody body;

@@ -697,6 +697,14 @@ bool same_write(const Version& a, const Version& b) {
   return a.ts == b.ts && a.lock == b.lock && a.tombstone == b.tombstone && a.value == b.value;
 }
 
+std::string_view request_type(const ReplicaRequestBody& body) {
+  static constexpr std::array<std::string_view, 12> kNames = {"ping",           "write", "fence",     "commit",
+                                                              "read",           "purge", "tree",      "leaf",
+                                                              "drop_tombstone", "stats", "read_many", "copy_many"};
+  static_assert(kNames.size() == std::variant_size_v<ReplicaRequestBody>);
+  return kNames[body.index()];
+}
+
 std::string encode_request(const ReplicaRequest& request) { return encode_request_with<RequestEncoder>(request); }
 
 std::string encode_reply(const ReplicaReply& reply) {

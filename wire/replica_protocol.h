@@ -251,6 +251,9 @@ using ReplicaRequestBody = std::variant<PingRequest, WriteRequest, FenceRequest,
                                         PurgeRequest, TreeRequest, LeafRequest, DropTombstoneRequest, StatsRequest,
                                         ReadManyRequest, CopyManyRequest>;
 
+// The wire type of a request ("write", ...), for metrics and logs.
+std::string_view request_type(const ReplicaRequestBody& body);
+
 struct ReplicaRequest {
   uint64_t id = 0;
   ReplicaRequestBody body;

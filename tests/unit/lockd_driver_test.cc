@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cluster_id.h"
 #include "lockgroup/memory_paxos_storage.h"
 #include "lockgroup/paxos_messages.h"
 #include "palisade/sequencer.h"
@@ -23,10 +24,14 @@ struct Host : LockdHost {
   void send_peer(NodeId to, std::string bytes) override { peer_frames.emplace_back(to, std::move(bytes)); }
   void reply(uint64_t route, std::string bytes) override { replies[route] = std::move(bytes); }
   void forget_routes() override { ++forgotten; }
+  void answered(uint64_t route, const wire::LockReply& reply) override {
+    answered_before_reply[route] = replies.count(route) == 0 ? reply.status.code() : Code::kInternal;
+  }
   uint64_t next_incarnation() override { return ++starts; }
 
   std::vector<std::pair<NodeId, std::string>> peer_frames;
   std::map<uint64_t, std::string> replies;
+  std::map<uint64_t, Code> answered_before_reply;  // kInternal: answered() came after reply()
   int forgotten = 0;
   uint64_t starts = 0;
 };
@@ -83,8 +88,10 @@ TEST_CASE("lockd driver: a request is answered on its route after the sync", "[l
   const FrameResult r = n.open_session(5);
   REQUIRE(r.outcome == FrameOutcome::kRequest);
   CHECK(r.request_id == 5);
+  CHECK(r.type == "open_session");
   for (int i = 0; i < 10 && n.host.replies.count(r.route) == 0; ++i) n.turn();
   REQUIRE(n.host.replies.count(r.route) == 1);
+  CHECK(n.host.answered_before_reply == std::map<uint64_t, Code>{{r.route, Code::kOk}});
   auto reply = wire::decode_lock_reply(n.host.replies[r.route], size_t{1} << 20);
   REQUIRE(reply.is_ok());
   CHECK(reply.value().id == 5);
@@ -122,10 +129,26 @@ TEST_CASE("lockd driver: forged peer frames are dropped, bad requests refused", 
     CHECK(reply.value().status.code() != Code::kOk);
     CHECK(reply.value().master == 1);
     CHECK(n.driver->forged_peer_messages() == 0);
+    CHECK(r.refused_with == reply.value().status.code());
+    CHECK(r.type.empty());
   }
   SECTION("more than one ZeroMQ frame") {
     wire::LockRequest r{3, wire::OpenSessionRequest{.epoch = n.driver->service().node().epoch(), .lease_ms = 0}};
-    CHECK(n.driver->on_frame(wire::encode_lock_request(r), n.now, true).outcome == FrameOutcome::kRequestRefused);
+    const FrameResult refused = n.driver->on_frame(wire::encode_lock_request(r), n.now, true);
+    CHECK(refused.outcome == FrameOutcome::kRequestRefused);
+    CHECK(refused.refused_with == Code::kMalformed);
+  }
+  SECTION("of another cluster") {
+    wire::LockRequest r{3, wire::FindMasterRequest{}, std::string(kClusterIdBytes, 'w')};
+    Node east([] {
+      LockdDriverOptions o = options();
+      o.cluster_id = std::string(kClusterIdBytes, 'e');
+      return o;
+    }());
+    const FrameResult refused = east.driver->on_frame(wire::encode_lock_request(r), east.now);
+    CHECK(refused.outcome == FrameOutcome::kRequestRefused);
+    CHECK(refused.refused_with == Code::kWrongCluster);
+    CHECK(refused.type == "find_master");
   }
 }
 

@@ -31,9 +31,15 @@ struct Host : ReplicaHost {
     }
     messages.emplace_back(route, std::move(decoded));
   }
-  void refused(uint64_t, size_t, const Status& why) override { refusals.push_back(why.code()); }
+  void refused(uint64_t, size_t, const Status& why, std::string_view type) override {
+    refusals.push_back(why.code());
+    refused_types.emplace_back(type);
+  }
   void fenced(const wire::WriteRequest& write, uint64_t floor) override {
     fenced_writes.push_back({write.lock, write.ts.token, floor});
+  }
+  void answered(const wire::ReplicaRequest& request, const wire::ReplicaReply& reply) override {
+    answers.emplace_back(request.id, reply.status.code());
   }
 
   // Per reply message, in the order sent: its route and its replies.
@@ -46,6 +52,8 @@ struct Host : ReplicaHost {
     friend bool operator==(const Fenced&, const Fenced&) = default;
   };
   std::vector<Fenced> fenced_writes;  // for the daemon's log
+  std::vector<std::string> refused_types;  // "" for a frame that did not decode
+  std::vector<std::pair<uint64_t, Code>> answers;  // the applied requests' ids and codes, as answered
 };
 
 // A MemoryStore that counts its commits.
@@ -119,6 +127,17 @@ TEST_CASE("replica driver: refusals keep their place in the reply order", "[repl
   CHECK(r.stored("c"));
   CHECK(r.store.commits == 1);  // the whole batch: one commit
   CHECK(r.driver.requests_served() == 5);
+}
+
+TEST_CASE("replica driver: the host sees each applied request answered, and each refusal with its type",
+          "[replica][driver]") {
+  const std::string east(kClusterIdBytes, 'e'), west(kClusterIdBytes, 'w');
+  Replica r({.cluster_id = east});
+  r.take(1, {write("a", 1), kGarbage, write("b", 3, "v", west)});
+  r.driver.flush();
+  CHECK(r.host.answers == std::vector<std::pair<uint64_t, Code>>{{1, Code::kOk}});
+  CHECK(r.host.refusals == std::vector<Code>{Code::kMalformed, Code::kWrongCluster});
+  CHECK(r.host.refused_types == std::vector<std::string>{"", "write"});
 }
 
 TEST_CASE("replica driver: a message of too many frames gets one malformed reply", "[replica][driver]") {

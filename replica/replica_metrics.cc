@@ -1,0 +1,66 @@
+#include "replica/replica_metrics.h"
+
+namespace palisade::replica {
+
+ReplicaMetrics::ReplicaMetrics()
+    : requests_(registry_.counter("palisade_replica_requests_total",
+                                  "Requests answered, by type and outcome (a status code: ok, fenced, stale, ...)",
+                                  {"type", "outcome"})),
+      fenced_(registry_.counter("palisade_replica_fenced_total",
+                                "Writes and fences refused because their token is below the lock's fence floor "
+                                "(a superseded holder stopped), by lock; locks past the first 100 count as _other",
+                                {"lock"}, kMaxLocks)),
+      fence_gap_(registry_.histogram("palisade_replica_fenced_token_gap",
+                                     "How far below the fence floor the token of a fenced write or fence was",
+                                     metrics::power_of_two_buckets(1 << 20))),
+      batch_frames_(registry_
+                        .histogram("palisade_replica_batch_requests", "Requests per batch (one synced commit)",
+                                   metrics::power_of_two_buckets(4096))
+                        .get()),
+      batch_seconds_(registry_
+                         .histogram("palisade_replica_batch_seconds",
+                                    "Time to apply a batch, sync it to disk and send its replies",
+                                    metrics::latency_buckets())
+                         .get()) {}
+
+void ReplicaMetrics::answered(const wire::ReplicaRequest& request, const wire::ReplicaReply& reply) {
+  const Code code = reply.status.code();
+  metrics::Counter*& counter = by_type_[request.body.index()][static_cast<size_t>(code)];
+  if (counter == nullptr) {
+    counter = &requests_.with({std::string(wire::request_type(request.body)), std::string(code_name(code))});
+  }
+  counter->inc();
+  if (code != Code::kFenced) return;
+  const std::string* lock = nullptr;
+  uint64_t token = 0;
+  if (const auto* write = std::get_if<wire::WriteRequest>(&request.body)) {
+    lock = &write->lock;
+    token = write->ts.token;
+  } else if (const auto* fence = std::get_if<wire::FenceRequest>(&request.body)) {
+    lock = &fence->lock;
+    token = fence->token;
+  }
+  if (lock == nullptr) return;
+  fenced_.with({*lock}).inc();
+  if (reply.floor > token) fence_gap_.get().observe(static_cast<double>(reply.floor - token));
+}
+
+void ReplicaMetrics::refused(std::string_view type, const Status& why) {
+  requests_.with({type.empty() ? "undecoded" : std::string(type), std::string(code_name(why.code()))}).inc();
+}
+
+void ReplicaMetrics::batch(size_t frames, std::chrono::steady_clock::duration took) {
+  batch_frames_.observe(static_cast<double>(frames));
+  batch_seconds_.observe(std::chrono::duration<double>(took).count());
+}
+
+void ReplicaMetrics::turned(bool writes_refused) {
+  health_.turned();
+  if (writes_refused) {
+    health_.set_ready(false, "a commit failed: the replica refuses writes until restarted (its log says why)");
+  } else {
+    health_.set_ready(true);
+  }
+}
+
+}  // namespace palisade::replica

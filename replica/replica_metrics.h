@@ -1,0 +1,55 @@
+// What palisade-replica exports on --metrics-listen (docs/metrics.md): its
+// requests by type and outcome, fenced writes by lock and by how far below
+// the floor they were, batches, storage, and whether it is ready. Updated by
+// ReplicaServer's loop, rendered by the HTTP thread.
+//
+// Thread safety: the update calls from the loop's thread only; registry()
+// and health() from any.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <string_view>
+
+#include "metrics/health.h"
+#include "metrics/registry.h"
+#include "wire/replica_protocol.h"
+
+namespace palisade::replica {
+
+class ReplicaMetrics {
+ public:
+  ReplicaMetrics();
+
+  metrics::Registry& registry() { return registry_; }
+  metrics::Health& health() { return health_; }
+
+  // A request applied and answered.
+  void answered(const wire::ReplicaRequest& request, const wire::ReplicaReply& reply);
+  // A frame refused before it was applied; `type` empty when it did not decode.
+  void refused(std::string_view type, const Status& why);
+  // One batch answered: its frames, and the time to apply, sync and answer it.
+  void batch(size_t frames, std::chrono::steady_clock::duration took);
+  // The loop turned; `writes_refused`: ReplicaHandler::writes_refused(), which
+  // makes the replica not ready.
+  void turned(bool writes_refused);
+
+  // Label values kept per family (locks): the rest count as "_other".
+  static constexpr size_t kMaxLocks = 100;
+
+ private:
+  static constexpr size_t kTypes = std::variant_size_v<wire::ReplicaRequestBody>;
+  static constexpr size_t kCodes = static_cast<size_t>(Code::kPermissionDenied) + 1;
+
+  metrics::Registry registry_;
+  metrics::Health health_;
+  metrics::CounterFamily& requests_;
+  metrics::CounterFamily& fenced_;
+  metrics::HistogramFamily& fence_gap_;
+  metrics::Histogram& batch_frames_;
+  metrics::Histogram& batch_seconds_;
+  // requests_ by type and code, looked up at first use (the loop's thread only).
+  std::array<std::array<metrics::Counter*, kCodes>, kTypes> by_type_{};
+};
+
+}  // namespace palisade::replica
