@@ -274,19 +274,26 @@ TEST_CASE("quorum store: a read repairs replicas that answered older", "[quorum_
   CHECK(c.stored(0, "k")->state == wire::VersionState::kCommitted);
 }
 
-TEST_CASE("quorum store: a blocking put's held-back commit reaches every replica with no further call",
+TEST_CASE("quorum store: a blocking put's held-back commit reaches every replica that stored it, with no further call",
           "[quorum_store]") {
   Cluster c;
   auto store = c.store();
   REQUIRE(store->put("k", "v").status.is_ok());
   // The store stays open and idle: the process's SendSweeper sends the commit once due.
+  // The put returned after W = 2 acknowledgements; on a loaded machine the
+  // third replica's write may not have been sent yet, and that replica learns
+  // the version from a later read or anti-entropy. Every replica that stored
+  // it as pending must see it committed, and at least W must hold it.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   auto all_committed = [&] {
+    int holding = 0;
     for (int i = 0; i < 3; ++i) {
       auto v = c.stored(i, "k");
-      if (!v || v->state != wire::VersionState::kCommitted) return false;
+      if (!v) continue;
+      if (v->state != wire::VersionState::kCommitted) return false;
+      ++holding;
     }
-    return true;
+    return holding >= 2;
   };
   while (!all_committed() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
