@@ -38,11 +38,15 @@ struct ClusterFlags {
   int replicas = 3;
   int base_port = 0;
   bool insecure = false;  // up: plaintext links, no keys
+  bool metrics = false;  // up: --metrics-listen for every daemon started
+  std::string log_format;  // up: the daemons' --log-format; empty: their default
   bool purge = false;
   std::string records_path() const { return dir + "/daemons"; }
   std::string cluster_file() const { return dir + "/cluster.toml"; }
   std::string admin_key() const { return dir + "/keys/admin.key"; }  // a secure cluster's (LocalCluster)
 };
+
+nlohmann::json json_or_null(const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); }
 
 std::vector<DaemonRecord> alive(const std::vector<DaemonRecord>& records) {
   std::vector<DaemonRecord> out;
@@ -141,11 +145,18 @@ int up(ClusterFlags flags, const CommonOptions& common, const SizesGiven& given)
       nlohmann::json out{{"dir", flags.dir}, {"cluster_file", flags.cluster_file()}, {"reused", true},
                          {"already_up", true}, {"started", nlohmann::json::array()}};
       for (const DaemonRecord& r : running) {
-        out["daemons"].push_back({{"name", r.name}, {"pid", r.pid}, {"endpoint", r.endpoint}, {"started", false}});
+        out["daemons"].push_back({{"name", r.name},
+                                  {"pid", r.pid},
+                                  {"endpoint", r.endpoint},
+                                  {"metrics", json_or_null(metrics_address_of(r.pid))},
+                                  {"started", false}});
       }
       std::printf("%s\n", out.dump(2).c_str());
     } else {
-      std::fprintf(stderr, "palisade: the cluster in %s is already up\n", flags.dir.c_str());
+      std::fprintf(stderr, "palisade: the cluster in %s is already up%s\n", flags.dir.c_str(),
+                   flags.metrics || !flags.log_format.empty()
+                       ? " (--metrics and --log-format apply to the daemons `up` starts: `cluster down` first)"
+                       : "");
       std::printf("%s\n", flags.cluster_file().c_str());
     }
     return kExitOk;
@@ -158,6 +169,8 @@ int up(ClusterFlags flags, const CommonOptions& common, const SizesGiven& given)
   options.base_port = flags.base_port;
   options.reuse_cluster_file = true;
   options.secure = !flags.insecure;
+  options.metrics = flags.metrics;
+  options.log_format = flags.log_format;
   options.detached = true;
   options.start_timeout = 30s;
   // Replicas that drifted (one was down) converge without `palisade repair`.
@@ -174,12 +187,16 @@ int up(ClusterFlags flags, const CommonOptions& common, const SizesGiven& given)
     DaemonRecord record;
     bool started = false;  // by this run; else it was running
     bool paused = false;
+    std::string metrics;  // HOST:PORT of /metrics; empty: none
   };
   std::vector<Up> daemons;
   std::vector<DaemonRecord> to_write;
   std::string started_names;
   auto record = [&](Daemon& d) {
-    Up u{{d.name(), d.pid(), process_start_time(d.pid()).value_or(0), d.endpoint()}, !d.adopted(), d.paused()};
+    Up u{{d.name(), d.pid(), process_start_time(d.pid()).value_or(0), d.endpoint()},
+         !d.adopted(),
+         d.paused(),
+         d.metrics_address()};
     if (u.started) started_names += (started_names.empty() ? "" : ", ") + d.name();
     to_write.push_back(u.record);
     daemons.push_back(std::move(u));
@@ -199,8 +216,12 @@ int up(ClusterFlags flags, const CommonOptions& common, const SizesGiven& given)
     out["master"] = master ? nlohmann::json("lockd-" + std::to_string(*master)) : nlohmann::json(nullptr);
     out["started"] = nlohmann::json::array();
     for (const Up& u : daemons) {
-      out["daemons"].push_back({{"name", u.record.name}, {"pid", u.record.pid}, {"endpoint", u.record.endpoint},
-                                {"started", u.started}, {"paused", u.paused}});
+      out["daemons"].push_back({{"name", u.record.name},
+                                {"pid", u.record.pid},
+                                {"endpoint", u.record.endpoint},
+                                {"metrics", json_or_null(u.metrics)},
+                                {"started", u.started},
+                                {"paused", u.paused}});
       if (u.started) out["started"].push_back(u.record.name);
     }
     std::printf("%s\n", out.dump(2).c_str());
@@ -214,9 +235,11 @@ int up(ClusterFlags flags, const CommonOptions& common, const SizesGiven& given)
                 c.options().dir.c_str(), c.lockd_ids().size(), c.replica_count());
   }
   for (const Up& u : daemons) {
-    std::printf("  %-10s pid %-7d %s%s\n", u.record.name.c_str(), static_cast<int>(u.record.pid),
-                u.record.endpoint.c_str(),
-                u.started ? (adopted > 0 ? "  started" : "") : u.paused ? "  was running, PAUSED" : "  was running");
+    std::printf("  %-10s pid %-7d %s%s%s\n", u.record.name.c_str(), static_cast<int>(u.record.pid),
+                u.record.endpoint.c_str(), u.metrics.empty() ? "" : ("  metrics http://" + u.metrics).c_str(),
+                u.started  ? (adopted > 0 ? "  started" : "")
+                : u.paused ? "  was running, PAUSED"
+                           : "  was running");
   }
   if (master) std::printf("master: lockd-%u\n", *master);
   std::printf("logs: %s/*.log; stop it with: palisade cluster down%s\n", c.options().dir.c_str(),
@@ -277,6 +300,7 @@ int status(const ClusterFlags& flags, const CommonOptions& common) {
   zmq::context_t ctx(1);
   nlohmann::json daemons = nlohmann::json::array();
   HealthCounts counts;
+  bool any_metrics = false;
   std::string cluster_id;  // the daemons must answer as this cluster's
   std::optional<Credentials> credentials;
   if (auto config = load_cluster_file(flags.cluster_file()); config.is_ok()) {
@@ -318,7 +342,10 @@ int status(const ClusterFlags& flags, const CommonOptions& common) {
       ++counts.replicas;
       counts.replicas_answering += answering ? 1 : 0;
     }
-    nlohmann::json d{{"name", r.name}, {"pid", r.pid}, {"state", state}, {"endpoint", r.endpoint}, {"role", role}};
+    const std::string metrics = state == "exited" ? "" : metrics_address_of(r.pid);
+    any_metrics = any_metrics || !metrics.empty();
+    nlohmann::json d{{"name", r.name},         {"pid", r.pid}, {"state", state},
+                     {"endpoint", r.endpoint}, {"role", role}, {"metrics", json_or_null(metrics)}};
     if (epoch) {
       const EpochParts p = epoch_parts(*epoch);
       d.update({{"epoch", *epoch}, {"epoch_round", p.round}, {"epoch_node", p.node}});
@@ -334,12 +361,17 @@ int status(const ClusterFlags& flags, const CommonOptions& common) {
                             .c_str());
   } else {
     std::printf("%s (%s)\n", flags.cluster_file().c_str(), health_name(health));
-    std::printf("  %-10s %-8s %-8s %-24s %s\n", "NAME", "PID", "STATE", "ENDPOINT", "ROLE");
+    // The METRICS column only when a daemon serves them (cluster up --metrics).
+    const int metrics_width = any_metrics ? 22 : 0;
+    std::printf("  %-10s %-8s %-8s %-24s %-*s%s\n", "NAME", "PID", "STATE", "ENDPOINT", metrics_width,
+                any_metrics ? "METRICS" : "", "ROLE");
     for (const auto& d : daemons) {
       std::string role = d["role"].get<std::string>();
       if (d.contains("epoch")) role += ", epoch " + format_epoch(d["epoch"].get<uint64_t>());
-      std::printf("  %-10s %-8d %-8s %-24s %s\n", d["name"].get<std::string>().c_str(), d["pid"].get<int>(),
-                  d["state"].get<std::string>().c_str(), d["endpoint"].get<std::string>().c_str(), role.c_str());
+      const std::string metrics = d["metrics"].is_null() ? (any_metrics ? "-" : "") : d["metrics"].get<std::string>();
+      std::printf("  %-10s %-8d %-8s %-24s %-*s%s\n", d["name"].get<std::string>().c_str(), d["pid"].get<int>(),
+                  d["state"].get<std::string>().c_str(), d["endpoint"].get<std::string>().c_str(), metrics_width,
+                  metrics.c_str(), role.c_str());
     }
   }
   return health == Health::kUnavailable ? kExitUnavailable : kExitOk;
@@ -376,6 +408,12 @@ void add_cluster_command(CLI::App& app, const CommonOptions& common, int& exit_c
                    "Plaintext links and no keys: anything that reaches the ports can talk to the daemons "
                    "(they log it). Default: CurveZMQ, with a key file per daemon and keys/admin.key for "
                    "this command line");
+  up_cmd->add_flag("--metrics", flags->metrics,
+                   "Every daemon started serves /metrics, /healthz and /readyz (--metrics-listen) on 127.0.0.1: "
+                   "with --base-port P, on the ports after the daemons' (P+N, ... for N daemons, lockd nodes "
+                   "first), else on free ports; `cluster status` shows them");
+  up_cmd->add_option("--log-format", flags->log_format, "The daemons' log format (--log-format): text or json")
+      ->check(CLI::IsMember({"text", "json"}));
   up_cmd->callback([flags, &common, &exit_code, lockd, replicas, base_port] {
     exit_code = up(*flags, common,
                    {.lockd = lockd->count() > 0,

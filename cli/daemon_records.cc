@@ -41,6 +41,16 @@ bool is_paused(const DaemonRecord& record) {
   return is_alive(record) && fields && ((*fields)[0] == "T" || (*fields)[0] == "t");
 }
 
+std::string metrics_address_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+  bool next = false;
+  for (std::string arg; std::getline(in, arg, '\0');) {
+    if (next) return arg;
+    next = arg == "--metrics-listen";
+  }
+  return {};
+}
+
 Status write_daemon_records(const std::string& path, const std::vector<DaemonRecord>& records) {
   const std::string tmp = path + ".tmp";
   {

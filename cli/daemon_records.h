@@ -29,6 +29,10 @@ bool is_alive(const DaemonRecord& record);
 // Whether it is stopped (SIGSTOP).
 bool is_paused(const DaemonRecord& record);
 
+// HOST:PORT of the --metrics-listen the process was started with, read from
+// /proc/PID/cmdline; empty without one (or when the process is gone).
+std::string metrics_address_of(pid_t pid);
+
 Status write_daemon_records(const std::string& path, const std::vector<DaemonRecord>& records);
 // An empty list when the file does not exist; BadRequest when it is not ours.
 Result<std::vector<DaemonRecord>> read_daemon_records(const std::string& path);

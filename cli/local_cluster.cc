@@ -161,6 +161,7 @@ Daemon::Daemon(std::string name, std::vector<std::string> argv, std::string endp
       probe_(std::move(probe)) {}
 
 std::string Daemon::metrics_address() const {
+  if (adopted_) return metrics_address_of(adopted_->pid);  // started by an earlier run, with its own flags
   auto flag = std::find(argv_.begin(), argv_.end(), "--metrics-listen");
   return flag != argv_.end() && flag + 1 != argv_.end() ? *(flag + 1) : std::string();
 }
@@ -313,7 +314,8 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::start(LocalClusterOptions op
     return Status(Code::kBadRequest, "a lock group has 1..7 nodes, not " + std::to_string(options.lockd));
   }
   if (options.replicas < 1) return Status(Code::kBadRequest, "the cluster needs at least one replica");
-  if (options.base_port != 0 && (options.base_port < 1024 || options.base_port + options.lockd + options.replicas > 65536)) {
+  const int ports = (options.lockd + options.replicas) * (options.metrics ? 2 : 1);
+  if (options.base_port != 0 && (options.base_port < 1024 || options.base_port + ports > 65536)) {
     return Status(Code::kBadRequest, "the base port must leave room for every node in 1024..65535, not " +
                                          std::to_string(options.base_port));
   }
@@ -358,10 +360,16 @@ Status LocalCluster::launch() {
                   : std::vector<std::string>{"--insecure"};
   };
 
-  // --metrics-listen on ports free a moment ago, apart from the cluster's own.
+  // --metrics-listen: with base_port, on the ports after the cluster's own
+  // (lockd nodes first, as in the cluster file); else on ports free a moment
+  // ago, apart from the cluster's own.
+  const size_t daemons = config_.replicas.size() + config_.lockd.size();
   std::vector<std::string> metrics_ports;
-  if (o.metrics) {
-    const size_t daemons = config_.replicas.size() + config_.lockd.size();
+  if (o.metrics && o.base_port != 0) {
+    for (size_t i = 0; i < daemons; ++i) {
+      metrics_ports.push_back("127.0.0.1:" + std::to_string(o.base_port + static_cast<int>(daemons + i)));
+    }
+  } else if (o.metrics) {
     for (const std::string& ep : free_endpoints(static_cast<int>(2 * daemons))) {
       const bool taken = std::ranges::find(config_.replicas, ep) != config_.replicas.end() ||
                          std::ranges::any_of(config_.lockd, [&](const LockdNode& n) { return n.endpoint == ep; });
@@ -369,10 +377,14 @@ Status LocalCluster::launch() {
         metrics_ports.push_back(ep.substr(std::string_view("tcp://").size()));
     }
   }
-  auto metrics_args = [&] {
-    if (metrics_ports.empty()) return std::vector<std::string>{};
-    std::vector<std::string> args = {"--metrics-listen", metrics_ports.back()};
-    metrics_ports.pop_back();
+  // The flags of the daemon at `index` in the cluster file's order.
+  auto metrics_args = [&](size_t index) {
+    if (index >= metrics_ports.size()) return std::vector<std::string>{};
+    return std::vector<std::string>{"--metrics-listen", metrics_ports[index]};
+  };
+  auto log_args = [&] {
+    std::vector<std::string> args = {"--log-level", o.log_level};
+    if (!o.log_format.empty()) args.insert(args.end(), {"--log-format", o.log_format});
     return args;
   };
 
@@ -385,9 +397,9 @@ Status LocalCluster::launch() {
     } else {
       if (!config_.cluster_id.empty()) argv.insert(argv.end(), {"--cluster-id", cluster_id_hex(config_.cluster_id)});
     }
-    argv.insert(argv.end(), {"--log-level", o.log_level});
+    for (std::string& a : log_args()) argv.push_back(std::move(a));
     for (std::string& a : key_args(name)) argv.push_back(std::move(a));
-    for (std::string& a : metrics_args()) argv.push_back(std::move(a));
+    for (std::string& a : metrics_args(config_.lockd.size() + replicas_.size())) argv.push_back(std::move(a));
     argv.insert(argv.end(), o.replica_args.begin(), o.replica_args.end());
     // Answering means answering as this cluster's: a daemon of another
     // cluster on the same port answers wrong_cluster.
@@ -401,11 +413,11 @@ Status LocalCluster::launch() {
   }
   for (const LockdNode& node : config_.lockd) {
     const std::string name = "lockd-" + std::to_string(node.id);
-    std::vector<std::string> argv = {o.lockd_binary,  "--id",       std::to_string(node.id),
-                                     "--cluster",     cluster_file_, "--data-dir",
-                                     o.dir + "/" + name, "--log-level", o.log_level};
+    std::vector<std::string> argv = {o.lockd_binary, "--id",       std::to_string(node.id), "--cluster",
+                                     cluster_file_,  "--data-dir", o.dir + "/" + name};
+    for (std::string& a : log_args()) argv.push_back(std::move(a));
     for (std::string& a : key_args(name)) argv.push_back(std::move(a));
-    for (std::string& a : metrics_args()) argv.push_back(std::move(a));
+    for (std::string& a : metrics_args(lockd_.size())) argv.push_back(std::move(a));
     argv.insert(argv.end(), o.lockd_args.begin(), o.lockd_args.end());
     const std::string ep = node.endpoint;
     auto probe = [ctx, ep, id = config_.cluster_id, credentials = credentials_](int timeout_ms) {

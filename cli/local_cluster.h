@@ -80,8 +80,10 @@ struct LocalClusterOptions {
   std::vector<std::string> lockd_args;    // extra flags for every lockd, e.g. {"--snapshot-every", "20"}
   std::vector<std::string> replica_args;  // extra flags for every replica
   std::string log_level = "info";
-  // Every daemon serves metrics, /healthz and /readyz (--metrics-listen) on a
-  // free 127.0.0.1 port: Daemon::metrics_address().
+  std::string log_format;  // the daemons' --log-format (text, json); empty: their default
+  // Every daemon serves metrics, /healthz and /readyz (--metrics-listen) on
+  // 127.0.0.1: with base_port, on the ports after the cluster's (base_port +
+  // daemons + i, lockd nodes first); else on free ports. Daemon::metrics_address().
   bool metrics = false;
   // 0: free ports. Else lockd nodes listen on base_port, base_port+1, ... and
   // the replicas on the ports after them.
@@ -117,7 +119,8 @@ class Daemon {
   const std::string& data_dir() const { return data_dir_; }
   const std::string& log_path() const { return log_path_; }
   const std::vector<std::string>& argv() const { return argv_; }
-  // HOST:PORT of its --metrics-listen; empty without one.
+  // HOST:PORT of its --metrics-listen (an adopted daemon's: the one it runs
+  // with); empty without one.
   std::string metrics_address() const;
   // -1 when not started (nor adopted).
   pid_t pid() const { return process_ ? process_->pid() : adopted_ ? adopted_->pid : -1; }

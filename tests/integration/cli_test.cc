@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include <httplib.h>
 #include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
@@ -435,6 +436,79 @@ TEST_CASE("cli: cluster up --insecure starts plaintext daemons that say so in th
   INFO(keyed.out);
   CHECK(keyed.code == 1);
   CHECK(keyed.out.find("lists no identities") != std::string::npos);
+}
+
+// The body of GET http://`address``path` (HOST:PORT), or "" when nothing answers 200.
+std::string http_get(const std::string& address, const std::string& path) {
+  const size_t colon = address.rfind(':');
+  httplib::Client client(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
+  client.set_connection_timeout(2);
+  auto r = client.Get(path);
+  return r && r->status == 200 ? r->body : std::string();
+}
+
+TEST_CASE("cli: cluster up --metrics serves every daemon's metrics where status says, --log-format reaches the logs",
+          "[cli][metrics]") {
+  TempDir home;
+  unsetenv("PALISADE_CLUSTER");
+  const std::string dir = home.sub("c");
+  ClusterDown cleanup{home, dir};
+  Run up = palisade(home, {"cluster", "up", "--dir", dir, "--insecure", "--metrics", "--log-format", "json"});
+  INFO(up.out);
+  REQUIRE(up.code == 0);
+  CHECK(up.out.find("metrics http://127.0.0.1:") != std::string::npos);
+  const nlohmann::json status = json_of(palisade(home, {"cluster", "status", "--dir", dir, "-o", "json"}));
+  REQUIRE(status["daemons"].size() == 6);
+  std::set<std::string> addresses;
+  for (const auto& d : status["daemons"]) {
+    const std::string name = d["name"];
+    INFO(name);
+    REQUIRE(d["metrics"].is_string());
+    const std::string address = d["metrics"];
+    addresses.insert(address);
+    const std::string family = name.starts_with("lockd-") ? "# TYPE palisade_lockd_epoch gauge"
+                                                          : "# TYPE palisade_replica_requests_total counter";
+    CHECK(http_get(address, "/metrics").find(family) != std::string::npos);
+    CHECK(http_get(address, "/healthz") == "ok\n");
+    // JSON lines from the start: the first line of its log parses.
+    std::ifstream log(dir + "/" + name + ".log");
+    std::string first;
+    REQUIRE(std::getline(log, first));
+    INFO(first);
+    CHECK(nlohmann::json::parse(first, nullptr, false).is_object());
+  }
+  CHECK(addresses.size() == 6);
+  CHECK(palisade(home, {"cluster", "status", "--dir", dir}).out.find("METRICS") != std::string::npos);
+
+  // Started again with --base-port P: N daemons on P..P+N-1, their metrics on
+  // the N ports after them, lockd nodes first, as the help says.
+  REQUIRE(palisade(home, {"cluster", "down", "--purge", "--dir", dir}).code == 0);
+  Run placed;
+  int base = 0;
+  for (int attempt = 0; attempt < 3 && placed.code != 0; ++attempt) {  // ports free a moment ago may be taken since
+    const std::string free = cli::free_endpoints(1)[0];
+    base = std::stoi(free.substr(free.rfind(':') + 1));
+    if (base > 65535 - 12) continue;
+    placed =
+        palisade(home, {"cluster", "up", "--dir", dir, "--insecure", "--metrics", "--base-port", std::to_string(base)});
+    if (placed.code != 0) palisade(home, {"cluster", "down", "--purge", "--dir", dir});
+  }
+  INFO(placed.out);
+  REQUIRE(placed.code == 0);
+  const nlohmann::json placed_status = json_of(palisade(home, {"cluster", "status", "--dir", dir, "-o", "json"}));
+  const std::vector<std::string> order = {"lockd-1", "lockd-2", "lockd-3", "replica-0", "replica-1", "replica-2"};
+  for (const auto& d : placed_status["daemons"]) {
+    const auto at = std::ranges::find(order, d["name"].get<std::string>()) - order.begin();
+    INFO(d.dump());
+    CHECK(d["metrics"] == "127.0.0.1:" + std::to_string(base + 6 + static_cast<int>(at)));
+    CHECK(d["endpoint"] == "tcp://127.0.0.1:" + std::to_string(base + static_cast<int>(at)));
+  }
+  // Without --metrics, nothing listens and status shows no column.
+  REQUIRE(palisade(home, {"cluster", "down", "--dir", dir}).code == 0);
+  REQUIRE(palisade(home, {"cluster", "up", "--dir", dir}).code == 0);
+  Run plain = palisade(home, {"cluster", "status", "--dir", dir});
+  CHECK(plain.out.find("METRICS") == std::string::npos);
+  CHECK(http_get("127.0.0.1:" + std::to_string(base + 6), "/metrics").empty());
 }
 
 TEST_CASE("cli: put, get and del, writes fenced by a sequencer, and their exit codes", "[cli]") {
