@@ -80,13 +80,15 @@ int run_main(const char* name, const std::function<int()>& run) {
   }
 }
 
-Replicas start_replicas(const std::string& replica_bin, const std::string& dir, int count) {
+Replicas start_replicas(const std::string& replica_bin, const std::string& dir, int count,
+                        const std::vector<std::string>& extra_args) {
   Replicas replicas;
   for (int i = 0; i < count; ++i) {
     const std::string data_dir = dir + "/replica" + std::to_string(i);
     std::filesystem::create_directories(data_dir);
-    replicas.push_back(
-        std::make_unique<cli::ReplicaProcess>(replica_bin, data_dir, std::vector<std::string>{"--log-level", "warn"}));
+    std::vector<std::string> args = {"--log-level", "warn"};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    replicas.push_back(std::make_unique<cli::ReplicaProcess>(replica_bin, data_dir, std::move(args)));
   }
   return replicas;
 }

@@ -56,10 +56,12 @@ void add_common_options(CLI::App& app, CommonFlags& flags, const std::string& cl
 int run_main(const char* name, const std::function<int()>& run);
 
 // `count` copies of `replica_bin` on free loopback ports, serving `dir`/replicaI
-// (created), logging warnings and errors only (to `dir`/replicaI.log); all
+// (created), logging warnings and errors only (to `dir`/replicaI.log), with
+// `extra_args`; all
 // started and answering. Each is killed when its object dies.
 using Replicas = std::vector<std::unique_ptr<cli::ReplicaProcess>>;
-Replicas start_replicas(const std::string& replica_bin, const std::string& dir, int count);
+Replicas start_replicas(const std::string& replica_bin, const std::string& dir, int count,
+                        const std::vector<std::string>& extra_args = {});
 // `what`, then the log of every replica, for an error message.
 std::string with_logs(const std::string& what, const Replicas& replicas);
 

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -23,6 +24,7 @@
 #include <zmq.hpp>
 
 #include "bench/bench_support.h"
+#include "bench/metrics_overhead.h"
 #include "config/cluster_config.h"
 #include "wire/lock_protocol.h"
 #include "transport/transport.h"
@@ -59,6 +61,7 @@ struct Flags : CommonFlags {
   int handoff_clients = 16;
   int sessions = 100000;
   bool skip_memory = false;
+  OverheadFlags overhead;
 };
 
 // A level of acquire+release cycles: on distinct locks (one per client) or on one contended lock.
@@ -84,7 +87,8 @@ struct Memory {
   std::vector<NodeMemory> nodes;
 };
 
-std::unique_ptr<cli::LocalCluster> start_group(const Flags& flags, const std::string& dir, ClusterTiming timing) {
+std::unique_ptr<cli::LocalCluster> start_group(const Flags& flags, const std::string& dir, ClusterTiming timing,
+                                               bool metrics = false) {
   cli::LocalClusterOptions o;
   o.dir = dir;
   o.lockd = kLockd;
@@ -93,6 +97,7 @@ std::unique_ptr<cli::LocalCluster> start_group(const Flags& flags, const std::st
   o.replica_binary = flags.replica_bin;
   o.timing = timing;
   o.log_level = "warn";
+  o.metrics = metrics;
   auto cluster = cli::LocalCluster::start(std::move(o));
   if (!cluster.is_ok()) throw std::runtime_error("cannot start the lock group: " + cluster.status().to_string());
   return std::move(cluster).value();
@@ -101,26 +106,30 @@ std::unique_ptr<cli::LocalCluster> start_group(const Flags& flags, const std::st
 // `clients` threads, each with its own LockClient (its own session, opened
 // before the clock starts), repeating acquire(lock_of(client), wait) + release.
 CycleResult run_cycles(const std::vector<std::string>& nodes, bool handoff, int clients, double seconds,
-                       const std::function<std::string(int)>& lock_of, std::chrono::milliseconds wait) {
+                       const std::function<std::string(int)>& lock_of, std::chrono::milliseconds wait,
+                       const LoadMarks& marks = {}) {
   std::vector<std::unique_ptr<LockClient>> sessions(clients);
   std::vector<std::vector<double>> acquire_ms(clients);
   CycleResult r;
-  static_cast<LoadResult&>(r) = run_load(clients, seconds, [&](int c) -> Operation {
-    LockClientOptions o;
-    o.nodes = nodes;
-    auto connected = LockClient::connect(o);
-    if (!connected.is_ok()) throw std::runtime_error("LockClient::connect: " + connected.status().to_string());
-    sessions[c] = std::move(connected).value();
-    Operation cycle = [&client = *sessions[c], &waits = acquire_ms[c], lock = lock_of(c), wait]() -> Status {
-      auto t0 = Clock::now();
-      Result<Lease> lease = client.acquire(lock, {.wait = wait});
-      waits.push_back(ms_between(t0, Clock::now()));
-      return lease.is_ok() ? client.release(lease.value()) : lease.status();
-    };
-    if (Status s = cycle(); !s.is_ok()) throw std::runtime_error("warm-up acquire+release: " + s.to_string());
-    acquire_ms[c].clear();
-    return cycle;
-  });
+  static_cast<LoadResult&>(r) = run_load(
+      clients, seconds,
+      [&](int c) -> Operation {
+        LockClientOptions o;
+        o.nodes = nodes;
+        auto connected = LockClient::connect(o);
+        if (!connected.is_ok()) throw std::runtime_error("LockClient::connect: " + connected.status().to_string());
+        sessions[c] = std::move(connected).value();
+        Operation cycle = [&client = *sessions[c], &waits = acquire_ms[c], lock = lock_of(c), wait]() -> Status {
+          auto t0 = Clock::now();
+          Result<Lease> lease = client.acquire(lock, {.wait = wait});
+          waits.push_back(ms_between(t0, Clock::now()));
+          return lease.is_ok() ? client.release(lease.value()) : lease.status();
+        };
+        if (Status s = cycle(); !s.is_ok()) throw std::runtime_error("warm-up acquire+release: " + s.to_string());
+        acquire_ms[c].clear();
+        return cycle;
+      },
+      marks);
   std::vector<double> all;
   for (const auto& w : acquire_ms) all.insert(all.end(), w.begin(), w.end());
   r.handoff = handoff;
@@ -201,6 +210,7 @@ struct Report {
   std::vector<CycleResult> levels;  // distinct locks, then the handoff
   Memory memory;
   Floor floor;
+  std::optional<Overhead> overhead;
   // Issue 4: two sequential (round trip + synced commit + round trip). An
   // operation cannot be answered before the master heard a follower's synced
   // accept: client -> master -> follower -> master -> client.
@@ -224,6 +234,7 @@ std::vector<Target> targets(const Report& r) {
   if (one != nullptr && many != nullptr) {
     out.push_back({"64-client acquire+release ops/s >= 5 x 1-client ops/s", many->ops_per_s, 5 * one->ops_per_s, false});
   }
+  if (r.overhead) out.push_back(r.overhead->target());
   return out;
 }
 
@@ -267,6 +278,7 @@ void print(const Report& r) {
     }
   }
 
+  if (r.overhead) print_overhead(*r.overhead);
   std::printf("\ntargets:\n");
   print_targets(targets(r));
 
@@ -295,6 +307,7 @@ void write_json(const Report& r, const std::string& path) {
       << ", \"acquire_p99_ms\": " << l.acquire_p99_ms << ", \"errors\": " << l.errors << "}";
   }
   o << "\n  ]";
+  if (r.overhead) o << ",\n  \"metrics_overhead\": " << overhead_json(*r.overhead);
   if (r.memory.ran) {
     o << ",\n  \"memory\": {\"sessions\": " << r.memory.sessions << ", \"seconds\": " << r.memory.seconds
       << ", \"nodes\": [";
@@ -314,6 +327,28 @@ void write_json(const Report& r, const std::string& path) {
   }
   o << "],\n  \"targets\": " << targets_json(targets(r), "  ") << "\n}\n";
   write_file(path, o.str());
+}
+
+// One run of `clients` cycling distinct locks against a fresh group, serving
+// metrics (and scraped) or not.
+OverheadRun overhead_round(const Flags& flags, const std::string& dir, int clients, bool metrics) {
+  auto cluster = start_group(flags, dir, ClusterTiming{}, metrics);
+  try {
+    std::vector<pid_t> pids;
+    std::vector<std::string> addresses;
+    for (uint32_t id : cluster->lockd_ids()) {
+      pids.push_back(cluster->lockd(id).pid());
+      if (metrics) addresses.push_back(cluster->lockd(id).metrics_address());
+    }
+    std::optional<MetricsScraper> scraper;
+    if (metrics) scraper.emplace(addresses, std::chrono::milliseconds(flags.overhead.scrape_ms));
+    auto lock_of = [](int c) { return "bench/overhead/" + std::to_string(c); };
+    return overhead_run(metrics, pids, scraper ? &*scraper : nullptr, [&](const LoadMarks& marks) -> LoadResult {
+      return run_cycles(cluster->lockd_endpoints(), false, clients, flags.seconds, lock_of, 0ms, marks);
+    });
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string(e.what()) + "\n" + cluster->logs(30));
+  }
 }
 
 int run(const Flags& flags) {
@@ -350,6 +385,13 @@ int run(const Flags& flags) {
       throw std::runtime_error(std::string(e.what()) + "\n" + cluster->logs(30));
     }
   }  // the group is killed here
+  if (flags.overhead.rounds > 0) {
+    const int clients = *std::max_element(flags.clients.begin(), flags.clients.end());
+    int run_index = 0;
+    report.overhead = measure_overhead(clients, flags.overhead, [&](bool metrics) {
+      return overhead_round(flags, tmp.sub("overhead-" + std::to_string(++run_index)), clients, metrics);
+    });
+  }
   if (!flags.skip_memory) {
     report.memory = measure_memory(flags, tmp.sub("memory"), flags.sessions);
     std::printf("  memory: %llu sessions opened in %.1f s\n", static_cast<unsigned long long>(report.memory.sessions),
@@ -394,6 +436,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 10'000'000));
   app.add_flag("--skip-memory", flags.skip_memory, "Do not measure lockd memory with --sessions sessions");
+  palisade::bench::add_overhead_options(app, flags.overhead);
   CLI11_PARSE(app, argc, argv);
   return palisade::bench::run_main("palisade-lock-bench", [&] { return palisade::bench::run(flags); });
 }

@@ -7,7 +7,9 @@
 // the daemon (a cli::ReplicaProcess) is killed on the way out, also on error,
 // and dies with this process if this process is killed.
 #include <cstdio>
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -16,6 +18,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/bench_support.h"
+#include "bench/metrics_overhead.h"
 #include "client/replica_connection.h"
 #include "base/hybrid_clock.h"
 #include "base/physical_clock.h"
@@ -29,7 +32,9 @@ namespace {
 constexpr size_t kValueBytes = 100;
 constexpr const char* kLock = "bench";
 
-using Flags = CommonFlags;
+struct Flags : CommonFlags {
+  OverheadFlags overhead;
+};
 
 struct LevelResult : LoadResult {
   int clients = 0;
@@ -37,18 +42,22 @@ struct LevelResult : LoadResult {
 };
 
 // `clients` threads, each doing synchronous fenced writes of distinct keys until `seconds` pass.
-LevelResult run_level(const std::string& endpoint, int clients, double seconds, HybridClock& hlc, uint64_t token) {
+LevelResult run_level(const std::string& endpoint, int clients, double seconds, HybridClock& hlc, uint64_t token,
+                      const LoadMarks& marks = {}) {
   zmq::context_t ctx(2);  // shared by the level's connections, as a client process would
   const std::string value(kValueBytes, 'v');
   LevelResult r;
-  static_cast<LoadResult&>(r) = run_load(clients, seconds, [&](int c) -> Operation {
-    auto conn = std::make_shared<client::ReplicaConnection>(ctx, endpoint);
-    const std::string prefix = "bench/" + std::to_string(clients) + "/" + std::to_string(c) + "/";
-    return [&, conn, prefix, id = uint64_t{0}]() mutable -> Status {
-      wire::WriteRequest write{prefix + std::to_string(++id), value, false, {token, hlc.now()}, kLock};
-      return reply_status(conn->call({0, std::move(write)}, kReplyTimeoutMs));
-    };
-  });
+  static_cast<LoadResult&>(r) = run_load(
+      clients, seconds,
+      [&](int c) -> Operation {
+        auto conn = std::make_shared<client::ReplicaConnection>(ctx, endpoint);
+        const std::string prefix = "bench/" + std::to_string(clients) + "/" + std::to_string(c) + "/";
+        return [&, conn, prefix, id = uint64_t{0}]() mutable -> Status {
+          wire::WriteRequest write{prefix + std::to_string(++id), value, false, {token, hlc.now()}, kLock};
+          return reply_status(conn->call({0, std::move(write)}, kReplyTimeoutMs));
+        };
+      },
+      marks);
   r.clients = clients;
   return r;
 }
@@ -56,6 +65,7 @@ LevelResult run_level(const std::string& endpoint, int clients, double seconds, 
 struct Report {
   std::vector<LevelResult> levels;
   Floor floor;
+  std::optional<Overhead> overhead;
   uint64_t daemon_peak_rss_kib = 0;
   const LevelResult* level(int clients) const {
     for (const auto& l : levels) {
@@ -76,6 +86,7 @@ std::vector<Target> targets(const Report& r) {
   if (one != nullptr && many != nullptr) {
     out.push_back({"64-client ops/s >= 5 x 1-client ops/s", many->ops_per_s, 5 * one->ops_per_s, false});
   }
+  if (r.overhead) out.push_back(r.overhead->target());
   return out;
 }
 
@@ -88,7 +99,9 @@ void print(const Report& r) {
                 l.ops_per_s, l.p50_ms, l.p99_ms, static_cast<unsigned long long>(l.errors),
                 static_cast<double>(l.daemon_peak_rss_kib) / 1024);
   }
-  std::printf("\ndaemon peak RSS (VmHWM): %.1f MiB\n\ntargets:\n", static_cast<double>(r.daemon_peak_rss_kib) / 1024);
+  std::printf("\ndaemon peak RSS (VmHWM): %.1f MiB\n", static_cast<double>(r.daemon_peak_rss_kib) / 1024);
+  if (r.overhead) print_overhead(*r.overhead);
+  std::printf("\ntargets:\n");
   print_targets(targets(r));
 }
 
@@ -102,9 +115,37 @@ void write_json(const Report& r, const std::string& path) {
       << ", \"p99_ms\": " << l.p99_ms << ", \"errors\": " << l.errors
       << ", \"daemon_peak_rss_kib\": " << l.daemon_peak_rss_kib << "}";
   }
-  o << "\n  ],\n  \"daemon_peak_rss_kib\": " << r.daemon_peak_rss_kib << ",\n  \"targets\": "
-    << targets_json(targets(r), "  ") << "\n}\n";
+  o << "\n  ],\n  \"daemon_peak_rss_kib\": " << r.daemon_peak_rss_kib;
+  if (r.overhead) o << ",\n  \"metrics_overhead\": " << overhead_json(*r.overhead);
+  o << ",\n  \"targets\": " << targets_json(targets(r), "  ") << "\n}\n";
   write_file(path, o.str());
+}
+
+// One run of `clients` writers against a fresh replica, serving metrics (and
+// scraped) or not.
+OverheadRun overhead_round(const Flags& flags, const std::string& dir, int clients, bool metrics) {
+  const std::string address = metrics ? free_metrics_address() : "";
+  Replicas replicas =
+      start_replicas(flags.replica_bin, dir, 1,
+                     metrics ? std::vector<std::string>{"--metrics-listen", address} : std::vector<std::string>{});
+  try {
+    cli::ReplicaProcess& replica = *replicas[0];
+    SystemClock wall;
+    HybridClock hlc(wall);
+    client::ReplicaConnection conn(replica.endpoint());
+    if (Status s = reply_status(conn.call({0, wire::FenceRequest{kLock, 1}}, kReplyTimeoutMs)); !s.is_ok()) {
+      throw std::runtime_error("fence refused: " + s.to_string());
+    }
+    std::optional<MetricsScraper> scraper;
+    if (metrics)
+      scraper.emplace(std::vector<std::string>{address}, std::chrono::milliseconds(flags.overhead.scrape_ms));
+    return overhead_run(metrics, {replica.process().pid()}, scraper ? &*scraper : nullptr,
+                        [&](const LoadMarks& marks) -> LoadResult {
+                          return run_level(replica.endpoint(), clients, flags.seconds, hlc, 1, marks);
+                        });
+  } catch (const std::exception& e) {
+    throw std::runtime_error(with_logs(e.what(), replicas));
+  }
 }
 
 int run(const Flags& flags) {
@@ -139,6 +180,13 @@ int run(const Flags& flags) {
       throw std::runtime_error(with_logs(e.what(), replicas));
     }
   }  // the replica is killed here, before the floor is measured
+  if (flags.overhead.rounds > 0) {
+    const int clients = *std::max_element(flags.clients.begin(), flags.clients.end());
+    int run_index = 0;
+    report.overhead = measure_overhead(clients, flags.overhead, [&](bool metrics) {
+      return overhead_round(flags, tmp.sub("overhead-" + std::to_string(++run_index)), clients, metrics);
+    });
+  }
 
   // A write request of the benchmark's size, so the echo moves as many bytes.
   const size_t write_bytes =
@@ -169,6 +217,7 @@ int main(int argc, char** argv) {
                "next to the floor (bare ZeroMQ round trip, bare synced LMDB commit on the same disk)."};
   app.set_version_flag("--version", palisade::version_line("palisade-replica-bench"));
   palisade::bench::add_common_options(app, flags, "Client levels (threads, one DEALER each)");
+  palisade::bench::add_overhead_options(app, flags.overhead);
   CLI11_PARSE(app, argc, argv);
   return palisade::bench::run_main("palisade-replica-bench", [&] { return palisade::bench::run(flags); });
 }

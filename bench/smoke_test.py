@@ -15,7 +15,9 @@ import sys
 import tempfile
 
 SHORT = ["--seconds", "0.2", "--floor-seconds", "0.1", "--clients", "1,2"]
-ARGS = {"quorum": SHORT, "replica": SHORT, "lock": SHORT + ["--handoff-clients", "2"],
+# One run without metrics and one served and scraped: the cost of serving metrics.
+OVERHEAD = ["--overhead-rounds", "1", "--scrape-ms", "50"]
+ARGS = {"quorum": SHORT, "replica": SHORT + OVERHEAD, "lock": SHORT + OVERHEAD + ["--handoff-clients", "2"],
         "peers": ["--system", "palisade", "--links", "both", "--duration", "0.2", "--warmup", "0.2",
                   "--clients", "1,2", "--handoff-clients", "2", "--get-keys", "50"]}
 
@@ -30,6 +32,20 @@ def check_targets(data, count):
     assert len(data["targets"]) == count, data["targets"]
     for t in data["targets"]:
         assert t["measured"] > 0 and t["bound"] > 0 and isinstance(t["pass"], bool), t
+
+
+def check_overhead(data):
+    """Both runs at the largest level; the served one was scraped, and every scrape answered."""
+    o = data["metrics_overhead"]
+    assert o["clients"] == 2 and o["scrape_ms"] == 50, o
+    assert [r["metrics"] for r in o["runs"]] == [False, True], o
+    off, served = o["runs"]
+    assert off["ops_per_s"] > 0 and served["ops_per_s"] > 0, o
+    assert off["scrapes"] == 0 and served["scrapes"] >= 1 and served["failed_scrapes"] == 0, o
+    assert o["median_ops_per_s_served"] == served["ops_per_s"], o
+    target = data["targets"][-1]
+    assert target["name"].startswith("metrics served and scraped"), target
+    assert target["measured"] == served["ops_per_s"] and abs(target["bound"] / (0.98 * off["ops_per_s"]) - 1) < 1e-4, target  # JSON: 6 digits
 
 
 def check_quorum(data):
@@ -48,7 +64,8 @@ def check_replica(data):
     assert [l["clients"] for l in data["levels"]] == [1, 2], data["levels"]
     for level in data["levels"]:
         check_level(level)
-    check_targets(data, 1)
+    check_targets(data, 2)
+    check_overhead(data)
 
 
 def check_lock(data):
@@ -56,7 +73,8 @@ def check_lock(data):
     assert got == [("distinct", 1), ("distinct", 2), ("handoff", 2)], got
     for level in data["levels"]:
         check_level(level, "cycles")
-    check_targets(data, 1)
+    check_targets(data, 2)
+    check_overhead(data)
 
 
 def check_peers(data):

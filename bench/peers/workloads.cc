@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "bench/peers/server_cpu.h"
+#include "bench/server_cpu.h"
 
 namespace palisade::bench::peers {
 namespace {

@@ -1,4 +1,4 @@
-#include "bench/peers/server_cpu.h"
+#include "bench/server_cpu.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace palisade::bench::peers {
+namespace palisade::bench {
 
 double cpu_seconds(const std::vector<pid_t>& pids) {
   static const double ticks_per_second = static_cast<double>(sysconf(_SC_CLK_TCK));
@@ -32,4 +32,4 @@ double cpu_seconds(const std::vector<pid_t>& pids) {
   return total;
 }
 
-}  // namespace palisade::bench::peers
+}  // namespace palisade::bench

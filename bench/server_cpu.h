@@ -7,10 +7,10 @@
 
 #include <vector>
 
-namespace palisade::bench::peers {
+namespace palisade::bench {
 
 // Seconds of CPU (user + system) used so far by all of `pids`, summed; throws
 // std::runtime_error when one of them is gone (a server died).
 double cpu_seconds(const std::vector<pid_t>& pids);
 
-}  // namespace palisade::bench::peers
+}  // namespace palisade::bench

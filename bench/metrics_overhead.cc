@@ -1,0 +1,159 @@
+#include "bench/metrics_overhead.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+#include <httplib.h>
+
+#include "bench/server_cpu.h"
+#include "cli/process.h"
+
+namespace palisade::bench {
+
+MetricsScraper::MetricsScraper(std::vector<std::string> addresses, std::chrono::milliseconds period)
+    : addresses_(std::move(addresses)), period_(period), thread_([this] { loop(); }) {}
+
+MetricsScraper::~MetricsScraper() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void MetricsScraper::loop() {
+  std::unique_lock lock(mu_);
+  do {
+    lock.unlock();
+    for (const std::string& address : addresses_) {
+      const size_t colon = address.rfind(':');
+      httplib::Client client(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
+      client.set_connection_timeout(1);
+      client.set_read_timeout(5);
+      auto r = client.Get("/metrics");
+      ++(r && r->status == 200 && !r->body.empty() ? scrapes_ : failures_);
+    }
+    lock.lock();
+  } while (!wake_.wait_for(lock, period_, [this] { return stopping_; }));
+}
+
+std::string free_metrics_address() {
+  const std::string endpoint = cli::free_endpoints(1).at(0);  // tcp://127.0.0.1:PORT
+  return endpoint.substr(endpoint.find("//") + 2);
+}
+
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+template <typename Field>
+double median_of(const std::vector<OverheadRun>& runs, bool metrics, Field field) {
+  std::vector<double> values;
+  for (const OverheadRun& r : runs) {
+    if (r.metrics == metrics) values.push_back(r.*field);
+  }
+  return median(values);
+}
+
+}  // namespace
+
+double Overhead::median_ops_per_s(bool metrics) const { return median_of(runs, metrics, &OverheadRun::ops_per_s); }
+
+double Overhead::median_cpu_us_per_op(bool metrics) const {
+  return median_of(runs, metrics, &OverheadRun::daemon_cpu_us_per_op);
+}
+
+uint64_t Overhead::failed_scrapes() const {
+  uint64_t n = 0;
+  for (const OverheadRun& r : runs) n += r.failed_scrapes;
+  return n;
+}
+
+Target Overhead::target() const {
+  const double off = median_ops_per_s(false);
+  return {"metrics served and scraped: " + std::to_string(clients) + "-client ops/s >= 0.98 x without",
+          median_ops_per_s(true), 0.98 * off, false};
+}
+
+void add_overhead_options(CLI::App& app, OverheadFlags& flags) {
+  app.add_option("--overhead-rounds", flags.rounds,
+                 "Runs of the largest client level without and with metrics served (--metrics-listen) and "
+                 "scraped, alternating, for the cost of serving metrics (0: skip)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100));
+  app.add_option("--scrape-ms", flags.scrape_ms, "How often the overhead runs scrape /metrics of every daemon")
+      ->capture_default_str()
+      ->check(CLI::Range(10, 60000));
+}
+
+Overhead measure_overhead(int clients, const OverheadFlags& flags,
+                          const std::function<OverheadRun(bool metrics)>& run) {
+  Overhead o;
+  o.clients = clients;
+  o.scrape_period = std::chrono::milliseconds(flags.scrape_ms);
+  for (int i = 0; i < flags.rounds; ++i) {
+    for (bool metrics : {false, true}) {
+      OverheadRun r = run(metrics);
+      std::printf("  metrics overhead, round %d, %s: %.0f ops/s, daemons' CPU %.1f us/op%s\n", i + 1,
+                  metrics ? "served" : "off", r.ops_per_s, r.daemon_cpu_us_per_op,
+                  metrics ? (", " + std::to_string(r.scrapes) + " scrapes").c_str() : "");
+      std::fflush(stdout);
+      o.runs.push_back(r);
+    }
+  }
+  return o;
+}
+
+OverheadRun overhead_run(bool metrics, const std::vector<pid_t>& daemons, const MetricsScraper* scraper,
+                         const std::function<LoadResult(const LoadMarks&)>& load) {
+  double cpu_start = 0, cpu_stop = 0;
+  const LoadResult l =
+      load({.start = [&] { cpu_start = cpu_seconds(daemons); }, .stop = [&] { cpu_stop = cpu_seconds(daemons); }});
+  if (l.errors != 0) throw std::runtime_error("metrics overhead: an operation failed: " + l.first_error);
+  OverheadRun r;
+  r.metrics = metrics;
+  r.ops_per_s = l.ops_per_s;
+  r.daemon_cpu_us_per_op = l.ops == 0 ? 0 : (cpu_stop - cpu_start) * 1e6 / static_cast<double>(l.ops);
+  if (scraper != nullptr) {
+    r.scrapes = scraper->scrapes();
+    r.failed_scrapes = scraper->failures();
+  }
+  return r;
+}
+
+void print_overhead(const Overhead& o) {
+  const double off = o.median_ops_per_s(false), on = o.median_ops_per_s(true);
+  const double cpu_off = o.median_cpu_us_per_op(false), cpu_on = o.median_cpu_us_per_op(true);
+  std::printf("\nmetrics overhead at %d clients (%zu runs, medians; scraped every %lld ms):\n", o.clients,
+              o.runs.size(), static_cast<long long>(o.scrape_period.count()));
+  std::printf("  ops/s without %.0f, served %.0f (%.3fx); daemons' CPU us/op without %.1f, served %.1f (%.3fx)%s\n",
+              off, on, off > 0 ? on / off : 0, cpu_off, cpu_on, cpu_off > 0 ? cpu_on / cpu_off : 0,
+              o.failed_scrapes() > 0 ? (", " + std::to_string(o.failed_scrapes()) + " failed scrapes").c_str() : "");
+}
+
+std::string overhead_json(const Overhead& o) {
+  std::ostringstream j;
+  j << "{\"clients\": " << o.clients << ", \"scrape_ms\": " << o.scrape_period.count()
+    << ", \"median_ops_per_s_without\": " << o.median_ops_per_s(false)
+    << ", \"median_ops_per_s_served\": " << o.median_ops_per_s(true)
+    << ", \"median_daemon_cpu_us_per_op_without\": " << o.median_cpu_us_per_op(false)
+    << ", \"median_daemon_cpu_us_per_op_served\": " << o.median_cpu_us_per_op(true) << ", \"runs\": [";
+  for (size_t i = 0; i < o.runs.size(); ++i) {
+    const OverheadRun& r = o.runs[i];
+    j << (i ? ", " : "") << "{\"metrics\": " << (r.metrics ? "true" : "false") << ", \"ops_per_s\": " << r.ops_per_s
+      << ", \"daemon_cpu_us_per_op\": " << r.daemon_cpu_us_per_op << ", \"scrapes\": " << r.scrapes
+      << ", \"failed_scrapes\": " << r.failed_scrapes << "}";
+  }
+  j << "]}";
+  return j.str();
+}
+
+}  // namespace palisade::bench
