@@ -152,9 +152,10 @@ int serve(const Flags& flags) {
       return 1;
     }
     const auto& service = server.value()->service();
-    spdlog::info("started: node {} of group '{}', cluster id {}, pid {}, listening on {}, data dir {}, applied "
+    spdlog::info("started {}: node {} of group '{}', cluster id {}, pid {}, listening on {}, data dir {}, applied "
                  "through slot {}",
-                 flags.id, cluster.value().group, cluster_id_hex(cluster.value().cluster_id), getpid(), options.value().listen_endpoint, flags.data_dir,
+                 version_line("palisade-lockd"), flags.id, cluster.value().group,
+                 cluster_id_hex(cluster.value().cluster_id), getpid(), options.value().listen_endpoint, flags.data_dir,
                  service.node().applied_through());
     auto reload = [&] {
       auto reloaded = reload_identities(flags.cluster_file, options.value().listen_endpoint, flags.key_file, zap.get());

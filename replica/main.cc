@@ -215,9 +215,9 @@ int serve(Flags flags, std::optional<replica::ReplicaAuth> auth, const std::opti
       spdlog::error("{}", http.status().message());
       return 1;
     }
-    spdlog::info("started: pid {}, cluster id {}, listening on {}, data dir {}, {} keys", getpid(),
-                 cluster_id_hex(flags.server.cluster_id), flags.server.listen_endpoint, flags.data_dir,
-                 keys.is_ok() ? keys.value() : 0);
+    spdlog::info("started {}: pid {}, cluster id {}, listening on {}, data dir {}, {} keys",
+                 version_line("palisade-replica"), getpid(), cluster_id_hex(flags.server.cluster_id),
+                 flags.server.listen_endpoint, flags.data_dir, keys.is_ok() ? keys.value() : 0);
     auto repair = background_repair(flags, curve);
     auto reload = [&] {
       auto keys = reload_identities(flags.cluster_file, flags.server.listen_endpoint, flags.curve_key_file, zap.get());

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/temp_dir.h"
+#include "base/version.h"
 #include "cli/process.h"
 #include "client/replica_connection.h"
 #include "tests/support/local_cluster.h"
@@ -91,7 +92,8 @@ TEST_CASE("daemon logs: a replica's json log parses line by line, and names a fe
   const std::string log = daemon.process().log();
   INFO(log);
   const std::vector<json> lines = json_lines(log, "palisade-replica", std::nullopt);
-  CHECK(find_line(lines, {"started"}) != nullptr);
+  // The start line names the build, for a log read long after an upgrade.
+  CHECK(find_line(lines, {"started " + version_line("palisade-replica") + ": pid"}) != nullptr);
   CHECK(find_line(lines, {"stopped cleanly"}) != nullptr);
   const json first = find_line(lines, {"fenced", "'ledger \"eu\"\\x0a\\xff'", "token 5", "floor 7", "1 writes"});
   REQUIRE(first != nullptr);
@@ -117,6 +119,7 @@ TEST_CASE("daemon logs: a lockd node's json log parses line by line, with its no
   const json master = find_line(lockd, {"master now, epoch"});
   REQUIRE(master != nullptr);
   CHECK(master["level"] == "info");
+  CHECK(find_line(lockd, {"started " + version_line("palisade-lockd") + ": node 1"}) != nullptr);
   CHECK(find_line(lockd, {"stopped cleanly"}) != nullptr);
   const std::string replica_log = cluster->replica(0).log();
   INFO(replica_log);
