@@ -11,11 +11,13 @@ namespace palisade::logging {
 namespace {
 
 // spdlog::level::from_str takes any other name for `off`: only these reach it.
-constexpr std::array<std::pair<std::string_view, spdlog::level::level_enum>, 7> kLevels{{
+// "warning" too, as the logs name that level.
+constexpr std::array<std::pair<std::string_view, spdlog::level::level_enum>, 8> kLevels{{
     {"trace", spdlog::level::trace},
     {"debug", spdlog::level::debug},
     {"info", spdlog::level::info},
     {"warn", spdlog::level::warn},
+    {"warning", spdlog::level::warn},
     {"error", spdlog::level::err},
     {"critical", spdlog::level::critical},
     {"off", spdlog::level::off},

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 #include <spdlog/logger.h>
+#include <spdlog/spdlog.h>
 #include <spdlog/sinks/ostream_sink.h>
 
 #include "logging/json_formatter.h"
@@ -151,6 +152,13 @@ TEST_CASE("log flags: the levels and formats are taken, others are refused by na
   for (const char* level : {"trace", "info", "warn", "error", "critical", "off"}) {
     CHECK(parse_error({"--log-level", level}, flags).empty());
   }
+  // The name the logs give the level is taken too.
+  REQUIRE(parse_error({"--log-level", "warning"}, flags).empty());
+  const auto before = spdlog::get_level();
+  start_logging(flags, "palisade-test", std::nullopt);
+  CHECK(spdlog::get_level() == spdlog::level::warn);
+  spdlog::set_level(before);
+  spdlog::set_pattern("%+");
   // spdlog would take any unknown level as `off`: a typo must not silence the daemon.
   const std::string bad_level = parse_error({"--log-level", "verbose"}, flags);
   CHECK_THAT(bad_level, Catch::Contains("--log-level") && Catch::Contains("verbose") && Catch::Contains("info"));
