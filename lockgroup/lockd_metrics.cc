@@ -1,5 +1,7 @@
 #include "lockgroup/lockd_metrics.h"
 
+#include "metrics/checkpoint_seconds.h"
+
 namespace palisade::lockgroup {
 
 namespace {
@@ -29,6 +31,7 @@ LockdMetrics::LockdMetrics()
                                    "Time to commit a turn's acceptor state to disk and send its messages",
                                    metrics::latency_buckets())
                         .get()),
+      checkpoint_seconds_(metrics::checkpoint_seconds(registry_)),
       refused_requests_(single(registry_, "palisade_lockd_refused_requests_total",
                                "Client requests refused before the service saw them: malformed, of another "
                                "cluster, or not permitted (also counted in palisade_lockd_requests_total)")),
@@ -79,6 +82,10 @@ void LockdMetrics::refused(std::string_view type, Code code) { series(type, code
 void LockdMetrics::turn(size_t frames, std::chrono::steady_clock::duration sync) {
   if (frames > 0) turn_frames_.observe(static_cast<double>(frames));
   sync_seconds_.observe(std::chrono::duration<double>(sync).count());
+}
+
+void LockdMetrics::checkpointed(std::chrono::steady_clock::duration took) {
+  checkpoint_seconds_.observe(std::chrono::duration<double>(took).count());
 }
 
 void LockdMetrics::observe(const LockdDriver& driver, const std::vector<LockEvent>& events, uint64_t now_ms) {

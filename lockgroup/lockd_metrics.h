@@ -35,6 +35,8 @@ class LockdMetrics {
   void refused(std::string_view type, Code code);
   // One turn: the frames it took in, and how long its sync took.
   void turn(size_t frames, std::chrono::steady_clock::duration sync);
+  // A checkpoint of the acceptor storage took `took` (LmdbPaxosStorage::on_checkpoint).
+  void checkpointed(std::chrono::steady_clock::duration took);
   // After each turn: the driver's counts, the group's state and what the
   // master applied (`events`); also marks the loop turning and whether a
   // master is known.
@@ -59,6 +61,7 @@ class LockdMetrics {
   metrics::HistogramFamily& latency_;
   metrics::Histogram& turn_frames_;
   metrics::Histogram& sync_seconds_;
+  metrics::Histogram& checkpoint_seconds_;
   metrics::Counter& refused_requests_;
   metrics::Counter& forged_peer_messages_;
   metrics::Counter& refused_peer_messages_;

@@ -209,6 +209,8 @@ int serve(Flags flags, std::optional<replica::ReplicaAuth> auth, const std::opti
                    "reaches this replica can read its traffic and send it requests (docs/security.md)");
     }
     replica::ReplicaServer server(ctx, handler, clock, flags.server);
+    // Checkpoints while it serves: the store's close, after the metrics are gone, forgets the observer.
+    store.value()->on_checkpoint([&counted = server.metrics()](auto took) { counted.checkpointed(took); });
     metrics::export_file_sizes(server.metrics().registry(), flags.data_dir, {"data.mdb", "journal"});
     auto http = metrics::serve_metrics(flags.metrics_listen, server.metrics().registry(), server.metrics().health());
     if (!http.is_ok()) {

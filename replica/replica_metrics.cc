@@ -1,5 +1,7 @@
 #include "replica/replica_metrics.h"
 
+#include "metrics/checkpoint_seconds.h"
+
 namespace palisade::replica {
 
 ReplicaMetrics::ReplicaMetrics()
@@ -21,7 +23,8 @@ ReplicaMetrics::ReplicaMetrics()
                          .histogram("palisade_replica_batch_seconds",
                                     "Time to apply a batch, sync it to disk and send its replies",
                                     metrics::latency_buckets())
-                         .get()) {}
+                         .get()),
+      checkpoint_seconds_(metrics::checkpoint_seconds(registry_)) {}
 
 void ReplicaMetrics::answered(const wire::ReplicaRequest& request, const wire::ReplicaReply& reply) {
   const Code code = reply.status.code();
@@ -52,6 +55,10 @@ void ReplicaMetrics::refused(std::string_view type, const Status& why) {
 void ReplicaMetrics::batch(size_t frames, std::chrono::steady_clock::duration took) {
   batch_frames_.observe(static_cast<double>(frames));
   batch_seconds_.observe(std::chrono::duration<double>(took).count());
+}
+
+void ReplicaMetrics::checkpointed(std::chrono::steady_clock::duration took) {
+  checkpoint_seconds_.observe(std::chrono::duration<double>(took).count());
 }
 
 void ReplicaMetrics::turned(bool writes_refused) {

@@ -30,6 +30,8 @@ class ReplicaMetrics {
   void refused(std::string_view type, const Status& why);
   // One batch answered: its frames, and the time to apply, sync and answer it.
   void batch(size_t frames, std::chrono::steady_clock::duration took);
+  // A checkpoint of the store took `took` (LmdbStore::on_checkpoint).
+  void checkpointed(std::chrono::steady_clock::duration took);
   // The loop turned; `writes_refused`: ReplicaHandler::writes_refused(), which
   // makes the replica not ready.
   void turned(bool writes_refused);
@@ -48,6 +50,7 @@ class ReplicaMetrics {
   metrics::HistogramFamily& fence_gap_;
   metrics::Histogram& batch_frames_;
   metrics::Histogram& batch_seconds_;
+  metrics::Histogram& checkpoint_seconds_;
   // requests_ by type and code, looked up at first use (the loop's thread only).
   std::array<std::array<metrics::Counter*, kCodes>, kTypes> by_type_{};
 };
