@@ -8,6 +8,10 @@ ReplicaMetrics::ReplicaMetrics()
     : requests_(registry_.counter("palisade_replica_requests_total",
                                   "Requests answered, by type and outcome (a status code: ok, fenced, stale, ...)",
                                   {"type", "outcome"})),
+      request_seconds_(registry_.histogram("palisade_replica_request_seconds",
+                                           "Time from the start of the turn that took a request in to its reply "
+                                           "(after the synced commit), by type",
+                                           metrics::latency_buckets(), {"type"})),
       fenced_(registry_.counter("palisade_replica_fenced_total",
                                 "Writes and fences refused because their token is below the lock's fence floor "
                                 "(a superseded holder stopped), by lock; locks past the first 100 count as _other",
@@ -24,15 +28,25 @@ ReplicaMetrics::ReplicaMetrics()
                                     "Time to apply a batch, sync it to disk and send its replies",
                                     metrics::latency_buckets())
                          .get()),
+      full_batches_(registry_
+                        .counter("palisade_replica_full_batches_total",
+                                 "Batches that reached max_batch or max_batch_bytes: requests may have waited in "
+                                 "ZeroMQ for the next one")
+                        .get()),
       checkpoint_seconds_(metrics::checkpoint_seconds(registry_)) {}
 
-void ReplicaMetrics::answered(const wire::ReplicaRequest& request, const wire::ReplicaReply& reply) {
+void ReplicaMetrics::answered(const wire::ReplicaRequest& request, const wire::ReplicaReply& reply,
+                              std::chrono::steady_clock::duration took) {
   const Code code = reply.status.code();
-  metrics::Counter*& counter = by_type_[request.body.index()][static_cast<size_t>(code)];
+  const size_t type = request.body.index();
+  metrics::Counter*& counter = by_type_[type][static_cast<size_t>(code)];
   if (counter == nullptr) {
     counter = &requests_.with({std::string(wire::request_type(request.body)), std::string(code_name(code))});
   }
   counter->inc();
+  metrics::Histogram*& latency = latency_by_type_[type];
+  if (latency == nullptr) latency = &request_seconds_.with({std::string(wire::request_type(request.body))});
+  latency->observe(std::chrono::duration<double>(took).count());
   if (code != Code::kFenced) return;
   const std::string* lock = nullptr;
   uint64_t token = 0;
@@ -52,9 +66,10 @@ void ReplicaMetrics::refused(std::string_view type, const Status& why) {
   requests_.with({type.empty() ? "undecoded" : std::string(type), std::string(code_name(why.code()))}).inc();
 }
 
-void ReplicaMetrics::batch(size_t frames, std::chrono::steady_clock::duration took) {
+void ReplicaMetrics::batch(size_t frames, std::chrono::steady_clock::duration took, bool full) {
   batch_frames_.observe(static_cast<double>(frames));
   batch_seconds_.observe(std::chrono::duration<double>(took).count());
+  if (full) full_batches_.inc();
 }
 
 void ReplicaMetrics::checkpointed(std::chrono::steady_clock::duration took) {

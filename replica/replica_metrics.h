@@ -13,6 +13,7 @@
 
 #include "metrics/health.h"
 #include "metrics/registry.h"
+#include "palisade/status.h"
 #include "wire/replica_protocol.h"
 
 namespace palisade::replica {
@@ -24,12 +25,16 @@ class ReplicaMetrics {
   metrics::Registry& registry() { return registry_; }
   metrics::Health& health() { return health_; }
 
-  // A request applied and answered.
-  void answered(const wire::ReplicaRequest& request, const wire::ReplicaReply& reply);
+  // A request applied and answered, `took` after the start of the turn that
+  // took it in.
+  void answered(const wire::ReplicaRequest& request, const wire::ReplicaReply& reply,
+                std::chrono::steady_clock::duration took);
   // A frame refused before it was applied; `type` empty when it did not decode.
   void refused(std::string_view type, const Status& why);
-  // One batch answered: its frames, and the time to apply, sync and answer it.
-  void batch(size_t frames, std::chrono::steady_clock::duration took);
+  // One batch answered: its frames, the time to apply, sync and answer it,
+  // and whether it was full (max_batch or max_batch_bytes), so that requests
+  // may have been left waiting in ZeroMQ for the next turn.
+  void batch(size_t frames, std::chrono::steady_clock::duration took, bool full);
   // A checkpoint of the store took `took` (LmdbStore::on_checkpoint).
   void checkpointed(std::chrono::steady_clock::duration took);
   // The loop turned; `writes_refused`: ReplicaHandler::writes_refused(), which
@@ -41,18 +46,21 @@ class ReplicaMetrics {
 
  private:
   static constexpr size_t kTypes = std::variant_size_v<wire::ReplicaRequestBody>;
-  static constexpr size_t kCodes = static_cast<size_t>(Code::kPermissionDenied) + 1;
 
   metrics::Registry registry_;
   metrics::Health health_;
   metrics::CounterFamily& requests_;
+  metrics::HistogramFamily& request_seconds_;
   metrics::CounterFamily& fenced_;
   metrics::HistogramFamily& fence_gap_;
   metrics::Histogram& batch_frames_;
   metrics::Histogram& batch_seconds_;
+  metrics::Counter& full_batches_;
   metrics::Histogram& checkpoint_seconds_;
-  // requests_ by type and code, looked up at first use (the loop's thread only).
-  std::array<std::array<metrics::Counter*, kCodes>, kTypes> by_type_{};
+  // requests_ by type and code, and request_seconds_ by type, looked up at
+  // first use (the loop's thread only).
+  std::array<std::array<metrics::Counter*, kCodeCount>, kTypes> by_type_{};
+  std::array<metrics::Histogram*, kTypes> latency_by_type_{};
 };
 
 }  // namespace palisade::replica

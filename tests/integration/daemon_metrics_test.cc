@@ -68,6 +68,16 @@ double value(const std::string& text, const std::string& series) {
   return 0;
 }
 
+// The sum of the series in `text` whose name and labels begin with `prefix`.
+double sum(const std::string& text, const std::string& prefix) {
+  double total = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with(prefix)) total += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return total;
+}
+
 double scraped(const std::string& address, const std::string& series) {
   return value(get(address, "/metrics").body, series);
 }
@@ -158,6 +168,9 @@ TEST_CASE("daemon metrics: a zombie write counts fenced under its lock, a failov
   CHECK(value(text, "palisade_replica_requests_total{type=\"write\",outcome=\"ok\"}") >= 1);
   CHECK(value(text, "palisade_replica_fenced_token_gap_count") >= 1);
   CHECK(value(text, "palisade_replica_batch_seconds_count") >= 1);
+  // Every write answered has its latency, whatever its outcome.
+  CHECK(value(text, "palisade_replica_request_seconds_count{type=\"write\"}") ==
+        sum(text, "palisade_replica_requests_total{type=\"write\","));
   CHECK(value(text, "palisade_storage_file_bytes{file=\"data.mdb\"}") > 0);
   check_with_promtool(text, dir.path());
 
@@ -230,24 +243,30 @@ TEST_CASE("daemon metrics: a replica whose disk failed a commit is not ready unt
   CHECK(write("d") == Code::kOk);
 }
 
-TEST_CASE("daemon metrics: a replica's checkpoints are timed once the journal passes its checkpoint size",
+TEST_CASE("daemon metrics: a replica times each write it answers, and its checkpoints once the journal passes "
+          "its checkpoint size",
           "[metrics]") {
   TempDir dir;
   const std::string address = "127.0.0.1:" + std::to_string(cli::free_port());
   test::ReplicaProcess replica(dir.sub("replica"), {"--metrics-listen", address});
   client::ReplicaConnection conn(replica.endpoint());
   const std::string count = "palisade_storage_checkpoint_seconds_count";
+  const std::string write_seconds = "palisade_replica_request_seconds_count{type=\"write\"}";
   const double before = scraped(address, count);
+  const double writes_before = scraped(address, write_seconds);
   // A checkpoint every 2 MiB of journal (docs/storage.md): a few values of 1 MB pass it.
   const std::string value(1'000'000, 'v');
-  for (int i = 0; scraped(address, count) == before; ++i) {
-    REQUIRE(i < 10);
-    auto reply = conn.call(test::write_req("big" + std::to_string(i), value, test::ts_now(0)));
+  int writes = 0;
+  while (scraped(address, count) == before) {
+    REQUIRE(writes < 10);
+    auto reply = conn.call(test::write_req("big" + std::to_string(writes++), value, test::ts_now(0)));
     REQUIRE(reply.is_ok());
     REQUIRE(reply.value().status.is_ok());
   }
+  CHECK(writes >= 3);
   CHECK(scraped(address, count) == before + 1);
   CHECK(scraped(address, "palisade_storage_checkpoint_seconds_sum") > 0);
+  CHECK(scraped(address, write_seconds) == writes_before + writes);
 }
 
 TEST_CASE("daemon metrics: --metrics-listen refuses a bad address, and a taken port stops the start", "[metrics]") {
