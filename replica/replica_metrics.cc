@@ -16,6 +16,10 @@ ReplicaMetrics::ReplicaMetrics()
                                 "Writes and fences refused because their token is below the lock's fence floor "
                                 "(a superseded holder stopped), by lock; locks past the first 100 count as _other",
                                 {"lock"}, kMaxLocks)),
+      floor_raises_(registry_.counter("palisade_replica_floor_raises_total",
+                                      "Times this replica's fence floor of a lock rose: by a fence, a write under a "
+                                      "higher token or a repair, by lock; locks past the first 100 count as _other",
+                                      {"lock"}, kMaxLocks)),
       fence_gap_(registry_.histogram("palisade_replica_fenced_token_gap",
                                      "How far below the fence floor the token of a fenced write or fence was",
                                      metrics::power_of_two_buckets(1 << 20))),
@@ -61,6 +65,8 @@ void ReplicaMetrics::answered(const wire::ReplicaRequest& request, const wire::R
   fenced_.with({*lock}).inc();
   if (reply.floor > token) fence_gap_.get().observe(static_cast<double>(reply.floor - token));
 }
+
+void ReplicaMetrics::floor_raised(std::string_view lock) { floor_raises_.with({std::string(lock)}).inc(); }
 
 void ReplicaMetrics::refused(std::string_view type, const Status& why) {
   requests_.with({type.empty() ? "undecoded" : std::string(type), std::string(code_name(why.code()))}).inc();

@@ -29,6 +29,8 @@ class ReplicaMetrics {
   // took it in.
   void answered(const wire::ReplicaRequest& request, const wire::ReplicaReply& reply,
                 std::chrono::steady_clock::duration took);
+  // The fence floor of `lock` rose (ReplicaHost::floor_raised).
+  void floor_raised(std::string_view lock);
   // A frame refused before it was applied; `type` empty when it did not decode.
   void refused(std::string_view type, const Status& why);
   // One batch answered: its frames, the time to apply, sync and answer it,
@@ -52,6 +54,7 @@ class ReplicaMetrics {
   metrics::CounterFamily& requests_;
   metrics::HistogramFamily& request_seconds_;
   metrics::CounterFamily& fenced_;
+  metrics::CounterFamily& floor_raises_;
   metrics::HistogramFamily& fence_gap_;
   metrics::Histogram& batch_frames_;
   metrics::Histogram& batch_seconds_;

@@ -62,6 +62,7 @@ class ReplicaServer final : ReplicaHost {
   void refused(uint64_t request_id, size_t bytes, const Status& why, std::string_view type) override;
   void failed(uint64_t request_id, const Status& why) override;
   void fenced(const wire::WriteRequest& write, uint64_t floor) override;
+  void floor_raised(std::string_view lock, uint64_t /*floor*/) override { metrics_.floor_raised(lock); }
   void answered(const wire::ReplicaRequest& request, const wire::ReplicaReply& reply) override {
     metrics_.answered(request, reply, std::chrono::steady_clock::now() - turn_start_);
   }

@@ -269,6 +269,33 @@ TEST_CASE("daemon metrics: a replica times each write it answers, and its checkp
   CHECK(scraped(address, write_seconds) == writes_before + writes);
 }
 
+TEST_CASE("daemon metrics: a fence or write that raises a lock's floor counts once under its lock, one at the "
+          "floor not at all",
+          "[metrics]") {
+  TempDir dir;
+  const std::string address = "127.0.0.1:" + std::to_string(cli::free_port());
+  test::ReplicaProcess replica(dir.sub("replica"), {"--metrics-listen", address});  // --insecure: no sequencers
+  client::ReplicaConnection conn(replica.endpoint());
+  const std::string raises = "palisade_replica_floor_raises_total{lock=\"orders\"}";
+  CHECK_THAT(get(address, "/metrics").body, Catch::Contains("# TYPE palisade_replica_floor_raises_total counter"));
+  auto fence = [&](uint64_t token) {
+    auto reply = conn.call(test::fence_req("orders", token));
+    REQUIRE(reply.is_ok());
+    REQUIRE(reply.value().status.is_ok());
+  };
+  fence(5);
+  CHECK(scraped(address, raises) == 1);
+  fence(5);
+  CHECK(scraped(address, raises) == 1);
+  fence(4);
+  CHECK(scraped(address, raises) == 1);
+  auto write = conn.call(test::write_req("k", "v", test::ts_now(6), "orders"));
+  REQUIRE(write.is_ok());
+  REQUIRE(write.value().status.is_ok());
+  CHECK(scraped(address, raises) == 2);
+  CHECK(scraped(address, "palisade_replica_floor_raises_total{lock=\"other\"}") == 0);
+}
+
 TEST_CASE("daemon metrics: --metrics-listen refuses a bad address, and a taken port stops the start", "[metrics]") {
   TempDir dir;
   auto run = [&](const std::vector<std::string>& args) {
