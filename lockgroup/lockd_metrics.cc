@@ -50,6 +50,9 @@ LockdMetrics::LockdMetrics()
       lock_delays_(gauge(registry_, "palisade_lockd_locks_in_lock_delay",
                          "Free locks that cannot be granted yet: in lock-delay after a holder's session "
                          "expired (sampled once a second)")),
+      proposals_pending_(gauge(registry_, "palisade_lockd_proposals_pending",
+                               "Lock-table commands this master proposed that the log has not chosen and applied "
+                               "yet: the lock service's queue")),
       events_(registry_.counter("palisade_lockd_lock_events_total",
                                 "What this node applied as master: granted, released, closed (sessions) and "
                                 "expired (sessions, whose locks go into lock-delay)",
@@ -109,6 +112,7 @@ void LockdMetrics::observe(const LockdDriver& driver, const std::vector<LockEven
   is_master_.set(master ? 1 : 0);
   epoch_.set(static_cast<int64_t>(node.epoch()));
   sessions_.set(static_cast<int64_t>(service.table().sessions().size()));
+  proposals_pending_.set(static_cast<int64_t>(service.pending_commands()));
   if (now_ms >= next_sample_ms_) sample_table(service.table(), now_ms);
 
   health_.turned();

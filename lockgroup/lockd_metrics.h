@@ -1,7 +1,7 @@
 // What palisade-lockd exports on --metrics-listen (docs/metrics.md): client
 // requests by type and outcome with their latency, refusals the driver
 // counts, the lock group's state (master, elections, epoch, sessions, locks,
-// waiters, lock-delays) and what the master applied (grants, releases,
+// waiters, lock-delays, proposals pending) and what the master applied (grants, releases,
 // expiries). Updated by LockdServer's loop, rendered by the HTTP thread.
 //
 // Thread safety: the update calls from the loop's thread only; registry()
@@ -73,6 +73,7 @@ class LockdMetrics {
   metrics::Gauge& locks_held_;
   metrics::Gauge& waiters_;
   metrics::Gauge& lock_delays_;
+  metrics::Gauge& proposals_pending_;
   metrics::CounterFamily& events_;
   std::array<metrics::Counter*, 4> by_event_{};  // events_, by LockEvent::Kind
   std::vector<Series> series_;

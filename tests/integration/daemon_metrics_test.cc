@@ -183,6 +183,9 @@ TEST_CASE("daemon metrics: a zombie write counts fenced under its lock, a failov
             value(get(cluster->lockd(master).metrics_address(), "/metrics").body,
                   "palisade_lockd_requests_total{type=\"acquire\",outcome=\"ok\"}") >=
         2);
+  CHECK_THAT(lockd_text, Catch::Contains("# TYPE palisade_lockd_proposals_pending gauge\n"));
+  CHECK_THAT(lockd_text, Catch::Contains("# TYPE palisade_storage_checkpoint_seconds histogram\n"));
+  CHECK_THAT(lockd_text, Catch::Contains("\npalisade_lockd_proposals_pending "));
   const double changes_before = value(lockd_text, "palisade_lockd_master_changes_total");
   CHECK(changes_before >= 1);  // it found the first master
   cluster->lockd(master).kill();
