@@ -4,6 +4,14 @@
 
 namespace palisade::replica {
 
+namespace {
+
+metrics::Counter& single(metrics::Registry& r, const char* name, const char* help) {
+  return r.counter(name, help).get();
+}
+
+}  // namespace
+
 ReplicaMetrics::ReplicaMetrics()
     : requests_(registry_.counter("palisade_replica_requests_total",
                                   "Requests answered, by type and outcome (a status code: ok, fenced, stale, ...)",
@@ -37,7 +45,32 @@ ReplicaMetrics::ReplicaMetrics()
                                  "Batches that reached max_batch or max_batch_bytes: requests may have waited in "
                                  "ZeroMQ for the next one")
                         .get()),
-      checkpoint_seconds_(metrics::checkpoint_seconds(registry_)) {}
+      checkpoint_seconds_(metrics::checkpoint_seconds(registry_)),
+      runs_(registry_.counter("palisade_anti_entropy_runs_total",
+                              "Background anti-entropy runs, by result: equal (nothing differed), repaired "
+                              "(differences found and repaired), failed (the run stopped: see the log)",
+                              {"result"})),
+      runs_equal_(runs_.with({"equal"})),
+      runs_repaired_(runs_.with({"repaired"})),
+      runs_failed_(runs_.with({"failed"})),
+      keys_compared_(single(registry_, "palisade_anti_entropy_keys_compared_total",
+                            "Entries (keys and fence floors) anti-entropy listed from leaves that differed")),
+      keys_differing_(single(registry_, "palisade_anti_entropy_keys_differing_total",
+                             "Of those, the entries not alike on every replica")),
+      versions_copied_(single(registry_, "palisade_anti_entropy_versions_copied_total",
+                              "Versions anti-entropy copied to replicas that lacked them, or committed there")),
+      floors_raised_(single(registry_, "palisade_anti_entropy_floors_raised_total",
+                            "Fence floors anti-entropy raised on replicas that held a lower one")),
+      repair_bytes_(single(registry_, "palisade_anti_entropy_bytes_total",
+                           "Bytes anti-entropy sent and received, tree digests included")),
+      run_seconds_(registry_
+                       .histogram("palisade_anti_entropy_run_seconds", "Time of each background anti-entropy run",
+                                  metrics::long_task_buckets())
+                       .get()),
+      unreachable_(registry_
+                       .gauge("palisade_anti_entropy_unreachable_replicas",
+                              "Replicas the last background anti-entropy run could not reach")
+                       .get()) {}
 
 void ReplicaMetrics::answered(const wire::ReplicaRequest& request, const wire::ReplicaReply& reply,
                               std::chrono::steady_clock::duration took) {
@@ -80,6 +113,18 @@ void ReplicaMetrics::batch(size_t frames, std::chrono::steady_clock::duration to
 
 void ReplicaMetrics::checkpointed(std::chrono::steady_clock::duration took) {
   checkpoint_seconds_.observe(std::chrono::duration<double>(took).count());
+}
+
+void ReplicaMetrics::anti_entropy_ran(const RepairRun& run) {
+  const AntiEntropyReport& r = run.report;
+  (!run.status.is_ok() ? runs_failed_ : r.equal ? runs_equal_ : runs_repaired_).inc();
+  keys_compared_.inc(r.keys_compared);
+  keys_differing_.inc(r.keys_differing);
+  versions_copied_.inc(r.versions_sent + r.versions_committed);
+  floors_raised_.inc(r.floors_raised);
+  repair_bytes_.inc(r.bytes_moved());
+  run_seconds_.observe(std::chrono::duration<double>(run.took).count());
+  unreachable_.set(static_cast<int64_t>(r.unreachable.size()));
 }
 
 void ReplicaMetrics::turned(bool writes_refused) {

@@ -1,10 +1,13 @@
 // What palisade-replica exports on --metrics-listen (docs/metrics.md): its
-// requests by type and outcome, fenced writes by lock and by how far below
-// the floor they were, batches, storage, and whether it is ready. Updated by
-// ReplicaServer's loop, rendered by the HTTP thread.
+// requests by type and outcome with their latency, fenced writes by lock and
+// by how far below the floor they were, floors raised, batches, checkpoints,
+// background anti-entropy runs, and whether it is ready. Updated by
+// ReplicaServer's loop and BackgroundRepair's thread, rendered by the HTTP
+// thread.
 //
-// Thread safety: the update calls from the loop's thread only; registry()
-// and health() from any.
+// Thread safety: anti_entropy_ran() from one thread at a time (the repair's),
+// the other update calls from the loop's thread only; registry() and health()
+// from any.
 #pragma once
 
 #include <array>
@@ -14,6 +17,7 @@
 #include "metrics/health.h"
 #include "metrics/registry.h"
 #include "palisade/status.h"
+#include "replica/background_repair.h"
 #include "wire/replica_protocol.h"
 
 namespace palisade::replica {
@@ -39,6 +43,8 @@ class ReplicaMetrics {
   void batch(size_t frames, std::chrono::steady_clock::duration took, bool full);
   // A checkpoint of the store took `took` (LmdbStore::on_checkpoint).
   void checkpointed(std::chrono::steady_clock::duration took);
+  // A background anti-entropy run ended (BackgroundRepair's observer).
+  void anti_entropy_ran(const RepairRun& run);
   // The loop turned; `writes_refused`: ReplicaHandler::writes_refused(), which
   // makes the replica not ready.
   void turned(bool writes_refused);
@@ -60,6 +66,18 @@ class ReplicaMetrics {
   metrics::Histogram& batch_seconds_;
   metrics::Counter& full_batches_;
   metrics::Histogram& checkpoint_seconds_;
+  // Anti-entropy: runs by result (each result's series made at construction).
+  metrics::CounterFamily& runs_;
+  metrics::Counter& runs_equal_;
+  metrics::Counter& runs_repaired_;
+  metrics::Counter& runs_failed_;
+  metrics::Counter& keys_compared_;
+  metrics::Counter& keys_differing_;
+  metrics::Counter& versions_copied_;
+  metrics::Counter& floors_raised_;
+  metrics::Counter& repair_bytes_;
+  metrics::Histogram& run_seconds_;
+  metrics::Gauge& unreachable_;
   // requests_ by type and code, and request_seconds_ by type, looked up at
   // first use (the loop's thread only).
   std::array<std::array<metrics::Counter*, kCodeCount>, kTypes> by_type_{};

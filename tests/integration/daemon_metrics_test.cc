@@ -27,6 +27,7 @@
 #include "tests/support/local_cluster.h"
 #include "tests/support/replica_process.h"
 #include "tests/support/replica_requests.h"
+#include "tests/support/sequencers.h"
 
 namespace palisade {
 namespace {
@@ -297,6 +298,61 @@ TEST_CASE("daemon metrics: a fence or write that raises a lock's floor counts on
   REQUIRE(write.value().status.is_ok());
   CHECK(scraped(address, raises) == 2);
   CHECK(scraped(address, "palisade_replica_floor_raises_total{lock=\"other\"}") == 0);
+}
+
+TEST_CASE("daemon metrics: background anti-entropy counts its runs by result and what they repaired", "[metrics]") {
+  TempDir dir;
+  const ClusterKey key = ClusterKey::generate();
+  const test::KeyedClusterFile file = test::write_keyed_cluster_file(dir.path(), "ae", key, 2);
+  const std::string address = "127.0.0.1:" + std::to_string(cli::free_port());
+  test::ReplicaProcess repairer(
+      dir.sub("r0"), {"--cluster", file.path, "--anti-entropy-interval", "200ms", "--metrics-listen", address},
+      file.replicas[0]);
+  auto other = std::make_unique<test::ReplicaProcess>(dir.sub("r1"), std::vector<std::string>{"--cluster", file.path},
+                                                      file.replicas[1]);
+  // The other replica holds a committed version and a fence floor the repairer lacks.
+  client::ReplicaConnection conn(other->endpoint());
+  auto write = test::write_req("k", "v", test::ts_now(0));
+  std::get<wire::WriteRequest>(write.body).committed = true;
+  const auto fence =
+      test::with_sequencer(test::fence_req("L", 4), sign_sequencer({"ae", "L", LockMode::kExclusive, 4}, key));
+  for (const auto& request : {write, fence}) {
+    auto reply = conn.call(request);
+    REQUIRE(reply.is_ok());
+    REQUIRE(reply.value().status.is_ok());
+  }
+
+  auto metric = [&](const std::string& series) { return scraped(address, series); };
+  const std::string repaired = "palisade_anti_entropy_runs_total{result=\"repaired\"}";
+  const std::string equal = "palisade_anti_entropy_runs_total{result=\"equal\"}";
+  const std::string failed = "palisade_anti_entropy_runs_total{result=\"failed\"}";
+  // In one run or two (one may have started between the write and the fence).
+  REQUIRE(eventually(
+      [&] {
+        return metric("palisade_anti_entropy_versions_copied_total") >= 1 &&
+               metric("palisade_anti_entropy_floors_raised_total") >= 1;
+      },
+      30s));
+  const std::string text = get(address, "/metrics").body;
+  CHECK(value(text, repaired) >= 1);
+  CHECK(value(text, "palisade_anti_entropy_keys_compared_total") >= 2);
+  CHECK(value(text, "palisade_anti_entropy_keys_differing_total") >= 2);
+  CHECK(value(text, "palisade_anti_entropy_bytes_total") > 0);
+  CHECK(value(text, "palisade_anti_entropy_run_seconds_count") >= 1);
+  CHECK(value(text, "palisade_anti_entropy_unreachable_replicas") == 0);
+  CHECK(value(text, failed) == 0);
+  // The repair raised the repairer's own floor, which it counts as any raise.
+  CHECK(value(text, "palisade_replica_floor_raises_total{lock=\"L\"}") == 1);
+  // Once repaired, the replicas are alike.
+  const double equal_before = value(text, equal);
+  CHECK(eventually([&] { return metric(equal) > equal_before; }, 30s));
+  CHECK(metric(repaired) == value(text, repaired));
+
+  // With the other replica gone, a run cannot compare anything: failed, one unreachable.
+  other.reset();
+  CHECK(eventually([&] { return metric(failed) >= 1; }, 30s));
+  CHECK(metric("palisade_anti_entropy_unreachable_replicas") == 1);
+  check_with_promtool(get(address, "/metrics").body, dir.path());
 }
 
 TEST_CASE("daemon metrics: --metrics-listen refuses a bad address, and a taken port stops the start", "[metrics]") {
