@@ -26,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "storage/journaled_lmdb.h"
 #include "lockgroup/paxos_storage.h"
@@ -66,6 +67,8 @@ class LmdbPaxosStorage final : public PaxosStorage {
   // a failed journal append could be made.
   Status commit() override;
   bool dirty() const override { return pending_.any; }
+  // Reports how long each checkpoint from now on takes (JournaledLmdb::on_checkpoint).
+  void on_checkpoint(JournaledLmdb::CheckpointObserver observer) { journaled_.on_checkpoint(std::move(observer)); }
 
  private:
   struct Pending {

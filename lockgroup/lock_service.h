@@ -89,6 +89,9 @@ class LockService {
   const PaxosNode& node() const { return *node_; }
   const LockTable& table() const { return table_; }
   bool is_master(uint64_t now_ms) const { return node_->is_master(now_ms); }
+  // Lock-table commands this master proposed (or batched to propose) that the
+  // log has not chosen and applied yet: the lock service's queue. 0 on a follower.
+  size_t pending_commands() const { return pending_.size(); }
 
  private:
   LockService(const LockServiceOptions& options, std::unique_ptr<PaxosNode> node);

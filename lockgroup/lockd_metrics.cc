@@ -1,5 +1,7 @@
 #include "lockgroup/lockd_metrics.h"
 
+#include "metrics/checkpoint_seconds.h"
+
 namespace palisade::lockgroup {
 
 namespace {
@@ -29,6 +31,7 @@ LockdMetrics::LockdMetrics()
                                    "Time to commit a turn's acceptor state to disk and send its messages",
                                    metrics::latency_buckets())
                         .get()),
+      checkpoint_seconds_(metrics::checkpoint_seconds(registry_)),
       refused_requests_(single(registry_, "palisade_lockd_refused_requests_total",
                                "Client requests refused before the service saw them: malformed, of another "
                                "cluster, or not permitted (also counted in palisade_lockd_requests_total)")),
@@ -47,6 +50,9 @@ LockdMetrics::LockdMetrics()
       lock_delays_(gauge(registry_, "palisade_lockd_locks_in_lock_delay",
                          "Free locks that cannot be granted yet: in lock-delay after a holder's session "
                          "expired (sampled once a second)")),
+      proposals_pending_(gauge(registry_, "palisade_lockd_proposals_pending",
+                               "Lock-table commands this master proposed that the log has not chosen and applied "
+                               "yet: the lock service's queue")),
       events_(registry_.counter("palisade_lockd_lock_events_total",
                                 "What this node applied as master: granted, released, closed (sessions) and "
                                 "expired (sessions, whose locks go into lock-delay)",
@@ -81,6 +87,10 @@ void LockdMetrics::turn(size_t frames, std::chrono::steady_clock::duration sync)
   sync_seconds_.observe(std::chrono::duration<double>(sync).count());
 }
 
+void LockdMetrics::checkpointed(std::chrono::steady_clock::duration took) {
+  checkpoint_seconds_.observe(std::chrono::duration<double>(took).count());
+}
+
 void LockdMetrics::observe(const LockdDriver& driver, const std::vector<LockEvent>& events, uint64_t now_ms) {
   refused_requests_.advance_to(driver.refused_requests());
   forged_peer_messages_.advance_to(driver.forged_peer_messages());
@@ -102,6 +112,7 @@ void LockdMetrics::observe(const LockdDriver& driver, const std::vector<LockEven
   is_master_.set(master ? 1 : 0);
   epoch_.set(static_cast<int64_t>(node.epoch()));
   sessions_.set(static_cast<int64_t>(service.table().sessions().size()));
+  proposals_pending_.set(static_cast<int64_t>(service.pending_commands()));
   if (now_ms >= next_sample_ms_) sample_table(service.table(), now_ms);
 
   health_.turned();

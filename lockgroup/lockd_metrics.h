@@ -1,7 +1,7 @@
 // What palisade-lockd exports on --metrics-listen (docs/metrics.md): client
 // requests by type and outcome with their latency, refusals the driver
 // counts, the lock group's state (master, elections, epoch, sessions, locks,
-// waiters, lock-delays) and what the master applied (grants, releases,
+// waiters, lock-delays, proposals pending) and what the master applied (grants, releases,
 // expiries). Updated by LockdServer's loop, rendered by the HTTP thread.
 //
 // Thread safety: the update calls from the loop's thread only; registry()
@@ -35,6 +35,8 @@ class LockdMetrics {
   void refused(std::string_view type, Code code);
   // One turn: the frames it took in, and how long its sync took.
   void turn(size_t frames, std::chrono::steady_clock::duration sync);
+  // A checkpoint of the acceptor storage took `took` (LmdbPaxosStorage::on_checkpoint).
+  void checkpointed(std::chrono::steady_clock::duration took);
   // After each turn: the driver's counts, the group's state and what the
   // master applied (`events`); also marks the loop turning and whether a
   // master is known.
@@ -59,6 +61,7 @@ class LockdMetrics {
   metrics::HistogramFamily& latency_;
   metrics::Histogram& turn_frames_;
   metrics::Histogram& sync_seconds_;
+  metrics::Histogram& checkpoint_seconds_;
   metrics::Counter& refused_requests_;
   metrics::Counter& forged_peer_messages_;
   metrics::Counter& refused_peer_messages_;
@@ -70,6 +73,7 @@ class LockdMetrics {
   metrics::Gauge& locks_held_;
   metrics::Gauge& waiters_;
   metrics::Gauge& lock_delays_;
+  metrics::Gauge& proposals_pending_;
   metrics::CounterFamily& events_;
   std::array<metrics::Counter*, 4> by_event_{};  // events_, by LockEvent::Kind
   std::vector<Series> series_;

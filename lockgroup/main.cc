@@ -145,6 +145,8 @@ int serve(const Flags& flags) {
       return 1;
     }
     lockgroup::LockdMetrics& counted = server.value()->metrics();
+    // Checkpoints while it serves: the store's close, after the metrics are gone, forgets the observer.
+    storage.value()->on_checkpoint([&counted](auto took) { counted.checkpointed(took); });
     metrics::export_file_sizes(counted.registry(), flags.data_dir, {"data.mdb", "journal"});
     auto http = metrics::serve_metrics(flags.metrics_listen, counted.registry(), counted.health());
     if (!http.is_ok()) {

@@ -36,6 +36,8 @@ std::vector<double> latency_buckets() {
   return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 }
 
+std::vector<double> long_task_buckets() { return {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}; }
+
 std::vector<double> power_of_two_buckets(double max) {
   std::vector<double> bounds;
   for (double b = 1; b <= max; b *= 2) bounds.push_back(b);

@@ -80,6 +80,9 @@ class Histogram {
 
 // Bucket bounds for latencies in seconds: 100 µs to 10 s.
 std::vector<double> latency_buckets();
+// Bucket bounds for long tasks in seconds (a background run over a whole
+// store): 10 ms to an hour.
+std::vector<double> long_task_buckets();
 // Bounds 1, 2, 4, ... up to `max`, for sizes and counts.
 std::vector<double> power_of_two_buckets(double max);
 

@@ -86,6 +86,7 @@ Result<wire::ReplicaRequest> ReplicaHandler::decode(std::string_view frame, cons
 std::vector<ReplicaReply> ReplicaHandler::handle_batch(std::span<const wire::ReplicaRequest> batch) {
   std::vector<ReplicaReply> replies;
   replies.reserve(batch.size());
+  floors_raised_.clear();
   bool changed = false;
   try {
     for (const wire::ReplicaRequest& request : batch) {
@@ -96,6 +97,7 @@ std::vector<ReplicaReply> ReplicaHandler::handle_batch(std::span<const wire::Rep
     // Out of memory, say: none of the batch is answered, so none of it stays
     // to be committed with the next one.
     store_.abort();
+    floors_raised_.clear();
     throw;
   }
   Status committed = changed ? store_.commit() : Status::ok();
@@ -105,6 +107,7 @@ std::vector<ReplicaReply> ReplicaHandler::handle_batch(std::span<const wire::Rep
     failure_ = Status(Code::kStorageError, "commit failed, replica refuses writes until restarted: " +
                                                committed.message());
     for (ReplicaReply& r : replies) r = wire::error_reply(r.id, committed);
+    floors_raised_.clear();
   }
   for (ReplicaReply& r : replies) r.clock = clock_.now();
   return replies;
@@ -196,6 +199,7 @@ ReplicaReply ReplicaHandler::apply_change(const Change& change, bool& changed, R
   Status s = store_.apply(change);
   if (!s.is_ok()) return reply_with(s);
   changed = true;
+  if (change.floor != 0) floors_raised_.push_back({std::string(change.lock), change.floor});
   return ok_reply;
 }
 

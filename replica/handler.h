@@ -76,6 +76,17 @@ class ReplicaHandler {
   // committed write (or copy) that names it in `replaces` replaces the record.
   std::vector<wire::ReplicaReply> handle_batch(std::span<const wire::ReplicaRequest> batch);
 
+  // The fence floors the last handle_batch raised, in order: the lock and its
+  // new floor, a lock raised twice listed twice. A fence, a write under a
+  // higher token and a repair's copy raise them. Empty when the batch's
+  // commit failed (nothing of it is durable) or it threw.
+  struct FloorRaise {
+    std::string lock;
+    uint64_t floor = 0;
+    friend bool operator==(const FloorRaise&, const FloorRaise&) = default;
+  };
+  const std::vector<FloorRaise>& floors_raised() const { return floors_raised_; }
+
   // After a failed commit the replica cannot know what reached the disk: it
   // refuses every change until restarted, and keeps serving reads.
   bool writes_refused() const { return !failure_.is_ok(); }
@@ -136,6 +147,7 @@ class ReplicaHandler {
   std::unordered_map<std::string, Sequencer, TextHash, std::equal_to<>> verified_;
   uint64_t sequencer_checks_ = 0;
   Status failure_;
+  std::vector<FloorRaise> floors_raised_;  // by the batch being handled, or the last one
 };
 
 }  // namespace palisade::replica

@@ -22,6 +22,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "wire/envelope.h"
 #include "storage/journaled_lmdb.h"
@@ -73,6 +74,8 @@ class LmdbStore final : public ReplicaStore {
   uint64_t replica_id() const { return replica_id_; }
   // How often the open transaction was rebuilt after a failure.
   uint64_t rebuilds() const { return journaled_.rebuilds(); }
+  // Reports how long each checkpoint from now on takes (JournaledLmdb::on_checkpoint).
+  void on_checkpoint(JournaledLmdb::CheckpointObserver observer) { journaled_.on_checkpoint(std::move(observer)); }
 
  private:
   Status load_replica_id();

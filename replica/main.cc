@@ -77,9 +77,10 @@ bool load_daemon_keys(const Flags& flags, std::optional<DaemonKeys>* keys) {
 }
 
 // The background anti-entropy of --anti-entropy-interval, or none. Over
-// CurveZMQ, it connects to the other replicas with this one's keys.
-std::unique_ptr<replica::BackgroundRepair> background_repair(const Flags& flags,
-                                                             const std::optional<DaemonKeys>& keys) {
+// CurveZMQ, it connects to the other replicas with this one's keys. Each run
+// ends in `metrics`, which must outlive it.
+std::unique_ptr<replica::BackgroundRepair> background_repair(const Flags& flags, const std::optional<DaemonKeys>& keys,
+                                                             replica::ReplicaMetrics& metrics) {
   if (flags.anti_entropy_interval_ms == 0) return nullptr;
   auto cluster = load_cluster_file(flags.cluster_file);
   if (!cluster.is_ok()) return nullptr;  // load_auth reported it already
@@ -97,7 +98,9 @@ std::unique_ptr<replica::BackgroundRepair> background_repair(const Flags& flags,
                                 .server_keys = server_keys(cluster.value())};
   }
   spdlog::info("anti-entropy every {} ms over {} replicas", flags.anti_entropy_interval_ms, o.replicas.size());
-  return std::make_unique<replica::BackgroundRepair>(o, std::chrono::milliseconds(flags.anti_entropy_interval_ms));
+  return std::make_unique<replica::BackgroundRepair>(
+      o, std::chrono::milliseconds(flags.anti_entropy_interval_ms),
+      [&metrics](const replica::RepairRun& run) { metrics.anti_entropy_ran(run); });
 }
 
 // The keys and group to verify sequencers with, from the cluster file; nullopt
@@ -209,6 +212,8 @@ int serve(Flags flags, std::optional<replica::ReplicaAuth> auth, const std::opti
                    "reaches this replica can read its traffic and send it requests (docs/security.md)");
     }
     replica::ReplicaServer server(ctx, handler, clock, flags.server);
+    // Checkpoints while it serves: the store's close, after the metrics are gone, forgets the observer.
+    store.value()->on_checkpoint([&counted = server.metrics()](auto took) { counted.checkpointed(took); });
     metrics::export_file_sizes(server.metrics().registry(), flags.data_dir, {"data.mdb", "journal"});
     auto http = metrics::serve_metrics(flags.metrics_listen, server.metrics().registry(), server.metrics().health());
     if (!http.is_ok()) {
@@ -218,7 +223,7 @@ int serve(Flags flags, std::optional<replica::ReplicaAuth> auth, const std::opti
     spdlog::info("started {}: pid {}, cluster id {}, listening on {}, data dir {}, {} keys",
                  version_line("palisade-replica"), getpid(), cluster_id_hex(flags.server.cluster_id),
                  flags.server.listen_endpoint, flags.data_dir, keys.is_ok() ? keys.value() : 0);
-    auto repair = background_repair(flags, curve);
+    auto repair = background_repair(flags, curve, server.metrics());  // stops before the server goes
     auto reload = [&] {
       auto keys = reload_identities(flags.cluster_file, flags.server.listen_endpoint, flags.curve_key_file, zap.get());
       if (keys) server.set_permissions(std::move(keys->permissions));

@@ -144,7 +144,11 @@ size_t ReplicaDriver::flush() {
   }
   const std::vector<wire::ReplicaRequest>& batch = skip_some ? applied : requests;
   std::vector<wire::ReplicaReply> replies;
-  if (!batch.empty()) replies = handler_.handle_batch(batch);
+  if (!batch.empty()) {
+    replies = handler_.handle_batch(batch);
+    for (const ReplicaHandler::FloorRaise& raise : handler_.floors_raised())
+      host_.floor_raised(raise.lock, raise.floor);
+  }
 
   size_t frame = 0, request = 0, next = 0;
   for (const Message& m : messages) {

@@ -50,6 +50,10 @@ class ReplicaHost {
   // A write refused `fenced`: its token is below `floor`, the fence floor of
   // its lock (a superseded holder's write). The daemon logs it.
   virtual void fenced(const wire::WriteRequest& /*write*/, uint64_t /*floor*/) {}
+  // The batch just committed raised the fence floor of `lock` to `floor`: by
+  // a fence, a write under a higher token or a repair's copy
+  // (ReplicaHandler::floors_raised). The daemon counts it.
+  virtual void floor_raised(std::string_view /*lock*/, uint64_t /*floor*/) {}
   // Last look at the reply to `request` before it is encoded. The simulator's
   // disk faults that the handler cannot see (a bit flip in a replica that does
   // not check checksums) show here; the daemon has none.

@@ -70,6 +70,7 @@ void ReplicaServer::run(int stop_fd, int reload_fd, const std::function<void()>&
 void ReplicaServer::serve_batch() {
   // Every request frame gets exactly one reply, in arrival order; the replies to
   // one message go back as one message (ReplicaDriver).
+  turn_start_ = std::chrono::steady_clock::now();
   peers_.clear();
   driver_.drop();  // what a turn cut short by an exception left
   std::vector<std::string_view> frames;
@@ -81,9 +82,10 @@ void ReplicaServer::serve_batch() {
     driver_.take(peers_.size(), frames, routed->too_many_frames, routed->user_id);
     peers_.push_back(std::move(*routed));
   }
+  const bool full = driver_.full();  // flush() empties it
   const auto start = std::chrono::steady_clock::now();
   const size_t answered = driver_.flush();
-  if (answered > 0) metrics_.batch(answered, std::chrono::steady_clock::now() - start);
+  if (answered > 0) metrics_.batch(answered, std::chrono::steady_clock::now() - start, full);
 }
 
 void ReplicaServer::reply(uint64_t route, std::vector<std::string> replies) {

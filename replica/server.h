@@ -8,6 +8,7 @@
 // next, larger batch.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -61,8 +62,9 @@ class ReplicaServer final : ReplicaHost {
   void refused(uint64_t request_id, size_t bytes, const Status& why, std::string_view type) override;
   void failed(uint64_t request_id, const Status& why) override;
   void fenced(const wire::WriteRequest& write, uint64_t floor) override;
+  void floor_raised(std::string_view lock, uint64_t /*floor*/) override { metrics_.floor_raised(lock); }
   void answered(const wire::ReplicaRequest& request, const wire::ReplicaReply& reply) override {
-    metrics_.answered(request, reply);
+    metrics_.answered(request, reply, std::chrono::steady_clock::now() - turn_start_);
   }
 
   ServerOptions options_;
@@ -71,6 +73,7 @@ class ReplicaServer final : ReplicaHost {
   zmq::socket_t socket_;
   ReplicaDriver driver_;
   std::vector<transport::Routed> peers_;  // the senders of the turn's messages
+  std::chrono::steady_clock::time_point turn_start_;  // when serve_batch() began taking messages in
   // Each counts its events and logs a few (base/log_limiter.h): a client that
   // resends a refused request, a zombie holder that writes on or a failing
   // disk cannot flood the log.

@@ -89,6 +89,7 @@ Status JournaledLmdb::commit(std::string_view record) {
 
 Status JournaledLmdb::checkpoint() {
   if (Status s = begin_write(); !s.is_ok()) return s;
+  const auto start = std::chrono::steady_clock::now();
   const std::string position = Journal::encode_position(journal_->next());
   MDB_val k = journal_key(), v{position.size(), const_cast<char*>(position.data())};
   int rc = mdb_put(base_, meta_, &k, &v, 0);
@@ -101,6 +102,7 @@ Status JournaledLmdb::checkpoint() {
   journal_->checkpointed();
   unchecked_ = false;
   checkpoint_at_bytes_ = checkpoint_bytes_;
+  if (observer_) observer_(std::chrono::steady_clock::now() - start);
   return Status::ok();
 }
 
@@ -110,6 +112,7 @@ void JournaledLmdb::release() {
 }
 
 void JournaledLmdb::close() {
+  observer_ = nullptr;
   // A store that did not open never writes what it half read.
   // A failed checkpoint loses nothing: the journal holds what it would have
   // carried, replayed at the next open.

@@ -16,11 +16,13 @@
 // write's nested transaction are ever open (MDB_NOLOCK is safe).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "palisade/status.h"
 
@@ -37,6 +39,9 @@ class JournaledLmdb {
   using ApplyRecord = std::function<Status(MDB_txn* txn, std::string_view record)>;
   // How the store words a failed LMDB call.
   using LmdbError = Status (*)(const std::string& what, int rc);
+  // Told how long each checkpoint that succeeded took (the synced commit of
+  // the base): the daemons' metrics, which storage/ does not depend on.
+  using CheckpointObserver = std::function<void(std::chrono::steady_clock::duration)>;
 
   // `daemon` is what the message of a broken store says to restart.
   JournaledLmdb(std::string daemon, LmdbError lmdb_error, ApplyRecord apply);
@@ -58,6 +63,10 @@ class JournaledLmdb {
   const Status& broken() const { return broken_; }
   // How often the base was rebuilt after a failure since opening.
   uint64_t rebuilds() const { return rebuilds_; }
+  // From now on, each checkpoint that succeeds is reported to `observer`, on
+  // the thread that makes it; close() forgets it first (its owner may be
+  // gone by then), so a close's checkpoint is not reported.
+  void on_checkpoint(CheckpointObserver observer) { observer_ = std::move(observer); }
   // The base holds journaled changes that LMDB does not.
   bool unchecked() const { return unchecked_; }
 
@@ -120,6 +129,7 @@ class JournaledLmdb {
   uint64_t rebuilds_ = 0;
   bool nested_ = false;  // a write failed: write_whole() nests from now on
   Status broken_;
+  CheckpointObserver observer_;
 };
 
 }  // namespace palisade

@@ -27,6 +27,7 @@
 #include "tests/support/local_cluster.h"
 #include "tests/support/replica_process.h"
 #include "tests/support/replica_requests.h"
+#include "tests/support/sequencers.h"
 
 namespace palisade {
 namespace {
@@ -66,6 +67,16 @@ double value(const std::string& text, const std::string& series) {
     if (line.starts_with(series + " ")) return std::stod(line.substr(series.size() + 1));
   }
   return 0;
+}
+
+// The sum of the series in `text` whose name and labels begin with `prefix`.
+double sum(const std::string& text, const std::string& prefix) {
+  double total = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with(prefix)) total += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return total;
 }
 
 double scraped(const std::string& address, const std::string& series) {
@@ -158,6 +169,9 @@ TEST_CASE("daemon metrics: a zombie write counts fenced under its lock, a failov
   CHECK(value(text, "palisade_replica_requests_total{type=\"write\",outcome=\"ok\"}") >= 1);
   CHECK(value(text, "palisade_replica_fenced_token_gap_count") >= 1);
   CHECK(value(text, "palisade_replica_batch_seconds_count") >= 1);
+  // Every write answered has its latency, whatever its outcome.
+  CHECK(value(text, "palisade_replica_request_seconds_count{type=\"write\"}") ==
+        sum(text, "palisade_replica_requests_total{type=\"write\","));
   CHECK(value(text, "palisade_storage_file_bytes{file=\"data.mdb\"}") > 0);
   check_with_promtool(text, dir.path());
 
@@ -170,6 +184,9 @@ TEST_CASE("daemon metrics: a zombie write counts fenced under its lock, a failov
             value(get(cluster->lockd(master).metrics_address(), "/metrics").body,
                   "palisade_lockd_requests_total{type=\"acquire\",outcome=\"ok\"}") >=
         2);
+  CHECK_THAT(lockd_text, Catch::Contains("# TYPE palisade_lockd_proposals_pending gauge\n"));
+  CHECK_THAT(lockd_text, Catch::Contains("# TYPE palisade_storage_checkpoint_seconds histogram\n"));
+  CHECK_THAT(lockd_text, Catch::Contains("\npalisade_lockd_proposals_pending "));
   const double changes_before = value(lockd_text, "palisade_lockd_master_changes_total");
   CHECK(changes_before >= 1);  // it found the first master
   cluster->lockd(master).kill();
@@ -228,6 +245,114 @@ TEST_CASE("daemon metrics: a replica whose disk failed a commit is not ready unt
   replica = std::make_unique<cli::Process>(argv, dir.path() + "/replica.log");
   CHECK(eventually([&] { return ready().status == 200; }, 10s));
   CHECK(write("d") == Code::kOk);
+}
+
+TEST_CASE("daemon metrics: a replica times each write it answers, and its checkpoints once the journal passes "
+          "its checkpoint size",
+          "[metrics]") {
+  TempDir dir;
+  const std::string address = "127.0.0.1:" + std::to_string(cli::free_port());
+  test::ReplicaProcess replica(dir.sub("replica"), {"--metrics-listen", address});
+  client::ReplicaConnection conn(replica.endpoint());
+  const std::string count = "palisade_storage_checkpoint_seconds_count";
+  const std::string write_seconds = "palisade_replica_request_seconds_count{type=\"write\"}";
+  const double before = scraped(address, count);
+  const double writes_before = scraped(address, write_seconds);
+  // A checkpoint every 2 MiB of journal (docs/storage.md): a few values of 1 MB pass it.
+  const std::string value(1'000'000, 'v');
+  int writes = 0;
+  while (scraped(address, count) == before) {
+    REQUIRE(writes < 10);
+    auto reply = conn.call(test::write_req("big" + std::to_string(writes++), value, test::ts_now(0)));
+    REQUIRE(reply.is_ok());
+    REQUIRE(reply.value().status.is_ok());
+  }
+  CHECK(writes >= 3);
+  CHECK(scraped(address, count) == before + 1);
+  CHECK(scraped(address, "palisade_storage_checkpoint_seconds_sum") > 0);
+  CHECK(scraped(address, write_seconds) == writes_before + writes);
+}
+
+TEST_CASE("daemon metrics: a fence or write that raises a lock's floor counts once under its lock, one at the "
+          "floor not at all",
+          "[metrics]") {
+  TempDir dir;
+  const std::string address = "127.0.0.1:" + std::to_string(cli::free_port());
+  test::ReplicaProcess replica(dir.sub("replica"), {"--metrics-listen", address});  // --insecure: no sequencers
+  client::ReplicaConnection conn(replica.endpoint());
+  const std::string raises = "palisade_replica_floor_raises_total{lock=\"orders\"}";
+  CHECK_THAT(get(address, "/metrics").body, Catch::Contains("# TYPE palisade_replica_floor_raises_total counter"));
+  auto fence = [&](uint64_t token) {
+    auto reply = conn.call(test::fence_req("orders", token));
+    REQUIRE(reply.is_ok());
+    REQUIRE(reply.value().status.is_ok());
+  };
+  fence(5);
+  CHECK(scraped(address, raises) == 1);
+  fence(5);
+  CHECK(scraped(address, raises) == 1);
+  fence(4);
+  CHECK(scraped(address, raises) == 1);
+  auto write = conn.call(test::write_req("k", "v", test::ts_now(6), "orders"));
+  REQUIRE(write.is_ok());
+  REQUIRE(write.value().status.is_ok());
+  CHECK(scraped(address, raises) == 2);
+  CHECK(scraped(address, "palisade_replica_floor_raises_total{lock=\"other\"}") == 0);
+}
+
+TEST_CASE("daemon metrics: background anti-entropy counts its runs by result and what they repaired", "[metrics]") {
+  TempDir dir;
+  const ClusterKey key = ClusterKey::generate();
+  const test::KeyedClusterFile file = test::write_keyed_cluster_file(dir.path(), "ae", key, 2);
+  const std::string address = "127.0.0.1:" + std::to_string(cli::free_port());
+  test::ReplicaProcess repairer(
+      dir.sub("r0"), {"--cluster", file.path, "--anti-entropy-interval", "200ms", "--metrics-listen", address},
+      file.replicas[0]);
+  auto other = std::make_unique<test::ReplicaProcess>(dir.sub("r1"), std::vector<std::string>{"--cluster", file.path},
+                                                      file.replicas[1]);
+  // The other replica holds a committed version and a fence floor the repairer lacks.
+  client::ReplicaConnection conn(other->endpoint());
+  auto write = test::write_req("k", "v", test::ts_now(0));
+  std::get<wire::WriteRequest>(write.body).committed = true;
+  const auto fence =
+      test::with_sequencer(test::fence_req("L", 4), sign_sequencer({"ae", "L", LockMode::kExclusive, 4}, key));
+  for (const auto& request : {write, fence}) {
+    auto reply = conn.call(request);
+    REQUIRE(reply.is_ok());
+    REQUIRE(reply.value().status.is_ok());
+  }
+
+  auto metric = [&](const std::string& series) { return scraped(address, series); };
+  const std::string repaired = "palisade_anti_entropy_runs_total{result=\"repaired\"}";
+  const std::string equal = "palisade_anti_entropy_runs_total{result=\"equal\"}";
+  const std::string failed = "palisade_anti_entropy_runs_total{result=\"failed\"}";
+  // In one run or two (one may have started between the write and the fence).
+  REQUIRE(eventually(
+      [&] {
+        return metric("palisade_anti_entropy_versions_copied_total") >= 1 &&
+               metric("palisade_anti_entropy_floors_raised_total") >= 1;
+      },
+      30s));
+  const std::string text = get(address, "/metrics").body;
+  CHECK(value(text, repaired) >= 1);
+  CHECK(value(text, "palisade_anti_entropy_keys_compared_total") >= 2);
+  CHECK(value(text, "palisade_anti_entropy_keys_differing_total") >= 2);
+  CHECK(value(text, "palisade_anti_entropy_bytes_total") > 0);
+  CHECK(value(text, "palisade_anti_entropy_run_seconds_count") >= 1);
+  CHECK(value(text, "palisade_anti_entropy_unreachable_replicas") == 0);
+  CHECK(value(text, failed) == 0);
+  // The repair raised the repairer's own floor, which it counts as any raise.
+  CHECK(value(text, "palisade_replica_floor_raises_total{lock=\"L\"}") == 1);
+  // Once repaired, the replicas are alike.
+  const double equal_before = value(text, equal);
+  CHECK(eventually([&] { return metric(equal) > equal_before; }, 30s));
+  CHECK(metric(repaired) == value(text, repaired));
+
+  // With the other replica gone, a run cannot compare anything: failed, one unreachable.
+  other.reset();
+  CHECK(eventually([&] { return metric(failed) >= 1; }, 30s));
+  CHECK(metric("palisade_anti_entropy_unreachable_replicas") == 1);
+  check_with_promtool(get(address, "/metrics").body, dir.path());
 }
 
 TEST_CASE("daemon metrics: --metrics-listen refuses a bad address, and a taken port stops the start", "[metrics]") {

@@ -1,10 +1,12 @@
 // JournaledLmdb (storage/journaled_lmdb.h) under a minimal store: what happens
-// after a failed checkpoint, which the stores' tests reach only in part.
+// after a failed checkpoint, which the stores' tests reach only in part, and
+// which checkpoints its observer is told of.
 #include "storage/journaled_lmdb.h"
 
 #include <lmdb.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -190,6 +192,38 @@ TEST_CASE("journaled lmdb: after a failed checkpoint the next is tried checkpoin
     CHECK(static_cast<size_t>(rebuilt_at[i] - rebuilt_at[i - 1]) * record_bytes >= KvStore::kCheckpointBytes);
   }
   CHECK(kv.get(last) == y);
+}
+
+TEST_CASE("journaled lmdb: the observer hears of each checkpoint that succeeds, not of a failed one or close's",
+          "[journal][lmdb]") {
+  TempDir dir;
+  KvStore kv(dir.path());
+  int observed = 0;
+  kv.journaled.on_checkpoint([&](std::chrono::steady_clock::duration took) {
+    CHECK(took.count() >= 0);
+    ++observed;
+  });
+  REQUIRE(kv.put("a", "1").is_ok());
+  CHECK(observed == 0);  // journaled, not checkpointed
+  REQUIRE(kv.journaled.checkpoint().is_ok());
+  CHECK(observed == 1);
+
+  REQUIRE(kv.put("b", "2").is_ok());
+  test::fail_next_syncs(1);
+  REQUIRE(kv.journaled.checkpoint().code() == Code::kStorageError);
+  CHECK(observed == 1);
+
+  // Past checkpoint_bytes of journal, a commit checkpoints.
+  const std::string value(1000, 'v');
+  for (int i = 0; observed == 1; ++i) {
+    REQUIRE(i < 10);
+    REQUIRE(kv.put("k" + std::to_string(i), value).is_ok());
+  }
+  CHECK(observed == 2);
+  REQUIRE(kv.put("c", "3").is_ok());
+  kv.journaled.close();  // checkpoints "c" unreported
+  CHECK(observed == 2);
+  CHECK_FALSE(kv.journaled.unchecked());
 }
 
 }  // namespace

@@ -328,6 +328,22 @@ TEST_CASE("lock service: a new master renews each session by its own lease", "[l
   CHECK(table.has_session(longest.session));
 }
 
+TEST_CASE("lock service: a master's command is pending until the log chose and applied it", "[lock_service]") {
+  Group g;
+  const NodeId m = g.elect();
+  g.run(100);
+  REQUIRE(g.services[m]->pending_commands() == 0);
+  const uint64_t id = g.next_id++;
+  g.services[m]->on_request({.route = 1, .request = {id, wire::OpenSessionRequest{.epoch = g.epoch(m)}}}, g.now);
+  CHECK(g.services[m]->pending_commands() == 1);
+  g.turn(m);  // proposed and synced here; the peers have not accepted it yet
+  CHECK(g.services[m]->pending_commands() == 1);
+  g.deliver();
+  CHECK(g.replies.count(id) == 1);
+  CHECK(g.services[m]->pending_commands() == 0);
+  for (const auto& [node, s] : g.services) CHECK(s->pending_commands() == 0);
+}
+
 TEST_CASE("lock service: lock_status lists every lock by name in pages", "[lock_service]") {
   Group g;
   const NodeId m = g.elect();

@@ -41,6 +41,7 @@ struct Host : ReplicaHost {
   void answered(const wire::ReplicaRequest& request, const wire::ReplicaReply& reply) override {
     answers.emplace_back(request.id, reply.status.code());
   }
+  void floor_raised(std::string_view lock, uint64_t floor) override { raised.emplace_back(lock, floor); }
 
   // Per reply message, in the order sent: its route and its replies.
   std::vector<std::pair<uint64_t, std::vector<wire::ReplicaReply>>> messages;
@@ -54,6 +55,7 @@ struct Host : ReplicaHost {
   std::vector<Fenced> fenced_writes;  // for the daemon's log
   std::vector<std::string> refused_types;  // "" for a frame that did not decode
   std::vector<std::pair<uint64_t, Code>> answers;  // the applied requests' ids and codes, as answered
+  std::vector<std::pair<std::string, uint64_t>> raised;  // fence floors raised: lock, new floor
 };
 
 // A MemoryStore that counts its commits.
@@ -350,6 +352,20 @@ TEST_CASE("replica driver: a fenced write is reported with its lock, its token a
   REQUIRE(r.host.messages.size() == 1);
   CHECK(r.host.messages[0].second[1].status.code() == Code::kFenced);
   CHECK(r.host.fenced_writes == std::vector<Host::Fenced>{{"ledger", 5, 7}});  // the holder's write is not
+}
+
+TEST_CASE("replica driver: the host hears of each fence floor the batch raised", "[replica][driver]") {
+  Replica r;
+  auto fence = test::fence_req("ledger", 7);
+  auto again = test::fence_req("ledger", 7);
+  auto write = test::write_req("balance", "200", test::ts_now(8), "ledger");
+  auto other = test::fence_req("audit", 2);
+  r.take(1, {wire::encode_request(fence), wire::encode_request(again), wire::encode_request(write),
+             wire::encode_request(other)});
+  CHECK(r.host.raised.empty());  // not before the commit
+  r.driver.flush();
+  using Raised = std::vector<std::pair<std::string, uint64_t>>;
+  CHECK(r.host.raised == Raised{{"ledger", 7}, {"ledger", 8}, {"audit", 2}});
 }
 
 TEST_CASE("replica driver: broken_ack_writes_without_storing acknowledges what it never stores", "[replica][driver]") {

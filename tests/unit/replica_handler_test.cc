@@ -169,6 +169,33 @@ TEST_CASE("an accepted write raises the fence floor of its lock", "[replica]") {
   CHECK(r.call(write_req("other", "y", ts(8), "L")).status.code() == Code::kFenced);
 }
 
+TEST_CASE("the handler lists the fence floors each batch raised, and none of a batch that failed", "[replica]") {
+  using Raises = std::vector<replica::ReplicaHandler::FloorRaise>;
+  Replica r;
+  r.call(fence_req("L", 5));
+  CHECK(r.handler.floors_raised() == Raises{{"L", 5}});
+  r.call(fence_req("L", 5));  // at the floor: nothing rose
+  CHECK(r.handler.floors_raised().empty());
+  REQUIRE(r.call(write_req("k", "x", ts(7), "L")).status.is_ok());
+  CHECK(r.handler.floors_raised() == Raises{{"L", 7}});
+  REQUIRE(r.call(write_req("k2", "x", ts(7), "L")).status.is_ok());
+  CHECK(r.handler.floors_raised().empty());
+  REQUIRE(r.call(write_req("k3", "x", ts(3), "L")).status.code() == Code::kFenced);
+  CHECK(r.handler.floors_raised().empty());
+  auto repair = write_req("k4", "x", ts(9), "L");
+  std::get<wire::WriteRequest>(repair.body).committed = true;
+  REQUIRE(r.call(repair).status.is_ok());
+  CHECK(r.handler.floors_raised() == Raises{{"L", 9}});
+
+  std::vector<ReplicaRequest> batch = {fence_req("M", 2), read_req("k"), fence_req("M", 3), fence_req("N", 1)};
+  r.handler.handle_batch(batch);
+  CHECK(r.handler.floors_raised() == Raises{{"M", 2}, {"M", 3}, {"N", 1}});
+  r.store.fail_next_commit();
+  batch = {fence_req("M", 4)};
+  REQUIRE(r.handler.handle_batch(batch)[0].status.code() == Code::kStorageError);
+  CHECK(r.handler.floors_raised().empty());
+}
+
 TEST_CASE("a stale write names the committed timestamp", "[replica]") {
   Replica r;
   r.committed_write(write_req("k", "x", ts(2, 50), "L"));

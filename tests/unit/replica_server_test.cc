@@ -1,10 +1,14 @@
-// The replica's server loop in-process, over an inproc socket: what a batch holds.
+// The replica's server loop in-process, over an inproc socket: what a batch
+// holds, and what its metrics count of batches and requests.
 #include <catch2/catch.hpp>
 
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "base/physical_clock.h"
@@ -26,6 +30,7 @@ class BatchCountingStore final : public replica::ReplicaStore {
     return inner_.apply(c);
   }
   Status commit() override {
+    std::this_thread::sleep_for(commit_delay);  // a slow disk's sync
     batches.push_back(open_);
     open_ = 0;
     return inner_.commit();
@@ -35,6 +40,7 @@ class BatchCountingStore final : public replica::ReplicaStore {
   Status list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) override { return inner_.list_leaf(leaf, out); }
   Result<wire::ReplicaStats> stats(size_t max_floors) override { return inner_.stats(max_floors); }
   std::vector<int> batches;
+  std::chrono::milliseconds commit_delay{0};
 
  private:
   replica::MemoryStore inner_;
@@ -88,6 +94,15 @@ struct Served {
   std::thread loop;
 };
 
+// The value of `series` (name and labels, as rendered) in the server's metrics; 0 when absent.
+double metric(replica::ReplicaServer& server, const std::string& series) {
+  std::istringstream lines(server.metrics().registry().render());
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with(series + " ")) return std::stod(line.substr(series.size() + 1));
+  }
+  return 0;
+}
+
 TEST_CASE("server: a batch holds at most max_batch_bytes of requests", "[replica][server]") {
   replica::ServerOptions options;
   options.listen_endpoint = "inproc://replica-server-test";
@@ -109,6 +124,7 @@ TEST_CASE("server: a batch holds at most max_batch_bytes of requests", "[replica
   INFO("changes per commit: " << Catch::Detail::stringify(s.store.batches));
   CHECK(*std::max_element(s.store.batches.begin(), s.store.batches.end()) <= 2);
   CHECK(s.store.batches.size() >= writes / 2);
+  CHECK(metric(s.server, "palisade_replica_request_seconds_count{type=\"write\"}") == writes);
 }
 
 TEST_CASE("server: max_batch counts request frames, refused ones too, and a message's replies come back together",
@@ -139,6 +155,30 @@ TEST_CASE("server: max_batch counts request frames, refused ones too, and a mess
   // Counted by requests decoded, all five messages would fit in one turn.
   INFO("changes per commit: " << Catch::Detail::stringify(s.store.batches));
   CHECK(s.store.batches == std::vector<int>(messages, 1));
+  // Each turn stopped at max_batch frames; the refused frames have no latency.
+  CHECK(metric(s.server, "palisade_replica_full_batches_total") == messages);
+  CHECK(metric(s.server, "palisade_replica_request_seconds_count{type=\"write\"}") == messages);
+  CHECK(metric(s.server, "palisade_replica_requests_total{type=\"undecoded\",outcome=\"malformed\"}") == 3 * messages);
+}
+
+TEST_CASE("server: a batch that holds all that waited is not full, and each request's time is its turn's",
+          "[replica][server]") {
+  replica::ServerOptions options;
+  options.listen_endpoint = "inproc://replica-server-latency-test";
+  Served s(options);
+  s.store.commit_delay = std::chrono::milliseconds(50);
+  auto w = test::write_req("k", "v", test::ts_now(0));
+  REQUIRE(s.client.send(zmq::buffer(wire::encode_request(w)), zmq::send_flags::sndmore));
+  REQUIRE(s.client.send(zmq::buffer(wire::encode_request(test::read_req("k"))), zmq::send_flags::none));
+  s.start();
+  REQUIRE(s.receive().size() == 2);
+  s.stop();
+  CHECK(metric(s.server, "palisade_replica_full_batches_total") == 0);
+  CHECK(metric(s.server, "palisade_replica_request_seconds_count{type=\"write\"}") == 1);
+  CHECK(metric(s.server, "palisade_replica_request_seconds_count{type=\"read\"}") == 1);
+  // Both are answered after the batch's commit, the read too.
+  CHECK(metric(s.server, "palisade_replica_request_seconds_sum{type=\"write\"}") >= 0.05);
+  CHECK(metric(s.server, "palisade_replica_request_seconds_sum{type=\"read\"}") >= 0.05);
 }
 
 }  // namespace
