@@ -1,11 +1,7 @@
-"""A local palisade cluster whose daemons serve metrics (--metrics-listen on
-127.0.0.1), for render-dashboard and tests/scripts/monitoring_test.py.
-
-`palisade cluster up` makes the cluster (its file, keys and data directories)
-and starts it; then every daemon is stopped and started again by this module
-with the same command line plus `--metrics-listen` on a free port, as a child
-of this process. (`cluster up --metrics` will do this itself: then start()
-runs it, and reads the addresses from `cluster status -o json`.)
+"""A local palisade cluster whose daemons serve metrics, for render-dashboard
+and tests/scripts/monitoring_test.py: `palisade cluster up --metrics` on a
+--base-port, so that a daemon started again (after kill()) serves its
+metrics on the same port as before, where Prometheus scrapes it.
 
     with MetricsCluster(palisade, directory) as cluster:
         cluster.metrics["lockd-1"]   # "127.0.0.1:PORT"
@@ -13,6 +9,8 @@ runs it, and reads the addresses from `cluster status -o json`.)
         cluster.cli("put", "greeting", "hello")
 """
 import json
+import os
+import random
 import signal
 import socket
 import subprocess
@@ -28,6 +26,16 @@ def free_port():
         return s.getsockname()[1]
 
 
+def ports_free(first, count):
+    for port in range(first, first + count):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+    return True
+
+
 def http_get(address, path, timeout=2):
     """(status, body) of http://ADDRESS/PATH; (None, why) when nothing answers."""
     try:
@@ -39,16 +47,23 @@ def http_get(address, path, timeout=2):
         return None, str(e)
 
 
+def exited(pid):
+    """Whether the process is gone (a zombie has exited too: nothing may reap it here)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
 class MetricsCluster:
     def __init__(self, palisade, directory, lockd=3, replicas=3):
         self.palisade = str(palisade)
         self.dir = Path(directory)
         self.size = (lockd, replicas)
         self.cluster_file = str(self.dir / "cluster.toml")
-        self.argv = {}     # daemon name -> its command line, --metrics-listen included
+        self.base_port = None
         self.metrics = {}  # daemon name -> HOST:PORT of its metrics
-        self.children = {}  # daemon name -> the running Popen
-        self.logs = []
+        self.pids = {}     # daemon name -> pid, of the daemons running
 
     def __enter__(self):
         try:
@@ -70,62 +85,62 @@ class MetricsCluster:
         return done
 
     def start(self):
-        up = self.cli("cluster", "up", "--dir", self.dir, "--lockd", self.size[0], "--replicas", self.size[1],
-                      "-o", "json")
-        daemons = json.loads(up.stdout)["daemons"]
-        for d in daemons:
-            argv = Path(f"/proc/{d['pid']}/cmdline").read_bytes().decode().split("\0")[:-1]
-            self.metrics[d["name"]] = f"127.0.0.1:{free_port()}"
-            self.argv[d["name"]] = argv + ["--metrics-listen", self.metrics[d["name"]]]
-        self.cli("cluster", "down", "--dir", self.dir)
-        self.start_missing()
+        """A new cluster on 2N ports that were free (its daemons', then their metrics')."""
+        count = 2 * sum(self.size)
+        for _ in range(10):
+            base = random.randrange(20000, 60000 - count)
+            if not ports_free(base, count):
+                continue
+            up = self.cli("cluster", "up", "--dir", self.dir, "--lockd", self.size[0], "--replicas", self.size[1],
+                          "--base-port", base, "--metrics", "-o", "json", check=False)
+            self.base_port = base
+            if up.returncode != 2:  # 2: a port was taken meanwhile
+                break
+        if up.returncode != 0:
+            raise RuntimeError(f"palisade cluster up: exit {up.returncode}: {up.stderr.strip()}")
+        self.metrics = {d["name"]: d["metrics"] for d in json.loads(up.stdout)["daemons"]}
+        self.wait_ready()
 
-    def start_missing(self, timeout=30):
-        """Starts every daemon that is not running and returns their names once each is ready (/readyz)."""
-        started = [name for name in self.argv if name not in self.children]
-        for name in started:
-            log = open(self.dir / f"{name}.metrics.log", "a")
-            self.logs.append(log)
-            self.children[name] = subprocess.Popen(self.argv[name], stdout=log, stderr=subprocess.STDOUT,
-                                                   stdin=subprocess.DEVNULL)
+    def start_missing(self):
+        """Starts every daemon that is not running; returns their names once all are ready (/readyz)."""
+        # Without --base-port, up would give the metrics free ports.
+        up = self.cli("cluster", "up", "--dir", self.dir, "--base-port", self.base_port, "--metrics", "-o", "json")
+        self.wait_ready()
+        return json.loads(up.stdout)["started"]
+
+    def wait_ready(self, timeout=30):
+        self.pids = {d["name"]: d["pid"] for d in self.status() if d["state"] == "running"}
         deadline = time.monotonic() + timeout
-        for name in self.children:
+        for name in self.pids:
             while http_get(self.metrics[name], "/readyz")[0] != 200:
-                if self.children[name].poll() is not None:
-                    raise RuntimeError(f"{name} exited {self.children[name].returncode}; see {self.dir}/{name}.*log")
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"{name} not ready within {timeout} s: {http_get(self.metrics[name], '/readyz')}")
                 time.sleep(0.1)
-        return started
+
+    def status(self):
+        return json.loads(self.cli("cluster", "status", "--dir", self.dir, "-o", "json", check=False).stdout)["daemons"]
 
     def master(self):
-        """The name of the lockd whose palisade_lockd_is_master is 1, or None."""
-        for name, address in self.metrics.items():
-            status, body = http_get(address, "/metrics")
-            if name.startswith("lockd") and status == 200 and "\npalisade_lockd_is_master 1\n" in body:
-                return name
-        return None
+        """The name of the lockd that is master, or None."""
+        return next((d["name"] for d in self.status() if d.get("role") == "master"), None)
 
     def reload(self):
         """SIGHUP to every daemon: each reads the cluster file again (docs/security.md)."""
-        for child in self.children.values():
-            child.send_signal(signal.SIGHUP)
+        for pid in self.pids.values():
+            os.kill(pid, signal.SIGHUP)
 
     def kill(self, name, sig=signal.SIGKILL):
-        child = self.children.pop(name)
-        child.send_signal(sig)
+        """Sends `sig` to the daemon and waits until it has exited."""
+        pid = self.pids.pop(name)
+        os.kill(pid, sig)
         try:
-            child.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
+            wait_until(f"{name} to exit", lambda: exited(pid), timeout=15)
+        except RuntimeError:
+            os.kill(pid, signal.SIGKILL)
+            wait_until(f"{name} to exit after SIGKILL", lambda: exited(pid), timeout=15)
 
     def stop(self):
-        for name in list(self.children):
-            self.kill(name, signal.SIGTERM)
-        for log in self.logs:
-            log.close()
-        # A daemon `cluster up` started and start() did not get to stop.
+        """Every daemon `cluster up` started: cluster down finds them in DIR/daemons."""
         if (self.dir / "daemons").exists():
             subprocess.run([self.palisade, "cluster", "down", "--dir", str(self.dir)], capture_output=True,
                            timeout=60)
