@@ -1,0 +1,156 @@
+"""A local palisade cluster whose daemons serve metrics, for render-dashboard
+and tests/scripts/monitoring_test.py: `palisade cluster up --metrics` on a
+--base-port, so that a daemon started again (after kill()) serves its
+metrics on the same port as before, where Prometheus scrapes it.
+
+    with MetricsCluster(palisade, directory) as cluster:
+        cluster.metrics["lockd-1"]   # "127.0.0.1:PORT"
+        cluster.kill("lockd-2"); cluster.start_missing()
+        cluster.cli("put", "greeting", "hello")
+"""
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ports_free(first, count):
+    for port in range(first, first + count):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+    return True
+
+
+def http_get(address, path, timeout=2):
+    """(status, body) of http://ADDRESS/PATH; (None, why) when nothing answers."""
+    try:
+        with urllib.request.urlopen(f"http://{address}{path}", timeout=timeout) as reply:
+            return reply.status, reply.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError as e:
+        return None, str(e)
+
+
+def exited(pid):
+    """Whether the process is gone (a zombie has exited too: nothing may reap it here)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+class MetricsCluster:
+    def __init__(self, palisade, directory, lockd=3, replicas=3):
+        self.palisade = str(palisade)
+        self.dir = Path(directory)
+        self.size = (lockd, replicas)
+        self.cluster_file = str(self.dir / "cluster.toml")
+        self.base_port = None
+        self.metrics = {}  # daemon name -> HOST:PORT of its metrics
+        self.pids = {}     # daemon name -> pid, of the daemons running
+
+    def __enter__(self):
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def cli(self, *args, timeout=60, check=True):
+        """Runs `palisade --cluster FILE ARGS...`; its CompletedProcess."""
+        done = subprocess.run([self.palisade, "--cluster", self.cluster_file, *map(str, args)],
+                              capture_output=True, text=True, timeout=timeout)
+        if check and done.returncode != 0:
+            raise RuntimeError(f"palisade {' '.join(map(str, args))}: exit {done.returncode}: {done.stderr.strip()}")
+        return done
+
+    def start(self):
+        """A new cluster on 2N ports that were free (its daemons', then their metrics')."""
+        count = 2 * sum(self.size)
+        for _ in range(10):
+            base = random.randrange(20000, 60000 - count)
+            if not ports_free(base, count):
+                continue
+            up = self.cli("cluster", "up", "--dir", self.dir, "--lockd", self.size[0], "--replicas", self.size[1],
+                          "--base-port", base, "--metrics", "-o", "json", check=False)
+            self.base_port = base
+            if up.returncode != 2:  # 2: a port was taken meanwhile
+                break
+        if up.returncode != 0:
+            raise RuntimeError(f"palisade cluster up: exit {up.returncode}: {up.stderr.strip()}")
+        self.metrics = {d["name"]: d["metrics"] for d in json.loads(up.stdout)["daemons"]}
+        self.wait_ready()
+
+    def start_missing(self):
+        """Starts every daemon that is not running; returns their names once all are ready (/readyz)."""
+        # Without --base-port, up would give the metrics free ports.
+        up = self.cli("cluster", "up", "--dir", self.dir, "--base-port", self.base_port, "--metrics", "-o", "json")
+        self.wait_ready()
+        return json.loads(up.stdout)["started"]
+
+    def wait_ready(self, timeout=30):
+        self.pids = {d["name"]: d["pid"] for d in self.status() if d["state"] == "running"}
+        deadline = time.monotonic() + timeout
+        for name in self.pids:
+            while http_get(self.metrics[name], "/readyz")[0] != 200:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{name} not ready within {timeout} s: {http_get(self.metrics[name], '/readyz')}")
+                time.sleep(0.1)
+
+    def status(self):
+        return json.loads(self.cli("cluster", "status", "--dir", self.dir, "-o", "json", check=False).stdout)["daemons"]
+
+    def master(self):
+        """The name of the lockd that is master, or None."""
+        return next((d["name"] for d in self.status() if d.get("role") == "master"), None)
+
+    def reload(self):
+        """SIGHUP to every daemon: each reads the cluster file again (docs/security.md)."""
+        for pid in self.pids.values():
+            os.kill(pid, signal.SIGHUP)
+
+    def kill(self, name, sig=signal.SIGKILL):
+        """Sends `sig` to the daemon and waits until it has exited."""
+        pid = self.pids.pop(name)
+        os.kill(pid, sig)
+        try:
+            wait_until(f"{name} to exit", lambda: exited(pid), timeout=15)
+        except RuntimeError:
+            os.kill(pid, signal.SIGKILL)
+            wait_until(f"{name} to exit after SIGKILL", lambda: exited(pid), timeout=15)
+
+    def stop(self):
+        """Every daemon `cluster up` started: cluster down finds them in DIR/daemons."""
+        if (self.dir / "daemons").exists():
+            subprocess.run([self.palisade, "cluster", "down", "--dir", str(self.dir)], capture_output=True,
+                           timeout=60)
+
+
+def wait_until(what, condition, timeout=30):
+    """Polls `condition` until it is true; RuntimeError naming `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
