@@ -234,7 +234,7 @@ std::vector<Target> targets(const Report& r) {
   if (one != nullptr && many != nullptr) {
     out.push_back({"64-client acquire+release ops/s >= 5 x 1-client ops/s", many->ops_per_s, 5 * one->ops_per_s, false});
   }
-  if (r.overhead) out.push_back(r.overhead->target());
+  if (r.overhead) out.push_back(r.overhead->target(kLockd));
   return out;
 }
 
@@ -278,7 +278,7 @@ void print(const Report& r) {
     }
   }
 
-  if (r.overhead) print_overhead(*r.overhead);
+  if (r.overhead) print_overhead(*r.overhead, kLockd);
   std::printf("\ntargets:\n");
   print_targets(targets(r));
 
@@ -307,7 +307,7 @@ void write_json(const Report& r, const std::string& path) {
       << ", \"acquire_p99_ms\": " << l.acquire_p99_ms << ", \"errors\": " << l.errors << "}";
   }
   o << "\n  ]";
-  if (r.overhead) o << ",\n  \"metrics_overhead\": " << overhead_json(*r.overhead);
+  if (r.overhead) o << ",\n  \"metrics_overhead\": " << overhead_json(*r.overhead, kLockd);
   if (r.memory.ran) {
     o << ",\n  \"memory\": {\"sessions\": " << r.memory.sessions << ", \"seconds\": " << r.memory.seconds
       << ", \"nodes\": [";
@@ -343,9 +343,10 @@ OverheadRun overhead_round(const Flags& flags, const std::string& dir, int clien
     std::optional<MetricsScraper> scraper;
     if (metrics) scraper.emplace(addresses, std::chrono::milliseconds(flags.overhead.scrape_ms));
     auto lock_of = [](int c) { return "bench/overhead/" + std::to_string(c); };
-    return overhead_run(metrics, pids, scraper ? &*scraper : nullptr, [&](const LoadMarks& marks) -> LoadResult {
-      return run_cycles(cluster->lockd_endpoints(), false, clients, flags.seconds, lock_of, 0ms, marks);
-    });
+    return overhead_run(
+        metrics, pids, addresses, scraper ? &*scraper : nullptr, [&](const LoadMarks& marks) -> LoadResult {
+          return run_cycles(cluster->lockd_endpoints(), false, clients, flags.seconds, lock_of, 0ms, marks);
+        });
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string(e.what()) + "\n" + cluster->logs(30));
   }

@@ -86,7 +86,7 @@ std::vector<Target> targets(const Report& r) {
   if (one != nullptr && many != nullptr) {
     out.push_back({"64-client ops/s >= 5 x 1-client ops/s", many->ops_per_s, 5 * one->ops_per_s, false});
   }
-  if (r.overhead) out.push_back(r.overhead->target());
+  if (r.overhead) out.push_back(r.overhead->target(1));
   return out;
 }
 
@@ -100,7 +100,7 @@ void print(const Report& r) {
                 static_cast<double>(l.daemon_peak_rss_kib) / 1024);
   }
   std::printf("\ndaemon peak RSS (VmHWM): %.1f MiB\n", static_cast<double>(r.daemon_peak_rss_kib) / 1024);
-  if (r.overhead) print_overhead(*r.overhead);
+  if (r.overhead) print_overhead(*r.overhead, 1);
   std::printf("\ntargets:\n");
   print_targets(targets(r));
 }
@@ -116,7 +116,7 @@ void write_json(const Report& r, const std::string& path) {
       << ", \"daemon_peak_rss_kib\": " << l.daemon_peak_rss_kib << "}";
   }
   o << "\n  ],\n  \"daemon_peak_rss_kib\": " << r.daemon_peak_rss_kib;
-  if (r.overhead) o << ",\n  \"metrics_overhead\": " << overhead_json(*r.overhead);
+  if (r.overhead) o << ",\n  \"metrics_overhead\": " << overhead_json(*r.overhead, 1);
   o << ",\n  \"targets\": " << targets_json(targets(r), "  ") << "\n}\n";
   write_file(path, o.str());
 }
@@ -139,8 +139,9 @@ OverheadRun overhead_round(const Flags& flags, const std::string& dir, int clien
     std::optional<MetricsScraper> scraper;
     if (metrics)
       scraper.emplace(std::vector<std::string>{address}, std::chrono::milliseconds(flags.overhead.scrape_ms));
-    return overhead_run(metrics, {replica.process().pid()}, scraper ? &*scraper : nullptr,
-                        [&](const LoadMarks& marks) -> LoadResult {
+    return overhead_run(metrics, {replica.process().pid()},
+                        metrics ? std::vector<std::string>{address} : std::vector<std::string>{},
+                        scraper ? &*scraper : nullptr, [&](const LoadMarks& marks) -> LoadResult {
                           return run_level(replica.endpoint(), clients, flags.seconds, hlc, 1, marks);
                         });
   } catch (const std::exception& e) {

@@ -35,17 +35,23 @@ def check_targets(data, count):
 
 
 def check_overhead(data):
-    """Both runs at the largest level; the served one was scraped, and every scrape answered."""
+    """Both runs at the largest level; the served one was scraped, every scrape answered, and what
+    a scrape costs was measured and turned into the share of the daemons' CPU the target judges."""
     o = data["metrics_overhead"]
     assert o["clients"] == 2 and o["scrape_ms"] == 50, o
     assert [r["metrics"] for r in o["runs"]] == [False, True], o
     off, served = o["runs"]
     assert off["ops_per_s"] > 0 and served["ops_per_s"] > 0, o
     assert off["scrapes"] == 0 and served["scrapes"] >= 1 and served["failed_scrapes"] == 0, o
+    assert off["scrape_cpu_us"] == 0 and served["scrape_cpu_us"] > 0, o
     assert o["median_ops_per_s_served"] == served["ops_per_s"], o
+    share = o["daemons"] * (1000 / o["scrape_ms"]) * served["scrape_cpu_us"] / (
+        off["daemon_cpu_us_per_op"] * off["ops_per_s"]) if off["daemon_cpu_us_per_op"] > 0 else 0
+    assert abs(o["serving_cpu_share"] - share) <= 1e-4 * max(share, 1e-9), (o, share)
     target = data["targets"][-1]
-    assert target["name"].startswith("metrics served and scraped"), target
-    assert target["measured"] == served["ops_per_s"] and abs(target["bound"] / (0.98 * off["ops_per_s"]) - 1) < 1e-4, target  # JSON: 6 digits
+    assert target["name"].startswith("serving metrics, scraped every 50 ms"), target
+    assert target["bound"] == 2 and abs(target["measured"] - 100 * o["serving_cpu_share"]) <= 1e-4 * max(
+        target["measured"], 1e-9), target
 
 
 def check_quorum(data):
