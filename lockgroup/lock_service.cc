@@ -27,7 +27,10 @@ Status wait_ran_out(const std::string& lock) { return Status(Code::kTimeout, "th
 
 Result<std::unique_ptr<LockService>> LockService::start(const LockServiceOptions& options, PaxosStorage& storage,
                                                         uint64_t now_ms) {
-  auto node = PaxosNode::start(options.paxos, storage, now_ms);
+  PaxosOptions paxos = options.paxos;
+  paxos.members_after = members_after;
+  paxos.members_in_snapshot = members_in_snapshot;
+  auto node = PaxosNode::start(paxos, storage, now_ms);
   if (!node.is_ok()) return node.status();
   std::unique_ptr<LockService> service(new LockService(options, std::move(node).value()));
   service->settle(now_ms);
@@ -213,6 +216,22 @@ void LockService::flush(uint64_t now) {
     PALISADE_CHECK(node_->propose(encode_batch(chunk), now));
   }
   settle(now);
+}
+
+Status LockService::change_members(std::vector<LockNode> nodes, uint64_t version, uint64_t now) {
+  if (!node_->is_master(now)) return Status(Code::kNotMaster, "only the master changes the members");
+  if (!node_->members_settled()) return Status(Code::kUnavailable, "another membership change is under way");
+  if (version != table_.members_version()) {
+    return Status(Code::kBadRequest, "the membership is at version " + std::to_string(table_.members_version()) +
+                                         ", not " + std::to_string(version));
+  }
+  const SetMembers set{std::move(nodes)};
+  std::string value = encode_batch({{rng_.next(), set}});
+  // The value must decode as it will when applied: the checks of read_nodes.
+  if (auto decoded = decode_batch(value); !decoded.is_ok()) return decoded.status();
+  PALISADE_CHECK(node_->propose(std::move(value), now));
+  settle(now);
+  return Status::ok();
 }
 
 bool LockService::hand_over(uint64_t now) {

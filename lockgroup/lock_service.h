@@ -88,6 +88,11 @@ class LockService {
 
   const PaxosNode& node() const { return *node_; }
   const LockTable& table() const { return table_; }
+  // Master only: proposes `nodes` as the lock group's members
+  // (docs/design.md "Membership"), when no other change is under way and
+  // `version` is the table's members_version(). The change takes effect once
+  // chosen; the table's members() then name them.
+  Status change_members(std::vector<LockNode> nodes, uint64_t version, uint64_t now);
   bool is_master(uint64_t now_ms) const { return node_->is_master(now_ms); }
   // Lock-table commands this master proposed (or batched to propose) that the
   // log has not chosen and applied yet: the lock service's queue. 0 on a follower.

@@ -21,7 +21,9 @@ enum class Kind : uint64_t {
   kRelease = 4,
   kEndDelay = 5,
   kCancelWait = 6,
+  kSetMembers = 7,
 };
+constexpr size_t kMaxMembers = 255;
 
 constexpr std::string_view kSnapshotMagic = "palisade.lock_table";
 constexpr uint64_t kSnapshotVersion = 1;
@@ -36,6 +38,15 @@ void pack_text(Packer& pk, std::string_view text) {
 }
 
 void pack_mode(Packer& pk, LockMode mode) { pk.pack_uint8(static_cast<uint8_t>(mode)); }
+
+void pack_nodes(Packer& pk, const std::vector<LockNode>& nodes) {
+  pk.pack_array(static_cast<uint32_t>(nodes.size()));
+  for (const LockNode& n : nodes) {
+    pk.pack_array(2);
+    pk.pack_uint64(n.id);
+    pack_text(pk, n.address);
+  }
+}
 
 // Unpacks exactly one MessagePack object (trailing bytes are an error). Every array
 // element and every str/bin byte takes at least one input byte, so limits of
@@ -192,7 +203,33 @@ struct CommandEncoder {
     pk.pack_uint64(c.session);
     pack_text(pk, c.lock);
   }
+  // [tag, 7, [[id, address]...]]
+  void operator()(const SetMembers& c) const {
+    head(Kind::kSetMembers, 1);
+    pack_nodes(pk, c.nodes);
+  }
 };
+
+// 1 to 255 nodes, ids 1..255 in increasing order, each with an address.
+std::vector<LockNode> read_nodes(ArrayReader& r, ArrayReader::Cursor& c) {
+  std::vector<LockNode> nodes;
+  ArrayReader::Cursor list = r.array(c);
+  if (r.ok() && (list.size == 0 || list.size > kMaxMembers))
+    r.fail("a membership of " + std::to_string(list.size) + " nodes");
+  for (uint32_t i = 0; i < list.size && r.ok(); ++i) {
+    ArrayReader::Cursor nc = r.array(list);
+    const uint64_t id = r.u64(nc);
+    std::string address = r.text(nc);
+    r.close(nc);
+    if (!r.ok()) break;
+    if (id == 0 || id > kMaxMembers) r.fail("node id " + std::to_string(id) + " is not in 1..255");
+    if (!nodes.empty() && id <= nodes.back().id) r.fail("node ids out of order or listed twice");
+    if (address.empty()) r.fail("node " + std::to_string(id) + " has no address");
+    nodes.push_back({static_cast<uint32_t>(id), std::move(address)});
+  }
+  r.close(list);
+  return nodes;
+}
 
 Command read_command(ArrayReader& r, ArrayReader::Cursor& c, uint64_t kind) {
   switch (static_cast<Kind>(kind)) {
@@ -236,6 +273,8 @@ Command read_command(ArrayReader& r, ArrayReader::Cursor& c, uint64_t kind) {
       w.lock = r.text(c);
       return w;
     }
+    case Kind::kSetMembers:
+      return SetMembers{read_nodes(r, c)};
   }
   r.fail("unknown command kind " + std::to_string(kind));
   return OpenSession{};
@@ -337,6 +376,31 @@ Result<std::vector<TaggedCommand>> decode_batch(std::string_view bytes) {
   return batch;
 }
 
+namespace {
+std::vector<uint32_t> ids_of(const std::vector<LockNode>& nodes) {
+  std::vector<uint32_t> ids;
+  for (const LockNode& n : nodes) ids.push_back(n.id);
+  return ids;
+}
+}  // namespace
+
+std::optional<std::vector<uint32_t>> members_after(std::string_view value) {
+  // Most values hold more than one command, or another one: a batch of one
+  // command is a fixarray of 1 (0x91) holding an array whose kind is 7.
+  if (value.size() < 4 || static_cast<uint8_t>(value[0]) != 0x91) return std::nullopt;
+  auto batch = decode_batch(value);
+  if (!batch.is_ok() || batch.value().size() != 1) return std::nullopt;
+  const auto* set = std::get_if<SetMembers>(&batch.value()[0].command);
+  if (set == nullptr) return std::nullopt;
+  return ids_of(set->nodes);
+}
+
+std::optional<std::vector<uint32_t>> members_in_snapshot(std::string_view snapshot) {
+  LockTable table;
+  if (!table.restore(snapshot).is_ok() || table.members_version() == 0) return std::nullopt;
+  return ids_of(table.members());
+}
+
 Effects LockTable::apply(const std::vector<TaggedCommand>& batch) {
   Effects effects;
   effects.results.reserve(batch.size());
@@ -397,6 +461,9 @@ CommandResult LockTable::apply_one(uint64_t tag, const Command& command, Effects
     if (!open->identity.empty()) identities_.emplace(result.session, open->identity);
   } else if (const auto* close = std::get_if<CloseSession>(&command)) {
     drop_session(close->session, /*expired=*/false);
+  } else if (const auto* set = std::get_if<SetMembers>(&command)) {
+    members_ = set->nodes;
+    ++members_version_;
   } else if (const auto* expire = std::get_if<ExpireSession>(&command)) {
     drop_session(expire->session, /*expired=*/true);
   } else if (const auto* a = std::get_if<Acquire>(&command)) {
@@ -553,11 +620,12 @@ bool LockTable::is_current(std::string_view lock, LockMode mode, Token token) co
 // [magic, version, next_session, grant_counter, [session...], [lock...], [[session, lock, call]...],
 //  [[session, lease_ms]...], [[session, identity]...]]
 // where a lock is [name, mode, token, delay_ms, [[session, lock_delay_ms]...],
-// [[session, mode, lock_delay_ms, wait_ms]...]]. The last but one element
-// lists the sessions that chose their own lease length, the last the sessions
-// opened by an identity; trailing elements with nothing to list are left out:
-// snapshots from before per-session leases end after the calls, and their
-// sessions all have the cluster's default and no identity.
+// [[session, mode, lock_delay_ms, wait_ms]...]], then optional elements: the
+// sessions that chose their own lease length, the sessions opened by an
+// identity, and the membership [version, [[id, address]...]]. Trailing
+// elements with nothing to list are left out (so the form of a table is
+// unique): snapshots from before per-session leases end after the calls, and
+// their sessions all have the cluster's default and no identity.
 std::string LockTable::snapshot() const {
   std::vector<std::pair<SessionId, uint64_t>> own_leases;
   for (const auto& [s, lease_ms] : sessions_) {
@@ -565,7 +633,8 @@ std::string LockTable::snapshot() const {
   }
   msgpack::sbuffer buf;
   Packer pk(buf);
-  pk.pack_array(!identities_.empty() ? 9 : !own_leases.empty() ? 8 : 7);
+  const uint32_t elements = members_version_ > 0 ? 10 : !identities_.empty() ? 9 : !own_leases.empty() ? 8 : 7;
+  pk.pack_array(elements);
   pack_text(pk, kSnapshotMagic);
   pk.pack_uint64(kSnapshotVersion);
   pk.pack_uint64(next_session_);
@@ -601,7 +670,7 @@ std::string LockTable::snapshot() const {
     pack_text(pk, key.second);
     pk.pack_uint64(call);
   }
-  if (!own_leases.empty() || !identities_.empty()) {
+  if (elements >= 8) {
     pk.pack_array(static_cast<uint32_t>(own_leases.size()));
     for (const auto& [s, lease_ms] : own_leases) {
       pk.pack_array(2);
@@ -609,13 +678,18 @@ std::string LockTable::snapshot() const {
       pk.pack_uint64(lease_ms);
     }
   }
-  if (!identities_.empty()) {
+  if (elements >= 9) {
     pk.pack_array(static_cast<uint32_t>(identities_.size()));
     for (const auto& [s, identity] : identities_) {
       pk.pack_array(2);
       pk.pack_uint64(s);
       pack_text(pk, identity);
     }
+  }
+  if (elements >= 10) {
+    pk.pack_array(2);
+    pk.pack_uint64(members_version_);
+    pack_nodes(pk, members_);
   }
   return to_string(buf);
 }
@@ -706,8 +780,8 @@ Status LockTable::restore(std::string_view bytes) {
   }
   if (r.more(top)) {
     ArrayReader::Cursor ids = r.array(top);
-    // Only when some session has one: the form of a table is unique.
-    if (r.ok() && ids.size == 0) r.fail("an empty list of session identities");
+    // Only when some session has one, or a membership follows: the form of a table is unique.
+    if (r.ok() && ids.size == 0 && !r.more(top)) r.fail("an empty list of session identities");
     for (uint32_t i = 0; i < ids.size && r.ok(); ++i) {
       ArrayReader::Cursor ic = r.array(ids);
       SessionId s = r.u64(ic);
@@ -720,6 +794,13 @@ Status LockTable::restore(std::string_view bytes) {
       if (r.ok()) t.identities_.emplace_hint(t.identities_.end(), s, std::move(identity));
     }
     r.close(ids);
+  }
+  if (r.more(top)) {
+    ArrayReader::Cursor mc = r.array(top);
+    t.members_version_ = r.u64(mc);
+    t.members_ = read_nodes(r, mc);
+    r.close(mc);
+    if (r.ok() && t.members_version_ == 0) r.fail("a membership of version 0");
   }
   r.close(top);
   if (!r.ok()) return r.status();

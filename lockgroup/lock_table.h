@@ -83,7 +83,22 @@ struct CancelWait {
   friend bool operator==(const CancelWait&, const CancelWait&) = default;
 };
 
-using Command = std::variant<OpenSession, CloseSession, ExpireSession, Acquire, Release, EndDelay, CancelWait>;
+// A node of the lock group as its membership records it.
+struct LockNode {
+  uint32_t id = 0;  // 1..255
+  std::string address;  // where peers and clients reach it
+  friend bool operator==(const LockNode&, const LockNode&) = default;
+};
+// The lock group's members from the next slot on (docs/design.md "Membership"):
+// the Paxos node reads it too (members_after), so a master proposes it alone
+// in its batch. Nodes sorted by id, no id twice, 1 to 255 of them.
+struct SetMembers {
+  std::vector<LockNode> nodes{};
+  friend bool operator==(const SetMembers&, const SetMembers&) = default;
+};
+
+using Command =
+    std::variant<OpenSession, CloseSession, ExpireSession, Acquire, Release, EndDelay, CancelWait, SetMembers>;
 
 // One Paxos value: the commands the master batched into one slot, each tagged
 // with an id the master chose so that it can find whom to answer.
@@ -95,6 +110,14 @@ struct TaggedCommand {
 std::string encode_batch(const std::vector<TaggedCommand>& batch);
 // BadRequest/Malformed when the bytes are not a batch (a bug or corruption).
 Result<std::vector<TaggedCommand>> decode_batch(std::string_view bytes);
+
+// The lock group's node ids a Paxos value makes from the next slot on, when it
+// changes them (a batch of one SetMembers); nullopt otherwise. The Paxos
+// node's members_after.
+std::optional<std::vector<uint32_t>> members_after(std::string_view value);
+// The node ids a lock table snapshot records; nullopt when it records none
+// (or is not a snapshot). The Paxos node's members_in_snapshot.
+std::optional<std::vector<uint32_t>> members_in_snapshot(std::string_view snapshot);
 
 // ---- What applying produces ----
 enum class Outcome : uint8_t {
@@ -187,6 +210,10 @@ class LockTable {
   Token grant_counter() const { return grant_counter_; }
   // Whether `token` is the current token of `lock` held in `mode` (CheckSequencer).
   bool is_current(std::string_view lock, LockMode mode, Token token) const;
+  // The lock group's members as the last SetMembers set them (empty before
+  // any: the cluster file's), and how many SetMembers were applied.
+  const std::vector<LockNode>& members() const { return members_; }
+  uint64_t members_version() const { return members_version_; }
 
   // "" when the table keeps every invariant apply() keeps (a snapshot that
   // breaks one is corrupt), else the first one it breaks.
@@ -215,6 +242,8 @@ class LockTable {
   std::map<SessionId, std::string> identities_;  // sessions opened by an identity
   std::map<std::string, LockState, std::less<>> locks_;
   std::map<std::pair<SessionId, std::string>, uint64_t> calls_;  // the last call applied
+  std::vector<LockNode> members_;
+  uint64_t members_version_ = 0;
 };
 
 }  // namespace palisade::lockgroup

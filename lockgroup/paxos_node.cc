@@ -21,6 +21,11 @@ constexpr Slot kMaxSlot = Slot{1} << 62;
 
 Status out_of_range(const std::string& what) { return Status(Code::kBadRequest, what); }
 
+bool has(const Members& members, NodeId node) {
+  return std::find(members.begin(), members.end(), node) != members.end();
+}
+size_t quorum_of(const Members& members) { return members.size() / 2 + 1; }
+
 Status check_ballot(std::string_view name, Ballot b) {
   if (ballot_in_range(b)) return Status::ok();
   return out_of_range(std::string(name) + " " + std::to_string(b) + " has round " + std::to_string(ballot_round(b)) +
@@ -32,7 +37,6 @@ Status check_ballot(std::string_view name, Ballot b) {
 PaxosNode::PaxosNode(const PaxosOptions& options, PaxosStorage& storage)
     : options_(options),
       storage_(storage),
-      quorum_(options.members.size() / 2 + 1),
       // The acceptor's promise lasts master_lease_ms on its clock, which may run
       // max_drift_ppm slower than ours: end ours early enough (and 1 ms more for rounding).
       lease_local_ms_(
@@ -43,7 +47,8 @@ PaxosNode::PaxosNode(const PaxosOptions& options, PaxosStorage& storage)
 
 Result<std::unique_ptr<PaxosNode>> PaxosNode::start(const PaxosOptions& options, PaxosStorage& storage,
                                                     uint64_t now_ms) {
-  PALISADE_CHECK(std::count(options.members.begin(), options.members.end(), options.self) == 1);
+  PALISADE_CHECK(std::is_sorted(options.members.begin(), options.members.end()) &&
+                 std::adjacent_find(options.members.begin(), options.members.end()) == options.members.end());
   PALISADE_CHECK(options.heartbeat_ms > 0 && options.heartbeat_ms < options.master_lease_ms);
   auto state = storage.load();
   if (!state.is_ok()) return state.status();
@@ -56,6 +61,10 @@ Result<std::unique_ptr<PaxosNode>> PaxosNode::start(const PaxosOptions& options,
   node->snapshot_ = std::move(s.snapshot);
   node->log_ = std::move(s.accepted);
   node->applied_ = s.snapshot_slot;
+  node->config_ = options.members;
+  if (s.snapshot_slot > 0 && options.members_in_snapshot) {
+    if (auto members = options.members_in_snapshot(node->snapshot_)) node->config_ = std::move(*members);
+  }
   if (s.snapshot_slot > 0) node->deliveries_.push_back({s.snapshot_slot, node->snapshot_, true});
   // Whatever this node promised before it stopped is forgotten: it promises
   // nobody for a whole lease, which outlasts any promise it may have made.
@@ -68,6 +77,28 @@ Result<std::unique_ptr<PaxosNode>> PaxosNode::start(const PaxosOptions& options,
 NodeId PaxosNode::master_hint() const {
   if (role_ == Role::kMaster) return options_.self;
   return master_hint_;
+}
+
+bool PaxosNode::is_member() const { return has(config_, options_.self); }
+
+const Members& PaxosNode::members_at(Slot slot) const {
+  auto it = pending_configs_.lower_bound(slot);  // the first change at or after `slot`
+  if (it == pending_configs_.begin()) return config_;
+  return std::prev(it)->second;
+}
+
+std::vector<NodeId> PaxosNode::peers() const {
+  std::set<NodeId> all(config_.begin(), config_.end());
+  for (const auto& [slot, members] : pending_configs_) all.insert(members.begin(), members.end());
+  if (staged_) all.insert(staged_members_.begin(), staged_members_.end());
+  all.erase(options_.self);
+  return {all.begin(), all.end()};
+}
+
+size_t PaxosNode::promisers_in(const Members& members) const {
+  size_t n = 0;
+  for (NodeId m : members) n += promises_.count(m);
+  return n;
 }
 
 Status PaxosNode::check_ranges(const PeerBody& body) const {
@@ -114,8 +145,10 @@ Status PaxosNode::check_ranges(const PeerBody& body) const {
 }
 
 Status PaxosNode::receive(const PeerMessage& message, uint64_t now_ms) {
-  if (message.group != options_.group || message.to != options_.self || message.from == options_.self ||
-      std::find(options_.members.begin(), options_.members.end(), message.from) == options_.members.end()) {
+  now_ = std::max(now_, now_ms);
+  // Any node of the group is heard, members or not: views of the membership
+  // differ while a change spreads, and one that lags learns it from the others.
+  if (message.group != options_.group || message.to != options_.self || message.from == options_.self) {
     return Status::ok();
   }
   if (Status s = check_ranges(message.body); !s.is_ok()) return s;
@@ -177,22 +210,31 @@ std::vector<PeerMessage> PaxosNode::stamp(std::vector<PeerMessage> messages) {
 }
 
 void PaxosNode::tick(uint64_t now) {
+  now_ = std::max(now_, now);
   for (auto it = sent_at_.begin(); it != sent_at_.end() && it->second + 2 * options_.master_lease_ms < now;) {
     it = sent_at_.erase(it);
   }
   switch (role_) {
     case Role::kMaster:
-      if (now >= lease_until_) {
+      if (now >= step_lease_until_) {
         step_down(now);  // a majority stopped answering: another node may be master soon
-      } else if (now >= next_heartbeat_) {
-        send_accepts(now, {});
+        break;
       }
+      if (staged_ && now >= staged_until_) {
+        staged_.reset();  // its new members did not promise: the change is dropped
+        ++staged_dropped_;
+      }
+      if (walking_) ask_promises(members_at(next_slot_), now, false);
+      if (staged_) ask_promises(staged_members_, now, false);
+      if (now >= next_heartbeat_) send_accepts(now, {});
       break;
     case Role::kCandidate:
       if (now >= campaign_deadline_) lose_campaign(now);
       break;
     case Role::kFollower:
-      if (now >= election_at_) {
+      if (now >= election_at_ && !is_member()) {
+        restart_election_timer(now);  // not a member (yet, or any more): never campaigns
+      } else if (now >= election_at_) {
         bool leased_elsewhere = lease_owner_ != options_.self && now < lease_owner_until_;
         if (leased_elsewhere && !options_.ignore_master_lease) {
           // Wait out the promise, plus jitter so that the nodes do not all try at once.
@@ -208,7 +250,20 @@ void PaxosNode::tick(uint64_t now) {
 }
 
 bool PaxosNode::propose(std::string value, uint64_t now_ms) {
+  now_ = std::max(now_, now_ms);
   if (!is_master(now_ms)) return false;
+  if (options_.members_after && !value.empty()) {
+    if (std::optional<Members> members = options_.members_after(value)) {
+      if (!members_settled()) return false;
+      staged_ = std::move(value);
+      staged_members_ = std::move(*members);
+      staged_until_ = now_ms + 2 * options_.master_lease_ms + options_.election_timeout_ms;
+      ask_promises(staged_members_, now_ms, true);
+      try_staged(now_ms);
+      PALISADE_DCHECK_INVARIANTS(check_invariants());
+      return true;
+    }
+  }
   Slot slot = next_slot_++;
   accept_own(slot, std::move(value));
   send_accepts(now_ms, {slot});
@@ -232,8 +287,17 @@ std::string PaxosNode::check_invariants() const {
   }
   // Proposer: it leads only its own ballots, and counts votes only for slots not yet chosen.
   if (role_ != Role::kFollower && ballot_node(ballot_) != options_.self) return "leads another node's ballot";
+  if (role_ != Role::kMaster && (staged_ || !pending_configs_.empty() || walking_)) {
+    return "membership changes or a walk kept while not master";
+  }
+  if (!pending_configs_.empty() && pending_configs_.begin()->first <= applied_) {
+    return "a membership change kept for an applied slot";
+  }
   if (role_ == Role::kMaster) {
     if (next_slot_ <= applied_) return "a master's next slot is already applied";
+    if (!pending_configs_.empty() && pending_configs_.rbegin()->first >= next_slot_) {
+      return "a membership change kept for a slot not proposed";
+    }
     if (ready_ && applied_ < ready_slot_) return "ready before its first own slot is applied";
     if (!votes_.empty() && votes_.begin()->first <= applied_) return "votes kept for an applied slot";
   }
@@ -249,7 +313,7 @@ bool PaxosNode::hand_over(uint64_t now) {
   step_down(now);
   if (lease_owner_ == options_.self) lease_owner_until_ = now;
   if (successor == 0) return true;  // a group of one: nobody to tell
-  for (NodeId m : options_.members) {
+  for (NodeId m : config_) {
     if (m != options_.self) send(m, StepDown{.ballot = ballot, .successor = successor});
   }
   return true;
@@ -258,7 +322,7 @@ bool PaxosNode::hand_over(uint64_t now) {
 NodeId PaxosNode::likely_successor() const {
   NodeId best = 0;
   uint64_t best_time = 0;
-  for (NodeId m : options_.members) {
+  for (NodeId m : config_) {
     if (m == options_.self) continue;
     auto it = ack_time_.find(m);
     const uint64_t t = it == ack_time_.end() ? 0 : it->second;
@@ -296,7 +360,7 @@ std::vector<Delivery> PaxosNode::take_deliveries() { return std::exchange(delive
 uint64_t PaxosNode::next_timer_ms() const {
   switch (role_) {
     case Role::kMaster:
-      return std::min(next_heartbeat_, lease_until_);
+      return std::min({next_heartbeat_, step_lease_until_, staged_ ? staged_until_ : UINT64_MAX});
     case Role::kCandidate:
       return campaign_deadline_;
     case Role::kFollower:
@@ -309,6 +373,10 @@ uint64_t PaxosNode::next_timer_ms() const {
 
 void PaxosNode::on_prepare(NodeId from, const Prepare& m, uint64_t now) {
   highest_seen_ = std::max(highest_seen_, m.ballot);
+  // A member asked by a node outside its membership (one removed that did
+  // not learn it) sends the chosen values too: once the node applies its
+  // removal it stops campaigning.
+  if (is_member() && !has(config_, from)) on_catch_up_request(from, {m.from_slot}, now);
   bool repeat = m.ballot == promised_ && ballot_node(m.ballot) == from;  // a duplicated prepare
   bool leased_elsewhere = lease_owner_ != from && now < lease_owner_until_ && !options_.ignore_master_lease;
   if (ballot_node(m.ballot) != from || (m.ballot <= promised_ && !repeat) || leased_elsewhere) {
@@ -329,7 +397,12 @@ void PaxosNode::on_prepare(NodeId from, const Prepare& m, uint64_t now) {
 
 void PaxosNode::on_accept(NodeId from, const Accept& m, uint64_t now, bool is_fresh) {
   highest_seen_ = std::max(highest_seen_, m.ballot);
-  if (ballot_node(m.ballot) != from || m.ballot < promised_) {
+  // A ballot above the promise is a promise too, and would end the lease
+  // this acceptor promised another node: only its prepare may do that. (Its
+  // master got no majority of the members it leases to, or it would have
+  // none: it counted members it did not know were replaced.)
+  const bool leased_elsewhere = lease_owner_ != from && now < lease_owner_until_ && !options_.ignore_master_lease;
+  if (ballot_node(m.ballot) != from || m.ballot < promised_ || (m.ballot > promised_ && leased_elsewhere)) {
     send(from, Accepted{.ballot = m.ballot, .ok = false, .promised = promised_, .seq = m.seq});
     return;
   }
@@ -404,6 +477,10 @@ void PaxosNode::deliver(const Entry& entry) {
   PALISADE_CHECK(entry.slot == applied_ + 1);
   applied_ = entry.slot;
   deliveries_.push_back({entry.slot, entry.value, false});
+  if (options_.members_after && !entry.value.empty()) {
+    if (std::optional<Members> members = options_.members_after(entry.value)) config_ = std::move(*members);
+  }
+  pending_configs_.erase(applied_);
 }
 
 void PaxosNode::on_catch_up_request(NodeId from, const CatchUpRequest& m, uint64_t now) {
@@ -452,11 +529,16 @@ void PaxosNode::on_step_down(NodeId from, const StepDown& m, uint64_t now) {
 
 void PaxosNode::on_catch_up(const CatchUp& m) {
   catch_up_pending_ = false;
-  // Only a follower learns this way. A candidate or master that asked while it
-  // was a follower needs no answer: it leads only once every promise it counts
-  // is compacted no further than applied_, and its own accepts get those slots
+  // Only a follower learns this way. A master that asked while it was a
+  // follower needs no answer: it leads only once every promise it counts is
+  // compacted no further than applied_, and its own accepts get those slots
   // chosen with the same values. Installing the snapshot now would drop slots
   // that votes_ and its proposals still refer to.
+  const bool news = m.snapshot_slot > applied_ ||
+                    (!m.chosen.empty() && m.chosen.front().slot <= applied_ + 1 && m.chosen.back().slot > applied_);
+  // A candidate that gets chosen values it lacks is behind: it learns them
+  // instead (a removed node learns so that it was removed).
+  if (role_ == Role::kCandidate && news) lose_campaign(now_);
   if (role_ != Role::kFollower) return;
   if (m.snapshot_slot > applied_) {
     storage_.put_snapshot(m.snapshot_slot, m.snapshot);
@@ -464,6 +546,9 @@ void PaxosNode::on_catch_up(const CatchUp& m) {
     snapshot_ = m.snapshot;
     log_.erase(log_.begin(), log_.upper_bound(m.snapshot_slot));
     applied_ = m.snapshot_slot;
+    if (options_.members_in_snapshot) {
+      if (auto members = options_.members_in_snapshot(m.snapshot)) config_ = std::move(*members);
+    }
     deliveries_.push_back({m.snapshot_slot, m.snapshot, true});
   }
   for (const Entry& e : m.chosen) {
@@ -530,6 +615,7 @@ void PaxosNode::campaign(uint64_t now) {
   ack_time_.clear();
   votes_.clear();
   lease_until_ = 0;
+  step_lease_until_ = 0;
   master_hint_ = 0;
   uint64_t seq = next_seq(now);
   promises_[options_.self] = Promise{.ballot = ballot_,
@@ -539,22 +625,46 @@ void PaxosNode::campaign(uint64_t now) {
                                      .snapshot_slot = snapshot_slot_,
                                      .accepted = accepted_from(applied_ + 1)};
   ack_time_[options_.self] = now;
-  for (NodeId m : options_.members) {
+  for (NodeId m : config_) {
     if (m != options_.self) send(m, Prepare{.ballot = ballot_, .from_slot = applied_ + 1, .seq = seq});
   }
-  if (promises_.size() >= quorum_) become_master(now);
+  if (promisers_in(config_) >= quorum_of(config_)) become_master(now);
 }
 
 void PaxosNode::on_promise(NodeId from, const Promise& m, uint64_t now) {
   highest_seen_ = std::max(highest_seen_, m.promised);
-  if (role_ != Role::kCandidate || m.ballot != ballot_) return;
+  if (role_ == Role::kFollower || m.ballot != ballot_) return;
   if (!m.ok) {
-    if (m.promised > ballot_) lose_campaign(now);
+    if (m.promised > ballot_) role_ == Role::kMaster ? step_down(now) : lose_campaign(now);
     return;  // else a lease elsewhere: other acceptors may still say yes
   }
   const Slot ahead = std::min(applied_ + kMaxSlotsAhead, kMaxSlot);
   const bool far_entry =
       std::any_of(m.accepted.begin(), m.accepted.end(), [&](const Entry& e) { return e.slot > ahead; });
+  if (role_ == Role::kMaster) {
+    // A member of a membership this master reached since it was elected
+    // (continue_walk, a staged change): its promise lets the master fix that
+    // membership's slots. Slots it compacted below next_slot_ are chosen, and
+    // the master's values for them are the chosen ones; but one it compacted
+    // at or past next_slot_ is chosen with a value the master cannot know (it
+    // was elected by members it did not know were replaced): it catches up.
+    if (promises_.count(from)) return;
+    if (m.snapshot_slot >= next_slot_ || far_entry) {
+      step_down(now);
+      catch_up_pending_ = true;
+      catch_up_sent_at_ = now;
+      send(from, CatchUpRequest{.from_slot = applied_ + 1});
+      return;
+    }
+    promises_[from] = m;
+    note_ack(from, m.seq);
+    if (walking_) {
+      continue_walk(now, {});
+    } else {
+      try_staged(now);
+    }
+    return;
+  }
   if (m.snapshot_slot > applied_ || far_entry) {
     // It compacted slots this node never learned, or accepted slots too far
     // ahead to fill: catch up before leading. (Dropping the far entries
@@ -567,38 +677,90 @@ void PaxosNode::on_promise(NodeId from, const Promise& m, uint64_t now) {
   }
   promises_[from] = m;
   note_ack(from, m.seq);
-  if (promises_.size() >= quorum_) become_master(now);
+  if (promisers_in(config_) >= quorum_of(config_)) become_master(now);
 }
 
 void PaxosNode::become_master(uint64_t now) {
   role_ = Role::kMaster;
   master_hint_ = options_.self;
-  // Every slot some promiser accepted may have been chosen: propose the value of
-  // the highest ballot again. Slots nobody in the majority accepted were not
-  // chosen: fill them with no-ops.
-  std::map<Slot, const Entry*> best;
-  for (const auto& [node, promise] : promises_) {
-    for (const Entry& e : promise.accepted) {
-      if (e.slot <= applied_) continue;
-      auto& b = best[e.slot];
-      if (b == nullptr || e.ballot > b->ballot) b = &e;
+  ready_ = false;
+  next_slot_ = applied_ + 1;
+  pending_configs_.clear();
+  walking_ = true;
+  walk_needs_ready_slot_ = true;
+  continue_walk(now, {});
+}
+
+void PaxosNode::continue_walk(uint64_t now, std::vector<Slot> fresh) {
+  while (walking_) {
+    // Copied: accept_own may add a change to pending_configs_.
+    const Members members = members_at(next_slot_);
+    if (promisers_in(members) < quorum_of(members)) {
+      ask_promises(members, now, true);
+      break;
+    }
+    // Every slot some promiser of these members accepted may have been chosen:
+    // propose the value of the highest ballot again. Slots none of them
+    // accepted were not chosen: fill them with no-ops.
+    std::map<Slot, const Entry*> best;
+    for (const auto& [node, promise] : promises_) {
+      if (!has(members, node)) continue;
+      for (const Entry& e : promise.accepted) {
+        if (e.slot < next_slot_) continue;
+        auto& b = best[e.slot];
+        if (b == nullptr || e.ballot > b->ballot) b = &e;
+      }
+    }
+    if (best.empty()) {
+      walking_ = false;
+      if (walk_needs_ready_slot_) {
+        // A no-op of our own: once it is applied, so is everything before it.
+        ready_slot_ = next_slot_++;
+        accept_own(ready_slot_, std::string());
+        fresh.push_back(ready_slot_);
+      }
+      break;
+    }
+    const Slot last = best.rbegin()->first;
+    while (next_slot_ <= last) {
+      const Slot slot = next_slot_++;
+      auto it = best.find(slot);
+      accept_own(slot, it == best.end() ? std::string() : it->second->value);
+      fresh.push_back(slot);
+      if (pending_configs_.count(slot)) break;  // the slots after it have other members
     }
   }
-  Slot last = best.empty() ? applied_ : best.rbegin()->first;
-  std::vector<Slot> fresh;
-  for (Slot s = applied_ + 1; s <= last; ++s) {
-    auto it = best.find(s);
-    accept_own(s, it == best.end() ? std::string() : it->second->value);
-    fresh.push_back(s);
-  }
-  promises_.clear();
-  // A no-op of our own: once it is applied, so is everything before it.
-  ready_slot_ = last + 1;
-  accept_own(ready_slot_, std::string());
-  fresh.push_back(ready_slot_);
-  next_slot_ = ready_slot_ + 1;
-  send_accepts(now, fresh);
+  if (!walking_) promises_.clear();
+  update_lease();
+  if (!fresh.empty()) send_accepts(now, fresh);
   advance_chosen();
+}
+
+void PaxosNode::ask_promises(const Members& members, uint64_t now, bool force) {
+  if (!force && now < asked_at_ + options_.heartbeat_ms) return;
+  asked_at_ = now;
+  if (has(members, options_.self) && !promises_.count(options_.self)) {
+    // Its own acceptor promised this ballot when it campaigned.
+    promises_[options_.self] =
+        Promise{.ballot = ballot_, .ok = true, .promised = ballot_, .accepted = accepted_from(next_slot_)};
+  }
+  uint64_t seq = next_seq(now);
+  for (NodeId m : members) {
+    if (m == options_.self || promises_.count(m)) continue;
+    send(m, Prepare{.ballot = ballot_, .from_slot = next_slot_, .seq = seq});
+  }
+}
+
+void PaxosNode::try_staged(uint64_t now) {
+  if (!staged_ || promisers_in(staged_members_) < quorum_of(staged_members_)) return;
+  // The members of the slots after this one promised this ballot: the master
+  // fixes those slots from their promises before it proposes anything else.
+  const Slot slot = next_slot_++;
+  accept_own(slot, std::move(*staged_));
+  staged_.reset();
+  walking_ = true;
+  walk_needs_ready_slot_ = false;
+  continue_walk(now, {slot});
 }
 
 void PaxosNode::step_down(uint64_t now) {
@@ -606,12 +768,20 @@ void PaxosNode::step_down(uint64_t now) {
   ready_ = false;
   votes_.clear();
   promises_.clear();
+  pending_configs_.clear();
+  if (staged_) ++staged_dropped_;
+  staged_.reset();
+  walking_ = false;
   lease_until_ = 0;
+  step_lease_until_ = 0;
   master_hint_ = 0;
   restart_election_timer(now);
 }
 
 void PaxosNode::accept_own(Slot slot, std::string value) {
+  if (options_.members_after && !value.empty()) {
+    if (std::optional<Members> members = options_.members_after(value)) pending_configs_[slot] = std::move(*members);
+  }
   Entry e{.slot = slot, .ballot = ballot_, .value = std::move(value)};
   store_accepted(e);
   votes_[slot] = {};  // this node's vote counts once the accept is synced
@@ -623,8 +793,7 @@ void PaxosNode::send_accepts(uint64_t now, const std::vector<Slot>& fresh) {
   // This node's acceptor renews its promise to itself with every message.
   lease_to(options_.self, now);
   ack_time_[options_.self] = now;
-  for (NodeId m : options_.members) {
-    if (m == options_.self) continue;
+  for (NodeId m : peers()) {
     Accept accept{.ballot = ballot_, .seq = seq, .chosen_through = applied_};
     if (!fresh.empty()) {
       for (Slot s : fresh) accept.entries.push_back(log_.at(s));
@@ -652,15 +821,29 @@ void PaxosNode::note_ack(NodeId from, uint64_t seq) {
   if (sent == sent_at_.end()) return;
   uint64_t& t = ack_time_[from];
   t = std::max(t, sent->second);
+  update_lease();
+}
+
+uint64_t PaxosNode::lease_of(const Members& members) const {
   // The lease holds from the quorum-th most recent vouched-for send time.
   std::vector<uint64_t> times;
-  for (NodeId m : options_.members) {
+  for (NodeId m : members) {
     auto it = ack_time_.find(m);
     times.push_back(it == ack_time_.end() ? 0 : it->second);
   }
+  if (times.empty()) return 0;
   std::sort(times.rbegin(), times.rend());
-  uint64_t start = times[quorum_ - 1];
-  if (start > 0) lease_until_ = std::max(lease_until_, start + lease_local_ms_);
+  const uint64_t start = times[quorum_of(members) - 1];
+  return start > 0 ? start + lease_local_ms_ : 0;
+}
+
+void PaxosNode::update_lease() {
+  // Any member of a membership in flight may campaign in it once the slots
+  // before are chosen: the master answers only while a majority of each
+  // vouches for it.
+  step_lease_until_ = lease_of(config_);
+  lease_until_ = step_lease_until_;
+  for (const auto& [slot, members] : pending_configs_) lease_until_ = std::min(lease_until_, lease_of(members));
 }
 
 void PaxosNode::on_accepted(NodeId from, const Accepted& m, uint64_t now) {
@@ -679,12 +862,26 @@ void PaxosNode::on_accepted(NodeId from, const Accepted& m, uint64_t now) {
 }
 
 void PaxosNode::advance_chosen() {
-  for (auto it = votes_.find(applied_ + 1); it != votes_.end() && it->second.size() >= quorum_;
-       it = votes_.find(applied_ + 1)) {
+  const Slot was_applied = applied_;
+  for (auto it = votes_.find(applied_ + 1); it != votes_.end(); it = votes_.find(applied_ + 1)) {
+    const Members& members = members_at(it->first);
+    size_t votes = 0;
+    for (NodeId voter : it->second) votes += has(members, voter);
+    if (votes < quorum_of(members)) break;
     votes_.erase(it);
     deliver(log_.at(applied_ + 1));
   }
-  if (role_ == Role::kMaster && applied_ >= ready_slot_) ready_ = true;
+  if (role_ == Role::kMaster && applied_ >= ready_slot_ && !walking_) ready_ = true;
+  if (applied_ != was_applied && role_ == Role::kMaster) {
+    update_lease();
+    leave_if_removed();
+  }
+}
+
+void PaxosNode::leave_if_removed() {
+  // Its own removal is applied: the new members may elect a master as soon as
+  // its lease on them ends; hand_over ends it now.
+  if (role_ == Role::kMaster && !is_member()) hand_over(now_);
 }
 
 }  // namespace palisade::lockgroup

@@ -19,12 +19,20 @@
 // from the moment it sent the message a majority answered, shortened by the
 // clock drift bound, so it ends before any acceptor's promise does.
 //
+// Membership changes go through the log (docs/design.md "Membership"): a
+// chosen value that changes the members takes effect at the next slot. The
+// node learns which values do so from the state machine (members_after), and a
+// master asks the new members for their promise before it proposes such a
+// value, so that it holds its ballot and its lease in both memberships.
+//
 // Thread safety: none; one thread owns a node.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -36,9 +44,23 @@
 
 namespace palisade::lockgroup {
 
+// The nodes of one membership, sorted.
+using Members = std::vector<NodeId>;
+
 struct PaxosOptions {
   NodeId self = 0;
-  std::vector<NodeId> members;  // every node, self included
+  // The members before any change went through the log (the cluster file's
+  // lock group). A node that joins a running group passes none: it learns
+  // them from the snapshot and the values it applies, and never campaigns
+  // before it knows itself a member.
+  Members members;
+  // The members from the next slot on, when a chosen value changes them (the
+  // lock table's SetMembers); nullopt when it does not. Unset: membership
+  // never changes.
+  std::function<std::optional<Members>(std::string_view value)> members_after;
+  // The members a state machine snapshot records; nullopt when it records
+  // none (no change went through the log before it).
+  std::function<std::optional<Members>(std::string_view snapshot)> members_in_snapshot;
   uint64_t group = 0;           // messages of other groups are ignored
   uint64_t master_lease_ms = 4000;
   uint64_t heartbeat_ms = 500;
@@ -86,6 +108,12 @@ class PaxosNode {
   Status receive(const PeerMessage& message, uint64_t now_ms);
   void tick(uint64_t now_ms);
   // Master only: puts `value` into the next slot. False when not master.
+  // A value that changes the members (members_after) waits, staged, until a
+  // majority of the new members promised this master's ballot, then goes
+  // into the next slot; it is dropped when they do not within
+  // 2 * master_lease_ms + election_timeout_ms (staged_dropped() counts it).
+  // False for such a value while another change is staged or not yet applied
+  // (members_settled()).
   bool propose(std::string value, uint64_t now_ms);
   // The state machine through `slot` (applied already) is `snapshot`: the log
   // before it can go.
@@ -118,11 +146,22 @@ class PaxosNode {
   Role role() const { return role_; }
   // A master that holds a valid lease and has applied every slot before its
   // own first one: it may answer from its state machine.
-  bool is_master(uint64_t now_ms) const { return role_ == Role::kMaster && ready_ && now_ms < lease_until_; }
+  bool is_master(uint64_t now_ms) const {
+    return role_ == Role::kMaster && ready_ && !walking_ && now_ms < lease_until_;
+  }
   // The epoch clients see: the master's ballot, or the highest this node promised.
   Ballot epoch() const { return role_ == Role::kMaster ? ballot_ : promised_; }
   // Who this node believes is master (0: nobody known).
   NodeId master_hint() const;
+  // The members as of the applied slot (empty: not known yet, a joining node).
+  const Members& members() const { return config_; }
+  // Whether this node is one of them. A node that is not never campaigns; a
+  // master that applies its own removal hands over and stops leading.
+  bool is_member() const;
+  // No membership change is staged or proposed and not yet applied.
+  bool members_settled() const { return !staged_ && pending_configs_.empty(); }
+  // Staged membership changes dropped because the new members did not promise in time.
+  uint64_t staged_dropped() const { return staged_dropped_; }
   uint64_t master_lease_until() const { return lease_until_; }
   Slot applied_through() const { return applied_; }
   // Accepted entries above the snapshot; those up to applied_through() are chosen.
@@ -168,6 +207,28 @@ class PaxosNode {
 
   void campaign(uint64_t now);
   void become_master(uint64_t now);
+  // The master fixes slots from next_slot_ on from the promises it holds: the
+  // highest-ballot value among the promises of each slot's members (a no-op
+  // when none), until no promise reports more; then a no-op of its own when
+  // it is not ready yet. It stops at a slot whose members' promises are not a
+  // majority, and asks them (ask_promises). `fresh`: slots to send too.
+  void continue_walk(uint64_t now, std::vector<Slot> fresh);
+  // Sends this master's prepare to `members` that have not promised its ballot
+  // (again at most every heartbeat unless `force`).
+  void ask_promises(const Members& members, uint64_t now, bool force);
+  // A staged membership change goes into the next slot once its members promised.
+  void try_staged(uint64_t now);
+  // The members of `slot`: config_ changed by this master's values before it.
+  const Members& members_at(Slot slot) const;
+  // Every other node this node talks to: its members, and the new ones of a
+  // change staged or in flight.
+  std::vector<NodeId> peers() const;
+  size_t promisers_in(const Members& members) const;
+  // The lease a majority of `members` vouches for (0: none).
+  uint64_t lease_of(const Members& members) const;
+  // Recomputes the leases from ack_time_: step_lease_until_ over config_,
+  // lease_until_ over every membership of a slot in flight as well.
+  void update_lease();
   void step_down(uint64_t now);
   void lose_campaign(uint64_t now);
   void promise_ballot(Ballot ballot);
@@ -178,6 +239,8 @@ class PaxosNode {
   void send_accepts(uint64_t now, const std::vector<Slot>& fresh);
   void note_ack(NodeId from, uint64_t seq);
   void advance_chosen();
+  // A master whose own removal was applied hands over and steps down.
+  void leave_if_removed();
   // Delivers the accepted entries of `ballot` through `chosen_through`.
   void learn(Slot chosen_through, Ballot ballot, NodeId master, uint64_t now);
   void deliver(const Entry& entry);
@@ -190,7 +253,6 @@ class PaxosNode {
 
   PaxosOptions options_;
   PaxosStorage& storage_;
-  size_t quorum_;
   uint64_t lease_local_ms_;  // the master's lease on its own clock, drift taken off
   Random rng_;  // base/random.h: the simulator's seeds replay with any compiler
 
@@ -204,6 +266,7 @@ class PaxosNode {
 
   // Learner.
   Slot applied_ = 0;
+  Members config_;  // the members of slot applied_ + 1
   NodeId master_hint_ = 0;
   uint64_t election_at_ = 0;
   uint64_t catch_up_sent_at_ = 0;
@@ -222,7 +285,17 @@ class PaxosNode {
   uint64_t seq_ = 0;
   std::map<uint64_t, uint64_t> sent_at_;    // message seq -> local send time
   std::map<NodeId, uint64_t> ack_time_;     // newest send time a node's reply vouches for
-  uint64_t lease_until_ = 0;                // the master lease, local clock
+  uint64_t lease_until_ = 0;  // the master lease over every membership in flight, local clock
+  uint64_t step_lease_until_ = 0;  // the lease over config_ alone: the master steps down past it
+  bool walking_ = false;  // still fixing slots from promises (continue_walk)
+  bool walk_needs_ready_slot_ = false;  // a new master's walk ends with its own no-op
+  std::map<Slot, Members> pending_configs_;  // this master's slots above applied_ that change the members
+  std::optional<std::string> staged_;  // a membership change waiting for its members' promises
+  Members staged_members_;
+  uint64_t staged_until_ = 0;
+  uint64_t staged_dropped_ = 0;
+  uint64_t asked_at_ = 0;  // when ask_promises last sent
+  uint64_t now_ = 0;  // the time of the latest call that passed one
   uint64_t next_heartbeat_ = 0;
 
   // Replay guard: (incarnation, serial) of the newest message taken per sender.

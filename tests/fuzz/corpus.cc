@@ -275,7 +275,8 @@ void paxos_seeds(Corpus& corpus) {
 }
 
 // Batches of lock-table commands (Paxos values) and snapshots of the tables
-// they make: every kind of command, held, shared, waited-for and delayed locks.
+// they make: every kind of command, held, shared, waited-for and delayed locks,
+// and a membership.
 void lock_table_seeds(Corpus& corpus) {
   using namespace lockgroup;
   const std::vector<std::vector<TaggedCommand>> batches = {
@@ -287,6 +288,7 @@ void lock_table_seeds(Corpus& corpus) {
        {8, Acquire{2, "a", LockMode::kExclusive, 0, true, 100, 2}}},
       {{9, Release{3, "b", 2}}, {10, CancelWait{2, "a"}}, {11, ExpireSession{1}}},
       {{12, EndDelay{"a", 1}}, {13, CloseSession{2}}},
+      {{14, SetMembers{{{1, "tcp://10.0.0.1:7000"}, {2, "tcp://10.0.0.2:7000"}, {4, "tcp://10.0.0.4:7000"}}}}},
   };
   LockTable table;
   corpus.add("lock_snapshot", "empty", table.snapshot());

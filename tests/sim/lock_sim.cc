@@ -186,11 +186,10 @@ class LockSim {
         peer_auth_(key_, kGroup),
         lock_delays_(o.timing.max_clock_drift_ppm) {
     world_.faults() = o.faults;
-    for (int i = 1; i <= o.lockd; ++i) {
-      members_.push_back(static_cast<lockgroup::NodeId>(i));
-      endpoints_.push_back(endpoint(i));
-    }
-    for (int i = 1; i <= o.lockd; ++i) {
+    for (int i = 1; i <= o.lockd; ++i) members_.push_back(static_cast<lockgroup::NodeId>(i));
+    file_members_ = members_;
+    for (int i = 1; i <= nodes_; ++i) endpoints_.push_back(endpoint(i));
+    for (int i = 1; i <= nodes_; ++i) {
       Lockd n;
       n.id = static_cast<lockgroup::NodeId>(i);
       n.clock = drift_clock();
@@ -210,7 +209,7 @@ class LockSim {
       lockd_.push_back(std::move(n));
       world_.attach(kLockdBase + i, [this, i](int from, const std::string& bytes) { lockd_receive(i, from, bytes); });
     }
-    for (int i = 1; i <= o.lockd; ++i) boot(i);
+    for (int i = 1; i <= nodes_; ++i) boot(i);
     for (int c = 0; c < o.clients; ++c) {
       SimClient cl;
       cl.index = c;
@@ -235,7 +234,7 @@ class LockSim {
       s.replicas = o.replicas;
       s.write_quorum = o.replicas / 2 + 1;
       s.lockd_base = kLockdBase;
-      s.lockd = o.lockd;
+      s.lockd = nodes_;
       s.group_hash = hash64(kGroup);
       s.group = kGroup;
       for (int k = 0; k < o.locks; ++k) s.locks.push_back(lock_of(k));
@@ -290,6 +289,8 @@ class LockSim {
     result.lockd_power_losses_in_sync = lockd_power_losses_in_sync_;
     result.replica_power_losses_in_commit = replicas_.power_losses_in_commit();
     result.epochs = epochs_.size();
+    result.member_changes_proposed = member_changes_proposed_;
+    result.member_views_changed = member_views_changed_;
     result.expired_sessions = expired_sessions_;
     for (const auto& w : history_.writes) {
       if (w.result == Code::kOk) ++result.writes_ok;
@@ -326,8 +327,14 @@ class LockSim {
     d.broken_reply_before_sync = o_.broken_lockd_reply_before_sync;
     d.broken_ignore_lock_delay = o_.broken_lockd_ignore_lock_delay;
     lockgroup::LockServiceOptions& s = d.service;
+    // A spare starts outside the group, as a node that joins does; with
+    // broken_members_outside_log every node takes the members the operator
+    // last wrote into the cluster file.
+    const bool spare = i > o_.lockd;
     s.paxos = lockgroup::PaxosOptions{.self = static_cast<lockgroup::NodeId>(i),
-                                      .members = members_,
+                                      .members = o_.broken_members_outside_log ? file_members_
+                                                 : spare                       ? lockgroup::Members{}
+                                                                               : members_,
                                       .group = hash64(kGroup),
                                       .master_lease_ms = o_.timing.master_lease_ms,
                                       .heartbeat_ms = o_.timing.heartbeat_ms,
@@ -337,7 +344,7 @@ class LockSim {
                                       .max_entries_per_message = 64,
                                       .ignore_master_lease = o_.broken_master_ignores_lease,
                                       .broken_lease_without_drift_margin = o_.broken_lease_without_drift_margin};
-    for (int k = 1; k <= o_.lockd; ++k) s.endpoints[static_cast<lockgroup::NodeId>(k)] = endpoint(k);
+    for (int k = 1; k <= nodes_; ++k) s.endpoints[static_cast<lockgroup::NodeId>(k)] = endpoint(k);
     s.group = kGroup;
     s.key = key_;
     s.session_lease_ms = o_.timing.session_lease_ms;
@@ -534,13 +541,58 @@ class LockSim {
   // A planned stop (SIGTERM to the daemon): a master hands over, commits and
   // sends as it does at the end of a turn, then goes; nothing unsynced is lost.
   void stop_master() {
-    for (int i = 1; i <= o_.lockd; ++i) {
+    for (int i = 1; i <= nodes_; ++i) {
       Lockd& n = node(i);
       if (!n.driver || !n.driver->stop(local(n))) continue;
       world_.record("stop lockd " + std::to_string(i) + " as planned: it hands over");
       sync(i);
       crash_lockd(i);
       return;
+    }
+  }
+
+  // An operator changes the lock group's members: three or five of all the
+  // nodes (spares too), drawn at random, so that the group grows, shrinks,
+  // and replaces nodes, the master's own included. The master proposes it
+  // through the log (LockService::change_members); a refusal (no master, a
+  // change under way) is what an operator would retry.
+  void change_members() {
+    std::vector<lockgroup::NodeId> pool;
+    for (int i = 1; i <= nodes_; ++i) pool.push_back(static_cast<lockgroup::NodeId>(i));
+    const size_t size = nodes_ >= 5 && world_.chance(0.5) ? 5 : 3;
+    lockgroup::Members next;
+    while (next.size() < size) {
+      const size_t pick = world_.uniform(0, pool.size() - 1);
+      next.push_back(pool[pick]);
+      pool.erase(pool.begin() + static_cast<ptrdiff_t>(pick));
+    }
+    std::sort(next.begin(), next.end());
+    std::string names;
+    for (lockgroup::NodeId id : next) names += (names.empty() ? "" : ",") + std::to_string(id);
+    if (o_.broken_members_outside_log) return edit_cluster_file(next, names);
+    for (int i = 1; i <= nodes_; ++i) {
+      Lockd& n = node(i);
+      if (!n.driver || !n.driver->service().is_master(local(n))) continue;
+      std::vector<lockgroup::LockNode> nodes;
+      for (lockgroup::NodeId id : next) nodes.push_back({id, endpoint(static_cast<int>(id))});
+      const lockgroup::LockTable& table = n.driver->service().table();
+      const Status s = n.driver->service().change_members(std::move(nodes), table.members_version(), local(n));
+      world_.record("lockd " + std::to_string(i) + " proposes members " + names + ": " + s.to_string());
+      if (s.is_ok()) ++member_changes_proposed_;
+      after_input(i);
+      return;
+    }
+  }
+
+  // The negative control: the operator writes the new members into the
+  // cluster file and restarts the nodes one by one, outside the log. Nodes
+  // then disagree on the members for a while.
+  void edit_cluster_file(const lockgroup::Members& next, const std::string& names) {
+    world_.record("the cluster file now names " + names + "; nodes restart one by one");
+    file_members_ = next;
+    for (int i = 1; i <= nodes_; ++i) {
+      world_.at(world_.uniform(0, 20000), "restart lockd " + std::to_string(i) + " with the edited file",
+                [this, i] { crash_lockd(i); });
     }
   }
 
@@ -580,7 +632,7 @@ class LockSim {
     check_grants(i);
     // At most one node believes it holds a valid master lease.
     std::vector<int> masters;
-    for (int k = 1; k <= o_.lockd; ++k) {
+    for (int k = 1; k <= nodes_; ++k) {
       Lockd& other = node(k);
       if (other.driver && other.driver->service().is_master(local(other))) masters.push_back(k);
     }
@@ -590,6 +642,16 @@ class LockSim {
                             std::to_string(masters[0]) + " and " + std::to_string(masters[1]));
     }
     if (masters.size() == 1) epochs_.insert(node(masters[0]).driver->service().node().epoch());
+    // A node removed from the group (or not yet in it) never serves.
+    for (int k : masters) {
+      if (!node(k).driver->service().node().is_member()) {
+        report_invariant("lockd " + std::to_string(k), "master while not a member of the group");
+      }
+    }
+    if (paxos.members() != last_members_[i]) {
+      last_members_[i] = paxos.members();
+      if (paxos.applied_through() > 0 && !paxos.members().empty()) ++member_views_changed_;
+    }
     bool master_now = n.driver->service().is_master(local(n));
     if (master_now != n.was_master) {
       n.was_master = master_now;
@@ -661,7 +723,9 @@ class LockSim {
   void schedule_faults() {
     world_.at(1000, "faults", [this] {
       if (healed_) return;
-      if (world_.chance(o_.lockd_crash_per_second)) crash_lockd(static_cast<int>(world_.uniform(1, o_.lockd)));
+      if (world_.chance(o_.lockd_crash_per_second)) crash_lockd(static_cast<int>(world_.uniform(1, nodes_)));
+      // Drawn only when asked for, so that other runs' seeds replay as before.
+      if (o_.member_change_per_second > 0 && world_.chance(o_.member_change_per_second)) change_members();
       if (world_.chance(o_.master_stop_per_second)) stop_master();
       if (world_.chance(o_.replica_crash_per_second)) {
         int r = static_cast<int>(world_.uniform(0, o_.replicas - 1));
@@ -675,7 +739,7 @@ class LockSim {
       }
       if (world_.chance(o_.isolate_per_second)) {
         // Mostly a lockd node (often the master), sometimes a client.
-        int victim = world_.chance(0.7) ? kLockdBase + static_cast<int>(world_.uniform(1, o_.lockd))
+        int victim = world_.chance(0.7) ? kLockdBase + static_cast<int>(world_.uniform(1, nodes_))
                                         : session_node(static_cast<int>(world_.uniform(0, o_.clients - 1)));
         world_.isolate(victim, world_.uniform(1000, 20000));
       }
@@ -707,7 +771,7 @@ class LockSim {
     const uint64_t ttl = session_ttl();
     world_.record("client " + std::to_string(c) + " opens a session, ttl " + std::to_string(ttl));
     me.session = std::make_unique<client::LockSession>(
-        client::LockSessionOptions{.nodes = static_cast<size_t>(o_.lockd),
+        client::LockSessionOptions{.nodes = static_cast<size_t>(nodes_),
                                    .request_timeout_ms = 1000,
                                    .grace_ms = o_.timing.client_grace_ms,
                                    .max_drift_ppm = o_.timing.max_clock_drift_ppm,
@@ -1070,7 +1134,11 @@ class LockSim {
   std::unique_ptr<TempDir> lockd_dir_;
   ReplicaSet replicas_;
   lockgroup::PeerAuth peer_auth_;  // reads what the lockd nodes sign, for the trace
-  std::vector<lockgroup::NodeId> members_;
+  int nodes_ = o_.lockd + o_.lockd_spares;  // lockd processes, spares included
+  lockgroup::Members members_;  // the first members
+  lockgroup::Members file_members_;  // broken_members_outside_log: what the cluster file says
+  std::map<int, lockgroup::Members> last_members_;
+  uint64_t member_changes_proposed_ = 0, member_views_changed_ = 0;
   std::vector<std::string> endpoints_;
   std::vector<Lockd> lockd_;
   std::vector<SimClient> clients_;

@@ -20,7 +20,11 @@ namespace palisade::sim {
 
 struct LockSimOptions {
   uint64_t seed = 1;
-  int lockd = 3;
+  int lockd = 3;  // the lock group's first members
+  // More lockd processes, outside the group at first: membership changes
+  // (member_change_per_second) draw their members from all of them.
+  int lockd_spares = 0;
+  double member_change_per_second = 0;
   int replicas = 3;  // N; W = R = N / 2 + 1
   int clients = 3;
   int cycles_per_client = 5;  // acquire, fence, write, release
@@ -63,6 +67,9 @@ struct LockSimOptions {
   bool broken_clients_lease_from_reply = false;
   bool broken_replicas_skip_fence_floor = false;
   bool broken_lockd_ignore_lock_delay = false;  // the lockd nodes never see the lock-delay a client asks for
+  // Membership changes go around the log: the operator edits the cluster
+  // file and restarts the lockd nodes one by one with it.
+  bool broken_members_outside_log = false;
   // The lockd driver sends peer messages and replies before the disk syncs
   // (LockdDriverOptions::broken_reply_before_sync): a crash loses what it answered.
   bool broken_lockd_reply_before_sync = false;
@@ -95,6 +102,9 @@ struct LockSimResult {
   uint64_t events = 0;
   uint64_t end_ms = 0;
   uint64_t grants = 0, epochs = 0, expired_sessions = 0;
+  // Membership changes a master took to propose, and the times a node's
+  // members changed (a node that applied a change, or restarted with one).
+  uint64_t member_changes_proposed = 0, member_views_changed = 0;
   uint64_t writes_ok = 0, writes_fenced = 0, reads_ok = 0;
   uint64_t lock_delays = 0;            // started by expiries, by the log
   uint64_t lock_delays_contested = 0;  // of them, ones another session's acquire ran into

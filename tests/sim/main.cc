@@ -52,19 +52,19 @@ Run run_quorum(QuorumSimOptions o) {
 Run run_lock(LockSimOptions o) {
   auto r = run_lock_sim(o);
   return {r.violations, r.trace_hash,
-          u(r.events) + " events, " + u(r.end_ms / 1000) + " s simulated, " + u(r.grants) + " grants, " +
-              u(r.epochs) + " epochs, " + u(r.expired_sessions) + " sessions expired, writes ok " + u(r.writes_ok) +
-              " fenced " + u(r.writes_fenced) + ", reads ok " + u(r.reads_ok) + ", lock-delays " + u(r.lock_delays) +
-              " (" + u(r.lock_delays_contested) + " contested), adversary: " + u(r.adversary.peer_forged) +
+          u(r.events) + " events, " + u(r.end_ms / 1000) + " s simulated, " + u(r.grants) + " grants, " + u(r.epochs) +
+              " epochs, " + u(r.expired_sessions) + " sessions expired, writes ok " + u(r.writes_ok) + " fenced " +
+              u(r.writes_fenced) + ", reads ok " + u(r.reads_ok) + ", lock-delays " + u(r.lock_delays) + " (" +
+              u(r.lock_delays_contested) + " contested), adversary: " + u(r.adversary.peer_forged) +
               " forged peer frames (" + u(r.adversary.peer_forged_dropped) + " dropped), " +
               u(r.adversary.peer_replayed) + " replayed (" + u(r.adversary.peer_replays_misaddressed) +
-              " misaddressed, " + u(r.adversary.peer_replays_stale) + " stale, " +
-              u(r.adversary.peer_replays_refused) + " refused, " + u(r.adversary.peer_replays_taken) + " taken), " +
-              u(r.adversary.values) + " values in " + u(r.adversary.writes) + " writes (" +
-              u(r.adversary.refused) + " refused, " + u(r.adversary.bad_sequencer) + " of them bad_sequencer, " +
-              u(r.adversary.stored) + " stored), " + u(r.adversary.commits) + " commits (" +
-              u(r.adversary.commits_applied) + " applied), " + u(r.adversary.replica_replays) +
-              " replica requests replayed",
+              " misaddressed, " + u(r.adversary.peer_replays_stale) + " stale, " + u(r.adversary.peer_replays_refused) +
+              " refused, " + u(r.adversary.peer_replays_taken) + " taken), " + u(r.adversary.values) + " values in " +
+              u(r.adversary.writes) + " writes (" + u(r.adversary.refused) + " refused, " +
+              u(r.adversary.bad_sequencer) + " of them bad_sequencer, " + u(r.adversary.stored) + " stored), " +
+              u(r.adversary.commits) + " commits (" + u(r.adversary.commits_applied) + " applied), " +
+              u(r.adversary.replica_replays) + " replica requests replayed, membership changes " +
+              u(r.member_changes_proposed) + " proposed (" + u(r.member_views_changed) + " node views changed)",
           r.trace};
 }
 
@@ -108,6 +108,18 @@ int main(int argc, char** argv) {
   app.add_flag("--quiet", quiet, "Print only unsafe seeds and the tally");
   app.add_option("--replicas", q.replicas, "Replicas (N; W = R = N / 2 + 1 unless set)")->capture_default_str()->check(CLI::Range(1, 9));
   app.add_option("--lockd", l.lockd, "Lock group nodes (--sim lock)")->capture_default_str()->check(CLI::Range(1, 9));
+  app.add_option("--lockd-spares", l.lockd_spares,
+                 "More lockd nodes, outside the group until a membership change takes them in (--sim lock)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 6));
+  app.add_option("--member-change-rate", l.member_change_per_second,
+                 "Chance per simulated second that the lock group's members change: 3 or 5 of all the lockd nodes "
+                 "(--sim lock)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_flag("--broken-members-outside-log", l.broken_members_outside_log,
+               "Negative control: membership changes edit the cluster file and restart the lockd nodes one by one, "
+               "outside the log (--sim lock; use with --member-change-rate)");
   app.add_option("--clients", q.clients, "Client processes")->capture_default_str();
   app.add_option("--ops", q.ops_per_client, "Operations per client (--sim quorum)")->capture_default_str();
   app.add_option("--cycles", l.cycles_per_client, "Lock cycles per client (--sim lock)")->capture_default_str();
@@ -222,12 +234,13 @@ int main(int argc, char** argv) {
   l.replicas = q.replicas;
   l.clients = q.clients;
   bool broken = broken_floor || broken_lease || broken_delay || broken_trust || l.broken_lockd_reply_before_sync ||
-                l.broken_replicas_ignore_sequencer_lock || l.broken_lease_without_drift_margin ||
-                l.broken_clients_ignore_failed_fence || l.broken_clients_lease_from_reply ||
-                q.broken_replicas_pending_as_committed || q.broken_replicas_hide_pending ||
-                q.broken_replica_acks_without_storing || q.broken_replicas_skip_checksum ||
-                q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect || q.broken_replicas_forget_dropped ||
-                q.broken_writes_keep_floor || q.broken_skip_read_repair || st.broken_lying_journal_sync;
+                l.broken_members_outside_log || l.broken_replicas_ignore_sequencer_lock ||
+                l.broken_lease_without_drift_margin || l.broken_clients_ignore_failed_fence ||
+                l.broken_clients_lease_from_reply || q.broken_replicas_pending_as_committed ||
+                q.broken_replicas_hide_pending || q.broken_replica_acks_without_storing ||
+                q.broken_replicas_skip_checksum || q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect ||
+                q.broken_replicas_forget_dropped || q.broken_writes_keep_floor || q.broken_skip_read_repair ||
+                st.broken_lying_journal_sync;
   uint64_t unsafe = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
     q.seed = l.seed = st.seed = seed;

@@ -641,7 +641,8 @@ std::vector<TaggedCommand> every_command() {
           {9, OpenSession{1}},
           {10, OpenSession{UINT64_MAX}},
           {11, OpenSession{0, "worker-7"}},
-          {12, OpenSession{30000, "ops"}}};
+          {12, OpenSession{30000, "ops"}},
+          {13, SetMembers{{{1, "tcp://a:7000"}, {4, "tcp://d:7000"}, {255, "x"}}}}};
 }
 
 using Packer = msgpack::packer<msgpack::sbuffer>;
@@ -682,8 +683,8 @@ TEST_CASE("lock table: decode_batch refuses what is not a batch", "[lock_table][
   std::string good = encode_batch(every_command());
   std::vector<std::pair<std::string, Code>> cases = {
       {"", Code::kMalformed},
-      {good + '\x90', Code::kMalformed},                                    // trailing bytes
-      {"\xc1", Code::kMalformed},                                           // never used in MessagePack
+      {good + '\x90', Code::kMalformed},  // trailing bytes
+      {"\xc1", Code::kMalformed},  // never used in MessagePack
       {packed([](Packer& pk) { pk.pack_uint64(3); }), Code::kMalformed},  // not an array
       {packed([](Packer& pk) { pk.pack_map(0); }), Code::kMalformed},
       {"\xdd\xff\xff\xff\xff", Code::kMalformed},  // an array of 2^32-1 elements in 5 bytes
@@ -694,7 +695,7 @@ TEST_CASE("lock table: decode_batch refuses what is not a batch", "[lock_table][
        }),
        Code::kBadRequest},  // a command that is not an array
       {command([](Packer& pk) { pk.pack_uint64(1); }, 1), Code::kBadRequest},  // no kind
-      {command([](Packer& pk) { pk.pack_uint64(1).pack_uint64(7); }, 2), Code::kBadRequest},  // unknown kind
+      {command([](Packer& pk) { pk.pack_uint64(1).pack_uint64(8); }, 2), Code::kBadRequest},  // unknown kind
       {command([](Packer& pk) { pk.pack_int64(-1).pack_uint64(0); }, 2), Code::kBadRequest},  // negative tag
       // OpenSession: [tag, 0] or [tag, 0, lease_ms], nothing more, and the lease an integer.
       {command([](Packer& pk) { pk.pack_uint64(1).pack_uint64(0).pack_uint64(0).pack_uint64(0); }, 4),
@@ -977,4 +978,62 @@ TEST_CASE("lock table: restore refuses garbage and leaves the table unchanged", 
 }
 
 }  // namespace
+// ---- The lock group's members (docs/design.md "Membership") ----
+
+TEST_CASE("lock table: SetMembers records the members and counts the changes, in snapshots too",
+          "[lock_table][members]") {
+  LockTable t;
+  CHECK(t.members().empty());
+  CHECK(t.members_version() == 0);
+  const std::string before = t.snapshot();
+  CHECK_FALSE(members_in_snapshot(before));  // no change yet: the cluster file's members hold
+  const std::vector<LockNode> five = {{1, "tcp://a:1"},
+                                      {2, "tcp://b:1"},
+                                      {3, "tcp://c:1"},
+                                      {4, "tcp://d:1"},
+                                      {5, "tcp://e:1"}};
+  auto effects = t.apply({{1, SetMembers{five}}});
+  CHECK(effects.results.at(0).outcome == Outcome::kOk);
+  CHECK(t.members() == five);
+  CHECK(t.members_version() == 1);
+  t.apply({{2, SetMembers{{{2, "tcp://b:1"}, {4, "tcp://d:1"}, {6, "tcp://f:1"}}}}});
+  CHECK(t.members_version() == 2);
+  LockTable restored;
+  REQUIRE(restored.restore(t.snapshot()).is_ok());
+  CHECK(restored == t);
+  CHECK(members_in_snapshot(t.snapshot()) == std::vector<uint32_t>{2, 4, 6});
+  // With sessions, identities and leases around it too.
+  t.apply({{3, OpenSession{30000, "ops"}}, {4, OpenSession{}}});
+  REQUIRE(restored.restore(t.snapshot()).is_ok());
+  CHECK(restored == t);
+  // Leases listed but no identity: the empty identities list before the
+  // members is the one form such a table has.
+  LockTable leases_only;
+  leases_only.apply({{1, OpenSession{30000}}, {2, SetMembers{five}}});
+  REQUIRE(restored.restore(leases_only.snapshot()).is_ok());
+  CHECK(restored == leases_only);
+}
+
+TEST_CASE("lock table: members_after names the members of a batch of one SetMembers only", "[lock_table][members]") {
+  const SetMembers three{{{1, "a"}, {2, "b"}, {3, "c"}}};
+  CHECK(members_after(encode_batch({{9, three}})) == std::vector<uint32_t>{1, 2, 3});
+  CHECK_FALSE(members_after(encode_batch({{9, three}, {10, OpenSession{}}})));  // the master never batches it
+  CHECK_FALSE(members_after(encode_batch({{9, OpenSession{}}})));
+  CHECK_FALSE(members_after(encode_batch({{9, CloseSession{2}}})));
+  CHECK_FALSE(members_after(""));
+  CHECK_FALSE(members_after("garbage"));
+}
+
+TEST_CASE("lock table: a SetMembers that names no node, a node twice, out of order, id 0 or no address is refused",
+          "[lock_table][members][codec]") {
+  const std::vector<std::vector<LockNode>> bad = {
+      {}, {{1, "a"}, {1, "b"}}, {{2, "a"}, {1, "b"}}, {{0, "a"}}, {{256, "a"}}, {{1, ""}},
+  };
+  for (const auto& nodes : bad) {
+    const auto decoded = decode_batch(encode_batch({{1, SetMembers{nodes}}}));
+    INFO(decoded.status().to_string());
+    CHECK(decoded.status().code() == Code::kBadRequest);
+  }
+}
+
 }  // namespace palisade::lockgroup

@@ -22,12 +22,27 @@ namespace {
 
 constexpr uint64_t kLease = 4000;
 
+// The harness's membership changes: "members:1,2,4" makes 1, 2 and 4 the members.
+std::optional<Members> test_members_after(std::string_view value) {
+  constexpr std::string_view kPrefix = "members:";
+  if (value.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+  Members members;
+  for (char ch : value.substr(kPrefix.size())) {
+    if (ch != ',') members.push_back(static_cast<NodeId>(ch - '0'));
+  }
+  return members;
+}
+
 struct Cluster {
-  explicit Cluster(int n, bool ignore_lease = false) {
-    for (int i = 1; i <= n; ++i) members.push_back(static_cast<NodeId>(i));
-    for (NodeId id : members) {
+  // `initial` of the `n` nodes are the first members (all when 0); the others
+  // start empty, as nodes that join.
+  explicit Cluster(int n, bool ignore_lease = false, int initial = 0) {
+    for (int i = 1; i <= n; ++i) all.push_back(static_cast<NodeId>(i));
+    members.assign(all.begin(), all.begin() + (initial == 0 ? n : initial));
+    for (NodeId id : all) {
       options[id] = PaxosOptions{.self = id,
-                                 .members = members,
+                                 .members = id <= members.size() ? members : Members{},
+                                 .members_after = test_members_after,
                                  .group = 7,
                                  .master_lease_ms = kLease,
                                  .heartbeat_ms = 500,
@@ -129,7 +144,8 @@ struct Cluster {
     return ok;
   }
 
-  std::vector<NodeId> members;
+  std::vector<NodeId> all;  // every node
+  std::vector<NodeId> members;  // the first members
   std::map<NodeId, PaxosOptions> options;
   std::map<NodeId, std::unique_ptr<MemoryPaxosStorage>> disks;
   std::map<NodeId, std::unique_ptr<PaxosNode>> nodes;
@@ -365,7 +381,9 @@ TEST_CASE("a value accepted by a majority survives the master's crash", "[paxos]
   CHECK(values_of(c.delivered[*successor]) == std::vector<std::string>{"kept"});
   c.boot(old);
   REQUIRE(c.propose("next"));
-  c.run(2000);
+  // It missed the new master's prepare: it takes the new ballot's accepts
+  // once the lease it may have promised before its crash is over.
+  c.run(kLease + 1000);
   CHECK(values_of(c.delivered[old]) == std::vector<std::string>{"kept", "next"});
 }
 
@@ -481,7 +499,8 @@ TEST_CASE("a node whose commit failed restarts from disk and rejoins", "[paxos]"
   CHECK(c.max_masters == 1);
 }
 
-TEST_CASE("messages of another group or to another node are ignored", "[paxos]") {
+TEST_CASE("messages of another group or to another node are ignored, a non-member is told the chosen values",
+          "[paxos]") {
   Cluster c(3);
   NodeId m = c.elect();
   NodeId f = other_than(m);
@@ -491,7 +510,12 @@ TEST_CASE("messages of another group or to another node are ignored", "[paxos]")
   PeerMessage stranger{.from = 9, .to = f, .group = 7, .body = Prepare{.ballot = make_ballot(99, 9), .from_slot = 1, .seq = 1}};
   CHECK(c.nodes[f]->receive(stranger, c.now).is_ok());
   c.settle(f);
-  CHECK(c.wire.empty());
+  // A node outside the membership (one removed that did not learn so) gets
+  // the chosen values, and no promise while the master's lease holds.
+  REQUIRE(c.wire.size() == 2);
+  for (const PeerMessage& m : c.wire) CHECK(m.to == 9);
+  CHECK(std::holds_alternative<CatchUp>(c.wire.front().body));
+  CHECK_FALSE(std::get<Promise>(c.wire.back().body).ok);
   CHECK(c.nodes[f]->epoch() == before);
 }
 
@@ -882,7 +906,7 @@ TEST_CASE("a master that hands over lets its successor lead at once, not after i
   c.run(1000);
   CHECK(values_of(c.delivered[successor]) == std::vector<std::string>{"before", "after"});
   c.boot(old);
-  c.run(2000);
+  c.run(kLease + 1000);
   CHECK(c.master() == successor);
   CHECK(values_of(c.delivered[old]) == std::vector<std::string>{"before", "after"});
   CHECK(c.max_masters == 1);
@@ -1026,6 +1050,154 @@ TEST_CASE("a step-down of an older ballot, replayed, releases nothing", "[paxos]
   REQUIRE(next_at);
   CHECK(*next_at >= lease_end);
   CHECK(c.max_masters == 1);
+}
+
+// ---- Membership changes (docs/design.md "Membership") ----
+
+TEST_CASE("the group grows from three nodes to five and back while values are chosen", "[paxos][members]") {
+  Cluster c(5, false, 3);
+  const NodeId m = c.elect();
+  CHECK_FALSE(c.nodes[4]->is_member());
+  REQUIRE(c.propose("a"));
+  REQUIRE(c.propose("members:1,2,3,4,5"));
+  c.run(1000);
+  for (NodeId id : c.all) CHECK(c.nodes[id]->members() == Members{1, 2, 3, 4, 5});
+  REQUIRE(c.master() == m);  // the master kept serving through the change
+  REQUIRE(c.propose("b"));
+  c.run(1000);
+  // The new nodes learnt everything, the values before the change too.
+  for (NodeId id : c.all) CHECK(values_of(c.delivered[id]) == std::vector<std::string>{"a", "members:1,2,3,4,5", "b"});
+  // Five members: any three elect and choose, two of the first three gone.
+  const NodeId lost = m == 1 ? 2 : 1;
+  c.cut = {m, lost};
+  c.run(kLease + 4000);
+  const auto next = c.master();
+  REQUIRE(next);
+  CHECK((*next == 3 || *next == 4 || *next == 5));
+  REQUIRE(c.propose("c"));
+  // The two come back; one of them campaigned while cut off and holds a
+  // higher ballot: the group settles on one master again first.
+  c.cut.clear();
+  c.run(3 * kLease);
+  REQUIRE(c.propose("members:1,2,3"));
+  c.run(1000);
+  for (NodeId id : c.members) CHECK(c.nodes[id]->members() == Members{1, 2, 3});
+  REQUIRE(c.master());
+  CHECK(*c.master() <= 3);  // a removed master hands over to a member
+  REQUIRE(c.propose("d"));
+  // A removed node that missed its removal campaigns once its wait is over:
+  // the members answer with the chosen values, and it learns it.
+  c.run(2 * kLease);
+  for (NodeId id : {4, 5}) {
+    CHECK(c.nodes[id]->members() == Members{1, 2, 3});
+    CHECK_FALSE(c.nodes[id]->is_member());
+    CHECK(c.nodes[id]->role() == PaxosNode::Role::kFollower);
+  }
+  CHECK(c.max_masters == 1);
+}
+
+TEST_CASE("a master that removes its own node hands over and stops leading", "[paxos][members]") {
+  Cluster c(4, false, 3);
+  const NodeId m = c.elect();
+  Members without;
+  for (NodeId id : c.all) {
+    if (id != m) without.push_back(id);
+  }
+  std::string change = "members:";
+  for (NodeId id : without) change += std::to_string(id) + ",";
+  REQUIRE(c.propose(change));
+  // Well before its lease would run out on the new members: it handed over.
+  c.run(kLease / 2);
+  REQUIRE(c.master());
+  CHECK(*c.master() != m);
+  CHECK_FALSE(c.nodes[m]->is_member());
+  CHECK(c.nodes[4]->is_member());
+  REQUIRE(c.propose("after"));
+  // The removed node never campaigns again, though nobody talks to it.
+  c.run(3 * kLease);
+  CHECK(c.nodes[m]->role() == PaxosNode::Role::kFollower);
+  CHECK(c.max_masters == 1);
+}
+
+TEST_CASE("a node that joins never campaigns before it is a member", "[paxos][members]") {
+  Cluster c(4, false, 3);
+  c.cut = {1, 2, 3};
+  c.run(4 * kLease);
+  CHECK(c.nodes[4]->role() == PaxosNode::Role::kFollower);
+  CHECK(c.nodes[4]->members().empty());
+  CHECK(c.nodes[4]->epoch() == 0);
+}
+
+TEST_CASE("a change waits for a majority of the new members, and is dropped when they never answer",
+          "[paxos][members]") {
+  Cluster c(5, false, 3);
+  const NodeId m = c.elect();
+  c.cut = {4, 5};
+  // Of {m, 4, 5} a majority must promise: m alone is not one.
+  REQUIRE(c.propose("members:" + std::to_string(m) + ",4,5"));
+  CHECK_FALSE(c.nodes[m]->members_settled());
+  // Staged, not proposed: the group and its master go on as before.
+  REQUIRE(c.propose("a"));
+  c.run(1000);
+  CHECK(c.master() == m);
+  CHECK(c.nodes[m]->members() == Members{1, 2, 3});
+  CHECK_FALSE(c.propose("members:1,2,3,4"));  // one change at a time
+  c.run(2 * kLease + 1000);
+  CHECK(c.nodes[m]->members_settled());
+  CHECK(c.nodes[m]->staged_dropped() == 1);
+  CHECK(c.master() == m);
+  for (NodeId id : c.members) CHECK(c.nodes[id]->members() == Members{1, 2, 3});
+  CHECK(values_of(c.chosen) == std::vector<std::string>{"a"});
+}
+
+TEST_CASE("a node restarted after a change comes back with the changed members", "[paxos][members]") {
+  Cluster c(4, false, 3);
+  c.elect();
+  REQUIRE(c.propose("members:1,2,3,4"));
+  c.run(1000);
+  // Compacted into a snapshot that records the members: the harness's
+  // snapshot is the change itself.
+  for (NodeId id : c.all) {
+    c.options[id].members_in_snapshot = test_members_after;
+    c.nodes[id]->compact(c.nodes[id]->applied_through(), "members:1,2,3,4");
+    c.settle(id);
+  }
+  c.crash(4);
+  c.boot(4);
+  CHECK(c.nodes[4]->members() == Members{1, 2, 3, 4});
+  CHECK(c.nodes[4]->is_member());
+}
+
+TEST_CASE("an acceptor leased to one master takes no higher ballot's accept from another before its prepare",
+          "[paxos][members]") {
+  Cluster c(3);
+  const NodeId m = c.elect();
+  const NodeId f = other_than(m);
+  const NodeId rival = 6 - m - f;  // the third node
+  // The rival's accept of a higher ballot, as a master elected by members
+  // the follower's master does not count would send it.
+  const Ballot higher = make_ballot(ballot_round(c.nodes[f]->epoch()) + 5, rival);
+  PeerMessage accept{.from = rival,
+                     .to = f,
+                     .group = 7,
+                     .incarnation = 99,
+                     .serial = 1,
+                     .body = Accept{.ballot = higher, .seq = 1, .chosen_through = 0}};
+  REQUIRE(c.nodes[f]->receive(accept, c.now).is_ok());
+  CHECK(c.nodes[f]->epoch() < higher);
+  c.wire.clear();
+  c.settle(f);
+  REQUIRE(c.wire.size() == 1);
+  CHECK_FALSE(std::get<Accepted>(c.wire.front().body).ok);
+  c.wire.clear();
+  // Once the lease is over, the same ballot's accept is taken.
+  c.cut = {m};
+  c.run(kLease + 100);
+  c.cut.clear();
+  c.wire.clear();
+  accept.serial = 2;
+  REQUIRE(c.nodes[f]->receive(accept, c.now).is_ok());
+  CHECK(c.nodes[f]->epoch() >= higher);
 }
 
 }  // namespace palisade::lockgroup
