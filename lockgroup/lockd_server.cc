@@ -149,7 +149,9 @@ void LockdServer::log_changes(uint64_t now, const std::vector<LockEvent>& events
     next_stuck_log_ms_ = now + 60'000;  // once a minute: loud, not a flood
     spdlog::error(
         "the promise on disk (epoch {}) is at the highest round a peer accepts: this node can neither lead nor "
-        "follow. Stop it, then empty its data directory (it catches up from its peers) or restore it from a backup",
+        "follow. Stop it and leave it stopped: the group runs on while a majority of nodes does. Do not empty its "
+        "data directory or restore an older copy of it: an acceptor that forgets what it accepted can let the group "
+        "choose two values for one slot (docs/operations.md, \"A lock group node\")",
         service.node().epoch());
   }
   if (spdlog::should_log(spdlog::level::info)) {

@@ -597,8 +597,9 @@ void PaxosNode::campaign(uint64_t now) {
   // this node refuses peers' ballots above it; only a promise written to disk
   // before those checks existed gets here. Such a node can neither lead nor
   // follow: every accept it gets is below its promise, and it refuses them. It
-  // must not wrap the round and abort; the driver tells the operator to empty
-  // or restore its data directory (stuck_at_top_round()).
+  // must not wrap the round and abort; the driver tells the operator to stop
+  // it (stuck_at_top_round()): emptying its directory would forget what it
+  // accepted before it got stuck, which a later majority may need.
   if (round > kMaxRound) {
     stuck_at_top_round_ = true;
     restart_election_timer(now);

@@ -610,7 +610,7 @@ TEST_CASE("a node whose disk holds a promise at the top round does not abort, an
   // Written by a node before ballots were range-checked: it can neither lead
   // (no round above its promise is allowed) nor follow (every accept is below
   // its promise). It keeps running instead of aborting on every start, and
-  // tells the driver, which tells the operator to empty its data directory.
+  // tells the driver, which tells the operator to stop it.
   Cluster c(3);
   c.disks[1]->set_promised(make_ballot((uint64_t{1} << 56) - 1, 2));
   REQUIRE(c.disks[1]->commit().is_ok());
