@@ -483,6 +483,11 @@ void LockService::apply(const Delivery& delivery, uint64_t now) {
   }
   for (const Grant& grant : effects.woken) {
     note_grant(grant);
+    // A grant the same batch released again (the session's release came
+    // after the release that woke it) is nobody's answer: the session's
+    // waiting acquire, if any, is a later one, queued behind the next holder.
+    const LockState* lock = table_.lock(grant.lock);
+    if (lock == nullptr || lock->token != grant.token || lock->holders.count(grant.session) == 0) continue;
     std::erase_if(wait_timers_, [&](const Timer& t) { return t.session == grant.session && t.lock == grant.lock; });
     auto w = waiting_.find({grant.session, grant.lock});
     if (w == waiting_.end()) continue;  // the client asks again and gets the grant then
