@@ -116,5 +116,7 @@ void add_keygen_command(CLI::App& app, const CommonOptions& common, int& exit_co
 // check-sequencer: kExitOk genuine and current, kExitFenced genuine but over,
 // kExitUsage (bad_sequencer) not genuine.
 void add_check_sequencer_command(CLI::App& app, const CommonOptions& common, int& exit_code);
+// member list | add | remove | replace: the lock group's members.
+void add_member_command(CLI::App& app, const CommonOptions& common, int& exit_code);
 
 }  // namespace palisade::cli

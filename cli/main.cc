@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
   add_repair_command(app, common, exit_code);
   add_keygen_command(app, common, exit_code);
   add_check_sequencer_command(app, common, exit_code);
+  add_member_command(app, common, exit_code);
 
   add_holder_command(app, common, exit_code);
 

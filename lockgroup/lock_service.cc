@@ -52,9 +52,16 @@ wire::LockReply LockService::reply_to(uint64_t request_id, Status status) const 
   reply.status = std::move(status);
   reply.epoch = node_->epoch();
   reply.master = node_->master_hint();
-  auto it = options_.endpoints.find(reply.master);
-  if (it != options_.endpoints.end()) reply.master_endpoint = it->second;
+  reply.master_endpoint = address_of(reply.master);
   return reply;
+}
+
+std::string LockService::address_of(NodeId node) const {
+  for (const LockNode& n : table_.members()) {
+    if (n.id == node) return n.address;
+  }
+  auto it = options_.endpoints.find(node);
+  return it == options_.endpoints.end() ? std::string() : it->second;
 }
 
 void LockService::on_request(ClientRequest r, uint64_t now) {
@@ -117,6 +124,12 @@ void LockService::on_request(ClientRequest r, uint64_t now) {
             return refuse(std::move(s));
           }
           propose(Release{.session = m.session, .lock = m.lock, .call = m.call}, pending(m.session));
+        } else if constexpr (std::is_same_v<T, wire::SetMembersRequest>) {
+          std::vector<LockNode> nodes;
+          for (const wire::MemberInfo& n : m.nodes) nodes.push_back({n.id, n.address});
+          if (Status s = change_members(std::move(nodes), m.version, now, pending(0)); !s.is_ok()) {
+            refuse(std::move(s));
+          }
         }
       },
       r.request.body);
@@ -174,6 +187,12 @@ void LockService::handle_status(const ClientRequest& r) {
   reply.role = role_name(node_->role());
   reply.applied_slot = node_->applied_through();
   reply.sessions = table_.sessions().size();
+  reply.members_version = table_.members_version();
+  if (table_.members_version() > 0) {
+    for (const LockNode& n : table_.members()) reply.members.push_back({n.id, n.address});
+  } else {
+    for (NodeId id : node_->members()) reply.members.push_back({id, address_of(id)});
+  }
   const auto& locks = table_.locks();
   const auto& after = std::get<wire::LockStatusRequest>(r.request.body).after;
   for (auto it = locks.upper_bound(after); it != locks.end(); ++it) {
@@ -218,18 +237,21 @@ void LockService::flush(uint64_t now) {
   settle(now);
 }
 
-Status LockService::change_members(std::vector<LockNode> nodes, uint64_t version, uint64_t now) {
+Status LockService::change_members(std::vector<LockNode> nodes, uint64_t version, uint64_t now, Pending pending) {
   if (!node_->is_master(now)) return Status(Code::kNotMaster, "only the master changes the members");
   if (!node_->members_settled()) return Status(Code::kUnavailable, "another membership change is under way");
   if (version != table_.members_version()) {
     return Status(Code::kBadRequest, "the membership is at version " + std::to_string(table_.members_version()) +
                                          ", not " + std::to_string(version));
   }
-  const SetMembers set{std::move(nodes)};
-  std::string value = encode_batch({{rng_.next(), set}});
+  const uint64_t tag = rng_.next();
+  std::string value = encode_batch({{tag, SetMembers{std::move(nodes)}}});
   // The value must decode as it will when applied: the checks of read_nodes.
   if (auto decoded = decode_batch(value); !decoded.is_ok()) return decoded.status();
   PALISADE_CHECK(node_->propose(std::move(value), now));
+  pending_[tag] = pending;
+  staged_tag_ = tag;
+  staged_dropped_ = node_->staged_dropped();
   settle(now);
   return Status::ok();
 }
@@ -311,6 +333,16 @@ void LockService::run_timers(uint64_t now) {
 
 void LockService::settle(uint64_t now) {
   for (const Delivery& d : node_->take_deliveries()) apply(d, now);
+  if (node_->staged_dropped() != staged_dropped_) {
+    // The new members did not promise in time: the change was never proposed.
+    staged_dropped_ = node_->staged_dropped();
+    if (auto it = pending_.find(staged_tag_); it != pending_.end()) {
+      answer(it->second,
+             reply_to(it->second.request_id,
+                      Status(Code::kUnavailable, "a majority of the new members did not answer the master")));
+      pending_.erase(it);
+    }
+  }
   bool master = node_->is_master(now);
   if (master && !master_) became_master(now);
   if (!master && master_) lost_mastership();
@@ -470,6 +502,9 @@ void LockService::apply(const Delivery& delivery, uint64_t now) {
             if (reply.released) {
               events_.push_back({.kind = LockEvent::Kind::kReleased, .session = c.session, .lock = c.lock});
             }
+            answer(p, std::move(reply));
+          } else if constexpr (std::is_same_v<T, SetMembers>) {
+            reply.members_version = table_.members_version();
             answer(p, std::move(reply));
           } else if constexpr (std::is_same_v<T, CancelWait>) {
             auto w = waiting_.find({c.session, c.lock});

@@ -92,7 +92,16 @@ class LockService {
   // (docs/design.md "Membership"), when no other change is under way and
   // `version` is the table's members_version(). The change takes effect once
   // chosen; the table's members() then name them.
-  Status change_members(std::vector<LockNode> nodes, uint64_t version, uint64_t now);
+  // Whom a proposed command answers once applied.
+  struct Pending {
+    uint64_t route = 0;
+    uint64_t request_id = 0;
+    uint64_t session = 0;
+    bool answer = true;  // false: the master's own command (expiry, delay end), or nobody to answer
+  };
+  // `pending`: whom to answer once the change is applied, or dropped because
+  // a majority of the new members did not promise in time (unavailable).
+  Status change_members(std::vector<LockNode> nodes, uint64_t version, uint64_t now, Pending pending);
   bool is_master(uint64_t now_ms) const { return node_->is_master(now_ms); }
   // Lock-table commands this master proposed (or batched to propose) that the
   // log has not chosen and applied yet: the lock service's queue. 0 on a follower.
@@ -102,12 +111,6 @@ class LockService {
   LockService(const LockServiceOptions& options, std::unique_ptr<PaxosNode> node);
 
   // A command waiting for its slot to be chosen, and whom to answer.
-  struct Pending {
-    uint64_t route = 0;
-    uint64_t request_id = 0;
-    uint64_t session = 0;
-    bool answer = true;  // false: the master's own command (expiry, delay end)
-  };
   struct Timer {
     uint64_t at = 0;
     std::string lock;
@@ -138,6 +141,8 @@ class LockService {
   // `identity`'s); ok when it may go on.
   Status check_session(uint64_t epoch, uint64_t session, std::string_view identity, uint64_t now) const;
   void handle_status(const ClientRequest& r);
+  // Where `node` is reached: the membership's address, else the cluster file's ("" when unknown).
+  std::string address_of(NodeId node) const;
   void handle_check_sequencer(const ClientRequest& r, const wire::CheckSequencerRequest& m);
 
   LockServiceOptions options_;
@@ -157,6 +162,8 @@ class LockService {
   std::map<uint64_t, Pending> pending_;      // command tag -> whom to answer
   std::map<std::pair<SessionId, std::string>, Pending> waiting_;  // queued acquires
   std::vector<TaggedCommand> batch_;
+  uint64_t staged_tag_ = 0;  // the last membership change proposed
+  uint64_t staged_dropped_ = 0;  // node_->staged_dropped() as last seen
 
   std::vector<ClientReply> replies_;
   std::vector<LockEvent> events_;

@@ -1,6 +1,7 @@
 // palisade-lockd: one node of the palisade lock group. Reads the cluster file
 // and the cluster key, takes the data directory, and wires LMDB, the lock
 // service and ZeroMQ together.
+#include <algorithm>
 #include <unistd.h>
 
 #include <cerrno>
@@ -39,6 +40,7 @@ struct Flags {
   size_t snapshot_every = 10000;
   logging::LogFlags log;
   bool insecure = false;  // serve plaintext links, on a cluster file that lists no identities
+  bool join = false;  // start outside the lock group: learn its members from it
   std::string metrics_listen;  // HOST:PORT of the metrics endpoint; empty: none
 };
 
@@ -67,9 +69,11 @@ Result<lockgroup::LockdServerOptions> server_options(const Flags& flags, const C
   lockgroup::LockServiceOptions& s = o.driver.service;
   s.paxos.self = flags.id;
   for (const LockdNode& n : cluster.lockd) {
-    s.paxos.members.push_back(n.id);
+    // A node that joins knows no members: it learns them from the group.
+    if (!flags.join) s.paxos.members.push_back(n.id);
     s.endpoints[n.id] = n.endpoint;
   }
+  std::sort(s.paxos.members.begin(), s.paxos.members.end());
   s.paxos.group = hash64(cluster.group);
   s.paxos.master_lease_ms = cluster.timing.master_lease_ms;
   s.paxos.heartbeat_ms = cluster.timing.heartbeat_ms;
@@ -208,6 +212,10 @@ int main(int argc, char** argv) {
                "Serve plaintext links, on a cluster file that lists no identities: anyone who reaches\n"
                "the node can read its traffic and send it requests. Only on a trusted network; logged\n"
                "at start. Without it, such a cluster file is refused");
+  app.add_flag("--join", flags.join,
+               "Start outside the lock group, as a node that joins a running group does: it takes\n"
+               "part once `palisade member add` (or replace) makes it a member. Keep it on every\n"
+               "start of such a node (docs/operations.md)");
   app.add_option("--map-size", flags.map_size_bytes, "Most the acceptor state may grow to, e.g. 1GB")
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(false));

@@ -15,6 +15,24 @@ constexpr size_t kMaxModeBytes = 16;        // "exclusive"
 constexpr size_t kMaxRoleBytes = 16;        // "candidate"
 constexpr size_t kMaxEndpointBytes = 1024;  // a ZeroMQ endpoint
 
+// A list of {id, address} maps.
+void pack_members(Packer& pk, std::string_view name, const std::vector<MemberInfo>& members) {
+  pack_text(pk, name);
+  pk.pack_array(static_cast<uint32_t>(members.size()));
+  for (const MemberInfo& m : members) {
+    pk.pack_map(2);
+    pack_u64_field(pk, "id", m.id);
+    pack_text_field(pk, "address", m.address);
+  }
+}
+
+void read_members(FieldReader& r, std::string_view name, std::vector<MemberInfo>& out) {
+  read_map_list(r, name, kMaxMembers, "member", out, [](FieldReader& mr, MemberInfo& m) {
+    read_u32(mr, "id", m.id, Need::kRequired);
+    mr.bytes("address", m.address, kMaxEndpointBytes, Need::kRequired);
+  });
+}
+
 struct RequestEncoder : RequestEncoderBase {
   void epoch_and_session(uint32_t body_fields, std::string_view type, uint64_t epoch, uint64_t session) const {
     head(3 + 2 + body_fields, type);
@@ -52,6 +70,11 @@ struct RequestEncoder : RequestEncoderBase {
   void operator()(const LockStatusRequest& r) const {
     head(r.after.empty() ? 3 : 4, "lock_status");
     if (!r.after.empty()) pack_text_field(pk, "after", r.after);
+  }
+  void operator()(const SetMembersRequest& r) const {
+    head(5, "set_members");
+    pack_u64_field(pk, "version", r.version);
+    pack_members(pk, "nodes", r.nodes);
   }
 };
 
@@ -130,6 +153,24 @@ Status read_body(const std::string& type, FieldReader& r, const Limits& limits, 
     out = std::move(rl);
     return Status::ok();
   }
+  if (type == "set_members") {
+    SetMembersRequest m;
+    r.u64("version", m.version, Need::kRequired);
+    if (!r.has("nodes") && r.status().is_ok()) return Status(Code::kBadRequest, "missing field 'nodes'");
+    read_members(r, "nodes", m.nodes);
+    if (!r.status().is_ok()) return Status::ok();  // the reader's error is the answer
+    if (m.nodes.empty()) return Status(Code::kBadRequest, "field 'nodes' must name at least one node");
+    for (size_t i = 0; i < m.nodes.size(); ++i) {
+      const MemberInfo& n = m.nodes[i];
+      if (n.id == 0 || n.id > kMaxMembers) {
+        return Status(Code::kBadRequest, "node id " + std::to_string(n.id) + " is not in 1..255");
+      }
+      if (i > 0 && n.id <= m.nodes[i - 1].id) return Status(Code::kBadRequest, "node ids must increase");
+      if (n.address.empty()) return Status(Code::kBadRequest, "node " + std::to_string(n.id) + " has no address");
+    }
+    out = std::move(m);
+    return Status::ok();
+  }
   if (type == "check_sequencer") {
     CheckSequencerRequest c;
     r.bytes("sequencer", c.sequencer, kMaxSequencerBytes, Need::kRequired);
@@ -158,6 +199,8 @@ uint32_t reply_field_count(const LockReply& reply) {
   if (reply.applied_slot != 0) ++n;
   if (reply.sessions != 0) ++n;
   if (!reply.locks.empty()) ++n;
+  if (reply.members_version != 0) ++n;
+  if (!reply.members.empty()) ++n;
   return n;
 }
 
@@ -226,9 +269,9 @@ void read_locks(FieldReader& r, const Limits& limits, std::vector<LockInfo>& out
 }  // namespace
 
 std::string_view request_type(const LockRequestBody& body) {
-  static constexpr std::array<std::string_view, 8> kNames = {"find_master",     "open_session", "keep_alive",
+  static constexpr std::array<std::string_view, 9> kNames = {"find_master",     "open_session", "keep_alive",
                                                              "close_session",   "acquire",      "release",
-                                                             "check_sequencer", "lock_status"};
+                                                             "check_sequencer", "lock_status",  "set_members"};
   static_assert(kNames.size() == std::variant_size_v<LockRequestBody>);
   return kNames[body.index()];
 }
@@ -259,6 +302,8 @@ std::string encode_lock_reply(const LockReply& reply) {
       pk.pack_array(static_cast<uint32_t>(reply.locks.size()));
       for (const LockInfo& l : reply.locks) pack_lock_info(pk, l);
     }
+    if (reply.members_version != 0) pack_u64_field(pk, "members_version", reply.members_version);
+    if (!reply.members.empty()) pack_members(pk, "members", reply.members);
   });
 }
 
@@ -288,6 +333,8 @@ Result<LockReply> decode_lock_reply(std::string_view bytes, size_t max_bytes) {
     r.u64("applied_slot", reply.applied_slot, Need::kOptional);
     r.u64("sessions", reply.sessions, Need::kOptional);
     read_locks(r, limits, reply.locks);
+    r.u64("members_version", reply.members_version, Need::kOptional);
+    read_members(r, "members", reply.members);
   });
 }
 

@@ -85,8 +85,26 @@ struct LockStatusRequest {
   friend bool operator==(const LockStatusRequest&, const LockStatusRequest&) = default;
 };
 
-using LockRequestBody = std::variant<FindMasterRequest, OpenSessionRequest, KeepAliveRequest, CloseSessionRequest,
-                                     AcquireRequest, ReleaseRequest, CheckSequencerRequest, LockStatusRequest>;
+// A node of the lock group's membership: its id and where it is reached.
+constexpr size_t kMaxMembers = 255;
+struct MemberInfo {
+  uint32_t id = 0;  // 1..255
+  std::string address;
+  friend bool operator==(const MemberInfo&, const MemberInfo&) = default;
+};
+// Makes `nodes` the lock group's members (docs/design.md "Membership"), if
+// the membership is still at `version` (a status reply's members_version):
+// two operators' changes cannot both apply. Master only, admin only; the
+// reply comes once the change is chosen and applied.
+struct SetMembersRequest {
+  uint64_t version = 0;
+  std::vector<MemberInfo> nodes;  // ids increasing, 1 to kMaxMembers of them
+  friend bool operator==(const SetMembersRequest&, const SetMembersRequest&) = default;
+};
+
+using LockRequestBody =
+    std::variant<FindMasterRequest, OpenSessionRequest, KeepAliveRequest, CloseSessionRequest, AcquireRequest,
+                 ReleaseRequest, CheckSequencerRequest, LockStatusRequest, SetMembersRequest>;
 
 // The wire type of a request ("acquire", ...), for metrics and logs.
 std::string_view request_type(const LockRequestBody& body);
@@ -135,6 +153,10 @@ struct LockReply {
   uint64_t applied_slot = 0;
   uint64_t sessions = 0;
   std::vector<LockInfo> locks;  // at most kMaxStatusLocks, by name
+  // status and set_members: the membership as this node applied it, and how
+  // many changes made it (0: none yet, the cluster file's members).
+  uint64_t members_version = 0;
+  std::vector<MemberInfo> members;  // status only
 };
 
 std::string encode_lock_request(const LockRequest& request);

@@ -576,7 +576,8 @@ class LockSim {
       std::vector<lockgroup::LockNode> nodes;
       for (lockgroup::NodeId id : next) nodes.push_back({id, endpoint(static_cast<int>(id))});
       const lockgroup::LockTable& table = n.driver->service().table();
-      const Status s = n.driver->service().change_members(std::move(nodes), table.members_version(), local(n));
+      const Status s =
+          n.driver->service().change_members(std::move(nodes), table.members_version(), local(n), {.answer = false});
       world_.record("lockd " + std::to_string(i) + " proposes members " + names + ": " + s.to_string());
       if (s.is_ok()) ++member_changes_proposed_;
       after_input(i);

@@ -37,6 +37,7 @@ using wire::LockRequest;
 using wire::LockStatusRequest;
 using wire::OpenSessionRequest;
 using wire::ReleaseRequest;
+using wire::SetMembersRequest;
 
 using test::array_value;
 using test::bin;
@@ -131,6 +132,8 @@ TEST_CASE("lock wire: every request type round-trips", "[wire][lockgroup]") {
       {"lock_status after the longest name", {15, LockStatusRequest{longest_lock}}},
       {"acquire naming its cluster", {16, kAcquire, std::string(16, '\xc1')}},
       {"find_master naming its cluster", {17, FindMasterRequest{}, std::string("0123456789abcdef")}},
+      {"set_members", {18, SetMembersRequest{3, {{1, "tcp://a:7000"}, {4, "tcp://d:7000"}, {255, "ipc:///x"}}}}},
+      {"set_members, the first change", {19, SetMembersRequest{0, {{2, "tcp://b:7000"}}}}},
   };
   test::check_request_round_trips(cases, wire::encode_lock_request, wire::decode_lock_request);
 }
@@ -184,6 +187,8 @@ LockReply full_reply() {
   r.locks = {LockInfo{"a", LockMode::kShared, 5, {17, 18, UINT64_MAX}, 2, 0},
              LockInfo{std::string("b\0\xff", 3), LockMode::kExclusive, 0, {}, 0, 60'000},
              LockInfo{"c", LockMode::kExclusive, UINT64_MAX, {17}, UINT64_MAX, 1, {"worker-7"}}};
+  r.members_version = 9;
+  r.members = {{1, "tcp://10.0.0.1:7500"}, {255, "tcp://[::1]:7000"}};
   return r;
 }
 
@@ -586,4 +591,31 @@ TEST_CASE("protocol.md lock-group examples are what the encoder produces", "[wir
 }
 
 }  // namespace
+TEST_CASE("lock wire: set_members names 1 to 64 nodes, ids 1 to 255 increasing, each with an address",
+          "[wire][lockgroup][members]") {
+  auto decoded = [](SetMembersRequest r) {
+    return wire::decode_lock_request(wire::encode_lock_request({1, r}), Limits{});
+  };
+  CHECK(decoded({0, {{1, "a"}}}).is_ok());
+  const std::vector<std::pair<const char*, SetMembersRequest>> bad = {
+      {"no node", {0, {}}},
+      {"id 0", {0, {{0, "a"}}}},
+      {"id 256", {0, {{256, "a"}}}},
+      {"ids out of order", {0, {{2, "a"}, {1, "b"}}}},
+      {"an id twice", {0, {{2, "a"}, {2, "b"}}}},
+      {"no address", {0, {{1, ""}}}},
+  };
+  for (const auto& [what, request] : bad) {
+    INFO(what);
+    CHECK(decoded(request).status().code() == Code::kBadRequest);
+  }
+  // A request's lists hold at most 64 items, and an address at most 1024 bytes.
+  std::vector<wire::MemberInfo> most;
+  for (uint32_t id = 1; id <= 64; ++id) most.push_back({id, "a"});
+  CHECK(decoded({0, most}).is_ok());
+  most.push_back({65, "a"});
+  CHECK(decoded({0, most}).status().code() == Code::kTooLarge);
+  CHECK(decoded({0, {{1, std::string(1025, 'a')}}}).status().code() == Code::kTooLarge);
+}
+
 }  // namespace palisade

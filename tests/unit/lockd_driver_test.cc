@@ -256,6 +256,32 @@ TEST_CASE("lockd driver: over CURVE a session is its identity's, and acquires ne
   CHECK(call(n, wire::KeepAliveRequest{.epoch = epoch, .session = session}, "worker").status.is_ok());
 }
 
+TEST_CASE("lockd driver: only an admin changes the members, and only from the version it read",
+          "[lockgroup][security][members]") {
+  LockdDriverOptions o = options();
+  o.permissions = Permissions({}, {{"worker", {"replica"}}, {"ops", {"admin"}}});
+  Node n(std::move(o));
+  n.elect();
+  const wire::LockReply before = call(n, wire::LockStatusRequest{}, "ops");
+  CHECK(before.members_version == 0);
+  CHECK(before.members == std::vector<wire::MemberInfo>{{1, "tcp://n1"}});
+  const wire::SetMembersRequest change{.version = 0, .nodes = {{1, "tcp://n1.example:7000"}}};
+  const wire::LockReply refused = call(n, change, "worker");
+  CHECK(refused.status.code() == Code::kPermissionDenied);
+  CHECK(n.driver->service().table().members_version() == 0);
+  const wire::LockReply done = call(n, change, "ops");
+  REQUIRE(done.status.is_ok());
+  CHECK(done.members_version == 1);
+  const wire::LockReply after = call(n, wire::LockStatusRequest{}, "worker");
+  CHECK(after.members_version == 1);
+  CHECK(after.members == std::vector<wire::MemberInfo>{{1, "tcp://n1.example:7000"}});
+  // Version 0 again: another operator's change came first.
+  const wire::LockReply stale = call(n, change, "ops");
+  CHECK(stale.status.code() == Code::kBadRequest);
+  CHECK_THAT(stale.status.message(), Catch::Contains("at version 1"));
+  CHECK(n.driver->service().table().members_version() == 1);
+}
+
 TEST_CASE("lockd driver: plaintext links check no permissions and name no identity", "[lockgroup]") {
   Node n;
   n.elect();
