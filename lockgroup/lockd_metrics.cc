@@ -53,6 +53,11 @@ LockdMetrics::LockdMetrics()
       proposals_pending_(gauge(registry_, "palisade_lockd_proposals_pending",
                                "Lock-table commands this master proposed that the log has not chosen and applied "
                                "yet: the lock service's queue")),
+      member_(gauge(registry_, "palisade_lockd_member",
+                    "1 while this node is a member of the lock group as it applied it; 0 while it joins, "
+                    "or once it was removed")),
+      members_version_(gauge(registry_, "palisade_lockd_members_version",
+                             "Membership changes this node applied (0: the cluster file's members)")),
       events_(registry_.counter("palisade_lockd_lock_events_total",
                                 "What this node applied as master: granted, released, closed (sessions) and "
                                 "expired (sessions, whose locks go into lock-delay)",
@@ -113,6 +118,8 @@ void LockdMetrics::observe(const LockdDriver& driver, const std::vector<LockEven
   epoch_.set(static_cast<int64_t>(node.epoch()));
   sessions_.set(static_cast<int64_t>(service.table().sessions().size()));
   proposals_pending_.set(static_cast<int64_t>(service.pending_commands()));
+  member_.set(node.is_member() ? 1 : 0);
+  members_version_.set(static_cast<int64_t>(service.table().members_version()));
   if (now_ms >= next_sample_ms_) sample_table(service.table(), now_ms);
 
   health_.turned();

@@ -74,6 +74,8 @@ class LockdMetrics {
   metrics::Gauge& waiters_;
   metrics::Gauge& lock_delays_;
   metrics::Gauge& proposals_pending_;
+  metrics::Gauge& member_;
+  metrics::Gauge& members_version_;
   metrics::CounterFamily& events_;
   std::array<metrics::Counter*, 4> by_event_{};  // events_, by LockEvent::Kind
   std::vector<Series> series_;

@@ -45,7 +45,7 @@ TEST_CASE("lockd metrics: every family renders its HELP and TYPE before anything
   CHECK_THAT(text, !Catch::Contains("palisade_lockd_request_seconds_bucket{"));
 }
 
-TEST_CASE("lockd metrics: proposals pending count the master's commands until they are chosen and applied",
+TEST_CASE("lockd metrics: proposals pending count the master's commands until applied, and membership gauges follow",
           "[metrics]") {
   LockdDriverOptions o;
   o.service.paxos = PaxosOptions{.self = 1,
@@ -90,6 +90,18 @@ TEST_CASE("lockd metrics: proposals pending count the master's commands until th
   turn();  // a group of one chooses at its own sync
   m.observe(driver, {}, now);
   CHECK(value(m.registry().render(), pending) == 0);
+
+  // Membership: a member at version 0, then version 1 after a change.
+  CHECK(value(m.registry().render(), "palisade_lockd_member") == 1);
+  CHECK(value(m.registry().render(), "palisade_lockd_members_version") == 0);
+  REQUIRE(driver.service().table().members_version() == 0);
+  wire::LockRequest change{9, wire::SetMembersRequest{.version = 0, .nodes = {{1, "tcp://n1"}}}};
+  REQUIRE(driver.on_frame(wire::encode_lock_request(change), now).outcome == FrameOutcome::kRequest);
+  turn();
+  REQUIRE(driver.service().table().members_version() == 1);
+  m.observe(driver, {}, now);
+  CHECK(value(m.registry().render(), "palisade_lockd_members_version") == 1);
+  CHECK(value(m.registry().render(), "palisade_lockd_member") == 1);
 }
 
 }  // namespace
