@@ -162,8 +162,12 @@ int run_change(Change change, const MemberFlags& flags, const CommonOptions& com
                             wire::SetMembersRequest{.version = v.value().version, .nodes = next.value()}, left);
     if (!reply) return report_error(kWhat, Status(Code::kTimeout, "the master did not answer in time"));
     const Code code = reply->status.code();
-    if (code == Code::kNotMaster) {
+    // not_master: the master stepped down (an election, its own removal);
+    // stale: another change came first. Either way, look again: the change
+    // is applied to the membership as it is now.
+    if (code == Code::kNotMaster || code == Code::kStale) {
       last = reply->status;
+      std::this_thread::sleep_for(200ms);
       continue;
     }
     if (!reply->status.is_ok()) return report_error(kWhat, reply->status);

@@ -241,8 +241,8 @@ Status LockService::change_members(std::vector<LockNode> nodes, uint64_t version
   if (!node_->is_master(now)) return Status(Code::kNotMaster, "only the master changes the members");
   if (!node_->members_settled()) return Status(Code::kUnavailable, "another membership change is under way");
   if (version != table_.members_version()) {
-    return Status(Code::kBadRequest, "the membership is at version " + std::to_string(table_.members_version()) +
-                                         ", not " + std::to_string(version));
+    return Status(Code::kStale, "the membership is at version " + std::to_string(table_.members_version()) + ", not " +
+                                    std::to_string(version) + ": read it again");
   }
   const uint64_t tag = rng_.next();
   std::string value = encode_batch({{tag, SetMembers{std::move(nodes)}}});

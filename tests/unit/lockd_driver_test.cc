@@ -277,7 +277,7 @@ TEST_CASE("lockd driver: only an admin changes the members, and only from the ve
   CHECK(after.members == std::vector<wire::MemberInfo>{{1, "tcp://n1.example:7000"}});
   // Version 0 again: another operator's change came first.
   const wire::LockReply stale = call(n, change, "ops");
-  CHECK(stale.status.code() == Code::kBadRequest);
+  CHECK(stale.status.code() == Code::kStale);
   CHECK_THAT(stale.status.message(), Catch::Contains("at version 1"));
   CHECK(n.driver->service().table().members_version() == 1);
 }
