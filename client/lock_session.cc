@@ -125,9 +125,12 @@ void LockSession::ask_again(bool at_once, uint64_t now) {
 }
 
 void LockSession::close_stray(size_t node, uint64_t session) {
-  wire::LockRequest request{.id = new_request_id(),
-                            .body = wire::CloseSessionRequest{.epoch = epoch_, .session = session}};
-  out_.push_back({node, std::move(request)});
+  // Built in place: moving a request trips GCC 12's -Wmaybe-uninitialized
+  // (a false positive on the variant's alternatives, wire/message_codec.h).
+  Outgoing& out = out_.emplace_back();
+  out.node = node;
+  out.request.id = new_request_id();
+  out.request.body = wire::CloseSessionRequest{.epoch = epoch_, .session = session};
 }
 
 // ---- Replies and timers ----

@@ -53,14 +53,14 @@ struct PaxosOptions {
   // lock group). A node that joins a running group passes none: it learns
   // them from the snapshot and the values it applies, and never campaigns
   // before it knows itself a member.
-  Members members;
+  Members members{};
   // The members from the next slot on, when a chosen value changes them (the
   // lock table's SetMembers); nullopt when it does not. Unset: membership
   // never changes.
-  std::function<std::optional<Members>(std::string_view value)> members_after;
+  std::function<std::optional<Members>(std::string_view value)> members_after{};
   // The members a state machine snapshot records; nullopt when it records
   // none (no change went through the log before it).
-  std::function<std::optional<Members>(std::string_view snapshot)> members_in_snapshot;
+  std::function<std::optional<Members>(std::string_view snapshot)> members_in_snapshot{};
   uint64_t group = 0;           // messages of other groups are ignored
   uint64_t master_lease_ms = 4000;
   uint64_t heartbeat_ms = 500;
