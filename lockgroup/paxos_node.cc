@@ -403,6 +403,9 @@ void PaxosNode::on_accept(NodeId from, const Accept& m, uint64_t now, bool is_fr
   // none: it counted members it did not know were replaced.)
   const bool leased_elsewhere = lease_owner_ != from && now < lease_owner_until_ && !options_.ignore_master_lease;
   if (ballot_node(m.ballot) != from || m.ballot < promised_ || (m.ballot > promised_ && leased_elsewhere)) {
+    // Refused for a lease (one it promised, or its start-up wait): the sender
+    // leads a newer ballot all the same, and clients may be sent to it.
+    if (ballot_node(m.ballot) == from && m.ballot > promised_) master_hint_ = from;
     send(from, Accepted{.ballot = m.ballot, .ok = false, .promised = promised_, .seq = m.seq});
     return;
   }
