@@ -645,21 +645,29 @@ void PaxosNode::on_promise(NodeId from, const Promise& m, uint64_t now) {
   const Slot ahead = std::min(applied_ + kMaxSlotsAhead, kMaxSlot);
   const bool far_entry =
       std::any_of(m.accepted.begin(), m.accepted.end(), [&](const Entry& e) { return e.slot > ahead; });
+  // The promiser compacted slots this node has not fixed, or accepted slots
+  // too far ahead to fill: catch up before leading. (Dropping the far entries
+  // instead would be unsafe: one of them may be chosen.) A master has fixed
+  // the slots below next_slot_ (from promises of their own members, so with
+  // their chosen values); one compacted past them is chosen with a value it
+  // cannot know: it was elected by members it did not know were replaced.
+  const Slot fixed_through = role_ == Role::kMaster ? next_slot_ - 1 : applied_;
+  if (m.snapshot_slot > fixed_through || far_entry) {
+    if (role_ == Role::kMaster) {
+      step_down(now);
+    } else {
+      lose_campaign(now);
+    }
+    catch_up_pending_ = true;
+    catch_up_sent_at_ = now;
+    send(from, CatchUpRequest{.from_slot = applied_ + 1});
+    return;
+  }
   if (role_ == Role::kMaster) {
     // A member of a membership this master reached since it was elected
     // (continue_walk, a staged change): its promise lets the master fix that
-    // membership's slots. Slots it compacted below next_slot_ are chosen, and
-    // the master's values for them are the chosen ones; but one it compacted
-    // at or past next_slot_ is chosen with a value the master cannot know (it
-    // was elected by members it did not know were replaced): it catches up.
+    // membership's slots.
     if (promises_.count(from)) return;
-    if (m.snapshot_slot >= next_slot_ || far_entry) {
-      step_down(now);
-      catch_up_pending_ = true;
-      catch_up_sent_at_ = now;
-      send(from, CatchUpRequest{.from_slot = applied_ + 1});
-      return;
-    }
     promises_[from] = m;
     note_ack(from, m.seq);
     if (walking_) {
@@ -667,16 +675,6 @@ void PaxosNode::on_promise(NodeId from, const Promise& m, uint64_t now) {
     } else {
       try_staged(now);
     }
-    return;
-  }
-  if (m.snapshot_slot > applied_ || far_entry) {
-    // It compacted slots this node never learned, or accepted slots too far
-    // ahead to fill: catch up before leading. (Dropping the far entries
-    // instead would be unsafe: one of them may be chosen.)
-    lose_campaign(now);
-    catch_up_pending_ = true;
-    catch_up_sent_at_ = now;
-    send(from, CatchUpRequest{.from_slot = applied_ + 1});
     return;
   }
   promises_[from] = m;

@@ -7,6 +7,9 @@ metrics on the same port as before, where Prometheus scrapes it.
         cluster.metrics["lockd-1"]   # "127.0.0.1:PORT"
         cluster.kill("lockd-2"); cluster.start_missing()
         cluster.cli("put", "greeting", "hello")
+
+LockLoad runs a lock-and-put loop against it in a thread (the operations
+and members tests keep it going while they change the cluster).
 """
 import json
 import os
@@ -14,6 +17,7 @@ import random
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -154,3 +158,33 @@ def wait_until(what, condition, timeout=30):
             raise RuntimeError(f"timed out waiting for {what}")
         time.sleep(0.2)
 
+
+class LockLoad(threading.Thread):
+    """`palisade lock roll -- sh -c 'echo $PALISADE_TOKEN; palisade put roll-N N'`, again and again."""
+
+    def __init__(self, cluster):
+        super().__init__(daemon=True)
+        self.cluster = cluster
+        self.stopping = threading.Event()
+        self.done = []     # (n, token) of each step that succeeded
+        self.failed = []   # (n, exit code, output) of each that did not
+
+    def run(self):
+        n = 0
+        while not self.stopping.is_set():
+            step = self.cluster.cli("lock", "roll", "--", "sh", "-c",
+                                    f'echo $PALISADE_TOKEN; "{self.cluster.palisade}" --cluster '
+                                    f'"{self.cluster.cluster_file}" put roll-{n} {n}', timeout=120, check=False)
+            lines = step.stdout.split()
+            if step.returncode == 0 and len(lines) == 2 and lines[1] == "OK":
+                self.done.append((n, int(lines[0])))
+            else:
+                self.failed.append((n, step.returncode, step.stdout + step.stderr))
+            n += 1
+
+    def steps(self):
+        return len(self.done) + len(self.failed)
+
+    def wait_for_steps(self, more, timeout=60):
+        target = self.steps() + more
+        wait_until(f"{more} more steps of the load", lambda: self.steps() >= target, timeout=timeout)

@@ -14,50 +14,18 @@ Usage: members_test.py SOURCE_DIR PALISADE
 import json
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 SOURCE = Path(sys.argv[1]).resolve()
 PALISADE = Path(sys.argv[2]).resolve()
 sys.path.insert(0, str(SOURCE / "contrib" / "grafana"))
-from metrics_cluster import MetricsCluster, wait_until  # noqa: E402
+from metrics_cluster import LockLoad, MetricsCluster, wait_until  # noqa: E402
 
 
 def check(condition, message):
     if not condition:
         sys.exit("FAIL: " + message)
-
-
-class Load(threading.Thread):
-    """`palisade lock roll -- sh -c 'echo $PALISADE_TOKEN; palisade put roll-N N'`, again and again."""
-
-    def __init__(self, cluster):
-        super().__init__(daemon=True)
-        self.cluster = cluster
-        self.stopping = threading.Event()
-        self.done = []     # (n, token) of each step that succeeded
-        self.failed = []   # (n, exit code, output) of each that did not
-
-    def run(self):
-        n = 0
-        while not self.stopping.is_set():
-            step = self.cluster.cli("lock", "roll", "--", "sh", "-c",
-                                    f'echo $PALISADE_TOKEN; "{PALISADE}" --cluster "{self.cluster.cluster_file}" '
-                                    f"put roll-{n} {n}", timeout=120, check=False)
-            lines = step.stdout.split()
-            if step.returncode == 0 and len(lines) == 2 and lines[1] == "OK":
-                self.done.append((n, int(lines[0])))
-            else:
-                self.failed.append((n, step.returncode, step.stdout + step.stderr))
-            n += 1
-
-    def steps(self):
-        return len(self.done) + len(self.failed)
-
-    def wait_for_steps(self, more, timeout=60):
-        target = self.steps() + more
-        wait_until(f"{more} more steps of the load", lambda: self.steps() >= target, timeout=timeout)
 
 
 def members(cluster):
@@ -101,7 +69,7 @@ def main():
             check_refused(cluster, ["replace", "1"], 2, "two node ids")
             check(members(cluster)[0] == 0, "a refused change changed the members")
 
-            load = Load(cluster)
+            load = LockLoad(cluster)
             load.start()
             try:
                 load.wait_for_steps(3)

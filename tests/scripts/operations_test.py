@@ -27,14 +27,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 SOURCE = Path(sys.argv[1]).resolve()
 PALISADE = Path(sys.argv[2]).resolve()
 DAEMONS = {"palisade-lockd": Path(sys.argv[3]).resolve(), "palisade-replica": Path(sys.argv[4]).resolve()}
 sys.path.insert(0, str(SOURCE / "contrib" / "grafana"))
-from metrics_cluster import MetricsCluster, wait_until  # noqa: E402
+from metrics_cluster import LockLoad, MetricsCluster, wait_until  # noqa: E402
 
 OPERATIONS = SOURCE / "docs" / "operations.md"
 
@@ -209,39 +208,8 @@ def check_replica_restore(cluster, tmp):
 
 # ---- 3. A rolling restart under load ----
 
-class Load(threading.Thread):
-    """`palisade lock roll -- sh -c 'echo $PALISADE_TOKEN; palisade put roll-N N'`, again and again."""
-
-    def __init__(self, cluster):
-        super().__init__(daemon=True)
-        self.cluster = cluster
-        self.stopping = threading.Event()
-        self.done = []     # (n, token) of each step that succeeded
-        self.failed = []   # (n, exit code, stderr) of each that did not
-
-    def run(self):
-        n = 0
-        while not self.stopping.is_set():
-            step = self.cluster.cli("lock", "roll", "--", "sh", "-c",
-                                    f'echo $PALISADE_TOKEN; "{PALISADE}" --cluster "{self.cluster.cluster_file}" '
-                                    f"put roll-{n} {n}", timeout=120, check=False)
-            lines = step.stdout.split()
-            if step.returncode == 0 and len(lines) == 2 and lines[1] == "OK":
-                self.done.append((n, int(lines[0])))
-            else:
-                self.failed.append((n, step.returncode, step.stdout + step.stderr))
-            n += 1
-
-    def steps(self):
-        return len(self.done) + len(self.failed)
-
-    def wait_for_steps(self, more, timeout=60):
-        target = self.steps() + more
-        wait_until(f"{more} more steps of the load", lambda: self.steps() >= target, timeout=timeout)
-
-
 def check_rolling_restart(cluster):
-    load = Load(cluster)
+    load = LockLoad(cluster)
     load.start()
     try:
         load.wait_for_steps(3)
