@@ -12,14 +12,20 @@ namespace palisade::lockgroup {
 namespace {
 
 constexpr std::string_view kFormatKey = "format";
-// Format 2 added the journal. A format 1 directory is upgraded when opened;
-// older binaries refuse format 2, so none can miss what the journal holds.
-constexpr std::string_view kFormat = "2";
+// Format 2 added the journal, format 3 the first members (a journal record
+// flag older binaries do not know). Older directories are upgraded when
+// opened; older binaries refuse a newer format, so none can miss what the
+// journal holds.
+constexpr std::string_view kFormat = "3";
 constexpr std::string_view kFormatBeforeJournal = "1";
+constexpr std::string_view kFormatBeforeFirstMembers = "2";
 constexpr std::string_view kPromisedKey = "promised";
+constexpr std::string_view kFirstMembersKey = "first_members";
 constexpr std::string_view kSnapshotKey = "snapshot";
 constexpr size_t kU64Bytes = 8;
 constexpr size_t kChecksumBytes = 8;
+constexpr size_t kCountBytes = 2;
+constexpr size_t kNodeIdBytes = 4;
 
 Status lmdb_error(const std::string& what, int rc) {
   if (rc == MDB_MAP_FULL) {
@@ -74,6 +80,24 @@ struct Cursor {
   }
 };
 
+void append_members(std::string& out, const Members& members) {
+  append_be(out, members.size(), kCountBytes);
+  for (NodeId id : members) append_be(out, id, kNodeIdBytes);
+}
+
+// Members from the front of `in`, which loses them; nullopt when it is cut short.
+std::optional<Members> take_members(std::string_view& in) {
+  if (in.size() < kCountBytes) return std::nullopt;
+  const size_t count = read_be(in.data(), kCountBytes);
+  if (in.size() < kCountBytes + count * kNodeIdBytes) return std::nullopt;
+  Members members;
+  for (size_t i = 0; i < count; ++i) {
+    members.push_back(static_cast<NodeId>(read_be(in.data() + kCountBytes + i * kNodeIdBytes, kNodeIdBytes)));
+  }
+  in.remove_prefix(kCountBytes + count * kNodeIdBytes);
+  return members;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<LmdbPaxosStorage>> LmdbPaxosStorage::open(const std::string& dir, Options options) {
@@ -113,16 +137,17 @@ Status LmdbPaxosStorage::init(const std::string& dir, Options options) {
   MDB_val k = val(kFormatKey), v;
   rc = mdb_get(txn, meta_, &k, &v);
   if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error("read the storage format in " + dir, rc);
-  const bool older = rc == 0 && view(v) == kFormatBeforeJournal;
-  if (rc == 0 && view(v) != kFormat && !older) {
+  const bool before_journal = rc == 0 && view(v) == kFormatBeforeJournal;
+  const bool before_members = rc == 0 && view(v) == kFormatBeforeFirstMembers;
+  if (rc == 0 && view(v) != kFormat && !before_journal && !before_members) {
     return Status(Code::kStorageError, "paxos data directory " + dir + " has storage format '" + std::string(view(v)) +
-                                           "', this build reads formats " + std::string(kFormatBeforeJournal) +
-                                           " and " + std::string(kFormat));
+                                           "', this build reads formats " + std::string(kFormatBeforeJournal) + " to " +
+                                           std::string(kFormat));
   }
-  // A format 2 directory has had its journal since it was created or upgraded.
-  const bool create = rc == MDB_NOTFOUND || older;
+  // A directory of format 2 or later has had its journal since it was created or upgraded.
+  const bool create = rc == MDB_NOTFOUND || before_journal;
   if (Status s = journaled_.open_journal(meta_, options.journal_bytes, create); !s.is_ok()) return s;
-  if (create) {
+  if (create || before_members) {
     MDB_val f = val(kFormat);
     if ((rc = mdb_put(txn, meta_, &k, &f, 0)) != 0) return lmdb_error("write the storage format in " + dir, rc);
   }
@@ -158,6 +183,17 @@ Result<DurableState> LmdbPaxosStorage::load() {
     state.promised = read_be(body->data(), kU64Bytes);
   } else if (rc != MDB_NOTFOUND) {
     return lmdb_error("read the promised ballot in " + dir_, rc);
+  }
+
+  k = val(kFirstMembersKey);
+  rc = mdb_get(txn, meta_, &k, &v);
+  if (rc == 0) {
+    auto body = unseal(kFirstMembersKey, view(v), kCountBytes);
+    std::optional<Members> members = body ? take_members(*body) : std::nullopt;
+    if (!members || !body->empty()) return Status(Code::kCorrupt, "the first members in " + dir_ + " are corrupt");
+    state.first_members = std::move(members);
+  } else if (rc != MDB_NOTFOUND) {
+    return lmdb_error("read the first members in " + dir_, rc);
   }
 
   k = val(kSnapshotKey);
@@ -204,6 +240,11 @@ void LmdbPaxosStorage::set_promised(Ballot ballot) {
   pending_.any = true;
 }
 
+void LmdbPaxosStorage::set_first_members(const Members& members) {
+  pending_.first_members = members;
+  pending_.any = true;
+}
+
 void LmdbPaxosStorage::put_accepted(const Entry& entry) {
   if (pending_.snapshot_slot && entry.slot <= *pending_.snapshot_slot) return;
   pending_.accepted[entry.slot] = entry;
@@ -233,6 +274,14 @@ Status LmdbPaxosStorage::write(MDB_txn* txn, const Pending& changes) {
     std::string record = seal(kPromisedKey, std::move(body));
     MDB_val k = val(kPromisedKey), v = val(record);
     if ((rc = mdb_put(txn, meta_, &k, &v, 0)) != 0) return lmdb_error("write the promised ballot", rc);
+  }
+
+  if (changes.first_members) {
+    std::string body;
+    append_members(body, *changes.first_members);
+    std::string record = seal(kFirstMembersKey, std::move(body));
+    MDB_val k = val(kFirstMembersKey), v = val(record);
+    if ((rc = mdb_put(txn, meta_, &k, &v, 0)) != 0) return lmdb_error("write the first members", rc);
   }
 
   if (changes.snapshot_slot) {
@@ -274,18 +323,21 @@ Status LmdbPaxosStorage::write(MDB_txn* txn, const Pending& changes) {
   return Status::ok();
 }
 
-// A journal record: flags(1: bit 0 promised, bit 1 snapshot), [promised(8)],
-// [snapshot slot(8) length(4) snapshot], entry count(4), then per entry slot(8)
-// ballot(8) length(4) value; big-endian.
+// A journal record: flags(1: bit 0 promised, bit 1 snapshot, bit 2 first
+// members), [promised(8)], [snapshot slot(8) length(4) snapshot], [member
+// count(2), each id(4)], entry count(4), then per entry slot(8) ballot(8)
+// length(4) value; big-endian.
 std::string LmdbPaxosStorage::encode(const Pending& changes) {
   std::string out;
-  out.push_back(static_cast<char>((changes.promised ? 1 : 0) | (changes.snapshot_slot ? 2 : 0)));
+  out.push_back(static_cast<char>((changes.promised ? 1 : 0) | (changes.snapshot_slot ? 2 : 0) |
+                                  (changes.first_members ? 4 : 0)));
   if (changes.promised) append_be(out, *changes.promised, kU64Bytes);
   if (changes.snapshot_slot) {
     append_be(out, *changes.snapshot_slot, kU64Bytes);
     append_be(out, changes.snapshot.size(), 4);
     out += changes.snapshot;
   }
+  if (changes.first_members) append_members(out, *changes.first_members);
   append_be(out, changes.accepted.size(), 4);
   for (const auto& [slot, entry] : changes.accepted) {
     append_be(out, slot, kU64Bytes);
@@ -314,7 +366,7 @@ Result<LmdbPaxosStorage::Pending> LmdbPaxosStorage::decode(std::string_view reco
   changes.any = true;
   uint64_t flags = 0, n = 0, count = 0;
   if (!number(1, &flags)) return cut;
-  if ((flags & ~uint64_t{3}) != 0) return Status(Code::kCorrupt, "unknown flags " + std::to_string(flags));
+  if ((flags & ~uint64_t{7}) != 0) return Status(Code::kCorrupt, "unknown flags " + std::to_string(flags));
   if ((flags & 1) != 0) {
     if (!number(kU64Bytes, &n)) return cut;
     changes.promised = n;
@@ -324,6 +376,10 @@ Result<LmdbPaxosStorage::Pending> LmdbPaxosStorage::decode(std::string_view reco
     if (!number(kU64Bytes, &n) || !number(4, &count) || !take(count, &snapshot)) return cut;
     changes.snapshot_slot = n;
     changes.snapshot.assign(snapshot);
+  }
+  if ((flags & 4) != 0) {
+    changes.first_members = take_members(record);
+    if (!changes.first_members) return cut;
   }
   if (!number(4, &count)) return cut;
   for (uint64_t i = 0; i < count; ++i) {

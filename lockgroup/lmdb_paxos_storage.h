@@ -1,7 +1,8 @@
 // PaxosStorage on LMDB: the durable state of a palisade-lockd acceptor.
 // Databases of the environment in its directory:
-//   meta:     "format"   -> the storage format version, the ASCII string "2"
+//   meta:     "format"   -> the storage format version, the ASCII string "3"
 //             "promised" -> ballot, 8 bytes big-endian, then an 8-byte checksum
+//             "first_members" -> their count (2), each id (4), then an 8-byte checksum
 //             "snapshot" -> snapshot slot, 8 bytes big-endian, the snapshot's bytes,
 //                           then an 8-byte checksum
 //             "journal"  -> the journal position the last checkpoint covers
@@ -57,6 +58,7 @@ class LmdbPaxosStorage final : public PaxosStorage {
   // Accepted entries at or below the snapshot slot are not returned.
   Result<DurableState> load() override;
   void set_promised(Ballot ballot) override;
+  void set_first_members(const Members& members) override;
   // An entry at or below the pending snapshot's slot is dropped (the snapshot holds it).
   void put_accepted(const Entry& entry) override;
   void put_snapshot(Slot slot, const std::string& snapshot) override;
@@ -74,6 +76,7 @@ class LmdbPaxosStorage final : public PaxosStorage {
   struct Pending {
     bool any = false;
     std::optional<Ballot> promised;
+    std::optional<Members> first_members;
     std::optional<Slot> snapshot_slot;
     std::string snapshot;
     std::map<Slot, Entry> accepted;  // only slots above snapshot_slot when it is set

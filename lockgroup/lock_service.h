@@ -32,7 +32,7 @@ namespace palisade::lockgroup {
 
 struct LockServiceOptions {
   PaxosOptions paxos;              // members, timing and the negative control
-  std::map<NodeId, std::string> endpoints;  // for not_master hints
+  std::map<NodeId, std::string> endpoints;  // the cluster file's, for nodes the membership does not name
   std::string group;               // the lock group id, in every sequencer
   ClusterKey key;  // the group's sequencer key is derived from it
   uint64_t session_lease_ms = 12000;  // for sessions that do not choose their own
@@ -88,6 +88,10 @@ class LockService {
 
   const PaxosNode& node() const { return *node_; }
   const LockTable& table() const { return table_; }
+  // Where `node` is reached: the membership's address, else the cluster file's ("" when unknown).
+  std::string address_of(NodeId node) const;
+  // Replaces LockServiceOptions::endpoints (the cluster file read again).
+  void set_endpoints(std::map<NodeId, std::string> endpoints) { options_.endpoints = std::move(endpoints); }
   // Master only: proposes `nodes` as the lock group's members
   // (docs/design.md "Membership"), when no other change is under way and
   // `version` is the table's members_version(). The change takes effect once
@@ -141,8 +145,6 @@ class LockService {
   // `identity`'s); ok when it may go on.
   Status check_session(uint64_t epoch, uint64_t session, std::string_view identity, uint64_t now) const;
   void handle_status(const ClientRequest& r);
-  // Where `node` is reached: the membership's address, else the cluster file's ("" when unknown).
-  std::string address_of(NodeId node) const;
   void handle_check_sequencer(const ClientRequest& r, const wire::CheckSequencerRequest& m);
 
   LockServiceOptions options_;

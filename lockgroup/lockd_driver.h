@@ -106,6 +106,10 @@ class LockdDriver {
   FrameResult on_frame(std::string_view bytes, uint64_t now, bool extra_frames = false, std::string_view sender = {});
   // Replaces LockdDriverOptions::permissions (a reload): requests from now on see them.
   void set_permissions(std::optional<Permissions> permissions) { options_.permissions = std::move(permissions); }
+  // Replaces LockdDriverOptions::peer_identities (a reload).
+  void set_peer_identities(std::map<NodeId, std::string> identities) {
+    options_.peer_identities = std::move(identities);
+  }
   // Runs the service's timers when they are due.
   void tick(uint64_t now);
   // Ends the turn's input: proposes the batched commands and sends the

@@ -18,17 +18,7 @@ uint64_t boottime_ms() {
 }
 
 LockdServer::LockdServer(zmq::context_t& ctx, const LockdServerOptions& options)
-    : options_(options), router_(transport::make_router(ctx, options_.listen_endpoint, options_.socket)) {
-  const LockServiceOptions& service = options_.driver.service;
-  for (const auto& [id, endpoint] : service.endpoints) {
-    if (id == service.paxos.self) continue;
-    transport::SocketOptions peer = options_.socket;
-    if (peer.curve) {
-      peer.curve->zap = nullptr;
-      peer.curve->server_key = options_.peer_keys.at(endpoint);  // load_daemon_keys checked every node has one
-    }
-    peers_.emplace(id, transport::make_dealer(ctx, endpoint, peer));
-  }
+    : ctx_(ctx), options_(options), router_(transport::make_router(ctx, options_.listen_endpoint, options_.socket)) {
   if (options_.socket.curve && options_.socket.curve->zap != nullptr) {
     metrics_.registry().counter_from("palisade_curve_handshakes_refused_total",
                                      "CurveZMQ handshakes refused: keys the cluster file does not list",
@@ -114,11 +104,53 @@ uint64_t LockdServer::next_incarnation() {
   return last_incarnation_;
 }
 
+void LockdServer::set_lock_nodes(LockNodes nodes) {
+  driver_->service().set_endpoints(std::move(nodes.endpoints));
+  driver_->set_peer_identities(std::move(nodes.identities));
+  options_.peer_keys = std::move(nodes.keys);
+  // Made again as messages go out, with the addresses and keys listed now.
+  peers_.clear();
+  unreachable_logged_.clear();
+}
+
+zmq::socket_t* LockdServer::peer_socket(NodeId peer) {
+  const std::string endpoint = driver_->service().address_of(peer);
+  auto it = peers_.find(peer);
+  if (it != peers_.end() && it->second.endpoint == endpoint) return &it->second.socket;
+  if (it != peers_.end()) peers_.erase(it);  // the membership moved it
+  auto unreachable = [&](const std::string& why) -> zmq::socket_t* {
+    if (unreachable_logged_.insert(std::to_string(peer) + " " + endpoint).second) {
+      spdlog::warn("cannot reach node {}{}: {}", peer, endpoint.empty() ? "" : " at " + endpoint, why);
+    }
+    return nullptr;
+  };
+  if (endpoint.empty()) {
+    return unreachable("neither the membership nor the cluster file gives its address; add its [[lockd]] entry "
+                       "to the cluster file and send this node SIGHUP");
+  }
+  transport::SocketOptions options = options_.socket;
+  if (options.curve) {
+    options.curve->zap = nullptr;
+    auto key = options_.peer_keys.find(endpoint);
+    if (key == options_.peer_keys.end()) {
+      return unreachable("the cluster file names no identity serving at that endpoint, so its key is unknown; add "
+                         "it and send this node SIGHUP");
+    }
+    options.curve->server_key = key->second;
+  }
+  try {
+    auto [made, fresh] = peers_.emplace(peer, Peer{endpoint, transport::make_dealer(ctx_, endpoint, options)});
+    return &made->second.socket;
+  } catch (const std::exception& e) {
+    return unreachable(e.what());  // an address ZeroMQ cannot connect to, a malformed key
+  }
+}
+
 void LockdServer::send_peer(NodeId to, std::string bytes) {
-  auto peer = peers_.find(to);
-  if (peer == peers_.end()) return;
+  zmq::socket_t* peer = peer_socket(to);
+  if (peer == nullptr) return;
   // Dropped when the peer is down or slow: Paxos resends what matters.
-  (void)peer->second.send(zmq::buffer(bytes), zmq::send_flags::dontwait);
+  (void)peer->send(zmq::buffer(bytes), zmq::send_flags::dontwait);
 }
 
 void LockdServer::reply(uint64_t route, std::string bytes) {
@@ -138,9 +170,31 @@ Status LockdServer::stop(uint64_t now) {
   Status turn = driver_->finish_sync(now);
   // Closing a socket drops what it has not sent: give the step-down (and the
   // not_master answers) a moment to leave.
-  for (auto& [id, peer] : peers_) peer.set(zmq::sockopt::linger, options_.stop_linger_ms);
+  for (auto& [id, peer] : peers_) peer.socket.set(zmq::sockopt::linger, options_.stop_linger_ms);
   router_.set(zmq::sockopt::linger, options_.stop_linger_ms);
   return turn;
+}
+
+void LockdServer::log_membership() {
+  const LockService& service = driver_->service();
+  const bool member = service.node().is_member();
+  if (was_member_ == member) return;
+  std::string members;
+  for (NodeId id : service.node().members()) members += (members.empty() ? "" : ",") + std::to_string(id);
+  if (members.empty()) members = "none known yet";
+  const uint64_t version = service.table().members_version();
+  if (member && was_member_.has_value()) {
+    spdlog::info("a member of the lock group now: members {} (version {})", members, version);
+  } else if (!member && was_member_.value_or(false)) {
+    spdlog::warn("removed from the lock group: the members are now {} (version {}). This node takes no part any "
+                 "more: stop it, and remove its [[lockd]] entry from the cluster file (docs/operations.md)",
+                 members, version);
+  } else if (!member) {
+    spdlog::info("not a member of the lock group (members {}): it takes part once `palisade member add` or "
+                 "`replace` makes it one",
+                 members);
+  }
+  was_member_ = member;
 }
 
 void LockdServer::log_changes(uint64_t now, const std::vector<LockEvent>& events) {
@@ -157,6 +211,7 @@ void LockdServer::log_changes(uint64_t now, const std::vector<LockEvent>& events
   if (spdlog::should_log(spdlog::level::info)) {
     for (const LockEvent& e : events) spdlog::info("{}", describe(e));
   }
+  log_membership();
   const PaxosNode& node = service.node();
   if (node.role() == PaxosNode::Role::kCandidate && node.epoch() != last_campaign_) {
     last_campaign_ = node.epoch();

@@ -2,7 +2,9 @@
 // (lockgroup/lockd_driver.h), which holds the turn itself.
 //
 // One ROUTER on the node's endpoint receives both client requests and peer
-// messages (peers send through one DEALER per peer). Each turn drains what is
+// messages (peers send through one DEALER per peer, made when the first
+// message to that peer goes out, at the address the membership or the
+// cluster file gives: set_lock_nodes reaches nodes added since). Each turn drains what is
 // waiting into the driver, runs its timers, and syncs (begin_sync and
 // finish_sync back to back: one commit per turn, group commit), which sends the
 // turn's messages and replies through this shell. Time is CLOCK_BOOTTIME,
@@ -17,6 +19,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 
 #include <zmq.hpp>
@@ -30,6 +34,14 @@ namespace palisade::lockgroup {
 
 // Milliseconds of CLOCK_BOOTTIME.
 uint64_t boottime_ms();
+
+// Where the lock group's nodes listen and, over CURVE, who each is: the
+// cluster file's [[lockd]] entries, read at start and again at SIGHUP.
+struct LockNodes {
+  std::map<NodeId, std::string> endpoints;
+  std::map<std::string, std::string> keys;  // over CURVE: each daemon's public key, by endpoint
+  std::map<NodeId, std::string> identities;  // over CURVE: the identity each node serves as
+};
 
 struct LockdServerOptions {
   LockdDriverOptions driver;
@@ -60,6 +72,10 @@ class LockdServer : private LockdHost {
   const LockService& service() const { return driver_->service(); }
   // What each identity may do from now on (a reload): LockdDriverOptions::permissions.
   void set_permissions(std::optional<Permissions> permissions) { driver_->set_permissions(std::move(permissions)); }
+  // The cluster file read again: peers are reached at these endpoints (unless
+  // the membership names another address) with these keys, and their
+  // messages taken from these identities.
+  void set_lock_nodes(LockNodes nodes);
   // Messages dropped because they claim to be a peer's and their MAC does not
   // verify (forged, or signed with another key or group).
   uint64_t forged_peer_messages() const { return driver_->forged_peer_messages(); }
@@ -81,6 +97,12 @@ class LockdServer : private LockdHost {
   // what the master applied (`events`: grants, releases, closed and expired sessions).
   void log_changes(uint64_t now, const std::vector<LockEvent>& events);
 
+  // The socket to `peer` at its address now, made if need be; null when the
+  // peer cannot be reached (no address, no key), which is logged once.
+  zmq::socket_t* peer_socket(NodeId peer);
+  // Logs that this node became a member or was removed.
+  void log_membership();
+
   // LockdHost
   void send_peer(NodeId to, std::string bytes) override;
   void reply(uint64_t route, std::string bytes) override;
@@ -89,10 +111,16 @@ class LockdServer : private LockdHost {
   // The wall clock in microseconds, and above the previous one of this process.
   uint64_t next_incarnation() override;
 
+  zmq::context_t& ctx_;
   LockdServerOptions options_;
   LockdMetrics metrics_;
   zmq::socket_t router_;
-  std::map<NodeId, zmq::socket_t> peers_;
+  struct Peer {
+    std::string endpoint;
+    zmq::socket_t socket;
+  };
+  std::map<NodeId, Peer> peers_;
+  std::set<std::string> unreachable_logged_;  // "id endpoint" of peers already logged as unreachable
   std::unique_ptr<LockdDriver> driver_;
   // A request waiting for its reply.
   struct Waiting {
@@ -102,6 +130,7 @@ class LockdServer : private LockdHost {
   };
   std::map<uint64_t, Waiting> routes_;
   bool was_master_ = false;
+  std::optional<bool> was_member_;  // unset: nothing logged yet
   NodeId last_hint_ = 0;
   Ballot last_campaign_ = 0;  // the epoch of the last campaign logged
   uint64_t last_incarnation_ = 0;

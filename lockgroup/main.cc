@@ -44,6 +44,25 @@ struct Flags {
   std::string metrics_listen;  // HOST:PORT of the metrics endpoint; empty: none
 };
 
+// The cluster file's lock group nodes, as the server takes them.
+lockgroup::LockNodes lock_nodes(const ClusterConfig& cluster) {
+  lockgroup::LockNodes nodes;
+  nodes.keys = server_keys(cluster);
+  for (const LockdNode& n : cluster.lockd) {
+    nodes.endpoints[n.id] = n.endpoint;
+    if (auto identity = cluster.daemon_identity.find(n.endpoint); identity != cluster.daemon_identity.end()) {
+      nodes.identities[n.id] = identity->second;
+    }
+  }
+  return nodes;
+}
+
+std::string listed(const lockgroup::Members& members) {
+  std::string out;
+  for (lockgroup::NodeId id : members) out += (out.empty() ? "" : ",") + std::to_string(id);
+  return out.empty() ? "none" : out;
+}
+
 Result<lockgroup::LockdServerOptions> server_options(const Flags& flags, const ClusterConfig& cluster) {
   const LockdNode* self = cluster.lockd_node(flags.id);
   if (self == nullptr) {
@@ -68,12 +87,15 @@ Result<lockgroup::LockdServerOptions> server_options(const Flags& flags, const C
   o.driver.cluster_id = cluster.cluster_id;
   lockgroup::LockServiceOptions& s = o.driver.service;
   s.paxos.self = flags.id;
-  for (const LockdNode& n : cluster.lockd) {
-    // A node that joins knows no members: it learns them from the group.
-    if (!flags.join) s.paxos.members.push_back(n.id);
-    s.endpoints[n.id] = n.endpoint;
+  // A node that joins knows no members: it learns them from the group.
+  if (!flags.join) {
+    for (const LockdNode& n : cluster.lockd) s.paxos.members.push_back(n.id);
   }
   std::sort(s.paxos.members.begin(), s.paxos.members.end());
+  lockgroup::LockNodes nodes = lock_nodes(cluster);
+  s.endpoints = std::move(nodes.endpoints);
+  o.peer_keys = std::move(nodes.keys);
+  o.driver.peer_identities = std::move(nodes.identities);
   s.paxos.group = hash64(cluster.group);
   s.paxos.master_lease_ms = cluster.timing.master_lease_ms;
   s.paxos.heartbeat_ms = cluster.timing.heartbeat_ms;
@@ -131,10 +153,6 @@ int serve(const Flags& flags) {
     if (keys.value()) {
       zap = std::make_unique<transport::ZapHandler>(ctx, keys.value()->allowed);
       options.value().socket.curve = transport::CurveOptions{.keys = keys.value()->key.keys, .zap = zap.get()};
-      options.value().peer_keys = server_keys(cluster.value());
-      for (const LockdNode& node : cluster.value().lockd) {
-        options.value().driver.peer_identities[node.id] = cluster.value().daemon_identity.at(node.endpoint);
-      }
       options.value().driver.permissions = keys.value()->permissions;
       spdlog::info("links: CurveZMQ, serving as identity '{}'; {} keys may connect", keys.value()->key.identity,
                    keys.value()->allowed.size());
@@ -163,9 +181,31 @@ int serve(const Flags& flags) {
                  version_line("palisade-lockd"), flags.id, cluster.value().group,
                  cluster_id_hex(cluster.value().cluster_id), getpid(), options.value().listen_endpoint, flags.data_dir,
                  service.node().applied_through());
+    const lockgroup::Members& first = service.node().first_members();
+    if (first != options.value().driver.service.paxos.members) {
+      spdlog::info("first members {}, as this node's data directory has kept them since its first start: the cluster "
+                   "file's [[lockd]] list and --join no longer decide them; members change only through `palisade "
+                   "member`",
+                   listed(first));
+    }
+    // The identities (over CURVE) and the lock group's nodes: a node added
+    // to the cluster file is reached without a restart.
     auto reload = [&] {
-      auto reloaded = reload_identities(flags.cluster_file, options.value().listen_endpoint, flags.key_file, zap.get());
-      if (reloaded) server.value()->set_permissions(std::move(reloaded->permissions));
+      if (zap) {
+        auto reloaded =
+            reload_identities(flags.cluster_file, options.value().listen_endpoint, flags.key_file, zap.get());
+        if (!reloaded) return;  // it said why; nothing changes
+        server.value()->set_permissions(std::move(reloaded->permissions));
+      }
+      auto file = load_cluster_file(flags.cluster_file);
+      if (!file.is_ok()) {
+        spdlog::error("reload (SIGHUP) of {} failed: {}; the lock group's nodes stay as they were", flags.cluster_file,
+                      file.status().message());
+        return;
+      }
+      server.value()->set_lock_nodes(lock_nodes(file.value()));
+      spdlog::info("reloaded the lock group's nodes from {} (SIGHUP): {} listed", flags.cluster_file,
+                   file.value().lockd.size());
     };
     Status stopped = server.value()->run(stop_fd, reload_fd, reload);
     spdlog::info("{} forged peer messages dropped, {} peer messages refused, {} client requests refused",
@@ -214,8 +254,8 @@ int main(int argc, char** argv) {
                "at start. Without it, such a cluster file is refused");
   app.add_flag("--join", flags.join,
                "Start outside the lock group, as a node that joins a running group does: it takes\n"
-               "part once `palisade member add` (or replace) makes it a member. Keep it on every\n"
-               "start of such a node (docs/operations.md)");
+               "part once `palisade member add` (or replace) makes it a member. Counts at the first\n"
+               "start on an empty data directory only: the directory keeps the first members");
   app.add_option("--map-size", flags.map_size_bytes, "Most the acceptor state may grow to, e.g. 1GB")
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(false));
@@ -225,7 +265,7 @@ int main(int argc, char** argv) {
   logging::add_log_flags(app, flags.log);
   metrics::add_metrics_flag(app, &flags.metrics_listen);
   app.footer("Signals: SIGTERM or SIGINT stops the node (a master hands over first); SIGHUP reloads\n"
-             "the identities the cluster file lists (docs/security.md).");
+             "the cluster file's identities (docs/security.md) and its [[lockd]] nodes' addresses.");
   CLI11_PARSE(app, argc, argv);
 
   logging::start_logging(flags.log, "palisade-lockd", flags.id);

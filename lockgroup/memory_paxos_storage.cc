@@ -9,6 +9,11 @@ void MemoryPaxosStorage::set_promised(Ballot ballot) {
   pending_.any = true;
 }
 
+void MemoryPaxosStorage::set_first_members(const Members& members) {
+  pending_.first_members = members;
+  pending_.any = true;
+}
+
 void MemoryPaxosStorage::put_accepted(const Entry& entry) {
   if (pending_.snapshot_slot && entry.slot <= *pending_.snapshot_slot) return;
   pending_.accepted[entry.slot] = entry;
@@ -31,6 +36,7 @@ Status MemoryPaxosStorage::commit() {
   }
   if (!changes.any) return Status::ok();
   if (changes.promised) committed_.promised = *changes.promised;
+  if (changes.first_members) committed_.first_members = std::move(changes.first_members);
   if (changes.snapshot_slot) {
     committed_.snapshot_slot = *changes.snapshot_slot;
     committed_.snapshot = std::move(changes.snapshot);

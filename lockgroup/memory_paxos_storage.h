@@ -19,6 +19,7 @@ class MemoryPaxosStorage final : public PaxosStorage {
   // The committed state (never the pending changes). Never fails.
   Result<DurableState> load() override;
   void set_promised(Ballot ballot) override;
+  void set_first_members(const Members& members) override;
   // An entry at or below the snapshot slot is dropped (the snapshot holds it).
   void put_accepted(const Entry& entry) override;
   void put_snapshot(Slot slot, const std::string& snapshot) override;
@@ -41,6 +42,7 @@ class MemoryPaxosStorage final : public PaxosStorage {
   struct Pending {
     bool any = false;
     std::optional<Ballot> promised;
+    std::optional<Members> first_members;
     std::optional<Slot> snapshot_slot;
     std::string snapshot;
     std::map<Slot, Entry> accepted;  // only slots above snapshot_slot when it is set

@@ -19,6 +19,8 @@ using Slot = uint64_t;    // log position, from 1
 // A ballot is the epoch: (round << 8) | proposer id. Unique per proposer and
 // totally ordered; 0 means none.
 using Ballot = uint64_t;
+// The nodes of one membership, sorted.
+using Members = std::vector<NodeId>;
 
 constexpr Ballot make_ballot(uint64_t round, NodeId node) { return (round << 8) | node; }
 constexpr uint64_t ballot_round(Ballot b) { return b >> 8; }

@@ -61,7 +61,12 @@ Result<std::unique_ptr<PaxosNode>> PaxosNode::start(const PaxosOptions& options,
   node->snapshot_ = std::move(s.snapshot);
   node->log_ = std::move(s.accepted);
   node->applied_ = s.snapshot_slot;
-  node->config_ = options.members;
+  if (!s.first_members || options.broken_first_members_from_options) {
+    s.first_members = options.members;
+    storage.set_first_members(options.members);  // committed with the node's first step
+  }
+  node->first_members_ = std::move(*s.first_members);
+  node->config_ = node->first_members_;
   if (s.snapshot_slot > 0 && options.members_in_snapshot) {
     if (auto members = options.members_in_snapshot(node->snapshot_)) node->config_ = std::move(*members);
   }

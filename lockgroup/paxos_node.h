@@ -44,15 +44,14 @@
 
 namespace palisade::lockgroup {
 
-// The nodes of one membership, sorted.
-using Members = std::vector<NodeId>;
-
 struct PaxosOptions {
   NodeId self = 0;
   // The members before any change went through the log (the cluster file's
   // lock group). A node that joins a running group passes none: it learns
   // them from the snapshot and the values it applies, and never campaigns
-  // before it knows itself a member.
+  // before it knows itself a member. Taken at the node's first start only:
+  // storage keeps them (DurableState::first_members), and later starts use
+  // what it kept, whatever they pass.
   Members members{};
   // The members from the next slot on, when a chosen value changes them (the
   // lock table's SetMembers); nullopt when it does not. Unset: membership
@@ -81,6 +80,9 @@ struct PaxosOptions {
   // Negative control for the simulator: the master's lease lasts
   // master_lease_ms on its own clock, with no margin for a faster acceptor clock.
   bool broken_lease_without_drift_margin = false;
+  // Negative control for the simulator: every start takes `members`, not the
+  // first members storage kept. Unsafe once the cluster file changes.
+  bool broken_first_members_from_options = false;
 };
 
 // A chosen value to apply, in slot order; or a snapshot of the state machine
@@ -155,6 +157,8 @@ class PaxosNode {
   NodeId master_hint() const;
   // The members as of the applied slot (empty: not known yet, a joining node).
   const Members& members() const { return config_; }
+  // The members before any change went through the log, as storage kept them.
+  const Members& first_members() const { return first_members_; }
   // Whether this node is one of them. A node that is not never campaigns; a
   // master that applies its own removal hands over and stops leading.
   bool is_member() const;
@@ -267,6 +271,7 @@ class PaxosNode {
   // Learner.
   Slot applied_ = 0;
   Members config_;  // the members of slot applied_ + 1
+  Members first_members_;
   NodeId master_hint_ = 0;
   uint64_t election_at_ = 0;
   uint64_t catch_up_sent_at_ = 0;

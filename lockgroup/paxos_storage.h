@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "palisade/status.h"
@@ -21,6 +22,9 @@ struct DurableState {
   Slot snapshot_slot = 0;  // the state machine through this slot is `snapshot`
   std::string snapshot;    // empty with snapshot_slot 0: the initial state
   std::map<Slot, Entry> accepted;  // only slots above snapshot_slot
+  // The members before any change went through the log, as this node first
+  // started with them; nullopt until recorded (a directory older than that).
+  std::optional<Members> first_members;
 };
 
 class PaxosStorage {
@@ -30,6 +34,8 @@ class PaxosStorage {
   // What was committed last (Corrupt or StorageError when it cannot be read).
   virtual Result<DurableState> load() = 0;
   virtual void set_promised(Ballot ballot) = 0;
+  // Records the first members (once: a node's first start).
+  virtual void set_first_members(const Members& members) = 0;
   // Replaces whatever the slot held.
   virtual void put_accepted(const Entry& entry) = 0;
   // Stores the snapshot and drops every accepted entry with slot <= `slot`.

@@ -343,7 +343,8 @@ class LockSim {
                                       .seed = world_.rng().next(),
                                       .max_entries_per_message = 64,
                                       .ignore_master_lease = o_.broken_master_ignores_lease,
-                                      .broken_lease_without_drift_margin = o_.broken_lease_without_drift_margin};
+                                      .broken_lease_without_drift_margin = o_.broken_lease_without_drift_margin,
+                                      .broken_first_members_from_options = o_.broken_members_outside_log};
     for (int k = 1; k <= nodes_; ++k) s.endpoints[static_cast<lockgroup::NodeId>(k)] = endpoint(k);
     s.group = kGroup;
     s.key = key_;

@@ -68,7 +68,8 @@ struct LockSimOptions {
   bool broken_replicas_skip_fence_floor = false;
   bool broken_lockd_ignore_lock_delay = false;  // the lockd nodes never see the lock-delay a client asks for
   // Membership changes go around the log: the operator edits the cluster
-  // file and restarts the lockd nodes one by one with it.
+  // file and restarts the lockd nodes one by one with it, and each takes the
+  // file's members (PaxosOptions::broken_first_members_from_options).
   bool broken_members_outside_log = false;
   // The lockd driver sends peer messages and replies before the disk syncs
   // (LockdDriverOptions::broken_reply_before_sync): a crash loses what it answered.

@@ -1168,6 +1168,34 @@ TEST_CASE("a node restarted after a change comes back with the changed members",
   CHECK(c.nodes[4]->is_member());
 }
 
+TEST_CASE("a node keeps its first members: later starts ignore the members they pass", "[paxos][members]") {
+  Cluster c(4, false, 3);
+  c.elect();
+  // The cluster file now lists node 4 too (its address), and node 4 was
+  // started as a joiner: neither changes any membership.
+  for (NodeId id : c.all) c.options[id].members = Members{1, 2, 3, 4};
+  for (NodeId id : c.all) {
+    c.crash(id);
+    c.boot(id);
+    CHECK(c.nodes[id]->first_members() == (id == 4 ? Members{} : Members{1, 2, 3}));
+  }
+  CHECK(c.nodes[1]->members() == Members{1, 2, 3});
+  CHECK_FALSE(c.nodes[4]->is_member());
+  c.elect();
+  CHECK(c.nodes[4]->role() == PaxosNode::Role::kFollower);
+  CHECK(c.nodes[4]->epoch() == 0);  // never asked to promise: not a member
+}
+
+TEST_CASE("the negative control takes the members it is given at every start", "[paxos][members]") {
+  Cluster c(4, false, 3);
+  c.options[4].members = Members{1, 2, 3, 4};
+  c.options[4].broken_first_members_from_options = true;
+  c.crash(4);
+  c.boot(4);
+  CHECK(c.nodes[4]->first_members() == Members{1, 2, 3, 4});
+  CHECK(c.nodes[4]->is_member());
+}
+
 TEST_CASE("an acceptor leased to one master takes no higher ballot's accept from another before its prepare",
           "[paxos][members]") {
   Cluster c(3);

@@ -52,6 +52,7 @@ void check_empty(const DurableState& st) {
   CHECK(st.snapshot_slot == 0);
   CHECK(st.snapshot.empty());
   CHECK(st.accepted.empty());
+  CHECK_FALSE(st.first_members);
 }
 
 std::string be_key(Slot slot) {
@@ -133,6 +134,25 @@ STORAGE_TEST("paxos storage: promised, accepted and snapshot persist across comm
   CHECK(st.snapshot_slot == 1);
   CHECK(st.snapshot == snap);
   CHECK(entries_of(st) == std::vector<Entry>{kE2, kE3, Entry{4, make_ballot(8, 1), "four"}});
+}
+
+STORAGE_TEST("paxos storage: the first members persist, an empty list too") {
+  TestType f;
+  f.storage().set_first_members({1, 2, 300});
+  commit(f.storage());
+  f.restart();
+  CHECK(loaded(f.storage()).first_members == Members{1, 2, 300});
+  f.storage().set_first_members({});  // a node that joined knows none
+  f.storage().set_promised(3);
+  commit(f.storage());
+  f.restart();
+  DurableState st = loaded(f.storage());
+  REQUIRE(st.first_members);
+  CHECK(st.first_members->empty());
+  CHECK(st.promised == 3);
+  f.storage().set_first_members({4});
+  f.restart();  // not committed
+  CHECK(loaded(f.storage()).first_members == Members{});
 }
 
 STORAGE_TEST("paxos storage: load shows only what was committed") {
@@ -352,10 +372,11 @@ std::unique_ptr<LmdbPaxosStorage> open_lmdb(const std::string& dir, size_t map_s
   return std::move(r).value();
 }
 
-// A directory holding promised 5, snapshot "snap" through slot 1 and the entries of slots 2 and 3.
+// A directory holding promised 5, first members 1, 2, 3, snapshot "snap" through slot 1 and the entries of slots 2 and 3.
 void fill(const std::string& dir) {
   auto s = open_lmdb(dir);
   s->set_promised(5);
+  s->set_first_members({1, 2, 3});
   s->put_snapshot(1, "snap");
   s->put_accepted(kE2);
   s->put_accepted(kE3);
@@ -411,6 +432,9 @@ TEST_CASE("lmdb paxos storage: a damaged record is Corrupt", "[lockgroup][paxos_
        },
        "promised"},
       {"promised: one byte longer", "meta", "promised", [](std::string r) { return r + "x"; }, "promised"},
+      {"first members: an id", "meta", "first_members", flip(9), "first members"},
+      {"first members: one byte longer", "meta", "first_members", [](std::string r) { return r + "x"; },
+       "first members"},
       {"snapshot: a content byte", "meta", "snapshot", flip(9), "snapshot"},
       {"snapshot: the slot", "meta", "snapshot",
        [](std::string r) {
@@ -450,7 +474,12 @@ TEST_CASE("lmdb paxos storage: records are laid out as documented", "[lockgroup]
   TempDir dir;
   fill(dir.path());
   test::RawLmdb raw(dir.path());
-  CHECK(raw.get("meta", "format") == "2");
+  CHECK(raw.get("meta", "format") == "3");
+  auto members = raw.get("meta", "first_members");
+  REQUIRE(members);
+  REQUIRE(members->size() == 2 + 3 * 4 + 8);
+  CHECK(read_be(members->data(), 2) == 3);
+  CHECK(read_be(members->data() + 2 + 2 * 4, 4) == 3);
   auto promised = raw.get("meta", "promised");
   REQUIRE(promised);
   REQUIRE(promised->size() == 16);
@@ -488,13 +517,13 @@ TEST_CASE("lmdb paxos storage: another storage format is refused", "[lockgroup][
   fill(dir.path());
   {
     test::RawLmdb raw(dir.path());
-    raw.put("meta", "format", "3");
+    raw.put("meta", "format", "4");
     raw.commit();
   }
   auto r = LmdbPaxosStorage::open(dir.path(), {});
   INFO(r.status().to_string());
   CHECK(r.code() == Code::kStorageError);
-  CHECK(r.status().message().find("format '3'") != std::string::npos);
+  CHECK(r.status().message().find("format '4'") != std::string::npos);
 }
 
 TEST_CASE("lmdb paxos storage: a directory that does not exist is a StorageError", "[lockgroup][paxos_storage]") {
@@ -666,13 +695,38 @@ TEST_CASE("lmdb paxos storage: a format 1 directory is upgraded, and a missing j
   }
   {
     test::RawLmdb raw(dir.path());
-    CHECK(raw.get("meta", "format") == "2");
+    CHECK(raw.get("meta", "format") == "3");
   }
   REQUIRE(std::filesystem::exists(dir.sub("journal")));
   std::filesystem::remove(dir.sub("journal"));
   auto refused = LmdbPaxosStorage::open(dir.path(), {});
   REQUIRE(refused.code() == Code::kStorageError);
   CHECK_THAT(refused.status().message(), Catch::Contains("journal") && Catch::Contains("missing"));
+}
+
+TEST_CASE("lmdb paxos storage: a format 2 directory is upgraded to 3 and keeps its journal",
+          "[lockgroup][paxos_storage][journal]") {
+  TempDir dir;
+  {
+    auto s = open_lmdb(dir.path());
+    s->set_promised(5);
+    s->put_accepted(kE2);
+    commit(*s);
+  }
+  {
+    test::RawLmdb raw(dir.path());
+    raw.put("meta", "format", "2");
+    raw.commit();
+  }
+  {
+    auto s = open_lmdb(dir.path());
+    DurableState state = loaded(*s);
+    CHECK(state.promised == 5);
+    CHECK(entries_of(state) == std::vector<Entry>{kE2});
+    CHECK_FALSE(state.first_members);  // a format 2 directory never recorded them
+  }
+  test::RawLmdb raw(dir.path());
+  CHECK(raw.get("meta", "format") == "3");
 }
 
 }  // namespace
