@@ -32,6 +32,7 @@ Result<std::unique_ptr<LockdServer>> LockdServer::create(zmq::context_t& ctx, Pa
   auto driver = LockdDriver::start(std::move(options.driver), storage, *server, boottime_ms());
   if (!driver.is_ok()) return driver.status();
   server->driver_ = std::move(driver).value();
+  server->connect_peers();
   return server;
 }
 
@@ -62,6 +63,7 @@ Status LockdServer::run(int stop_fd, int reload_fd, const std::function<void()>&
       const std::vector<LockEvent> events = driver_->service().take_events();
       log_changes(now, events);
       metrics_.observe(*driver_, events, now);
+      if (driver_->service().table().members_version() != connected_members_version_) connect_peers();
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) return Status::ok();
       if (e.num() != EINTR) spdlog::error("transport error: {}", e.what());
@@ -105,12 +107,24 @@ uint64_t LockdServer::next_incarnation() {
 }
 
 void LockdServer::set_lock_nodes(LockNodes nodes) {
+  options_.driver.service.endpoints = nodes.endpoints;
   driver_->service().set_endpoints(std::move(nodes.endpoints));
   driver_->set_peer_identities(std::move(nodes.identities));
   options_.peer_keys = std::move(nodes.keys);
-  // Made again as messages go out, with the addresses and keys listed now.
+  // Made again, with the addresses and keys listed now.
   peers_.clear();
   unreachable_logged_.clear();
+  connect_peers();
+}
+
+void LockdServer::connect_peers() {
+  const LockService& service = driver_->service();
+  connected_members_version_ = service.table().members_version();
+  std::set<NodeId> nodes;
+  for (const auto& [id, endpoint] : options_.driver.service.endpoints) nodes.insert(id);
+  for (const LockNode& member : service.table().members()) nodes.insert(member.id);
+  nodes.erase(options_.driver.service.paxos.self);
+  for (NodeId id : nodes) (void)peer_socket(id);
 }
 
 zmq::socket_t* LockdServer::peer_socket(NodeId peer) {

@@ -100,6 +100,11 @@ class LockdServer : private LockdHost {
   // The socket to `peer` at its address now, made if need be; null when the
   // peer cannot be reached (no address, no key), which is logged once.
   zmq::socket_t* peer_socket(NodeId peer);
+  // Makes a socket to every node the cluster file or the membership names,
+  // ahead of the first message: a dealer drops what it cannot send yet
+  // (ZMQ_IMMEDIATE), and the first message to a peer is often a prepare or a
+  // promise, which nobody sends again within the campaign.
+  void connect_peers();
   // Logs that this node became a member or was removed.
   void log_membership();
 
@@ -121,6 +126,7 @@ class LockdServer : private LockdHost {
   };
   std::map<NodeId, Peer> peers_;
   std::set<std::string> unreachable_logged_;  // "id endpoint" of peers already logged as unreachable
+  uint64_t connected_members_version_ = 0;  // the membership connect_peers last saw
   std::unique_ptr<LockdDriver> driver_;
   // A request waiting for its reply.
   struct Waiting {

@@ -9,9 +9,24 @@ them, `member list` shows the new members), the removed master stops
 leading, every step of the loop succeeds, tokens strictly increase, and every
 key the loop wrote reads back. Bad ids are usage errors that change nothing.
 
+Then every member is replaced, one by one, by a new node on a new port and a
+new data directory, as docs/operations.md ("Replacing a dead node") tells a
+person to: `palisade keygen`, the new `[[identity]]` and `[[lockd]]` entries
+appended to the cluster file, SIGHUP to the running daemons (no restart:
+their pids stay), the new node started with `--join`, `palisade member
+replace OLD NEW`, the old node stopped and its entries taken out of the file.
+The removed nodes log that they were removed; a new node restarted without
+`--join` comes back a member (its data directory kept its first members).
+Each replacement's time (until the new node has caught up with the master)
+is printed.
+
 Usage: members_test.py SOURCE_DIR PALISADE
 """
 import json
+import os
+import re
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -20,7 +35,9 @@ from pathlib import Path
 SOURCE = Path(sys.argv[1]).resolve()
 PALISADE = Path(sys.argv[2]).resolve()
 sys.path.insert(0, str(SOURCE / "contrib" / "grafana"))
-from metrics_cluster import LockLoad, MetricsCluster, wait_until  # noqa: E402
+from metrics_cluster import LockLoad, MetricsCluster, exited, ports_free, wait_until  # noqa: E402
+
+LOCKD = PALISADE.parent.parent / "lockgroup" / "palisade-lockd"
 
 
 def check(condition, message):
@@ -29,9 +46,13 @@ def check(condition, message):
 
 
 def members(cluster):
-    """(version, [ids], {id: role}) as `palisade member list -o json` prints them."""
-    done = cluster.cli("member", "list", "-o", "json")
-    listed = json.loads(done.stdout)
+    """(version, [ids], {id: role}) as `palisade member list -o json` prints them, once a master answers
+    (a master that hands over leaves the group without one for a moment)."""
+    answers = []
+    wait_until("a master to list the members",
+               lambda: answers.append(cluster.cli("member", "list", "-o", "json", check=False)) or
+               answers[-1].returncode == 0, timeout=30)
+    listed = json.loads(answers[-1].stdout)
     return listed["version"], [m["id"] for m in listed["members"]], {m["id"]: m["role"] for m in listed["members"]}
 
 
@@ -58,6 +79,175 @@ def master_id(cluster):
     return masters[0] if masters else None
 
 
+def free_port_below_32768(taken):
+    for port in range(31000, 32700):
+        if port not in taken and ports_free(port, 1):
+            return port
+    raise RuntimeError("no free port")
+
+
+class NewNodes:
+    """The lockd nodes this test adds by hand, as an operator would."""
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.procs = {}  # id -> Popen
+        self.ports = set()
+
+    def add_to_file(self, node_id):
+        """palisade keygen, then the node's identity and endpoint appended to the cluster file."""
+        name = f"lockd-{node_id}"
+        key = self.cluster.dir / "keys" / f"{name}.key"
+        done = subprocess.run([str(PALISADE), "keygen", name, "--out", str(key)], capture_output=True, text=True,
+                              check=True)
+        public = re.search(r"public key: (\S+)", done.stdout).group(1)
+        port = free_port_below_32768(self.ports)
+        self.ports.add(port)
+        with open(self.cluster.cluster_file, "a") as f:
+            f.write(f"\n[[identity]]\nname = '{name}'\nkeys = ['{public}']\nroles = ['lockd']\n"
+                    f"\n[[lockd]]\nid = {node_id}\nendpoint = 'tcp://127.0.0.1:{port}'\nidentity = '{name}'\n")
+        return key
+
+    def start(self, node_id, join):
+        name = f"lockd-{node_id}"
+        log = open(self.cluster.dir / f"{name}.log", "a")
+        self.procs[node_id] = subprocess.Popen(
+            [str(LOCKD), "--id", str(node_id), "--cluster", self.cluster.cluster_file, "--data-dir",
+             str(self.cluster.dir / name), "--key", str(self.cluster.dir / "keys" / f"{name}.key")]
+            + (["--join"] if join else []), stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+
+    def stop(self, node_id):
+        proc = self.procs.pop(node_id)
+        proc.terminate()
+        proc.wait(timeout=15)
+
+    def stop_all(self):
+        for proc in self.procs.values():
+            proc.kill()
+            proc.wait()
+        self.procs.clear()
+
+    def pids(self):
+        return {f"lockd-{i}": p.pid for i, p in self.procs.items()}
+
+
+def remove_from_file(cluster_file, node_id):
+    """Takes node_id's [[lockd]] entry and its identity out of the cluster file."""
+    text = Path(cluster_file).read_text()
+    blocks = re.split(r"\n(?=\[)", text)
+    kept = [b for b in blocks if not (b.startswith("[[lockd]]") and re.search(rf"^id = {node_id}$", b, re.M))
+            and not (b.startswith("[[identity]]") and f"name = 'lockd-{node_id}'" in b)]
+    check(len(kept) == len(blocks) - 2, f"lockd-{node_id}'s entries are not both in the cluster file")
+    Path(cluster_file).write_text("\n".join(kept))
+
+
+def applied_slots(cluster):
+    """{lockd id: applied slot} of the nodes `palisade status` reaches, and the master's id."""
+    status = json.loads(cluster.cli("status", "-o", "json", check=False).stdout)
+    nodes = status["lock_group"]["nodes"]
+    master = next((n["id"] for n in nodes if n["role"] == "master"), None)
+    return {n["id"]: n["applied_slot"] for n in nodes if n["applied_slot"] is not None}, master
+
+
+def caught_up(cluster, node_id):
+    """The slot node_id applied once it reached the master's; None while it lags."""
+    slots, master = applied_slots(cluster)
+    if master is None or node_id not in slots or slots[node_id] < slots[master] - 2:
+        return None
+    return slots[node_id]
+
+
+def log_of(cluster, node_id):
+    return (cluster.dir / f"lockd-{node_id}.log").read_text()
+
+
+def replace_every_member(cluster, load, nodes):
+    """Each member replaced by a new node on a new port and data directory; returns the report lines."""
+    report = []
+    _, current, _ = members(cluster)
+    next_id = 6
+    for old in current:
+        new = next_id
+        next_id += 1
+        running = {**cluster.pids, **nodes.pids()}
+        old_name = f"lockd-{old}"
+        started = time.monotonic()
+        nodes.add_to_file(new)
+        for pid in running.values():
+            os.kill(pid, signal.SIGHUP)
+        nodes.start(new, join=True)
+        change(cluster, "replace", str(old), str(new))
+        _, ids, _ = members(cluster)
+        check(old not in ids and new in ids, f"after replacing {old} by {new}: {ids}")
+        wait_until(f"lockd-{new} to log that it is a member",
+                   lambda: "a member of the lock group now" in log_of(cluster, new), timeout=30)
+        wait_until(f"lockd-{new} to catch up", lambda: caught_up(cluster, new) is not None, timeout=30)
+        took = time.monotonic() - started
+        slot = caught_up(cluster, new)
+        wait_until(f"{old_name} to log its removal", lambda: "removed from the lock group" in log_of(cluster, old),
+                   timeout=30)
+        if old_name in cluster.pids:
+            cluster.kill(old_name, signal.SIGTERM)
+        else:
+            nodes.stop(old)
+        remove_from_file(cluster.cluster_file, old)
+        for name, pid in {**cluster.pids, **nodes.pids()}.items():
+            os.kill(pid, signal.SIGHUP)
+            if name in running:
+                check(running[name] == pid and not exited(pid), f"{name} was restarted or died")
+        report.append(f"lockd-{old} -> lockd-{new} in {took:.1f} s, caught up to slot {slot}")
+        print("+ " + report[-1], flush=True)
+        load.wait_for_steps(3)
+    # A node that joined, restarted without --join: still a member.
+    last = next_id - 1
+    nodes.stop(last)
+    nodes.start(last, join=False)
+    wait_until(f"lockd-{last} to answer as a member", lambda: members(cluster)[2].get(last) in ("master", "follower"),
+               timeout=30)
+    check("first members none" in log_of(cluster, last), f"lockd-{last} did not log its kept first members")
+    load.wait_for_steps(3)
+    return report
+
+
+def connected_to(pid, port):
+    """Whether process pid has an established TCP connection to 127.0.0.1:port (/proc, no tools needed)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        remote_port = int(fields[2].split(":")[1], 16)
+        if remote_port == port and fields[3] == "01" and fields[9] in inodes:
+            return True
+    return False
+
+
+def check_reload_connects(cluster):
+    """After SIGHUP a follower connects again to every peer, not only to those it sends to.
+
+    A follower talks to the master alone; were its sockets made only as
+    messages go out, the first prepare or promise to another peer after a
+    reload (or a membership change) would be dropped while its connection is
+    being made, and a campaign would fail.
+    """
+    _, ids, roles = members(cluster)
+    followers = [i for i in ids if roles.get(i) == "follower"]
+    check(len(followers) >= 2, f"two followers to watch: {roles}")
+    watcher, peer = followers[:2]
+    cluster.reload()
+    port = int(json.loads(cluster.cli("member", "list", "-o", "json").stdout)["members"][ids.index(peer)]["address"]
+               .rsplit(":", 1)[1])
+    wait_until(f"lockd-{watcher} to connect to lockd-{peer} after SIGHUP",
+               lambda: connected_to(cluster.pids[f"lockd-{watcher}"], port), timeout=15)
+    print(f"ok: after SIGHUP, follower lockd-{watcher} is connected to follower lockd-{peer}", flush=True)
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="palisade-members-") as tmp:
         with MetricsCluster(PALISADE, Path(tmp) / "cluster", lockd=5, replicas=3) as cluster:
@@ -68,8 +258,10 @@ def main():
             check_refused(cluster, ["remove", "9"], 2, "not a member")
             check_refused(cluster, ["replace", "1"], 2, "two node ids")
             check(members(cluster)[0] == 0, "a refused change changed the members")
+            check_reload_connects(cluster)
 
             load = LockLoad(cluster)
+            nodes = NewNodes(cluster)
             load.start()
             try:
                 load.wait_for_steps(3)
@@ -101,16 +293,20 @@ def main():
                 check(version == 4 and master not in ids and spare in ids and len(ids) == 4,
                       f"after replacing master {master} by {spare}: version {version}, {ids}")
                 load.wait_for_steps(3)
+                report = replace_every_member(cluster, load, nodes)
             finally:
                 load.stopping.set()
                 load.join(timeout=180)
+                nodes.stop_all()
             check(not load.failed, f"{len(load.failed)} of {load.steps()} steps failed: {load.failed[:3]}")
             tokens = [token for _, token in load.done]
             check(all(a < b for a, b in zip(tokens, tokens[1:])), f"tokens did not strictly increase: {tokens}")
             for n, _ in load.done:
                 got = cluster.cli("get", f"roll-{n}").stdout.strip()
                 check(got == str(n), f"roll-{n}, acknowledged, reads back {got!r}")
-            print(f"ok: 5 -> 3 -> 5 -> 4 members and the master's node replaced, under load: {len(load.done)} "
+            print("replacements: " + "; ".join(report))
+            print(f"ok: 5 -> 3 -> 5 -> 4 members, the master's node replaced, then every member replaced by a node "
+                  f"on a new port and data directory without restarting the others, under load: {len(load.done)} "
                   f"lock-and-put steps all succeeded, tokens {tokens[0]}..{tokens[-1]} strictly increasing, every "
                   f"key read back")
 

@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_flag("--broken-members-outside-log", l.broken_members_outside_log,
                "Negative control: membership changes edit the cluster file and restart the lockd nodes one by one, "
-               "outside the log (--sim lock; use with --member-change-rate)");
+               "outside the log, each taking the file's members (--sim lock; use with --member-change-rate)");
   app.add_option("--clients", q.clients, "Client processes")->capture_default_str();
   app.add_option("--ops", q.ops_per_client, "Operations per client (--sim quorum)")->capture_default_str();
   app.add_option("--cycles", l.cycles_per_client, "Lock cycles per client (--sim lock)")->capture_default_str();
