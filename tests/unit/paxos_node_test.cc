@@ -1217,6 +1217,9 @@ TEST_CASE("an acceptor leased to one master takes no higher ballot's accept from
   c.settle(f);
   REQUIRE(c.wire.size() == 1);
   CHECK_FALSE(std::get<Accepted>(c.wire.front().body).ok);
+  // It names the rival as master all the same: it leads a newer ballot, and
+  // clients asking this node are sent there.
+  CHECK(c.nodes[f]->master_hint() == rival);
   c.wire.clear();
   // Once the lease is over, the same ballot's accept is taken.
   c.cut = {m};
@@ -1226,6 +1229,37 @@ TEST_CASE("an acceptor leased to one master takes no higher ballot's accept from
   accept.serial = 2;
   REQUIRE(c.nodes[f]->receive(accept, c.now).is_ok());
   CHECK(c.nodes[f]->epoch() >= higher);
+}
+
+TEST_CASE("a master whose new member compacted past the slots it fixed steps down and catches up", "[paxos][members]") {
+  Cluster c(5, false, 3);
+  const NodeId m = c.elect();
+  REQUIRE(c.propose("a"));
+  c.cut = {4, 5};
+  // Staged: of {m, 4, 5} a majority must promise, so it asks nodes 4 and 5.
+  REQUIRE(c.propose("members:" + std::to_string(m) + ",4,5"));
+  REQUIRE_FALSE(c.nodes[m]->members_settled());
+  c.wire.clear();
+  // Node 4's promise says it holds a snapshot past every slot this master
+  // fixed: the values there were chosen without it, so it cannot lead them.
+  const Ballot b = c.nodes[m]->epoch();
+  const Slot ahead = c.nodes[m]->applied_through() + 50;
+  PeerMessage promise{.from = 4,
+                      .to = m,
+                      .group = 7,
+                      .incarnation = 99,
+                      .serial = 1,
+                      .body = Promise{.ballot = b, .ok = true, .promised = b, .seq = 1, .snapshot_slot = ahead}};
+  REQUIRE(c.nodes[m]->receive(promise, c.now).is_ok());
+  c.settle(m);
+  CHECK(c.nodes[m]->role() == PaxosNode::Role::kFollower);
+  bool asked = false;
+  for (const PeerMessage& out : c.wire) {
+    if (const auto* r = std::get_if<CatchUpRequest>(&out.body); r != nullptr && out.from == m && out.to == 4) {
+      asked = true;
+    }
+  }
+  CHECK(asked);
 }
 
 }  // namespace palisade::lockgroup
