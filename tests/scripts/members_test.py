@@ -17,6 +17,9 @@ their pids stay), the new node started with `--join`, `palisade member
 replace OLD NEW`, the old node stopped and its entries taken out of the file.
 The removed nodes log that they were removed; a new node restarted without
 `--join` comes back a member (its data directory kept its first members).
+At the end, on the group of new nodes, docs/cli.md's paused holder: stopped
+past its lease, it loses the lock, and its late writes are refused on every
+key.
 Each replacement's time (until the new node has caught up with the master)
 is printed.
 
@@ -248,6 +251,39 @@ def check_reload_connects(cluster):
     print(f"ok: after SIGHUP, follower lockd-{watcher} is connected to follower lockd-{peer}", flush=True)
 
 
+def zombie_drill(cluster):
+    """docs/cli.md's paused holder, on the group of replaced nodes: a holder stopped past its lease loses
+    the lock, the next holder writes, and the paused one's late writes are refused on every key."""
+    keys = [f"drill-{i}" for i in range(5)]
+    held = cluster.dir / "drill.held"
+    sequencer = cluster.dir / "drill.sequencer"
+    puts = "; ".join(f'"{PALISADE}" --cluster "{cluster.cluster_file}" put {k} paused-holder' for k in keys)
+    holder = subprocess.Popen([str(PALISADE), "--cluster", cluster.cluster_file, "lock", "drill", "--ttl", "2s", "--",
+                               "sh", "-c", f'echo "$PALISADE_SEQUENCER" > {sequencer}; {puts}; touch {held}; '
+                               "exec sleep 600"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until("the drill's holder to write its keys", held.exists, timeout=60)
+        holder.send_signal(signal.SIGSTOP)
+        puts = "; ".join(f'"{PALISADE}" --cluster "{cluster.cluster_file}" put {k} next-holder || exit 1' for k in keys)
+        cluster.cli("lock", "drill", "--wait", "60s", "--", "sh", "-c", puts, timeout=90)
+        old = sequencer.read_text().strip()
+        for k in keys:
+            late = cluster.cli("put", k, "zombie", "--sequencer", old, check=False)
+            check(late.returncode == 3 and "fenced" in late.stderr,
+                  f"the paused holder's late put of {k}: exit {late.returncode}: {late.stderr}")
+            got = cluster.cli("get", k).stdout.strip()
+            check(got == "next-holder", f"{k} reads {got!r} after the paused holder's late put")
+        holder.send_signal(signal.SIGCONT)
+        code = holder.wait(timeout=60)
+        check(code == 7, f"the paused holder's `palisade lock` exited {code}, not 7: {holder.stderr.read()}")
+    finally:
+        if holder.poll() is None:
+            holder.send_signal(signal.SIGCONT)
+            holder.kill()
+            holder.wait()
+    print(f"ok: the paused holder's late writes were refused on all {len(keys)} keys", flush=True)
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="palisade-members-") as tmp:
         with MetricsCluster(PALISADE, Path(tmp) / "cluster", lockd=5, replicas=3) as cluster:
@@ -297,6 +333,9 @@ def main():
             finally:
                 load.stopping.set()
                 load.join(timeout=180)
+            try:
+                zombie_drill(cluster)
+            finally:
                 nodes.stop_all()
             check(not load.failed, f"{len(load.failed)} of {load.steps()} steps failed: {load.failed[:3]}")
             tokens = [token for _, token in load.done]
