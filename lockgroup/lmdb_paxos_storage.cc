@@ -235,33 +235,9 @@ Result<DurableState> LmdbPaxosStorage::load() {
   return state;
 }
 
-void LmdbPaxosStorage::set_promised(Ballot ballot) {
-  pending_.promised = ballot;
-  pending_.any = true;
-}
-
-void LmdbPaxosStorage::set_first_members(const Members& members) {
-  pending_.first_members = members;
-  pending_.any = true;
-}
-
-void LmdbPaxosStorage::put_accepted(const Entry& entry) {
-  if (pending_.snapshot_slot && entry.slot <= *pending_.snapshot_slot) return;
-  pending_.accepted[entry.slot] = entry;
-  pending_.any = true;
-}
-
-void LmdbPaxosStorage::put_snapshot(Slot slot, const std::string& snapshot) {
-  pending_.snapshot_slot = slot;
-  pending_.snapshot = snapshot;
-  pending_.accepted.erase(pending_.accepted.begin(), pending_.accepted.upper_bound(slot));
-  pending_.any = true;
-}
-
 Status LmdbPaxosStorage::commit() {
-  if (!pending_.any) return Status::ok();
-  Pending changes = std::move(pending_);
-  pending_ = Pending();
+  if (!dirty()) return Status::ok();
+  Pending changes = take_pending();
   Status s = journaled_.write_whole([&](MDB_txn* txn) { return write(txn, changes); }, {});
   return s.is_ok() ? journaled_.commit(encode(changes)) : s;
 }

@@ -57,31 +57,16 @@ class LmdbPaxosStorage final : public PaxosStorage {
   // Reads the committed state; Corrupt (naming the record) when a checksum fails.
   // Accepted entries at or below the snapshot slot are not returned.
   Result<DurableState> load() override;
-  void set_promised(Ballot ballot) override;
-  void set_first_members(const Members& members) override;
-  // An entry at or below the pending snapshot's slot is dropped (the snapshot holds it).
-  void put_accepted(const Entry& entry) override;
-  void put_snapshot(Slot slot, const std::string& snapshot) override;
   // One synced journal record (or, too large for the journal, one synced LMDB
   // commit). On failure (StorageError; "map full" when the LMDB map or the
   // disk is full) the pending changes are dropped, and are not loaded again
   // unless the disk failed so badly that not even the checkpoint that follows
   // a failed journal append could be made.
   Status commit() override;
-  bool dirty() const override { return pending_.any; }
   // Reports how long each checkpoint from now on takes (JournaledLmdb::on_checkpoint).
   void on_checkpoint(JournaledLmdb::CheckpointObserver observer) { journaled_.on_checkpoint(std::move(observer)); }
 
  private:
-  struct Pending {
-    bool any = false;
-    std::optional<Ballot> promised;
-    std::optional<Members> first_members;
-    std::optional<Slot> snapshot_slot;
-    std::string snapshot;
-    std::map<Slot, Entry> accepted;  // only slots above snapshot_slot when it is set
-  };
-
   LmdbPaxosStorage();
   Status init(const std::string& dir, Options options);
   // Writes `changes` in `txn`.
@@ -92,7 +77,6 @@ class LmdbPaxosStorage final : public PaxosStorage {
   std::string dir_;
   MDB_env* env_ = nullptr;
   unsigned meta_ = 0, accepted_ = 0;
-  Pending pending_;
   JournaledLmdb journaled_;  // the base transaction and the journal
 };
 

@@ -4,32 +4,8 @@ namespace palisade::lockgroup {
 
 Result<DurableState> MemoryPaxosStorage::load() { return committed_; }
 
-void MemoryPaxosStorage::set_promised(Ballot ballot) {
-  pending_.promised = ballot;
-  pending_.any = true;
-}
-
-void MemoryPaxosStorage::set_first_members(const Members& members) {
-  pending_.first_members = members;
-  pending_.any = true;
-}
-
-void MemoryPaxosStorage::put_accepted(const Entry& entry) {
-  if (pending_.snapshot_slot && entry.slot <= *pending_.snapshot_slot) return;
-  pending_.accepted[entry.slot] = entry;
-  pending_.any = true;
-}
-
-void MemoryPaxosStorage::put_snapshot(Slot slot, const std::string& snapshot) {
-  pending_.snapshot_slot = slot;
-  pending_.snapshot = snapshot;
-  pending_.accepted.erase(pending_.accepted.begin(), pending_.accepted.upper_bound(slot));
-  pending_.any = true;
-}
-
 Status MemoryPaxosStorage::commit() {
-  Pending changes = std::move(pending_);
-  pending_ = Pending();
+  Pending changes = take_pending();
   if (fail_next_commit_) {
     fail_next_commit_ = false;
     return Status(Code::kStorageError, "simulated disk refused the commit (disk full)");

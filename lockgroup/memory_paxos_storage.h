@@ -18,18 +18,12 @@ class MemoryPaxosStorage final : public PaxosStorage {
 
   // The committed state (never the pending changes). Never fails.
   Result<DurableState> load() override;
-  void set_promised(Ballot ballot) override;
-  void set_first_members(const Members& members) override;
-  // An entry at or below the snapshot slot is dropped (the snapshot holds it).
-  void put_accepted(const Entry& entry) override;
-  void put_snapshot(Slot slot, const std::string& snapshot) override;
   // Applies the pending changes to the committed state. After fail_next_commit():
   // StorageError, and the pending changes are dropped (none of them is durable).
   Status commit() override;
-  bool dirty() const override { return pending_.any; }
 
   // The process died: the changes not committed are lost.
-  void crash() { pending_ = Pending(); }
+  void crash() { (void)take_pending(); }
   // The next commit() fails with StorageError and drops the pending changes.
   void fail_next_commit() { fail_next_commit_ = true; }
 
@@ -39,17 +33,7 @@ class MemoryPaxosStorage final : public PaxosStorage {
   uint64_t sync_count() const { return sync_count_; }
 
  private:
-  struct Pending {
-    bool any = false;
-    std::optional<Ballot> promised;
-    std::optional<Members> first_members;
-    std::optional<Slot> snapshot_slot;
-    std::string snapshot;
-    std::map<Slot, Entry> accepted;  // only slots above snapshot_slot when it is set
-  };
-
   DurableState committed_;
-  Pending pending_;
   bool fail_next_commit_ = false;
   uint64_t sync_count_ = 0;
 };
