@@ -15,6 +15,7 @@
 #include "lockgroup/memory_paxos_storage.h"
 #include "lockgroup/paxos_messages.h"
 #include "palisade/sequencer.h"
+#include "tests/support/lone_lockd.h"
 #include "tests/support/printers.h"
 
 namespace palisade::lockgroup {
@@ -36,24 +37,8 @@ struct Host : LockdHost {
   uint64_t starts = 0;
 };
 
-LockdDriverOptions options() {
-  LockdDriverOptions o;
-  o.service.paxos = PaxosOptions{.self = 1,
-                                 .members = {1},
-                                 .group = 7,
-                                 .master_lease_ms = 4000,
-                                 .heartbeat_ms = 500,
-                                 .election_timeout_ms = 1000,
-                                 .max_drift_ppm = 1000,
-                                 .seed = 42};
-  o.service.endpoints[1] = "tcp://n1";
-  o.service.group = "test";
-  o.service.key = ClusterKey::from_hex(std::string(64, '5')).value();
-  return o;
-}
-
 struct Node {
-  explicit Node(LockdDriverOptions o = options()) {
+  explicit Node(LockdDriverOptions o = lone_lockd_options()) {
     auto d = LockdDriver::start(std::move(o), disk, host, now);
     REQUIRE(d.is_ok());
     driver = std::move(d).value();
@@ -116,7 +101,7 @@ TEST_CASE("lockd driver: forged peer frames are dropped, bad requests refused", 
     CHECK(n.driver->forged_peer_messages() == 1);
   }
   SECTION("sealed, for another node") {
-    PeerAuth ours(options().service.key, "test");
+    PeerAuth ours(lone_lockd_options().service.key, "test");
     m.to = 3;
     CHECK(n.driver->on_frame(ours.seal(m), n.now).outcome == FrameOutcome::kPeerMisaddressed);
     CHECK(n.driver->refused_peer_messages() == 1);
@@ -141,7 +126,7 @@ TEST_CASE("lockd driver: forged peer frames are dropped, bad requests refused", 
   SECTION("of another cluster") {
     wire::LockRequest r{3, wire::FindMasterRequest{}, std::string(kClusterIdBytes, 'w')};
     Node east([] {
-      LockdDriverOptions o = options();
+      LockdDriverOptions o = lone_lockd_options();
       o.cluster_id = std::string(kClusterIdBytes, 'e');
       return o;
     }());
@@ -153,7 +138,7 @@ TEST_CASE("lockd driver: forged peer frames are dropped, bad requests refused", 
 }
 
 TEST_CASE("lockd driver: over CURVE a peer message is taken only from its from node's identity", "[lockgroup]") {
-  LockdDriverOptions o = options();
+  LockdDriverOptions o = lone_lockd_options();
   o.peer_identities = {{1, "lockd-1"}, {2, "lockd-2"}};
   Node n(o);
   n.elect();
@@ -192,7 +177,7 @@ wire::LockReply call(Node& n, wire::LockRequestBody body, std::string_view sende
 }
 
 TEST_CASE("lockd driver: over CURVE a session is its identity's, and acquires need a role", "[lockgroup][security]") {
-  LockdDriverOptions o = options();
+  LockdDriverOptions o = lone_lockd_options();
   const Role jobs{.name = "jobs", .locks = {"jobs/*"}};
   o.permissions = Permissions({jobs}, {{"worker", {"jobs"}}, {"other", {"jobs"}}, {"ops", {"admin"}}});
   Node n(std::move(o));
@@ -258,7 +243,7 @@ TEST_CASE("lockd driver: over CURVE a session is its identity's, and acquires ne
 
 TEST_CASE("lockd driver: only an admin changes the members, and only from the version it read",
           "[lockgroup][security][members]") {
-  LockdDriverOptions o = options();
+  LockdDriverOptions o = lone_lockd_options();
   o.permissions = Permissions({}, {{"worker", {"replica"}}, {"ops", {"admin"}}});
   Node n(std::move(o));
   n.elect();

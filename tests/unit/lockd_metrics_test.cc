@@ -10,6 +10,7 @@
 #include <string>
 
 #include "lockgroup/memory_paxos_storage.h"
+#include "tests/support/lone_lockd.h"
 
 namespace palisade::lockgroup {
 namespace {
@@ -47,18 +48,7 @@ TEST_CASE("lockd metrics: every family renders its HELP and TYPE before anything
 
 TEST_CASE("lockd metrics: proposals pending count the master's commands until applied, and membership gauges follow",
           "[metrics]") {
-  LockdDriverOptions o;
-  o.service.paxos = PaxosOptions{.self = 1,
-                                 .members = {1},
-                                 .group = 7,
-                                 .master_lease_ms = 4000,
-                                 .heartbeat_ms = 500,
-                                 .election_timeout_ms = 1000,
-                                 .max_drift_ppm = 1000,
-                                 .seed = 42};
-  o.service.endpoints[1] = "tcp://n1";
-  o.service.group = "test";
-  o.service.key = ClusterKey::from_hex(std::string(64, '5')).value();
+  LockdDriverOptions o = lone_lockd_options();
   MemoryPaxosStorage disk;
   Host host;
   uint64_t now = 1000;
