@@ -191,17 +191,28 @@ int serve(const Flags& flags) {
     // The identities (over CURVE) and the lock group's nodes: a node added
     // to the cluster file is reached without a restart.
     auto reload = [&] {
+      auto file = load_cluster_file(flags.cluster_file);
+      if (!file.is_ok()) {
+        spdlog::error("reload (SIGHUP) of {} failed: {}; nothing changed", flags.cluster_file, file.status().message());
+        return;
+      }
+      // Its entry gives a member's identity and key: without it, the member
+      // could no longer connect, and the group would lose its vote.
+      lockgroup::Members unlisted;
+      for (lockgroup::NodeId id : service.node().members()) {
+        if (file.value().lockd_node(id) == nullptr) unlisted.push_back(id);
+      }
+      if (!unlisted.empty()) {
+        spdlog::error("reload (SIGHUP) of {} refused: it no longer lists lock group member(s) {}; take a node out "
+                      "of the members (`palisade member remove`) before its [[lockd]] entry; nothing changed",
+                      flags.cluster_file, listed(unlisted));
+        return;
+      }
       if (zap) {
         auto reloaded =
             reload_identities(flags.cluster_file, options.value().listen_endpoint, flags.key_file, zap.get());
         if (!reloaded) return;  // it said why; nothing changes
         server.value()->set_permissions(std::move(reloaded->permissions));
-      }
-      auto file = load_cluster_file(flags.cluster_file);
-      if (!file.is_ok()) {
-        spdlog::error("reload (SIGHUP) of {} failed: {}; the lock group's nodes stay as they were", flags.cluster_file,
-                      file.status().message());
-        return;
       }
       server.value()->set_lock_nodes(lock_nodes(file.value()));
       spdlog::info("reloaded the lock group's nodes from {} (SIGHUP): {} listed", flags.cluster_file,

@@ -165,10 +165,28 @@ def log_of(cluster, node_id):
     return (cluster.dir / f"lockd-{node_id}.log").read_text()
 
 
+def check_unlisting_a_member_is_refused(cluster, member, load):
+    """A reload of a cluster file without a member's entry changes nothing: the member keeps its vote."""
+    kept = Path(cluster.cluster_file).read_text()
+    remove_from_file(cluster.cluster_file, member)
+    others = [name for name in cluster.pids if name.startswith("lockd-") and name != f"lockd-{member}"]
+    cluster.reload()
+    for name in others:
+        wait_until(f"{name} to refuse the reload",
+                   lambda: "no longer lists lock group member(s)" in (cluster.dir / f"{name}.log").read_text(),
+                   timeout=15)
+    Path(cluster.cluster_file).write_text(kept)
+    cluster.reload()
+    load.wait_for_steps(2)
+    print(f"ok: a cluster file without member lockd-{member}'s entry was refused by {len(others)} nodes", flush=True)
+
+
 def replace_every_member(cluster, load, nodes):
     """Each member replaced by a new node on a new port and data directory; returns the report lines."""
     report = []
-    _, current, _ = members(cluster)
+    _, current, roles = members(cluster)
+    # A follower's: clients read the same file, and find the master through it.
+    check_unlisting_a_member_is_refused(cluster, next(i for i in current if roles.get(i) == "follower"), load)
     next_id = 6
     for old in current:
         new = next_id
