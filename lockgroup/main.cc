@@ -193,7 +193,9 @@ int serve(const Flags& flags) {
     auto reload = [&] {
       auto file = load_cluster_file(flags.cluster_file);
       if (!file.is_ok()) {
-        spdlog::error("reload (SIGHUP) of {} failed: {}; nothing changed", flags.cluster_file, file.status().message());
+        spdlog::error("reload (SIGHUP) of {} failed: {}; the identities stay as they were, and so do the lock "
+                      "group's nodes",
+                      flags.cluster_file, file.status().message());
         return;
       }
       // Its entry gives a member's identity and key: without it, the member
