@@ -202,6 +202,11 @@ class LockSim {
         std::filesystem::create_directory(n.dir);
       } else {
         auto memory = std::make_unique<lockgroup::MemoryPaxosStorage>();
+        // Provisioned as the node's first start would, before time begins: that
+        // write draws nothing from the world, so seeds replay as they did before
+        // disks kept first members (the LMDB stores write them at first start).
+        memory->set_first_members(i > o.lockd ? lockgroup::Members{} : members_);
+        (void)memory->commit();
         n.memory = memory.get();
         n.disk = std::move(memory);
       }

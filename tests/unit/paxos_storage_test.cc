@@ -139,6 +139,7 @@ STORAGE_TEST("paxos storage: promised, accepted and snapshot persist across comm
 STORAGE_TEST("paxos storage: the first members persist, an empty list too") {
   TestType f;
   f.storage().set_first_members({1, 2, 300});
+  CHECK(f.storage().dirty());
   commit(f.storage());
   f.restart();
   CHECK(loaded(f.storage()).first_members == Members{1, 2, 300});
