@@ -346,9 +346,13 @@ void LockService::settle(uint64_t now) {
   bool master = node_->is_master(now);
   if (master && !master_) became_master(now);
   if (!master && master_) lost_mastership();
-  // Every node compacts, followers too: their logs would grow for ever.
-  if (node_->applied_through() >= node_->snapshot_slot() + options_.snapshot_every) {
+  // Every node compacts, followers too: their logs would grow for ever. And
+  // at once after a change of the members: a node starts again with its
+  // snapshot's members (else its first ones), which may all be gone by then.
+  if (node_->applied_through() >= node_->snapshot_slot() + options_.snapshot_every ||
+      table_.members_version() != snapshot_members_version_) {
     node_->compact(node_->applied_through(), table_.snapshot());
+    snapshot_members_version_ = table_.members_version();
   }
 }
 

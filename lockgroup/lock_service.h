@@ -166,6 +166,7 @@ class LockService {
   std::vector<TaggedCommand> batch_;
   uint64_t staged_tag_ = 0;  // the last membership change proposed
   uint64_t staged_dropped_ = 0;  // node_->staged_dropped() as last seen
+  uint64_t snapshot_members_version_ = 0;  // table_.members_version() at the last compaction
 
   std::vector<ClientReply> replies_;
   std::vector<LockEvent> events_;

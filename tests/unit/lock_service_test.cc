@@ -615,3 +615,27 @@ TEST_CASE("lock service: a master that hands over answers not_master, and a foll
 }
 
 }  // namespace palisade::lockgroup
+
+namespace palisade::lockgroup {
+
+TEST_CASE("lock service: a node restarts with the members the log last made, the first ones gone",
+          "[lock_service][members]") {
+  Group g;  // snapshots far apart: only a change of the members takes one early
+  const NodeId m = g.elect();
+  const uint64_t session = g.open(m, 0).session;
+  REQUIRE(g.call(m, g.acquire(m, session, "x", 1)).status.is_ok());
+  // The two others leave; `m` alone is the lock group.
+  const wire::LockReply changed =
+      g.call(m, wire::SetMembersRequest{.version = 0, .nodes = {{m, "tcp://n" + std::to_string(m)}}});
+  REQUIRE(changed.status.is_ok());
+  g.run(1000);
+  // Every node down, and only `m` comes back: its first members (1, 2, 3)
+  // would need another of them to elect anyone.
+  for (NodeId id : g.members) g.crash(id);
+  g.boot(m);
+  CHECK(g.services[m]->node().members() == Members{m});
+  CHECK(g.elect() == m);
+  CHECK(g.services[m]->table().lock("x") != nullptr);
+}
+
+}  // namespace palisade::lockgroup
