@@ -364,8 +364,12 @@ std::vector<Delivery> PaxosNode::take_deliveries() { return std::exchange(delive
 
 uint64_t PaxosNode::next_timer_ms() const {
   switch (role_) {
-    case Role::kMaster:
-      return std::min({next_heartbeat_, step_lease_until_, staged_ ? staged_until_ : UINT64_MAX});
+    case Role::kMaster: {
+      // A staged change or a walk asks its members again each heartbeat
+      // (ask_promises), due even while proposals keep moving the heartbeat.
+      const uint64_t ask_again = staged_ || walking_ ? asked_at_ + options_.heartbeat_ms : UINT64_MAX;
+      return std::min({next_heartbeat_, step_lease_until_, staged_ ? staged_until_ : UINT64_MAX, ask_again});
+    }
     case Role::kCandidate:
       return campaign_deadline_;
     case Role::kFollower:

@@ -135,6 +135,22 @@ struct Cluster {
     return *m;
   }
 
+  // As the daemon drives a node: ticked only when its next_timer_ms() is due,
+  // with a value proposed every `every` ms, each of which moves the master's
+  // next heartbeat away.
+  void run_on_timers(uint64_t ms, uint64_t every) {
+    for (uint64_t end = now + ms; now < end;) {
+      now += 10;
+      for (auto& [id, node] : nodes) {
+        if (node->next_timer_ms() > now) continue;
+        node->tick(now);
+        settle(id);
+      }
+      if (now % every == 0) propose("v" + std::to_string(now));
+      deliver_all();
+    }
+  }
+
   bool propose(const std::string& value) {
     auto m = master();
     if (!m) return false;
@@ -1148,6 +1164,21 @@ TEST_CASE("a change waits for a majority of the new members, and is dropped when
   CHECK(c.master() == m);
   for (NodeId id : c.members) CHECK(c.nodes[id]->members() == Members{1, 2, 3});
   CHECK(values_of(c.chosen) == std::vector<std::string>{"a"});
+}
+
+TEST_CASE("a change whose prepares were lost asks again though values keep the heartbeat away", "[paxos][members]") {
+  Cluster c(5, false, 3);
+  const NodeId m = c.elect();
+  c.cut = {4, 5};  // its first prepares are lost
+  REQUIRE(c.propose("members:" + std::to_string(m) + ",4,5"));
+  c.run_on_timers(100, 100);
+  c.cut.clear();
+  // A value every 100 ms: the master's heartbeat (500 ms) is never due, the
+  // next ask for the promises must be.
+  c.run_on_timers(2000, 100);
+  CHECK(c.nodes[m]->staged_dropped() == 0);
+  CHECK(c.nodes[4]->members() == Members{m, 4, 5});
+  CHECK(c.max_masters <= 1);
 }
 
 TEST_CASE("a node restarted after a change comes back with the changed members", "[paxos][members]") {
