@@ -9,7 +9,6 @@
 
 #include <httplib.h>
 
-#include "bench/server_cpu.h"
 #include "cli/process.h"
 
 namespace palisade::bench {
@@ -151,14 +150,20 @@ Overhead measure_overhead(int clients, const OverheadFlags& flags,
 
 OverheadRun overhead_run(bool metrics, const std::vector<pid_t>& daemons, const std::vector<std::string>& addresses,
                          const MetricsScraper* scraper, const std::function<LoadResult(const LoadMarks&)>& load) {
+  // In ns, not clock ticks: a short run at a slow moment costs the daemons less than one tick.
+  const auto daemons_cpu_ns = [&] {
+    double ns = 0;
+    for (pid_t pid : daemons) ns += cpu_ns(pid);
+    return ns;
+  };
   double cpu_start = 0, cpu_stop = 0;
   const LoadResult l =
-      load({.start = [&] { cpu_start = cpu_seconds(daemons); }, .stop = [&] { cpu_stop = cpu_seconds(daemons); }});
+      load({.start = [&] { cpu_start = daemons_cpu_ns(); }, .stop = [&] { cpu_stop = daemons_cpu_ns(); }});
   if (l.errors != 0) throw std::runtime_error("metrics overhead: an operation failed: " + l.first_error);
   OverheadRun r;
   r.metrics = metrics;
   r.ops_per_s = l.ops_per_s;
-  r.daemon_cpu_us_per_op = l.ops == 0 ? 0 : (cpu_stop - cpu_start) * 1e6 / static_cast<double>(l.ops);
+  r.daemon_cpu_us_per_op = l.ops == 0 ? 0 : (cpu_stop - cpu_start) / 1000 / static_cast<double>(l.ops);
   if (scraper != nullptr) {
     r.scrapes = scraper->scrapes();
     r.failed_scrapes = scraper->failures();
