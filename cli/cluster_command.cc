@@ -3,13 +3,10 @@
 // the data, the logs, and the list of daemons (cli/daemon_records.h). `up`
 // on a cluster some of whose daemons exited starts only those, on their data,
 // and adopts the ones still running.
-#include <signal.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 #include <zmq.hpp>
@@ -47,14 +44,6 @@ struct ClusterFlags {
 };
 
 nlohmann::json json_or_null(const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); }
-
-std::vector<DaemonRecord> alive(const std::vector<DaemonRecord>& records) {
-  std::vector<DaemonRecord> out;
-  for (const DaemonRecord& r : records) {
-    if (is_alive(r)) out.push_back(r);
-  }
-  return out;
-}
 
 // Which of --lockd, --replicas, --base-port, --insecure were given.
 struct SizesGiven {
@@ -252,19 +241,7 @@ int down(const ClusterFlags& flags, const CommonOptions& common) {
   auto records = read_daemon_records(flags.records_path());
   if (!records.is_ok()) return report_error("cluster down", records.status());
   const auto running = alive(records.value());
-  for (const DaemonRecord& r : running) {
-    ::kill(r.pid, SIGCONT);  // a paused daemon cannot act on SIGTERM
-    ::kill(r.pid, SIGTERM);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  size_t killed = 0;
-  for (const DaemonRecord& r : running) {
-    while (is_alive(r) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
-    if (is_alive(r)) {
-      ::kill(r.pid, SIGKILL);
-      ++killed;
-    }
-  }
+  const size_t killed = stop_daemons(running, 10s);
   std::error_code ec;
   fs::remove(flags.records_path(), ec);
   bool purged = false;

@@ -1,12 +1,17 @@
 #include "cli/daemon_records.h"
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
+#include <signal.h>
+
 #include <fstream>
 #include <sstream>
+#include <thread>
+
+#include "cli/files.h"
 
 namespace palisade::cli {
+
+using namespace std::chrono_literals;
+
 namespace {
 
 // The fields of /proc/PID/stat after the command name (which may hold spaces):
@@ -21,6 +26,16 @@ std::optional<std::vector<std::string>> stat_fields(pid_t pid) {
   std::vector<std::string> fields;
   for (std::string f; rest >> f;) fields.push_back(f);
   return fields;
+}
+
+// Whether a SIGHUP sent to the process waits to be taken: the shared pending
+// set of /proc/PID/status (a daemon blocks it and reads it from a signalfd).
+bool hangup_pending(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("ShdPnd:")) return (std::stoull(line.substr(7), nullptr, 16) >> (SIGHUP - 1)) & 1;
+  }
+  return false;
 }
 
 }  // namespace
@@ -41,29 +56,62 @@ bool is_paused(const DaemonRecord& record) {
   return is_alive(record) && fields && ((*fields)[0] == "T" || (*fields)[0] == "t");
 }
 
-std::string metrics_address_of(pid_t pid) {
+std::string flag_of(pid_t pid, std::string_view flag) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
   bool next = false;
   for (std::string arg; std::getline(in, arg, '\0');) {
     if (next) return arg;
-    next = arg == "--metrics-listen";
+    next = arg == flag;
   }
   return {};
 }
 
-Status write_daemon_records(const std::string& path, const std::vector<DaemonRecord>& records) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    for (const DaemonRecord& r : records) {
-      out << r.name << ' ' << r.pid << ' ' << r.start_time << ' ' << r.endpoint << '\n';
-    }
-    if (!out.flush()) return Status(Code::kStorageError, "cannot write " + tmp + ": " + std::strerror(errno));
+std::vector<DaemonRecord> alive(const std::vector<DaemonRecord>& records) {
+  std::vector<DaemonRecord> out;
+  for (const DaemonRecord& r : records) {
+    if (is_alive(r)) out.push_back(r);
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status(Code::kStorageError, "cannot write " + path + ": " + ec.message());
-  return Status::ok();
+  return out;
+}
+
+size_t stop_daemons(const std::vector<DaemonRecord>& records, std::chrono::milliseconds grace) {
+  const auto running = alive(records);
+  for (const DaemonRecord& r : running) {
+    ::kill(r.pid, SIGCONT);
+    ::kill(r.pid, SIGTERM);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  size_t killed = 0;
+  for (const DaemonRecord& r : running) {
+    while (is_alive(r) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+    if (is_alive(r)) {
+      ::kill(r.pid, SIGKILL);
+      ++killed;
+    }
+  }
+  return killed;
+}
+
+std::vector<std::string> reload_daemons(const std::vector<DaemonRecord>& records, std::chrono::milliseconds timeout) {
+  const auto running = alive(records);
+  for (const DaemonRecord& r : running) ::kill(r.pid, SIGHUP);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::vector<std::string> late;
+  for (const DaemonRecord& r : running) {
+    while (is_alive(r) && !is_paused(r) && hangup_pending(r.pid) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(5ms);
+    }
+    if (is_alive(r) && hangup_pending(r.pid)) late.push_back(r.name);
+  }
+  return late;
+}
+
+Status write_daemon_records(const std::string& path, const std::vector<DaemonRecord>& records) {
+  std::string text;
+  for (const DaemonRecord& r : records) {
+    text += r.name + ' ' + std::to_string(r.pid) + ' ' + std::to_string(r.start_time) + ' ' + r.endpoint + '\n';
+  }
+  return replace_file(path, text, 0644);
 }
 
 Result<std::vector<DaemonRecord>> read_daemon_records(const std::string& path) {

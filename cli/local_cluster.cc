@@ -1,13 +1,10 @@
 #include "cli/local_cluster.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -24,6 +21,7 @@
 #include "auth/sequencer_signer.h"
 #include "transport/transport.h"
 #include "cli/daemon_records.h"
+#include "cli/files.h"
 #include "cli/lockd_call.h"
 #include "config/cluster_keys.h"
 #include "cli/replica_process.h"
@@ -81,24 +79,6 @@ std::string describe_exit(int status) {
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return std::string("was killed by signal ") + strsignal(WTERMSIG(status));
   return "stopped";
-}
-
-Status write_file(const std::string& path, const std::string& text, mode_t mode) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) return Status(Code::kStorageError, "cannot write " + path + ": " + std::strerror(errno));
-  // O_CREAT's mode applies only to a new file (and under the umask): set it outright.
-  bool ok = fchmod(fd, mode) == 0;
-  size_t done = 0;
-  while (ok && done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) done += static_cast<size_t>(n);
-  }
-  int saved = errno;
-  ::close(fd);
-  if (!ok) return Status(Code::kStorageError, "cannot write " + path + ": " + std::strerror(saved));
-  return Status::ok();
 }
 
 std::string admin_key_path(const std::string& dir) { return dir + "/keys/admin.key"; }
