@@ -22,6 +22,7 @@
 #include "transport/transport.h"
 #include "cli/daemon_records.h"
 #include "cli/files.h"
+#include "cli/local_cluster_file.h"
 #include "cli/lockd_call.h"
 #include "config/cluster_keys.h"
 #include "cli/replica_process.h"
@@ -91,9 +92,9 @@ Status write_keys(const std::string& dir, ClusterConfig& config) {
   if (ec) return Status(Code::kStorageError, "cannot create " + dir + "/keys: " + ec.message());
   fs::permissions(dir + "/keys", fs::perms::owner_all, ec);
   auto add = [&](const std::string& name, const std::string& role, const std::string& endpoint) {
-    const transport::KeyFile file{name, transport::generate_curve_keys()};
-    if (Status s = transport::write_key_file(dir + "/keys/" + name + ".key", file); !s.is_ok()) return s;
-    config.identities.push_back({.name = name, .keys = {file.keys.public_key}, .roles = {role}});
+    auto identity = write_daemon_key(dir, name, role);
+    if (!identity.is_ok()) return identity.status();
+    config.identities.push_back(std::move(identity).value());
     if (!endpoint.empty()) config.daemon_identity[endpoint] = name;
     return Status::ok();
   };
@@ -288,6 +289,25 @@ void LocalCluster::stop(milliseconds grace) {
   }
 }
 
+namespace {
+
+// The binaries found and the directory absolute; BadRequest when a binary is missing.
+Status complete(LocalClusterOptions& options) {
+  if (options.lockd_binary.empty()) options.lockd_binary = sibling_lockd_binary();
+  if (options.replica_binary.empty()) options.replica_binary = sibling_replica_binary();
+  for (std::string* binary : {&options.lockd_binary, &options.replica_binary}) {
+    auto found = resolve_binary(*binary);
+    if (!found) return Status(Code::kBadRequest, "cannot find the executable " + *binary);
+    *binary = *found;
+  }
+  std::error_code ec;
+  options.dir = fs::absolute(options.dir, ec).lexically_normal().string();
+  if (options.dir.size() > 1 && options.dir.back() == '/') options.dir.pop_back();
+  return Status::ok();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<LocalCluster>> LocalCluster::start(LocalClusterOptions options) {
   if (options.dir.empty()) return Status(Code::kBadRequest, "the cluster needs a directory");
   if (options.lockd < 1 || options.lockd > 7) {
@@ -299,18 +319,10 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::start(LocalClusterOptions op
     return Status(Code::kBadRequest, "the base port must leave room for every node in 1024..65535, not " +
                                          std::to_string(options.base_port));
   }
-  if (options.lockd_binary.empty()) options.lockd_binary = sibling_lockd_binary();
-  if (options.replica_binary.empty()) options.replica_binary = sibling_replica_binary();
-  for (std::string* binary : {&options.lockd_binary, &options.replica_binary}) {
-    auto found = resolve_binary(*binary);
-    if (!found) return Status(Code::kBadRequest, "cannot find the executable " + *binary);
-    *binary = *found;
-  }
   std::error_code ec;
   fs::create_directories(options.dir, ec);
   if (ec) return Status(Code::kStorageError, "cannot create " + options.dir + ": " + ec.message());
-  options.dir = fs::absolute(options.dir, ec).lexically_normal().string();
-  if (options.dir.size() > 1 && options.dir.back() == '/') options.dir.pop_back();
+  if (Status s = complete(options); !s.is_ok()) return s;
 
   std::unique_ptr<LocalCluster> cluster(new LocalCluster(std::move(options)));
   Status launched = cluster->launch();
@@ -318,7 +330,18 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::start(LocalClusterOptions op
   return cluster;
 }
 
-Status LocalCluster::launch() {
+Result<std::unique_ptr<LocalCluster>> LocalCluster::open(LocalClusterOptions options) {
+  if (!fs::exists(options.dir + "/cluster.toml")) {
+    return Status(Code::kBadRequest, "no cluster file in " + options.dir);
+  }
+  options.reuse_cluster_file = true;
+  if (Status s = complete(options); !s.is_ok()) return s;
+  std::unique_ptr<LocalCluster> cluster(new LocalCluster(std::move(options)));
+  if (Status s = cluster->prepare(); !s.is_ok()) return s;
+  return cluster;
+}
+
+Status LocalCluster::prepare() {
   const LocalClusterOptions& o = options_;
   cluster_file_ = o.dir + "/cluster.toml";
   if (!o.reuse_cluster_file || !fs::exists(cluster_file_)) {
@@ -391,10 +414,19 @@ Status LocalCluster::launch() {
     replicas_.push_back(
         std::make_unique<Daemon>(name, std::move(argv), ep, o.dir + "/" + name, o.dir + "/" + name + ".log", probe));
   }
+  // A node with no data of its own in a group that has run was added since
+  // (`cluster add`): it joins, and becomes a member by a change of the
+  // members. Without --join its first start would make it one of the
+  // group's first members, beside the group that has them already.
+  auto has_data = [&](const LockdNode& n) {
+    return fs::exists(o.dir + "/lockd-" + std::to_string(n.id) + "/data.mdb");
+  };
+  const bool group_has_run = std::ranges::any_of(config_.lockd, has_data);
   for (const LockdNode& node : config_.lockd) {
     const std::string name = "lockd-" + std::to_string(node.id);
     std::vector<std::string> argv = {o.lockd_binary, "--id",       std::to_string(node.id), "--cluster",
                                      cluster_file_,  "--data-dir", o.dir + "/" + name};
+    if (group_has_run && !has_data(node)) argv.push_back("--join");
     for (std::string& a : log_args()) argv.push_back(std::move(a));
     for (std::string& a : key_args(name)) argv.push_back(std::move(a));
     for (std::string& a : metrics_args(lockd_.size())) argv.push_back(std::move(a));
@@ -421,6 +453,12 @@ Status LocalCluster::launch() {
     }
     found->adopt(a.pid, a.start_time);
   }
+  return Status::ok();
+}
+
+Status LocalCluster::launch() {
+  if (Status s = prepare(); !s.is_ok()) return s;
+  const LocalClusterOptions& o = options_;
 
   // A daemon that cannot listen exits, but another process on its port would
   // answer for it, and the cluster file would lead clients there.
@@ -513,8 +551,10 @@ std::vector<std::string> LocalCluster::lockd_endpoints() const {
 std::vector<std::string> LocalCluster::replica_endpoints() const { return config_.replicas; }
 
 Daemon& LocalCluster::lockd(uint32_t id) {
-  if (id < 1 || id > lockd_.size()) throw std::out_of_range("no lockd node " + std::to_string(id));
-  return *lockd_[id - 1];
+  for (size_t i = 0; i < config_.lockd.size(); ++i) {
+    if (config_.lockd[i].id == id) return *lockd_[i];
+  }
+  throw std::out_of_range("no lockd node " + std::to_string(id));
 }
 
 std::vector<uint32_t> LocalCluster::lockd_ids() const {
@@ -531,7 +571,7 @@ Daemon& LocalCluster::replica(size_t index) {
 std::vector<uint32_t> LocalCluster::live_lockd_ids() {
   std::vector<uint32_t> ids;
   for (size_t i = 0; i < lockd_.size(); ++i) {
-    if (lockd_[i]->running() && !lockd_[i]->paused()) ids.push_back(static_cast<uint32_t>(i + 1));
+    if (lockd_[i]->running() && !lockd_[i]->paused()) ids.push_back(config_.lockd[i].id);
   }
   return ids;
 }

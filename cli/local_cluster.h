@@ -13,7 +13,10 @@
 // replica-I/ (data directories), lockd-ID.log and replica-I.log (each daemon's
 // output, appended to across restarts); for a secure cluster, keys/ with a key
 // file per daemon (lockd-ID.key, replica-I.key) and admin.key, the one the
-// command line and this class connect with.
+// command line and this class connect with. The lockd ids are the cluster
+// file's (`palisade cluster add` and `remove` change them); a lockd node with
+// no data of its own while another has some was added to a group that ran,
+// and starts with --join.
 //
 // Children are started from the calling thread and die with it (cli::Process:
 // PR_SET_PDEATHSIG), so start and restart them from a long-lived thread.
@@ -184,6 +187,10 @@ class LocalCluster {
   // become healthy within options.start_timeout. Nothing it started is left
   // running on failure (adopted daemons are left as they were).
   static Result<std::unique_ptr<LocalCluster>> start(LocalClusterOptions options);
+  // The cluster of dir/cluster.toml as it is now, started earlier and
+  // detached (`palisade cluster add` starts a node of it): nothing is started,
+  // and only options.adopt adopted. BadRequest when dir holds no cluster file.
+  static Result<std::unique_ptr<LocalCluster>> open(LocalClusterOptions options);
   // Kills every daemon it started that is still running (SIGKILL), unless
   // release()d; adopted daemons are left running.
   ~LocalCluster();
@@ -207,7 +214,7 @@ class LocalCluster {
   std::vector<std::string> lockd_endpoints() const;
   std::vector<std::string> replica_endpoints() const;
 
-  // Lock group node `id` (1..lockd); throws std::out_of_range for another id.
+  // Lock group node `id` (of the cluster file); throws std::out_of_range for another id.
   Daemon& lockd(uint32_t id);
   std::vector<uint32_t> lockd_ids() const;
   // Replica `index` (0..replicas-1); throws std::out_of_range for another index.
@@ -246,6 +253,10 @@ class LocalCluster {
 
  private:
   explicit LocalCluster(LocalClusterOptions options);
+  // The cluster file (written when new), credentials, and a Daemon for each
+  // daemon it lists, adopted or not yet started.
+  Status prepare();
+  // prepare(), then starts every daemon not adopted and waits until healthy.
   Status launch();
   // A new key and a cluster file from the options.
   Status write_cluster_files();
@@ -255,7 +266,7 @@ class LocalCluster {
   std::string cluster_file_;
   ClusterConfig config_;
   std::optional<Credentials> credentials_;
-  std::vector<std::unique_ptr<Daemon>> lockd_;  // index id - 1
+  std::vector<std::unique_ptr<Daemon>> lockd_;  // as config_.lockd
   std::vector<std::unique_ptr<Daemon>> replicas_;
   bool released_ = false;
 };
