@@ -2,7 +2,8 @@
 // run in the background, in a directory that holds the cluster file, the key,
 // the data, the logs, and the list of daemons (cli/daemon_records.h). `up`
 // on a cluster some of whose daemons exited starts only those, on their data,
-// and adopts the ones still running.
+// and adopts the ones still running. `cluster add` and `remove`:
+// cli/cluster_node_command.cc.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -74,16 +75,19 @@ std::string conflict(const ClusterFlags& flags, const SizesGiven& given, const C
   }
   if (given.insecure && !config.identities.empty()) add("--insecure, but its links are CurveZMQ");
   if (given.base_port) {
-    std::vector<std::string> endpoints;
-    for (const LockdNode& n : config.lockd) endpoints.push_back(n.endpoint);
-    endpoints.insert(endpoints.end(), config.replicas.begin(), config.replicas.end());
-    bool same = true;
-    for (size_t i = 0; i < endpoints.size(); ++i) {
-      same = same && endpoint_port(endpoints[i]) == flags.base_port + static_cast<int>(i);
+    std::vector<std::pair<std::string, std::string>> daemons;  // name, endpoint, in the file's order
+    for (const LockdNode& n : config.lockd) daemons.emplace_back("lockd-" + std::to_string(n.id), n.endpoint);
+    for (size_t i = 0; i < config.replicas.size(); ++i) {
+      daemons.emplace_back("replica-" + std::to_string(i), config.replicas[i]);
     }
-    if (!same) {
-      add("--base-port " + std::to_string(flags.base_port) + ", but its first node listens on " +
-          (endpoints.empty() ? std::string("no port") : endpoints[0]));
+    // Nodes added or removed (`cluster add`, `remove`) leave the pattern too.
+    for (size_t i = 0; i < daemons.size(); ++i) {
+      const int port = flags.base_port + static_cast<int>(i);
+      if (endpoint_port(daemons[i].second) != port) {
+        add("--base-port " + std::to_string(flags.base_port) + " would put " + daemons[i].first + " on port " +
+            std::to_string(port) + ", but it listens on " + daemons[i].second);
+        break;
+      }
     }
   }
   return out;
@@ -357,7 +361,7 @@ int status(const ClusterFlags& flags, const CommonOptions& common) {
 }  // namespace
 
 void add_cluster_command(CLI::App& app, const CommonOptions& common, int& exit_code) {
-  auto* cluster = app.add_subcommand("cluster", "Start, stop and inspect a local cluster on this machine");
+  auto* cluster = app.add_subcommand("cluster", "Start, stop, inspect and resize a local cluster on this machine");
   cluster->require_subcommand(1);
   auto flags = std::make_shared<ClusterFlags>();
   flags->dir = default_cluster_dir();
@@ -407,6 +411,8 @@ void add_cluster_command(CLI::App& app, const CommonOptions& common, int& exit_c
   auto* status_cmd = cluster->add_subcommand("status", "Show the local cluster's daemons: pid, state, role");
   add_dir(status_cmd);
   status_cmd->callback([flags, &common, &exit_code] { exit_code = status(*flags, common); });
+
+  add_cluster_node_commands(*cluster, common, exit_code);
 }
 
 }  // namespace palisade::cli
