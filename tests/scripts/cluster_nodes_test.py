@@ -1,0 +1,290 @@
+#!/usr/bin/env python3
+"""`palisade cluster add lockd` and `palisade cluster remove lockd-N` on a
+running local cluster (secure, as `cluster up` makes it), under load.
+
+While a loop takes a lock and writes under it (`palisade lock` and `palisade
+put`), two lockd nodes are added and two removed, the master's node first,
+each with one command as a person types it. After each: the command says
+what it did (`-o json` and text), `palisade member list` shows the members
+and version it made, the daemons that were running keep their pids (none
+restarted: they read the cluster file on SIGHUP), the added node runs with
+--join and answers, and the removed one has exited, its log saying it was
+removed. An add whose key may not change the members leaves a node that
+runs but is not a member, says so and how to undo it, and `cluster remove`
+undoes it. Every step of the loop succeeds, tokens strictly increase, and
+every key reads back. Then `cluster down` stops the added nodes too, and
+`cluster up` brings the same members back (the added nodes without --join)
+and elects a master, though only one of the first three nodes is left.
+Bad input: no cluster, not up, lockd-99, replica-0, replicas to add, and
+--base-port on a cluster whose ports no longer follow it.
+
+Usage: cluster_nodes_test.py SOURCE_DIR PALISADE
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SOURCE = Path(sys.argv[1]).resolve()
+PALISADE = Path(sys.argv[2]).resolve()
+sys.path.insert(0, str(SOURCE / "contrib" / "grafana"))
+from metrics_cluster import LockLoad, MetricsCluster, exited, http_get, wait_until  # noqa: E402
+
+
+def check(condition, message):
+    if not condition:
+        sys.exit("FAIL: " + message)
+
+
+def palisade(*args, timeout=120):
+    """Runs `palisade ARGS...` and shows what it printed."""
+    started = time.monotonic()
+    done = subprocess.run([str(PALISADE), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    print(f"+ palisade {' '.join(map(str, args))}: exit {done.returncode} in {time.monotonic() - started:.1f} s",
+          flush=True)
+    for line in (done.stdout + done.stderr).splitlines():
+        print("    " + line, flush=True)
+    return done
+
+
+def refused(args, code, words):
+    done = palisade(*args)
+    check(done.returncode == code, f"palisade {' '.join(map(str, args))}: exit {done.returncode}, not {code}")
+    check(words in done.stderr, f"palisade {' '.join(map(str, args))} did not say '{words}': {done.stderr}")
+
+
+def members(cluster):
+    """(version, [ids], {id: role}) as `palisade member list -o json` prints them."""
+    listed = json.loads(cluster.cli("member", "list", "-o", "json").stdout)
+    return listed["version"], [m["id"] for m in listed["members"]], {m["id"]: m["role"] for m in listed["members"]}
+
+
+def check_members(cluster, version, ids):
+    got_version, got_ids, roles = members(cluster)
+    check((got_version, got_ids) == (version, ids), f"members: version {got_version}, {got_ids}; not {version}, {ids}")
+    check(list(roles.values()).count("master") == 1, f"not one master among the members: {roles}")
+    check("not answering" not in roles.values(), f"a member does not answer: {roles}")
+    return roles
+
+
+def running(cluster):
+    """{name: pid} of the daemons `cluster status` shows running."""
+    return {d["name"]: d["pid"] for d in cluster.status() if d["state"] == "running"}
+
+
+def check_kept(cluster, before):
+    """The daemons that ran before run still, with the same pids: none was restarted."""
+    now = running(cluster)
+    for name, pid in before.items():
+        check(now.get(name) == pid, f"{name} was pid {pid}, now {now.get(name)}: restarted or stopped")
+
+
+def argv(pid):
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+
+
+def recorded(cluster):
+    """{name: pid} of DIR/daemons."""
+    lines = (cluster.dir / "daemons").read_text().splitlines()
+    return {line.split()[0]: int(line.split()[1]) for line in lines if line}
+
+
+def lockd_ids_in_file(cluster):
+    text = (cluster.dir / "cluster.toml").read_text()
+    return sorted(int(chunk.split("id = ")[1].split()[0]) for chunk in text.split("[[lockd]]")[1:])
+
+
+def check_gone(cluster, name, pid):
+    """A removed node: exited, out of DIR/daemons, the cluster file (entry, identity) and DIR/keys."""
+    check(exited(pid), f"{name} (pid {pid}) still runs")
+    check(name not in recorded(cluster), f"{name} is still in DIR/daemons")
+    node = int(name.split("-")[1])
+    check(node not in lockd_ids_in_file(cluster), f"{name} is still a [[lockd]] of the cluster file")
+    check(f"'{name}'" not in (cluster.dir / "cluster.toml").read_text(), f"{name}'s identity is still listed")
+    check(not (cluster.dir / "keys" / f"{name}.key").exists(), f"{name}'s key file is still there")
+
+
+def add_json(cluster, version, ids):
+    before = running(cluster)
+    done = palisade("cluster", "add", "lockd", "--dir", cluster.dir, "-o", "json")
+    check(done.returncode == 0, f"cluster add lockd -o json: exit {done.returncode}")
+    added = json.loads(done.stdout)
+    name = f"lockd-{ids[-1]}"
+    check(added["name"] == name and added["id"] == ids[-1], f"added {added['name']}, not {name}")
+    check((added["members_version"], added["members"]) == (version, ids), f"add reported {added}")
+    check(added["role"] == "follower", f"{name} reports role {added['role']}")
+    check(added["dir"] == str(cluster.dir) and added["log"] == str(cluster.dir / f"{name}.log"), f"paths: {added}")
+    pid = added["pid"]
+    check(not exited(pid) and "--join" in argv(pid), f"{name} (pid {pid}) does not run with --join")
+    check(recorded(cluster).get(name) == pid, f"DIR/daemons does not record {name} as pid {pid}")
+    check(ids[-1] in lockd_ids_in_file(cluster), f"{name} is not in the cluster file")
+    check((cluster.dir / "keys" / f"{name}.key").exists(), f"no key file for {name}")
+    # The cluster runs with metrics: so does the node added to it.
+    check(added["metrics"] is not None, f"{name} serves no metrics")
+    wait_until(f"{name}'s /readyz", lambda: http_get(added["metrics"], "/readyz")[0] == 200, timeout=30)
+    check_kept(cluster, before)
+    check_members(cluster, version, ids)
+    return pid
+
+
+def add_text(cluster, version, ids):
+    before = running(cluster)
+    done = palisade("cluster", "add", "lockd", "--dir", cluster.dir)
+    check(done.returncode == 0, f"cluster add lockd: exit {done.returncode}")
+    name = f"lockd-{ids[-1]}"
+    for words in [f"added {name} to the cluster in {cluster.dir}: pid ",
+                  f"lock group members, version {version}: {', '.join(map(str, ids))} ({name}: follower)",
+                  f"log: {cluster.dir}/{name}.log"]:
+        check(words in done.stdout, f"cluster add did not say '{words}'")
+    check_kept(cluster, before)
+    check_members(cluster, version, ids)
+    return recorded(cluster)[name]
+
+
+def add_not_member(cluster, version, ids):
+    """An add whose key is not an admin's: the node runs but is not a member; it says so and how to undo it."""
+    ops_key = cluster.dir / "keys" / "ops.key"
+    made = json.loads(palisade("keygen", "ops", "--out", ops_key, "-o", "json").stdout)
+    with open(cluster.dir / "cluster.toml", "a") as f:
+        f.write(f'\n[[identity]]\nname = "ops"\nkeys = ["{made["public_key"]}"]\n')
+    for pid in running(cluster).values():
+        os.kill(pid, signal.SIGHUP)
+    wait_until("the daemons to let ops connect",
+               lambda: cluster.cli("--key", ops_key, "member", "list", check=False).returncode == 0, timeout=30)
+    before = running(cluster)
+    name = f"lockd-{ids[-1] + 1}"
+    done = palisade("cluster", "add", "lockd", "--dir", cluster.dir, "--key", ops_key)
+    check(done.returncode == 9, f"cluster add with a key that is not an admin's: exit {done.returncode}, not 9")
+    for words in [f"{name} runs (pid ", "is not a member of the lock group: permission_denied",
+                  f"member add {ids[-1] + 1}", f"palisade cluster remove {name} --dir {cluster.dir}"]:
+        check(words in done.stderr, f"cluster add did not say '{words}'")
+    check_kept(cluster, before)
+    check_members(cluster, version, ids)
+    pid = running(cluster).get(name)
+    check(pid is not None, f"{name} does not run")
+    # Undone as it says.
+    done = palisade("cluster", "remove", name, "--dir", cluster.dir)
+    check(done.returncode == 0, f"cluster remove {name}: exit {done.returncode}")
+    check(f"{name} was not a member of the lock group: members {', '.join(map(str, ids))}, version {version}"
+          in done.stdout, f"cluster remove {name} did not say it was not a member")
+    check_gone(cluster, name, pid)
+    check("'ops'" in (cluster.dir / "cluster.toml").read_text(), "the ops identity went with the node")
+    check_kept(cluster, before)
+    check_members(cluster, version, ids)
+
+
+def remove_master(cluster, version, ids):
+    _, _, roles = members(cluster)
+    master = next(i for i, role in roles.items() if role == "master")
+    name = f"lockd-{master}"
+    pid = running(cluster)[name]
+    before = {n: p for n, p in running(cluster).items() if n != name}
+    done = palisade("cluster", "remove", name, "--dir", cluster.dir, "-o", "json")
+    check(done.returncode == 0, f"cluster remove {name}: exit {done.returncode}")
+    removed = json.loads(done.stdout)
+    left = [i for i in ids if i != master]
+    check(removed["was_member"] and removed["stopped"] and not removed["purged"], f"remove reported {removed}")
+    check((removed["members_version"], removed["members"]) == (version, left), f"remove reported {removed}")
+    check(removed["master"] not in (None, name), f"master after removing {name}: {removed['master']}")
+    check_gone(cluster, name, pid)
+    check("removed from the lock group" in (cluster.dir / f"{name}.log").read_text(),
+          f"{name}'s log does not say it was removed")
+    check(Path(removed["data_dir"]).is_dir(), f"{name}'s data directory was not kept")
+    check_kept(cluster, before)
+    check_members(cluster, version, left)
+    return master, left
+
+
+def remove_purged(cluster, node, version, ids):
+    name = f"lockd-{node}"
+    pid = running(cluster)[name]
+    before = {n: p for n, p in running(cluster).items() if n != name}
+    done = palisade("cluster", "remove", name, "--dir", cluster.dir, "--purge")
+    check(done.returncode == 0, f"cluster remove {name} --purge: exit {done.returncode}")
+    left = [i for i in ids if i != node]
+    for words in [f"{name} left the lock group: members {', '.join(map(str, left))}, version {version}",
+                  f"stopped {name} (pid {pid})", f"removed its data {cluster.dir}/{name} and log"]:
+        check(words in done.stdout, f"cluster remove did not say '{words}'")
+    check_gone(cluster, name, pid)
+    check(not (cluster.dir / name).exists() and not (cluster.dir / f"{name}.log").exists(),
+          f"--purge left {name}'s data or log")
+    check_kept(cluster, before)
+    check_members(cluster, version, left)
+    return left
+
+
+def down_and_up(cluster, version, ids):
+    pids = running(cluster)
+    done = palisade("cluster", "down", "--dir", cluster.dir)
+    check(done.returncode == 0 and f"stopped {len(pids)} daemons" in done.stdout, "cluster down")
+    for name, pid in pids.items():
+        check(exited(pid), f"{name} (pid {pid}) runs after cluster down")
+    refused(["cluster", "add", "lockd", "--dir", cluster.dir], 4, "is not up: start it with `palisade cluster up")
+    done = palisade("cluster", "up", "--dir", cluster.dir, "-o", "json")
+    check(done.returncode == 0, f"cluster up after down: exit {done.returncode}")
+    up = json.loads(done.stdout)
+    names = sorted(d["name"] for d in up["daemons"])
+    check(names == sorted([f"lockd-{i}" for i in ids] + ["replica-0", "replica-1", "replica-2"]),
+          f"cluster up started {names}")
+    check(up["master"] in [f"lockd-{i}" for i in ids], f"cluster up: master {up['master']}")
+    for d in up["daemons"]:
+        check(d["started"] and "--join" not in argv(d["pid"]), f"{d['name']} started again with --join")
+    check_members(cluster, version, ids)
+    done = palisade("cluster", "status", "--dir", cluster.dir)
+    check(done.returncode == 0 and "(healthy)" in done.stdout, "cluster status after up: not healthy")
+    for i in ids:
+        check(f"lockd-{i} " in done.stdout, f"cluster status does not list lockd-{i}")
+    cluster.cli("put", "after-restart", "yes")
+    check(cluster.cli("get", "after-restart").stdout.strip() == "yes", "after-restart does not read back")
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="palisade-cluster-nodes-") as tmp:
+        refused(["cluster", "add", "lockd", "--dir", Path(tmp) / "nowhere"], 4, "no cluster in")
+        with MetricsCluster(PALISADE, Path(tmp) / "cluster", lockd=3, replicas=3) as cluster:
+            d = cluster.dir
+            refused(["cluster", "remove", "lockd-99", "--dir", d], 2, "lockd-99 is not a node of the cluster in")
+            refused(["cluster", "remove", "replica-0", "--dir", d], 2, "removing a replica is not supported yet")
+            refused(["cluster", "add", "replica", "--dir", d], 2, "adding a replica is not supported yet")
+            check_members(cluster, 0, [1, 2, 3])
+
+            load = LockLoad(cluster)
+            load.start()
+            try:
+                load.wait_for_steps(3)
+                add_json(cluster, 1, [1, 2, 3, 4])
+                load.wait_for_steps(3)
+                add_text(cluster, 2, [1, 2, 3, 4, 5])
+                load.wait_for_steps(3)
+                add_not_member(cluster, 2, [1, 2, 3, 4, 5])
+                load.wait_for_steps(3)
+                master, ids = remove_master(cluster, 3, [1, 2, 3, 4, 5])
+                load.wait_for_steps(3)
+                # Another of the first three: one of them is left.
+                ids = remove_purged(cluster, min(i for i in ids if i <= 3), 4, ids)
+                load.wait_for_steps(3)
+            finally:
+                load.stopping.set()
+                load.join(timeout=180)
+            check(not load.failed, f"{len(load.failed)} of {load.steps()} steps failed: {load.failed[:3]}")
+            tokens = [token for _, token in load.done]
+            check(all(a < b for a, b in zip(tokens, tokens[1:])), f"tokens did not strictly increase: {tokens}")
+            for n, _ in load.done:
+                got = cluster.cli("get", f"roll-{n}").stdout.strip()
+                check(got == str(n), f"roll-{n}, acknowledged, reads back {got!r}")
+
+            refused(["cluster", "up", "--dir", d, "--base-port", cluster.base_port], 2,
+                    f"--base-port {cluster.base_port} would put lockd-{ids[0]} on port {cluster.base_port}, but it "
+                    f"listens on")
+            down_and_up(cluster, 4, ids)
+            print(f"ok: cluster add lockd twice, remove the master's node (lockd-{master}) and another, under load: "
+                  f"{len(load.done)} lock-and-put steps all succeeded, tokens {tokens[0]}..{tokens[-1]} strictly "
+                  f"increasing, every key read back; no daemon restarted; down and up again with members {ids}")
+
+
+if __name__ == "__main__":
+    main()
