@@ -6,6 +6,7 @@
 #include <zmq.hpp>
 
 #include "cli/lockd_call.h"
+#include "config/cluster_keys.h"
 
 namespace palisade::cli {
 namespace {
@@ -76,8 +77,18 @@ Result<std::vector<wire::MemberInfo>> changed(const MemberView& v, MemberChange 
     if (!s.is_ok()) return s;
   }
   if (next.empty()) return Status(Code::kBadRequest, "the lock group cannot have no members");
+  // Each node's public key on a secure cluster, so that clients that learn
+  // the new members from the group can reach them.
+  const std::map<std::string, std::string> keys = server_keys(config);
   std::vector<wire::MemberInfo> out;
-  for (const auto& [id, address] : next) out.push_back({id, address});
+  for (const auto& [id, address] : next) {
+    auto key = keys.find(address);
+    std::string known;  // else the key the group has for it
+    for (const auto& m : v.members) {
+      if (m.id == id && m.address == address) known = m.key;
+    }
+    out.push_back({id, address, key == keys.end() ? known : key->second});
+  }
   return out;
 }
 

@@ -90,7 +90,9 @@ void LockService::on_request(ClientRequest r, uint64_t now) {
         } else if constexpr (std::is_same_v<T, wire::OpenSessionRequest>) {
           if (m.epoch > node_->epoch()) return refuse(Status(Code::kNotMaster, "the call names a newer epoch"));
           if (Status s = check_lease_request(m.lease_ms); !s.is_ok()) return refuse(std::move(s));
-          propose(OpenSession{.lease_ms = m.lease_ms, .identity = r.identity}, pending(0));
+          Pending p = pending(0);
+          p.members_version = m.members_version;
+          propose(OpenSession{.lease_ms = m.lease_ms, .identity = r.identity}, p);
         } else if constexpr (std::is_same_v<T, wire::KeepAliveRequest>) {
           Status s = check_session(m.epoch, m.session, r.identity, now);
           if (!s.is_ok()) return refuse(std::move(s));
@@ -98,6 +100,7 @@ void LockService::on_request(ClientRequest r, uint64_t now) {
           set_deadline(m.session, now + lease);
           wire::LockReply reply = reply_to(id, Status::ok());
           reply.lease_ms = lease;
+          tell_members(reply, m.members_version);
           replies_.push_back({r.route, std::move(reply)});
         } else if constexpr (std::is_same_v<T, wire::CloseSessionRequest>) {
           Status s = check_session(m.epoch, m.session, r.identity, now);
@@ -126,7 +129,7 @@ void LockService::on_request(ClientRequest r, uint64_t now) {
           propose(Release{.session = m.session, .lock = m.lock, .call = m.call}, pending(m.session));
         } else if constexpr (std::is_same_v<T, wire::SetMembersRequest>) {
           std::vector<LockNode> nodes;
-          for (const wire::MemberInfo& n : m.nodes) nodes.push_back({n.id, n.address});
+          for (const wire::MemberInfo& n : m.nodes) nodes.push_back({n.id, n.address, n.key});
           if (Status s = change_members(std::move(nodes), m.version, now, pending(0)); !s.is_ok()) {
             refuse(std::move(s));
           }
@@ -189,7 +192,7 @@ void LockService::handle_status(const ClientRequest& r) {
   reply.sessions = table_.sessions().size();
   reply.members_version = table_.members_version();
   if (table_.members_version() > 0) {
-    for (const LockNode& n : table_.members()) reply.members.push_back({n.id, n.address});
+    tell_members(reply, 0);
   } else {
     for (NodeId id : node_->members()) reply.members.push_back({id, address_of(id)});
   }
@@ -235,6 +238,12 @@ void LockService::flush(uint64_t now) {
     PALISADE_CHECK(node_->propose(encode_batch(chunk), now));
   }
   settle(now);
+}
+
+void LockService::tell_members(wire::LockReply& reply, uint64_t known) const {
+  if (table_.members_version() <= known) return;
+  reply.members_version = table_.members_version();
+  for (const LockNode& n : table_.members()) reply.members.push_back({n.id, n.address, n.key});
 }
 
 Status LockService::change_members(std::vector<LockNode> nodes, uint64_t version, uint64_t now, Pending pending) {
@@ -451,6 +460,7 @@ void LockService::apply(const Delivery& delivery, uint64_t now) {
             set_deadline(result.session, now + lease);
             reply.session = result.session;
             reply.lease_ms = lease;
+            tell_members(reply, p.members_version);
             answer(p, std::move(reply));
           } else if constexpr (std::is_same_v<T, CloseSession> || std::is_same_v<T, ExpireSession>) {
             if (result.outcome == Outcome::kOk) {

@@ -102,6 +102,7 @@ class LockService {
     uint64_t request_id = 0;
     uint64_t session = 0;
     bool answer = true;  // false: the master's own command (expiry, delay end), or nobody to answer
+    uint64_t members_version = 0;  // open_session: the membership version the client knows
   };
   // `pending`: whom to answer once the change is applied, or dropped because
   // a majority of the new members did not promise in time (unavailable).
@@ -145,6 +146,9 @@ class LockService {
   // `identity`'s); ok when it may go on.
   Status check_session(uint64_t epoch, uint64_t session, std::string_view identity, uint64_t now) const;
   void handle_status(const ClientRequest& r);
+  // The members, with their keys, when the table's membership is newer than
+  // version `known` (a client's): how long-running clients follow the group.
+  void tell_members(wire::LockReply& reply, uint64_t known) const;
   void handle_check_sequencer(const ClientRequest& r, const wire::CheckSequencerRequest& m);
 
   LockServiceOptions options_;

@@ -42,9 +42,10 @@ void pack_mode(Packer& pk, LockMode mode) { pk.pack_uint8(static_cast<uint8_t>(m
 void pack_nodes(Packer& pk, const std::vector<LockNode>& nodes) {
   pk.pack_array(static_cast<uint32_t>(nodes.size()));
   for (const LockNode& n : nodes) {
-    pk.pack_array(2);
+    pk.pack_array(n.key.empty() ? 2 : 3);
     pk.pack_uint64(n.id);
     pack_text(pk, n.address);
+    if (!n.key.empty()) pack_text(pk, n.key);
   }
 }
 
@@ -203,7 +204,7 @@ struct CommandEncoder {
     pk.pack_uint64(c.session);
     pack_text(pk, c.lock);
   }
-  // [tag, 7, [[id, address]...]]
+  // [tag, 7, [[id, address]...]], with [id, address, key] for a node with a key
   void operator()(const SetMembers& c) const {
     head(Kind::kSetMembers, 1);
     pack_nodes(pk, c.nodes);
@@ -220,12 +221,14 @@ std::vector<LockNode> read_nodes(ArrayReader& r, ArrayReader::Cursor& c) {
     ArrayReader::Cursor nc = r.array(list);
     const uint64_t id = r.u64(nc);
     std::string address = r.text(nc);
+    std::string key = r.more(nc) ? r.text(nc) : "";  // absent before keys were kept, and when insecure
     r.close(nc);
     if (!r.ok()) break;
     if (id == 0 || id > kMaxMembers) r.fail("node id " + std::to_string(id) + " is not in 1..255");
     if (!nodes.empty() && id <= nodes.back().id) r.fail("node ids out of order or listed twice");
     if (address.empty()) r.fail("node " + std::to_string(id) + " has no address");
-    nodes.push_back({static_cast<uint32_t>(id), std::move(address)});
+    if (nc.size == 3 && key.empty()) r.fail("node " + std::to_string(id) + " has an empty key");
+    nodes.push_back({static_cast<uint32_t>(id), std::move(address), std::move(key)});
   }
   r.close(list);
   return nodes;
@@ -622,7 +625,7 @@ bool LockTable::is_current(std::string_view lock, LockMode mode, Token token) co
 // where a lock is [name, mode, token, delay_ms, [[session, lock_delay_ms]...],
 // [[session, mode, lock_delay_ms, wait_ms]...]], then optional elements: the
 // sessions that chose their own lease length, the sessions opened by an
-// identity, and the membership [version, [[id, address]...]]. Trailing
+// identity, and the membership [version, [[id, address(, key)]...]]. Trailing
 // elements with nothing to list are left out (so the form of a table is
 // unique): snapshots from before per-session leases end after the calls, and
 // their sessions all have the cluster's default and no identity.

@@ -87,6 +87,7 @@ struct CancelWait {
 struct LockNode {
   uint32_t id = 0;  // 1..255
   std::string address;  // where peers and clients reach it
+  std::string key{};  // its CURVE public key (Z85) on a secure cluster, else empty
   friend bool operator==(const LockNode&, const LockNode&) = default;
 };
 // The lock group's members from the next slot on (docs/design.md "Membership"):

@@ -14,15 +14,17 @@ using Packer = msgpack::packer<msgpack::sbuffer>;
 constexpr size_t kMaxModeBytes = 16;        // "exclusive"
 constexpr size_t kMaxRoleBytes = 16;        // "candidate"
 constexpr size_t kMaxEndpointBytes = 1024;  // a ZeroMQ endpoint
+constexpr size_t kCurveKeyChars = 40;  // a Z85 CURVE public key
 
-// A list of {id, address} maps.
+// A list of {id, address, key} maps (key only on a secure cluster).
 void pack_members(Packer& pk, std::string_view name, const std::vector<MemberInfo>& members) {
   pack_text(pk, name);
   pk.pack_array(static_cast<uint32_t>(members.size()));
   for (const MemberInfo& m : members) {
-    pk.pack_map(2);
+    pk.pack_map(m.key.empty() ? 2 : 3);
     pack_u64_field(pk, "id", m.id);
     pack_text_field(pk, "address", m.address);
+    if (!m.key.empty()) pack_text_field(pk, "key", m.key);
   }
 }
 
@@ -30,6 +32,9 @@ void read_members(FieldReader& r, std::string_view name, std::vector<MemberInfo>
   read_map_list(r, name, kMaxMembers, "member", out, [](FieldReader& mr, MemberInfo& m) {
     read_u32(mr, "id", m.id, Need::kRequired);
     mr.bytes("address", m.address, kMaxEndpointBytes, Need::kRequired);
+    mr.bytes("key", m.key, kCurveKeyChars, Need::kOptional);
+    if (!m.key.empty() && m.key.size() != kCurveKeyChars)
+      mr.fail(Code::kBadRequest, "a member's key must be 40 characters of Z85");
   });
 }
 
@@ -44,11 +49,15 @@ struct RequestEncoder : RequestEncoderBase {
   void operator()(const OpenSessionRequest& r) const {
     // lease_ms only when chosen: a request for the default is what masters
     // from before per-session leases accept.
-    head(r.lease_ms != 0 ? 5 : 4, "open_session");
+    head(4 + (r.lease_ms != 0 ? 1 : 0) + (r.members_version != 0 ? 1 : 0), "open_session");
     pack_u64_field(pk, "epoch", r.epoch);
     if (r.lease_ms != 0) pack_u64_field(pk, "lease_ms", r.lease_ms);
+    if (r.members_version != 0) pack_u64_field(pk, "members_version", r.members_version);
   }
-  void operator()(const KeepAliveRequest& r) const { epoch_and_session(0, "keep_alive", r.epoch, r.session); }
+  void operator()(const KeepAliveRequest& r) const {
+    epoch_and_session(r.members_version != 0 ? 1 : 0, "keep_alive", r.epoch, r.session);
+    if (r.members_version != 0) pack_u64_field(pk, "members_version", r.members_version);
+  }
   void operator()(const CloseSessionRequest& r) const { epoch_and_session(0, "close_session", r.epoch, r.session); }
   void operator()(const AcquireRequest& r) const {
     epoch_and_session(5, "acquire", r.epoch, r.session);
@@ -125,10 +134,17 @@ Status read_body(const std::string& type, FieldReader& r, const Limits& limits, 
     OpenSessionRequest o;
     r.u64("epoch", o.epoch, Need::kRequired);
     r.u64("lease_ms", o.lease_ms, Need::kOptional);
+    r.u64("members_version", o.members_version, Need::kOptional);
     out = o;
     return Status::ok();
   }
-  if (type == "keep_alive") return read_session_call<KeepAliveRequest>(r, out);
+  if (type == "keep_alive") {
+    KeepAliveRequest k;
+    read_epoch_and_session(r, k.epoch, k.session);
+    r.u64("members_version", k.members_version, Need::kOptional);
+    out = k;
+    return Status::ok();
+  }
   if (type == "close_session") return read_session_call<CloseSessionRequest>(r, out);
   if (type == "acquire") {
     AcquireRequest a;

@@ -38,11 +38,15 @@ struct OpenSessionRequest {
   // The session lease the client wants; 0 (and absent on the wire): the
   // cluster's session_lease_ms. Checked by the master, not by the codec.
   uint64_t lease_ms = 0;
+  // The lock group's membership version the client knows (0, absent on the
+  // wire: none); the reply carries the members when the node's is newer.
+  uint64_t members_version = 0;
   friend bool operator==(const OpenSessionRequest&, const OpenSessionRequest&) = default;
 };
 struct KeepAliveRequest {
   uint64_t epoch = 0;
   uint64_t session = 0;
+  uint64_t members_version = 0;  // as in OpenSessionRequest
   friend bool operator==(const KeepAliveRequest&, const KeepAliveRequest&) = default;
 };
 struct CloseSessionRequest {
@@ -90,6 +94,9 @@ constexpr size_t kMaxMembers = 255;
 struct MemberInfo {
   uint32_t id = 0;  // 1..255
   std::string address;
+  // Its CURVE public key (Z85, 40 characters) on a secure cluster, else
+  // empty: how a client that learns the node from the group reaches it.
+  std::string key{};
   friend bool operator==(const MemberInfo&, const MemberInfo&) = default;
 };
 // Makes `nodes` the lock group's members (docs/design.md "Membership"), if
@@ -154,9 +161,10 @@ struct LockReply {
   uint64_t sessions = 0;
   std::vector<LockInfo> locks;  // at most kMaxStatusLocks, by name
   // status and set_members: the membership as this node applied it, and how
-  // many changes made it (0: none yet, the cluster file's members).
+  // many changes made it (0: none yet, the cluster file's members); also
+  // open_session and keep_alive when the request's members_version is older.
   uint64_t members_version = 0;
-  std::vector<MemberInfo> members;  // status only
+  std::vector<MemberInfo> members;  // status, and session replies as above
 };
 
 std::string encode_lock_request(const LockRequest& request);

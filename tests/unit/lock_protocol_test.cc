@@ -116,6 +116,8 @@ TEST_CASE("lock wire: every request type round-trips", "[wire][lockgroup]") {
       {"open_session with its own lease", {3, OpenSessionRequest{0x301, 30'000}}},
       {"open_session with the largest lease", {3, OpenSessionRequest{0, UINT64_MAX}}},
       {"keep_alive", {4, KeepAliveRequest{0x301, 17}}},
+      {"keep_alive knowing a membership", {4, KeepAliveRequest{0x301, 17, UINT64_MAX}}},
+      {"open_session knowing a membership", {3, OpenSessionRequest{0x301, 30'000, 4}}},
       {"close_session", {5, CloseSessionRequest{0x301, 17}}},
       {"acquire exclusive", {6, kAcquire}},
       {"acquire shared without delay or wait", {7, AcquireRequest{1, 2, "S", LockMode::kShared, 0, 0}}},
@@ -134,6 +136,9 @@ TEST_CASE("lock wire: every request type round-trips", "[wire][lockgroup]") {
       {"find_master naming its cluster", {17, FindMasterRequest{}, std::string("0123456789abcdef")}},
       {"set_members", {18, SetMembersRequest{3, {{1, "tcp://a:7000"}, {4, "tcp://d:7000"}, {255, "ipc:///x"}}}}},
       {"set_members, the first change", {19, SetMembersRequest{0, {{2, "tcp://b:7000"}}}}},
+      {"set_members with keys",
+       {20,
+        SetMembersRequest{1, {{1, "tcp://a:7000", "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"}, {2, "tcp://b:7000"}}}}},
   };
   test::check_request_round_trips(cases, wire::encode_lock_request, wire::decode_lock_request);
 }
@@ -147,8 +152,12 @@ TEST_CASE("lock wire: random requests round-trip", "[wire][lockgroup]") {
     const LockMode mode = rng() % 2 == 0 ? LockMode::kExclusive : LockMode::kShared;
     switch (rng() % 8) {
       case 0: r.body = FindMasterRequest{}; break;
-      case 1: r.body = OpenSessionRequest{rng(), rng() % 2 == 0 ? 0 : rng()}; break;
-      case 2: r.body = KeepAliveRequest{rng(), rng()}; break;
+      case 1:
+        r.body = OpenSessionRequest{rng(), rng() % 2 == 0 ? 0 : rng(), rng() % 2 == 0 ? 0 : rng()};
+        break;
+      case 2:
+        r.body = KeepAliveRequest{rng(), rng(), rng() % 2 == 0 ? 0 : rng()};
+        break;
       case 3: r.body = CloseSessionRequest{rng(), rng()}; break;
       case 4: r.body = AcquireRequest{rng(), rng(), lock, mode, rng() % (wire::kMaxLockDelayMs + 1), rng()}; break;
       case 5: r.body = ReleaseRequest{rng(), rng(), lock}; break;
@@ -188,7 +197,7 @@ LockReply full_reply() {
              LockInfo{std::string("b\0\xff", 3), LockMode::kExclusive, 0, {}, 0, 60'000},
              LockInfo{"c", LockMode::kExclusive, UINT64_MAX, {17}, UINT64_MAX, 1, {"worker-7"}}};
   r.members_version = 9;
-  r.members = {{1, "tcp://10.0.0.1:7500"}, {255, "tcp://[::1]:7000"}};
+  r.members = {{1, "tcp://10.0.0.1:7500", "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"}, {255, "tcp://[::1]:7000"}};
   return r;
 }
 
@@ -604,6 +613,7 @@ TEST_CASE("lock wire: set_members names 1 to 64 nodes, ids 1 to 255 increasing, 
       {"ids out of order", {0, {{2, "a"}, {1, "b"}}}},
       {"an id twice", {0, {{2, "a"}, {2, "b"}}}},
       {"no address", {0, {{1, ""}}}},
+      {"a key too short", {0, {{1, "a", "rq:rM>}U?@Lns47E1"}}}},
   };
   for (const auto& [what, request] : bad) {
     INFO(what);
@@ -616,6 +626,7 @@ TEST_CASE("lock wire: set_members names 1 to 64 nodes, ids 1 to 255 increasing, 
   most.push_back({65, "a"});
   CHECK(decoded({0, most}).status().code() == Code::kTooLarge);
   CHECK(decoded({0, {{1, std::string(1025, 'a')}}}).status().code() == Code::kTooLarge);
+  CHECK(decoded({0, {{1, "a", std::string(41, 'k')}}}).status().code() == Code::kTooLarge);
 }
 
 }  // namespace palisade

@@ -639,3 +639,36 @@ TEST_CASE("lock service: a node restarts with the members the log last made, the
 }
 
 }  // namespace palisade::lockgroup
+
+namespace palisade::lockgroup {
+
+TEST_CASE("lock service: session replies carry the members, with their keys, to a client that knows an older version",
+          "[lock_service][members]") {
+  Group g;
+  const NodeId m = g.elect();
+  const uint64_t session = g.open(m, 0).session;
+  // No change yet: nothing to tell.
+  CHECK(g.keep_alive(m, session).members.empty());
+  const std::string key = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+  std::vector<wire::MemberInfo> members;
+  for (NodeId id : g.members) members.push_back({id, "tcp://n" + std::to_string(id), id == m ? key : ""});
+  REQUIRE(g.call(m, wire::SetMembersRequest{.version = 0, .nodes = members}).status.is_ok());
+  // A client that knows no version, or an older one, learns them.
+  for (uint64_t known : {0, 1}) {
+    const wire::LockReply kept =
+        g.call(m, wire::KeepAliveRequest{.epoch = g.epoch(m), .session = session, .members_version = known});
+    REQUIRE(kept.status.is_ok());
+    if (known == 1) {
+      CHECK(kept.members.empty());  // it knows the current one
+      continue;
+    }
+    CHECK(kept.members_version == 1);
+    CHECK(kept.members == members);
+  }
+  const wire::LockReply opened = g.call(m, wire::OpenSessionRequest{.epoch = g.epoch(m)});
+  REQUIRE(opened.status.is_ok());
+  CHECK(opened.members == members);
+  CHECK(g.call(m, wire::OpenSessionRequest{.epoch = g.epoch(m), .members_version = 1}).members.empty());
+}
+
+}  // namespace palisade::lockgroup

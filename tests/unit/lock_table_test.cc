@@ -1014,6 +1014,31 @@ TEST_CASE("lock table: SetMembers records the members and counts the changes, in
   CHECK(restored == leases_only);
 }
 
+TEST_CASE("lock table: a member's key is kept in the log and in snapshots, and a node without one is written as before",
+          "[lock_table][members][codec]") {
+  const std::string key = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+  const SetMembers keyed{{{1, "tcp://a:1", key}, {2, "tcp://b:1"}}};
+  auto decoded = decode_batch(encode_batch({{1, keyed}}));
+  REQUIRE(decoded.is_ok());
+  CHECK(std::get<SetMembers>(decoded.value().at(0).command) == keyed);
+  LockTable t;
+  t.apply({{1, keyed}});
+  LockTable restored;
+  REQUIRE(restored.restore(t.snapshot()).is_ok());
+  CHECK(restored.members() == keyed.nodes);
+  // [id, address] without a key: the form logs had before keys were kept.
+  const std::string plain = encode_batch({{1, SetMembers{{{1, "a"}}}}});
+  CHECK(plain.find(std::string("\x92\x01\xa1"
+                               "a",
+                               4)) != std::string::npos);
+  // [id, address, ""] is no form the encoder writes: refused.
+  std::string empty_key = encode_batch({{1, SetMembers{{{1, "a", "k"}}}}});
+  const size_t at = empty_key.find(std::string("\xa1k", 2));
+  REQUIRE(at != std::string::npos);
+  empty_key.replace(at, 2, std::string("\xa0", 1));
+  CHECK(decode_batch(empty_key).status().code() == Code::kBadRequest);
+}
+
 TEST_CASE("lock table: members_after names the members of a batch of one SetMembers only", "[lock_table][members]") {
   const SetMembers three{{{1, "a"}, {2, "b"}, {3, "c"}}};
   CHECK(members_after(encode_batch({{9, three}})) == std::vector<uint32_t>{1, 2, 3});
