@@ -107,14 +107,12 @@ struct LockClient::Impl {
 
   explicit Impl(LockClientOptions o) : options(std::move(o)), core(core_options(options), boottime_ms()) {
     core.set_endpoints(options.nodes);
-    // A request to a node that is not connected fails at once (and the session
-    // asks the next one) instead of waiting in a queue to arrive late.
-    transport::SocketOptions socket_options{.linger_ms = 0, .queue_until_connected = false};
     for (const std::string& endpoint : options.nodes) {
-      const auto o = transport::dealer_options(socket_options, options.credentials, endpoint);
-      sockets.push_back(transport::make_dealer(ctx, endpoint, o));
-      direct_sockets.push_back(transport::make_dealer(ctx, endpoint, o));
+      // Checked here: a node the credentials cannot reach is an error at open.
+      (void)transport::dealer_options({}, options.credentials, endpoint);
     }
+    add_sockets(sockets);
+    add_sockets(direct_sockets);
     direct_sent.assign(direct_sockets.size(), 0);
     const std::string wake_endpoint = "inproc://palisade-lock-client-" + std::to_string(next_instance++);
     wake_recv = zmq::socket_t(ctx, zmq::socket_type::pair);
@@ -146,6 +144,27 @@ struct LockClient::Impl {
   }
 
   bool on_io_thread() const { return std::this_thread::get_id() == io.get_id(); }
+
+  // Under core_mu (or before the I/O thread starts): a socket for every node
+  // the session knows and `to` has none for yet, as it learns new members.
+  // A request to a node that is not connected fails at once (and the session
+  // asks the next one) instead of waiting in a queue to arrive late.
+  void add_sockets(std::vector<zmq::socket_t>& to) {
+    const transport::SocketOptions plain{.linger_ms = 0, .queue_until_connected = false};
+    const std::vector<std::string>& endpoints = core.endpoints();
+    for (size_t i = to.size(); i < endpoints.size(); ++i) {
+      std::optional<Credentials> credentials = options.credentials;
+      if (credentials && !core.key_of(i).empty()) credentials->server_keys[endpoints[i]] = core.key_of(i);
+      if (credentials && !credentials->server_keys.contains(endpoints[i])) {
+        // A member whose key neither the group nor the credentials give: a
+        // socket connected nowhere, on which every send fails at once.
+        to.emplace_back(ctx, zmq::socket_type::dealer).set(zmq::sockopt::linger, 0);
+        continue;
+      }
+      to.push_back(
+          transport::make_dealer(ctx, endpoints[i], transport::dealer_options(plain, credentials, endpoints[i])));
+    }
+  }
 
   void wake_locked() {
     try {
@@ -268,6 +287,8 @@ struct LockClient::Impl {
   // Under core_mu, on the direct caller's thread: sends direct_call's requests
   // on the direct sockets and hands the rest (and any session event) to the I/O thread.
   void route_direct() {
+    add_sockets(direct_sockets);
+    direct_sent.resize(direct_sockets.size(), 0);
     bool for_io = false;
     for (client::Outgoing& o : core.take_outgoing()) {
       // A direct socket not (yet) connected: the I/O thread's may be.
@@ -326,6 +347,7 @@ struct LockClient::Impl {
   // I/O thread, under core_mu: sends everything the core (or a direct caller)
   // wants sent, ends calls, and returns the session events to report.
   std::vector<client::SessionState> flush(uint64_t now) {
+    add_sockets(sockets);
     std::vector<client::Outgoing> out = std::exchange(handed, {});
     for (client::Outgoing& o : core.take_outgoing()) out.push_back(std::move(o));
     for (const client::Outgoing& o : out) {
@@ -414,8 +436,6 @@ struct LockClient::Impl {
 
   void run() {
     std::vector<zmq::pollitem_t> items;
-    for (zmq::socket_t& s : sockets) items.push_back({s.handle(), 0, ZMQ_POLLIN, 0});
-    items.push_back({wake_recv.handle(), 0, ZMQ_POLLIN, 0});
     bool running = true;
     while (running) {
       // Nothing may escape this thread: what fails here ends as a call's timeout.
@@ -437,6 +457,11 @@ struct LockClient::Impl {
         }
         report(states, open_error);
         if (!running) break;
+        if (items.size() != sockets.size() + 1) {  // at start, and when the session learnt a member
+          items.clear();
+          for (zmq::socket_t& s : sockets) items.push_back({s.handle(), 0, ZMQ_POLLIN, 0});
+          items.push_back({wake_recv.handle(), 0, ZMQ_POLLIN, 0});
+        }
         zmq::poll(items.data(), items.size(), std::chrono::milliseconds(timeout));
         std::lock_guard lock(core_mu);
         const uint64_t now = boottime_ms();

@@ -37,22 +37,63 @@ uint64_t lease_end(uint64_t sent_ms, uint64_t lease_ms, uint64_t max_drift_ppm) 
   return add(sent_ms, lease * (1'000'000 - ppm) / (1'000'000 + ppm));
 }
 
-LockSession::LockSession(LockSessionOptions options, uint64_t now_ms) : options_(options) {
+LockSession::LockSession(LockSessionOptions options, uint64_t now_ms) : options_(options), nodes_(options.nodes) {
   send_session_request(now_ms);
 }
 
-void LockSession::set_endpoints(std::vector<std::string> endpoints) { endpoints_ = std::move(endpoints); }
+void LockSession::set_endpoints(std::vector<std::string> endpoints) {
+  endpoints_ = std::move(endpoints);
+  keys_.assign(endpoints_.size(), std::string());
+  in_group_.assign(endpoints_.size(), 1);
+}
+
+void LockSession::learn_members(const wire::LockReply& reply) {
+  // Without the endpoints of the first nodes, a new one's index is unknown.
+  if (reply.members_version <= members_version_ || reply.members.empty() || endpoints_.size() != nodes_) return;
+  members_version_ = reply.members_version;
+  for (const wire::MemberInfo& m : reply.members) {
+    auto known = std::find(endpoints_.begin(), endpoints_.end(), m.address);
+    if (known == endpoints_.end()) {
+      add_node(m.address, m.key);
+    } else if (!m.key.empty()) {
+      keys_[static_cast<size_t>(known - endpoints_.begin())] = m.key;
+    }
+  }
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
+    in_group_[i] = std::any_of(reply.members.begin(), reply.members.end(),
+                               [&](const wire::MemberInfo& m) { return m.address == endpoints_[i]; });
+  }
+  if (!in_group_[target_ % nodes_]) target_ = next_node(target_);
+}
+
+size_t LockSession::add_node(const std::string& endpoint, const std::string& key) {
+  endpoints_.push_back(endpoint);
+  keys_.push_back(key);
+  in_group_.push_back(1);
+  return nodes_++;
+}
+
+size_t LockSession::next_node(size_t node) const {
+  if (nodes_ == 0) return 0;
+  for (size_t step = 1; step <= nodes_; ++step) {
+    const size_t next = (node + step) % nodes_;
+    if (next >= in_group_.size() || in_group_[next]) return next;
+  }
+  return (node + 1) % nodes_;
+}
 
 // ---- Session requests: open_session, then keep_alive ----
 
 void LockSession::send_session_request(uint64_t now) {
-  if (options_.nodes == 0) return;
+  if (nodes_ == 0) return;
   const uint64_t id = new_request_id();
-  wire::LockRequest request{.id = id, .body = wire::OpenSessionRequest{.lease_ms = options_.session_lease_ms}};
+  wire::LockRequest request{
+      .id = id,
+      .body = wire::OpenSessionRequest{.lease_ms = options_.session_lease_ms, .members_version = members_version_}};
   Kind kind = Kind::kOpen;
   if (session_ != 0) {
     kind = Kind::kKeepAlive;
-    request.body = wire::KeepAliveRequest{.epoch = epoch_, .session = session_};
+    request.body = wire::KeepAliveRequest{.epoch = epoch_, .session = session_, .members_version = members_version_};
   }
   sent_[id] = Sent{.kind = kind, .call = 0, .at = now, .node = target_, .epoch = epoch_, .orphan = {}};
   session_request_ = id;
@@ -95,6 +136,7 @@ void LockSession::on_session_reply(const Sent& sent, uint64_t request_id, size_t
     // Not an answer we can use: ask again after the usual timeout.
     return;
   }
+  learn_members(reply);
   if (sent.kind == Kind::kOpen) {
     if (session_ != 0) {
       // A second open_session (sent to another node after a timeout) also
@@ -324,7 +366,7 @@ void LockSession::send_call(Call& call, uint64_t id, uint64_t now) {
     call.request = 0;  // sent once the session is open
     return;
   }
-  if (options_.nodes == 0) return;
+  if (nodes_ == 0) return;
   const uint64_t rid = new_request_id();
   wire::LockRequest request{.id = rid, .body = {}};
   uint64_t wait = 0;
@@ -485,12 +527,15 @@ void LockSession::release_orphan(const std::string& lock, uint64_t now) {
 
 // ---- Routing ----
 
-std::optional<size_t> LockSession::hinted_node(const wire::LockReply& reply) const {
+std::optional<size_t> LockSession::hinted_node(const wire::LockReply& reply) {
   if (reply.master_endpoint.empty()) return std::nullopt;
-  for (size_t i = 0; i < endpoints_.size() && i < options_.nodes; ++i) {
+  for (size_t i = 0; i < endpoints_.size() && i < nodes_; ++i) {
     if (endpoints_[i] == reply.master_endpoint) return i;
   }
-  return std::nullopt;
+  // A master the session does not know yet (a member added since it started):
+  // a node of its own from now on, as a session reply's members would make it.
+  if (endpoints_.size() != nodes_) return std::nullopt;
+  return add_node(reply.master_endpoint, "");
 }
 
 void LockSession::heard_master(size_t node, const wire::LockReply& reply, uint64_t now) {
@@ -513,7 +558,7 @@ bool LockSession::follow_hint(size_t node, const wire::LockReply& reply, uint64_
     target_ = node;
     if (reply.epoch != 0 && reply.epoch < sent_epoch) {
       epoch_ = reply.epoch;
-      if (hops_ < options_.nodes) {
+      if (hops_ < nodes_) {
         ++hops_;
         return true;
       }
@@ -523,7 +568,7 @@ bool LockSession::follow_hint(size_t node, const wire::LockReply& reply, uint64_
   }
   if (hint) {
     target_ = *hint;
-    if (hops_ < options_.nodes) {
+    if (hops_ < nodes_) {
       ++hops_;
       return true;
     }

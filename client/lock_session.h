@@ -114,6 +114,14 @@ class LockSession {
   // The driver maps endpoints in not_master hints to node indexes with this
   // (set once at start): index of each endpoint.
   void set_endpoints(std::vector<std::string> endpoints);
+  // The nodes as the session knows them now: those set at start, then every
+  // member a session reply or not_master hint named that was not among them,
+  // appended (indexes never change). The driver reaches node i at endpoints()[i], with
+  // key_of(i) when the group gave its public key (else its own, if any).
+  const std::vector<std::string>& endpoints() const { return endpoints_; }
+  std::string key_of(size_t node) const { return node < keys_.size() ? keys_[node] : std::string(); }
+  // The lock group's membership version the session last learnt (0: none).
+  uint64_t members_version() const { return members_version_; }
 
   void on_reply(size_t node, const wire::LockReply& reply, uint64_t now_ms);
   // The driver could not hand request `request_id` to `node` (not connected):
@@ -213,8 +221,15 @@ class LockSession {
   void release_orphan(const std::string& lock, uint64_t now);
 
   // Routing.
-  size_t next_node(size_t node) const { return options_.nodes == 0 ? 0 : (node + 1) % options_.nodes; }
-  std::optional<size_t> hinted_node(const wire::LockReply& reply) const;
+  // The next node in turn, skipping those the membership left out.
+  size_t next_node(size_t node) const;
+  // A session reply that names a newer membership: new members are appended
+  // to the nodes, and the others are asked no more.
+  void learn_members(const wire::LockReply& reply);
+  // Appends a node the session did not know; its index.
+  size_t add_node(const std::string& endpoint, const std::string& key);
+  // The node a reply names master, appended to the nodes when new.
+  std::optional<size_t> hinted_node(const wire::LockReply& reply);
   // A master answered from `node`; resends calls waiting elsewhere when the guess moves.
   void heard_master(size_t node, const wire::LockReply& reply, uint64_t now);
   // After a not_master: where to ask next, and whether at once.
@@ -246,7 +261,11 @@ class LockSession {
   uint64_t lease_ms_ = 0;      // from the last ok session reply
   Status open_error_;
 
+  size_t nodes_ = 0;  // options_.nodes, then more as members are learnt
   std::vector<std::string> endpoints_;
+  std::vector<std::string> keys_;  // by node, from the membership: "" when not given
+  std::vector<char> in_group_;  // by node: 0 once a membership left it out
+  uint64_t members_version_ = 0;
   size_t target_ = 0;             // where requests go
   std::optional<size_t> master_;  // the node a master answered from last
   size_t hops_ = 0;               // hints followed at once in a row

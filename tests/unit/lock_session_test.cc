@@ -1021,3 +1021,66 @@ TEST_CASE("a lease is valid while the session is safe, before its deadline, and 
 
 }  // namespace
 }  // namespace palisade
+
+namespace palisade {
+namespace {
+
+TEST_CASE("the session learns new members from a session reply and asks the old ones no more",
+          "[lock_session][members]") {
+  Group g;
+  g.open();
+  CHECK(g.s.members_version() == 0);
+  g.at(kStart + 4000);
+  Outgoing ka = g.one();
+  CHECK(body<wire::KeepAliveRequest>(ka).members_version == 0);
+  // Nodes 0 and 2 were replaced by two new ones; the master (node 0) answers
+  // once more on its way out.
+  const std::string key = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+  LockReply r = Group::ok_session(ka);
+  r.members_version = 2;
+  r.members = {{2, kEndpoints[1]}, {4, "tcp://n3:7000", key}, {5, "tcp://n4:7000"}};
+  g.reply(ka, r);
+  CHECK(g.s.members_version() == 2);
+  CHECK(g.s.endpoints() ==
+        std::vector<std::string>{kEndpoints[0], kEndpoints[1], kEndpoints[2], "tcp://n3:7000", "tcp://n4:7000"});
+  CHECK(g.s.key_of(3) == key);
+  CHECK(g.s.key_of(4).empty());
+  // The next KeepAlive says what it knows, and goes to a member.
+  g.at(kStart + 8000);
+  Outgoing next = g.one();
+  CHECK(body<wire::KeepAliveRequest>(next).members_version == 2);
+  CHECK(next.node == 1);
+  // Unanswered: the next member in turn, never node 2 or 0 again.
+  std::vector<size_t> asked;
+  uint64_t t = kStart + 8000;
+  for (int i = 0; i < 3; ++i) {
+    t += 1000;
+    g.at(t);
+    asked.push_back(g.one().node);
+  }
+  CHECK(asked == std::vector<size_t>{3, 4, 1});
+  // An older membership in a late reply changes nothing.
+  LockReply old = Group::ok_session(next);
+  old.members_version = 1;
+  old.members = {{1, kEndpoints[0]}};
+  g.reply(next, old);
+  CHECK(g.s.members_version() == 2);
+  CHECK(g.s.endpoints().size() == 5);
+}
+
+TEST_CASE("the session follows a not_master hint to a master it did not know", "[lock_session][members]") {
+  Group g;
+  Outgoing open = g.one();
+  LockReply r = Group::not_master(open, std::nullopt);
+  r.master = 4;
+  r.master_endpoint = "tcp://n3:7000";  // a member added since the session started
+  g.reply(open, r);
+  CHECK(g.s.endpoints().size() == 4);
+  Outgoing again = g.one();
+  CHECK(again.node == 3);
+  CHECK(is<wire::OpenSessionRequest>(again));
+  CHECK(g.s.key_of(3).empty());  // the driver reaches it with its own key for it, if any
+}
+
+}  // namespace
+}  // namespace palisade
