@@ -146,6 +146,7 @@ struct SimClient {
   std::unique_ptr<client::Lane> lane;  // the client's own, as QuorumStore drives it
   client::Coordinator& coordinator() { return lane->coordinator(); }
   uint64_t incarnation = 0;  // a new session after a crash or expiry
+  size_t session_nodes = 0;  // the nodes its session knew at the last pump
   uint64_t paused_until = 0;
   uint64_t session_tick_at = UINT64_MAX;
   uint64_t store_tick_at = UINT64_MAX;
@@ -296,6 +297,7 @@ class LockSim {
     result.epochs = epochs_.size();
     result.member_changes_proposed = member_changes_proposed_;
     result.member_views_changed = member_views_changed_;
+    result.client_nodes_learnt = client_nodes_learnt_;
     result.expired_sessions = expired_sessions_;
     for (const auto& w : history_.writes) {
       if (w.result == Code::kOk) ++result.writes_ok;
@@ -308,6 +310,8 @@ class LockSim {
 
  private:
   static std::string endpoint(int i) { return "sim://lockd/" + std::to_string(i); }
+  // The lockd node at endpoint(i): i.
+  static int lockd_at(const std::string& endpoint) { return std::stoi(endpoint.substr(endpoint.rfind('/') + 1)); }
   std::string lock_of(int k) const { return "lock" + std::to_string(k); }
   std::string key_of(int k) const { return "key" + std::to_string(k); }  // written under lock k
 
@@ -777,15 +781,21 @@ class LockSim {
     world_.attach(session_node(c), [this, c](int from, const std::string& bytes) { client_receive(c, from, bytes); });
     const uint64_t ttl = session_ttl();
     world_.record("client " + std::to_string(c) + " opens a session, ttl " + std::to_string(ttl));
+    // Clients know the cluster file's nodes, and learn the spares from the
+    // group once they are members; with members changed outside the log,
+    // the edited file names them all.
+    const std::vector<std::string> known(
+        endpoints_.begin(), o_.broken_members_outside_log ? endpoints_.end() : endpoints_.begin() + o_.lockd);
     me.session = std::make_unique<client::LockSession>(
-        client::LockSessionOptions{.nodes = static_cast<size_t>(nodes_),
+        client::LockSessionOptions{.nodes = known.size(),
                                    .request_timeout_ms = 1000,
                                    .grace_ms = o_.timing.client_grace_ms,
                                    .max_drift_ppm = o_.timing.max_clock_drift_ppm,
                                    .session_lease_ms = ttl,
                                    .broken_lease_from_reply = o_.broken_clients_lease_from_reply},
         local(me));
-    me.session->set_endpoints(endpoints_);
+    me.session->set_endpoints(known);
+    me.session_nodes = known.size();
     me.session_tick_at = UINT64_MAX;
     me.phase = SimClient::Phase::kOpening;
     me.held.reset();
@@ -823,7 +833,10 @@ class LockSim {
                       std::to_string(reply.value().id) + " " + std::string(code_name(reply.value().status.code())) +
                       " epoch " + std::to_string(reply.value().epoch) + " master " +
                       std::to_string(reply.value().master));
-        me.session->on_reply(static_cast<size_t>(from - kLockdBase - 1), reply.value(), local(me));
+        const auto& nodes = me.session->endpoints();
+        auto at = std::find(nodes.begin(), nodes.end(), endpoint(from - kLockdBase));
+        if (at == nodes.end()) return;  // never asked
+        me.session->on_reply(static_cast<size_t>(at - nodes.begin()), reply.value(), local(me));
         pump_session(c);
       } else {
         auto reply = wire::decode_reply(bytes, wire::Limits{});
@@ -839,8 +852,11 @@ class LockSim {
   void pump_session(int c) {
     SimClient& me = cl(c);
     if (!me.session) return;
+    client_nodes_learnt_ += me.session->endpoints().size() - me.session_nodes;
+    me.session_nodes = me.session->endpoints().size();
     for (auto& out : me.session->take_outgoing()) {
-      world_.send(session_node(c), kLockdBase + static_cast<int>(out.node) + 1, wire::encode_lock_request(out.request));
+      world_.send(session_node(c), kLockdBase + lockd_at(me.session->endpoints().at(out.node)),
+                  wire::encode_lock_request(out.request));
     }
     for (auto state : me.session->take_events()) {
       world_.record("client " + std::to_string(c) + " session " + std::string(client::state_name(state)));
@@ -1145,7 +1161,7 @@ class LockSim {
   lockgroup::Members members_;  // the first members
   lockgroup::Members file_members_;  // broken_members_outside_log: what the cluster file says
   std::map<int, lockgroup::Members> last_members_;
-  uint64_t member_changes_proposed_ = 0, member_views_changed_ = 0;
+  uint64_t member_changes_proposed_ = 0, member_views_changed_ = 0, client_nodes_learnt_ = 0;
   std::vector<std::string> endpoints_;
   std::vector<Lockd> lockd_;
   std::vector<SimClient> clients_;

@@ -106,6 +106,8 @@ struct LockSimResult {
   // Membership changes a master took to propose, and the times a node's
   // members changed (a node that applied a change, or restarted with one).
   uint64_t member_changes_proposed = 0, member_views_changed = 0;
+  // lockd nodes clients' sessions learnt from the group (members, hints).
+  uint64_t client_nodes_learnt = 0;
   uint64_t writes_ok = 0, writes_fenced = 0, reads_ok = 0;
   uint64_t lock_delays = 0;            // started by expiries, by the log
   uint64_t lock_delays_contested = 0;  // of them, ones another session's acquire ran into

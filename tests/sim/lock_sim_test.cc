@@ -81,16 +81,18 @@ void run_members_slice(uint64_t slice, uint64_t slices) {
   LockSimOptions o;
   o.lockd_spares = 2;
   o.member_change_per_second = 0.05;
-  uint64_t proposed = 0, views = 0, grants = 0;
+  uint64_t proposed = 0, views = 0, grants = 0, learnt = 0;
   const uint64_t runs = run_seeds(o, {seed_count_from_env("PALISADE_LOCK_SIM_MEMBER_SEEDS", 2000), slice, slices},
                                   "palisade-sim --sim lock --lockd-spares 2 --member-change-rate 0.05", run_lock_sim,
                                   [&](const LockSimResult& r) {
                                     proposed += r.member_changes_proposed;
                                     views += r.member_views_changed;
+                                    learnt += r.client_nodes_learnt;
                                     grants += r.grants;
                                   });
   CHECK(proposed > 3 * runs);  // about 5 per seed
   CHECK(views > 10 * runs);  // about 17 per seed
+  CHECK(learnt > runs);  // clients start knowing the first three nodes, and learn the spares
   CHECK(grants > 5 * runs);
 }
 

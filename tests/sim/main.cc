@@ -64,7 +64,8 @@ Run run_lock(LockSimOptions o) {
               u(r.adversary.bad_sequencer) + " of them bad_sequencer, " + u(r.adversary.stored) + " stored), " +
               u(r.adversary.commits) + " commits (" + u(r.adversary.commits_applied) + " applied), " +
               u(r.adversary.replica_replays) + " replica requests replayed, membership changes " +
-              u(r.member_changes_proposed) + " proposed (" + u(r.member_views_changed) + " node views changed)",
+              u(r.member_changes_proposed) + " proposed (" + u(r.member_views_changed) + " node views changed, " +
+              u(r.client_nodes_learnt) + " nodes learnt by clients)",
           r.trace};
 }
 
