@@ -17,6 +17,9 @@ their pids stay), the new node started with `--join`, `palisade member
 replace OLD NEW`, the old node stopped and its entries taken out of the file.
 The removed nodes log that they were removed; a new node restarted without
 `--join` comes back a member (its data directory kept its first members).
+A `palisade lock` started before these replacements holds its lock through
+all of them (its client learns the new members, with their keys, from its
+KeepAlive replies) and exits 0 once released.
 At the end, on the group of new nodes, docs/cli.md's paused holder: stopped
 past its lease, it loses the lock, and its late writes are refused on every
 key.
@@ -269,6 +272,40 @@ def check_reload_connects(cluster):
     print(f"ok: after SIGHUP, follower lockd-{watcher} is connected to follower lockd-{peer}", flush=True)
 
 
+LONG_TTL = 2  # seconds: the long-running holder's session lease
+
+
+def start_long_holder(cluster):
+    """A `palisade lock` that holds its lock while every member is replaced: its one client, started when
+    the cluster file named only the first nodes, must follow the group to the new ones."""
+    held, release, sequencer = (cluster.dir / f"long.{what}" for what in ("held", "release", "sequencer"))
+    holder = subprocess.Popen([str(PALISADE), "--cluster", cluster.cluster_file, "lock", "long-running", "--ttl",
+                               f"{LONG_TTL}s", "--", "sh", "-c", f'echo "$PALISADE_SEQUENCER" > {sequencer}; '
+                               f"touch {held}; while [ ! -e {release} ]; do sleep 0.1; done"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wait_until("the long-running holder to hold its lock", held.exists, timeout=60)
+    return holder, release
+
+
+def finish_long_holder(cluster, holder, release, replaced_at):
+    """Still holding after the replacements, it ends as it would have without them. A client that did not
+    follow the group would have reached no node since the last first one stopped: the master expires its
+    session one lease later, and its grant is no longer current."""
+    while time.monotonic() < replaced_at + 3 * LONG_TTL:
+        time.sleep(0.1)
+    if holder.poll() is not None:
+        check(False, f"the long-running holder ended early, exit {holder.returncode}: {holder.stderr.read()}")
+    sequencer = (cluster.dir / "long.sequencer").read_text().strip()
+    current = cluster.cli("check-sequencer", sequencer, check=False)
+    check(current.returncode == 0, f"the long-running holder's grant, after the replacements: exit "
+          f"{current.returncode}: {current.stdout} {current.stderr}")
+    release.touch()
+    code = holder.wait(timeout=60)
+    check(code == 0, f"the long-running holder exited {code}, not 0: {holder.stderr.read()}")
+    print("ok: a `palisade lock` started before the replacements held its lock on the new nodes and exited 0",
+          flush=True)
+
+
 def zombie_drill(cluster):
     """docs/cli.md's paused holder, on the group of replaced nodes: a holder stopped past its lease loses
     the lock, the next holder writes, and the paused one's late writes are refused on every key."""
@@ -347,7 +384,14 @@ def main():
                 check(version == 4 and master not in ids and spare in ids and len(ids) == 4,
                       f"after replacing master {master} by {spare}: version {version}, {ids}")
                 load.wait_for_steps(3)
-                report = replace_every_member(cluster, load, nodes)
+                holder, release = start_long_holder(cluster)
+                try:
+                    report = replace_every_member(cluster, load, nodes)
+                    finish_long_holder(cluster, holder, release, time.monotonic())
+                finally:
+                    if holder.poll() is None:
+                        holder.kill()
+                        holder.wait()
             finally:
                 load.stopping.set()
                 load.join(timeout=180)
