@@ -272,7 +272,7 @@ def check_reload_connects(cluster):
     print(f"ok: after SIGHUP, follower lockd-{watcher} is connected to follower lockd-{peer}", flush=True)
 
 
-LONG_TTL = 2  # seconds: the long-running holder's session lease
+LONG_TTL = 4  # seconds: the long-running holder's session lease (short, yet long enough for sanitizer builds)
 
 
 def start_long_holder(cluster):
@@ -289,9 +289,9 @@ def start_long_holder(cluster):
 
 def finish_long_holder(cluster, holder, release, replaced_at):
     """Still holding after the replacements, it ends as it would have without them. A client that did not
-    follow the group would have reached no node since the last first one stopped: the master expires its
-    session one lease later, and its grant is no longer current."""
-    while time.monotonic() < replaced_at + 3 * LONG_TTL:
+    follow the group has reached no node since the last first one stopped (before `replaced_at`): the master
+    expires its session one lease later, and its grant is no longer current."""
+    while time.monotonic() < replaced_at + 2 * LONG_TTL:
         time.sleep(0.1)
     if holder.poll() is not None:
         check(False, f"the long-running holder ended early, exit {holder.returncode}: {holder.stderr.read()}")
