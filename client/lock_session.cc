@@ -59,7 +59,9 @@ void LockSession::learn_members(const wire::LockReply& reply) {
       keys_[static_cast<size_t>(known - endpoints_.begin())] = m.key;
     }
   }
-  for (size_t i = 0; i < endpoints_.size(); ++i) {
+  // The nodes the driver was given stay: their endpoints may be other names
+  // (a proxy, a DNS name) for the addresses the group records.
+  for (size_t i = options_.nodes; i < endpoints_.size(); ++i) {
     in_group_[i] = std::any_of(reply.members.begin(), reply.members.end(),
                                [&](const wire::MemberInfo& m) { return m.address == endpoints_[i]; });
   }
@@ -527,15 +529,12 @@ void LockSession::release_orphan(const std::string& lock, uint64_t now) {
 
 // ---- Routing ----
 
-std::optional<size_t> LockSession::hinted_node(const wire::LockReply& reply) {
+std::optional<size_t> LockSession::hinted_node(const wire::LockReply& reply) const {
   if (reply.master_endpoint.empty()) return std::nullopt;
   for (size_t i = 0; i < endpoints_.size() && i < nodes_; ++i) {
     if (endpoints_[i] == reply.master_endpoint) return i;
   }
-  // A master the session does not know yet (a member added since it started):
-  // a node of its own from now on, as a session reply's members would make it.
-  if (endpoints_.size() != nodes_) return std::nullopt;
-  return add_node(reply.master_endpoint, "");
+  return std::nullopt;
 }
 
 void LockSession::heard_master(size_t node, const wire::LockReply& reply, uint64_t now) {

@@ -115,8 +115,10 @@ class LockSession {
   // (set once at start): index of each endpoint.
   void set_endpoints(std::vector<std::string> endpoints);
   // The nodes as the session knows them now: those set at start, then every
-  // member a session reply or not_master hint named that was not among them,
-  // appended (indexes never change). The driver reaches node i at endpoints()[i], with
+  // member a session reply named that was not among them, appended (indexes
+  // never change). A hint only ever names a node the session knows: an
+  // address the group gives may be unreachable under that name here (behind
+  // a proxy, without its key), and the session would follow it in circles. The driver reaches node i at endpoints()[i], with
   // key_of(i) when the group gave its public key (else its own, if any).
   const std::vector<std::string>& endpoints() const { return endpoints_; }
   std::string key_of(size_t node) const { return node < keys_.size() ? keys_[node] : std::string(); }
@@ -228,8 +230,7 @@ class LockSession {
   void learn_members(const wire::LockReply& reply);
   // Appends a node the session did not know; its index.
   size_t add_node(const std::string& endpoint, const std::string& key);
-  // The node a reply names master, appended to the nodes when new.
-  std::optional<size_t> hinted_node(const wire::LockReply& reply);
+  std::optional<size_t> hinted_node(const wire::LockReply& reply) const;
   // A master answered from `node`; resends calls waiting elsewhere when the guess moves.
   void heard_master(size_t node, const wire::LockReply& reply, uint64_t now);
   // After a not_master: where to ask next, and whether at once.

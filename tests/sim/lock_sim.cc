@@ -781,11 +781,13 @@ class LockSim {
     world_.attach(session_node(c), [this, c](int from, const std::string& bytes) { client_receive(c, from, bytes); });
     const uint64_t ttl = session_ttl();
     world_.record("client " + std::to_string(c) + " opens a session, ttl " + std::to_string(ttl));
-    // Clients know the cluster file's nodes, and learn the spares from the
-    // group once they are members; with members changed outside the log,
-    // the edited file names them all.
-    const std::vector<std::string> known(
-        endpoints_.begin(), o_.broken_members_outside_log ? endpoints_.end() : endpoints_.begin() + o_.lockd);
+    // A client's first session knows the first nodes only, and learns the
+    // spares from the group once they are members. A later one is a client
+    // started again, with a cluster file the operator kept up to date: it
+    // names every node (as the edited file does when members change outside
+    // the log).
+    const bool first = me.incarnation == 1 && !o_.broken_members_outside_log;
+    const std::vector<std::string> known(endpoints_.begin(), first ? endpoints_.begin() + o_.lockd : endpoints_.end());
     me.session = std::make_unique<client::LockSession>(
         client::LockSessionOptions{.nodes = known.size(),
                                    .request_timeout_ms = 1000,
