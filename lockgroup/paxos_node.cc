@@ -238,7 +238,10 @@ void PaxosNode::tick(uint64_t now) {
       break;
     case Role::kFollower:
       if (now >= election_at_ && !is_member()) {
-        restart_election_timer(now);  // not a member (yet, or any more): never campaigns
+        // Not a member (yet, or any more) as far as it knows: it never
+        // campaigns, but it may have missed the change that made it one.
+        ask_chosen();
+        restart_election_timer(now);
       } else if (now >= election_at_) {
         bool leased_elsewhere = lease_owner_ != options_.self && now < lease_owner_until_;
         if (leased_elsewhere && !options_.ignore_master_lease) {
@@ -533,6 +536,9 @@ void PaxosNode::on_step_down(NodeId from, const StepDown& m, uint64_t now) {
   }
   lease_owner_until_ = now;
   if (m.successor == options_.self) {
+    // Even before the change that made it a member reaches it: it leads the
+    // members it knows, which fix that change, then the new ones. (Asking
+    // for the change first, as ask_chosen does, costs a timeout.)
     campaign(now);
   } else {
     restart_election_timer(now);  // the successor goes first; if it does not, this node will
@@ -570,6 +576,23 @@ void PaxosNode::on_catch_up(const CatchUp& m) {
     store_accepted(e);
     deliver(e);
   }
+}
+
+void PaxosNode::ask_chosen() {
+  // The members it knows chose what came after its applied slot, and the
+  // node whose ballot it promised last led it (a node that joins knows no
+  // members yet). When the only nodes that know of a change are outside the
+  // new members (a master that removed itself), no master is left to tell
+  // them: each asks in turn, one a timeout, as a node that stays removed
+  // does for ever.
+  std::vector<NodeId> sources;
+  for (NodeId m : config_) {
+    if (m != options_.self) sources.push_back(m);
+  }
+  const NodeId led = ballot_node(promised_);
+  if (led != 0 && led != options_.self && !has(config_, led)) sources.push_back(led);
+  if (sources.empty()) return;
+  send_early(sources[chosen_asks_++ % sources.size()], CatchUpRequest{.from_slot = applied_ + 1});
 }
 
 // ---- Proposer ----

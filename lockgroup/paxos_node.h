@@ -205,6 +205,9 @@ class PaxosNode {
   bool fresh(const PeerMessage& message);
   std::vector<PeerMessage> stamp(std::vector<PeerMessage> messages);
   void on_catch_up(const CatchUp& m);
+  // A node outside the members it knows asks one of them, or the node whose
+  // ballot it promised, for the chosen values after its applied slot.
+  void ask_chosen();
   // BadRequest when a field of `body` could push this node somewhere it cannot
   // leave: a ballot it could never campaign above, slots absurdly far ahead.
   Status check_ranges(const PeerBody& body) const;
@@ -276,6 +279,7 @@ class PaxosNode {
   uint64_t election_at_ = 0;
   uint64_t catch_up_sent_at_ = 0;
   bool catch_up_pending_ = false;
+  uint64_t chosen_asks_ = 0;  // ask_chosen() asks its sources in turn
 
   // Proposer.
   Role role_ = Role::kFollower;

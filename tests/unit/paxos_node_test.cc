@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -96,7 +97,7 @@ struct Cluster {
     while (!wire.empty()) {
       PeerMessage m = std::move(wire.front());
       wire.pop_front();
-      if (!nodes.count(m.to) || cut.count(m.from) || cut.count(m.to)) continue;
+      if (!nodes.count(m.to) || cut.count(m.from) || cut.count(m.to) || (drop && drop(m))) continue;
       // A node may refuse a message (it then changes nothing): the tests judge state.
       (void)nodes[m.to]->receive(m, now);
       settle(m.to);
@@ -171,6 +172,7 @@ struct Cluster {
   std::map<Slot, std::string> chosen;
   std::deque<PeerMessage> wire;
   std::set<NodeId> cut;  // nodes cut off from everyone
+  std::function<bool(const PeerMessage&)> drop;  // messages lost on the way, when set
   uint64_t now = 0;
   size_t max_masters = 0;
 };
@@ -1291,6 +1293,62 @@ TEST_CASE("a master whose new member compacted past the slots it fixed steps dow
     }
   }
   CHECK(asked);
+}
+
+namespace {
+
+// Four nodes shrink to their master alone, and the others learn that they
+// left: each knows a membership without itself. Returns the master.
+NodeId shrink_to_master(Cluster& c) {
+  const NodeId m = c.elect();
+  REQUIRE(c.propose("members:" + std::to_string(m)));
+  c.run(4 * kLease);
+  for (NodeId id : c.all) REQUIRE(c.nodes[id]->members() == Members{m});
+  // They campaigned to learn it: a new ballot of the master's outdoes theirs.
+  REQUIRE(c.nodes[m]->hand_over(c.now));
+  c.settle(m);
+  REQUIRE(c.elect() == m);
+  return m;
+}
+
+Members all_but(const Cluster& c, NodeId m) {
+  Members others;
+  for (NodeId id : c.all) {
+    if (id != m) others.push_back(id);
+  }
+  return others;
+}
+
+std::string change_to(const Members& members) {
+  std::string change = "members:";
+  for (NodeId id : members) change += std::to_string(id) + ",";
+  return change;
+}
+
+}  // namespace
+
+TEST_CASE("members that missed the change that made them members learn it from a former member", "[paxos][members]") {
+  Cluster c(4);
+  const NodeId m = shrink_to_master(c);
+  // It hands the group to the other three, who promise its ballot but miss
+  // its accepts and its step-down: none of them learns that the change was
+  // chosen, and the only node that knows is no member any more.
+  const Members others = all_but(c, m);
+  c.drop = [m](const PeerMessage& out) { return out.to != m && !std::holds_alternative<Prepare>(out.body); };
+  REQUIRE(c.propose(change_to(others)));
+  c.run(2 * kLease);
+  REQUIRE(c.nodes[m]->members() == others);
+  REQUIRE_FALSE(c.master());
+  for (NodeId id : others) REQUIRE(c.nodes[id]->members() == Members{m});
+  // Healed: a node outside the members it knows asks them what was chosen,
+  // finds itself a member and campaigns.
+  c.drop = nullptr;
+  c.run(3 * kLease);
+  const auto next = c.master();
+  REQUIRE(next);
+  CHECK(*next != m);
+  for (NodeId id : c.all) CHECK(c.nodes[id]->members() == others);
+  CHECK(c.max_masters == 1);
 }
 
 }  // namespace palisade::lockgroup
