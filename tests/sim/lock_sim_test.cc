@@ -105,7 +105,7 @@ TEST_CASE("lock sim: negative control, members changed outside the log are caugh
   broken.member_change_per_second = 0.05;
   broken.broken_members_outside_log = true;
   const uint64_t caught = count_caught(broken, 100, run_lock_sim);
-  CHECK(caught >= 20);  // 35 of seeds 1..100, as two masters or a slot chosen twice
+  CHECK(caught >= 20);  // 25 of seeds 1..100, as two masters, a slot chosen twice or a token granted twice
 }
 
 TEST_CASE("lock sim: five lockd nodes and five replicas", "[sim]") {
