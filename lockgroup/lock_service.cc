@@ -342,17 +342,19 @@ void LockService::run_timers(uint64_t now) {
 
 void LockService::settle(uint64_t now) {
   for (const Delivery& d : node_->take_deliveries()) apply(d, now);
+  const bool master = node_->is_master(now);
   if (node_->staged_dropped() != staged_dropped_) {
-    // The new members did not promise in time: the change was never proposed.
+    // The change was never proposed. A master that stepped down answers
+    // not_master below, as for all it had pending, so that the client asks
+    // the next one; one that is still master waited for the new members.
     staged_dropped_ = node_->staged_dropped();
-    if (auto it = pending_.find(staged_tag_); it != pending_.end()) {
+    if (auto it = pending_.find(staged_tag_); master && it != pending_.end()) {
       answer(it->second,
              reply_to(it->second.request_id,
                       Status(Code::kUnavailable, "a majority of the new members did not answer the master")));
       pending_.erase(it);
     }
   }
-  bool master = node_->is_master(now);
   if (master && !master_) became_master(now);
   if (!master && master_) lost_mastership();
   // Every node compacts, followers too: their logs would grow for ever. And

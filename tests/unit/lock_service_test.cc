@@ -672,3 +672,45 @@ TEST_CASE("lock service: session replies carry the members, with their keys, to 
 }
 
 }  // namespace palisade::lockgroup
+
+namespace palisade::lockgroup {
+
+// A change to the master and two nodes that never answer waits, staged, for
+// their promises; it is never proposed.
+wire::SetMembersRequest to_absent_nodes(NodeId master) {
+  return {.version = 0, .nodes = {{master, "tcp://n" + std::to_string(master)}, {4, "tcp://n4"}, {5, "tcp://n5"}}};
+}
+
+TEST_CASE("lock service: a change whose new members never promise is refused as unavailable by a master that stays",
+          "[lock_service][members]") {
+  Group g;
+  const NodeId m = g.elect();
+  const uint64_t id = g.send(m, to_absent_nodes(m));
+  g.run(2 * kMasterLease + 1000 - 100);
+  CHECK(g.replies.count(id) == 0);  // still waiting for them
+  g.run(200);
+  REQUIRE(g.replies.count(id) == 1);
+  CHECK(g.replies[id].status.code() == Code::kUnavailable);
+  CHECK(g.replies[id].status.message() == "a majority of the new members did not answer the master");
+  CHECK(g.master() == m);
+  CHECK(g.services[m]->node().members() == g.members);
+}
+
+TEST_CASE("lock service: a staged change dropped because its master stepped down is answered not_master",
+          "[lock_service][members]") {
+  // So that the client asks the next master, as for any other request: the
+  // change was never proposed, and it is not the new members that failed.
+  Group g;
+  const NodeId m = g.elect();
+  const uint64_t id = g.send(m, to_absent_nodes(m));
+  for (NodeId other : g.members) {
+    if (other != m) g.crash(other);
+  }
+  for (int i = 0; i < 1000 && g.replies.count(id) == 0; ++i) g.run(10);
+  REQUIRE(g.replies.count(id) == 1);
+  CHECK(g.replies[id].status.code() == Code::kNotMaster);
+  CHECK_FALSE(g.services[m]->is_master(g.now));
+  CHECK(g.now < 2 * kMasterLease + 1000);  // before the change's own time ran out
+}
+
+}  // namespace palisade::lockgroup
