@@ -36,6 +36,7 @@ int print_view(const MemberView& v, const CommonOptions& common) {
       auto role = v.roles.find(m.id);
       members.push_back({{"id", m.id},
                          {"address", m.address},
+                         {"key", m.key.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.key)},
                          {"role", role == v.roles.end() ? nlohmann::json(nullptr) : nlohmann::json(role->second)}});
     }
     std::printf("%s\n", nlohmann::json{{"version", v.version}, {"members", members}}.dump().c_str());

@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 SOURCE = Path(sys.argv[1]).resolve()
@@ -234,6 +235,17 @@ def replace_every_member(cluster, load, nodes):
     return report
 
 
+def check_member_keys(cluster):
+    """`member list -o json` shows the key the membership holds for each member: the one the cluster file gives
+    its identity (the CLI took it from there when it made the change)."""
+    config = tomllib.loads(Path(cluster.cluster_file).read_text())
+    keys = {i["name"]: i["keys"][0] for i in config["identity"]}
+    identity = {n["id"]: n["identity"] for n in config["lockd"]}
+    for m in json.loads(cluster.cli("member", "list", "-o", "json").stdout)["members"]:
+        check(m["key"] == keys[identity[m["id"]]], f"lockd-{m['id']}'s key in `member list`: {m['key']}")
+    print("ok: `member list` shows each member's key, the cluster file's", flush=True)
+
+
 def connected_to(pid, port):
     """Whether process pid has an established TCP connection to 127.0.0.1:port (/proc, no tools needed)."""
     inodes = set()
@@ -394,6 +406,7 @@ def main():
                 holder, release = start_long_holder(cluster)
                 try:
                     report = replace_every_member(cluster, load, nodes)
+                    check_member_keys(cluster)
                     finish_long_holder(cluster, holder, release, time.monotonic())
                 finally:
                     if holder.poll() is None:
