@@ -22,10 +22,14 @@ SequencerSigner::~SequencerSigner() { sodium_memzero(secret_.data(), secret_.siz
 
 std::string SequencerSigner::sign(const Sequencer& sequencer) const {
   const std::string payload = sequencer_format::encode_payload(sequencer);
+  return sequencer_format::join(payload, signature_of(payload));
+}
+
+std::string SequencerSigner::signature_of(std::string_view message) const {
   std::string signature(crypto_sign_BYTES, '\0');
   crypto_sign_detached(reinterpret_cast<unsigned char*>(signature.data()), nullptr,
-                       reinterpret_cast<const unsigned char*>(payload.data()), payload.size(), secret_.data());
-  return sequencer_format::join(payload, signature);
+                       reinterpret_cast<const unsigned char*>(message.data()), message.size(), secret_.data());
+  return signature;
 }
 
 std::string SequencerSigner::public_key() const {

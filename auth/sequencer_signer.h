@@ -3,7 +3,8 @@
 // lockd node signs with the same key and no one without the cluster key can.
 // Replicas, clients and other services check sequencers with the public key
 // alone (palisade/sequencer.h), which the cluster file lists as
-// `sequencer_public_key`.
+// `sequencer_public_key`. The same key signs config certificates
+// (auth/config_certificate.h).
 #pragma once
 
 #include <array>
@@ -26,6 +27,9 @@ class SequencerSigner {
   // group and lock, lock <= 256 bytes, token >= 1): parse_sequencer refuses
   // others.
   std::string sign(const Sequencer& sequencer) const;
+  // The group's Ed25519 signature (64 bytes) of `message`: sequencers and
+  // config certificates (auth/config_certificate.h) are signed here alone.
+  std::string signature_of(std::string_view message) const;
   // "psk1." + base64url of the public key: what the cluster file lists.
   std::string public_key() const;
   // A verifier of this group under this key.

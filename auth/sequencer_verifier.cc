@@ -34,9 +34,7 @@ Result<Sequencer> SequencerVerifier::verify(std::string_view text) const {
   if (!parts.is_ok()) return parts.status();
   const sequencer_format::Parts& p = parts.value();
   // The signature is checked before anything in the payload is trusted.
-  if (crypto_sign_verify_detached(reinterpret_cast<const unsigned char*>(p.signature.data()),
-                                  reinterpret_cast<const unsigned char*>(p.payload.data()), p.payload.size(),
-                                  key_.data()) != 0) {
+  if (!signature_verifies(p.payload, p.signature)) {
     return bad("sequencer failed its signature check: forged, altered, or signed by another lock group");
   }
   auto sequencer = sequencer_format::decode_payload(p.payload);
@@ -45,6 +43,13 @@ Result<Sequencer> SequencerVerifier::verify(std::string_view text) const {
     return bad("sequencer names lock group '" + sequencer.value().group + "', this is group '" + group_ + "'");
   }
   return sequencer;
+}
+
+bool SequencerVerifier::signature_verifies(std::string_view message, std::string_view signature) const {
+  return signature.size() == crypto_sign_BYTES &&
+         crypto_sign_verify_detached(reinterpret_cast<const unsigned char*>(signature.data()),
+                                     reinterpret_cast<const unsigned char*>(message.data()), message.size(),
+                                     key_.data()) == 0;
 }
 
 Result<Sequencer> SequencerFence::admit(std::string_view text) {

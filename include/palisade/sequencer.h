@@ -56,6 +56,9 @@ class SequencerVerifier {
   // The fields of a sequencer of this group whose signature verifies;
   // BadSequencer (forged, altered, another group's, not a sequencer) otherwise.
   Result<Sequencer> verify(std::string_view text) const;
+  // Whether `signature` is the group's Ed25519 signature of `message`: what
+  // verify() checks first, and what a config certificate's check uses.
+  bool signature_verifies(std::string_view message, std::string_view signature) const;
   const std::string& group() const { return group_; }
   std::string public_key() const;
 
