@@ -22,6 +22,7 @@ enum class Kind : uint64_t {
   kEndDelay = 5,
   kCancelWait = 6,
   kSetMembers = 7,
+  kSetReplicas = 8,
 };
 constexpr size_t kMaxMembers = 255;
 
@@ -209,7 +210,25 @@ struct CommandEncoder {
     head(Kind::kSetMembers, 1);
     pack_nodes(pk, c.nodes);
   }
+  // [tag, 8, record]: the record's canonical encoding (wire/replica_set.h)
+  void operator()(const SetReplicas& c) const {
+    head(Kind::kSetReplicas, 1);
+    pack_text(pk, wire::encode_replica_set(c.set));
+  }
 };
+
+// A replica set record held as its canonical bytes; a record that does not
+// decode fails the reader.
+wire::ReplicaSet read_replica_set(ArrayReader& r, ArrayReader::Cursor& c) {
+  const std::string bytes = r.text(c);
+  if (!r.ok()) return {};
+  auto set = wire::decode_replica_set(bytes);
+  if (!set.is_ok()) {
+    r.fail(set.status().message());
+    return {};
+  }
+  return std::move(set).value();
+}
 
 // 1 to 255 nodes, ids 1..255 in increasing order, each with an address.
 std::vector<LockNode> read_nodes(ArrayReader& r, ArrayReader::Cursor& c) {
@@ -278,6 +297,8 @@ Command read_command(ArrayReader& r, ArrayReader::Cursor& c, uint64_t kind) {
     }
     case Kind::kSetMembers:
       return SetMembers{read_nodes(r, c)};
+    case Kind::kSetReplicas:
+      return SetReplicas{read_replica_set(r, c)};
   }
   r.fail("unknown command kind " + std::to_string(kind));
   return OpenSession{};
@@ -345,6 +366,8 @@ std::string_view outcome_name(Outcome outcome) {
       return "stale_call";
     case Outcome::kWaitEnded:
       return "wait_ended";
+    case Outcome::kStaleVersion:
+      return "stale_version";
   }
   return "unknown";
 }
@@ -467,6 +490,11 @@ CommandResult LockTable::apply_one(uint64_t tag, const Command& command, Effects
   } else if (const auto* set = std::get_if<SetMembers>(&command)) {
     members_ = set->nodes;
     ++members_version_;
+  } else if (const auto* replicas = std::get_if<SetReplicas>(&command)) {
+    // Checked again here: the master checked the version it proposed against,
+    // but another change may have been chosen in an earlier slot since.
+    if (replicas->set.version != replica_set_.version + 1) return with(Outcome::kStaleVersion);
+    replica_set_ = replicas->set;
   } else if (const auto* expire = std::get_if<ExpireSession>(&command)) {
     drop_session(expire->session, /*expired=*/true);
   } else if (const auto* a = std::get_if<Acquire>(&command)) {
@@ -625,10 +653,13 @@ bool LockTable::is_current(std::string_view lock, LockMode mode, Token token) co
 // where a lock is [name, mode, token, delay_ms, [[session, lock_delay_ms]...],
 // [[session, mode, lock_delay_ms, wait_ms]...]], then optional elements: the
 // sessions that chose their own lease length, the sessions opened by an
-// identity, and the membership [version, [[id, address(, key)]...]]. Trailing
-// elements with nothing to list are left out (so the form of a table is
-// unique): snapshots from before per-session leases end after the calls, and
-// their sessions all have the cluster's default and no identity.
+// identity, the membership [version, [[id, address(, key)]...]] ([] when
+// none was set but a replica set follows), and the replica set record's
+// canonical bytes (wire/replica_set.h). Trailing elements with nothing to
+// list are left out (so the form of a table is unique): snapshots from before
+// per-session leases end after the calls, and their sessions all have the
+// cluster's default and no identity; snapshots from before replica set
+// records have none (version 0).
 std::string LockTable::snapshot() const {
   std::vector<std::pair<SessionId, uint64_t>> own_leases;
   for (const auto& [s, lease_ms] : sessions_) {
@@ -636,7 +667,11 @@ std::string LockTable::snapshot() const {
   }
   msgpack::sbuffer buf;
   Packer pk(buf);
-  const uint32_t elements = members_version_ > 0 ? 10 : !identities_.empty() ? 9 : !own_leases.empty() ? 8 : 7;
+  const uint32_t elements = replica_set_.version > 0 ? 11
+                            : members_version_ > 0   ? 10
+                            : !identities_.empty()   ? 9
+                            : !own_leases.empty()    ? 8
+                                                     : 7;
   pk.pack_array(elements);
   pack_text(pk, kSnapshotMagic);
   pk.pack_uint64(kSnapshotVersion);
@@ -689,11 +724,14 @@ std::string LockTable::snapshot() const {
       pack_text(pk, identity);
     }
   }
-  if (elements >= 10) {
+  if (elements >= 10 && members_version_ == 0) {
+    pk.pack_array(0);
+  } else if (elements >= 10) {
     pk.pack_array(2);
     pk.pack_uint64(members_version_);
     pack_nodes(pk, members_);
   }
+  if (elements >= 11) pack_text(pk, wire::encode_replica_set(replica_set_));
   return to_string(buf);
 }
 
@@ -800,11 +838,16 @@ Status LockTable::restore(std::string_view bytes) {
   }
   if (r.more(top)) {
     ArrayReader::Cursor mc = r.array(top);
-    t.members_version_ = r.u64(mc);
-    t.members_ = read_nodes(r, mc);
+    // Empty only as the place of a membership never set, before a replica set.
+    if (r.ok() && mc.size == 0 && !r.more(top)) r.fail("an empty membership listed");
+    if (mc.size != 0) {
+      t.members_version_ = r.u64(mc);
+      t.members_ = read_nodes(r, mc);
+      if (r.ok() && t.members_version_ == 0) r.fail("a membership of version 0");
+    }
     r.close(mc);
-    if (r.ok() && t.members_version_ == 0) r.fail("a membership of version 0");
   }
+  if (r.more(top)) t.replica_set_ = read_replica_set(r, top);
   r.close(top);
   if (!r.ok()) return r.status();
   if (std::string problem = check_state(t.next_session_, t.grant_counter_, t.sessions_, t.locks_); !problem.empty()) {

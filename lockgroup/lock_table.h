@@ -17,6 +17,7 @@
 
 #include "palisade/lock_mode.h"
 #include "palisade/status.h"
+#include "wire/replica_set.h"
 
 namespace palisade::lockgroup {
 
@@ -98,8 +99,17 @@ struct SetMembers {
   friend bool operator==(const SetMembers&, const SetMembers&) = default;
 };
 
-using Command =
-    std::variant<OpenSession, CloseSession, ExpireSession, Acquire, Release, EndDelay, CancelWait, SetMembers>;
+// The replica set record from now on (docs/design.md "The replica set"). The
+// master proposes it with the version after the one it checked; applied only
+// when that is still the next version (kStaleVersion otherwise: another change
+// was applied first), so that of two changes of one version only one applies.
+struct SetReplicas {
+  wire::ReplicaSet set;
+  friend bool operator==(const SetReplicas&, const SetReplicas&) = default;
+};
+
+using Command = std::variant<OpenSession, CloseSession, ExpireSession, Acquire, Release, EndDelay, CancelWait,
+                             SetMembers, SetReplicas>;
 
 // One Paxos value: the commands the master batched into one slot, each tagged
 // with an id the master chose so that it can find whom to answer.
@@ -122,15 +132,16 @@ std::optional<std::vector<uint32_t>> members_in_snapshot(std::string_view snapsh
 
 // ---- What applying produces ----
 enum class Outcome : uint8_t {
-  kOk,          // done (OpenSession: `session` is the new id; Acquire: granted)
-  kQueued,      // Acquire with wait: queued behind the holders
-  kBusy,        // Acquire without wait: held by another session in a conflicting mode
-  kDelayed,     // Acquire without wait: free but in lock-delay
-  kNoSession,   // the session does not exist (expired or closed)
-  kNotHeld,     // Release of a lock the session does not hold
-  kConflict,    // Acquire of a lock the session holds in the other mode
-  kStaleCall,   // Acquire or Release older than a call already applied, or a repeat (see `call`)
-  kWaitEnded,   // a repeat of an Acquire with wait whose wait ended (ran out) unanswered by a grant
+  kOk,  // done (OpenSession: `session` is the new id; Acquire: granted)
+  kQueued,  // Acquire with wait: queued behind the holders
+  kBusy,  // Acquire without wait: held by another session in a conflicting mode
+  kDelayed,  // Acquire without wait: free but in lock-delay
+  kNoSession,  // the session does not exist (expired or closed)
+  kNotHeld,  // Release of a lock the session does not hold
+  kConflict,  // Acquire of a lock the session holds in the other mode
+  kStaleCall,  // Acquire or Release older than a call already applied, or a repeat (see `call`)
+  kWaitEnded,  // a repeat of an Acquire with wait whose wait ended (ran out) unanswered by a grant
+  kStaleVersion,  // SetReplicas whose version is not the one after the table's
 };
 std::string_view outcome_name(Outcome outcome);
 
@@ -215,6 +226,9 @@ class LockTable {
   // any: the cluster file's), and how many SetMembers were applied.
   const std::vector<LockNode>& members() const { return members_; }
   uint64_t members_version() const { return members_version_; }
+  // The replica set as the last SetReplicas made it; version 0 before any
+  // (the cluster file's [[replica]] list stands).
+  const wire::ReplicaSet& replica_set() const { return replica_set_; }
 
   // "" when the table keeps every invariant apply() keeps (a snapshot that
   // breaks one is corrupt), else the first one it breaks.
@@ -245,6 +259,7 @@ class LockTable {
   std::map<std::pair<SessionId, std::string>, uint64_t> calls_;  // the last call applied
   std::vector<LockNode> members_;
   uint64_t members_version_ = 0;
+  wire::ReplicaSet replica_set_;
 };
 
 }  // namespace palisade::lockgroup

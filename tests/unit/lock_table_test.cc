@@ -642,7 +642,12 @@ std::vector<TaggedCommand> every_command() {
           {10, OpenSession{UINT64_MAX}},
           {11, OpenSession{0, "worker-7"}},
           {12, OpenSession{30000, "ops"}},
-          {13, SetMembers{{{1, "tcp://a:7000"}, {4, "tcp://d:7000"}, {255, "x"}}}}};
+          {13, SetMembers{{{1, "tcp://a:7000"}, {4, "tcp://d:7000"}, {255, "x"}}}},
+          {14, SetReplicas{{.version = UINT64_MAX,
+                            .phase = wire::ReplicaPhase::kPaused,
+                            .replicas = {{1, "tcp://r1", std::string(40, 'k'), UINT64_MAX}, {9, "tcp://r9"}},
+                            .write_quorum = 2,
+                            .read_quorum = 1}}}};
 }
 
 using Packer = msgpack::packer<msgpack::sbuffer>;
@@ -1059,6 +1064,83 @@ TEST_CASE("lock table: a SetMembers that names no node, a node twice, out of ord
     INFO(decoded.status().to_string());
     CHECK(decoded.status().code() == Code::kBadRequest);
   }
+}
+
+namespace {
+
+// A serving set of three replicas, W = R = 2, at `version`.
+wire::ReplicaSet three_replicas(uint64_t version, std::string first = "tcp://r1:7200") {
+  return {.version = version,
+          .phase = wire::ReplicaPhase::kServing,
+          .replicas = {{1, std::move(first), "", 11}, {2, "tcp://r2:7200", "", 12}, {3, "tcp://r3:7200", "", 13}},
+          .write_quorum = 2,
+          .read_quorum = 2};
+}
+
+}  // namespace
+
+TEST_CASE("lock table: SetReplicas applies only over the version it replaces", "[lock_table][replicaset]") {
+  Table t;
+  CHECK(t.table.replica_set().version == 0);  // none recorded: the cluster file's list stands
+  CHECK(t.outcome(SetReplicas{three_replicas(1)}) == Outcome::kOk);
+  CHECK(t.table.replica_set() == three_replicas(1));
+  // Another change of version 0, chosen after the first: refused at apply time.
+  CHECK(t.outcome(SetReplicas{three_replicas(1, "tcp://other:7200")}) == Outcome::kStaleVersion);
+  CHECK(t.outcome(SetReplicas{three_replicas(3)}) == Outcome::kStaleVersion);  // skips a version
+  CHECK(t.table.replica_set() == three_replicas(1));
+  // Two changes of version 1 in one batch: the first applies, the second is stale.
+  Effects effects = t.table.apply(
+      {{10, SetReplicas{three_replicas(2, "tcp://a:7200")}}, {11, SetReplicas{three_replicas(2, "tcp://b:7200")}}});
+  CHECK(effects.results.at(0).outcome == Outcome::kOk);
+  CHECK(effects.results.at(1).outcome == Outcome::kStaleVersion);
+  CHECK(t.table.replica_set() == three_replicas(2, "tcp://a:7200"));
+}
+
+TEST_CASE("lock table: the replica set is in snapshots, and older snapshots read as version 0",
+          "[lock_table][replicaset][snapshot]") {
+  LockTable t;
+  t.apply({{1, OpenSession{}}, {2, SetMembers{{{1, "tcp://a:1"}}}}});
+  const std::string before = t.snapshot();  // the form written before replica set records
+  CHECK(static_cast<uint8_t>(before[0]) == 0x9a);  // an array of 10
+  LockTable restored;
+  REQUIRE(restored.restore(before).is_ok());
+  CHECK(restored.replica_set().version == 0);
+  CHECK(restored == t);
+
+  t.apply({{3, SetReplicas{three_replicas(1)}}});
+  const std::string after = t.snapshot();
+  CHECK(static_cast<uint8_t>(after[0]) == 0x9b);  // an array of 11
+  REQUIRE(restored.restore(after).is_ok());
+  CHECK(restored.replica_set() == three_replicas(1));
+  CHECK(restored == t);
+
+  // No membership change yet: its place is an empty list before the record.
+  LockTable no_members;
+  no_members.apply({{1, SetReplicas{three_replicas(1)}}});
+  const std::string bytes = no_members.snapshot();
+  REQUIRE(restored.restore(bytes).is_ok());
+  CHECK(restored == no_members);
+  CHECK(restored.members_version() == 0);
+
+  // That empty list with nothing after it, and a record that does not decode, are corrupt.
+  const size_t record = bytes.find(wire::encode_replica_set(three_replicas(1)));
+  REQUIRE(record != std::string::npos);
+  std::string cut = bytes.substr(0, record - 2);  // the record's str8 header is two bytes
+  cut[0] = static_cast<char>(0x9a);
+  CHECK_THAT(restored.restore(cut).message(), Catch::Contains("an empty membership"));
+  std::string damaged = bytes;
+  damaged[record + 1] = 0;  // version 0
+  CHECK(restored.restore(damaged).code() == Code::kCorrupt);
+  CHECK(restored == no_members);  // unchanged by the refusals
+}
+
+TEST_CASE("lock table: a SetReplicas whose record cannot serve does not decode", "[lock_table][replicaset][codec]") {
+  wire::ReplicaSet weak = three_replicas(1);
+  weak.read_quorum = 1;  // R + W = N
+  const auto decoded = decode_batch(encode_batch({{1, SetReplicas{weak}}}));
+  CHECK(decoded.code() == Code::kBadRequest);
+  CHECK_THAT(decoded.status().message(), Catch::Contains("cannot meet"));
+  CHECK(decode_batch(encode_batch({{1, SetReplicas{three_replicas(0)}}})).code() == Code::kBadRequest);
 }
 
 }  // namespace palisade::lockgroup
