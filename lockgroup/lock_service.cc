@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "auth/config_certificate.h"
 #include "base/check.h"
 #include "lockgroup/peer_checks.h"
 
@@ -76,6 +77,12 @@ void LockService::on_request(ClientRequest r, uint64_t now) {
   };
 
   if (std::holds_alternative<wire::LockStatusRequest>(r.request.body)) return handle_status(r);
+  if (std::holds_alternative<wire::GetReplicasRequest>(r.request.body)) {
+    wire::LockReply reply = reply_to(id, Status::ok());
+    reply.config = replica_set_certificate();
+    replies_.push_back({r.route, std::move(reply)});
+    return;
+  }
   if (!node_->is_master(now)) {
     return refuse(Status(Code::kNotMaster, node_->master_hint() ? "ask the master this reply names"
                                                                 : "no master is known: retry soon"));
@@ -133,6 +140,15 @@ void LockService::on_request(ClientRequest r, uint64_t now) {
           if (Status s = change_members(std::move(nodes), m.version, now, pending(0)); !s.is_ok()) {
             refuse(std::move(s));
           }
+        } else if constexpr (std::is_same_v<T, wire::SetReplicasRequest>) {
+          const uint64_t current = table_.replica_set().version;
+          if (m.version != current) return refuse(stale_replica_set(m.version));
+          propose(SetReplicas{.set = {.version = current + 1,
+                                      .phase = wire::ReplicaPhase::kServing,
+                                      .replicas = m.replicas,
+                                      .write_quorum = m.write_quorum,
+                                      .read_quorum = m.read_quorum}},
+                  pending(0));
         }
       },
       r.request.body);
@@ -238,6 +254,16 @@ void LockService::flush(uint64_t now) {
     PALISADE_CHECK(node_->propose(encode_batch(chunk), now));
   }
   settle(now);
+}
+
+std::string LockService::replica_set_certificate() const {
+  if (table_.replica_set().version == 0) return {};
+  return sign_config_certificate(signer_, table_.replica_set());
+}
+
+Status LockService::stale_replica_set(uint64_t version) const {
+  return Status(Code::kStale, "the replica set is at version " + std::to_string(table_.replica_set().version) +
+                                  ", not " + std::to_string(version) + ": read it again");
 }
 
 void LockService::tell_members(wire::LockReply& reply, uint64_t known) const {
@@ -521,6 +547,12 @@ void LockService::apply(const Delivery& delivery, uint64_t now) {
             answer(p, std::move(reply));
           } else if constexpr (std::is_same_v<T, SetMembers>) {
             reply.members_version = table_.members_version();
+            answer(p, std::move(reply));
+          } else if constexpr (std::is_same_v<T, SetReplicas>) {
+            if (result.outcome == Outcome::kStaleVersion) {
+              return answer(p, reply_to(p.request_id, stale_replica_set(c.set.version - 1)));
+            }
+            reply.config = replica_set_certificate();
             answer(p, std::move(reply));
           } else if constexpr (std::is_same_v<T, CancelWait>) {
             auto w = waiting_.find({c.session, c.lock});

@@ -146,6 +146,10 @@ class LockService {
   // `identity`'s); ok when it may go on.
   Status check_session(uint64_t epoch, uint64_t session, std::string_view identity, uint64_t now) const;
   void handle_status(const ClientRequest& r);
+  // The config certificate of the table's replica set; "" while it has none.
+  std::string replica_set_certificate() const;
+  // Stale: a set_replicas that replaces `version`, which is not the table's.
+  Status stale_replica_set(uint64_t version) const;
   // The members, with their keys, when the table's membership is newer than
   // version `known` (a client's): how long-running clients follow the group.
   void tell_members(wire::LockReply& reply, uint64_t known) const;

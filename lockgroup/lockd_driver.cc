@@ -63,10 +63,12 @@ FrameResult LockdDriver::on_peer(std::string_view body, uint64_t now, std::strin
 }
 
 Status LockdDriver::check_permission(const wire::LockRequest& request, std::string_view sender) const {
-  if (std::holds_alternative<wire::SetMembersRequest>(request.body) && options_.permissions &&
+  const bool members = std::holds_alternative<wire::SetMembersRequest>(request.body);
+  if ((members || std::holds_alternative<wire::SetReplicasRequest>(request.body)) && options_.permissions &&
       !options_.permissions->is_admin(sender)) {
-    return Status(Code::kPermissionDenied,
-                  "identity '" + std::string(sender) + "' may not change the lock group's members: admin only");
+    return Status(Code::kPermissionDenied, "identity '" + std::string(sender) + "' may not change " +
+                                               (members ? "the lock group's members" : "the replica set") +
+                                               ": admin only");
   }
   const auto* acquire = std::get_if<wire::AcquireRequest>(&request.body);
   if (!options_.permissions || acquire == nullptr ||

@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "wire/config_certificate.h"
 #include "wire/message_codec.h"
 #include "wire/message_fields.h"
 #include "wire/sequencer.h"
@@ -35,6 +36,29 @@ void read_members(FieldReader& r, std::string_view name, std::vector<MemberInfo>
     mr.bytes("key", m.key, kCurveKeyChars, Need::kOptional);
     if (!m.key.empty() && m.key.size() != kCurveKeyChars)
       mr.fail(Code::kBadRequest, "a member's key must be 40 characters of Z85");
+  });
+}
+
+// {id, address, key, receipt_id}, key and receipt_id only when set.
+void pack_replicas(Packer& pk, const std::vector<ReplicaInfo>& replicas) {
+  pack_text(pk, "replicas");
+  pk.pack_array(static_cast<uint32_t>(replicas.size()));
+  for (const ReplicaInfo& r : replicas) {
+    pk.pack_map(2 + (r.key.empty() ? 0 : 1) + (r.receipt_id == 0 ? 0 : 1));
+    pack_u64_field(pk, "id", r.id);
+    pack_text_field(pk, "address", r.address);
+    if (!r.key.empty()) pack_text_field(pk, "key", r.key);
+    if (r.receipt_id != 0) pack_u64_field(pk, "receipt_id", r.receipt_id);
+  }
+}
+
+// Reads what the map says; check_replicas judges the values.
+void read_replicas(FieldReader& r, std::vector<ReplicaInfo>& out) {
+  read_map_list(r, "replicas", kMaxReplicas, "replica", out, [](FieldReader& rr, ReplicaInfo& replica) {
+    read_u32(rr, "id", replica.id, Need::kRequired);
+    rr.bytes("address", replica.address, kMaxEndpointBytes, Need::kRequired);
+    rr.bytes("key", replica.key, kCurveKeyChars, Need::kOptional);
+    rr.u64("receipt_id", replica.receipt_id, Need::kOptional);
   });
 }
 
@@ -85,6 +109,14 @@ struct RequestEncoder : RequestEncoderBase {
     pack_u64_field(pk, "version", r.version);
     pack_members(pk, "nodes", r.nodes);
   }
+  void operator()(const SetReplicasRequest& r) const {
+    head(7, "set_replicas");
+    pack_u64_field(pk, "version", r.version);
+    pack_replicas(pk, r.replicas);
+    pack_u64_field(pk, "write_quorum", r.write_quorum);
+    pack_u64_field(pk, "read_quorum", r.read_quorum);
+  }
+  void operator()(const GetReplicasRequest&) const { head(3, "get_replicas"); }
 };
 
 void read_mode(FieldReader& r, std::string_view field, LockMode& out, Need need) {
@@ -187,6 +219,22 @@ Status read_body(const std::string& type, FieldReader& r, const Limits& limits, 
     out = std::move(m);
     return Status::ok();
   }
+  if (type == "set_replicas") {
+    SetReplicasRequest m;
+    r.u64("version", m.version, Need::kRequired);
+    if (!r.has("replicas") && r.status().is_ok()) return Status(Code::kBadRequest, "missing field 'replicas'");
+    read_replicas(r, m.replicas);
+    read_u32(r, "write_quorum", m.write_quorum, Need::kRequired);
+    read_u32(r, "read_quorum", m.read_quorum, Need::kRequired);
+    if (!r.status().is_ok()) return Status::ok();  // the reader's error is the answer
+    if (Status s = check_replicas(m.replicas, m.write_quorum, m.read_quorum); !s.is_ok()) return s;
+    out = std::move(m);
+    return Status::ok();
+  }
+  if (type == "get_replicas") {
+    out = GetReplicasRequest{};
+    return Status::ok();
+  }
   if (type == "check_sequencer") {
     CheckSequencerRequest c;
     r.bytes("sequencer", c.sequencer, kMaxSequencerBytes, Need::kRequired);
@@ -217,6 +265,7 @@ uint32_t reply_field_count(const LockReply& reply) {
   if (!reply.locks.empty()) ++n;
   if (reply.members_version != 0) ++n;
   if (!reply.members.empty()) ++n;
+  if (!reply.config.empty()) ++n;
   return n;
 }
 
@@ -285,9 +334,9 @@ void read_locks(FieldReader& r, const Limits& limits, std::vector<LockInfo>& out
 }  // namespace
 
 std::string_view request_type(const LockRequestBody& body) {
-  static constexpr std::array<std::string_view, 9> kNames = {"find_master",     "open_session", "keep_alive",
-                                                             "close_session",   "acquire",      "release",
-                                                             "check_sequencer", "lock_status",  "set_members"};
+  static constexpr std::array<std::string_view, 11> kNames = {
+      "find_master",     "open_session", "keep_alive",  "close_session", "acquire",     "release",
+      "check_sequencer", "lock_status",  "set_members", "set_replicas",  "get_replicas"};
   static_assert(kNames.size() == std::variant_size_v<LockRequestBody>);
   return kNames[body.index()];
 }
@@ -320,6 +369,7 @@ std::string encode_lock_reply(const LockReply& reply) {
     }
     if (reply.members_version != 0) pack_u64_field(pk, "members_version", reply.members_version);
     if (!reply.members.empty()) pack_members(pk, "members", reply.members);
+    if (!reply.config.empty()) pack_text_field(pk, "config", reply.config);
   });
 }
 
@@ -351,6 +401,7 @@ Result<LockReply> decode_lock_reply(std::string_view bytes, size_t max_bytes) {
     read_locks(r, limits, reply.locks);
     r.u64("members_version", reply.members_version, Need::kOptional);
     read_members(r, "members", reply.members);
+    r.bytes("config", reply.config, kMaxConfigCertificateBytes, Need::kOptional);
   });
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "wire/envelope.h"
+#include "wire/replica_set.h"
 #include "palisade/lock_mode.h"
 #include "palisade/status.h"
 
@@ -109,9 +110,26 @@ struct SetMembersRequest {
   friend bool operator==(const SetMembersRequest&, const SetMembersRequest&) = default;
 };
 
-using LockRequestBody =
-    std::variant<FindMasterRequest, OpenSessionRequest, KeepAliveRequest, CloseSessionRequest, AcquireRequest,
-                 ReleaseRequest, CheckSequencerRequest, LockStatusRequest, SetMembersRequest>;
+// Makes `replicas` the replica set the lock group records (serving), if its
+// record is still at `version` (0: none yet, the cluster file's list stands).
+// Master only, admin only; the reply carries the new record's certificate.
+// The codec refuses a set wire::check_replicas refuses.
+struct SetReplicasRequest {
+  uint64_t version = 0;
+  std::vector<ReplicaInfo> replicas;
+  uint32_t write_quorum = 0;
+  uint32_t read_quorum = 0;
+  friend bool operator==(const SetReplicasRequest&, const SetReplicasRequest&) = default;
+};
+// The replica set record as this node applied it, with its certificate (any
+// node answers: the signature and version make a lagging node's answer safe).
+struct GetReplicasRequest {
+  friend bool operator==(const GetReplicasRequest&, const GetReplicasRequest&) = default;
+};
+
+using LockRequestBody = std::variant<FindMasterRequest, OpenSessionRequest, KeepAliveRequest, CloseSessionRequest,
+                                     AcquireRequest, ReleaseRequest, CheckSequencerRequest, LockStatusRequest,
+                                     SetMembersRequest, SetReplicasRequest, GetReplicasRequest>;
 
 // The wire type of a request ("acquire", ...), for metrics and logs.
 std::string_view request_type(const LockRequestBody& body);
@@ -165,6 +183,9 @@ struct LockReply {
   // open_session and keep_alive when the request's members_version is older.
   uint64_t members_version = 0;
   std::vector<MemberInfo> members;  // status, and session replies as above
+  // get_replicas, set_replicas: the replica set record's config certificate
+  // (wire/config_certificate.h); empty while none is recorded.
+  std::string config{};
 };
 
 std::string encode_lock_request(const LockRequest& request);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "auth/cluster_key.h"
+#include "auth/config_certificate.h"
 #include "auth/repair_seal.h"
 #include "auth/sequencer_signer.h"
 #include "base/big_endian.h"
@@ -63,6 +64,17 @@ std::string sequencer(std::string lock, uint64_t token, LockMode mode = LockMode
                       std::string identity = "") {
   return SequencerSigner(cluster_key(), fuzz::kGroup)
       .sign({std::string(fuzz::kGroup), std::move(lock), mode, token, std::move(identity)});
+}
+
+// Three replicas, one with a CURVE key and a receipt id, at version 3.
+wire::ReplicaSet replica_set() {
+  return {.version = 3,
+          .phase = wire::ReplicaPhase::kServing,
+          .replicas = {{1, "tcp://10.0.1.1:7200", "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7", 77},
+                       {2, "tcp://10.0.1.2:7200"},
+                       {3, "tcp://10.0.1.3:7200"}},
+          .write_quorum = 2,
+          .read_quorum = 2};
 }
 
 const std::string kCluster(16, '\x5a');
@@ -203,6 +215,8 @@ void lock_seeds(Corpus& corpus) {
   request("check-sequencer", CheckSequencerRequest{sequencer("lock", 9)});
   request("lock-status", LockStatusRequest{});
   request("lock-status-after", LockStatusRequest{"lock"});
+  request("set-replicas", SetReplicasRequest{2, replica_set().replicas, 2, 2});
+  request("get-replicas", GetReplicasRequest{});
 
   auto reply = [&](const std::string& name, const LockReply& r) {
     const std::string bytes = encode_lock_reply(r);
@@ -248,6 +262,9 @@ void lock_seeds(Corpus& corpus) {
   status.locks = {LockInfo{"lock", LockMode::kExclusive, 9, {8}, 0, 0, {"worker"}},
                   LockInfo{"shared", LockMode::kShared, 10, {8, 12}, 0, 0, {"worker", "auditor"}}};
   reply("status-identities", status);
+  LockReply config = ok;
+  config.config = sign_config_certificate(SequencerSigner(cluster_key(), fuzz::kGroup), replica_set());
+  reply("get-replicas", config);
 }
 
 void paxos_seeds(Corpus& corpus) {
@@ -289,6 +306,7 @@ void lock_table_seeds(Corpus& corpus) {
       {{9, Release{3, "b", 2}}, {10, CancelWait{2, "a"}}, {11, ExpireSession{1}}},
       {{12, EndDelay{"a", 1}}, {13, CloseSession{2}}},
       {{14, SetMembers{{{1, "tcp://10.0.0.1:7000"}, {2, "tcp://10.0.0.2:7000"}, {4, "tcp://10.0.0.4:7000"}}}}},
+      {{15, SetReplicas{replica_set()}}},
   };
   LockTable table;
   corpus.add("lock_snapshot", "empty", table.snapshot());

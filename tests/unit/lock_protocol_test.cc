@@ -29,6 +29,7 @@ using wire::AcquireRequest;
 using wire::CheckSequencerRequest;
 using wire::CloseSessionRequest;
 using wire::FindMasterRequest;
+using wire::GetReplicasRequest;
 using wire::KeepAliveRequest;
 using wire::Limits;
 using wire::LockInfo;
@@ -38,6 +39,7 @@ using wire::LockStatusRequest;
 using wire::OpenSessionRequest;
 using wire::ReleaseRequest;
 using wire::SetMembersRequest;
+using wire::SetReplicasRequest;
 
 using test::array_value;
 using test::bin;
@@ -99,6 +101,7 @@ void check_same_reply(const LockReply& got, const LockReply& want) {
   CHECK(got.applied_slot == want.applied_slot);
   CHECK(got.sessions == want.sessions);
   CHECK(got.locks == want.locks);
+  CHECK(got.config == want.config);
 }
 
 void check_reply_round_trip(const LockReply& reply) {
@@ -139,6 +142,15 @@ TEST_CASE("lock wire: every request type round-trips", "[wire][lockgroup]") {
       {"set_members with keys",
        {20,
         SetMembersRequest{1, {{1, "tcp://a:7000", "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"}, {2, "tcp://b:7000"}}}}},
+      {"set_replicas, the first record", {21, SetReplicasRequest{0, {{1, "tcp://r1:7200"}}, 1, 1}}},
+      {"set_replicas with keys and receipt ids",
+       {22, SetReplicasRequest{UINT64_MAX,
+                               {{1, "tcp://r1:7200", "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7", UINT64_MAX},
+                                {2, "tcp://r2:7200", "", 7},
+                                {255, "ipc:///r255"}},
+                               3,
+                               1}}},
+      {"get_replicas", {23, GetReplicasRequest{}}},
   };
   test::check_request_round_trips(cases, wire::encode_lock_request, wire::decode_lock_request);
 }
@@ -198,6 +210,7 @@ LockReply full_reply() {
              LockInfo{"c", LockMode::kExclusive, UINT64_MAX, {17}, UINT64_MAX, 1, {"worker-7"}}};
   r.members_version = 9;
   r.members = {{1, "tcp://10.0.0.1:7500", "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"}, {255, "tcp://[::1]:7000"}};
+  r.config = "pcc1.record.signature";
   return r;
 }
 
@@ -527,6 +540,8 @@ TEST_CASE("lock wire: mutated valid messages never crash", "[wire][lockgroup]") 
       wire::encode_lock_request({kId, ReleaseRequest{1, 2, "orders"}}),
       wire::encode_lock_request({kId, KeepAliveRequest{1, 2}}),
       wire::encode_lock_request({kId, CheckSequencerRequest{"ps2.abc.def"}}),
+      wire::encode_lock_request(
+          {kId, SetReplicasRequest{4, {{1, "tcp://r1", "", 9}, {3, "tcp://r3", std::string(40, 'k'), 0}}, 2, 1}}),
       wire::encode_lock_reply(full_reply()),
   };
   int accepted = 0, rejected = 0;
@@ -627,6 +642,71 @@ TEST_CASE("lock wire: set_members names 1 to 64 nodes, ids 1 to 255 increasing, 
   CHECK(decoded({0, most}).status().code() == Code::kTooLarge);
   CHECK(decoded({0, {{1, std::string(1025, 'a')}}}).status().code() == Code::kTooLarge);
   CHECK(decoded({0, {{1, "a", std::string(41, 'k')}}}).status().code() == Code::kTooLarge);
+}
+
+TEST_CASE("lock wire: set_replicas names a replica set whose quorums meet", "[wire][lockgroup][replicaset]") {
+  auto decoded = [](SetReplicasRequest r) {
+    return wire::decode_lock_request(wire::encode_lock_request({1, r}), Limits{});
+  };
+  const std::vector<wire::ReplicaInfo> three = {{1, "tcp://a"}, {2, "tcp://b"}, {3, "tcp://c"}};
+  CHECK(decoded({0, three, 2, 2}).is_ok());
+  CHECK(decoded({0, three, 3, 1}).is_ok());
+  const std::vector<std::pair<const char*, SetReplicasRequest>> bad = {
+      {"no replica", {0, {}, 1, 1}},
+      {"id 0", {0, {{0, "tcp://a"}}, 1, 1}},
+      {"id 256", {0, {{256, "tcp://a"}}, 1, 1}},
+      {"an id twice", {0, {{2, "tcp://a"}, {2, "tcp://b"}}, 2, 1}},
+      {"ids out of order", {0, {{2, "tcp://a"}, {1, "tcp://b"}}, 2, 1}},
+      {"no address", {0, {{1, ""}}, 1, 1}},
+      {"an address twice", {0, {{1, "tcp://a"}, {2, "tcp://a"}}, 2, 1}},
+      {"a key too short", {0, {{1, "tcp://a", "rq:rM>}U?@Lns47E1"}}, 1, 1}},
+      {"W 0", {0, three, 0, 3}},
+      {"R 0", {0, three, 3, 0}},
+      {"W over N", {0, three, 4, 2}},
+      {"R over N", {0, three, 2, 4}},
+      {"R + W = N", {0, three, 2, 1}},
+  };
+  for (const auto& [what, request] : bad) {
+    INFO(what);
+    CHECK(decoded(request).status().code() == Code::kBadRequest);
+  }
+  CHECK_THAT(decoded({0, three, 1, 1}).status().message(), Catch::Contains("cannot meet"));
+  // Malformed fields, missing ones, and lists over a request's 64 items.
+  const Fields set = plus(
+      envelope("set_replicas"),
+      {{"version", u64(0)},
+       {"replicas", array_value({map_value({{"id", u64(1)}, {"address", str("tcp://a")}, {"receipt_id", u64(5)}})})},
+       {"write_quorum", u64(1)},
+       {"read_quorum", u64(1)}});
+  REQUIRE(decode(map_of(set)).code == Code::kOk);
+  test::check_cases(
+      test::bad_request_cases(
+          kId,
+          {
+              {"replicas as a map", with(set, "replicas", map_value({{"id", u64(1)}}))},
+              {"receipt_id as text",
+               with(set, "replicas",
+                    array_value({map_value({{"id", u64(1)}, {"address", str("tcp://a")}, {"receipt_id", str("5")}})}))},
+              {"a replica without an id", with(set, "replicas", array_value({map_value({{"address", str("a")}})}))},
+              {"a replica with a colour",
+               with(set, "replicas",
+                    array_value({map_value({{"id", u64(1)}, {"address", str("a")}, {"colour", str("red")}})}))},
+              {"write_quorum as text", with(set, "write_quorum", str("1"))},
+              {"read_quorum over 2^32", with(set, "read_quorum", u64(uint64_t{1} << 32))},
+              {"without version", without(set, "version")},
+              {"without replicas", without(set, "replicas")},
+              {"without write_quorum", without(set, "write_quorum")},
+              {"without read_quorum", without(set, "read_quorum")},
+              {"get_replicas with a field", plus(envelope("get_replicas"), {{"version", u64(1)}})},
+          }),
+      decode);
+  CHECK(decode(map_of(with(set, "replicas", array_value({u64(1)})))).code == Code::kMalformed);  // not a map
+  std::vector<wire::ReplicaInfo> most;
+  for (uint32_t id = 1; id <= 64; ++id) most.push_back({id, "tcp://r" + std::to_string(id)});
+  CHECK(decoded({0, most, 33, 32}).is_ok());
+  most.push_back({65, "tcp://r65"});
+  CHECK(decoded({0, most, 33, 33}).status().code() == Code::kTooLarge);
+  CHECK(decoded({0, {{1, std::string(1025, 'a')}}, 1, 1}).status().code() == Code::kTooLarge);
 }
 
 }  // namespace palisade

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "auth/config_certificate.h"
 #include "lockgroup/memory_paxos_storage.h"
 #include "tests/support/printers.h"
 
@@ -711,6 +712,94 @@ TEST_CASE("lock service: a staged change dropped because its master stepped down
   CHECK(g.replies[id].status.code() == Code::kNotMaster);
   CHECK_FALSE(g.services[m]->is_master(g.now));
   CHECK(g.now < 2 * kMasterLease + 1000);  // before the change's own time ran out
+}
+
+}  // namespace palisade::lockgroup
+
+namespace palisade::lockgroup {
+
+// Three replicas with W = R = 2, as set_replicas names them.
+wire::SetReplicasRequest three_replicas(uint64_t version, std::string first = "tcp://r1:7200") {
+  return {.version = version,
+          .replicas = {{1, std::move(first)}, {2, "tcp://r2:7200"}, {3, "tcp://r3:7200"}},
+          .write_quorum = 2,
+          .read_quorum = 2};
+}
+
+// The record a reply's config certificate carries, checked with the group's public key.
+wire::ReplicaSet certified(const wire::LockReply& reply) {
+  const SequencerSigner signer(ClusterKey::from_hex(std::string(64, '5')).value(), "test");
+  auto set = verify_config_certificate(signer.verifier(), reply.config);
+  INFO(set.status().to_string());
+  REQUIRE(set.is_ok());
+  return std::move(set).value();
+}
+
+TEST_CASE("lock service: set_replicas records the replica set, and any node serves it signed",
+          "[lock_service][replicaset]") {
+  Group g;
+  const NodeId m = g.elect();
+  // None recorded yet: the cluster file's list stands, and there is nothing to sign.
+  for (NodeId id : g.members) {
+    const wire::LockReply none = g.call(id, wire::GetReplicasRequest{});
+    CHECK(none.status.is_ok());
+    CHECK(none.config.empty());
+  }
+  const wire::LockReply set = g.call(m, three_replicas(0));
+  REQUIRE(set.status.is_ok());
+  const wire::ReplicaSet want{.version = 1,
+                              .phase = wire::ReplicaPhase::kServing,
+                              .replicas = three_replicas(0).replicas,
+                              .write_quorum = 2,
+                              .read_quorum = 2};
+  CHECK(certified(set) == want);
+  g.run(1000);  // the followers apply it too
+  for (NodeId id : g.members) {
+    INFO("node " << id);
+    const wire::LockReply read = g.call(id, wire::GetReplicasRequest{});
+    REQUIRE(read.status.is_ok());
+    CHECK(certified(read) == want);
+  }
+  // The next change replaces version 1.
+  const wire::LockReply next = g.call(m, three_replicas(1, "tcp://r4:7200"));
+  REQUIRE(next.status.is_ok());
+  CHECK(certified(next).version == 2);
+  CHECK(certified(next).replicas[0].address == "tcp://r4:7200");
+}
+
+TEST_CASE("lock service: set_replicas is refused stale over another version, and by a follower",
+          "[lock_service][replicaset]") {
+  Group g;
+  const NodeId m = g.elect();
+  REQUIRE(g.call(m, three_replicas(0)).status.is_ok());
+  const uint64_t slot = g.services[m]->node().applied_through();
+  const wire::LockReply stale = g.call(m, three_replicas(0, "tcp://other:7200"));
+  CHECK(stale.status.code() == Code::kStale);
+  CHECK_THAT(stale.status.message(), Catch::Contains("at version 1, not 0"));
+  CHECK(g.services[m]->node().applied_through() == slot);  // refused before it took a slot
+  CHECK(g.services[m]->table().replica_set().replicas[0].address == "tcp://r1:7200");
+  const NodeId follower = m == 1 ? 2 : 1;
+  const wire::LockReply refused = g.call(follower, three_replicas(1, "tcp://other:7200"));
+  CHECK(refused.status.code() == Code::kNotMaster);
+  CHECK(g.services[m]->table().replica_set().version == 1);
+}
+
+TEST_CASE("lock service: of two set_replicas of one version in one batch, the second is stale at apply time",
+          "[lock_service][replicaset]") {
+  Group g;
+  const NodeId m = g.elect();
+  // Both pass the master's check (the table is at version 0 when each arrives).
+  g.services[m]->on_request({.route = 1, .request = {101, three_replicas(0, "tcp://a:7200")}}, g.now);
+  g.services[m]->on_request({.route = 1, .request = {102, three_replicas(0, "tcp://b:7200")}}, g.now);
+  g.turn(m);
+  g.deliver();
+  for (int i = 0; i < 100 && g.replies.size() < 2; ++i) g.run(10);
+  REQUIRE(g.replies.count(101) == 1);
+  REQUIRE(g.replies.count(102) == 1);
+  CHECK(certified(g.replies[101]).replicas[0].address == "tcp://a:7200");
+  CHECK(g.replies[102].status.code() == Code::kStale);
+  CHECK(g.replies[102].config.empty());
+  CHECK(g.services[m]->table().replica_set().replicas[0].address == "tcp://a:7200");
 }
 
 }  // namespace palisade::lockgroup

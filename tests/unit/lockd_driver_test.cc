@@ -267,6 +267,28 @@ TEST_CASE("lockd driver: only an admin changes the members, and only from the ve
   CHECK(n.driver->service().table().members_version() == 1);
 }
 
+TEST_CASE("lockd driver: only an admin changes the replica set; anyone reads it", "[lockgroup][security][replicaset]") {
+  LockdDriverOptions o = lone_lockd_options();
+  o.permissions = Permissions({}, {{"worker", {"replica"}}, {"ops", {"admin"}}});
+  Node n(std::move(o));
+  n.elect();
+  const wire::SetReplicasRequest change{.version = 0,
+                                        .replicas = {{1, "tcp://r1:7200"}},
+                                        .write_quorum = 1,
+                                        .read_quorum = 1};
+  const wire::LockReply refused = call(n, change, "worker");
+  CHECK(refused.status.code() == Code::kPermissionDenied);
+  CHECK_THAT(refused.status.message(), Catch::Contains("may not change the replica set"));
+  CHECK(n.driver->service().table().replica_set().version == 0);
+  const wire::LockReply done = call(n, change, "ops");
+  REQUIRE(done.status.is_ok());
+  CHECK_FALSE(done.config.empty());
+  CHECK(n.driver->service().table().replica_set().version == 1);
+  const wire::LockReply read = call(n, wire::GetReplicasRequest{}, "worker");
+  REQUIRE(read.status.is_ok());
+  CHECK(read.config == done.config);
+}
+
 TEST_CASE("lockd driver: plaintext links check no permissions and name no identity", "[lockgroup]") {
   Node n;
   n.elect();
