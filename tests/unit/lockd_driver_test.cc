@@ -267,7 +267,7 @@ TEST_CASE("lockd driver: only an admin changes the members, and only from the ve
   CHECK(n.driver->service().table().members_version() == 1);
 }
 
-TEST_CASE("lockd driver: only an admin changes the replica set; anyone reads it", "[lockgroup][security][replicaset]") {
+TEST_CASE("lockd driver: only an admin changes the replica set and anyone reads it", "[lockgroup][security][replicaset]") {
   LockdDriverOptions o = lone_lockd_options();
   o.permissions = Permissions({}, {{"worker", {"replica"}}, {"ops", {"admin"}}});
   Node n(std::move(o));
