@@ -8,6 +8,10 @@ metrics on the same port as before, where Prometheus scrapes it.
         cluster.kill("lockd-2"); cluster.start_missing()
         cluster.cli("put", "greeting", "hello")
 
+If the process that started the cluster dies without stopping it (ctest
+kills a test at its timeout with SIGKILL), a detached watcher stops its
+daemons: `cluster up` detaches them, so nothing else would.
+
 LockLoad runs a lock-and-put loop against it in a thread (the operations
 and members tests keep it going while they change the cluster).
 """
@@ -17,6 +21,7 @@ import random
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -68,8 +73,10 @@ class MetricsCluster:
         self.base_port = None
         self.metrics = {}  # daemon name -> HOST:PORT of its metrics
         self.pids = {}     # daemon name -> pid, of the daemons running
+        self.watcher = None  # the write end of the watcher's stdin
 
     def __enter__(self):
+        self.watch()
         try:
             self.start()
         except BaseException:
@@ -79,6 +86,16 @@ class MetricsCluster:
 
     def __exit__(self, *exc):
         self.stop()
+
+    def watch(self):
+        """Starts the watcher: when its stdin closes without a word (this process
+        died), it runs `cluster down`. setsid -f makes it no child of ours, so a
+        kill of this process and its children spares it."""
+        script = "import subprocess, sys\nif not sys.stdin.read():\n    subprocess.run(sys.argv[1:], timeout=120)"
+        read, self.watcher = os.pipe()  # both ends not inherited: only the watcher holds the read end
+        subprocess.run(["setsid", "-f", sys.executable, "-c", script, self.palisade, "cluster", "down", "--dir",
+                        str(self.dir)], stdin=read, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        os.close(read)
 
     def cli(self, *args, timeout=60, check=True):
         """Runs `palisade --cluster FILE ARGS...`; its CompletedProcess."""
@@ -148,6 +165,10 @@ class MetricsCluster:
         if (self.dir / "daemons").exists():
             subprocess.run([self.palisade, "cluster", "down", "--dir", str(self.dir)], capture_output=True,
                            timeout=60)
+        if self.watcher is not None:
+            os.write(self.watcher, b"stopped")  # the watcher exits without a word to say
+            os.close(self.watcher)
+            self.watcher = None
 
 
 def wait_until(what, condition, timeout=30):

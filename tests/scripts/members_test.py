@@ -372,51 +372,52 @@ def main():
 
             load = LockLoad(cluster)
             nodes = NewNodes(cluster)
-            load.start()
-            try:
-                load.wait_for_steps(3)
-                # Five to three: the two it drops are not the master.
-                master = master_id(cluster)
-                check(master is not None, "no master before the changes")
-                dropped = [i for i in [1, 2, 3, 4, 5] if i != master][:2]
-                reply = change(cluster, "remove", *map(str, dropped))
-                check(reply["version"] == 1, f"the first change is version {reply['version']}")
-                version, ids, _ = members(cluster)
-                check(version == 1 and ids == sorted(set([1, 2, 3, 4, 5]) - set(dropped)),
-                      f"after removing {dropped}: version {version}, {ids}")
-                load.wait_for_steps(3)
-                # Back to five.
-                change(cluster, "add", *map(str, dropped))
-                version, ids, _ = members(cluster)
-                check((version, ids) == (2, [1, 2, 3, 4, 5]), f"after adding {dropped} back: version {version}, {ids}")
-                load.wait_for_steps(3)
-                # The master's own node out, another node of the file in: four
-                # members first, so that there is one to bring in.
-                spare = dropped[0]
-                change(cluster, "remove", str(spare))
-                master = master_id(cluster)
-                check(master is not None and master != spare, f"master {master} after removing {spare}")
-                change(cluster, "replace", str(master), str(spare))
-                wait_until("a new master among the members", lambda: master_id(cluster) not in (None, master),
-                           timeout=30)
-                version, ids, roles = members(cluster)
-                check(version == 4 and master not in ids and spare in ids and len(ids) == 4,
-                      f"after replacing master {master} by {spare}: version {version}, {ids}")
-                load.wait_for_steps(3)
-                holder, release = start_long_holder(cluster)
+            try:  # the nodes it started stop whatever fails
+                load.start()
                 try:
-                    report = replace_every_member(cluster, load, nodes)
-                    check_member_keys(cluster)
-                    finish_long_holder(cluster, holder, release, time.monotonic())
+                    load.wait_for_steps(3)
+                    # Five to three: the two it drops are not the master.
+                    master = master_id(cluster)
+                    check(master is not None, "no master before the changes")
+                    dropped = [i for i in [1, 2, 3, 4, 5] if i != master][:2]
+                    reply = change(cluster, "remove", *map(str, dropped))
+                    check(reply["version"] == 1, f"the first change is version {reply['version']}")
+                    version, ids, _ = members(cluster)
+                    check(version == 1 and ids == sorted(set([1, 2, 3, 4, 5]) - set(dropped)),
+                          f"after removing {dropped}: version {version}, {ids}")
+                    load.wait_for_steps(3)
+                    # Back to five.
+                    change(cluster, "add", *map(str, dropped))
+                    version, ids, _ = members(cluster)
+                    check((version, ids) == (2, [1, 2, 3, 4, 5]),
+                          f"after adding {dropped} back: version {version}, {ids}")
+                    load.wait_for_steps(3)
+                    # The master's own node out, another node of the file in: four
+                    # members first, so that there is one to bring in.
+                    spare = dropped[0]
+                    change(cluster, "remove", str(spare))
+                    master = master_id(cluster)
+                    check(master is not None and master != spare, f"master {master} after removing {spare}")
+                    change(cluster, "replace", str(master), str(spare))
+                    wait_until("a new master among the members", lambda: master_id(cluster) not in (None, master),
+                               timeout=30)
+                    version, ids, roles = members(cluster)
+                    check(version == 4 and master not in ids and spare in ids and len(ids) == 4,
+                          f"after replacing master {master} by {spare}: version {version}, {ids}")
+                    load.wait_for_steps(3)
+                    holder, release = start_long_holder(cluster)
+                    try:
+                        report = replace_every_member(cluster, load, nodes)
+                        check_member_keys(cluster)
+                        finish_long_holder(cluster, holder, release, time.monotonic())
+                    finally:
+                        if holder.poll() is None:
+                            release.touch()
+                            holder.kill()
+                            holder.wait()
                 finally:
-                    if holder.poll() is None:
-                        release.touch()
-                        holder.kill()
-                        holder.wait()
-            finally:
-                load.stopping.set()
-                load.join(timeout=180)
-            try:
+                    load.stopping.set()
+                    load.join(timeout=180)
                 zombie_drill(cluster)
             finally:
                 nodes.stop_all()
