@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "base/big_endian.h"
+#include "storage/durable_file.h"
 #include "wire/hash.h"
 
 namespace palisade {
@@ -24,22 +25,6 @@ constexpr size_t kKeyAt = 8, kSizeAt = 24, kHeaderSumAt = 32, kHeaderUsed = 40;
 // years at a million a second), so that none wraps around to 0.
 constexpr uint64_t kMaxSeq = uint64_t{1} << 63;
 static_assert(crypto_shorthash_KEYBYTES == 16 && crypto_shorthash_BYTES == 8);
-
-Status io_error(const std::string& what, const std::string& path) {
-  return Status(Code::kStorageError, what + " " + path + ": " + std::strerror(errno));
-}
-
-// Writes all of `bytes` at `offset`.
-bool write_all(int fd, std::string_view bytes, uint64_t offset) {
-  while (!bytes.empty()) {
-    ssize_t n = ::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<size_t>(n));
-    offset += static_cast<uint64_t>(n);
-  }
-  return true;
-}
 
 // Reads `n` bytes at `offset`; false on a short read or an error (errno set).
 bool read_all(int fd, char* out, size_t n, uint64_t offset) {
@@ -80,18 +65,11 @@ Status create_file(const std::string& path, size_t size) {
   ok = ok && ::fdatasync(fd) == 0;
   Status s = ok ? Status::ok() : io_error("cannot fill", tmp);
   ::close(fd);
-  if (s.is_ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = io_error("cannot rename to", path);
   if (!s.is_ok()) {
     ::unlink(tmp.c_str());
     return s;
   }
-  // The rename is durable once the directory is synced.
-  std::string dir = path.substr(0, path.find_last_of('/') + 1);
-  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return io_error("cannot open directory of", path);
-  int rc = ::fsync(dfd);
-  ::close(dfd);
-  return rc == 0 ? Status::ok() : io_error("cannot sync directory of", path);
+  return rename_durably(tmp, path);
 }
 
 }  // namespace
