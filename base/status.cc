@@ -5,7 +5,7 @@
 namespace palisade {
 namespace {
 
-constexpr std::array<std::pair<Code, std::string_view>, 22> kNames = {{
+constexpr std::array<std::pair<Code, std::string_view>, 24> kNames = {{
     {Code::kOk, "ok"},
     {Code::kMalformed, "malformed"},
     {Code::kBadRequest, "bad_request"},
@@ -28,6 +28,8 @@ constexpr std::array<std::pair<Code, std::string_view>, 22> kNames = {{
     {Code::kWrongCluster, "wrong_cluster"},
     {Code::kCancelled, "cancelled"},
     {Code::kPermissionDenied, "permission_denied"},
+    {Code::kStaleConfig, "stale_config"},
+    {Code::kUnknownConfig, "unknown_config"},
 }};
 
 constexpr bool names_every_code_in_order() {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/big_endian.h"
+#include "wire/config_certificate.h"
 #include "wire/hash.h"
 #include "wire/message_codec.h"
 #include "wire/message_fields.h"
@@ -375,13 +376,15 @@ std::string pack_stats_floors(const std::vector<std::pair<std::string, uint64_t>
 }
 
 void pack_stats(Packer& pk, const ReplicaStats& s) {
-  pk.pack_map(s.insecure ? 6 : 5);
+  pk.pack_map(5 + (s.insecure ? 1 : 0) + (s.config_version != 0 ? 1 : 0) + (s.config_paused ? 1 : 0));
   pack_u64_field(pk, "keys", s.keys);
   pack_u64_field(pk, "floor_count", s.floor_count);
   pack_bytes_field(pk, "floors", pack_stats_floors(s.floors));
   pack_u64_field(pk, "data_bytes", s.data_bytes);
   pack_u64_field(pk, "format", s.format);
   if (s.insecure) pack_bool_field(pk, "insecure", true);
+  if (s.config_version != 0) pack_u64_field(pk, "config_version", s.config_version);
+  if (s.config_paused) pack_bool_field(pk, "config_paused", true);
 }
 
 void read_stats(FieldReader& r, const Limits& limits, std::optional<ReplicaStats>& out) {
@@ -398,6 +401,8 @@ void read_stats(FieldReader& r, const Limits& limits, std::optional<ReplicaStats
   sr.u64("data_bytes", s.data_bytes, Need::kRequired);
   sr.u64("format", format, Need::kRequired);
   sr.boolean("insecure", s.insecure, Need::kOptional);
+  sr.u64("config_version", s.config_version, Need::kOptional);
+  sr.boolean("config_paused", s.config_paused, Need::kOptional);
   if (Status st = sr.finish(); !st.is_ok()) return r.fail(st.code(), st.message());
   s.format = static_cast<uint32_t>(format);
   BinReader in(floors);
@@ -414,6 +419,13 @@ void read_stats(FieldReader& r, const Limits& limits, std::optional<ReplicaStats
 }
 
 struct RequestEncoder : RequestEncoderBase {
+  uint64_t config = 0;
+
+  // Hides RequestEncoderBase::head: the envelope, then "config" when set.
+  void head(uint32_t field_count, std::string_view type) const {
+    RequestEncoderBase::head(field_count + (config != 0 ? 1 : 0), type);
+    if (config != 0) pack_u64_field(pk, "config", config);
+  }
   void operator()(const PingRequest&) const { head(3, "ping"); }
   void operator()(const WriteRequest& r) const {
     const std::string commits = pack_commits(r.commits);
@@ -476,6 +488,10 @@ struct RequestEncoder : RequestEncoderBase {
   void operator()(const StatsRequest& r) const {
     head(4, "stats");
     pack_u64_field(pk, "max_floors", r.max_floors);
+  }
+  void operator()(const InstallConfigRequest& r) const {
+    head(4, "install_config");
+    pack_text_field(pk, "certificate", r.certificate);
   }
   void operator()(const ReadRequest& r) const {
     head(r.floor_of.empty() ? 4 : 5, "read");
@@ -555,6 +571,11 @@ Result<ReplicaRequestBody> read_body(const std::string& type, FieldReader& r, co
     if (type == "drop_tombstone") return ReplicaRequestBody{DropTombstoneRequest{std::move(key), ts, hash}};
     return ReplicaRequestBody{PurgeRequest{std::move(key), ts, hash}};
   }
+  if (type == "install_config") {
+    InstallConfigRequest c;
+    r.bytes("certificate", c.certificate, kMaxConfigCertificateBytes, Need::kRequired);
+    return ReplicaRequestBody{std::move(c)};
+  }
   if (type == "read_many") {
     ReadManyRequest m;
     std::string raw;
@@ -619,6 +640,7 @@ uint32_t reply_field_count(const ReplicaReply& reply) {
   if (!reply.records.empty()) ++n;
   if (reply.keys_done != 0) ++n;
   if (reply.refused != 0) n += 2;
+  if (!reply.config.empty()) ++n;
   return n;
 }
 
@@ -698,14 +720,18 @@ bool same_write(const Version& a, const Version& b) {
 }
 
 std::string_view request_type(const ReplicaRequestBody& body) {
-  static constexpr std::array<std::string_view, 12> kNames = {"ping",           "write", "fence",     "commit",
-                                                              "read",           "purge", "tree",      "leaf",
-                                                              "drop_tombstone", "stats", "read_many", "copy_many"};
+  static constexpr std::array<std::string_view, 13> kNames = {
+      "ping", "write",          "fence", "commit",    "read",      "purge",         "tree",
+      "leaf", "drop_tombstone", "stats", "read_many", "copy_many", "install_config"};
   static_assert(kNames.size() == std::variant_size_v<ReplicaRequestBody>);
   return kNames[body.index()];
 }
 
-std::string encode_request(const ReplicaRequest& request) { return encode_request_with<RequestEncoder>(request); }
+std::string encode_request(const ReplicaRequest& request) {
+  return encode_message([&](Packer& pk) {
+    std::visit(RequestEncoder{{pk, request.id, request.cluster}, request.config}, request.body);
+  });
+}
 
 std::string encode_reply(const ReplicaReply& reply) {
   return encode_message([&](Packer& pk) {
@@ -743,17 +769,22 @@ std::string encode_reply(const ReplicaReply& reply) {
       pack_u64_field(pk, "refused", reply.refused);
       pack_text_field(pk, "first_refusal", reply.first_refusal);
     }
+    if (!reply.config.empty()) pack_text_field(pk, "config", reply.config);
   });
 }
 
 Result<ReplicaRequest> decode_request(std::string_view bytes, const Limits& limits, uint64_t* id_out) {
+  uint64_t config = 0;
   auto read = [&](const std::string& type, FieldReader& r, ReplicaRequestBody& body) {
+    r.u64("config", config, Need::kOptional);
     auto got = read_body(type, r, limits);
     if (!got.is_ok()) return got.status();
     body = std::move(got).value();
     return Status::ok();
   };
-  return decode_request_with<ReplicaRequest>(bytes, limits.max_message_bytes(), id_out, read);
+  auto request = decode_request_with<ReplicaRequest>(bytes, limits.max_message_bytes(), id_out, read);
+  if (request.is_ok()) request.value().config = config;
+  return request;
 }
 
 Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits) {
@@ -781,6 +812,7 @@ Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits) 
         r.u64("refused", reply.refused, Need::kOptional);
         r.bytes("first_refusal", reply.first_refusal, limits.max_value_bytes,
                 reply.refused != 0 ? Need::kRequired : Need::kOptional);
+        r.bytes("config", reply.config, kMaxConfigCertificateBytes, Need::kOptional);
       },
       [&](ReplicaReply& reply) {
         if (Status n = unpack_nodes(nodes, reply.nodes); !n.is_ok()) return n;

@@ -206,6 +206,8 @@ struct ReplicaStats {
   uint64_t data_bytes = 0;   // bytes of the data file in use (0: not on disk)
   uint32_t format = 0;       // storage format of the data directory (0: not on disk)
   bool insecure = false;     // started with --insecure: accepts any fencing token, unchecked
+  uint64_t config_version = 0;  // the replica set version it keeps (0: none, the cluster file's)
+  bool config_paused = false;  // that set is paused for a replacement
   friend bool operator==(const ReplicaStats&, const ReplicaStats&) = default;
 };
 
@@ -247,9 +249,16 @@ struct ReadRequest {
   friend bool operator==(const ReadRequest&, const ReadRequest&) = default;
 };
 
+// Gives the replica the lock group's certificate of a replica set
+// (wire/config_certificate.h), which it keeps when it is newer than its own.
+struct InstallConfigRequest {
+  std::string certificate;
+  friend bool operator==(const InstallConfigRequest&, const InstallConfigRequest&) = default;
+};
+
 using ReplicaRequestBody = std::variant<PingRequest, WriteRequest, FenceRequest, CommitRequest, ReadRequest,
                                         PurgeRequest, TreeRequest, LeafRequest, DropTombstoneRequest, StatsRequest,
-                                        ReadManyRequest, CopyManyRequest>;
+                                        ReadManyRequest, CopyManyRequest, InstallConfigRequest>;
 
 // The wire type of a request ("write", ...), for metrics and logs.
 std::string_view request_type(const ReplicaRequestBody& body);
@@ -260,6 +269,9 @@ struct ReplicaRequest {
   // The id of the cluster the sender means (base/cluster_id.h), on the wire
   // as "cluster"; empty: any. A replica of another cluster answers wrong_cluster.
   std::string cluster{};
+  // The version of the replica set the sender uses (its config certificate's),
+  // on the wire as "config" when not 0; 0: none, the cluster file's list.
+  uint64_t config = 0;
   // Set by the receiving replica, never encoded: the frame carried a valid
   // repairer's seal (auth/repair_seal.h).
   bool from_repairer = false;
@@ -294,6 +306,8 @@ struct ReplicaReply {
   uint64_t keys_done = 0;                    // read_many: how many of the keys asked are listed (a prefix)
   uint64_t refused = 0;                      // copy_many: copies not stored
   std::string first_refusal{};               // copy_many: why the first of them was refused
+  // stale_config, install_config: the config certificate the replica holds.
+  std::string config{};
 };
 
 std::string encode_request(const ReplicaRequest& request);

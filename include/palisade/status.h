@@ -36,10 +36,12 @@ enum class Code : uint8_t {
   kWrongCluster,  // the daemon belongs to another cluster than the caller's (cluster_id)
   kCancelled,  // the caller cancelled the call (client side only)
   kPermissionDenied,  // the caller's identity may not do this; nothing was applied
+  kStaleConfig,  // the request named an older replica set than the replica's (the reply carries it)
+  kUnknownConfig,  // the request named a replica set the replica has not installed yet
 };
 // How many codes there are: every code's value is below it (base/status.cc
 // checks that each has a name). A new code goes last, and moves this.
-inline constexpr size_t kCodeCount = static_cast<size_t>(Code::kPermissionDenied) + 1;
+inline constexpr size_t kCodeCount = static_cast<size_t>(Code::kUnknownConfig) + 1;
 
 // The wire name of a code ("fenced", "stale", ...): docs/protocol.md lists them.
 std::string_view code_name(Code code);

@@ -141,6 +141,10 @@ void replica_seeds(Corpus& corpus) {
   request("read-many", ReadManyRequest{{"a", "bb", "ccc"}});
   request("copy-many",
           CopyManyRequest{{Copy{"a", version("one", kTs, "lock", true)}, Copy{"b", version("", kOlderTs), 77}}});
+  const std::string config = sign_config_certificate(SequencerSigner(cluster_key(), fuzz::kGroup), replica_set());
+  request("install-config", InstallConfigRequest{config});
+  ReplicaRequest named{17, ReadRequest{"key"}, kCluster, 3};
+  corpus.add("replica_protocol", "request-read-naming-config", encode_request(named));
   // A repairer's seal over a request (the harness opens it at this time).
   corpus.add("replica_protocol", "sealed-write-repair",
              RepairSeal(cluster_key(), fuzz::kGroup).seal(repair_bytes, fuzz::kSealTimeMs));
@@ -174,6 +178,9 @@ void replica_seeds(Corpus& corpus) {
   ReplicaReply applied = ok;
   applied.applied = true;
   reply("applied", applied);
+  ReplicaReply stale_config = error_reply(17, Status(Code::kStaleConfig, "this replica has version 3"));
+  stale_config.config = config;
+  reply("stale-config", stale_config);
   ReplicaReply tree = ok;
   tree.nodes = {TreeNode{1, 0}, TreeNode{0xffffffffffffffff, 3}};
   reply("tree", tree);

@@ -39,7 +39,9 @@ TEST_CASE("stats wire: the request and the reply round trip", "[replica][wire]")
                              .floors = {{"L", 5}, {std::string(256, 'x'), UINT64_MAX}, {"\0\xff"s, 1}},
                              .data_bytes = 123456789,
                              .format = 2,
-                             .insecure = true};
+                             .insecure = true,
+                             .config_version = 7,
+                             .config_paused = true};
   const std::string bytes = wire::encode_reply(reply);
   auto decoded = wire::decode_reply(bytes, {});
   INFO(decoded.status().to_string());

@@ -22,6 +22,7 @@ namespace {
 
 using wire::CommitRequest;
 using wire::FenceRequest;
+using wire::InstallConfigRequest;
 using wire::Limits;
 using wire::PingRequest;
 using wire::PurgeRequest;
@@ -84,6 +85,7 @@ void check_same_reply(const ReplicaReply& got, const ReplicaReply& want) {
   CHECK(got.versions == want.versions);
   CHECK(got.floors == want.floors);
   CHECK(got.applied == want.applied);
+  CHECK(got.config == want.config);
 }
 
 ReplicaReply round_trip_reply(const ReplicaReply& reply) {
@@ -166,6 +168,9 @@ TEST_CASE("wire: every request type round-trips", "[wire]") {
       {"read with the floor of another lock", {11, ReadRequest{"k", "M"}}},
       {"write naming its cluster", {12, kWrite, std::string("\x00\xff\x5a cluster id \x01", 16)}},
       {"ping naming its cluster", {13, PingRequest{}, std::string(16, '\x07')}},
+      {"write naming its replica set", {14, kWrite, "", 7}},
+      {"read naming the largest replica set version", {15, ReadRequest{"k"}, std::string(16, 'c'), UINT64_MAX}},
+      {"install_config", {16, InstallConfigRequest{"pcc1.cmVjb3Jk.c2ln"}}},
   };
   test::check_request_round_trips(cases, wire::encode_request, wire::decode_request);
 }
@@ -307,11 +312,16 @@ TEST_CASE("wire: every reply shape round-trips", "[wire]") {
     r.applied = true;
     check_reply_round_trip(r);
   }
+  SECTION("stale_config with the replica's certificate") {
+    ReplicaReply r = reply_of(22, Status(Code::kStaleConfig, "this replica has version 4"), 3);
+    r.config = "pcc1.cmVjb3Jk.c2ln";
+    check_reply_round_trip(r);
+  }
   SECTION("error replies of every code") {
-    for (int c = 0; c <= static_cast<int>(Code::kInternal); ++c) {
+    for (size_t c = 0; c < kCodeCount; ++c) {
       const auto code = static_cast<Code>(c);
       INFO("code " << code_name(code));
-      ReplicaReply r = wire::error_reply(UINT64_MAX - static_cast<uint64_t>(c), Status(code, "because " + std::to_string(c)));
+      ReplicaReply r = wire::error_reply(UINT64_MAX - c, Status(code, "because " + std::to_string(c)));
       check_reply_round_trip(r);
     }
   }
