@@ -42,7 +42,8 @@ nlohmann::json replica_json(zmq::context_t& ctx, const std::string& endpoint, bo
                        : conn.call({.id = 0, .body = wire::StatsRequest{}, .cluster = cluster}, 1000);
   nlohmann::json out{{"endpoint", endpoint}, {"reachable", reply.is_ok()},
                      {"own_cluster", reply.is_ok() && reply.value().status.code() != Code::kWrongCluster}};
-  for (const char* field : {"keys", "floor_count", "floors", "floors_cut", "data_bytes", "format", "insecure"}) {
+  for (const char* field : {"keys", "floor_count", "floors", "floors_cut", "data_bytes", "format", "insecure",
+                            "config_version", "config_paused"}) {
     out[field] = nullptr;
   }
   if (!reply.is_ok()) return out;
@@ -53,9 +54,15 @@ nlohmann::json replica_json(zmq::context_t& ctx, const std::string& endpoint, bo
   const wire::ReplicaStats& s = *reply.value().stats;
   nlohmann::json floors = nlohmann::json::object();
   for (const auto& [lock, floor] : s.floors) floors[lock] = floor;
-  out.update({{"keys", s.keys}, {"floor_count", s.floor_count}, {"floors", floors},
-              {"floors_cut", s.floors.size() < s.floor_count}, {"data_bytes", s.data_bytes},
-              {"format", s.format}, {"insecure", s.insecure}});
+  out.update({{"keys", s.keys},
+              {"floor_count", s.floor_count},
+              {"floors", floors},
+              {"floors_cut", s.floors.size() < s.floor_count},
+              {"data_bytes", s.data_bytes},
+              {"format", s.format},
+              {"insecure", s.insecure},
+              {"config_version", s.config_version},
+              {"config_paused", s.config_paused}});
   return out;
 }
 
@@ -71,9 +78,13 @@ void print_replica(const nlohmann::json& r) {
                 r["stats_error"].get_ref<const std::string&>().c_str());
     return;
   }
-  std::printf("  %-24s answering, %llu keys, %llu floors, %.1f MB of data%s\n", endpoint,
+  const uint64_t config = r["config_version"].get<uint64_t>();
+  const std::string set = config == 0 ? ""
+                                      : ", replica set version " + std::to_string(config) +
+                                            (r["config_paused"].get<bool>() ? " (paused)" : "");
+  std::printf("  %-24s answering, %llu keys, %llu floors, %.1f MB of data%s%s\n", endpoint,
               r["keys"].get<unsigned long long>(), r["floor_count"].get<unsigned long long>(),
-              static_cast<double>(r["data_bytes"].get<uint64_t>()) / 1e6,
+              static_cast<double>(r["data_bytes"].get<uint64_t>()) / 1e6, set.c_str(),
               r["insecure"].get<bool>() ? ", INSECURE: no cluster key, any fencing token accepted" : "");
   std::vector<std::pair<uint64_t, std::string>> floors;
   for (const auto& [lock, floor] : r["floors"].items()) floors.emplace_back(floor.get<uint64_t>(), lock);

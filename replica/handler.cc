@@ -53,13 +53,28 @@ void insert(Versions& versions, const Version& v) {
 
 }  // namespace
 
+namespace {
+
+std::optional<SequencerVerifier> verifier_of(const std::optional<ReplicaAuth>& auth) {
+  if (!auth) return std::nullopt;
+  return auth->sequencers ? *auth->sequencers : SequencerSigner(auth->replica_key, auth->group).verifier();
+}
+
+}  // namespace
+
 ReplicaHandler::ReplicaHandler(ReplicaStore& store, HybridClock& clock, std::optional<ReplicaAuth> auth)
-    : store_(store), clock_(clock), auth_(std::move(auth)) {
+    : store_(store), clock_(clock), auth_(std::move(auth)), verifier_(verifier_of(auth_)), config_(store, verifier_) {
   if (auth_) {
-    verifier_ = auth_->sequencers ? *auth_->sequencers : SequencerSigner(auth_->replica_key, auth_->group).verifier();
     receipts_.emplace(auth_->replica_key, auth_->group, auth_->replica_id, auth_->write_quorum);
     seal_.emplace(auth_->replica_key, auth_->group);
   }
+}
+
+ReplicaReply ReplicaHandler::install_config(const wire::InstallConfigRequest& c) {
+  ReplicaReply reply;
+  reply.status = config_.install(c.certificate);
+  reply.config = config_.certificate();
+  return reply;
 }
 
 Result<wire::ReplicaRequest> ReplicaHandler::decode(std::string_view frame, const wire::Limits& limits,
@@ -115,6 +130,8 @@ std::vector<ReplicaReply> ReplicaHandler::handle_batch(std::span<const wire::Rep
 
 ReplicaReply ReplicaHandler::apply(const wire::ReplicaRequest& request, bool& changed) {
   const auto& body = request.body;
+  if (auto refused = config_.refusal(request)) return *refused;
+  if (const auto* c = std::get_if<wire::InstallConfigRequest>(&body)) return install_config(*c);
   if (std::holds_alternative<wire::PingRequest>(body)) return {};
   if (const auto* r = std::get_if<wire::ReadRequest>(&body)) return read(*r);
   if (const auto* t = std::get_if<wire::TreeRequest>(&body)) return tree(*t);
@@ -400,6 +417,8 @@ ReplicaReply ReplicaHandler::stats(const wire::StatsRequest& s) {
   ReplicaReply reply;
   reply.stats = std::move(got).value();
   reply.stats->insecure = !auth_;
+  reply.stats->config_version = config_.version();
+  reply.stats->config_paused = config_.paused();
   return reply;
 }
 

@@ -19,6 +19,7 @@
 #include "auth/cluster_key.h"
 #include "palisade/sequencer.h"
 #include "replica/receipts.h"
+#include "replica/replica_config.h"
 #include "replica/store.h"
 
 namespace palisade::replica {
@@ -65,13 +66,16 @@ class ReplicaHandler {
 
   // Applies `batch` in order and commits it with one durable commit. Returns one
   // reply per request, in order. Replies may be sent only after this returns.
-  // Codes: write: ok, fenced (floor), stale (stored_ts), clock_skew, bad_request,
+  // First, every request but ping, stats and install_config meets the replica
+  // set this replica keeps (ReplicaConfig::refusal). Codes: write: ok, fenced
+  // (floor), stale (stored_ts), clock_skew, bad_request,
   // unavailable (too many pending versions), bad_sequencer, corrupt; fence: ok
   // (floor), bad_request, bad_sequencer; commit, purge, drop_tombstone:
   // ok (applied) or corrupt; read: ok (versions, floors) or corrupt; tree: ok
   // (nodes); leaf: ok (entries, leaves_done); stats: ok (stats), or corrupt when
   // a floor record listed is; read_many: ok (records, keys_done); copy_many: ok
-  // (refused, first_refusal); every request: storage_error when the disk failed.
+  // (refused, first_refusal); install_config: ok (config), bad_request,
+  // storage_error; every request: storage_error when the disk failed.
   // A `corrupt` about the key's record carries the record's digest; only a
   // committed write (or copy) that names it in `replaces` replaces the record.
   std::vector<wire::ReplicaReply> handle_batch(std::span<const wire::ReplicaRequest> batch);
@@ -112,6 +116,8 @@ class ReplicaHandler {
   wire::ReplicaReply stats(const wire::StatsRequest& s);
   wire::ReplicaReply read_many(const wire::ReadManyRequest& r);
   wire::ReplicaReply copy_many(const wire::CopyManyRequest& c, bool& changed, bool repairer);
+  // ok with the certificate kept after it (docs/protocol.md "install_config").
+  wire::ReplicaReply install_config(const wire::InstallConfigRequest& c);
   // With auth_: ok when making `v` committed is proven (by a repairer, or a
   // certificate of W receipts) or needs no proof (no lock); else bad_request.
   Status check_proof(std::string_view key, const wire::Version& v, const wire::Certificate& certificate,
@@ -134,6 +140,7 @@ class ReplicaHandler {
   HybridClock& clock_;
   std::optional<ReplicaAuth> auth_;
   std::optional<SequencerVerifier> verifier_;  // with auth_
+  ReplicaConfig config_;  // after verifier_, which it copies
   std::optional<Receipts> receipts_;  // with auth_
   std::optional<RepairSeal> seal_;    // with auth_
   // Sequencer texts that verified under auth_ (which never changes): a holder

@@ -10,11 +10,16 @@
 #include "base/big_endian.h"
 #include "replica/lmdb_util.h"
 #include "replica/record.h"
+#include "storage/durable_file.h"
+#include "wire/config_certificate.h"
 
 namespace palisade::replica {
 namespace {
 
 constexpr std::string_view kFormatKey = "format";
+// The config certificate, beside the LMDB files: it changes seldom, and apart
+// from the batches and their journal.
+constexpr std::string_view kConfigFile = "config-certificate";
 // Format 2 added sequencers in floor records (and a digests database, dropped
 // since), format 3 the journal, format 4 records of format 2 (what a replica
 // dropped). Older directories are upgraded when opened; older binaries refuse
@@ -48,6 +53,7 @@ LmdbStore::LmdbStore()
                  [this](MDB_txn* txn, std::string_view record) { return replay_record(txn, record); }) {}
 
 Status LmdbStore::init(const std::string& dir, Options options) {
+  dir_ = dir;
   int rc = mdb_env_create(&env_);
   if (rc != 0) return lmdb_error("mdb_env_create", rc);
   if (mdb_env_get_maxkeysize(env_) < static_cast<int>(kMaxKeyBytes)) {
@@ -112,6 +118,16 @@ Status LmdbStore::load_replica_id() {
   MDB_val put{sizeof id, id};
   if ((rc = mdb_put(txn, meta_, &k, &put, 0)) != 0) return lmdb_error("write the replica id", rc);
   return Status::ok();
+}
+
+Result<std::string> LmdbStore::config_certificate() {
+  auto text = read_small_file(dir_ + "/" + std::string(kConfigFile), wire::kMaxConfigCertificateBytes);
+  if (!text.is_ok()) return text.status();
+  return text.value().value_or("");
+}
+
+Status LmdbStore::save_config_certificate(std::string_view text) {
+  return write_file_durably(dir_ + "/" + std::string(kConfigFile), text);
 }
 
 LmdbStore::~LmdbStore() {

@@ -61,6 +61,9 @@ class LmdbStore final : public ReplicaStore {
   Result<wire::TreeNode> tree_node(uint32_t level, uint64_t index) override;
   Status list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) override;
   Result<wire::ReplicaStats> stats(size_t max_floors) override;
+  // In DIR/config-certificate, replaced whole (storage/durable_file.h).
+  Result<std::string> config_certificate() override;
+  Status save_config_certificate(std::string_view text) override;
 
   // Commits what the journal holds into LMDB (synced) so that its space is
   // reused. Between batches only: BadRequest while a batch holds changes.
@@ -98,6 +101,7 @@ class LmdbStore final : public ReplicaStore {
   // lmdb_tree.cc: builds the tree from every record and floor.
   Status build_tree();
 
+  std::string dir_;
   MDB_env* env_ = nullptr;
   unsigned versions_ = 0, floors_ = 0, meta_ = 0;
   MerkleTree tree_;

@@ -23,6 +23,11 @@ class MemoryStore final : public ReplicaStore {
   Result<wire::TreeNode> tree_node(uint32_t level, uint64_t index) override;
   Status list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) override;
   Result<wire::ReplicaStats> stats(size_t max_floors) override;
+  Result<std::string> config_certificate() override { return config_; }
+  Status save_config_certificate(std::string_view text) override {
+    config_ = text;
+    return Status::ok();
+  }
   // What list_leaf would list for the key, without the scan.
   Result<std::optional<uint64_t>> key_digest(std::string_view key) override;
 
@@ -49,6 +54,7 @@ class MemoryStore final : public ReplicaStore {
   State batch_;  // overlay on durable_
   bool fail_next_commit_ = false;
   size_t capacity_bytes_ = SIZE_MAX;
+  std::string config_;  // the config certificate
 };
 
 }  // namespace palisade::replica

@@ -52,6 +52,12 @@ class ReplicaStore {
   // the batch's changes included. Cheap: no record is read beyond those floors.
   virtual Result<wire::ReplicaStats> stats(size_t max_floors) = 0;
 
+  // The config certificate the replica keeps (docs/design.md "The replica
+  // set"), empty when none. Apart from the batches: saving it is durable when
+  // it returns ok, whatever becomes of the open batch.
+  virtual Result<std::string> config_certificate() = 0;
+  virtual Status save_config_certificate(std::string_view text) = 0;
+
   // The digest `list_leaf` gives the key's entry, the batch's changes
   // included: for a record that fails its checksum, the digest of its raw
   // bytes (merkle.h corrupt_digest), which a repair must name to replace it.

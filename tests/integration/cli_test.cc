@@ -1844,11 +1844,14 @@ TEST_CASE("cli: status reports each replica's keys and the fence floor a locked 
     CHECK(r["floors_cut"] == false);
     CHECK(r["format"] == 4);
     CHECK(r["insecure"] == false);  // cluster up gives replicas the cluster key
+    CHECK(r["config_version"] == 0);  // none installed: the cluster file's list
+    CHECK(r["config_paused"] == false);
   }
   Run text = fx.run({"status"});
   INFO(text.out);
   CHECK(text.out.find("answering, 1 keys, 1 floors") != std::string::npos);
   CHECK(text.out.find("floor L ") != std::string::npos);
+  CHECK(text.out.find("replica set version") == std::string::npos);
 }
 
 // Writes `key` while replica 3 is down, then brings it back without it.

@@ -19,6 +19,8 @@
 #include "wire/envelope.h"
 #include "wire/replica_protocol.h"
 #include "auth/cluster_key.h"
+#include "auth/config_certificate.h"
+#include "wire/replica_set.h"
 #include "tests/support/sequencers.h"
 #include "transport/transport.h"
 #include "replica/lmdb_store.h"
@@ -642,6 +644,51 @@ TEST_CASE("daemon: with the cluster key, it refuses forged sequencers and accept
   CHECK(signed_write.status.is_ok());
   CHECK(read_value(conn, "k") == "good");
   CHECK_THAT(daemon.process().log(), Catch::Contains("sequencer of lock group 'it-1'"));
+  stop(daemon);
+}
+
+TEST_CASE("daemon: it keeps the newest config certificate through a SIGKILL, and holds requests to it",
+          "[replica][daemon][config]") {
+  KeyedCluster cluster;
+  ReplicaProcess daemon(cluster.tmp.sub("data"), {"--cluster", cluster.tmp.sub("cluster.toml")});
+  auto certificate = [&](uint64_t version, const ClusterKey& key) {
+    wire::ReplicaSet set{.version = version,
+                         .replicas = {{1, "tcp://127.0.0.1:2"}, {2, "tcp://127.0.0.1:3"}, {3, "tcp://127.0.0.1:4"}},
+                         .write_quorum = 2,
+                         .read_quorum = 2};
+    return sign_config_certificate(SequencerSigner(key, "it-1"), set);
+  };
+  auto install = [&](ReplicaConnection& conn, const std::string& text) {
+    wire::ReplicaRequest r;
+    r.body = wire::InstallConfigRequest{text};
+    return call(conn, r);
+  };
+  auto naming = [](wire::ReplicaRequest r, uint64_t config) {
+    r.config = config;
+    return r;
+  };
+  {
+    ReplicaConnection conn(daemon.endpoint());
+    write_ok(conn, "before", "v", ts_now(0), "");  // no certificate yet: version 0 is served
+    ReplicaReply forged = install(conn, certificate(9, ClusterKey::generate()));
+    CHECK(forged.status.code() == Code::kBadRequest);
+    CHECK_THAT(forged.status.message(), Catch::Contains("signature"));
+    ReplicaReply installed = install(conn, certificate(2, cluster.key));
+    INFO(installed.status.to_string());
+    REQUIRE(installed.status.is_ok());
+    CHECK(installed.config == certificate(2, cluster.key));
+  }
+  daemon.process().kill();  // SIGKILL, right after the install was answered
+  daemon.restart();
+  ReplicaConnection conn(daemon.endpoint());
+  ReplicaReply stale = call(conn, write_req("k", "old file's list", ts_now(0), ""));
+  CHECK(stale.status.code() == Code::kStaleConfig);
+  CHECK(stale.config == certificate(2, cluster.key));
+  CHECK(call(conn, naming(read_req("before"), 3)).status.code() == Code::kUnknownConfig);
+  ReplicaReply read = call(conn, naming(read_req("before"), 2));
+  REQUIRE(read.status.is_ok());
+  CHECK(read.versions.size() == 1);
+  CHECK(call(conn, naming(write_req("k", "v", ts_now(0), ""), 2)).status.is_ok());
   stop(daemon);
 }
 

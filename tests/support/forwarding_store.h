@@ -17,6 +17,8 @@ class ForwardingStore : public replica::ReplicaStore {
   Result<wire::TreeNode> tree_node(uint32_t level, uint64_t index) override { return inner.tree_node(level, index); }
   Status list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) override { return inner.list_leaf(leaf, out); }
   Result<wire::ReplicaStats> stats(size_t max_floors) override { return inner.stats(max_floors); }
+  Result<std::string> config_certificate() override { return inner.config_certificate(); }
+  Status save_config_certificate(std::string_view t) override { return inner.save_config_certificate(t); }
 
   replica::MemoryStore inner;
 };

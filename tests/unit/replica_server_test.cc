@@ -39,6 +39,8 @@ class BatchCountingStore final : public replica::ReplicaStore {
   Result<wire::TreeNode> tree_node(uint32_t level, uint64_t index) override { return inner_.tree_node(level, index); }
   Status list_leaf(uint64_t leaf, std::vector<wire::LeafEntry>& out) override { return inner_.list_leaf(leaf, out); }
   Result<wire::ReplicaStats> stats(size_t max_floors) override { return inner_.stats(max_floors); }
+  Result<std::string> config_certificate() override { return inner_.config_certificate(); }
+  Status save_config_certificate(std::string_view t) override { return inner_.save_config_certificate(t); }
   std::vector<int> batches;
   std::chrono::milliseconds commit_delay{0};
 

@@ -2,13 +2,16 @@
 // in-memory one the simulator uses and the LMDB one the daemon uses. Then the
 // LMDB-only promises (format check, on-disk corruption) and the record codec.
 #include <catch2/catch.hpp>
+
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
 #include "wire/hash.h"
 #include "storage/journal.h"
 #include "replica/lmdb_store.h"
+#include "wire/config_certificate.h"
 #include "replica/memory_store.h"
 #include "replica/merkle.h"
 #include "replica/record.h"
@@ -803,6 +806,35 @@ TEST_CASE("record: a record written before versions kept sequencers still reads"
   CHECK(decoded.value()[0].lock == "L");
   CHECK(decoded.value()[0].sequencer.empty());
   CHECK(replica::encode_record("k", decoded.value()) == rec);
+}
+
+STORE_TEST("store: the config certificate is kept across a crash, apart from the batch") {
+  TestType f;
+  CHECK(f.store().config_certificate().value().empty());  // none yet
+  REQUIRE(put(f.store(), "k", version("v", 1)).is_ok());  // a batch left open
+  REQUIRE(f.store().save_config_certificate("pcc1.first.x").is_ok());
+  REQUIRE(f.store().save_config_certificate("pcc1.second.y").is_ok());
+  f.reopen();
+  CHECK(f.store().config_certificate().value() == "pcc1.second.y");
+  CHECK(stored(f.store(), "k").empty());  // the batch was never committed
+}
+
+TEST_CASE("LmdbStore: a config certificate file that cannot be read is an error, not none", "[replica][store]") {
+  LmdbFixture f;
+  const std::string path = f.dir->path() + "/config-certificate";
+  REQUIRE(f.store().save_config_certificate("pcc1.a.b").is_ok());
+  CHECK(!std::filesystem::exists(path + ".new"));  // written through it, then renamed
+  std::filesystem::remove(path);
+  std::filesystem::create_directory(path);  // not a file
+  auto read = f.store().config_certificate();
+  CHECK(read.status().code() == Code::kStorageError);
+  CHECK_THAT(read.status().message(), Catch::Contains("config-certificate"));
+  std::filesystem::remove(path);
+  {
+    std::ofstream big(path);
+    big << std::string(wire::kMaxConfigCertificateBytes + 1, 'x');
+  }
+  CHECK(f.store().config_certificate().status().code() == Code::kStorageError);
 }
 
 TEST_CASE("record: encode and decode round trip", "[replica][record]") {

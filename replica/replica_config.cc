@@ -1,0 +1,86 @@
+#include "replica/replica_config.h"
+
+#include <variant>
+
+#include "auth/config_certificate.h"
+#include "wire/config_certificate.h"
+
+namespace palisade::replica {
+namespace {
+
+wire::ReplicaReply refused(Code code, std::string message) {
+  wire::ReplicaReply reply;
+  reply.status = Status(code, std::move(message));
+  return reply;
+}
+
+}  // namespace
+
+ReplicaConfig::ReplicaConfig(ReplicaStore& store, std::optional<SequencerVerifier> verifier)
+    : store_(store), verifier_(std::move(verifier)) {
+  auto kept = store_.config_certificate();
+  if (!kept.is_ok()) {
+    unreadable_ = Status(Code::kStorageError, "the kept config certificate cannot be read (" + kept.status().message() +
+                                                  "): install a valid one (install_config)");
+    return;
+  }
+  if (kept.value().empty()) return;
+  auto set = check(kept.value());
+  if (!set.is_ok()) {
+    unreadable_ = Status(Code::kStorageError, "the kept config certificate is damaged (" + set.status().message() +
+                                                  "): install a valid one (install_config)");
+    return;
+  }
+  certificate_ = std::move(kept).value();
+  set_ = std::move(set).value();
+}
+
+Result<wire::ReplicaSet> ReplicaConfig::check(std::string_view text) const {
+  if (verifier_) return verify_config_certificate(*verifier_, text);
+  auto parts = wire::split_config_certificate(text);  // --insecure: the record, unchecked
+  if (!parts.is_ok()) return parts.status();
+  return wire::decode_replica_set(parts.value().record);
+}
+
+Status ReplicaConfig::install(std::string_view text) {
+  auto set = check(text);
+  if (!set.is_ok()) return set.status();
+  if (set.value().version <= set_.version && unreadable_.is_ok()) return Status::ok();
+  if (Status saved = store_.save_config_certificate(text); !saved.is_ok()) return saved;
+  certificate_ = std::string(text);
+  set_ = std::move(set).value();
+  unreadable_ = Status::ok();
+  return Status::ok();
+}
+
+std::optional<wire::ReplicaReply> ReplicaConfig::refusal(const wire::ReplicaRequest& request) const {
+  const auto& body = request.body;
+  if (std::holds_alternative<wire::PingRequest>(body) || std::holds_alternative<wire::StatsRequest>(body) ||
+      std::holds_alternative<wire::InstallConfigRequest>(body)) {
+    return std::nullopt;
+  }
+  if (!unreadable_.is_ok()) return refused(unreadable_.code(), unreadable_.message());
+  const std::string named = std::to_string(request.config);
+  const std::string kept = std::to_string(set_.version);
+  if (request.config < set_.version) {
+    auto reply = refused(Code::kStaleConfig, "the request names replica set version " + named +
+                                                 ", this replica has version " + kept + " (in `config`)");
+    reply.config = certificate_;
+    return reply;
+  }
+  if (request.config > set_.version) {
+    return refused(Code::kUnknownConfig, "the request names replica set version " + named + ", this replica has " +
+                                             (set_.version == 0 ? std::string("none") : "version " + kept) +
+                                             ": send it the certificate (install_config)");
+  }
+  const bool changes = std::holds_alternative<wire::WriteRequest>(body) ||
+                       std::holds_alternative<wire::FenceRequest>(body) ||
+                       std::holds_alternative<wire::CopyManyRequest>(body);
+  if (paused() && changes) {
+    return refused(Code::kUnavailable,
+                   "writes and fences are paused while replica set version " + kept + " replaces a replica");
+  }
+  return std::nullopt;
+}
+
+}  // namespace palisade::replica

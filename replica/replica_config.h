@@ -1,0 +1,56 @@
+// The replica set as one replica knows it (docs/design.md "The replica set"):
+// the newest config certificate it was given, kept on its store, and what that
+// means for each request it gets. Sans-I/O; the handler owns one.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "palisade/sequencer.h"
+#include "palisade/status.h"
+#include "replica/store.h"
+#include "wire/replica_protocol.h"
+#include "wire/replica_set.h"
+
+namespace palisade::replica {
+
+class ReplicaConfig {
+ public:
+  // `verifier`: the lock group's key, which signs certificates; nullopt on a
+  // replica that checks nothing (--insecure), which takes them unchecked.
+  // Loads the certificate `store` keeps; when it cannot be read or does not
+  // verify, every request but ping, stats and install_config is refused
+  // (storage_error) until a valid one is installed.
+  ReplicaConfig(ReplicaStore& store, std::optional<SequencerVerifier> verifier);
+
+  // Keeps `text` when it verifies and is newer than the one kept (saved on
+  // the store first); an older or equal one changes nothing. BadRequest when
+  // it does not verify, StorageError when it could not be saved.
+  Status install(std::string_view text);
+
+  // Why the replica refuses `request`, or nullopt when it may go on:
+  // - stale_config, with the certificate, when the request names an older
+  //   version than the kept one (0, the cluster file's list, is older than any);
+  // - unknown_config when it names a newer one: the sender installs its
+  //   certificate first;
+  // - unavailable for a write, fence or copy_many while the set is paused.
+  // Ping, stats and install_config are never refused.
+  std::optional<wire::ReplicaReply> refusal(const wire::ReplicaRequest& request) const;
+
+  uint64_t version() const { return set_.version; }
+  bool paused() const { return set_.phase == wire::ReplicaPhase::kPaused; }
+  // The kept certificate's text; empty when none.
+  const std::string& certificate() const { return certificate_; }
+
+ private:
+  Result<wire::ReplicaSet> check(std::string_view text) const;
+
+  ReplicaStore& store_;
+  std::optional<SequencerVerifier> verifier_;
+  std::string certificate_;
+  wire::ReplicaSet set_;  // version 0: none kept
+  Status unreadable_;  // why the kept certificate could not be taken
+};
+
+}  // namespace palisade::replica
