@@ -144,7 +144,7 @@ void LockService::on_request(ClientRequest r, uint64_t now) {
           const uint64_t current = table_.replica_set().version;
           if (m.version != current) return refuse(stale_replica_set(m.version));
           propose(SetReplicas{.set = {.version = current + 1,
-                                      .phase = wire::ReplicaPhase::kServing,
+                                      .phase = m.phase,
                                       .replicas = m.replicas,
                                       .write_quorum = m.write_quorum,
                                       .read_quorum = m.read_quorum}},
@@ -317,6 +317,7 @@ void LockService::tick(uint64_t now) {
   if (!master_) return;
   expire_sessions(now);
   run_timers(now);
+  end_long_pause(now);
 }
 
 uint64_t LockService::next_timer_ms() const {
@@ -325,6 +326,7 @@ uint64_t LockService::next_timer_ms() const {
   if (!by_deadline_.empty()) t = std::min(t, by_deadline_.begin()->first);
   for (const Timer& timer : delay_timers_) t = std::min(t, timer.at);
   for (const Timer& timer : wait_timers_) t = std::min(t, timer.at);
+  if (paused_version_ != 0) t = std::min(t, pause_deadline_);
   return t;
 }
 
@@ -362,6 +364,27 @@ void LockService::run_timers(uint64_t now) {
     if (due(t)) propose(CancelWait{.session = t.session, .lock = t.lock}, {.answer = false});
   }
   std::erase_if(wait_timers_, due);
+}
+
+void LockService::end_long_pause(uint64_t now) {
+  const wire::ReplicaSet& set = table_.replica_set();
+  if (set.phase != wire::ReplicaPhase::kPaused) {
+    paused_version_ = 0;
+    return;
+  }
+  if (paused_version_ != set.version) {  // a pause this master has not timed yet
+    paused_version_ = set.version;
+    pause_deadline_ = now + options_.replica_pause_timeout_ms;
+    return;
+  }
+  if (now < pause_deadline_ || pause_deadline_ == UINT64_MAX) return;
+  // The same replicas, serving: at apply time it is stale if the replacement
+  // committed its new set first, and then nothing changes.
+  wire::ReplicaSet serving = set;
+  serving.version = set.version + 1;
+  serving.phase = wire::ReplicaPhase::kServing;
+  propose(SetReplicas{.set = std::move(serving)}, {.answer = false});
+  pause_deadline_ = UINT64_MAX;  // proposed once
 }
 
 // ---- Applying what was chosen ----

@@ -40,6 +40,9 @@ struct LockServiceOptions {
   size_t max_in_flight = 4;        // slots proposed and not yet chosen
   size_t max_batch = 4096;         // commands per slot
   uint64_t seed = 0;               // command tags
+  // A replica set paused this long under one master is made serving again
+  // (a replacement that did not finish: docs/design.md "The replica set").
+  uint64_t replica_pause_timeout_ms = 60000;
 };
 
 // A request from a client; `route` is the driver's handle to answer it.
@@ -142,6 +145,10 @@ class LockService {
   // Sessions that the master has seen run out: their expiry is proposed once.
   void expire_sessions(uint64_t now);
   void run_timers(uint64_t now);
+  // Proposes the paused replica set serving again replica_pause_timeout_ms
+  // after this node, as master, first saw it paused (a new master starts the
+  // time again: it may have missed the old one's).
+  void end_long_pause(uint64_t now);
   // The request's epoch check and session check (it exists, is live, and is
   // `identity`'s); ok when it may go on.
   Status check_session(uint64_t epoch, uint64_t session, std::string_view identity, uint64_t now) const;
@@ -169,6 +176,8 @@ class LockService {
   std::set<SessionId> expiring_;             // expiry proposed, not applied yet
   std::vector<Timer> delay_timers_;
   std::vector<Timer> wait_timers_;
+  uint64_t paused_version_ = 0;  // the paused replica set whose time runs, 0: none
+  uint64_t pause_deadline_ = 0;  // when it ends
   std::map<uint64_t, Pending> pending_;      // command tag -> whom to answer
   std::map<std::pair<SessionId, std::string>, Pending> waiting_;  // queued acquires
   std::vector<TaggedCommand> batch_;

@@ -110,11 +110,13 @@ struct RequestEncoder : RequestEncoderBase {
     pack_members(pk, "nodes", r.nodes);
   }
   void operator()(const SetReplicasRequest& r) const {
-    head(7, "set_replicas");
+    const bool paused = r.phase == ReplicaPhase::kPaused;
+    head(paused ? 8 : 7, "set_replicas");
     pack_u64_field(pk, "version", r.version);
     pack_replicas(pk, r.replicas);
     pack_u64_field(pk, "write_quorum", r.write_quorum);
     pack_u64_field(pk, "read_quorum", r.read_quorum);
+    if (paused) pack_text_field(pk, "phase", phase_name(r.phase));
   }
   void operator()(const GetReplicasRequest&) const { head(3, "get_replicas"); }
 };
@@ -226,7 +228,14 @@ Status read_body(const std::string& type, FieldReader& r, const Limits& limits, 
     read_replicas(r, m.replicas);
     read_u32(r, "write_quorum", m.write_quorum, Need::kRequired);
     read_u32(r, "read_quorum", m.read_quorum, Need::kRequired);
+    std::string phase;
+    r.bytes("phase", phase, 16, Need::kOptional);
     if (!r.status().is_ok()) return Status::ok();  // the reader's error is the answer
+    if (phase == phase_name(ReplicaPhase::kPaused)) {
+      m.phase = ReplicaPhase::kPaused;
+    } else if (r.has("phase") && phase != phase_name(ReplicaPhase::kServing)) {
+      return Status(Code::kBadRequest, "field 'phase' must be \"serving\" or \"paused\"");
+    }
     if (Status s = check_replicas(m.replicas, m.write_quorum, m.read_quorum); !s.is_ok()) return s;
     out = std::move(m);
     return Status::ok();

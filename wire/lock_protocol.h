@@ -119,6 +119,9 @@ struct SetReplicasRequest {
   std::vector<ReplicaInfo> replicas;
   uint32_t write_quorum = 0;
   uint32_t read_quorum = 0;
+  // Paused: the replicas refuse writes and fences while one of them is
+  // replaced; the master ends a pause that lasts too long (LockServiceOptions).
+  ReplicaPhase phase = ReplicaPhase::kServing;
   friend bool operator==(const SetReplicasRequest&, const SetReplicasRequest&) = default;
 };
 // The replica set record as this node applied it, with its certificate (any

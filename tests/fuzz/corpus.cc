@@ -223,6 +223,7 @@ void lock_seeds(Corpus& corpus) {
   request("lock-status", LockStatusRequest{});
   request("lock-status-after", LockStatusRequest{"lock"});
   request("set-replicas", SetReplicasRequest{2, replica_set().replicas, 2, 2});
+  request("set-replicas-paused", SetReplicasRequest{3, replica_set().replicas, 2, 2, ReplicaPhase::kPaused});
   request("get-replicas", GetReplicasRequest{});
 
   auto reply = [&](const std::string& name, const LockReply& r) {

@@ -151,6 +151,7 @@ TEST_CASE("lock wire: every request type round-trips", "[wire][lockgroup]") {
                                3,
                                1}}},
       {"get_replicas", {23, GetReplicasRequest{}}},
+      {"set_replicas, paused", {24, SetReplicasRequest{2, {{1, "tcp://r1:7200"}}, 1, 1, wire::ReplicaPhase::kPaused}}},
   };
   test::check_request_round_trips(cases, wire::encode_lock_request, wire::decode_lock_request);
 }
@@ -692,6 +693,8 @@ TEST_CASE("lock wire: set_replicas names a replica set whose quorums meet", "[wi
                with(set, "replicas",
                     array_value({map_value({{"id", u64(1)}, {"address", str("a")}, {"colour", str("red")}})}))},
               {"write_quorum as text", with(set, "write_quorum", str("1"))},
+              {"a phase that is not one", plus(set, {{"phase", str("pausing")}})},
+              {"a phase as a number", plus(set, {{"phase", u64(1)}})},
               {"read_quorum over 2^32", with(set, "read_quorum", u64(uint64_t{1} << 32))},
               {"without version", without(set, "version")},
               {"without replicas", without(set, "replicas")},

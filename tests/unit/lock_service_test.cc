@@ -802,4 +802,62 @@ TEST_CASE("lock service: of two set_replicas of one version in one batch, the se
   CHECK(g.services[m]->table().replica_set().replicas[0].address == "tcp://a:7200");
 }
 
+wire::SetReplicasRequest paused(wire::SetReplicasRequest r) {
+  r.phase = wire::ReplicaPhase::kPaused;
+  return r;
+}
+
+const uint64_t kPauseTimeout = LockServiceOptions{}.replica_pause_timeout_ms;
+
+TEST_CASE("lock service: a pause the replacement does not end is ended by the master", "[lock_service][replicaset]") {
+  Group g;
+  const NodeId m = g.elect();
+  REQUIRE(g.call(m, three_replicas(0)).status.is_ok());
+  const wire::LockReply pause = g.call(m, paused(three_replicas(1)));
+  REQUIRE(pause.status.is_ok());
+  CHECK(certified(pause).phase == wire::ReplicaPhase::kPaused);
+  g.run(kPauseTimeout - 1000);
+  CHECK(g.services[m]->table().replica_set().version == 2);  // still paused
+  CHECK(g.services[m]->table().replica_set().phase == wire::ReplicaPhase::kPaused);
+  g.run(2000);
+  const wire::ReplicaSet& after = g.services[m]->table().replica_set();
+  CHECK(after.version == 3);  // once, not again and again
+  CHECK(after.phase == wire::ReplicaPhase::kServing);
+  CHECK(after.replicas == three_replicas(0).replicas);  // the same replicas
+  g.run(kPauseTimeout);
+  CHECK(g.services[m]->table().replica_set().version == 3);
+}
+
+TEST_CASE("lock service: a replacement that ends its pause in time is not undone", "[lock_service][replicaset]") {
+  Group g;
+  const NodeId m = g.elect();
+  REQUIRE(g.call(m, three_replicas(0)).status.is_ok());
+  REQUIRE(g.call(m, paused(three_replicas(1))).status.is_ok());
+  g.run(kPauseTimeout / 2);
+  REQUIRE(g.call(m, three_replicas(2, "tcp://r4:7200")).status.is_ok());  // the new set, serving
+  g.run(kPauseTimeout);
+  const wire::ReplicaSet& after = g.services[m]->table().replica_set();
+  CHECK(after.version == 3);
+  CHECK(after.replicas[0].address == "tcp://r4:7200");
+}
+
+TEST_CASE("lock service: a new master times a pause from its own start", "[lock_service][replicaset]") {
+  Group g;
+  const NodeId m = g.elect();
+  REQUIRE(g.call(m, three_replicas(0)).status.is_ok());
+  REQUIRE(g.call(m, paused(three_replicas(1))).status.is_ok());
+  g.run(kPauseTimeout / 2);
+  g.crash(m);
+  const NodeId next = g.elect();
+  REQUIRE(next != m);
+  const uint64_t elected = g.now;
+  while (g.services[next]->table().replica_set().phase == wire::ReplicaPhase::kPaused &&
+         g.now < elected + 2 * kPauseTimeout) {
+    g.run(100);
+  }
+  CHECK(g.services[next]->table().replica_set().phase == wire::ReplicaPhase::kServing);
+  CHECK(g.services[next]->table().replica_set().version == 3);
+  CHECK(g.now >= elected + kPauseTimeout);  // not sooner, though the pause began earlier
+}
+
 }  // namespace palisade::lockgroup
