@@ -94,10 +94,17 @@ def until_ok(cmd, seconds=30):
 
 def clean_debian(debs):
     """Installs `debs` in a chroot of a minimal Debian 12 and runs the programs."""
+    if CLEAN_DEBIAN.is_dir():  # an older version of this test made a directory there
+        shutil.rmtree(CLEAN_DEBIAN)
     if not CLEAN_DEBIAN.exists():
         CLEAN_DEBIAN.parent.mkdir(parents=True, exist_ok=True)
         partial = CLEAN_DEBIAN.with_suffix(".partial")
-        run("mmdebstrap", "--variant=apt", "--quiet", "bookworm", partial, *ARCHIVES, timeout=900)
+        if partial.is_dir():
+            shutil.rmtree(partial)
+        partial.unlink(missing_ok=True)  # what an interrupted run left
+        # --format=tar: mmdebstrap takes the format from the name's extension,
+        # and ".partial" has none it knows (it would make a directory).
+        run("mmdebstrap", "--variant=apt", "--format=tar", "--quiet", "bookworm", partial, *ARCHIVES, timeout=900)
         os.replace(partial, CLEAN_DEBIAN)
     with tempfile.TemporaryDirectory(prefix="palisade-clean-debian-") as root:
         root = Path(root)
