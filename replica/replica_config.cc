@@ -60,25 +60,27 @@ std::optional<wire::ReplicaReply> ReplicaConfig::refusal(const wire::ReplicaRequ
     return std::nullopt;
   }
   if (!unreadable_.is_ok()) return refused(unreadable_.code(), unreadable_.message());
-  const std::string named = std::to_string(request.config);
-  const std::string kept = std::to_string(set_.version);
+  // The messages are built only for a refusal: every request passes here.
+  auto versions = [&](std::string_view kept_as) {
+    return "the request names replica set version " + std::to_string(request.config) + ", this replica has " +
+           std::string(kept_as);
+  };
   if (request.config < set_.version) {
-    auto reply = refused(Code::kStaleConfig, "the request names replica set version " + named +
-                                                 ", this replica has version " + kept + " (in `config`)");
+    auto reply = refused(Code::kStaleConfig, versions("version " + std::to_string(set_.version) + " (in `config`)"));
     reply.config = certificate_;
     return reply;
   }
   if (request.config > set_.version) {
-    return refused(Code::kUnknownConfig, "the request names replica set version " + named + ", this replica has " +
-                                             (set_.version == 0 ? std::string("none") : "version " + kept) +
-                                             ": send it the certificate (install_config)");
+    return refused(Code::kUnknownConfig,
+                   versions(set_.version == 0 ? "none" : "version " + std::to_string(set_.version)) +
+                       ": send it the certificate (install_config)");
   }
   const bool changes = std::holds_alternative<wire::WriteRequest>(body) ||
                        std::holds_alternative<wire::FenceRequest>(body) ||
                        std::holds_alternative<wire::CopyManyRequest>(body);
   if (paused() && changes) {
-    return refused(Code::kUnavailable,
-                   "writes and fences are paused while replica set version " + kept + " replaces a replica");
+    return refused(Code::kUnavailable, "writes and fences are paused while replica set version " +
+                                           std::to_string(set_.version) + " replaces a replica");
   }
   return std::nullopt;
 }

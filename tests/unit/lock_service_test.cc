@@ -809,6 +809,15 @@ wire::SetReplicasRequest paused(wire::SetReplicasRequest r) {
 
 const uint64_t kPauseTimeout = LockServiceOptions{}.replica_pause_timeout_ms;
 
+// A group whose replica set was recorded, then paused half a timeout ago; its master.
+NodeId pause_half_a_timeout(Group& g) {
+  const NodeId m = g.elect();
+  REQUIRE(g.call(m, three_replicas(0)).status.is_ok());
+  REQUIRE(g.call(m, paused(three_replicas(1))).status.is_ok());
+  g.run(kPauseTimeout / 2);
+  return m;
+}
+
 TEST_CASE("lock service: a pause the replacement does not end is ended by the master", "[lock_service][replicaset]") {
   Group g;
   const NodeId m = g.elect();
@@ -830,10 +839,7 @@ TEST_CASE("lock service: a pause the replacement does not end is ended by the ma
 
 TEST_CASE("lock service: a replacement that ends its pause in time is not undone", "[lock_service][replicaset]") {
   Group g;
-  const NodeId m = g.elect();
-  REQUIRE(g.call(m, three_replicas(0)).status.is_ok());
-  REQUIRE(g.call(m, paused(three_replicas(1))).status.is_ok());
-  g.run(kPauseTimeout / 2);
+  const NodeId m = pause_half_a_timeout(g);
   REQUIRE(g.call(m, three_replicas(2, "tcp://r4:7200")).status.is_ok());  // the new set, serving
   g.run(kPauseTimeout);
   const wire::ReplicaSet& after = g.services[m]->table().replica_set();
@@ -843,10 +849,7 @@ TEST_CASE("lock service: a replacement that ends its pause in time is not undone
 
 TEST_CASE("lock service: a new master times a pause from its own start", "[lock_service][replicaset]") {
   Group g;
-  const NodeId m = g.elect();
-  REQUIRE(g.call(m, three_replicas(0)).status.is_ok());
-  REQUIRE(g.call(m, paused(three_replicas(1))).status.is_ok());
-  g.run(kPauseTimeout / 2);
+  const NodeId m = pause_half_a_timeout(g);
   g.crash(m);
   const NodeId next = g.elect();
   REQUIRE(next != m);
