@@ -22,20 +22,30 @@ Status validate(const CoordinatorOptions& o) {
 }
 
 Coordinator::Coordinator(CoordinatorOptions options, HybridClock& clock)
-    : options_(options), clock_(clock), carries_(options.n, true) {}
+    : options_(options), clock_(clock), carries_(options.n, true), installed_ms_(options.n) {}
 Coordinator::~Coordinator() = default;
 
 uint64_t Coordinator::send(OpId op, int replica, wire::ReplicaRequestBody body, bool repair) {
   uint64_t id = next_request_id_++;
   pending_[id] = {op, replica, repair};
   requests_of_[op].push_back(id);
-  sends_.push_back({replica, {id, std::move(body), options_.cluster_id}});
+  sends_.push_back({replica, {id, std::move(body), options_.cluster_id, options_.config}});
   return id;
 }
 
 void Coordinator::send_untracked(int replica, wire::ReplicaRequestBody body) {
   if (lazy_sends_.empty()) lazy_due_ms_ = now_ms_ + options_.lazy_send_ms;
-  lazy_sends_.push_back({replica, {next_request_id_++, std::move(body), options_.cluster_id}});
+  lazy_sends_.push_back({replica, {next_request_id_++, std::move(body), options_.cluster_id, options_.config}});
+}
+
+void Coordinator::install_config(int replica) {
+  auto& last = installed_ms_[replica];
+  if (options_.config_certificate.empty() || (last && now_ms_ < *last + options_.hedge_ms)) return;
+  last = now_ms_;
+  // Not tracked: its reply is ignored, and the refused request goes again.
+  sends_.push_back({replica,
+                    {next_request_id_++, wire::InstallConfigRequest{options_.config_certificate}, options_.cluster_id,
+                     options_.config}});
 }
 
 void Coordinator::drop_pending(OpId op) {
@@ -498,6 +508,11 @@ void Coordinator::finish_read(OpId id, ReadOp& op, Status status) {
 
 void Coordinator::on_reply(int replica, const wire::ReplicaReply& reply, uint64_t now_ms) {
   note_time(now_ms);
+  const Code code = reply.status.code();
+  if (code == Code::kStaleConfig && !reply.config.empty() &&
+      std::find(newer_configs_.begin(), newer_configs_.end(), reply.config) == newer_configs_.end()) {
+    newer_configs_.push_back(reply.config);  // a commit's refusal counts too
+  }
   auto it = pending_.find(reply.id);
   if (it == pending_.end() || it->second.replica != replica) {
     if (reply.clock != 0) (void)clock_.observe(reply.clock);
@@ -510,6 +525,12 @@ void Coordinator::on_reply(int replica, const wire::ReplicaReply& reply, uint64_
     carries_[replica] = false;
     for (wire::CommitRequest& c : it->second.carried) send_untracked(replica, std::move(c));
     it->second.carried.clear();
+    return on_unreachable(replica, reply.id, now_ms);
+  }
+  if (code == Code::kUnknownConfig && !options_.config_certificate.empty()) {
+    // The replica has not installed this set yet: it gets the certificate,
+    // then the request again, as if it had not been sent.
+    install_config(replica);
     return on_unreachable(replica, reply.id, now_ms);
   }
   Pending p = std::move(it->second);
@@ -575,6 +596,7 @@ std::string Coordinator::check_invariants() const {
   const int n = options_.n;
   auto live = [&](OpId op) { return writes_.count(op) != 0 || reads_.count(op) != 0; };
   if (carries_.size() != static_cast<size_t>(n)) return "carries_ does not have one flag per replica";
+  if (installed_ms_.size() != static_cast<size_t>(n)) return "installed_ms_ does not have one time per replica";
   std::map<OpId, int> repairs;  // pending repairs, by read
   std::set<std::pair<OpId, int>> reads_pending;  // (read, replica) with a read request pending
   for (const auto& [id, p] : pending_) {

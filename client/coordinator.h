@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -33,6 +34,12 @@ struct CoordinatorOptions {
   uint64_t lazy_send_ms = 20;
   // The cluster's id (base/cluster_id.h), named by every request; empty: none.
   std::string cluster_id{};
+  // The version of the replica set every request names (docs/design.md "The
+  // replica set"), and that set's config certificate, which a replica that
+  // does not know the version yet (unknown_config) is given before the
+  // request goes again. 0 and empty: the cluster file's list.
+  uint64_t config = 0;
+  std::string config_certificate{};
   // Negative control for the simulator: reads send no repairs (neither
   // commits of pending copies nor copies to replicas without one).
   bool broken_skip_read_repair = false;
@@ -76,6 +83,10 @@ class Coordinator {
   // Makes the held-back sends due now (a store closes).
   void release_held_back() { lazy_due_ms_ = 0; }
   std::vector<Completion> take_completions();
+  // The config certificates replicas handed back since the last call, each
+  // once: they keep a newer replica set than options().config
+  // (stale_config). Checking one and moving to its set is the caller's job.
+  std::vector<std::string> take_newer_configs() { return std::exchange(newer_configs_, {}); }
   // Operations not finished, plus one while sends are held back (a closing
   // store waits for both).
   size_t in_flight() const;
@@ -102,6 +113,8 @@ class Coordinator {
   void note_time(uint64_t now_ms) { now_ms_ = std::max(now_ms_, now_ms); }
   uint64_t send(OpId op, int replica, wire::ReplicaRequestBody body, bool repair = false);
   void send_untracked(int replica, wire::ReplicaRequestBody body);
+  // Gives the replica this set's certificate, at most once per hedge_ms.
+  void install_config(int replica);
   void carry_commits();
   void on_write_reply(WriteOp& op, const wire::ReplicaReply& reply);
   void decide_write(OpId id, WriteOp& op, uint64_t now_ms);
@@ -137,6 +150,8 @@ class Coordinator {
   // Per replica: false once it refused carried commits (older than them).
   std::vector<bool> carries_;
   uint64_t lazy_due_ms_ = 0;
+  std::vector<std::optional<uint64_t>> installed_ms_;  // per replica: when install_config last went
+  std::vector<std::string> newer_configs_;
   uint64_t now_ms_ = 0;           // the latest time any call brought
   std::vector<Completion> completions_;
 };

@@ -18,6 +18,7 @@
 #include "client/coordinator.h"
 #include "client/outcome_counter.h"
 #include "client/lane.h"
+#include "client/replica_view.h"
 #include "client/zmq_links.h"
 #include "client/send_sweeper.h"
 #include "client/shared_context.h"
@@ -131,27 +132,58 @@ client::OpId start_on(client::Coordinator& coordinator, const Submission& s, uin
   throw std::logic_error("a flush is not an operation");
 }
 
+// A lane and its links to one replica set.
+struct Wiring {
+  Wiring(zmq::context_t& ctx, const client::ReplicaView& view, const client::CoordinatorOptions& options,
+         HybridClock& clock, wire::Limits limits)
+      : version(view.version),
+        links(ctx, view.endpoints, view.credentials),
+        lane(links, view.endpoints, for_view(options, view), clock, limits) {}
+
+  static client::CoordinatorOptions for_view(client::CoordinatorOptions o, const client::ReplicaView& view) {
+    o.n = static_cast<int>(view.endpoints.size());
+    o.r = view.read_quorum;
+    o.w = view.write_quorum;
+    o.config = view.version;
+    o.config_certificate = view.certificate;
+    return o;
+  }
+
+  uint64_t version;
+  client::ZmqLinks links;
+  client::Lane lane;
+};
+
 }  // namespace
 
 // Concurrency: callers enqueue Submissions under `mu` and poke `wake_fd`; the I/O
-// thread alone drives `lane` and touches `waiting`. A blocking call drives
-// `direct_lane` on its own thread while it holds `direct_mu` (or, when another
+// thread alone drives `background` and touches `waiting`. A blocking call drives
+// `direct` on its own thread while it holds `direct_mu` (or, when another
 // caller holds it, goes through the I/O thread). The commits a direct write
 // leaves held back go out with the next direct call, or from the process's
 // SendSweeper once `direct_due_ms` has passed with no call.
+//
+// Both lanes hand the config certificates replicas return to learn(), which
+// keeps the newest replica set that checks out in `view`; each lane moves to
+// it, with the operations it runs, where its driver can (rewire()).
 struct QuorumStore::Impl {
   QuorumStoreOptions options;
+  client::CoordinatorOptions coordinator_options;
   wire::Limits limits;
   SystemClock wall_clock;
   HybridClock clock;
   std::shared_ptr<zmq::context_t> context = client::shared_context();
   zmq::context_t& ctx = *context;
-  client::ZmqLinks links;
-  client::Lane lane;
+  client::SignatureCheck check_signature;
+
+  std::mutex view_mu;
+  client::ReplicaView view;  // guarded by view_mu
+  std::atomic<uint64_t> view_version{0};
+
+  std::unique_ptr<Wiring> background;  // the I/O thread's
   std::mutex direct_mu;
-  client::ZmqLinks direct_links;  // guarded by direct_mu, as direct_lane
-  client::Lane direct_lane;  // guarded by direct_mu
-  // When direct_lane's held-back sends are due; 0: none, or a caller drives it.
+  std::unique_ptr<Wiring> direct;  // guarded by direct_mu
+  // When the direct lane's held-back sends are due; 0: none, or a caller drives it.
   // Written under direct_mu.
   std::atomic<uint64_t> direct_due_ms{0};
   std::shared_ptr<client::SendSweeper> sweeper = client::shared_sweeper();
@@ -168,12 +200,16 @@ struct QuorumStore::Impl {
 
   Impl(QuorumStoreOptions o, client::CoordinatorOptions co)
       : options(std::move(o)),
+        coordinator_options(std::move(co)),
         limits(limits_of(options)),
         clock(wall_clock, {.max_clock_offset_ms = options.max_clock_offset_ms}),
-        links(ctx, options.replicas, options.credentials),
-        lane(links, options.replicas, co, clock, limits),
-        direct_links(ctx, options.replicas, options.credentials),
-        direct_lane(direct_links, options.replicas, co, clock, limits) {
+        view{.endpoints = options.replicas,
+             .read_quorum = options.read_quorum,
+             .write_quorum = options.write_quorum,
+             .credentials = options.credentials},
+        background(std::make_unique<Wiring>(ctx, view, coordinator_options, clock, limits)),
+        direct(std::make_unique<Wiring>(ctx, view, coordinator_options, clock, limits)) {
+    if (options.config_check) check_signature = options.config_check->signature_verifies;
     wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (wake_fd < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
     // Nothing may throw once the I/O thread runs: a joinable thread left by a
@@ -240,9 +276,9 @@ struct QuorumStore::Impl {
   // stops).
   void send_held_back() {
     {
-      std::lock_guard direct(direct_mu);
-      direct_lane.coordinator().release_held_back();
-      (void)direct_lane.flush(steady_ms());
+      std::lock_guard lock(direct_mu);
+      direct->lane.coordinator().release_held_back();
+      (void)direct->lane.flush(steady_ms());
       schedule_direct_flush();
     }
     Submission flush{Submission::Kind::kFlush, "", "", {}, {}, {}};
@@ -251,13 +287,41 @@ struct QuorumStore::Impl {
     sent.wait();
   }
 
+  // Takes the newest replica set that the certificates `wired`'s replicas
+  // returned give, when it checks out (one that does not is left: the calls
+  // that met it end with the replicas' refusals).
+  void learn(Wiring& wired) {
+    std::vector<std::string> certificates = wired.lane.coordinator().take_newer_configs();
+    if (certificates.empty()) return;
+    std::lock_guard lock(view_mu);
+    for (const std::string& c : certificates) {
+      auto next = client::next_view(view, c, check_signature);
+      if (!next.is_ok()) continue;
+      view = std::move(next).value();
+      view_version = view.version;
+    }
+  }
+
+  // A lane and links to the newest set when `wired` has an older one; null
+  // when it is current, or when links to the new set cannot be made (it
+  // keeps the old set: its replicas' refusals end its calls).
+  std::unique_ptr<Wiring> rewire(const Wiring& wired) {
+    if (view_version.load() <= wired.version) return nullptr;
+    std::lock_guard lock(view_mu);
+    try {
+      return std::make_unique<Wiring>(ctx, view, coordinator_options, clock, limits);
+    } catch (const std::exception&) {
+      return nullptr;
+    }
+  }
+
   void start(Submission s, uint64_t now) {
     if (s.kind == Submission::Kind::kFlush) {
-      lane.coordinator().release_held_back();
+      background->lane.coordinator().release_held_back();
       flushes.push_back(std::move(s));
       return;
     }
-    client::OpId id = start_on(lane.coordinator(), s, now);
+    client::OpId id = start_on(background->lane.coordinator(), s, now);
     waiting.emplace(id, std::move(s));
   }
 
@@ -270,51 +334,73 @@ struct QuorumStore::Impl {
     }
   }
 
-  // Starts `s` on direct_lane and runs it to its end on the calling thread,
-  // which holds direct_mu.
+  // The I/O thread: moves to a newer replica set, and starts the calls in
+  // flight again there (a write the old set refused or half took is safe to
+  // send again: its copies on the old replicas are a failed write's).
+  void follow_view(uint64_t now) {
+    learn(*background);
+    std::unique_ptr<Wiring> next = rewire(*background);
+    if (!next) return;
+    std::map<client::OpId, Submission> moved;
+    for (auto& [id, s] : waiting) moved.emplace(start_on(next->lane.coordinator(), s, now), std::move(s));
+    waiting = std::move(moved);
+    background = std::move(next);
+  }
+
+  // Starts `s` on the direct lane and runs it to its end on the calling
+  // thread, which holds direct_mu.
   client::Completion run_here(const Submission& s) {
     direct_due_ms = 0;  // this call sends whatever is held back
-    client::Coordinator& coordinator = direct_lane.coordinator();
+    if (auto next = rewire(*direct)) direct = std::move(next);
     uint64_t now = steady_ms();
-    const client::OpId id = start_on(coordinator, s, now);
+    client::OpId id = start_on(direct->lane.coordinator(), s, now);
     std::vector<zmq::pollitem_t> items;
-    direct_links.add_poll_items(items);
+    direct->links.add_poll_items(items);
     for (;;) {
       now = steady_ms();
-      for (client::Completion& c : direct_lane.flush(now)) {
+      for (client::Completion& c : direct->lane.flush(now)) {
         if (c.op != id) continue;
         schedule_direct_flush();
         return std::move(c);
       }
+      client::Coordinator& coordinator = direct->lane.coordinator();
       long timeout = 100;
       if (auto d = coordinator.next_deadline_ms()) timeout = *d > now ? static_cast<long>(*d - now) : 0;
       zmq::poll(items.data(), items.size(), std::chrono::milliseconds(timeout));
       now = steady_ms();
       for (size_t i = 0; i < items.size(); ++i) {
-        if (items[i].revents & ZMQ_POLLIN) direct_links.receive(i, direct_lane, now);
+        if (items[i].revents & ZMQ_POLLIN) direct->links.receive(i, direct->lane, now);
       }
       coordinator.on_tick(now);
+      learn(*direct);
+      if (auto next = rewire(*direct)) {  // the call starts again on the new set
+        direct = std::move(next);
+        id = start_on(direct->lane.coordinator(), s, now);
+        items.clear();
+        direct->links.add_poll_items(items);
+      }
     }
   }
 
-  // After a direct call (direct_mu held): when direct_lane's held-back sends
-  // are due, for the sweeper.
+  // After a direct call (direct_mu held): when the direct lane's held-back
+  // sends are due, for the sweeper.
   void schedule_direct_flush() {
-    auto due = direct_lane.coordinator().next_deadline_ms();
+    auto due = direct->lane.coordinator().next_deadline_ms();
     direct_due_ms = due ? std::max<uint64_t>(*due, 1) : 0;
     if (due) sweeper->wake();
   }
 
-  // Sweeper: sends direct_lane's held-back requests once due, unless a caller
-  // drives the lane (it sends them itself).
+  // Sweeper: sends the direct lane's held-back requests once due, unless a
+  // caller drives the lane (it sends them itself).
   void flush_direct(uint64_t now) {
     uint64_t due = direct_due_ms;
     if (due == 0 || now < due) return;
     std::unique_lock lock(direct_mu, std::try_to_lock);
     if (!lock) return;
-    for (size_t i = 0; i < direct_lane.replicas(); ++i) direct_links.receive(i, direct_lane, now);  // late replies
-    direct_lane.coordinator().on_tick(now);
-    (void)direct_lane.flush(now);
+    for (size_t i = 0; i < direct->lane.replicas(); ++i) direct->links.receive(i, direct->lane, now);  // late replies
+    direct->lane.coordinator().on_tick(now);
+    (void)direct->lane.flush(now);
+    learn(*direct);
     schedule_direct_flush();
   }
 
@@ -359,14 +445,18 @@ struct QuorumStore::Impl {
   }
 
   void run() {
-    client::Coordinator& coordinator = lane.coordinator();
     std::vector<zmq::pollitem_t> items;
-    links.add_poll_items(items);
-    items.push_back({nullptr, wake_fd, ZMQ_POLLIN, 0});
+    auto poll_items = [&] {
+      items.clear();
+      background->links.add_poll_items(items);
+      items.push_back({nullptr, wake_fd, ZMQ_POLLIN, 0});
+    };
+    poll_items();
     bool running = true;
-    while (running || coordinator.in_flight() > 0) {
+    while (running || background->lane.coordinator().in_flight() > 0) {
+      client::Lane& lane = background->lane;
       uint64_t now = steady_ms();
-      std::optional<uint64_t> next = coordinator.next_deadline_ms();
+      std::optional<uint64_t> next = lane.coordinator().next_deadline_ms();
       long timeout = -1;
       if (next) timeout = *next > now ? static_cast<long>(*next - now) : 0;
       if (!running) timeout = std::min<long>(timeout < 0 ? 100 : timeout, 100);
@@ -379,11 +469,17 @@ struct QuorumStore::Impl {
       if (items.back().revents & ZMQ_POLLIN) running = take_submissions(now) && running;
       // Nothing may escape this thread; what failed here ends as its operation's timeout.
       try {
-        for (size_t i = 0; i < lane.replicas(); ++i) {
-          if (items[i].revents & ZMQ_POLLIN) links.receive(i, lane, now);
+        for (size_t i = 0; i + 1 < items.size(); ++i) {
+          if (items[i].revents & ZMQ_POLLIN) background->links.receive(i, lane, now);
         }
-        coordinator.on_tick(now);
+        lane.coordinator().on_tick(now);
         deliver(lane.flush(now));
+        const Wiring* before = background.get();
+        follow_view(now);
+        if (background.get() != before) {
+          poll_items();
+          deliver(background->lane.flush(now));
+        }
       } catch (const std::exception&) {
       }
       for (Submission& f : std::exchange(flushes, {})) f.finish(WriteResult{});  // sent, or never will be
@@ -401,7 +497,8 @@ client::CoordinatorOptions coordinator_options(const QuorumStoreOptions& o) {
 }
 
 // What makes two stores' engines interchangeable: every option.
-static_assert(sizeof(QuorumStoreOptions) == 112 + sizeof(std::optional<Credentials>),
+static_assert(sizeof(QuorumStoreOptions) ==
+                  112 + sizeof(std::optional<Credentials>) + sizeof(std::optional<ConfigCheck>),
               "an option was added or removed: update engine_key");
 std::string engine_key(const QuorumStoreOptions& o) {
   std::string key;
@@ -411,6 +508,7 @@ std::string engine_key(const QuorumStoreOptions& o) {
     key += o.credentials->secret_key + '\n';
     for (const auto& [endpoint, server] : o.credentials->server_keys) key += endpoint + '=' + server + '\n';
   }
+  key += (o.config_check ? "check " + o.config_check->public_key : "no check") + '\n';
   for (uint64_t n : {uint64_t(o.read_quorum), uint64_t(o.write_quorum), uint64_t(o.timeout.count()),
                      uint64_t(o.hedge_after.count()), o.max_clock_offset_ms, uint64_t(o.max_key_bytes),
                      uint64_t(o.max_value_bytes)}) {

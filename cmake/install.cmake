@@ -4,7 +4,7 @@
 #
 #   palisade::client     libpalisade           QuorumStore, LockClient, Fence   ZeroMQ, xxHash
 #   palisade::sequencer  libpalisade-sequencer checking signed sequencers       libsodium
-#   palisade::config     libpalisade-config    ClusterFile (palisade/cluster_file.h)  toml++
+#   palisade::config     libpalisade-config    ClusterFile (palisade/cluster_file.h)  toml++ (and libpalisade-sequencer)
 #
 # (the static ones are palisade::client_static, ...), found with
 # find_package(palisade) or pkg-config (palisade, palisade-sequencer,
@@ -46,6 +46,12 @@ function(palisade_installed_library)
                                                LINKER_LANGUAGE CXX)
     if(kind STREQUAL "shared")
       set_target_properties(${target} PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${PALISADE_SOVERSION})
+      # Outside /usr (a prefix like /opt/palisade, or a staged tree) a library
+      # finds the ones it USES beside it: a program's RUNPATH does not reach
+      # its libraries' own dependencies. The packages (prefix /usr) need none.
+      if(NOT CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+        set_target_properties(${target} PROPERTIES INSTALL_RPATH "$ORIGIN")
+      endif()
       if(NOT (PALISADE_SANITIZE OR PALISADE_TSAN OR PALISADE_FUZZ))  # their runtimes come with the program
         target_link_options(${target} PRIVATE -Wl,--no-undefined)  # every object it needs is in it
       endif()
@@ -97,7 +103,7 @@ palisade_installed_library(NAME palisade-sequencer EXPORT sequencer
                            OBJECTS_OF palisade_auth USES client LINKS sodium)
 palisade_installed_library(NAME palisade-config EXPORT config
                            DESCRIPTION "palisade cluster files: a client's options from the file the daemons read"
-                           OBJECTS_OF palisade_config palisade_cluster_keys USES client LINKS tomlplusplus)
+                           OBJECTS_OF palisade_config palisade_cluster_keys USES client sequencer LINKS tomlplusplus)
 
 # What an install needs built (./dev packages builds this alone, not the tests).
 add_custom_target(installable)

@@ -1,6 +1,7 @@
 #include "config/client_cluster.h"
 
 #include "config/cluster_keys.h"
+#include "palisade/sequencer.h"
 
 namespace palisade {
 
@@ -15,6 +16,7 @@ ClusterFile client_cluster_file(const ClusterConfig& config, std::optional<Crede
   file.write_quorum = config.write_quorum != 0 ? config.write_quorum : majority;
   file.grace = std::chrono::milliseconds(config.timing.client_grace_ms);
   file.max_clock_drift_ppm = config.timing.max_clock_drift_ppm;
+  file.group = config.group;
   file.sequencer_public_key = config.sequencer_public_key;
   file.credentials = std::move(credentials);
   return file;
@@ -35,6 +37,16 @@ QuorumStoreOptions ClusterFile::store_options() const {
   options.read_quorum = read_quorum;
   options.write_quorum = write_quorum;
   options.credentials = credentials;
+  // The file was checked when it was read: a key that does not parse leaves
+  // the store without a check, and a secure store then follows no change.
+  auto verifier = SequencerVerifier::create(group, sequencer_public_key);
+  if (verifier.is_ok()) {
+    options.config_check = ConfigCheck{
+        .public_key = sequencer_public_key,
+        .signature_verifies = [v = std::move(verifier).value()](std::string_view message, std::string_view signature) {
+          return v.signature_verifies(message, signature);
+        }};
+  }
   return options;
 }
 

@@ -10,7 +10,7 @@
 //   auto locks = palisade::LockClient::connect(cluster.value().lock_client_options());
 //
 // It is in palisade::config (libpalisade-config), which reads TOML with
-// toml++; programs that build their options by hand link palisade::client alone.
+// toml++ and checks signatures with libpalisade-sequencer; programs that build their options by hand link palisade::client alone.
 #pragma once
 
 #include <chrono>
@@ -35,6 +35,7 @@ struct ClusterFile {
   int write_quorum = 0;
   std::chrono::milliseconds grace{0};  // how long a session may stay in jeopardy
   uint64_t max_clock_drift_ppm = 0;
+  std::string group;  // the lock group's id, which its sequencers and config certificates name
   std::string sequencer_public_key;  // "psk1...": checks sequencers; empty when none
   std::optional<Credentials> credentials;  // nullopt: plaintext links
 
@@ -44,7 +45,9 @@ struct ClusterFile {
   // is wrong and where, when it is not a valid cluster file.
   static Result<ClusterFile> load(const std::string& path, const std::string& key_path = {});
 
-  // Options for this cluster; the other fields keep their defaults.
+  // Options for this cluster; the other fields keep their defaults. The
+  // store's config_check is the group's sequencer_public_key, when the file
+  // gives one.
   QuorumStoreOptions store_options() const;
   LockClientOptions lock_client_options() const;
 };

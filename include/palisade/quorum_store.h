@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -48,6 +49,18 @@ struct Fence {
   static Result<Fence> from_sequencer(std::string_view text);
 };
 
+// How a store checks a config certificate: the lock group's Ed25519
+// signature over a replica set record (docs/design.md "The replica set").
+// libpalisade links no libsodium, so the check comes from the caller:
+// ClusterFile::store_options makes one from the cluster file's
+// sequencer_public_key with SequencerVerifier::signature_verifies
+// (libpalisade-sequencer).
+struct ConfigCheck {
+  // The key it checks with: stores share an engine only when theirs are equal.
+  std::string public_key;
+  std::function<bool(std::string_view message, std::string_view signature)> signature_verifies;
+};
+
 struct QuorumStoreOptions {
   std::vector<std::string> replicas;  // ZeroMQ endpoints, e.g. tcp://127.0.0.1:7400; N = their count
   // The cluster's id: the cluster file's cluster_id, 32 hex digits. Every
@@ -71,8 +84,17 @@ struct QuorumStoreOptions {
   // in flight from queueing ahead of another store's calls.
   bool share_connections = true;
   // Unset: plaintext links, for a cluster file without identities. Set: CURVE
-  // to every replica, which must be in credentials->server_keys.
+  // to every replica, which must be in credentials->server_keys (or have its
+  // key in the replica set the lock group records).
   std::optional<Credentials> credentials;
+  // The store follows the replica set the lock group records: when replicas
+  // answer that they keep a newer set (stale_config, with its certificate),
+  // it checks the certificate and sends to that set's replicas, with its
+  // quorums, from then on; the calls in flight start again there. Unset:
+  // certificates are taken unchecked on plaintext links (an insecure
+  // cluster, whose replicas take them unchecked too) and never over CURVE
+  // (the store keeps the replicas above, which then refuse it).
+  std::optional<ConfigCheck> config_check;
 };
 
 struct WriteResult {

@@ -11,6 +11,10 @@
 #include "palisade/quorum_store.h"
 #include "client/replica_connection.h"
 #include "auth/cluster_key.h"
+#include "auth/config_certificate.h"
+#include "auth/sequencer_signer.h"
+#include "palisade/sequencer.h"
+#include "wire/replica_set.h"
 #include "tests/support/sequencers.h"
 #include "tests/support/replica_requests.h"
 #include "tests/support/replica_process.h"
@@ -402,6 +406,105 @@ TEST_CASE("quorum store: replicas with the cluster key take signed sequencers on
   CHECK(store->put("k", "late", good.value()).status.code() == Code::kFenced);
   CHECK(Fence::from_sequencer("garbage").code() == Code::kBadSequencer);
   CHECK(store->put("k", "x", Fence{"L", 5, std::string(1025, 's')}).status.code() == Code::kTooLarge);
+}
+
+// A store whose replicas check sequencers and config certificates with
+// `key`'s group "qs", and whose options name replicas 0..2 of `file`.
+std::unique_ptr<QuorumStore> following_store(const test::KeyedClusterFile& file, const ClusterKey& checked_with) {
+  QuorumStoreOptions o;
+  o.replicas = {file.replicas[0], file.replicas[1], file.replicas[2]};
+  o.timeout = std::chrono::milliseconds(3000);
+  SequencerSigner signer(checked_with, "qs");
+  auto verifier = SequencerVerifier::create("qs", signer.public_key());
+  REQUIRE(verifier.is_ok());
+  o.config_check = ConfigCheck{signer.public_key(), [v = verifier.value()](std::string_view m, std::string_view sig) {
+                                 return v.signature_verifies(m, sig);
+                               }};
+  auto s = QuorumStore::open(o);
+  REQUIRE(s.is_ok());
+  return std::move(s).value();
+}
+
+// The newest version of `key` replica `endpoint` keeps, asked as a client of
+// replica set `config`.
+std::optional<wire::Version> kept_by(const std::string& endpoint, const std::string& key, uint64_t config) {
+  ReplicaConnection conn(endpoint);
+  wire::ReplicaRequest read = test::read_req(key);
+  read.config = config;
+  auto reply = conn.call(read);
+  REQUIRE(reply.is_ok());
+  INFO(reply.value().status.to_string());
+  REQUIRE(reply.value().status.is_ok());
+  const wire::Version* newest = reply.value().newest();
+  return newest != nullptr ? std::optional(*newest) : std::nullopt;
+}
+
+TEST_CASE("quorum store: it follows the replica set the replicas hand back, and installs it on the new replicas",
+          "[quorum_store][config]") {
+  TempDir dir;
+  const ClusterKey key = ClusterKey::generate();
+  const test::KeyedClusterFile file = test::write_keyed_cluster_file(dir.path(), "qs", key, 4);
+  std::vector<std::unique_ptr<ReplicaProcess>> replicas;
+  for (int i = 0; i < 4; ++i) {
+    replicas.push_back(std::make_unique<ReplicaProcess>(
+        dir.sub("r" + std::to_string(i)), std::vector<std::string>{"--cluster", file.path}, file.replicas[i]));
+  }
+  auto store = following_store(file, key);
+  auto impostor = following_store(file, ClusterKey::generate());  // checks with another group's key
+  REQUIRE(store->put("before", "v").status.is_ok());
+
+  // The lock group moves the set (replica 3 replaces replica 2), and two of
+  // the old replicas install it: a write to the old set can no longer reach W.
+  const SequencerSigner signer(key, "qs");
+  auto set_of = [&](uint64_t version, uint32_t w) {
+    return wire::ReplicaSet{.version = version,
+                            .replicas = {{1, file.replicas[0]}, {2, file.replicas[1]}, {4, file.replicas[3]}},
+                            .write_quorum = w,
+                            .read_quorum = 2};
+  };
+  auto install = [&](int i, const wire::ReplicaSet& set) {
+    REQUIRE(test::install_config_on(file.replicas[i], sign_config_certificate(signer, set)).is_ok());
+  };
+  for (int i : {0, 1}) install(i, set_of(1, 2));
+
+  // The I/O thread's lane meets the change first, with this call in flight.
+  WriteResult moved = store->put_async("k", "after").get();
+  INFO(moved.status.to_string());
+  REQUIRE(moved.status.is_ok());
+  ReadResult read = store->get("k");  // the direct lane starts on the new set
+  REQUIRE(read.status.is_ok());
+  CHECK(read.value == "after");
+  ReadResult before = store->get("before");
+  REQUIRE(before.status.is_ok());
+  CHECK(before.value == "v");
+
+  // Replica 3 got the certificate from the store (and the write again, unless
+  // W had acknowledged it first: then anti-entropy brings it). Replica 2,
+  // left out, got the first try on the old set only, which never committed.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (test::config_version_of(file.replicas[3]) != 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(test::config_version_of(file.replicas[3]) == 1);
+  CHECK(test::config_version_of(file.replicas[2]) == 0);
+  auto left = kept_by(file.replicas[2], "k", 0);
+  CHECK((!left || left->state == wire::VersionState::kPending));
+
+  // A store that cannot check the certificate does not follow it.
+  WriteResult refused = impostor->put("k", "impostor's");
+  CHECK(refused.status.code() == Code::kUnavailable);
+  CHECK_THAT(refused.status.message(), Catch::Contains("stale_config"));
+
+  // A blocking call meets the next change (W 3 of 3) itself.
+  for (int i : {0, 1, 3}) install(i, set_of(2, 3));
+  REQUIRE(store->put("k", "third").status.is_ok());
+  for (int i : {0, 1, 3}) {
+    CAPTURE(i);
+    CHECK(kept_by(file.replicas[i], "k", 2).has_value());  // W = 3: all of them acknowledged it
+  }
+  ReadResult third = store->get_async("k").get();
+  REQUIRE(third.status.is_ok());
+  CHECK(third.value == "third");
 }
 
 }  // namespace

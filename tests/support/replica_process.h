@@ -32,4 +32,11 @@ struct KeyedClusterFile {
 KeyedClusterFile write_keyed_cluster_file(const std::string& dir, const std::string& group, const ClusterKey& key,
                                           int replicas);
 
+// The replica set version the replica at `endpoint` keeps (stats'
+// config_version; 0: none). Throws std::runtime_error when it does not answer.
+uint64_t config_version_of(const std::string& endpoint);
+// Gives the replica at `endpoint` a config certificate (install_config): its
+// answer's status, or why none came.
+Status install_config_on(const std::string& endpoint, const std::string& certificate);
+
 }  // namespace palisade::test

@@ -22,6 +22,8 @@
 #include "replica/memory_store.h"
 #include "client/replica_connection.h"
 #include "tests/support/replica_requests.h"
+#include "wire/config_certificate.h"
+#include "wire/replica_set.h"
 
 namespace palisade {
 namespace {
@@ -82,8 +84,9 @@ struct FakeReplica {
     REQUIRE(replies.size() == 1);
     return replies[0];
   }
-  std::optional<wire::Version> stored(const std::string& key) {
-    ReplicaReply r = call({0, wire::ReadRequest{key}});
+  // `config`: the replica set version the read names.
+  std::optional<wire::Version> stored(const std::string& key, uint64_t config = 0) {
+    ReplicaReply r = call({0, wire::ReadRequest{key}, "", config});
     REQUIRE(r.status.is_ok());
     return newest_version(r);
   }
@@ -1351,6 +1354,92 @@ TEST_CASE("the same calls yield the same sends and results", "[coordinator]") {
       CHECK(r.ts == s.ts);
     }
   }
+}
+
+// ---- the replica set version (docs/design.md "The replica set") ----
+
+// A config certificate of `version` for the replicas the tests' coordinator
+// talks to, unsigned: the fake replicas check no sequencers, and take it
+// unchecked as a --insecure replica does.
+std::string unsigned_certificate(uint64_t version) {
+  wire::ReplicaSet set{.version = version, .replicas = {}, .write_quorum = 2, .read_quorum = 2};
+  for (uint32_t i = 1; i <= 3; ++i) set.replicas.push_back({i, "tcp://127.0.0.1:" + std::to_string(7400 + i)});
+  return wire::join_config_certificate(wire::encode_replica_set(set), std::string(64, 's'));
+}
+
+uint64_t kept_version(FakeReplica& r) {
+  ReplicaReply stats = r.call({0, wire::StatsRequest{}});
+  REQUIRE(stats.stats);
+  return stats.stats->config_version;
+}
+
+TEST_CASE("coordinator: every request names its replica set version, and a replica that does not know it gets "
+          "the certificate first",
+          "[coordinator][config]") {
+  CoordinatorOptions options;
+  options.config = 5;
+  options.config_certificate = unsigned_certificate(5);
+  Cluster c(options);
+  c.seed(0, {0, wire::InstallConfigRequest{unsigned_certificate(5)}, "", 0});
+  OpId put = c.put("k", "v", {});
+  // Replicas 1 and 2 keep no set: they refuse version 5, get the certificate,
+  // and the write again after a hedge.
+  CHECK_FALSE(c.done(put));
+  CHECK(c.sent_to<wire::InstallConfigRequest>() == std::vector<int>{1, 2});
+  c.advance_to(kHedge);
+  REQUIRE(c.done(put));
+  CHECK(c.write_result(put).status.is_ok());
+  for (int i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(kept_version(c.replica(i)) == 5);
+    CHECK(c.replica(i).stored("k", 5).has_value());
+  }
+  OpId get = c.get("k");
+  REQUIRE(c.done(get));
+  CHECK(c.read_result(get).value == "v");
+  for (const Send& s : c.log()) CHECK(s.request.config == 5);
+  // One certificate per replica: the replicas knew it from then on.
+  CHECK(c.sent<wire::InstallConfigRequest>().size() == 2);
+
+  SECTION("without the certificate the replicas go on refusing, and the write fails") {
+    CoordinatorOptions bare;
+    bare.config = 5;
+    Cluster d(bare);
+    OpId refused = d.put("k", "v", {});
+    d.advance_to(kTimeout);
+    REQUIRE(d.done(refused));
+    CHECK(d.write_result(refused).status.code() == Code::kUnavailable);
+    CHECK(d.sent<wire::InstallConfigRequest>().empty());
+  }
+}
+
+TEST_CASE("coordinator: a read too is sent again once the replica installed the set", "[coordinator][config]") {
+  CoordinatorOptions options;
+  options.config = 2;
+  options.config_certificate = unsigned_certificate(2);
+  Cluster c(options);
+  OpId get = c.get("k");
+  CHECK_FALSE(c.done(get));
+  c.advance_to(kHedge);
+  REQUIRE(c.done(get));
+  CHECK(c.read_result(get).status.is_ok());
+  CHECK_FALSE(c.read_result(get).found);
+}
+
+TEST_CASE("coordinator: the certificates of a newer set that replicas hand back are reported, each once",
+          "[coordinator][config]") {
+  Cluster c;  // version 0: the cluster file's list
+  for (int i = 0; i < 2; ++i) c.seed(i, {0, wire::InstallConfigRequest{unsigned_certificate(3)}, "", 0});
+  CHECK(c.coord().take_newer_configs().empty());
+  OpId put = c.put("k", "v", {});
+  c.advance_to(kTimeout);
+  REQUIRE(c.done(put));
+  // Two of three refused: the write cannot reach W on this set.
+  CHECK(c.write_result(put).status.code() == Code::kUnavailable);
+  CHECK_THAT(c.write_result(put).status.message(), Catch::Contains("stale_config"));
+  CHECK(c.coord().take_newer_configs() == std::vector<std::string>{unsigned_certificate(3)});
+  CHECK(c.coord().take_newer_configs().empty());
+  CHECK_FALSE(c.replica(0).stored("k", 3).has_value());
 }
 
 }  // namespace
