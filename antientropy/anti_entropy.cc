@@ -52,6 +52,33 @@ Status validate(const AntiEntropyOptions& o, int n, int w) {
   return Status::ok();
 }
 
+// Gives every replica `certificate` (install_config) and waits, at most
+// options.timeout, for their answers: a replica keeps it only when it is
+// newer than its own, and the certificate proves itself.
+void install_everywhere(std::vector<zmq::socket_t>& sockets, const AntiEntropyOptions& options,
+                        const std::string& certificate) {
+  constexpr uint64_t kFirstId = uint64_t{1} << 62;  // far from the core's ids
+  const std::string cluster = cluster_id_from_hex(options.cluster_id).value_or("");
+  size_t waiting = 0;
+  for (size_t r = 0; r < sockets.size(); ++r) {
+    wire::ReplicaRequest install{kFirstId + r, wire::InstallConfigRequest{certificate}, cluster, options.config};
+    if (sockets[r].send(zmq::buffer(wire::encode_request(install)), zmq::send_flags::dontwait)) ++waiting;
+  }
+  std::vector<zmq::pollitem_t> items;
+  for (auto& s : sockets) items.push_back({s.handle(), 0, ZMQ_POLLIN, 0});
+  const auto deadline = Clock::now() + options.timeout;
+  while (waiting > 0 && Clock::now() < deadline) {
+    zmq::poll(items, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+    for (size_t r = 0; r < sockets.size(); ++r) {
+      zmq::message_t msg;
+      while (sockets[r].recv(msg, zmq::recv_flags::dontwait)) {
+        auto reply = wire::decode_reply({static_cast<const char*>(msg.data()), msg.size()}, wire::Limits{});
+        if (reply.is_ok() && reply.value().id >= kFirstId) --waiting;
+      }
+    }
+  }
+}
+
 // Repairs that change what replicas hold go sealed: copies and commits.
 bool changes_versions(const wire::ReplicaRequestBody& body) {
   return std::holds_alternative<wire::CopyManyRequest>(body) || std::holds_alternative<wire::CommitRequest>(body) ||
@@ -79,6 +106,7 @@ Result<AntiEntropyReport> run_anti_entropy(const AntiEntropyOptions& options) {
   config.now_wall_ms = wall.now_ms();
   config.dry_run = options.dry_run;
   config.cluster_id = cluster_id_from_hex(options.cluster_id).value_or("");
+  config.config = options.config;
   client::AntiEntropyCore core(config);
   AntiEntropyReport& report = core.report();
 
@@ -126,6 +154,21 @@ Result<AntiEntropyReport> run_anti_entropy(const AntiEntropyOptions& options) {
         if (reply.value().status.code() == Code::kWrongCluster) {  // the replica list is wrong: nothing to compare
           return Status(Code::kWrongCluster,
                         options.replicas[r] + " is not a replica of this cluster: " + reply.value().status.message());
+        }
+        // Another replica set than the run's: comparing would count copies
+        // over the wrong replicas. The newest certificate goes to those that
+        // lack it, so that the next run, over the set it names, gets through.
+        if (reply.value().status.code() == Code::kStaleConfig && !reply.value().config.empty()) {
+          install_everywhere(sockets, options, reply.value().config);
+          if (options.newer_config) options.newer_config(reply.value().config);
+          return Status(Code::kStaleConfig, options.replicas[r] + " keeps a newer replica set than version " +
+                                                std::to_string(options.config) + ": " + reply.value().status.message());
+        }
+        if (reply.value().status.code() == Code::kUnknownConfig) {
+          if (!options.config_certificate.empty()) install_everywhere(sockets, options, options.config_certificate);
+          return Status(Code::kUnknownConfig, options.replicas[r] + " did not keep replica set version " +
+                                                  std::to_string(options.config) +
+                                                  " yet: " + reply.value().status.message());
         }
         auto it = in_flight.find(reply.value().id);
         if (it == in_flight.end() || it->second.replica != static_cast<int>(r)) continue;

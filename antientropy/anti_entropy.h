@@ -86,11 +86,22 @@ struct AntiEntropyOptions {
   std::function<void(const AntiEntropyReport&)> progress;
   // Unset: plaintext links. Set: CURVE to every replica (a secure cluster).
   std::optional<Credentials> credentials;
+  // The replica set version every request names, and its config certificate
+  // (docs/design.md "The replica set"): `replicas`, `cluster_size` and
+  // `write_quorum` are then that set's. 0 and empty: the cluster file's list.
+  uint64_t config = 0;
+  std::string config_certificate{};
+  // Told of a newer set's certificate when a replica keeps one (it answered
+  // stale_config): the run ends StaleConfig, after giving that certificate
+  // to every replica it compared; run again over that set.
+  std::function<void(const std::string& certificate)> newer_config;
 };
 
 // Compares and repairs. Unavailable when fewer than two replicas answer;
 // BadRequest for bad options; WrongCluster when a replica is of another
-// cluster (cluster_id). Otherwise ok, with what was found and done
+// cluster (cluster_id); StaleConfig when a replica keeps a newer replica set
+// (see newer_config), UnknownConfig when one keeps an older one (it is given
+// config_certificate: the next run gets through). Otherwise ok, with what was found and done
 // (unreachable replicas are listed in the report).
 Result<AntiEntropyReport> run_anti_entropy(const AntiEntropyOptions& options);
 

@@ -100,7 +100,7 @@ AntiEntropyCore::AntiEntropyCore(AntiEntropyConfig config)
 uint64_t AntiEntropyCore::send(int replica, wire::ReplicaRequestBody body, Kind kind, uint64_t item) {
   uint64_t id = next_id_++;
   pending_[id] = Ticket{kind, item, replica};
-  queues_[replica].push_back(wire::ReplicaRequest{id, std::move(body), config_.cluster_id});
+  queues_[replica].push_back(wire::ReplicaRequest{id, std::move(body), config_.cluster_id, config_.config});
   ++queued_;
   return id;
 }

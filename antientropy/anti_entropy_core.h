@@ -28,6 +28,7 @@ struct AntiEntropyConfig {
   bool dry_run = false;
   size_t window = 64;  // requests in flight per replica
   std::string cluster_id{};  // named by every request (base/cluster_id.h); empty: none
+  uint64_t config = 0;  // the replica set version every request names
 };
 
 struct AntiEntropySend {

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "antientropy/anti_entropy.h"
+#include "client/replica_view.h"
+#include "palisade/sequencer.h"
 
 namespace palisade::cli {
 namespace {
@@ -88,6 +90,16 @@ void print_json(const AntiEntropyReport& r) {
   std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }
 
+// Checks a config certificate with the cluster file's sequencer_public_key;
+// null (unchecked, which only plaintext links allow) when it gives none.
+client::SignatureCheck config_signature_check(const ClusterConfig& config) {
+  auto verifier = SequencerVerifier::create(config.group, config.sequencer_public_key);
+  if (!verifier.is_ok()) return nullptr;
+  return [v = std::move(verifier).value()](std::string_view message, std::string_view signature) {
+    return v.signature_verifies(message, signature);
+  };
+}
+
 int run(const RepairFlags& flags, const CommonOptions& common) {
   auto loaded = load_cluster(common);
   if (!loaded.is_ok()) return report_cluster_error("repair", loaded.status());
@@ -133,7 +145,30 @@ int run(const RepairFlags& flags, const CommonOptions& common) {
   }
   const bool show_progress = !common.json() && isatty(STDERR_FILENO);
   if (show_progress) o.progress = print_progress;
+  // Replicas that keep a newer replica set than the file's list refuse the
+  // run (stale_config): it goes again over that set, once its certificate
+  // checks out (docs/design.md "The replica set").
+  client::ReplicaView view{.endpoints = o.replicas, .credentials = o.credentials};
+  std::string newer;
+  o.newer_config = [&newer](const std::string& certificate) { newer = certificate; };
   auto report = run_anti_entropy(o);
+  for (int moves = 0; !report.is_ok() && report.status().code() == Code::kStaleConfig && moves < 3; ++moves) {
+    auto next = client::next_view(view, newer, config_signature_check(config));
+    if (!next.is_ok()) {
+      return report_error("repair", Status(Code::kStaleConfig, report.status().message() +
+                                                                   "; cannot follow it: " + next.status().message()));
+    }
+    view = std::move(next).value();
+    std::fprintf(stderr, "palisade repair: the replicas keep replica set version %llu: comparing its %zu replicas\n",
+                 static_cast<unsigned long long>(view.version), view.endpoints.size());
+    if (flags.replicas.empty()) o.replicas = view.endpoints;
+    o.cluster_size = static_cast<int>(view.endpoints.size());
+    o.write_quorum = view.write_quorum;
+    o.credentials = view.credentials;
+    o.config = view.version;
+    o.config_certificate = view.certificate;
+    report = run_anti_entropy(o);
+  }
   if (show_progress) std::fprintf(stderr, "\r\033[K");
   if (!report.is_ok()) return report_error("repair", report.status());
   const AntiEntropyReport& r = report.value();

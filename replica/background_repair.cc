@@ -26,10 +26,33 @@ void BackgroundRepair::loop() {
   }
 }
 
+void BackgroundRepair::follow(const wire::ReplicaSet& set, const std::string& certificate) {
+  std::lock_guard lock(mu_);
+  if (set.version <= set_.version) return;
+  set_ = set;
+  certificate_ = certificate;
+}
+
+AntiEntropyOptions BackgroundRepair::options_now() {
+  AntiEntropyOptions options = options_;
+  std::lock_guard lock(mu_);
+  if (set_.version == 0) return options;
+  options.replicas.clear();
+  for (const wire::ReplicaInfo& r : set_.replicas) {
+    options.replicas.push_back(r.address);
+    if (options.credentials && !r.key.empty()) options.credentials->server_keys[r.address] = r.key;
+  }
+  options.cluster_size = static_cast<int>(set_.replicas.size());
+  options.write_quorum = static_cast<int>(set_.write_quorum);
+  options.config = set_.version;
+  options.config_certificate = certificate_;
+  return options;
+}
+
 RepairRun BackgroundRepair::run() {
   RepairRun ran;
   // A run that stops returns no report: its last progress report says how far it got.
-  AntiEntropyOptions options = options_;
+  AntiEntropyOptions options = options_now();
   options.progress = [&ran](const AntiEntropyReport& progress) { ran.report = progress; };
   const auto start = std::chrono::steady_clock::now();
   auto report = run_anti_entropy(options);

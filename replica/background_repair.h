@@ -1,6 +1,8 @@
 // palisade-replica --anti-entropy-interval: runs the anti-entropy driver
 // (palisade/anti_entropy.h) over the cluster's replicas on a timer, on a thread
 // of its own, logs what each run found and tells its observer (the metrics).
+// Once the replica keeps a replica set of the lock group's (follow()), the
+// runs go over that set's replicas and quorum instead of the cluster file's.
 #pragma once
 
 #include <chrono>
@@ -10,6 +12,7 @@
 #include <thread>
 
 #include "antientropy/anti_entropy.h"
+#include "wire/replica_set.h"
 
 namespace palisade::replica {
 
@@ -34,8 +37,14 @@ class BackgroundRepair {
   BackgroundRepair(const BackgroundRepair&) = delete;
   BackgroundRepair& operator=(const BackgroundRepair&) = delete;
 
+  // The replica set the replica keeps now (ReplicaConfig's observer): the
+  // next run goes over it. Any thread.
+  void follow(const wire::ReplicaSet& set, const std::string& certificate);
+
  private:
   void loop();
+  // This run's options: the cluster file's, or those of the set followed.
+  AntiEntropyOptions options_now();
   // One run, logged.
   RepairRun run();
 
@@ -45,6 +54,8 @@ class BackgroundRepair {
   std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  wire::ReplicaSet set_;  // guarded by mu_; version 0: none followed
+  std::string certificate_;  // guarded by mu_
   std::thread thread_;
 };
 

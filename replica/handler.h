@@ -58,6 +58,9 @@ class ReplicaHandler {
   // --insecure (stats say so).
   ReplicaHandler(ReplicaStore& store, HybridClock& clock, std::optional<ReplicaAuth> auth = std::nullopt);
 
+  // Told of the replica set the replica keeps (ReplicaConfig::observe).
+  void observe_config(ReplicaConfig::Observer observer) { config_.observe(std::move(observer)); }
+
   // Decodes a request frame: plain, or sealed by a repairer (auth/repair_seal.h),
   // whose request gets from_repairer when the seal verifies under auth and was
   // made within kSealLifetimeMs of this replica's clock. A seal that does not

@@ -224,6 +224,10 @@ int serve(Flags flags, std::optional<replica::ReplicaAuth> auth, const std::opti
                  version_line("palisade-replica"), getpid(), cluster_id_hex(flags.server.cluster_id),
                  flags.server.listen_endpoint, flags.data_dir, keys.is_ok() ? keys.value() : 0);
     auto repair = background_repair(flags, curve, server.metrics());  // stops before the server goes
+    if (repair) {
+      handler.observe_config(
+          [&repair](const wire::ReplicaSet& set, const std::string& certificate) { repair->follow(set, certificate); });
+    }
     auto reload = [&] {
       auto keys = reload_identities(flags.cluster_file, flags.server.listen_endpoint, flags.curve_key_file, zap.get());
       if (keys) server.set_permissions(std::move(keys->permissions));
@@ -290,7 +294,8 @@ int main(int argc, char** argv) {
                                                                         CLI::AsNumberWithUnit::UNIT_REQUIRED);
   const std::map<std::string, uint64_t> ms_units{{"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}};
   auto* interval = app.add_option("--anti-entropy-interval", flags.anti_entropy_interval_ms,
-                                  "Run anti-entropy over the cluster file's replicas this often, e.g. 10m\n"
+                                  "Run anti-entropy over the replicas this often, e.g. 10m: the cluster\n"
+                                  "file's, or the replica set the lock group recorded once this replica keeps one\n"
                                   "(needs --cluster; default: never, run `palisade repair` instead)")
                        ->transform(CLI::AsNumberWithUnit(ms_units, kUnitRequired, "DURATION"))
                        ->needs(cluster);

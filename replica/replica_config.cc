@@ -50,7 +50,13 @@ Status ReplicaConfig::install(std::string_view text) {
   certificate_ = std::string(text);
   set_ = std::move(set).value();
   unreadable_ = Status::ok();
+  if (observer_) observer_(set_, certificate_);
   return Status::ok();
+}
+
+void ReplicaConfig::observe(Observer observer) {
+  observer_ = std::move(observer);
+  if (observer_ && set_.version != 0 && unreadable_.is_ok()) observer_(set_, certificate_);
 }
 
 std::optional<wire::ReplicaReply> ReplicaConfig::refusal(const wire::ReplicaRequest& request) const {

@@ -3,6 +3,7 @@
 // means for each request it gets. Sans-I/O; the handler owns one.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +39,11 @@ class ReplicaConfig {
   // Ping, stats and install_config are never refused.
   std::optional<wire::ReplicaReply> refusal(const wire::ReplicaRequest& request) const;
 
+  // Told of the set it keeps: at once when it keeps one, then after each
+  // install that changes it, on the installing thread.
+  using Observer = std::function<void(const wire::ReplicaSet& set, const std::string& certificate)>;
+  void observe(Observer observer);
+
   uint64_t version() const { return set_.version; }
   bool paused() const { return set_.phase == wire::ReplicaPhase::kPaused; }
   // The kept certificate's text; empty when none.
@@ -51,6 +57,7 @@ class ReplicaConfig {
   std::string certificate_;
   wire::ReplicaSet set_;  // version 0: none kept
   Status unreadable_;  // why the kept certificate could not be taken
+  Observer observer_;
 };
 
 }  // namespace palisade::replica

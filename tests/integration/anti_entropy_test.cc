@@ -11,6 +11,10 @@
 
 #include "client/replica_connection.h"
 #include "auth/cluster_key.h"
+#include "auth/config_certificate.h"
+#include "auth/sequencer_signer.h"
+#include "wire/config_certificate.h"
+#include "wire/replica_set.h"
 #include "tests/support/sequencers.h"
 #include "antientropy/anti_entropy.h"
 #include "palisade/quorum_store.h"
@@ -301,6 +305,96 @@ TEST_CASE("anti-entropy: two equal replicas of 100k keys exchange only their roo
   CHECK(report.value().bytes_moved() < 256);
   CHECK(report.value().tree_bytes == report.value().bytes_moved());
   CHECK(report.value().keys_compared == 0);
+}
+
+// ---- the replica set version (docs/design.md "The replica set") ----
+
+// A certificate of `set`'s replicas with W 2, R 2; unsigned (for replicas
+// that check nothing) unless `group` signs it.
+std::string certificate(uint64_t version, const std::vector<std::string>& replicas,
+                        const std::optional<SequencerSigner>& group = std::nullopt) {
+  wire::ReplicaSet set{.version = version, .replicas = {}, .write_quorum = 2, .read_quorum = 2};
+  for (size_t i = 0; i < replicas.size(); ++i) set.replicas.push_back({static_cast<uint32_t>(i + 1), replicas[i]});
+  if (group) return sign_config_certificate(*group, set);
+  return wire::join_config_certificate(wire::encode_replica_set(set), std::string(64, 's'));
+}
+
+void install(const std::string& endpoint, const std::string& certificate) {
+  Status installed = test::install_config_on(endpoint, certificate);
+  INFO(installed.to_string());
+  REQUIRE(installed.is_ok());
+}
+
+TEST_CASE("anti-entropy: a run over another replica set than the replicas keep ends, and gives them the newest",
+          "[anti_entropy][config]") {
+  Replicas r(3);  // they take certificates unchecked (--insecure)
+  const std::vector<std::string> endpoints = r.endpoints();
+  install(endpoints[0], certificate(1, endpoints));
+  AntiEntropyOptions o;
+  o.replicas = endpoints;
+  o.timeout = std::chrono::milliseconds(2000);
+  std::string told;
+  o.newer_config = [&told](const std::string& c) { told = c; };
+  auto stale = run_anti_entropy(o);
+  CHECK(stale.status().code() == Code::kStaleConfig);
+  CHECK_THAT(stale.status().message(), Catch::Contains(endpoints[0] + " keeps a newer replica set"));
+  CHECK(told == certificate(1, endpoints));
+  for (const std::string& e : endpoints) CHECK(test::config_version_of(e) == 1);  // the others got it from the run
+
+  o.config = 1;
+  o.config_certificate = certificate(1, endpoints);
+  auto run = run_anti_entropy(o);
+  INFO(run.status().to_string());
+  CHECK(run.is_ok());
+
+  // A run that names a version the replicas have not installed gives it to them.
+  o.config = 2;
+  o.config_certificate = certificate(2, endpoints);
+  CHECK(run_anti_entropy(o).status().code() == Code::kUnknownConfig);
+  for (const std::string& e : endpoints) CHECK(test::config_version_of(e) == 2);
+  CHECK(run_anti_entropy(o).is_ok());
+}
+
+TEST_CASE("anti-entropy: a replica's background runs go over the replica set it keeps, not the cluster file's",
+          "[anti_entropy][config]") {
+  TempDir dir;
+  const ClusterKey key = ClusterKey::generate();
+  const test::KeyedClusterFile file = test::write_keyed_cluster_file(dir.path(), "ae", key, 3);
+  const std::vector<std::string> cluster_args{"--cluster", file.path};
+  std::vector<std::string> repairing = cluster_args;
+  repairing.insert(repairing.end(), {"--anti-entropy-interval", "200ms"});
+  ReplicaProcess r0(dir.sub("r0"), repairing, file.replicas[0]);
+  ReplicaProcess r1(dir.sub("r1"), cluster_args, file.replicas[1]);
+  ReplicaProcess r2(dir.sub("r2"), cluster_args, file.replicas[2]);
+  ReplicaProcess r3(dir.sub("r3"), cluster_args);  // not in the file: it replaces r2
+  {
+    ReplicaConnection conn(r0.endpoint());
+    wire::ReplicaRequest write = test::write_req("k", "v", test::ts_now(0));
+    std::get<wire::WriteRequest>(write.body).committed = true;
+    auto put = conn.call(write);
+    REQUIRE(put.is_ok());
+    REQUIRE(put.value().status.is_ok());
+  }
+  // r0 alone learns the new set: its runs give it to r1 and r3, then copy.
+  const SequencerSigner group(key, "ae");
+  const std::string set = certificate(1, {r0.endpoint(), r1.endpoint(), r3.endpoint()}, group);
+  install(r0.endpoint(), set);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  auto held_by = [](const std::string& endpoint, uint64_t config = 1) {
+    ReplicaConnection conn(endpoint);
+    wire::ReplicaRequest read = test::read_req("k");
+    read.config = config;
+    auto reply = conn.call(read);
+    return reply.is_ok() && reply.value().status.is_ok() && reply.value().newest() != nullptr;
+  };
+  while (!held_by(r3.endpoint()) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(held_by(r3.endpoint()));
+  CHECK(held_by(r1.endpoint()));
+  CHECK(test::config_version_of(r3.endpoint()) == 1);
+  CHECK(test::config_version_of(r2.endpoint()) == 0);  // left out: no run asks it any more
+  CHECK_FALSE(held_by(r2.endpoint(), 0));
 }
 
 }  // namespace

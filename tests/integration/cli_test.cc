@@ -39,6 +39,7 @@
 #include <zmq.hpp>
 
 #include "auth/sequencer_signer.h"
+#include "cli/lockd_call.h"
 #include "client/replica_connection.h"
 #include "config/cluster_config.h"
 #include "config/cluster_keys.h"
@@ -48,6 +49,7 @@
 #include "transport/transport.h"
 #include "palisade/lock_client.h"
 #include "tests/support/local_cluster.h"
+#include "tests/support/replica_process.h"
 #include "cli/daemon_records.h"
 #include "cli/process.h"
 #include "base/temp_dir.h"
@@ -1902,6 +1904,38 @@ TEST_CASE("cli: replicas with --anti-entropy-interval repair a drifted replica o
     REQUIRE(std::chrono::steady_clock::now() < deadline);
     std::this_thread::sleep_for(50ms);
   }
+}
+
+TEST_CASE("cli: put, get and repair follow the replica set the lock group signed", "[cli][config]") {
+  Fixture fx;
+  const std::vector<std::string> replicas = fx.cluster->replica_endpoints();
+  // The lock group's first record of the set: the file's replicas, version 1.
+  wire::SetReplicasRequest set{.version = 0, .replicas = {}, .write_quorum = 2, .read_quorum = 2};
+  for (size_t i = 0; i < replicas.size(); ++i) set.replicas.push_back({static_cast<uint32_t>(i + 1), replicas[i]});
+  zmq::context_t ctx(1);
+  std::string certificate;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (certificate.empty() && std::chrono::steady_clock::now() < deadline) {
+    for (const std::string& node : fx.cluster->lockd_endpoints()) {  // the master answers; the others, not_master
+      auto reply = cli::call_lockd_endpoint(ctx, node, set, 2s, "", std::nullopt);
+      if (reply && reply->status.is_ok()) certificate = reply->config;
+    }
+  }
+  REQUIRE_FALSE(certificate.empty());
+  for (int i : {0, 1}) REQUIRE(test::install_config_on(replicas[i], certificate).is_ok());
+  // Two replicas refuse the file's list now: the commands check the
+  // certificate with the file's sequencer_public_key and follow it.
+  Run put = fx.run({"put", "k", "v"});
+  INFO(put.out);
+  CHECK(put.code == 0);
+  Run get = fx.run({"get", "k"});
+  CHECK(get.code == 0);
+  CHECK(get.out == "v\n");
+  Run repair = fx.run({"repair"});
+  INFO(repair.out);
+  CHECK((repair.code == 0 || repair.code == 8));
+  CHECK_THAT(repair.out, Catch::Contains("the replicas keep replica set version 1: comparing its 3 replicas"));
+  CHECK_THAT(repair.out, Catch::Contains("3 of 3 replicas compared, 3 answered"));
 }
 
 }  // namespace
