@@ -224,10 +224,11 @@ int serve(Flags flags, std::optional<replica::ReplicaAuth> auth, const std::opti
                  version_line("palisade-replica"), getpid(), cluster_id_hex(flags.server.cluster_id),
                  flags.server.listen_endpoint, flags.data_dir, keys.is_ok() ? keys.value() : 0);
     auto repair = background_repair(flags, curve, server.metrics());  // stops before the server goes
-    if (repair) {
-      handler.observe_config(
-          [&repair](const wire::ReplicaSet& set, const std::string& certificate) { repair->follow(set, certificate); });
-    }
+    handler.observe_config(
+        [&repair, &metrics = server.metrics()](const wire::ReplicaSet& set, const std::string& certificate) {
+          metrics.replica_set(set);
+          if (repair) repair->follow(set, certificate);
+        });
     auto reload = [&] {
       auto keys = reload_identities(flags.cluster_file, flags.server.listen_endpoint, flags.curve_key_file, zap.get());
       if (keys) server.set_permissions(std::move(keys->permissions));

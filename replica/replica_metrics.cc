@@ -70,7 +70,20 @@ ReplicaMetrics::ReplicaMetrics()
       unreachable_(registry_
                        .gauge("palisade_anti_entropy_unreachable_replicas",
                               "Replicas the last background anti-entropy run could not reach")
-                       .get()) {}
+                       .get()),
+      set_version_(registry_
+                       .gauge("palisade_replica_set_version",
+                              "The version of the replica set this replica keeps (0: none, the cluster file's)")
+                       .get()),
+      set_paused_(registry_
+                      .gauge("palisade_replica_set_paused",
+                             "1 while the replica set it keeps is paused for a replacement (writes refused)")
+                      .get()) {}
+
+void ReplicaMetrics::replica_set(const wire::ReplicaSet& set) {
+  set_version_.set(static_cast<int64_t>(set.version));
+  set_paused_.set(set.phase == wire::ReplicaPhase::kPaused ? 1 : 0);
+}
 
 void ReplicaMetrics::answered(const wire::ReplicaRequest& request, const wire::ReplicaReply& reply,
                               std::chrono::steady_clock::duration took) {

@@ -6,8 +6,8 @@
 // thread.
 //
 // Thread safety: anti_entropy_ran() from one thread at a time (the repair's),
-// the other update calls from the loop's thread only; registry() and health()
-// from any.
+// the other update calls from the loop's thread only (replica_set() also
+// before the loop starts); registry() and health() from any.
 #pragma once
 
 #include <array>
@@ -19,6 +19,7 @@
 #include "palisade/status.h"
 #include "replica/background_repair.h"
 #include "wire/replica_protocol.h"
+#include "wire/replica_set.h"
 
 namespace palisade::replica {
 
@@ -45,6 +46,8 @@ class ReplicaMetrics {
   void checkpointed(std::chrono::steady_clock::duration took);
   // A background anti-entropy run ended (BackgroundRepair's observer).
   void anti_entropy_ran(const RepairRun& run);
+  // The replica set the replica keeps now (ReplicaConfig's observer).
+  void replica_set(const wire::ReplicaSet& set);
   // The loop turned; `writes_refused`: ReplicaHandler::writes_refused(), which
   // makes the replica not ready.
   void turned(bool writes_refused);
@@ -78,6 +81,8 @@ class ReplicaMetrics {
   metrics::Counter& repair_bytes_;
   metrics::Histogram& run_seconds_;
   metrics::Gauge& unreachable_;
+  metrics::Gauge& set_version_;
+  metrics::Gauge& set_paused_;
   // requests_ by type and code, and request_seconds_ by type, looked up at
   // first use (the loop's thread only).
   std::array<std::array<metrics::Counter*, kCodeCount>, kTypes> by_type_{};

@@ -19,6 +19,7 @@
 
 #include <httplib.h>
 
+#include "auth/config_certificate.h"
 #include "base/temp_dir.h"
 #include "cli/process.h"
 #include "client/replica_connection.h"
@@ -28,6 +29,7 @@
 #include "tests/support/replica_process.h"
 #include "tests/support/replica_requests.h"
 #include "tests/support/sequencers.h"
+#include "wire/replica_set.h"
 
 namespace palisade {
 namespace {
@@ -353,6 +355,33 @@ TEST_CASE("daemon metrics: background anti-entropy counts its runs by result and
   CHECK(eventually([&] { return metric(failed) >= 1; }, 30s));
   CHECK(metric("palisade_anti_entropy_unreachable_replicas") == 1);
   check_with_promtool(get(address, "/metrics").body, dir.path());
+}
+
+TEST_CASE("daemon metrics: the replica set version and pause the replica keeps, also after a restart",
+          "[metrics][config]") {
+  TempDir dir;
+  const ClusterKey key = ClusterKey::generate();
+  const test::KeyedClusterFile file = test::write_keyed_cluster_file(dir.path(), "rs", key, 3);
+  const std::string address = "127.0.0.1:" + std::to_string(cli::free_port());
+  test::ReplicaProcess replica(dir.sub("r0"), {"--cluster", file.path, "--metrics-listen", address}, file.replicas[0]);
+  auto metric = [&](const std::string& series) { return scraped(address, series); };
+  CHECK(metric("palisade_replica_set_version") == 0);
+  CHECK(metric("palisade_replica_set_paused") == 0);
+  auto certificate = [&](uint64_t version, wire::ReplicaPhase phase) {
+    wire::ReplicaSet set{.version = version, .phase = phase, .replicas = {}, .write_quorum = 2, .read_quorum = 2};
+    for (uint32_t i = 0; i < 3; ++i) set.replicas.push_back({i + 1, file.replicas[i]});
+    return sign_config_certificate(SequencerSigner(key, "rs"), set);
+  };
+  REQUIRE(test::install_config_on(replica.endpoint(), certificate(1, wire::ReplicaPhase::kServing)).is_ok());
+  CHECK(metric("palisade_replica_set_version") == 1);
+  CHECK(metric("palisade_replica_set_paused") == 0);
+  REQUIRE(test::install_config_on(replica.endpoint(), certificate(2, wire::ReplicaPhase::kPaused)).is_ok());
+  CHECK(metric("palisade_replica_set_version") == 2);
+  CHECK(metric("palisade_replica_set_paused") == 1);
+  replica.process().kill();
+  replica.restart();  // the kept certificate is loaded at start
+  CHECK(eventually([&] { return metric("palisade_replica_set_version") == 2; }, 10s));
+  CHECK(metric("palisade_replica_set_paused") == 1);
 }
 
 TEST_CASE("daemon metrics: --metrics-listen refuses a bad address, and a taken port stops the start", "[metrics]") {
