@@ -1,5 +1,6 @@
 // palisade member list | add ID... | remove ID... | replace OLD NEW: the lock
-// group's members (docs/design.md "Membership"). A change goes to the master
+// group's members (docs/design.md "Membership"); `list` shows the replica set
+// the lock group records too (cli/replica_record.h). A change goes to the master
 // as one set_members request naming the whole new membership and the version
 // it replaces; the master proposes it through the log and answers once it is
 // applied (cli/member_change.h makes it). The nodes a change adds must be in
@@ -12,6 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/member_change.h"
+#include "cli/replica_record.h"
 
 namespace palisade::cli {
 namespace {
@@ -29,7 +31,34 @@ std::string list_ids(const std::vector<wire::MemberInfo>& members) {
   return out;
 }
 
-int print_view(const MemberView& v, const CommonOptions& common) {
+nlohmann::json replicas_json(const ReplicaRecord& r) {
+  nlohmann::json replicas = nlohmann::json::array();
+  for (const auto& info : r.set.replicas) {
+    replicas.push_back({{"id", info.id},
+                        {"address", info.address},
+                        {"key", info.key.empty() ? nlohmann::json(nullptr) : nlohmann::json(info.key)}});
+  }
+  return {{"version", r.set.version},
+          {"phase", wire::phase_name(r.set.phase)},
+          {"write_quorum", r.set.write_quorum},
+          {"read_quorum", r.set.read_quorum},
+          {"checked", r.checked},
+          {"replicas", replicas}};
+}
+
+void print_replicas(const ReplicaRecord& r) {
+  if (r.set.version == 0) {
+    std::printf("replica set: none recorded, the cluster file's [[replica]] list stands (W=%u R=%u):\n",
+                r.set.write_quorum, r.set.read_quorum);
+  } else {
+    std::printf("replica set, version %llu, %s (W=%u R=%u)%s:\n", static_cast<unsigned long long>(r.set.version),
+                std::string(wire::phase_name(r.set.phase)).c_str(), r.set.write_quorum, r.set.read_quorum,
+                r.checked ? "" : ", its signature not checked (the cluster file has no sequencer_public_key)");
+  }
+  for (const auto& info : r.set.replicas) std::printf("  %3u  %s\n", info.id, info.address.c_str());
+}
+
+int print_view(const MemberView& v, const CommonOptions& common, const ReplicaRecord* replicas = nullptr) {
   if (common.json()) {
     nlohmann::json members = nlohmann::json::array();
     for (const auto& m : v.members) {
@@ -39,7 +68,9 @@ int print_view(const MemberView& v, const CommonOptions& common) {
                          {"key", m.key.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.key)},
                          {"role", role == v.roles.end() ? nlohmann::json(nullptr) : nlohmann::json(role->second)}});
     }
-    std::printf("%s\n", nlohmann::json{{"version", v.version}, {"members", members}}.dump().c_str());
+    nlohmann::json out{{"version", v.version}, {"members", members}};
+    if (replicas != nullptr) out["replicas"] = replicas_json(*replicas);
+    std::printf("%s\n", out.dump().c_str());
     return kExitOk;
   }
   std::printf("lock group members, version %llu%s:\n", static_cast<unsigned long long>(v.version),
@@ -49,6 +80,7 @@ int print_view(const MemberView& v, const CommonOptions& common) {
     std::printf("  %3u  %-32s %s\n", m.id, m.address.c_str(),
                 role == v.roles.end() ? "not answering" : role->second.c_str());
   }
+  if (replicas != nullptr) print_replicas(*replicas);
   return kExitOk;
 }
 
@@ -79,7 +111,9 @@ int run_list(const CommonOptions& common) {
   if (!loaded.is_ok()) return report_cluster_error(kWhat, loaded.status());
   auto v = read_members(loaded.value(), 1000ms);
   if (!v.is_ok()) return report_error(kWhat, v.status());
-  return print_view(v.value(), common);
+  auto replicas = read_replica_record(loaded.value(), 1000ms);
+  if (!replicas.is_ok()) return report_error(kWhat, replicas.status());
+  return print_view(v.value(), common, &replicas.value());
 }
 
 }  // namespace
@@ -91,7 +125,8 @@ void add_member_command(CLI::App& app, const CommonOptions& common, int& exit_co
               "lock group's log and answers once it is applied. Admin only on a secure cluster. Exit status: 0 done, "
               "2 a bad id (not in the cluster file, already a member, not a member), 4 no master, 6 no answer in "
               "time (the change may still apply), 9 not an admin.");
-  sub->add_subcommand("list", "The members, each with its address and role, and the membership's version")
+  sub->add_subcommand("list", "The members, each with its address and role, and the membership's version; then the "
+                              "replica set the lock group records")
       ->callback([&common, &exit_code] { exit_code = run_list(common); });
   struct Spec {
     const char* name;

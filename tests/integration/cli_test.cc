@@ -1909,6 +1909,12 @@ TEST_CASE("cli: replicas with --anti-entropy-interval repair a drifted replica o
 TEST_CASE("cli: put, get and repair follow the replica set the lock group signed", "[cli][config]") {
   Fixture fx;
   const std::vector<std::string> replicas = fx.cluster->replica_endpoints();
+  Run none = fx.run({"member", "list"});
+  INFO(none.out);
+  CHECK(none.code == 0);
+  CHECK_THAT(none.out, Catch::Contains("replica set: none recorded, the cluster file's [[replica]] list stands (W=2 "
+                                       "R=2):\n    1  " +
+                                       replicas[0]));
   // The lock group's first record of the set: the file's replicas, version 1.
   wire::SetReplicasRequest set{.version = 0, .replicas = {}, .write_quorum = 2, .read_quorum = 2};
   for (size_t i = 0; i < replicas.size(); ++i) set.replicas.push_back({static_cast<uint32_t>(i + 1), replicas[i]});
@@ -1922,6 +1928,27 @@ TEST_CASE("cli: put, get and repair follow the replica set the lock group signed
     }
   }
   REQUIRE_FALSE(certificate.empty());
+  Run listed = fx.run({"member", "list", "-o", "json"});
+  INFO(listed.out);
+  REQUIRE(listed.code == 0);
+  const nlohmann::json record = nlohmann::json::parse(listed.out)["replicas"];
+  CHECK(record["version"] == 1);
+  CHECK(record["phase"] == "serving");
+  CHECK(record["checked"] == true);
+  CHECK(record["replicas"].size() == 3);
+  CHECK(record["replicas"][2]["address"] == replicas[2]);
+  CHECK_THAT(fx.run({"member", "list"}).out, Catch::Contains("replica set, version 1, serving (W=2 R=2):"));
+  {  // A cluster file with another group's key: the certificate does not check out.
+    ClusterConfig forged = load_cluster_file(fx.cluster->cluster_file()).value();
+    forged.sequencer_public_key = SequencerSigner(ClusterKey::generate(), forged.group).public_key();
+    forged.key_file = fx.cluster->cluster_file().substr(0, fx.cluster->cluster_file().rfind('/')) + "/cluster.key";
+    forged.replica_key_file.clear();
+    const std::string path = fx.dir.sub("forged.toml");
+    std::ofstream(path) << format_cluster_config(forged);
+    Run refused = palisade(fx.dir, {"--cluster", path, "member", "list"});
+    CHECK(refused.code != 0);
+    CHECK_THAT(refused.out, Catch::Contains("does not check out"));
+  }
   for (int i : {0, 1}) REQUIRE(test::install_config_on(replicas[i], certificate).is_ok());
   // Two replicas refuse the file's list now: the commands check the
   // certificate with the file's sequencer_public_key and follow it.

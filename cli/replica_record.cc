@@ -1,0 +1,73 @@
+#include "cli/replica_record.h"
+
+#include <optional>
+
+#include <zmq.hpp>
+
+#include "auth/config_certificate.h"
+#include "cli/lockd_call.h"
+#include "config/cluster_keys.h"
+#include "wire/config_certificate.h"
+
+namespace palisade::cli {
+namespace {
+
+// The file's list as the record it stands for.
+wire::ReplicaSet file_set(const ClusterConfig& config) {
+  wire::ReplicaSet set;
+  const std::map<std::string, std::string> keys = server_keys(config);
+  const auto n = static_cast<uint32_t>(config.replicas.size());
+  for (uint32_t i = 0; i < n; ++i) {
+    auto key = keys.find(config.replicas[i]);
+    set.replicas.push_back({i + 1, config.replicas[i], key == keys.end() ? "" : key->second});
+  }
+  set.write_quorum = config.write_quorum > 0 ? static_cast<uint32_t>(config.write_quorum) : n / 2 + 1;
+  set.read_quorum = config.read_quorum > 0 ? static_cast<uint32_t>(config.read_quorum) : n / 2 + 1;
+  return set;
+}
+
+Result<ReplicaRecord> checked(const ClusterConfig& config, const std::string& certificate) {
+  ReplicaRecord record{.certificate = certificate};
+  if (!config.sequencer_public_key.empty()) {
+    auto verifier = SequencerVerifier::create(config.group, config.sequencer_public_key);
+    if (!verifier.is_ok()) return verifier.status();
+    auto set = verify_config_certificate(verifier.value(), certificate);
+    if (!set.is_ok()) {
+      return Status(Code::kBadRequest, "the lock group's replica set certificate does not check out with " +
+                                           config.path + "'s sequencer_public_key: " + set.status().message());
+    }
+    record.set = std::move(set).value();
+    record.checked = true;
+    return record;
+  }
+  auto parts = wire::split_config_certificate(certificate);
+  if (!parts.is_ok()) return parts.status();
+  auto set = wire::decode_replica_set(parts.value().record);
+  if (!set.is_ok()) return set.status();
+  record.set = std::move(set).value();
+  return record;
+}
+
+}  // namespace
+
+Result<ReplicaRecord> read_replica_record(const ClusterAccess& access, std::chrono::milliseconds per_call) {
+  zmq::context_t ctx(1);
+  std::optional<ReplicaRecord> newest;
+  for (const LockdNode& node : access.config.lockd) {
+    auto reply = call_lockd_endpoint(ctx, node.endpoint, wire::GetReplicasRequest{}, per_call, access.config.cluster_id,
+                                     access.credentials);
+    if (!reply || !reply->status.is_ok()) continue;
+    // A node that has not applied the newest record yet serves an older one.
+    if (reply->config.empty()) {
+      if (!newest) newest = ReplicaRecord{.set = file_set(access.config)};
+      continue;
+    }
+    auto record = checked(access.config, reply->config);
+    if (!record.is_ok()) return record.status();
+    if (!newest || record.value().set.version > newest->set.version) newest = std::move(record).value();
+  }
+  if (!newest) return Status(Code::kUnavailable, "no lock group node answered get_replicas");
+  return *std::move(newest);
+}
+
+}  // namespace palisade::cli
