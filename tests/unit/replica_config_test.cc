@@ -5,6 +5,7 @@
 
 #include <span>
 #include <string>
+#include <vector>
 
 #include "auth/cluster_key.h"
 #include "auth/config_certificate.h"
@@ -188,6 +189,30 @@ TEST_CASE("replica config: a restarted replica keeps its certificate", "[replica
   ReplicaReply reply = again.call(write_req("k", "v", kTs));
   CHECK(reply.status.code() == Code::kStaleConfig);
   CHECK(reply.config == certificate(2));
+}
+
+TEST_CASE("replica config: its observer hears of the kept set at once and of each newer one", "[replica][config]") {
+  replica::MemoryStore store;
+  std::vector<uint64_t> heard;
+  auto observer = [&heard](const ReplicaSet& set, const std::string& text) {
+    CHECK(text == certificate(set.version, set.phase));
+    heard.push_back(set.version);
+  };
+  {
+    Replica r(store);
+    r.handler.observe_config(observer);
+    CHECK(heard.empty());  // none kept: nothing to tell
+    REQUIRE(r.call(install(certificate(2))).status.is_ok());
+    REQUIRE(r.call(install(certificate(1))).status.is_ok());  // older: no change
+    REQUIRE(r.call(install(certificate(2))).status.is_ok());  // equal: no change
+    CHECK(r.call(install(certificate(4, ReplicaPhase::kServing, SequencerSigner(key_of('2'), "local-1"))))
+              .status.code() == Code::kBadRequest);
+    CHECK(heard == std::vector<uint64_t>{2});
+  }
+  Replica again(store);
+  again.handler.observe_config(observer);  // the kept one, at once
+  REQUIRE(again.call(install(certificate(3, ReplicaPhase::kPaused))).status.is_ok());
+  CHECK(heard == std::vector<uint64_t>{2, 2, 3});
 }
 
 // A disk whose kept certificate was damaged, or cannot be read, or saved.
