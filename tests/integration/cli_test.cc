@@ -791,8 +791,13 @@ TEST_CASE("cli: the exit codes of docs/cli.md, usage errors that name the proble
   std::ofstream(not_executable) << "#!/bin/sh\n";
   CHECK(fx.run({"lock", "L", "--", not_executable}).code == 126);
 
-  // -o json: errors too, one JSON object with the exit code.
-  Run json_error = fx.run({"get", "k", "--timeout", "1ms", "-o", "json"});
+  // -o json: errors too, one JSON object with the exit code. The replicas are
+  // paused, as above: a read that answers quickly could still be decided
+  // within even 1 ms (a slow client finds the replies already waiting).
+  for (size_t i = 0; i < fx.cluster->replica_count(); ++i) fx.cluster->replica(i).pause();
+  Run json_error = fx.run({"get", "k", "--timeout", "200ms", "-o", "json"});
+  for (size_t i = 0; i < fx.cluster->replica_count(); ++i) fx.cluster->replica(i).resume();
+  INFO(json_error.out);
   CHECK(json_error.code == 6);
   CHECK(json_of(json_error)["error"]["exit_code"] == 6);
   CHECK(json_of(json_error)["error"]["command"] == "get");
