@@ -20,4 +20,12 @@ Result<wire::ReplicaSet> verify_config_certificate(const SequencerVerifier& veri
   return wire::decode_replica_set(parts.value().record);
 }
 
+Result<wire::ReplicaSet> read_config_certificate(const std::optional<SequencerVerifier>& verifier,
+                                                 std::string_view text) {
+  if (verifier) return verify_config_certificate(*verifier, text);
+  auto parts = wire::split_config_certificate(text);
+  if (!parts.is_ok()) return parts.status();
+  return wire::decode_replica_set(parts.value().record);
+}
+
 }  // namespace palisade

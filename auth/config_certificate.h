@@ -5,6 +5,7 @@
 // certificate relayed by anybody.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -22,5 +23,11 @@ std::string sign_config_certificate(const SequencerSigner& signer, const wire::R
 // is the group's over its record, and the record decodes; BadRequest naming
 // which of these failed otherwise (forged, altered, another group's).
 Result<wire::ReplicaSet> verify_config_certificate(const SequencerVerifier& verifier, std::string_view text);
+
+// verify_config_certificate with `verifier`; without one (a replica started
+// --insecure, a cluster file without sequencer_public_key) the record only
+// read, its signature unchecked.
+Result<wire::ReplicaSet> read_config_certificate(const std::optional<SequencerVerifier>& verifier,
+                                                 std::string_view text);
 
 }  // namespace palisade

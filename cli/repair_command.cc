@@ -11,7 +11,7 @@
 
 #include "antientropy/anti_entropy.h"
 #include "client/replica_view.h"
-#include "palisade/sequencer.h"
+#include "config/client_cluster.h"
 
 namespace palisade::cli {
 namespace {
@@ -90,16 +90,6 @@ void print_json(const AntiEntropyReport& r) {
   std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }
 
-// Checks a config certificate with the cluster file's sequencer_public_key;
-// null (unchecked, which only plaintext links allow) when it gives none.
-client::SignatureCheck config_signature_check(const ClusterConfig& config) {
-  auto verifier = SequencerVerifier::create(config.group, config.sequencer_public_key);
-  if (!verifier.is_ok()) return nullptr;
-  return [v = std::move(verifier).value()](std::string_view message, std::string_view signature) {
-    return v.signature_verifies(message, signature);
-  };
-}
-
 int run(const RepairFlags& flags, const CommonOptions& common) {
   auto loaded = load_cluster(common);
   if (!loaded.is_ok()) return report_cluster_error("repair", loaded.status());
@@ -153,7 +143,8 @@ int run(const RepairFlags& flags, const CommonOptions& common) {
   o.newer_config = [&newer](const std::string& certificate) { newer = certificate; };
   auto report = run_anti_entropy(o);
   for (int moves = 0; !report.is_ok() && report.status().code() == Code::kStaleConfig && moves < 3; ++moves) {
-    auto next = client::next_view(view, newer, config_signature_check(config));
+    auto check = config_check(config.group, config.sequencer_public_key);
+    auto next = client::next_view(view, newer, check ? check->signature_verifies : nullptr);
     if (!next.is_ok()) {
       return report_error("repair", Status(Code::kStaleConfig, report.status().message() +
                                                                    "; cannot follow it: " + next.status().message()));

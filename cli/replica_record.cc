@@ -7,7 +7,6 @@
 #include "auth/config_certificate.h"
 #include "cli/lockd_call.h"
 #include "config/cluster_keys.h"
-#include "wire/config_certificate.h"
 
 namespace palisade::cli {
 namespace {
@@ -27,25 +26,20 @@ wire::ReplicaSet file_set(const ClusterConfig& config) {
 }
 
 Result<ReplicaRecord> checked(const ClusterConfig& config, const std::string& certificate) {
-  ReplicaRecord record{.certificate = certificate};
+  std::optional<SequencerVerifier> verifier;
   if (!config.sequencer_public_key.empty()) {
-    auto verifier = SequencerVerifier::create(config.group, config.sequencer_public_key);
-    if (!verifier.is_ok()) return verifier.status();
-    auto set = verify_config_certificate(verifier.value(), certificate);
-    if (!set.is_ok()) {
-      return Status(Code::kBadRequest, "the lock group's replica set certificate does not check out with " +
-                                           config.path + "'s sequencer_public_key: " + set.status().message());
-    }
-    record.set = std::move(set).value();
-    record.checked = true;
-    return record;
+    auto made = SequencerVerifier::create(config.group, config.sequencer_public_key);
+    if (!made.is_ok()) return made.status();
+    verifier = std::move(made).value();
   }
-  auto parts = wire::split_config_certificate(certificate);
-  if (!parts.is_ok()) return parts.status();
-  auto set = wire::decode_replica_set(parts.value().record);
-  if (!set.is_ok()) return set.status();
-  record.set = std::move(set).value();
-  return record;
+  auto set = read_config_certificate(verifier, certificate);
+  if (!set.is_ok()) {
+    return Status(Code::kBadRequest,
+                  "the lock group's replica set certificate does not check out" +
+                      std::string(verifier ? " with " + config.path + "'s sequencer_public_key" : "") + ": " +
+                      set.status().message());
+  }
+  return ReplicaRecord{.set = std::move(set).value(), .certificate = certificate, .checked = verifier.has_value()};
 }
 
 }  // namespace

@@ -5,6 +5,18 @@
 
 namespace palisade {
 
+std::optional<ConfigCheck> config_check(const std::string& group, const std::string& sequencer_public_key) {
+  // The file was checked when it was read: a key that does not parse leaves
+  // the store without a check, and a secure store then follows no change.
+  auto verifier = SequencerVerifier::create(group, sequencer_public_key);
+  if (!verifier.is_ok()) return std::nullopt;
+  return ConfigCheck{
+      .public_key = sequencer_public_key,
+      .signature_verifies = [v = std::move(verifier).value()](std::string_view message, std::string_view signature) {
+        return v.signature_verifies(message, signature);
+      }};
+}
+
 ClusterFile client_cluster_file(const ClusterConfig& config, std::optional<Credentials> credentials) {
   ClusterFile file;
   file.path = config.path;
@@ -37,16 +49,7 @@ QuorumStoreOptions ClusterFile::store_options() const {
   options.read_quorum = read_quorum;
   options.write_quorum = write_quorum;
   options.credentials = credentials;
-  // The file was checked when it was read: a key that does not parse leaves
-  // the store without a check, and a secure store then follows no change.
-  auto verifier = SequencerVerifier::create(group, sequencer_public_key);
-  if (verifier.is_ok()) {
-    options.config_check = ConfigCheck{
-        .public_key = sequencer_public_key,
-        .signature_verifies = [v = std::move(verifier).value()](std::string_view message, std::string_view signature) {
-          return v.signature_verifies(message, signature);
-        }};
-  }
+  options.config_check = config_check(group, sequencer_public_key);
   return options;
 }
 

@@ -12,4 +12,8 @@ namespace palisade {
 
 ClusterFile client_cluster_file(const ClusterConfig& config, std::optional<Credentials> credentials);
 
+// How a store checks config certificates: with the lock group `group`'s
+// sequencer_public_key; nullopt when that is empty or not a key.
+std::optional<ConfigCheck> config_check(const std::string& group, const std::string& sequencer_public_key);
+
 }  // namespace palisade

@@ -3,7 +3,6 @@
 #include <variant>
 
 #include "auth/config_certificate.h"
-#include "wire/config_certificate.h"
 
 namespace palisade::replica {
 namespace {
@@ -36,10 +35,7 @@ ReplicaConfig::ReplicaConfig(ReplicaStore& store, std::optional<SequencerVerifie
 }
 
 Result<wire::ReplicaSet> ReplicaConfig::check(std::string_view text) const {
-  if (verifier_) return verify_config_certificate(*verifier_, text);
-  auto parts = wire::split_config_certificate(text);  // --insecure: the record, unchecked
-  if (!parts.is_ok()) return parts.status();
-  return wire::decode_replica_set(parts.value().record);
+  return read_config_certificate(verifier_, text);  // --insecure: unchecked
 }
 
 Status ReplicaConfig::install(std::string_view text) {

@@ -72,6 +72,16 @@ TEST_CASE("config certificate: the group's key signs it, its public key checks i
   CHECK(verify_config_certificate(from_public_key.value(), text).is_ok());
 }
 
+TEST_CASE("config certificate: read with a key it is checked, without one only read", "[auth][replicaset]") {
+  const SequencerSigner signer(key_of('1'), "local-1");
+  const std::string foreign = sign_config_certificate(SequencerSigner(key_of('2'), "local-1"), kSet);
+  CHECK(read_config_certificate(signer.verifier(), foreign).code() == Code::kBadRequest);
+  auto unchecked = read_config_certificate(std::nullopt, foreign);
+  REQUIRE(unchecked.is_ok());
+  CHECK(unchecked.value() == kSet);
+  CHECK(read_config_certificate(std::nullopt, "pcc1.junk").code() == Code::kBadRequest);
+}
+
 TEST_CASE("config certificate: forged, altered and foreign ones are refused, naming why", "[auth][replicaset]") {
   const SequencerSigner signer(key_of('1'), "local-1");
   const SequencerVerifier verifier = signer.verifier();
