@@ -6,6 +6,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <zmq.hpp>
 
@@ -44,23 +45,28 @@ Status validate(const AntiEntropyOptions& o, int n, int w) {
   if (o.key_file.empty() != o.group.empty()) {
     return Status(Code::kBadRequest, "a repairer's seal needs both the cluster key file and the group");
   }
-  for (const std::string& endpoint : o.replicas) {
-    if (o.credentials && !o.credentials->server_keys.contains(endpoint)) {
-      return Status(Code::kBadRequest, "the credentials name no public key for " + endpoint);
+  std::set<std::string> seen;
+  for (const auto* list : {&o.replicas, &o.targets}) {
+    for (const std::string& endpoint : *list) {
+      if (o.credentials && !o.credentials->server_keys.contains(endpoint)) {
+        return Status(Code::kBadRequest, "the credentials name no public key for " + endpoint);
+      }
+      if (!seen.insert(endpoint).second) return Status(Code::kBadRequest, endpoint + " is named twice");
     }
   }
   return Status::ok();
 }
 
-// Gives every replica `certificate` (install_config) and waits, at most
-// options.timeout, for their answers: a replica keeps it only when it is
-// newer than its own, and the certificate proves itself.
+// Gives every replica compared (not the targets) `certificate`
+// (install_config) and waits, at most options.timeout, for their answers: a
+// replica keeps it only when it is newer than its own, and the certificate
+// proves itself.
 void install_everywhere(std::vector<zmq::socket_t>& sockets, const AntiEntropyOptions& options,
                         const std::string& certificate) {
   constexpr uint64_t kFirstId = uint64_t{1} << 62;  // far from the core's ids
   const std::string cluster = cluster_id_from_hex(options.cluster_id).value_or("");
   size_t waiting = 0;
-  for (size_t r = 0; r < sockets.size(); ++r) {
+  for (size_t r = 0; r < options.replicas.size(); ++r) {
     wire::ReplicaRequest install{kFirstId + r, wire::InstallConfigRequest{certificate}, cluster, options.config};
     if (sockets[r].send(zmq::buffer(wire::encode_request(install)), zmq::send_flags::dontwait)) ++waiting;
   }
@@ -107,6 +113,9 @@ Result<AntiEntropyReport> run_anti_entropy(const AntiEntropyOptions& options) {
   config.dry_run = options.dry_run;
   config.cluster_id = cluster_id_from_hex(options.cluster_id).value_or("");
   config.config = options.config;
+  config.targets = static_cast<int>(options.targets.size());
+  config.target_config = options.target_config;
+  config.paused = options.paused;
   client::AntiEntropyCore core(config);
   AntiEntropyReport& report = core.report();
 
@@ -114,7 +123,9 @@ Result<AntiEntropyReport> run_anti_entropy(const AntiEntropyOptions& options) {
   std::vector<zmq::socket_t> sockets;
   // Requests wait for the connection; a replica that never comes up times out.
   transport::SocketOptions socket_options{.queue_until_connected = true};
-  for (const auto& endpoint : options.replicas) {
+  std::vector<std::string> endpoints = options.replicas;  // then the targets: the core's indexes
+  endpoints.insert(endpoints.end(), options.targets.begin(), options.targets.end());
+  for (const auto& endpoint : endpoints) {
     sockets.push_back(transport::make_dealer(ctx, endpoint,
                                              transport::dealer_options(socket_options, options.credentials, endpoint)));
   }
@@ -153,7 +164,12 @@ Result<AntiEntropyReport> run_anti_entropy(const AntiEntropyOptions& options) {
         if (!reply.is_ok()) continue;  // undecodable: that request times out
         if (reply.value().status.code() == Code::kWrongCluster) {  // the replica list is wrong: nothing to compare
           return Status(Code::kWrongCluster,
-                        options.replicas[r] + " is not a replica of this cluster: " + reply.value().status.message());
+                        endpoints[r] + " is not a replica of this cluster: " + reply.value().status.message());
+        }
+        const Code code = reply.value().status.code();
+        if (r >= options.replicas.size() && (code == Code::kStaleConfig || code == Code::kUnknownConfig)) {
+          return Status(code, "the target " + endpoints[r] + " does not take replica set version " +
+                                  std::to_string(options.target_config) + ": " + reply.value().status.message());
         }
         // Another replica set than the run's: comparing would count copies
         // over the wrong replicas. The newest certificate goes to those that
@@ -192,11 +208,11 @@ Result<AntiEntropyReport> run_anti_entropy(const AntiEntropyOptions& options) {
     }
   }
   int reachable = 0;
-  for (size_t r = 0; r < options.replicas.size(); ++r) {
+  for (size_t r = 0; r < endpoints.size(); ++r) {
     if (core.reachable(static_cast<int>(r))) {
-      ++reachable;
+      reachable += r < options.replicas.size() ? 1 : 0;
     } else {
-      report.unreachable.push_back(options.replicas[r]);
+      report.unreachable.push_back(endpoints[r]);
     }
   }
   if (options.progress) options.progress(report);

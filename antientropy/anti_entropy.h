@@ -40,6 +40,8 @@ struct AntiEntropyReport {
   uint64_t undecided = 0;          // pending versions left alone: a replica not heard from could hold them
   uint64_t refused = 0;            // repairs a replica refused (first_refusal says why)
   std::string first_refusal;
+  uint64_t target_refused = 0;  // of those, the ones a target refused
+  std::string first_undecided;  // the key of the first undecided version
   // Traffic, both directions, counted by the driver: everything, and the part
   // spent on tree digests and leaf listings.
   uint64_t messages = 0;
@@ -95,6 +97,18 @@ struct AntiEntropyOptions {
   // stale_config): the run ends StaleConfig, after giving that certificate
   // to every replica it compared; run again over that set.
   std::function<void(const std::string& certificate)> newer_config;
+  // Replicas to fill (a replacement, docs/design.md "The replica set"): they
+  // get the fence floors and every settled version of the replicas compared,
+  // but count for nothing (not in N, W or any decision), and are never given a
+  // certificate. Their requests name `target_config`, the version they keep
+  // (0 for a new replica). A copy a target refuses or never answers counts in
+  // `target_refused`; one that does not answer is also `unreachable`.
+  std::vector<std::string> targets{};
+  uint64_t target_config = 0;
+  // The replicas compared are paused (they store no more writes): a pending
+  // version fewer than W of them hold is purged unless the replicas not heard
+  // from could make up W; then it is undecided (first_undecided names its key).
+  bool paused = false;
 };
 
 // Compares and repairs. Unavailable when fewer than two replicas answer;

@@ -65,6 +65,12 @@ const Candidate* settled(const std::vector<Candidate>& all, int w) {
   return nullptr;
 }
 
+// The copy of `head` that `v` holds, if any.
+const VersionHead* copy_of(const std::vector<VersionHead>& heads, const VersionHead& head) {
+  auto it = std::find_if(heads.begin(), heads.end(), [&](const VersionHead& h) { return same(h, head); });
+  return it == heads.end() ? nullptr : &*it;
+}
+
 const VersionHead* committed_of(const View& v) {
   return !v.heads.empty() && v.heads.back().state == VersionState::kCommitted ? &v.heads.back() : nullptr;
 }
@@ -84,12 +90,12 @@ std::vector<const Candidate*> unsettled(const std::vector<Candidate>& all, const
 
 AntiEntropyCore::AntiEntropyCore(AntiEntropyConfig config)
     : config_(config),
-      alive_(config.replicas, true),
-      queues_(config.replicas),
-      in_flight_(config.replicas, 0),
-      reads_waiting_(config.replicas),
-      copies_waiting_(config.replicas),
-      single_only_(config.replicas, false),
+      alive_(everyone(), true),
+      queues_(everyone()),
+      in_flight_(everyone(), 0),
+      reads_waiting_(everyone()),
+      copies_waiting_(everyone()),
+      single_only_(everyone(), false),
       outstanding_(wire::tree_width(kRangeLevel), 0) {
   report_.ranges_total = wire::tree_width(kRangeLevel);
   report_.dry_run = config.dry_run;
@@ -100,7 +106,8 @@ AntiEntropyCore::AntiEntropyCore(AntiEntropyConfig config)
 uint64_t AntiEntropyCore::send(int replica, wire::ReplicaRequestBody body, Kind kind, uint64_t item) {
   uint64_t id = next_id_++;
   pending_[id] = Ticket{kind, item, replica};
-  queues_[replica].push_back(wire::ReplicaRequest{id, std::move(body), config_.cluster_id, config_.config});
+  const uint64_t config = is_target(replica) ? config_.target_config : config_.config;
+  queues_[replica].push_back(wire::ReplicaRequest{id, std::move(body), config_.cluster_id, config});
   ++queued_;
   return id;
 }
@@ -113,7 +120,7 @@ bool AntiEntropyCore::done() const {
 }
 
 void AntiEntropyCore::flush_many() {
-  for (int r = 0; r < config_.replicas; ++r) {
+  for (int r = 0; r < everyone(); ++r) {
     std::vector<uint64_t> reads = std::exchange(reads_waiting_[r], {});
     std::vector<CopyItem> copies = std::exchange(copies_waiting_[r], {});
     if (!alive_[r]) {
@@ -168,7 +175,7 @@ std::vector<AntiEntropySend> AntiEntropyCore::take_sends() {
     flush_many();
   }
   std::vector<AntiEntropySend> out;
-  for (int r = 0; r < config_.replicas; ++r) {
+  for (int r = 0; r < everyone(); ++r) {
     while (!queues_[r].empty() && in_flight_[r] < config_.window) {
       out.push_back({r, std::move(queues_[r].front())});
       queues_[r].pop_front();
@@ -198,9 +205,9 @@ void AntiEntropyCore::ask_tree(uint32_t level, std::vector<uint64_t> nodes, int 
   b.level = level;
   b.nodes = std::move(nodes);
   b.range = range;
-  b.replies.resize(config_.replicas);
+  b.replies.resize(everyone());
   start_work(range);
-  for (int r = 0; r < config_.replicas; ++r) {
+  for (int r = 0; r < everyone(); ++r) {
     if (!alive_[r]) continue;
     ++b.waiting;
     send(r, wire::TreeRequest{level, b.nodes}, Kind::kTree, item);
@@ -213,10 +220,10 @@ void AntiEntropyCore::ask_leaves(std::vector<uint64_t> leaves, int range) {
   LeafBatch& b = leaves_[item];
   b.leaves = std::move(leaves);
   b.range = range;
-  b.listed.assign(config_.replicas, 0);
-  b.entries.resize(config_.replicas);
+  b.listed.assign(everyone(), 0);
+  b.entries.resize(everyone());
   start_work(range);
-  for (int r = 0; r < config_.replicas; ++r) {
+  for (int r = 0; r < everyone(); ++r) {
     if (!alive_[r]) continue;
     ++b.waiting;
     send(r, wire::LeafRequest{b.leaves}, Kind::kLeaf, item);
@@ -235,7 +242,7 @@ void AntiEntropyCore::on_reply(int replica, const wire::ReplicaReply& reply) {
     case Kind::kLeaf: return on_leaf(t.item, replica, &reply);
     case Kind::kRead: return on_read(t.item, replica, &reply);
     case Kind::kRepair:
-      on_repair(reply);
+      on_repair(replica, reply);
       return finish_work(static_cast<int>(t.item));
     case Kind::kReadMany: return on_read_many(t.item, replica, &reply);
     case Kind::kCopyMany: return on_copy_many(t.item, replica, &reply);
@@ -347,15 +354,15 @@ void AntiEntropyCore::on_leaf(uint64_t item, int replica, const wire::ReplicaRep
 
 void AntiEntropyCore::compare_leaves(uint64_t item) {
   LeafBatch& b = leaves_.at(item);
-  std::vector<bool> listed(config_.replicas);
-  for (int r = 0; r < config_.replicas; ++r) listed[r] = alive_[r] && b.listed[r] == b.leaves.size();
+  std::vector<bool> listed(everyone());
+  for (int r = 0; r < everyone(); ++r) listed[r] = alive_[r] && b.listed[r] == b.leaves.size();
   // Per entry, what each replica holds (nullptr: nothing).
   std::map<std::pair<LeafEntry::Kind, std::string>, std::vector<const LeafEntry*>> by_name;
-  for (int r = 0; r < config_.replicas; ++r) {
+  for (int r = 0; r < everyone(); ++r) {
     if (!listed[r]) continue;
     for (const LeafEntry& e : b.entries[r]) {
       auto& slot = by_name[{e.kind, e.name}];
-      slot.resize(config_.replicas, nullptr);
+      slot.resize(everyone(), nullptr);
       slot[r] = &e;
     }
   }
@@ -363,7 +370,7 @@ void AntiEntropyCore::compare_leaves(uint64_t item) {
     ++report_.keys_compared;
     bool differ = false;
     std::optional<uint64_t> digest;
-    for (int r = 0; r < config_.replicas; ++r) {
+    for (int r = 0; r < everyone(); ++r) {
       if (!listed[r]) continue;
       uint64_t d = entries[r] != nullptr ? entries[r]->digest : 0;
       if (digest && *digest != d) differ = true;
@@ -380,9 +387,9 @@ void AntiEntropyCore::compare_leaves(uint64_t item) {
       KeyTask& t = keys_[item];
       t.key = name.second;
       t.range = b.range;
-      t.reads.resize(config_.replicas);
+      t.reads.resize(everyone());
       // A replica that listed the leaf without the key holds nothing of it.
-      for (int r = 0; r < config_.replicas; ++r) {
+      for (int r = 0; r < everyone(); ++r) {
         if (listed[r]) {
           t.entries.emplace_back(entries[r] != nullptr ? *entries[r] : LeafEntry{});
         } else {
@@ -402,7 +409,8 @@ void AntiEntropyCore::compare_leaves(uint64_t item) {
 }
 
 bool AntiEntropyCore::gc_due(const std::vector<const LeafEntry*>& entries, const std::vector<bool>& listed) const {
-  if (!config_.gc_grace_ms || config_.replicas != config_.cluster_size) return false;
+  // A run with targets fills them: it drops nothing they are still to get.
+  if (!config_.gc_grace_ms || config_.replicas != config_.cluster_size || config_.targets > 0) return false;
   for (int r = 0; r < config_.replicas; ++r) {
     const LeafEntry* e = entries[r];
     if (!listed[r] || e == nullptr || e->heads.size() != 1) return false;
@@ -414,12 +422,13 @@ bool AntiEntropyCore::gc_due(const std::vector<const LeafEntry*>& entries, const
 }
 
 void AntiEntropyCore::compare_floor(const std::vector<const LeafEntry*>& entries, int range) {
-  const LeafEntry* highest = nullptr;
-  for (const LeafEntry* e : entries) {
+  const LeafEntry* highest = nullptr;  // of the compared replicas: a target's counts for nothing
+  for (int r = 0; r < config_.replicas; ++r) {
+    const LeafEntry* e = entries[r];
     if (e != nullptr && (highest == nullptr || e->floor > highest->floor)) highest = e;
   }
   if (highest == nullptr || highest->floor == 0) return;
-  for (int r = 0; r < config_.replicas; ++r) {
+  for (int r = 0; r < everyone(); ++r) {
     if (!alive_[r] || (entries[r] != nullptr && entries[r]->floor >= highest->floor)) continue;
     ++report_.floors_raised;
     repair(r, range, wire::FenceRequest{highest->name, highest->floor, highest->sequencer});
@@ -429,7 +438,7 @@ void AntiEntropyCore::compare_floor(const std::vector<const LeafEntry*>& entries
 void AntiEntropyCore::compare_key(uint64_t item) {
   KeyTask& t = keys_.at(item);
   start_work(t.range);
-  std::vector<View> views(config_.replicas);
+  std::vector<View> views(config_.replicas);  // the compared replicas': what targets hold decides nothing
   for (int r = 0; r < config_.replicas; ++r) {
     if (!t.entries[r]) continue;
     views[r].corrupt = t.entries[r]->corrupt;
@@ -443,7 +452,8 @@ void AntiEntropyCore::compare_key(uint64_t item) {
   // seen: the listings of the others may predate a newer version that it held
   // (written there after they were listed, then damaged). So every replica is
   // read again, now, and the copy names the damage that read reports.
-  const bool damaged = std::any_of(views.begin(), views.end(), [](const View& v) { return v.corrupt; });
+  bool damaged = false;
+  for (int r = 0; r < everyone(); ++r) damaged |= t.entries[r] && t.entries[r]->corrupt;
   std::vector<int> ask;
   std::string floor_of;
   if (!open.empty() || (damaged && target != nullptr)) {
@@ -454,13 +464,13 @@ void AntiEntropyCore::compare_key(uint64_t item) {
         break;
       }
     }
-    for (int r = 0; r < config_.replicas; ++r) {
+    for (int r = 0; r < everyone(); ++r) {
       if (t.entries[r] && alive_[r]) ask.push_back(r);
     }
   } else if (target != nullptr && !config_.dry_run) {
     bool copy = false;
-    for (int r = 0; r < config_.replicas; ++r) {
-      copy |= t.entries[r] && alive_[r] && target->holders.count(r) == 0;
+    for (int r = 0; r < everyone(); ++r) {
+      copy |= t.entries[r] && alive_[r] && copy_of(t.entries[r]->heads, target->head) == nullptr;
     }
     // The value comes from one holder, committed if possible; never from a
     // corrupt one. Such reads go out together, in read_many requests.
@@ -522,11 +532,11 @@ void AntiEntropyCore::on_copy_many(uint64_t item, int replica, const wire::Repli
     return;
   }
   if (reply != nullptr && reply->status.is_ok()) {
-    report_.refused += reply->refused;
-    if (reply->refused != 0 && report_.first_refusal.empty()) report_.first_refusal = reply->first_refusal;
+    refused(replica, reply->refused, reply->first_refusal);
   } else if (reply != nullptr) {
-    report_.refused += b.copies.size();
-    if (report_.first_refusal.empty()) report_.first_refusal = reply->status.to_string();
+    refused(replica, b.copies.size(), reply->status.to_string());
+  } else if (is_target(replica)) {
+    refused(replica, b.copies.size(), "no answer");  // a target must get every copy
   }
   for (const CopyItem& c : b.copies) finish_work(c.range);
 }
@@ -546,9 +556,9 @@ void AntiEntropyCore::repair(int replica, int range, wire::ReplicaRequestBody bo
 void AntiEntropyCore::resolve(uint64_t item) {
   KeyTask& t = keys_.at(item);
   const int w = config_.write_quorum;
-  std::vector<View> views(config_.replicas);
+  std::vector<View> views(everyone());
   std::vector<const wire::Version*> values;  // full versions from the reads
-  for (int r = 0; r < config_.replicas; ++r) {
+  for (int r = 0; r < everyone(); ++r) {
     View& v = views[r];
     if (!alive_[r]) continue;  // dropped out since: not heard from
     if (t.reads[r]) {
@@ -566,19 +576,23 @@ void AntiEntropyCore::resolve(uint64_t item) {
       v.heads = t.entries[r]->heads;
     }
   }
-  const int heard = static_cast<int>(std::count_if(views.begin(), views.end(), [](const View& v) { return v.heard; }));
+  // What the compared replicas hold decides; targets only receive.
+  const std::vector<View> compared(views.begin(), views.begin() + config_.replicas);
+  const int heard =
+      static_cast<int>(std::count_if(compared.begin(), compared.end(), [](const View& v) { return v.heard; }));
   const int not_heard = config_.cluster_size - heard;
-  auto all = candidates(views);
+  auto all = candidates(compared);
   const Candidate* target = settled(all, w);
   if (target != nullptr) {
     auto value = std::find_if(values.begin(), values.end(), [&](const wire::Version* v) {
       return same(wire::head_of(*v), target->head);
     });
-    for (int r = 0; r < config_.replicas; ++r) {
+    for (int r = 0; r < everyone(); ++r) {
       const View& v = views[r];
       if (!v.heard && !v.corrupt) continue;
-      if (target->committed.count(r) != 0) continue;
-      if (target->holders.count(r) != 0) {
+      const VersionHead* held = copy_of(v.heads, target->head);
+      if (held != nullptr && held->state == VersionState::kCommitted) continue;
+      if (held != nullptr) {
         ++report_.versions_committed;
         repair(r, t.range, wire::CommitRequest{t.key, target->head.ts, target->head.hash});
         continue;
@@ -589,6 +603,7 @@ void AntiEntropyCore::resolve(uint64_t item) {
       const std::optional<uint64_t> damage = v.corrupt && t.reads[r] ? t.reads[r]->digest : std::nullopt;
       if ((value == values.end() && !config_.dry_run) || (v.corrupt && !damage)) {
         ++report_.undecided;
+        if (report_.first_undecided.empty()) report_.first_undecided = t.key;
         continue;
       }
       ++report_.versions_sent;
@@ -601,7 +616,8 @@ void AntiEntropyCore::resolve(uint64_t item) {
     int can_store = 0;
     for (int r = 0; r < config_.replicas; ++r) {
       const View& v = views[r];
-      if (!v.heard || c->holders.count(r) != 0) continue;
+      // A paused replica stores no more writes.
+      if (!v.heard || c->holders.count(r) != 0 || config_.paused) continue;
       uint64_t floor = 0;  // unknown: assume the write could still land there
       if (v.floors != nullptr && !c->head.lock.empty()) {
         auto f = v.floors->find(c->head.lock);
@@ -617,6 +633,7 @@ void AntiEntropyCore::resolve(uint64_t item) {
       for (int r : c->holders) repair(r, t.range, wire::PurgeRequest{t.key, c->head.ts, c->head.hash});
     } else if (copies + can_store < w) {
       ++report_.undecided;
+      if (report_.first_undecided.empty()) report_.first_undecided = t.key;
     }
   }
   int range = t.range;
@@ -624,10 +641,15 @@ void AntiEntropyCore::resolve(uint64_t item) {
   finish_work(range);
 }
 
-void AntiEntropyCore::on_repair(const wire::ReplicaReply& reply) {
-  if (reply.status.is_ok()) return;
-  ++report_.refused;
-  if (report_.first_refusal.empty()) report_.first_refusal = reply.status.to_string();
+void AntiEntropyCore::on_repair(int replica, const wire::ReplicaReply& reply) {
+  if (!reply.status.is_ok()) refused(replica, 1, reply.status.to_string());
+}
+
+void AntiEntropyCore::refused(int replica, uint64_t count, const std::string& why) {
+  if (count == 0) return;
+  report_.refused += count;
+  if (is_target(replica)) report_.target_refused += count;
+  if (report_.first_refusal.empty()) report_.first_refusal = why;
 }
 
 }  // namespace palisade::client

@@ -21,6 +21,9 @@ namespace palisade::client {
 
 struct AntiEntropyConfig {
   int replicas = 2;      // compared: indexes 0 .. replicas-1
+  // Targets: indexes replicas .. replicas+targets-1. They get the floors and the
+  // settled versions, but count for nothing: not in N, in W or in any decision.
+  int targets = 0;
   int cluster_size = 2;  // N
   int write_quorum = 2;  // W
   std::optional<uint64_t> gc_grace_ms;
@@ -29,6 +32,10 @@ struct AntiEntropyConfig {
   size_t window = 64;  // requests in flight per replica
   std::string cluster_id{};  // named by every request (base/cluster_id.h); empty: none
   uint64_t config = 0;  // the replica set version every request names
+  uint64_t target_config = 0;  // the version requests to targets name
+  // The replicas compared are paused (they take no more writes), so a pending
+  // version can gain no copy: only the replicas not heard from could hold more.
+  bool paused = false;
 };
 
 struct AntiEntropySend {
@@ -109,7 +116,11 @@ class AntiEntropyCore {
   void on_tree(uint64_t item, int replica, const wire::ReplicaReply* reply);
   void on_leaf(uint64_t item, int replica, const wire::ReplicaReply* reply);
   void on_read(uint64_t item, int replica, const wire::ReplicaReply* reply);
-  void on_repair(const wire::ReplicaReply& reply);
+  void on_repair(int replica, const wire::ReplicaReply& reply);
+  // Counts a repair `replica` refused, `count` times.
+  void refused(int replica, uint64_t count, const std::string& why);
+  int everyone() const { return config_.replicas + config_.targets; }
+  bool is_target(int replica) const { return replica >= config_.replicas; }
   void compare_tree(uint64_t item);
   void compare_leaves(uint64_t item);
   // Fences the replicas whose floor of the lock is below the highest.

@@ -51,10 +51,12 @@ struct Cluster {
   std::function<void(const client::AntiEntropySend&)> before_delivery;
   std::vector<client::AntiEntropySend> log;  // every request of the last run
 
-  // Runs a session over the first `compared` replicas (0: all); `down` never answers.
-  AntiEntropyReport run(AntiEntropyConfig config, int down = -1, int compared = 0) {
-    config.cluster_size = static_cast<int>(replicas.size());
+  // Runs a session over the first `compared` replicas (0: all but the
+  // targets), the last `targets` replicas its targets; `down` never answers.
+  AntiEntropyReport run(AntiEntropyConfig config, int down = -1, int compared = 0, int targets = 0) {
+    config.cluster_size = static_cast<int>(replicas.size()) - targets;
     config.replicas = compared > 0 ? compared : config.cluster_size;
+    config.targets = targets;
     config.write_quorum = config.cluster_size / 2 + 1;
     config.now_wall_ms = kNowMs;
     AntiEntropyCore core(config);
@@ -394,6 +396,56 @@ TEST_CASE("anti-entropy core: with a replica not heard from, a pending write tha
   CHECK(report.purged == 0);  // j: 1 copy + 1 replica not heard from could make W
   CHECK(report.undecided == 1);
   CHECK(c.replicas[2]->versions("k").at(0).value == "late");  // committed versions still flow
+}
+
+TEST_CASE("anti-entropy core: a target gets the floors and the settled versions, and counts for nothing",
+          "[anti_entropy]") {
+  Cluster c(4);  // three replicas compared, the fourth a target
+  Replica& target = *c.replicas[3];
+  REQUIRE(c.replicas[0]->call(wire::FenceRequest{"L", 5}).floor == 5);
+  for (int r : {0, 1}) REQUIRE(c.replicas[r]->call(put("settled", "on W", ts(5), false)).status.is_ok());
+  REQUIRE(c.replicas[1]->call(put("committed", "on one", ts(0), true)).status.is_ok());
+  REQUIRE(c.replicas[2]->call(put("open", "in flight", ts(6), false)).status.is_ok());
+  // What the target alone holds is no copy the others need.
+  REQUIRE(target.call(put("stray", "target only", ts(0), false)).status.is_ok());
+  auto report = c.run({}, -1, 0, /*targets=*/1);
+  CHECK(report.target_refused == 0);
+  CHECK(target.floor("L") == 6);  // the highest of the replicas: the write in flight raised its own
+  for (const std::string key : {"settled", "committed"}) {
+    auto v = target.versions(key);
+    REQUIRE(v.size() == 1);
+    CHECK(v[0].state == VersionState::kCommitted);
+  }
+  CHECK(target.versions("open").empty());  // one copy of three: not settled
+  CHECK(c.replicas[2]->versions("open").size() == 1);  // and the replicas may still take it
+  for (int r : {0, 1, 2}) CHECK(c.replicas[r]->versions("stray").empty());
+  // The target is not one of N: with it, "settled" would have had W copies without any.
+  Cluster d(4);
+  REQUIRE(d.replicas[0]->call(put("k", "one copy", ts(1), false)).status.is_ok());
+  REQUIRE(d.replicas[3]->call(put("k", "one copy", ts(1), false)).status.is_ok());
+  d.run({}, -1, 0, 1);
+  CHECK(d.replicas[1]->versions("k").empty());
+  CHECK(d.replicas[0]->versions("k").at(0).state == VersionState::kPending);
+}
+
+TEST_CASE("anti-entropy core: over paused replicas, a pending version short of W is purged unless one not heard "
+          "from could hold it",
+          "[anti_entropy]") {
+  Cluster c(4);
+  REQUIRE(c.replicas[2]->call(put("failed", "one copy", ts(1), false)).status.is_ok());
+  AntiEntropyConfig paused;
+  paused.paused = true;
+  auto report = c.run(paused, -1, 0, 1);
+  CHECK(report.purged == 1);  // left alone when the replicas could still store it (above)
+  CHECK(report.undecided == 0);
+  CHECK(c.replicas[2]->versions("failed").empty());
+  // With a replica down, its copy could make W: the version is undecided, and named.
+  REQUIRE(c.replicas[0]->call(put("maybe", "one copy", ts(1), false)).status.is_ok());
+  report = c.run(paused, /*down=*/1, 0, 1);
+  CHECK(report.purged == 0);
+  CHECK(report.undecided == 1);
+  CHECK(report.first_undecided == "maybe");
+  CHECK(c.replicas[3]->versions("maybe").empty());
 }
 
 TEST_CASE("anti-entropy core: a dry run changes nothing and says what it would do", "[anti_entropy]") {
