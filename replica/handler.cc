@@ -63,7 +63,11 @@ std::optional<SequencerVerifier> verifier_of(const std::optional<ReplicaAuth>& a
 }  // namespace
 
 ReplicaHandler::ReplicaHandler(ReplicaStore& store, HybridClock& clock, std::optional<ReplicaAuth> auth)
-    : store_(store), clock_(clock), auth_(std::move(auth)), verifier_(verifier_of(auth_)), config_(store, verifier_) {
+    : store_(store),
+      clock_(clock),
+      auth_(std::move(auth)),
+      verifier_(verifier_of(auth_)),
+      config_(store, verifier_, auth_ ? auth_->replica_id : 0) {
   if (auth_) {
     receipts_.emplace(auth_->replica_key, auth_->group, auth_->replica_id, auth_->write_quorum);
     seal_.emplace(auth_->replica_key, auth_->group);
@@ -419,6 +423,7 @@ ReplicaReply ReplicaHandler::stats(const wire::StatsRequest& s) {
   reply.stats->insecure = !auth_;
   reply.stats->config_version = config_.version();
   reply.stats->config_paused = config_.paused();
+  reply.stats->receipt_id = auth_ ? auth_->replica_id : 0;
   return reply;
 }
 

@@ -1,5 +1,6 @@
 #include "replica/replica_config.h"
 
+#include <algorithm>
 #include <variant>
 
 #include "auth/config_certificate.h"
@@ -15,8 +16,8 @@ wire::ReplicaReply refused(Code code, std::string message) {
 
 }  // namespace
 
-ReplicaConfig::ReplicaConfig(ReplicaStore& store, std::optional<SequencerVerifier> verifier)
-    : store_(store), verifier_(std::move(verifier)) {
+ReplicaConfig::ReplicaConfig(ReplicaStore& store, std::optional<SequencerVerifier> verifier, uint64_t receipt_id)
+    : store_(store), verifier_(std::move(verifier)), receipt_id_(receipt_id) {
   auto kept = store_.config_certificate();
   if (!kept.is_ok()) {
     unreadable_ = Status(Code::kStorageError, "the kept config certificate cannot be read (" + kept.status().message() +
@@ -50,6 +51,13 @@ Status ReplicaConfig::install(std::string_view text) {
   return Status::ok();
 }
 
+bool ReplicaConfig::listed() const {
+  if (set_.version == 0 || receipt_id_ == 0) return true;
+  return std::any_of(set_.replicas.begin(), set_.replicas.end(), [&](const wire::ReplicaInfo& r) {
+    return r.receipt_id == receipt_id_ || r.receipt_id == 0;  // 0: the record cannot say it is another
+  });
+}
+
 void ReplicaConfig::observe(Observer observer) {
   observer_ = std::move(observer);
   if (observer_ && set_.version != 0 && unreadable_.is_ok()) observer_(set_, certificate_);
@@ -76,6 +84,13 @@ std::optional<wire::ReplicaReply> ReplicaConfig::refusal(const wire::ReplicaRequ
     return refused(Code::kUnknownConfig,
                    versions(set_.version == 0 ? "none" : "version " + std::to_string(set_.version)) +
                        ": send it the certificate (install_config)");
+  }
+  if (!listed()) {
+    // Removed: whoever still sends here uses an older set, or a wrong list.
+    auto reply = refused(Code::kStaleConfig, "this replica is not in replica set version " +
+                                                 std::to_string(set_.version) + " (in `config`): it was removed");
+    reply.config = certificate_;
+    return reply;
   }
   const bool changes = std::holds_alternative<wire::WriteRequest>(body) ||
                        std::holds_alternative<wire::FenceRequest>(body) ||

@@ -22,8 +22,10 @@ class ReplicaConfig {
   // replica that checks nothing (--insecure), which takes them unchecked.
   // Loads the certificate `store` keeps; when it cannot be read or does not
   // verify, every request but ping, stats and install_config is refused
-  // (storage_error) until a valid one is installed.
-  ReplicaConfig(ReplicaStore& store, std::optional<SequencerVerifier> verifier);
+  // (storage_error) until a valid one is installed. `receipt_id`: the id in
+  // this replica's receipts, by which a set names it (0: it makes none, and
+  // cannot tell whether a set lists it).
+  ReplicaConfig(ReplicaStore& store, std::optional<SequencerVerifier> verifier, uint64_t receipt_id = 0);
 
   // Keeps `text` when it verifies and is newer than the one kept (saved on
   // the store first); an older or equal one changes nothing. BadRequest when
@@ -35,6 +37,8 @@ class ReplicaConfig {
   //   version than the kept one (0, the cluster file's list, is older than any);
   // - unknown_config when it names a newer one: the sender installs its
   //   certificate first;
+  // - stale_config, with the certificate, for every request once the kept set
+  //   does not list this replica (it was removed);
   // - unavailable for a write, fence or copy_many while the set is paused.
   // Ping, stats and install_config are never refused.
   std::optional<wire::ReplicaReply> refusal(const wire::ReplicaRequest& request) const;
@@ -46,6 +50,9 @@ class ReplicaConfig {
 
   uint64_t version() const { return set_.version; }
   bool paused() const { return set_.phase == wire::ReplicaPhase::kPaused; }
+  // The kept set lists this replica, or cannot tell (a replica without a
+  // receipt id known to it): true with no set kept.
+  bool listed() const;
   // The kept certificate's text; empty when none.
   const std::string& certificate() const { return certificate_; }
 
@@ -54,6 +61,7 @@ class ReplicaConfig {
 
   ReplicaStore& store_;
   std::optional<SequencerVerifier> verifier_;
+  uint64_t receipt_id_;
   std::string certificate_;
   wire::ReplicaSet set_;  // version 0: none kept
   Status unreadable_;  // why the kept certificate could not be taken

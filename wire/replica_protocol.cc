@@ -376,7 +376,8 @@ std::string pack_stats_floors(const std::vector<std::pair<std::string, uint64_t>
 }
 
 void pack_stats(Packer& pk, const ReplicaStats& s) {
-  pk.pack_map(5 + (s.insecure ? 1 : 0) + (s.config_version != 0 ? 1 : 0) + (s.config_paused ? 1 : 0));
+  pk.pack_map(5 + (s.insecure ? 1 : 0) + (s.config_version != 0 ? 1 : 0) + (s.config_paused ? 1 : 0) +
+              (s.receipt_id != 0 ? 1 : 0));
   pack_u64_field(pk, "keys", s.keys);
   pack_u64_field(pk, "floor_count", s.floor_count);
   pack_bytes_field(pk, "floors", pack_stats_floors(s.floors));
@@ -385,6 +386,7 @@ void pack_stats(Packer& pk, const ReplicaStats& s) {
   if (s.insecure) pack_bool_field(pk, "insecure", true);
   if (s.config_version != 0) pack_u64_field(pk, "config_version", s.config_version);
   if (s.config_paused) pack_bool_field(pk, "config_paused", true);
+  if (s.receipt_id != 0) pack_u64_field(pk, "receipt_id", s.receipt_id);
 }
 
 void read_stats(FieldReader& r, const Limits& limits, std::optional<ReplicaStats>& out) {
@@ -403,6 +405,7 @@ void read_stats(FieldReader& r, const Limits& limits, std::optional<ReplicaStats
   sr.boolean("insecure", s.insecure, Need::kOptional);
   sr.u64("config_version", s.config_version, Need::kOptional);
   sr.boolean("config_paused", s.config_paused, Need::kOptional);
+  sr.u64("receipt_id", s.receipt_id, Need::kOptional);
   if (Status st = sr.finish(); !st.is_ok()) return r.fail(st.code(), st.message());
   s.format = static_cast<uint32_t>(format);
   BinReader in(floors);

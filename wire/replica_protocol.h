@@ -208,6 +208,7 @@ struct ReplicaStats {
   bool insecure = false;     // started with --insecure: accepts any fencing token, unchecked
   uint64_t config_version = 0;  // the replica set version it keeps (0: none, the cluster file's)
   bool config_paused = false;  // that set is paused for a replacement
+  uint64_t receipt_id = 0;  // the id in its receipts (Receipt::replica); 0: it makes none
   friend bool operator==(const ReplicaStats&, const ReplicaStats&) = default;
 };
 

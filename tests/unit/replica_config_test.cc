@@ -179,6 +179,42 @@ TEST_CASE("replica config: a paused set refuses writes, fences and copies, and s
   CHECK(r.call(naming(write_req("k", "w", kTs), 3)).status.is_ok());
 }
 
+// Version `version` serving replicas whose receipts carry `receipt_ids` (0: not known).
+std::string certificate_of_receipts(uint64_t version, std::vector<uint64_t> receipt_ids) {
+  ReplicaSet set = set_of(version);
+  for (size_t i = 0; i < set.replicas.size(); ++i) set.replicas[i].receipt_id = receipt_ids.at(i);
+  return sign_config_certificate(kGroup, set);
+}
+
+TEST_CASE("replica config: a set that does not list the replica's receipt id removes it", "[replica][config]") {
+  replica::MemoryStore store;
+  Replica r(store);  // receipt id 7
+  ReplicaRequest stats;
+  stats.body = wire::StatsRequest{};
+  CHECK(r.call(stats).stats->receipt_id == 7);  // what a replacement records
+  REQUIRE(r.call(install(certificate_of_receipts(1, {5, 7, 9}))).status.is_ok());
+  CHECK(r.call(naming(write_req("k", "v", kTs), 1)).status.is_ok());
+  // A record that does not know every receipt id cannot say the replica is not one of them.
+  REQUIRE(r.call(install(certificate_of_receipts(2, {5, 0, 9}))).status.is_ok());
+  CHECK(r.call(naming(read_req("k"), 2)).status.is_ok());
+  const std::string removed = certificate_of_receipts(3, {5, 8, 9});
+  REQUIRE(r.call(install(removed)).status.is_ok());
+  for (uint64_t named : {1, 3}) {
+    for (const ReplicaRequest& req : {write_req("k", "w", kTs), read_req("k"), fence_req("L", 0), copy_req()}) {
+      ReplicaReply reply = r.call(naming(req, named));
+      INFO("a " << wire::request_type(req.body) << " naming version " << named);
+      CHECK(reply.status.code() == Code::kStaleConfig);
+      CHECK(reply.config == removed);  // the sender learns the set without it
+    }
+  }
+  CHECK_THAT(r.call(naming(read_req("k"), 3)).status.message(), Catch::Contains("removed"));
+  CHECK(r.call(test::ping_req()).status.is_ok());
+  CHECK(r.call(stats).stats->config_version == 3);
+  // It keeps its data: listed again (a set that names it), it serves what it held.
+  REQUIRE(r.call(install(certificate_of_receipts(4, {5, 7, 9}))).status.is_ok());
+  CHECK(r.call(naming(read_req("k"), 4)).versions.size() == 1);
+}
+
 TEST_CASE("replica config: a restarted replica keeps its certificate", "[replica][config]") {
   replica::MemoryStore store;
   {

@@ -41,7 +41,8 @@ TEST_CASE("stats wire: the request and the reply round trip", "[replica][wire]")
                              .format = 2,
                              .insecure = true,
                              .config_version = 7,
-                             .config_paused = true};
+                             .config_paused = true,
+                             .receipt_id = 0x1234'5678'9abc};
   const std::string bytes = wire::encode_reply(reply);
   auto decoded = wire::decode_reply(bytes, {});
   INFO(decoded.status().to_string());
