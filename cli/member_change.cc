@@ -108,6 +108,22 @@ Result<MemberView> await_members(const ClusterAccess& access, std::chrono::milli
   }
 }
 
+Result<wire::LockReply> call_master(const ClusterAccess& access, const wire::LockRequestBody& body,
+                                    std::chrono::milliseconds timeout) {
+  Group group(access);
+  const auto deadline = Clock::now() + timeout;
+  auto left = [&] { return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()); };
+  while (Clock::now() < deadline) {
+    auto v = await_members(access, left());
+    if (!v.is_ok()) return v.status();
+    auto reply = group.call(v.value().master_endpoint, body, left());
+    if (!reply) break;
+    if (reply->status.code() != Code::kNotMaster) return *std::move(reply);
+    std::this_thread::sleep_for(200ms);
+  }
+  return Status(Code::kTimeout, "the master did not answer in time");
+}
+
 Result<MemberView> change_members(const ClusterAccess& access, MemberChange change, const std::vector<uint32_t>& ids,
                                   std::chrono::milliseconds timeout) {
   Group group(access);

@@ -32,6 +32,13 @@ Result<MemberView> read_members(const ClusterAccess& access, std::chrono::millis
 // or `timeout` has passed.
 Result<MemberView> await_members(const ClusterAccess& access, std::chrono::milliseconds timeout);
 
+// Sends `body` to the master, found as read_members finds it, and again to
+// the new one when it answers not_master (an election); the master's reply,
+// whatever it says. Unavailable without a master, Timeout when none answered
+// within `timeout`.
+Result<wire::LockReply> call_master(const ClusterAccess& access, const wire::LockRequestBody& body,
+                                    std::chrono::milliseconds timeout);
+
 enum class MemberChange {
   kAdd,  // the nodes given
   kRemove,  // the nodes given

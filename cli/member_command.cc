@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "cli/member_change.h"
 #include "cli/replica_record.h"
+#include "cli/replica_replacement.h"
 
 namespace palisade::cli {
 namespace {
@@ -23,6 +24,8 @@ using namespace std::chrono_literals;
 struct MemberFlags {
   std::vector<uint32_t> ids;
   std::chrono::milliseconds timeout{30000};
+  std::optional<uint32_t> replica;  // replace --replica OLD --with ENDPOINT
+  std::string with;
 };
 
 std::string list_ids(const std::vector<wire::MemberInfo>& members) {
@@ -86,7 +89,47 @@ int print_view(const MemberView& v, const CommonOptions& common, const ReplicaRe
 
 constexpr std::string_view kWhat = "member";
 
+int run_replica_replace(const MemberFlags& flags, const CommonOptions& common) {
+  if (!flags.ids.empty() || flags.with.empty()) {
+    return report_failure(kWhat, "replace --replica OLD takes --with ENDPOINT, the new replica, and no node ids",
+                          kExitUsage);
+  }
+  auto loaded = load_cluster(common);
+  if (!loaded.is_ok()) return report_cluster_error(kWhat, loaded.status());
+  ReplicaReplacement replacement{.old_id = *flags.replica, .new_endpoint = flags.with};
+  if (!common.json()) replacement.progress = [](const std::string& line) { std::printf("%s\n", line.c_str()); };
+  auto done = replace_replica(loaded.value(), replacement);
+  if (!done.is_ok()) {
+    if (done.status().code() == Code::kBadRequest) return report_failure(kWhat, done.status().message(), kExitUsage);
+    return report_error(kWhat, done.status());
+  }
+  const ReplacementReport& r = done.value();
+  if (common.json()) {
+    nlohmann::json out = replicas_json(r.record);
+    out["took_ms"] = r.took.count();
+    out["paused_ms"] = r.paused_for.count();
+    out["bytes_moved"] = r.bytes_moved();
+    out["versions_sent"] = r.fill.versions_sent + r.paused_fill.versions_sent;
+    out["floors_raised"] = r.fill.floors_raised + r.paused_fill.floors_raised;
+    std::printf("%s\n", out.dump().c_str());
+    return kExitOk;
+  }
+  std::printf("replaced replica %u by %s in %lld ms (writes paused %lld ms), %llu bytes moved\n", *flags.replica,
+              flags.with.c_str(), static_cast<long long>(r.took.count()), static_cast<long long>(r.paused_for.count()),
+              static_cast<unsigned long long>(r.bytes_moved()));
+  print_replicas(r.record);
+  return kExitOk;
+}
+
 int run_change(MemberChange change, const MemberFlags& flags, const CommonOptions& common) {
+  if (flags.replica) {
+    if (change != MemberChange::kReplace) {
+      return report_failure(kWhat, "--replica goes with replace only: the replica set changes by replacement",
+                            kExitUsage);
+    }
+    return run_replica_replace(flags, common);
+  }
+  if (flags.ids.empty()) return report_failure(kWhat, "name the node ids", kExitUsage);
   if (change == MemberChange::kReplace && flags.ids.size() != 2) {
     return report_failure(kWhat, "replace takes two node ids: the one to remove and the one to add", kExitUsage);
   }
@@ -142,7 +185,17 @@ void add_member_command(CLI::App& app, const CommonOptions& common, int& exit_co
        }) {
     auto flags = std::make_shared<MemberFlags>();
     auto* change = sub->add_subcommand(spec.name, spec.help);
-    change->add_option("IDS", flags->ids, spec.ids_help)->required()->check(CLI::Range(1, 255));
+    change->add_option("IDS", flags->ids, spec.ids_help)->check(CLI::Range(1, 255));
+    if (spec.change == MemberChange::kReplace) {
+      change
+          ->add_option("--replica", flags->replica,
+                       "Replace this replica (its id in `member list`) instead of a lock group node: the new one "
+                       "is filled, writes pause briefly, then the set changes")
+          ->check(CLI::Range(1, 255));
+      change->add_option(
+          "--with", flags->with,
+          "With --replica: the new replica's endpoint, a [[replica]] of the cluster file (spare = true)");
+    }
     add_duration_option(change, "--timeout", flags->timeout, false,
                         "How long to wait for the master to apply the change (default 30s)");
     const MemberChange kind = spec.change;

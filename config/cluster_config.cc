@@ -62,6 +62,17 @@ class Checker {
     return node->value<std::string>();
   }
 
+  // An optional true or false.
+  std::optional<bool> boolean(const toml::table& table, std::string_view key, const std::string& what) {
+    const toml::node* node = table.get(key);
+    if (node == nullptr) return std::nullopt;
+    if (!node->is_boolean()) {
+      fail(node->source(), "'" + std::string(key) + "'" + what + " must be true or false");
+      return std::nullopt;
+    }
+    return node->value_or(false);
+  }
+
   // An integer value within [min, max].
   std::optional<int64_t> integer(const toml::table& table, std::string_view key, bool required, int64_t min,
                                  int64_t max, const std::string& what) {
@@ -166,10 +177,7 @@ void parse_roles(Checker& c, const toml::table& root, ClusterConfig& config) {
     for (const auto& [key, out] : lists) {
       if (auto patterns = c.texts(t, key, false, what)) *out = std::move(*patterns);
     }
-    if (const toml::node* admin = t.get("admin")) {
-      if (!admin->is_boolean()) c.fail(admin->source(), "'admin'" + what + " must be true or false");
-      role.admin = admin->value_or(false);
-    }
+    role.admin = c.boolean(t, "admin", what).value_or(false);
     if (!c.ok()) return;
     if (!is_identity_name(role.name)) {
       return c.fail(t.get("name")->source(), "'" + role.name + "'" + what +
@@ -391,15 +399,18 @@ Result<ClusterConfig> parse_cluster_config(std::string_view text, const std::str
   if (c.ok()) {
     for (const toml::node& n : *replicas) {
       const toml::table& t = *n.as_table();
-      const std::string what = " of [[replica]] " + std::to_string(config.replicas.size() + 1);
-      c.only_keys(t, {"endpoint", "identity"}, what);
+      const std::string what =
+          " of [[replica]] " + std::to_string(config.replicas.size() + config.spare_replicas.size() + 1);
+      c.only_keys(t, {"endpoint", "identity", "spare"}, what);
       auto endpoint = c.text(t, "endpoint", true, what);
+      auto spare = c.boolean(t, "spare", what);
       if (!c.ok()) break;
       check_endpoint(c, t, *endpoint, what, endpoints);
       daemon_identity(c, t, *endpoint, "replica", what, config);
-      config.replicas.push_back(*endpoint);
+      (spare.value_or(false) ? config.spare_replicas : config.replicas).push_back(*endpoint);
     }
   }
+  if (c.ok() && config.replicas.empty()) c.fail(root.source(), "the cluster needs at least one [[replica]] not spare");
 
   if (const toml::node* q = root.get("quorum"); q != nullptr && c.ok()) {
     if (!q->is_table()) {
@@ -517,6 +528,9 @@ std::string format_cluster_config(const ClusterConfig& config) {
   }
   for (const std::string& r : config.replicas) {
     out << "\n[[replica]]\nendpoint = " << quoted(r) << "\n" << identity_line(r);
+  }
+  for (const std::string& r : config.spare_replicas) {
+    out << "\n[[replica]]\nendpoint = " << quoted(r) << "\nspare = true\n" << identity_line(r);
   }
   if (config.read_quorum != 0 || config.write_quorum != 0) {
     out << "\n[quorum]\n";

@@ -28,6 +28,8 @@
 //   identity = "lockd-1"           # with [[identity]] entries: the one it serves as
 //   [[replica]]
 //   endpoint = "tcp://127.0.0.1:7200"
+//   spare = true                   # optional: not in the set the file starts
+//                                  # with; one a replacement can bring in
 //   [quorum]                       # optional
 //   read = 2
 //   write = 2
@@ -88,7 +90,10 @@ struct ClusterConfig {
   std::string sequencer_public_key;  // "psk1." + base64url, or empty
   std::string replica_key_file;  // absolute like key_file, or empty; needs sequencer_public_key
   std::vector<LockdNode> lockd;
-  std::vector<std::string> replicas;
+  std::vector<std::string> replicas;  // the set the cluster starts with
+  // [[replica]] entries with spare = true: endpoints (and identities) a
+  // replacement may bring into the set (`palisade member replace --replica`).
+  std::vector<std::string> spare_replicas;
   int read_quorum = 0;   // 0: a majority of the replicas
   int write_quorum = 0;  // 0: a majority of the replicas
   ClusterTiming timing;

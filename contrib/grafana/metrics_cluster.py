@@ -13,7 +13,8 @@ kills a test at its timeout with SIGKILL), a detached watcher stops its
 daemons: `cluster up` detaches them, so nothing else would.
 
 LockLoad runs a lock-and-put loop against it in a thread (the operations
-and members tests keep it going while they change the cluster).
+and members tests keep it going while they change the cluster). HandStarted
+keeps the daemons a test starts by hand, as an operator would.
 """
 import json
 import os
@@ -169,6 +170,32 @@ class MetricsCluster:
             os.write(self.watcher, b"stopped")  # the watcher exits without a word to say
             os.close(self.watcher)
             self.watcher = None
+
+
+class HandStarted:
+    """Daemons started by hand beside the cluster, by name, each logging to DIR/NAME.log."""
+
+    def __init__(self, directory):
+        self.dir = Path(directory)
+        self.procs = {}  # name -> Popen
+
+    def start(self, name, argv):
+        with open(self.dir / f"{name}.log", "a") as log:
+            self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+
+    def stop(self, name):
+        proc = self.procs.pop(name)
+        proc.terminate()
+        proc.wait(timeout=15)
+
+    def stop_all(self):
+        for proc in self.procs.values():
+            proc.kill()
+            proc.wait()
+        self.procs.clear()
+
+    def pids(self):
+        return {name: p.pid for name, p in self.procs.items()}
 
 
 def wait_until(what, condition, timeout=30):

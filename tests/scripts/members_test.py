@@ -42,7 +42,7 @@ from pathlib import Path
 SOURCE = Path(sys.argv[1]).resolve()
 PALISADE = Path(sys.argv[2]).resolve()
 sys.path.insert(0, str(SOURCE / "contrib" / "grafana"))
-from metrics_cluster import LockLoad, MetricsCluster, exited, ports_free, wait_until  # noqa: E402
+from metrics_cluster import HandStarted, LockLoad, MetricsCluster, exited, ports_free, wait_until  # noqa: E402
 
 LOCKD = PALISADE.parent.parent / "lockgroup" / "palisade-lockd"
 
@@ -93,17 +93,16 @@ def free_port_below_32768(taken):
     raise RuntimeError("no free port")
 
 
-class NewNodes:
-    """The lockd nodes this test adds by hand, as an operator would."""
+class NewDaemons(HandStarted):
+    """Daemons this test adds by hand, as an operator would."""
 
     def __init__(self, cluster):
+        super().__init__(cluster.dir)
         self.cluster = cluster
-        self.procs = {}  # id -> Popen
         self.ports = set()
 
-    def add_to_file(self, node_id):
-        """palisade keygen, then the node's identity and endpoint appended to the cluster file."""
-        name = f"lockd-{node_id}"
+    def new_identity(self, name, role):
+        """palisade keygen NAME, and its [[identity]] appended to the cluster file; a free port for it."""
         key = self.cluster.dir / "keys" / f"{name}.key"
         done = subprocess.run([str(PALISADE), "keygen", name, "--out", str(key)], capture_output=True, text=True,
                               check=True)
@@ -111,32 +110,28 @@ class NewNodes:
         port = free_port_below_32768(self.ports)
         self.ports.add(port)
         with open(self.cluster.cluster_file, "a") as f:
-            f.write(f"\n[[identity]]\nname = '{name}'\nkeys = ['{public}']\nroles = ['lockd']\n"
-                    f"\n[[lockd]]\nid = {node_id}\nendpoint = 'tcp://127.0.0.1:{port}'\nidentity = '{name}'\n")
-        return key
+            f.write(f"\n[[identity]]\nname = '{name}'\nkeys = ['{public}']\nroles = ['{role}']\n")
+        return port
 
-    def start(self, node_id, join):
+
+class NewNodes(NewDaemons):
+    """The lockd nodes this test adds."""
+
+    def add_to_file(self, node_id):
+        """The node's identity and endpoint appended to the cluster file."""
         name = f"lockd-{node_id}"
-        log = open(self.cluster.dir / f"{name}.log", "a")
-        self.procs[node_id] = subprocess.Popen(
-            [str(LOCKD), "--id", str(node_id), "--cluster", self.cluster.cluster_file, "--data-dir",
-             str(self.cluster.dir / name), "--key", str(self.cluster.dir / "keys" / f"{name}.key")]
-            + (["--join"] if join else []), stdout=log, stderr=subprocess.STDOUT)
-        log.close()
+        port = self.new_identity(name, "lockd")
+        with open(self.cluster.cluster_file, "a") as f:
+            f.write(f"\n[[lockd]]\nid = {node_id}\nendpoint = 'tcp://127.0.0.1:{port}'\nidentity = '{name}'\n")
 
-    def stop(self, node_id):
-        proc = self.procs.pop(node_id)
-        proc.terminate()
-        proc.wait(timeout=15)
+    def start_node(self, node_id, join):
+        name = f"lockd-{node_id}"
+        self.start(name, [str(LOCKD), "--id", str(node_id), "--cluster", self.cluster.cluster_file, "--data-dir",
+                          str(self.cluster.dir / name), "--key", str(self.cluster.dir / "keys" / f"{name}.key")]
+                   + (["--join"] if join else []))
 
-    def stop_all(self):
-        for proc in self.procs.values():
-            proc.kill()
-            proc.wait()
-        self.procs.clear()
-
-    def pids(self):
-        return {f"lockd-{i}": p.pid for i, p in self.procs.items()}
+    def stop_node(self, node_id):
+        self.stop(f"lockd-{node_id}")
 
 
 def remove_from_file(cluster_file, node_id):
@@ -201,7 +196,7 @@ def replace_every_member(cluster, load, nodes):
         nodes.add_to_file(new)
         for pid in running.values():
             os.kill(pid, signal.SIGHUP)
-        nodes.start(new, join=True)
+        nodes.start_node(new, join=True)
         change(cluster, "replace", str(old), str(new))
         _, ids, _ = members(cluster)
         check(old not in ids and new in ids, f"after replacing {old} by {new}: {ids}")
@@ -215,7 +210,7 @@ def replace_every_member(cluster, load, nodes):
         if old_name in cluster.pids:
             cluster.kill(old_name, signal.SIGTERM)
         else:
-            nodes.stop(old)
+            nodes.stop_node(old)
         remove_from_file(cluster.cluster_file, old)
         for name, pid in {**cluster.pids, **nodes.pids()}.items():
             os.kill(pid, signal.SIGHUP)
@@ -226,8 +221,8 @@ def replace_every_member(cluster, load, nodes):
         load.wait_for_steps(3)
     # A node that joined, restarted without --join: still a member.
     last = next_id - 1
-    nodes.stop(last)
-    nodes.start(last, join=False)
+    nodes.stop_node(last)
+    nodes.start_node(last, join=False)
     wait_until(f"lockd-{last} to answer as a member", lambda: members(cluster)[2].get(last) in ("master", "follower"),
                timeout=30)
     check("first members none" in log_of(cluster, last), f"lockd-{last} did not log its kept first members")

@@ -137,6 +137,13 @@ TEST_CASE("cluster file: defaults and optional parts", "[config]") {
     CHECK(q.value().read_quorum == 0);
     CHECK(q.value().write_quorum == 3);
   }
+  SECTION("a spare replica is known, but not in the set the file starts with") {
+    auto s = parse_cluster_config(kGood + "[[replica]]\nendpoint = \"tcp://127.0.0.1:7203\"\nspare = true\n", kPath);
+    INFO(s.status().to_string());
+    REQUIRE(s.is_ok());
+    CHECK(s.value().replicas.size() == 3);  // N and the quorums count the set only
+    CHECK(s.value().spare_replicas == std::vector<std::string>{"tcp://127.0.0.1:7203"});
+  }
   SECTION("seven lockd nodes") {
     std::string text = "group = \"g\"\n[[replica]]\nendpoint = \"tcp://h:1\"\n";
     for (int i = 1; i <= 7; ++i) text += "[[lockd]]\nid = " + std::to_string(i * 30) + "\nendpoint = \"tcp://l:" + std::to_string(i) + "\"\n";
@@ -244,6 +251,11 @@ TEST_CASE("cluster file: bad files are refused with the file, line and problem",
       {"endpoint of an unknown transport", edit("\"tcp://127.0.0.1:7201\"", "\"udp://h:1\""),
        "'udp' is not a transport"},
       {"no replica", kMinimal.substr(0, kMinimal.find("[[replica]]")), "at least one [[replica]]"},
+      {"only spare replicas", edit("endpoint = \"tcp://b:1\"", "endpoint = \"tcp://b:1\"\nspare = true", kMinimal),
+       "at least one [[replica]] not spare"},
+      {"spare not a boolean",
+       edit("endpoint = \"tcp://127.0.0.1:7201\"", "endpoint = \"tcp://127.0.0.1:7201\"\nspare = 1"),
+       "'spare' of [[replica]] 2 must be true or false"},
       {"replica endpoint empty", edit("\"tcp://127.0.0.1:7201\"", "\"\""),
        "'endpoint' of [[replica]] 2 must not be empty"},
       {"replica endpoint twice", edit("\"tcp://127.0.0.1:7201\"", "\"tcp://127.0.0.1:7200\""),
@@ -446,6 +458,7 @@ TEST_CASE("cluster file: format_cluster_config reads back as the same config", "
     c.replica_key_file = "/keys/replica.key";
     c.lockd = {{255, "ipc:///tmp/lockd \"1\""}, {1, "tcp://[::1]:7100"}};
     c.replicas = {"tcp://r1:1", "tcp://r2:1", "tcp://r3:1", "tcp://r4:1", "tcp://r5:1"};
+    c.spare_replicas = {"tcp://r6:1"};
     c.read_quorum = 2;
     c.write_quorum = 4;
     c.timing.session_lease_ms = 30000;

@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""`palisade member replace --replica` on a local cluster, under load.
+
+While a loop takes a lock and writes under it (`palisade lock` and `palisade
+put`, as a person would), each of the three replicas is replaced, one by one,
+by a new replica on a new port and a new data directory, as
+docs/operations.md ("Replacing a replica") tells a person to: `palisade
+keygen`, the new `[[identity]]` and `[[replica]]` (spare = true) entries
+appended to the cluster file, SIGHUP to the running daemons (no restart: their
+pids stay), the new replica started, `palisade member replace --replica OLD
+--with ENDPOINT`, the old replica stopped and the file's entries brought up to
+date. Every replacement is recorded by the lock group (two versions each: the
+pause, then the new set), no step of the loop fails except a put refused
+while writes were paused, tokens strictly increase, and every key the loop
+wrote reads back from the new replicas alone. Bad requests are usage errors
+that change nothing. The fence floors come with the fill: a holder superseded
+before the replacements is still refused (by the floor alone: a key never
+written) once every replica is new. At the end, docs/cli.md's paused holder:
+stopped past its lease, its late writes are refused on every key.
+Each replacement's time, pause and bytes moved are printed.
+
+Usage: replicas_test.py SOURCE_DIR PALISADE
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SOURCE = Path(sys.argv[1]).resolve()
+PALISADE = Path(sys.argv[2]).resolve()
+sys.path.insert(0, str(SOURCE / "contrib" / "grafana"))
+sys.path.insert(0, str(SOURCE / "tests" / "scripts"))
+from metrics_cluster import LockLoad, MetricsCluster, exited, wait_until  # noqa: E402
+from members_test import NewDaemons, check, check_refused, zombie_drill  # noqa: E402
+
+REPLICA = PALISADE.parent.parent / "replica" / "palisade-replica"
+
+
+def replica_set(cluster):
+    """The lock group's record of the replica set, as `palisade member list -o json` prints it."""
+    answers = []
+    wait_until("a master to list the members",
+               lambda: answers.append(cluster.cli("member", "list", "-o", "json", check=False)) or
+               answers[-1].returncode == 0, timeout=30)
+    return json.loads(answers[-1].stdout)["replicas"]
+
+
+class NewReplicas(NewDaemons):
+    """The replicas this test adds."""
+
+    def add_to_file(self, name):
+        """The replica's identity and endpoint, a spare, appended to the cluster file; its endpoint."""
+        endpoint = f"tcp://127.0.0.1:{self.new_identity(name, 'replica')}"
+        with open(self.cluster.cluster_file, "a") as f:
+            f.write(f"\n[[replica]]\nendpoint = '{endpoint}'\nidentity = '{name}'\nspare = true\n")
+        return endpoint
+
+    def start_replica(self, name, endpoint):
+        self.start(name, [str(REPLICA), "--cluster", self.cluster.cluster_file, "--data-dir",
+                          str(self.cluster.dir / name), "--listen", endpoint, "--key",
+                          str(self.cluster.dir / "keys" / f"{name}.key")])
+
+
+def update_file(cluster_file, old_endpoint, new_endpoint):
+    """The old replica's [[replica]] entry and identity out of the cluster file, the new one no longer spare."""
+    text = Path(cluster_file).read_text()
+    blocks = re.split(r"\n(?=\[)", text)
+    old = next(b for b in blocks if b.startswith("[[replica]]") and f"'{old_endpoint}'" in b.replace('"', "'"))
+    identity = re.search(r"identity = ['\"]([^'\"]+)['\"]", old).group(1)
+    kept = [b for b in blocks if b is not old and not (b.startswith("[[identity]]") and
+                                                      re.search(rf"name = ['\"]{identity}['\"]", b))]
+    check(len(kept) == len(blocks) - 2, f"{old_endpoint}'s entries are not both in the cluster file")
+    text = "\n".join(kept)
+    spare = f"endpoint = '{new_endpoint}'\nidentity = "
+    check(spare in text, f"{new_endpoint} is not in the cluster file")
+    text = re.sub(rf"(endpoint = '{re.escape(new_endpoint)}'\nidentity = '[^']+'\n)spare = true\n", r"\1", text)
+    Path(cluster_file).write_text(text)
+
+
+def replace_every_replica(cluster, load, new):
+    """Each replica replaced by a new one on a new port and data directory; returns the report lines."""
+    report = []
+    first = replica_set(cluster)
+    refused_puts = 0
+    for number, old in enumerate(list(first["replicas"])):
+        before = replica_set(cluster)
+        name = f"replica-new-{number}"
+        running = {**cluster.pids, **new.pids()}
+        endpoint = new.add_to_file(name)
+        for pid in running.values():
+            os.kill(pid, signal.SIGHUP)
+        new.start_replica(name, endpoint)
+        failed_before = len(load.failed)
+        done = cluster.cli("member", "replace", "--replica", old["id"], "--with", endpoint, "-o", "json",
+                           check=False, timeout=180)
+        print(f"+ palisade member replace --replica {old['id']} --with {endpoint}: exit {done.returncode}: "
+              f"{done.stdout.strip()} {done.stderr.strip()}", flush=True)
+        check(done.returncode == 0, f"replacing replica {old['id']}: exit {done.returncode}: {done.stderr}")
+        out = json.loads(done.stdout)
+        after = replica_set(cluster)
+        addresses = [r["address"] for r in after["replicas"]]
+        check(after["version"] == before["version"] + 2 and after["phase"] == "serving",
+              f"after replacing {old['id']}: version {after['version']} {after['phase']}, before {before['version']}")
+        check(old["address"] not in addresses and endpoint in addresses and len(addresses) == 3,
+              f"after replacing {old['address']} by {endpoint}: {addresses}")
+        # The old replica leaves: stopped, and out of the file.
+        old_name = next((n for n, pid in running.items() if old["address"] in " ".join(argv(pid))), None)
+        check(old_name is not None, f"no running daemon serves {old['address']}")
+        if old_name in cluster.pids:
+            cluster.kill(old_name, signal.SIGTERM)
+        else:
+            new.stop(old_name)
+        update_file(cluster.cluster_file, old["address"], endpoint)
+        for name_now, pid in {**cluster.pids, **new.pids()}.items():
+            os.kill(pid, signal.SIGHUP)
+            if name_now in running:
+                check(running[name_now] == pid and not exited(pid), f"{name_now} was restarted or died")
+        check_floor_carried(cluster, endpoint)
+        load.wait_for_steps(3)
+        refused_puts += sum(1 for f in load.failed[failed_before:] if "paused" in f[2])
+        report.append(f"replica {old['id']} -> {after['replicas'][-1]['id']} ({endpoint}) in {out['took_ms']} ms, "
+                      f"writes paused {out['paused_ms']} ms, {out['bytes_moved']} bytes moved, "
+                      f"{out['versions_sent']} versions and {out['floors_raised']} floors sent")
+        print("+ " + report[-1], flush=True)
+    return report, refused_puts
+
+
+def superseded_sequencer(cluster):
+    """The sequencer of a grant of lock 'carried' that a later grant superseded: its fence floor, and nothing
+    else, refuses a write with it (of a key never written)."""
+    first = cluster.cli("lock", "carried", "--", "sh", "-c", "echo $PALISADE_SEQUENCER").stdout.strip()
+    cluster.cli("lock", "carried", "--", "true")  # the acquire fences a write quorum
+    check_zombie_refused(cluster, first, "before the replacements")
+    floors = [floors_of(cluster, r["address"]).get("carried") for r in replica_set(cluster)["replicas"]]
+    check(max(f or 0 for f in floors) > 0, f"no first replica holds a floor of 'carried': {floors}")
+    CARRIED_FLOOR.append(max(f or 0 for f in floors))
+    return first
+
+
+def floors_of(cluster, endpoint):
+    status = json.loads(cluster.cli("status", "-o", "json").stdout)
+    replica = next(r for r in status["replicas"] if r["endpoint"] == endpoint)
+    return replica["floors"]
+
+
+def check_floor_carried(cluster, endpoint):
+    """The new replica holds lock 'carried''s fence floor, which only the fill could have given it: it refuses
+    the superseded holder on its own, as the replica it replaced did."""
+    floor = floors_of(cluster, endpoint).get("carried")
+    check(floor is not None and floor == CARRIED_FLOOR[0], f"{endpoint}'s floor of 'carried' is {floor}, "
+          f"the first replicas' {CARRIED_FLOOR[0]}")
+
+
+CARRIED_FLOOR = []  # the floor the first replicas hold
+
+
+def check_zombie_refused(cluster, sequencer, when):
+    late = cluster.cli("put", "never-written", "zombie", "--sequencer", sequencer, check=False)
+    check(late.returncode == 3 and "fenced" in late.stderr,
+          f"a superseded holder's put {when}: exit {late.returncode}: {late.stderr}")
+
+
+def argv(pid):
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().split("\0")
+    except OSError:
+        return []
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="palisade-replicas-") as tmp:
+        with MetricsCluster(PALISADE, Path(tmp) / "cluster", lockd=3, replicas=3) as cluster:
+            first = replica_set(cluster)
+            check(first["version"] == 0 and [r["id"] for r in first["replicas"]] == [1, 2, 3],
+                  f"a new cluster's replica set: {first}")
+            check_refused(cluster, ["replace", "--replica", "9", "--with", "tcp://127.0.0.1:1"], 2, "not in")
+            check_refused(cluster, ["replace", "--replica", "1", "--with", "tcp://127.0.0.1:1"], 2,
+                          "not a [[replica]]")
+            check_refused(cluster, ["replace", "--replica", "1"], 2, "--with ENDPOINT")
+            check_refused(cluster, ["add", "--replica", "1"], 2, "--replica")
+            check(replica_set(cluster)["version"] == 0, "a refused replacement changed the replica set")
+
+            load = LockLoad(cluster)
+            new = NewReplicas(cluster)
+            try:  # the replicas it started stop whatever fails
+                zombie = superseded_sequencer(cluster)
+                load.start()
+                try:
+                    load.wait_for_steps(3)
+                    report, refused_puts = replace_every_replica(cluster, load, new)
+                finally:
+                    load.stopping.set()
+                    load.join(timeout=180)
+                remaining = [r["address"] for r in replica_set(cluster)["replicas"]]
+                check(not any(a in remaining for a in (r["address"] for r in first["replicas"])),
+                      f"a first replica is still in the set: {remaining}")
+                unexplained = [f for f in load.failed if "paused" not in f[2]]
+                check(not unexplained, f"{len(unexplained)} of {load.steps()} steps failed: {unexplained[:3]}")
+                tokens = [token for _, token in load.done]
+                check(all(a < b for a, b in zip(tokens, tokens[1:])), f"tokens did not strictly increase: {tokens}")
+                for n, _ in load.done:  # the first replicas are gone: from the new ones
+                    got = cluster.cli("get", f"roll-{n}").stdout.strip()
+                    check(got == str(n), f"roll-{n}, acknowledged, reads back {got!r}")
+                # The floor came with the fill: the new replicas refuse the superseded holder as the first did.
+                check_zombie_refused(cluster, zombie, "after every replica was replaced")
+                zombie_drill(cluster)
+            finally:
+                new.stop_all()
+            print("replacements: " + "; ".join(report))
+            print(f"ok: every replica replaced by a new one on a new port and data directory, under load: "
+                  f"{len(load.done)} lock-and-put steps succeeded ({len(load.failed)} put refused while writes "
+                  f"were paused), tokens {tokens[0]}..{tokens[-1]} strictly increasing, every acknowledged key read "
+                  f"back from the new replicas, and the paused holder's late writes refused")
+
+
+if __name__ == "__main__":
+    main()
