@@ -17,7 +17,7 @@
 #include "cli/daemon_records.h"
 #include "cli/health.h"
 #include "cli/local_cluster.h"
-#include "cli/lockd_call.h"
+#include "transport/lockd_call.h"
 #include "config/cluster_keys.h"
 
 namespace palisade::cli {
@@ -299,7 +299,8 @@ int status(const ClusterFlags& flags, const CommonOptions& common) {
     std::optional<uint64_t> epoch;
     if (state == "running") {
       if (r.name.starts_with("lockd-")) {
-        auto reply = call_lockd_endpoint(ctx, r.endpoint, wire::LockStatusRequest{}, 500ms, cluster_id, credentials);
+        auto reply =
+            transport::call_lockd_endpoint(ctx, r.endpoint, wire::LockStatusRequest{}, 500ms, cluster_id, credentials);
         role = !reply                             ? "not answering"
                : reply->status.code() == Code::kWrongCluster ? kOtherCluster
                : reply->status.is_ok()           ? reply->role

@@ -18,7 +18,7 @@
 #include "cli/files.h"
 #include "cli/local_cluster.h"
 #include "cli/local_cluster_file.h"
-#include "cli/lockd_call.h"
+#include "transport/lockd_call.h"
 #include "cli/member_change.h"
 #include "cli/process.h"
 
@@ -120,8 +120,8 @@ std::optional<wire::LockReply> wait_until_learned(const ClusterAccess& access, c
   std::optional<wire::LockReply> last;
   const auto deadline = Clock::now() + kLearnTimeout;
   while (Clock::now() < deadline) {
-    auto reply = call_lockd_endpoint(ctx, endpoint, wire::LockStatusRequest{}, 500ms, access.config.cluster_id,
-                                     access.credentials);
+    auto reply = transport::call_lockd_endpoint(ctx, endpoint, wire::LockStatusRequest{}, 500ms,
+                                                access.config.cluster_id, access.credentials);
     if (reply && reply->status.is_ok()) {
       last = reply;
       if (reply->members_version >= version) break;

@@ -23,7 +23,7 @@
 #include "cli/daemon_records.h"
 #include "cli/files.h"
 #include "cli/local_cluster_file.h"
-#include "cli/lockd_call.h"
+#include "transport/lockd_call.h"
 #include "config/cluster_keys.h"
 #include "cli/replica_process.h"
 
@@ -433,7 +433,8 @@ Status LocalCluster::prepare() {
     argv.insert(argv.end(), o.lockd_args.begin(), o.lockd_args.end());
     const std::string ep = node.endpoint;
     auto probe = [ctx, ep, id = config_.cluster_id, credentials = credentials_](int timeout_ms) {
-      auto reply = call_lockd_endpoint(*ctx, ep, wire::LockStatusRequest{}, milliseconds(timeout_ms), id, credentials);
+      auto reply = transport::call_lockd_endpoint(*ctx, ep, wire::LockStatusRequest{}, milliseconds(timeout_ms), id,
+                                                  credentials);
       return reply.has_value() && reply->status.is_ok();
     };
     lockd_.push_back(
@@ -580,7 +581,7 @@ std::optional<wire::LockReply> LocalCluster::call_lockd(uint32_t id, const wire:
                                                         milliseconds timeout) {
   Daemon& d = lockd(id);
   if (!d.running() || d.paused()) return std::nullopt;
-  return call_lockd_endpoint(*ctx_, d.endpoint(), request, timeout, config_.cluster_id, credentials_);
+  return transport::call_lockd_endpoint(*ctx_, d.endpoint(), request, timeout, config_.cluster_id, credentials_);
 }
 
 std::optional<wire::LockReply> LocalCluster::lock_status(uint32_t id, milliseconds timeout) {
@@ -600,7 +601,7 @@ std::vector<LocalCluster::MasterAnswer> LocalCluster::masters(milliseconds timeo
   try {
     for (uint32_t id : live_lockd_ids()) {
       const std::string& endpoint = lockd(id).endpoint();
-      Asked a{id, next_lock_request_id(),
+      Asked a{id, transport::next_lock_request_id(),
               transport::make_dealer(
                   *ctx_, endpoint, transport::dealer_options({.queue_until_connected = true}, credentials_, endpoint))};
       const std::string bytes = wire::encode_lock_request({.id = a.request_id, .body = wire::FindMasterRequest{}});
@@ -621,7 +622,8 @@ std::vector<LocalCluster::MasterAnswer> LocalCluster::masters(milliseconds timeo
         if (!(items[i].revents & ZMQ_POLLIN)) continue;
         zmq::message_t msg;
         if (!who[i]->socket.recv(msg, zmq::recv_flags::dontwait)) continue;
-        auto reply = wire::decode_lock_reply({static_cast<const char*>(msg.data()), msg.size()}, kMaxLockReplyBytes);
+        auto reply =
+            wire::decode_lock_reply({static_cast<const char*>(msg.data()), msg.size()}, transport::kMaxLockReplyBytes);
         if (!reply.is_ok() || reply.value().id != who[i]->request_id) continue;
         who[i]->answered = true;
         --waiting;

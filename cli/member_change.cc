@@ -5,7 +5,7 @@
 
 #include <zmq.hpp>
 
-#include "cli/lockd_call.h"
+#include "transport/lockd_call.h"
 #include "config/cluster_keys.h"
 
 namespace palisade::cli {
@@ -43,7 +43,8 @@ class Group {
 
   std::optional<wire::LockReply> call(const std::string& endpoint, const wire::LockRequestBody& body,
                                       std::chrono::milliseconds timeout) {
-    return call_lockd_endpoint(ctx_, endpoint, body, timeout, access_.config.cluster_id, access_.credentials);
+    return transport::call_lockd_endpoint(ctx_, endpoint, body, timeout, access_.config.cluster_id,
+                                          access_.credentials);
   }
 
  private:

@@ -5,7 +5,7 @@
 #include <zmq.hpp>
 
 #include "auth/config_certificate.h"
-#include "cli/lockd_call.h"
+#include "transport/lockd_call.h"
 #include "config/cluster_keys.h"
 
 namespace palisade::cli {
@@ -48,8 +48,8 @@ Result<ReplicaRecord> read_replica_record(const ClusterAccess& access, std::chro
   zmq::context_t ctx(1);
   std::optional<ReplicaRecord> newest;
   for (const LockdNode& node : access.config.lockd) {
-    auto reply = call_lockd_endpoint(ctx, node.endpoint, wire::GetReplicasRequest{}, per_call, access.config.cluster_id,
-                                     access.credentials);
+    auto reply = transport::call_lockd_endpoint(ctx, node.endpoint, wire::GetReplicasRequest{}, per_call,
+                                                access.config.cluster_id, access.credentials);
     if (!reply || !reply->status.is_ok()) continue;
     // A node that has not applied the newest record yet serves an older one.
     if (reply->config.empty()) {

@@ -15,7 +15,7 @@
 #include "cli/command.h"
 #include "cli/health.h"
 #include "cli/reachable.h"
-#include "cli/lockd_call.h"
+#include "transport/lockd_call.h"
 
 namespace palisade::cli {
 namespace {
@@ -113,9 +113,10 @@ int run(const CommonOptions& common) {
   auto is_refused = [&](const std::string& e) { return std::find(refused.begin(), refused.end(), e) != refused.end(); };
   size_t lockd_answering = 0;
   for (const LockdNode& n : config.lockd) {
-    auto reply = is_refused(n.endpoint) ? std::nullopt
-                                        : call_lockd_endpoint(ctx, n.endpoint, wire::LockStatusRequest{}, 1000ms,
-                                                              config.cluster_id, loaded.value().credentials);
+    auto reply = is_refused(n.endpoint)
+                     ? std::nullopt
+                     : transport::call_lockd_endpoint(ctx, n.endpoint, wire::LockStatusRequest{}, 1000ms,
+                                                      config.cluster_id, loaded.value().credentials);
     nlohmann::json node{{"id", n.id}, {"endpoint", n.endpoint}, {"reachable", reply.has_value()}, {"role", nullptr},
                         {"applied_slot", nullptr}, {"sessions", nullptr}, {"epoch", nullptr},
                         {"epoch_round", nullptr}, {"epoch_node", nullptr}, {"error", nullptr}};
@@ -150,8 +151,9 @@ int run(const CommonOptions& common) {
                          {"delay_ms", l.delay_ms}});
       }
       if (page.size() < wire::kMaxStatusLocks) break;
-      auto next = call_lockd_endpoint(ctx, master_endpoint, wire::LockStatusRequest{.after = page.back().name}, 1000ms,
-                                      config.cluster_id, loaded.value().credentials);
+      auto next =
+          transport::call_lockd_endpoint(ctx, master_endpoint, wire::LockStatusRequest{.after = page.back().name},
+                                         1000ms, config.cluster_id, loaded.value().credentials);
       if (!next || !next->status.is_ok()) {
         locks_complete = false;
         break;

@@ -97,6 +97,9 @@ class ReplicaHandler {
   // After a failed commit the replica cannot know what reached the disk: it
   // refuses every change until restarted, and keeps serving reads.
   bool writes_refused() const { return !failure_.is_ok(); }
+  // The replica set version it keeps (0: none), and whether that set is paused.
+  uint64_t config_version() const { return config_.version(); }
+  bool config_paused() const { return config_.paused(); }
   // Whether fenced writes and fences must carry a valid sequencer.
   bool verifies_sequencers() const { return auth_.has_value(); }
   // How many sequencer signatures were checked: a text that verified once is

@@ -22,6 +22,7 @@
 #include "metrics/file_sizes.h"
 #include "metrics/metrics_flag.h"
 #include "replica/background_repair.h"
+#include "replica/config_refresh.h"
 #include "replica/handler.h"
 #include "replica/lmdb_store.h"
 #include "replica/server.h"
@@ -76,6 +77,31 @@ bool load_daemon_keys(const Flags& flags, std::optional<DaemonKeys>* keys) {
   return true;
 }
 
+// What this replica connects to the other daemons with: its own keys, and
+// theirs from the cluster file; nullopt on plaintext links.
+std::optional<Credentials> own_credentials(const std::optional<DaemonKeys>& keys, const ClusterConfig& cluster) {
+  if (!keys) return std::nullopt;
+  return Credentials{.identity = keys->key.identity,
+                     .public_key = keys->key.keys.public_key,
+                     .secret_key = keys->key.keys.secret_key,
+                     .server_keys = server_keys(cluster)};
+}
+
+// With a cluster file: the thread that asks the lock group for the replica
+// set while the one this replica keeps is paused, offering it to `server`.
+std::unique_ptr<replica::ConfigRefresh> config_refresh(const Flags& flags, const std::optional<DaemonKeys>& keys,
+                                                       replica::ReplicaServer& server) {
+  if (flags.cluster_file.empty()) return nullptr;
+  auto cluster = load_cluster_file(flags.cluster_file);
+  if (!cluster.is_ok()) return nullptr;  // load_auth reported it already
+  replica::ConfigRefreshOptions o;
+  for (const LockdNode& node : cluster.value().lockd) o.lockd.push_back(node.endpoint);
+  o.cluster_id = cluster.value().cluster_id;
+  o.credentials = own_credentials(keys, cluster.value());
+  return std::make_unique<replica::ConfigRefresh>(
+      std::move(o), [&server](std::string certificate) { server.offer_config(std::move(certificate)); });
+}
+
 // The background anti-entropy of --anti-entropy-interval, or none. Over
 // CurveZMQ, it connects to the other replicas with this one's keys. Each run
 // ends in `metrics`, which must outlive it.
@@ -91,12 +117,7 @@ std::unique_ptr<replica::BackgroundRepair> background_repair(const Flags& flags,
   o.group = cluster.value().group;
   if (!cluster.value().cluster_id.empty()) o.cluster_id = cluster_id_hex(cluster.value().cluster_id);
   if (flags.gc_grace_ms) o.gc_grace = std::chrono::milliseconds(*flags.gc_grace_ms);
-  if (keys) {
-    o.credentials = Credentials{.identity = keys->key.identity,
-                                .public_key = keys->key.keys.public_key,
-                                .secret_key = keys->key.keys.secret_key,
-                                .server_keys = server_keys(cluster.value())};
-  }
+  o.credentials = own_credentials(keys, cluster.value());
   spdlog::info("anti-entropy every {} ms over {} replicas", flags.anti_entropy_interval_ms, o.replicas.size());
   return std::make_unique<replica::BackgroundRepair>(
       o, std::chrono::milliseconds(flags.anti_entropy_interval_ms),
@@ -224,10 +245,12 @@ int serve(Flags flags, std::optional<replica::ReplicaAuth> auth, const std::opti
                  version_line("palisade-replica"), getpid(), cluster_id_hex(flags.server.cluster_id),
                  flags.server.listen_endpoint, flags.data_dir, keys.is_ok() ? keys.value() : 0);
     auto repair = background_repair(flags, curve, server.metrics());  // stops before the server goes
+    auto refresh = config_refresh(flags, curve, server);
     handler.observe_config(
-        [&repair, &metrics = server.metrics()](const wire::ReplicaSet& set, const std::string& certificate) {
+        [&repair, &refresh, &metrics = server.metrics()](const wire::ReplicaSet& set, const std::string& certificate) {
           metrics.replica_set(set);
           if (repair) repair->follow(set, certificate);
+          if (refresh) refresh->set_paused(set.phase == wire::ReplicaPhase::kPaused);
         });
     auto reload = [&] {
       auto keys = reload_identities(flags.cluster_file, flags.server.listen_endpoint, flags.curve_key_file, zap.get());

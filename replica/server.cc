@@ -1,6 +1,8 @@
 #include "replica/server.h"
 
 #include <chrono>
+#include <span>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -57,6 +59,7 @@ void ReplicaServer::run(int stop_fd, int reload_fd, const std::function<void()>&
         reload();
       }
       if (items[0].revents & ZMQ_POLLIN) serve_batch();
+      install_offered();
       metrics_.turned(handler_.writes_refused());
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) return;
@@ -64,6 +67,28 @@ void ReplicaServer::run(int stop_fd, int reload_fd, const std::function<void()>&
     } catch (const std::exception& e) {
       spdlog::error("error while serving a batch: {}", e.what());
     }
+  }
+}
+
+void ReplicaServer::offer_config(std::string certificate) {
+  std::lock_guard lock(offered_mu_);
+  offered_ = std::move(certificate);
+}
+
+void ReplicaServer::install_offered() {
+  std::optional<std::string> text;
+  {
+    std::lock_guard lock(offered_mu_);
+    text = std::exchange(offered_, std::nullopt);
+  }
+  if (!text) return;
+  const wire::ReplicaRequest request{.id = 0, .body = wire::InstallConfigRequest{*text}};
+  const uint64_t before = handler_.config_version();
+  const wire::ReplicaReply reply = handler_.handle_batch(std::span<const wire::ReplicaRequest>(&request, 1)).at(0);
+  if (!reply.status.is_ok()) {
+    spdlog::warn("the lock group's replica set certificate was not kept: {}", reply.status.to_string());
+  } else if (handler_.config_version() != before) {
+    spdlog::info("took replica set version {} from the lock group", handler_.config_version());
   }
 }
 

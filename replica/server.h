@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -48,6 +49,9 @@ class ReplicaServer final : ReplicaHost {
   // Between batches, when `reload_fd` (a SIGHUP signalfd; -1: none) becomes
   // readable, it is drained and `reload` runs.
   void run(int stop_fd, int reload_fd = -1, const std::function<void()>& reload = {});
+  // A config certificate from elsewhere (ConfigRefresh, another thread): the
+  // loop installs it between turns, within a second, as install_config would.
+  void offer_config(std::string certificate);
   // What each identity may do from now on (a reload): ReplicaDriverOptions::permissions.
   void set_permissions(std::optional<Permissions> permissions) { driver_.set_permissions(std::move(permissions)); }
 
@@ -57,6 +61,7 @@ class ReplicaServer final : ReplicaHost {
 
  private:
   void serve_batch();
+  void install_offered();
   // ReplicaHost: `route` indexes peers_.
   void reply(uint64_t route, std::vector<std::string> replies) override;
   void refused(uint64_t request_id, size_t bytes, const Status& why, std::string_view type) override;
@@ -68,7 +73,9 @@ class ReplicaServer final : ReplicaHost {
   }
 
   ServerOptions options_;
-  const ReplicaHandler& handler_;  // whether it refuses writes, for /readyz
+  ReplicaHandler& handler_;  // whether it refuses writes, for /readyz; offered certificates
+  std::mutex offered_mu_;
+  std::optional<std::string> offered_;  // guarded by offered_mu_
   ReplicaMetrics metrics_;
   zmq::socket_t socket_;
   ReplicaDriver driver_;

@@ -39,7 +39,7 @@
 #include <zmq.hpp>
 
 #include "auth/sequencer_signer.h"
-#include "cli/lockd_call.h"
+#include "transport/lockd_call.h"
 #include "client/replica_connection.h"
 #include "config/cluster_config.h"
 #include "config/cluster_keys.h"
@@ -1911,6 +1911,53 @@ TEST_CASE("cli: replicas with --anti-entropy-interval repair a drifted replica o
   }
 }
 
+// set_replicas to the local cluster's master: its replicas, W = R = 2, in
+// `phase`, replacing version `replaces`; the certificate, empty when no
+// master made it within 20 s.
+std::string set_replicas(Fixture& fx, uint64_t replaces, wire::ReplicaPhase phase) {
+  const std::vector<std::string> replicas = fx.cluster->replica_endpoints();
+  wire::SetReplicasRequest set{.version = replaces,
+                               .replicas = {},
+                               .write_quorum = 2,
+                               .read_quorum = 2,
+                               .phase = phase};
+  for (size_t i = 0; i < replicas.size(); ++i) set.replicas.push_back({static_cast<uint32_t>(i + 1), replicas[i]});
+  zmq::context_t ctx(1);
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (const std::string& node : fx.cluster->lockd_endpoints()) {  // the master answers; the others, not_master
+      auto reply = transport::call_lockd_endpoint(ctx, node, set, 2s, "", std::nullopt);
+      if (reply && reply->status.is_ok()) return reply->config;
+    }
+  }
+  return {};
+}
+
+TEST_CASE("cli: paused replicas take the set that ends the pause from the lock group", "[cli][config]") {
+  Fixture fx;
+  const std::vector<std::string> replicas = fx.cluster->replica_endpoints();
+  const std::string paused = set_replicas(fx, 0, wire::ReplicaPhase::kPaused);
+  REQUIRE_FALSE(paused.empty());
+  for (const std::string& r : replicas) REQUIRE(test::install_config_on(r, paused).is_ok());
+  Run refused = fx.run({"put", "k", "v"});
+  CHECK(refused.code == 4);
+  CHECK_THAT(refused.out, Catch::Contains("paused"));
+  // What the master does to a pause that lasts too long, or a replacement
+  // that ends it: a new version, serving, that nobody gives the replicas.
+  REQUIRE_FALSE(set_replicas(fx, 1, wire::ReplicaPhase::kServing).empty());
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  auto all_serving = [&] {
+    return std::all_of(replicas.begin(), replicas.end(),
+                       [](const std::string& r) { return test::config_version_of(r) == 2; });
+  };
+  while (!all_serving() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(100ms);
+  REQUIRE(all_serving());
+  Run put = fx.run({"put", "k", "v"});
+  INFO(put.out);
+  CHECK(put.code == 0);
+  CHECK_THAT(fx.cluster->logs(), Catch::Contains("took replica set version 2 from the lock group"));
+}
+
 TEST_CASE("cli: put, get and repair follow the replica set the lock group signed", "[cli][config]") {
   Fixture fx;
   const std::vector<std::string> replicas = fx.cluster->replica_endpoints();
@@ -1921,17 +1968,7 @@ TEST_CASE("cli: put, get and repair follow the replica set the lock group signed
                                        "R=2):\n    1  " +
                                        replicas[0]));
   // The lock group's first record of the set: the file's replicas, version 1.
-  wire::SetReplicasRequest set{.version = 0, .replicas = {}, .write_quorum = 2, .read_quorum = 2};
-  for (size_t i = 0; i < replicas.size(); ++i) set.replicas.push_back({static_cast<uint32_t>(i + 1), replicas[i]});
-  zmq::context_t ctx(1);
-  std::string certificate;
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (certificate.empty() && std::chrono::steady_clock::now() < deadline) {
-    for (const std::string& node : fx.cluster->lockd_endpoints()) {  // the master answers; the others, not_master
-      auto reply = cli::call_lockd_endpoint(ctx, node, set, 2s, "", std::nullopt);
-      if (reply && reply->status.is_ok()) certificate = reply->config;
-    }
-  }
+  const std::string certificate = set_replicas(fx, 0, wire::ReplicaPhase::kServing);
   REQUIRE_FALSE(certificate.empty());
   Run listed = fx.run({"member", "list", "-o", "json"});
   INFO(listed.out);

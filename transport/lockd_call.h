@@ -1,6 +1,6 @@
 // One request to one palisade-lockd node, for tools that ask a particular node
-// on purpose (status, health checks); applications use LockClient, which finds
-// the master and retries.
+// on purpose (status, health checks, a paused replica asking for its set);
+// applications use LockClient, which finds the master and retries.
 #pragma once
 
 #include <chrono>
@@ -14,7 +14,7 @@ namespace zmq {
 class context_t;
 }
 
-namespace palisade::cli {
+namespace palisade::transport {
 
 // A status reply lists up to 1000 locks.
 constexpr size_t kMaxLockReplyBytes = size_t{16} << 20;
@@ -31,4 +31,4 @@ std::optional<wire::LockReply> call_lockd_endpoint(zmq::context_t& ctx, const st
 // A fresh request id, unique in this process.
 uint64_t next_lock_request_id();
 
-}  // namespace palisade::cli
+}  // namespace palisade::transport

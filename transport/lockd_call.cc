@@ -1,4 +1,4 @@
-#include "cli/lockd_call.h"
+#include "transport/lockd_call.h"
 
 #include <algorithm>
 #include <atomic>
@@ -8,7 +8,7 @@
 
 #include "transport/transport.h"
 
-namespace palisade::cli {
+namespace palisade::transport {
 
 std::optional<wire::LockReply> call_lockd_endpoint(zmq::context_t& ctx, const std::string& endpoint,
                                                    const wire::LockRequestBody& body, std::chrono::milliseconds timeout,
@@ -44,4 +44,4 @@ uint64_t next_lock_request_id() {
   return next++;
 }
 
-}  // namespace palisade::cli
+}  // namespace palisade::transport
