@@ -89,10 +89,6 @@ Result<std::string> value_of(const KvFlags& flags) {
   return ss.str();
 }
 
-int quorum(int configured, const ClusterConfig& config) {
-  return configured != 0 ? configured : static_cast<int>(config.replicas.size()) / 2 + 1;
-}
-
 // A store failure: unavailable once the whole --timeout passed with replicas
 // that accept connections is a timeout (they did not answer in time).
 int report_store_error(const char* what, const Status& status, Clock::time_point began,
@@ -117,10 +113,10 @@ int write(const char* what, const KvFlags& flags, const CommonOptions& common, b
     if (!read.is_ok()) return report_error(what, read.status());
     value = std::move(read).value();
   }
-  const int w = quorum(config.write_quorum, config);
-  if (Status s = enough_listening(config.replicas, w, "replicas"); !s.is_ok()) return report_error(what, s);
   auto store = open_store(loaded.value(), flags.timeout);
   if (!store.is_ok()) return report_error(what, store.status());
+  const ReplicaSetInUse set = store.value()->replica_set();  // the lock group's, once it records one
+  if (Status s = enough_listening(set.replicas, set.write_quorum, "replicas"); !s.is_ok()) return report_error(what, s);
   const auto began = Clock::now();
   const WriteResult wr = tombstone ? store.value()->del(flags.key, fence.value())
                                    : store.value()->put(flags.key, value, fence.value());
@@ -151,11 +147,10 @@ int write(const char* what, const KvFlags& flags, const CommonOptions& common, b
 int read(const KvFlags& flags, const CommonOptions& common) {
   auto loaded = load_cluster(common);
   if (!loaded.is_ok()) return report_cluster_error("get", loaded.status());
-  const ClusterConfig& config = loaded.value().config;
-  const int r = quorum(config.read_quorum, config);
-  if (Status s = enough_listening(config.replicas, r, "replicas"); !s.is_ok()) return report_error("get", s);
   auto store = open_store(loaded.value(), flags.timeout);
   if (!store.is_ok()) return report_error("get", store.status());
+  const ReplicaSetInUse set = store.value()->replica_set();
+  if (Status s = enough_listening(set.replicas, set.read_quorum, "replicas"); !s.is_ok()) return report_error("get", s);
   const auto began = Clock::now();
   const ReadResult rr = store.value()->get(flags.key);
   if (!rr.status.is_ok()) return report_store_error("get", rr.status, began, flags.timeout);

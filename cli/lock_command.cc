@@ -175,11 +175,13 @@ int run(const LockFlags& flags, const CommonOptions& common) {
   if (Status s = enough_listening(nodes, nodes.size() / 2 + 1, "lock group nodes"); !s.is_ok()) {
     return report_error("lock", s);
   }
-  const int w = cluster.write_quorum != 0 ? cluster.write_quorum : static_cast<int>(cluster.replicas.size()) / 2 + 1;
-  if (Status s = enough_listening(cluster.replicas, w, "replicas"); !s.is_ok()) return report_error("lock", s);
   const auto deadline = Clock::now() + flags.wait;
   auto store = open_store(loaded.value());
   if (!store.is_ok()) return report_error("lock", store.status());
+  const ReplicaSetInUse set = store.value()->replica_set();  // the lock group's, once it records one
+  if (Status s = enough_listening(set.replicas, set.write_quorum, "replicas"); !s.is_ok()) {
+    return report_error("lock", s);
+  }
   auto expired = std::make_shared<std::atomic<bool>>(false);
   // Jeopardy matters to a user while COMMAND runs under the lock; while
   // waiting (a master failover passes through it) only with -v.

@@ -46,10 +46,11 @@ Result<ReplicaRecord> checked(const ClusterConfig& config, const std::string& ce
 
 Result<ReplicaRecord> read_replica_record(const ClusterAccess& access, std::chrono::milliseconds per_call) {
   zmq::context_t ctx(1);
+  std::vector<std::string> nodes;
+  for (const LockdNode& node : access.config.lockd) nodes.push_back(node.endpoint);
   std::optional<ReplicaRecord> newest;
-  for (const LockdNode& node : access.config.lockd) {
-    auto reply = transport::call_lockd_endpoint(ctx, node.endpoint, wire::GetReplicasRequest{}, per_call,
-                                                access.config.cluster_id, access.credentials);
+  for (const auto& reply : transport::call_lockd_endpoints(ctx, nodes, wire::GetReplicasRequest{}, per_call,
+                                                           access.config.cluster_id, access.credentials)) {
     if (!reply || !reply->status.is_ok()) continue;
     // A node that has not applied the newest record yet serves an older one.
     if (reply->config.empty()) {

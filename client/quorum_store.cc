@@ -3,6 +3,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -22,6 +23,7 @@
 #include "client/zmq_links.h"
 #include "client/send_sweeper.h"
 #include "client/shared_context.h"
+#include "transport/lockd_call.h"
 #include "base/cluster_id.h"
 #include "base/physical_clock.h"
 #include "wire/sequencer.h"
@@ -290,8 +292,8 @@ struct QuorumStore::Impl {
   // Takes the newest replica set that the certificates `wired`'s replicas
   // returned give, when it checks out (one that does not is left: the calls
   // that met it end with the replicas' refusals).
-  void learn(Wiring& wired) {
-    std::vector<std::string> certificates = wired.lane.coordinator().take_newer_configs();
+  void learn(Wiring& wired) { learn(wired.lane.coordinator().take_newer_configs()); }
+  void learn(const std::vector<std::string>& certificates) {
     if (certificates.empty()) return;
     std::lock_guard lock(view_mu);
     for (const std::string& c : certificates) {
@@ -496,13 +498,29 @@ client::CoordinatorOptions coordinator_options(const QuorumStoreOptions& o) {
   return co;
 }
 
+// The config certificates the lock group's nodes serve (get_replicas), when
+// the options name them: the sets a store starts from when newer than the
+// replicas it was given. Nodes that do not answer within a second are left.
+std::vector<std::string> recorded_sets(const QuorumStoreOptions& o) {
+  std::vector<std::string> out;
+  if (o.lock_group.empty()) return out;
+  const auto timeout = std::min(o.timeout, std::chrono::milliseconds(1000));
+  for (const auto& reply :
+       transport::call_lockd_endpoints(*client::shared_context(), o.lock_group, wire::GetReplicasRequest{}, timeout,
+                                       cluster_id_from_hex(o.cluster_id).value_or(""), o.credentials)) {
+    if (reply && reply->status.is_ok() && !reply->config.empty()) out.push_back(reply->config);
+  }
+  return out;
+}
+
 // What makes two stores' engines interchangeable: every option.
 static_assert(sizeof(QuorumStoreOptions) ==
-                  112 + sizeof(std::optional<Credentials>) + sizeof(std::optional<ConfigCheck>),
+                  136 + sizeof(std::optional<Credentials>) + sizeof(std::optional<ConfigCheck>),
               "an option was added or removed: update engine_key");
 std::string engine_key(const QuorumStoreOptions& o) {
   std::string key;
   for (const std::string& r : o.replicas) key += r + '\n';
+  for (const std::string& n : o.lock_group) key += "lockd " + n + '\n';
   key += o.cluster_id + '\n';
   if (o.credentials) {  // the secret key names the client: the rest follows from the endpoints
     key += o.credentials->secret_key + '\n';
@@ -522,14 +540,23 @@ std::string engine_key(const QuorumStoreOptions& o) {
 // The process's engines by options: one per set of equal options while a store uses it.
 std::shared_ptr<QuorumStore::Impl> QuorumStore::engine_for(QuorumStoreOptions options) {
   client::CoordinatorOptions co = coordinator_options(options);
-  if (!options.share_connections) return std::make_shared<Impl>(std::move(options), co);
+  const std::vector<std::string> recorded = recorded_sets(options);
+  auto started = [&] {
+    auto engine = std::make_shared<Impl>(std::move(options), co);
+    engine->learn(recorded);  // before its first call: its lanes move at once
+    return engine;
+  };
+  if (!options.share_connections) return started();
   static std::mutex mu;
   static std::map<std::string, std::weak_ptr<Impl>> engines;
   std::string key = engine_key(options);
   std::lock_guard lock(mu);
   std::erase_if(engines, [](const auto& e) { return e.second.expired(); });
-  if (auto engine = engines[key].lock()) return engine;
-  auto engine = std::make_shared<Impl>(std::move(options), co);
+  if (auto engine = engines[key].lock()) {
+    engine->learn(recorded);
+    return engine;
+  }
+  auto engine = started();
   engines[key] = engine;
   return engine;
 }
@@ -638,6 +665,12 @@ WriteResult QuorumStore::fence(const Fence& fence) {
 ReadResult QuorumStore::get(std::string_view key) {
   using enum Submission::Kind;
   return counted(*calls_, kRead, std::get<ReadResult>(impl_->run_blocking({kRead, std::string(key), "", {}, {}, {}})));
+}
+
+ReplicaSetInUse QuorumStore::replica_set() const {
+  std::lock_guard lock(impl_->view_mu);
+  const client::ReplicaView& v = impl_->view;
+  return {.version = v.version, .replicas = v.endpoints, .read_quorum = v.read_quorum, .write_quorum = v.write_quorum};
 }
 
 StoreCounters QuorumStore::counters() const {

@@ -50,6 +50,7 @@ QuorumStoreOptions ClusterFile::store_options() const {
   options.write_quorum = write_quorum;
   options.credentials = credentials;
   options.config_check = config_check(group, sequencer_public_key);
+  options.lock_group = lock_group;
   return options;
 }
 

@@ -25,9 +25,9 @@ void ConfigRefresh::run() {
     if (!paused_) continue;
     lock.unlock();
     // Every node: one that lags serves an older record, which the replica ignores.
-    for (const std::string& node : options_.lockd) {
-      auto reply = transport::call_lockd_endpoint(ctx, node, wire::GetReplicasRequest{}, std::chrono::seconds(1),
-                                                  options_.cluster_id, options_.credentials);
+    for (const auto& reply :
+         transport::call_lockd_endpoints(ctx, options_.lockd, wire::GetReplicasRequest{}, std::chrono::seconds(1),
+                                         options_.cluster_id, options_.credentials)) {
       if (reply && reply->status.is_ok() && !reply->config.empty()) offer_(reply->config);
     }
     lock.lock();

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "palisade/credentials.h"
 #include "wire/lock_protocol.h"
@@ -28,6 +29,11 @@ std::optional<wire::LockReply> call_lockd_endpoint(zmq::context_t& ctx, const st
                                                    const wire::LockRequestBody& body, std::chrono::milliseconds timeout,
                                                    const std::string& cluster,
                                                    const std::optional<Credentials>& credentials);
+// call_lockd_endpoint to every one of `endpoints` at once: their replies in
+// their order, nullopt for those that gave none within `timeout`.
+std::vector<std::optional<wire::LockReply>> call_lockd_endpoints(
+    zmq::context_t& ctx, const std::vector<std::string>& endpoints, const wire::LockRequestBody& body,
+    std::chrono::milliseconds timeout, const std::string& cluster, const std::optional<Credentials>& credentials);
 // A fresh request id, unique in this process.
 uint64_t next_lock_request_id();
 

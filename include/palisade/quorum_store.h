@@ -95,6 +95,12 @@ struct QuorumStoreOptions {
   // cluster, whose replicas take them unchecked too) and never over CURVE
   // (the store keeps the replicas above, which then refuse it).
   std::optional<ConfigCheck> config_check;
+  // The lock group's endpoints (the cluster file's [[lockd]] entries). When
+  // set, the store asks them at open for the replica set they record
+  // (get_replicas, at most a second) and starts from it, once it checks out
+  // as above, when it is newer than `replicas`: a client whose `replicas`
+  // were all replaced still finds the set. Empty: it starts from `replicas`.
+  std::vector<std::string> lock_group{};
 };
 
 struct WriteResult {
@@ -117,6 +123,14 @@ struct ReadResult {
   std::string value;
   FencedTimestamp ts;  // of the version returned
   std::string lock;    // the lock it was written under, empty when none
+};
+
+// The replica set a store sends to now (QuorumStore::replica_set).
+struct ReplicaSetInUse {
+  uint64_t version = 0;  // the lock group's record it follows; 0: QuorumStoreOptions::replicas
+  std::vector<std::string> replicas;
+  int read_quorum = 0;
+  int write_quorum = 0;
 };
 
 class QuorumStore {
@@ -154,6 +168,9 @@ class QuorumStore {
 
   // How this store's calls ended so far (palisade/client_counters.h).
   StoreCounters counters() const;
+  // The replicas it sends to now, with their quorums: the ones it was opened
+  // with, or the newer set it follows (QuorumStoreOptions::config_check).
+  ReplicaSetInUse replica_set() const;
 
  private:
   struct Impl;

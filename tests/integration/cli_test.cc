@@ -1958,6 +1958,24 @@ TEST_CASE("cli: paused replicas take the set that ends the pause from the lock g
   CHECK_THAT(fx.cluster->logs(), Catch::Contains("took replica set version 2 from the lock group"));
 }
 
+TEST_CASE("cli: a cluster file whose replicas were all replaced still finds the set from the lock group",
+          "[cli][config]") {
+  Fixture fx;
+  REQUIRE_FALSE(set_replicas(fx, 0, wire::ReplicaPhase::kServing).empty());
+  // The file of a client machine nobody updated: its [[replica]] entries name
+  // replicas that are gone (nothing listens there).
+  ClusterConfig moved = load_cluster_file(fx.cluster->cluster_file()).value();
+  moved.replicas = cli::free_endpoints(3);
+  const std::string path = fx.dir.sub("moved.toml");
+  std::ofstream(path) << format_cluster_config(moved);
+  Run put = palisade(fx.dir, {"--cluster", path, "put", "k", "v"});
+  INFO(put.out);
+  CHECK(put.code == 0);
+  Run get = palisade(fx.dir, {"--cluster", path, "get", "k"});
+  CHECK(get.code == 0);
+  CHECK(get.out == "v\n");
+}
+
 TEST_CASE("cli: put, get and repair follow the replica set the lock group signed", "[cli][config]") {
   Fixture fx;
   const std::vector<std::string> replicas = fx.cluster->replica_endpoints();

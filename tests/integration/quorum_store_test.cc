@@ -452,6 +452,8 @@ TEST_CASE("quorum store: it follows the replica set the replicas hand back, and 
   auto store = following_store(file, key);
   auto impostor = following_store(file, ClusterKey::generate());  // checks with another group's key
   REQUIRE(store->put("before", "v").status.is_ok());
+  CHECK(store->replica_set().version == 0);
+  CHECK(store->replica_set().replicas == std::vector<std::string>(file.replicas.begin(), file.replicas.begin() + 3));
 
   // The lock group moves the set (replica 3 replaces replica 2), and two of
   // the old replicas install it: a write to the old set can no longer reach W.
@@ -474,6 +476,10 @@ TEST_CASE("quorum store: it follows the replica set the replicas hand back, and 
   ReadResult read = store->get("k");  // the direct lane starts on the new set
   REQUIRE(read.status.is_ok());
   CHECK(read.value == "after");
+  const ReplicaSetInUse now = store->replica_set();
+  CHECK(now.version == 1);
+  CHECK(now.replicas == std::vector<std::string>{file.replicas[0], file.replicas[1], file.replicas[3]});
+  CHECK(now.write_quorum == 2);
   ReadResult before = store->get("before");
   REQUIRE(before.status.is_ok());
   CHECK(before.value == "v");
