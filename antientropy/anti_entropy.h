@@ -38,6 +38,7 @@ struct AntiEntropyReport {
   uint64_t tombstones_dropped = 0; // keys forgotten by tombstone collection
   uint64_t corrupt_replaced = 0;   // corrupt records replaced from healthy replicas
   uint64_t undecided = 0;          // pending versions left alone: a replica not heard from could hold them
+  uint64_t completed = 0;  // paused: of those, ones copied to the targets (see AntiEntropyOptions::paused)
   uint64_t refused = 0;            // repairs a replica refused (first_refusal says why)
   std::string first_refusal;
   uint64_t target_refused = 0;  // of those, the ones a target refused
@@ -107,7 +108,12 @@ struct AntiEntropyOptions {
   uint64_t target_config = 0;
   // The replicas compared are paused (they store no more writes): a pending
   // version fewer than W of them hold is purged unless the replicas not heard
-  // from could make up W; then it is undecided (first_undecided names its key).
+  // from could make up W. Then it may have been acknowledged, and is
+  // completed (copied to the targets, committed) when its writer cannot have
+  // been told it failed for good (`fenced`, `stale`: N - W + 1 final
+  // refusals, counting every replica not heard from and every one that now
+  // refuses it by its floor or a newer committed version); otherwise it is
+  // undecided (first_undecided names its key).
   bool paused = false;
 };
 

@@ -613,25 +613,42 @@ void AntiEntropyCore::resolve(uint64_t item) {
     }
   }
   for (const Candidate* c : unsettled(all, target, w)) {
-    int can_store = 0;
+    int could_store = 0;  // heard replicas that do not hold it and would still take it, paused or not
     for (int r = 0; r < config_.replicas; ++r) {
       const View& v = views[r];
-      // A paused replica stores no more writes.
-      if (!v.heard || c->holders.count(r) != 0 || config_.paused) continue;
+      if (!v.heard || c->holders.count(r) != 0) continue;
       uint64_t floor = 0;  // unknown: assume the write could still land there
       if (v.floors != nullptr && !c->head.lock.empty()) {
         auto f = v.floors->find(c->head.lock);
         if (f != v.floors->end()) floor = f->second;
       }
       const VersionHead* committed = committed_of(v);
-      if (floor <= c->head.ts.token && (committed == nullptr || head_newer(c->head, *committed))) ++can_store;
+      if (floor <= c->head.ts.token && (committed == nullptr || head_newer(c->head, *committed))) ++could_store;
     }
     const int copies = static_cast<int>(c->holders.size());
+    const int can_store = config_.paused ? 0 : could_store;  // a paused replica stores no more writes
     if (copies + can_store + not_heard < w) {
       // It never had W copies and never will: a failed write, not to be spread.
       ++report_.purged;
       for (int r : c->holders) repair(r, t.range, wire::PurgeRequest{t.key, c->head.ts, c->head.hash});
     } else if (copies + can_store < w) {
+      // The replicas not heard from may hold the copies that made it
+      // acknowledged. Over paused replicas it can gain no other: a fill
+      // completes it on the targets when its writer cannot have been told
+      // it failed for good, which takes N - W + 1 final refusals, from
+      // replicas that now refuse it or were not heard from.
+      const int final_refusals = heard - copies - could_store + not_heard;
+      auto value = std::find_if(values.begin(), values.end(),
+                                [&](const wire::Version* v) { return same(wire::head_of(*v), c->head); });
+      if (config_.paused && config_.targets > 0 && final_refusals < config_.cluster_size - w + 1 &&
+          value != values.end()) {
+        ++report_.completed;
+        for (int r = config_.replicas; r < everyone(); ++r) {
+          if (views[r].heard && copy_of(views[r].heads, c->head) == nullptr)
+            copy(r, t.range, wire::Copy{t.key, **value});
+        }
+        continue;
+      }
       ++report_.undecided;
       if (report_.first_undecided.empty()) report_.first_undecided = t.key;
     }

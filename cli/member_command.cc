@@ -111,6 +111,7 @@ int run_replica_replace(const MemberFlags& flags, const CommonOptions& common) {
     out["bytes_moved"] = r.bytes_moved();
     out["versions_sent"] = r.fill.versions_sent + r.paused_fill.versions_sent;
     out["floors_raised"] = r.fill.floors_raised + r.paused_fill.floors_raised;
+    out["completed"] = r.paused_fill.completed;
     std::printf("%s\n", out.dump().c_str());
     return kExitOk;
   }

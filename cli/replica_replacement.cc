@@ -49,7 +49,7 @@ class Replacement {
     if (!pause.is_ok()) return pause.status();
     const auto paused_at = Clock::now();
     const uint64_t paused_version = old.version + 1;
-    const size_t kept = install(endpoints_of(members_), pause.value(), paused_version);
+    const size_t kept = install(answering_, pause.value(), paused_version);
     const size_t needed = std::max(old.write_quorum, old.read_quorum);
     say("paused writes: replica set version " + std::to_string(paused_version) + ", kept by " + std::to_string(kept) +
         " of " + std::to_string(members_.size()) + " replicas");
@@ -71,7 +71,7 @@ class Replacement {
                                           "ending the pause failed: " + committed.status().message());
     }
     report.paused_for = duration_cast<milliseconds>(Clock::now() - paused_at);
-    std::vector<std::string> told = endpoints_of(members_);  // the old one too: it learns it was removed
+    std::vector<std::string> told = answering_;  // the old one too: it learns it was removed
     if (done.is_ok()) told.push_back(r_.new_endpoint);
     install(told, committed.value(), paused_version + 1);
     if (!done.is_ok()) return Status(done.code(), done.message() + "; the old set serves again");
@@ -144,11 +144,16 @@ class Replacement {
     }
     for (const auto& r : old.replicas) {
       wire::ReplicaInfo info = r;
-      if (auto stats = call(r.address, wire::StatsRequest{.max_floors = 0});
-          stats.is_ok() && stats.value().stats && info.receipt_id == 0) {
-        info.receipt_id = stats.value().stats->receipt_id;
+      auto stats = call(r.address, wire::StatsRequest{.max_floors = 0});
+      if (stats.is_ok() && stats.value().stats) {
+        answering_.push_back(r.address);
+        if (info.receipt_id == 0) info.receipt_id = stats.value().stats->receipt_id;
       }
       members_.push_back(info);
+    }
+    if (answering_.size() < 2) {
+      return Status(Code::kUnavailable, std::to_string(answering_.size()) + " of the set's " +
+                                            std::to_string(old.replicas.size()) + " replicas answer");
     }
     wire::ReplicaSet next = old;
     next.phase = wire::ReplicaPhase::kServing;
@@ -171,7 +176,8 @@ class Replacement {
   Result<AntiEntropyReport> fill(const wire::ReplicaSet& set, const std::string& certificate, bool paused) {
     const ClusterConfig& config = access_.config;
     AntiEntropyOptions o;
-    o.replicas = endpoints_of(set.replicas);
+    // Those that answered: the others count as not heard from, without a wait for each.
+    o.replicas = answering_;
     o.cluster_size = static_cast<int>(set.replicas.size());
     o.write_quorum = static_cast<int>(set.write_quorum);
     if (!config.cluster_id.empty()) o.cluster_id = cluster_id_hex(config.cluster_id);
@@ -192,7 +198,9 @@ class Replacement {
     if (!report.is_ok()) return report.status();
     const AntiEntropyReport& r = report.value();
     say(std::string(paused ? "paused fill" : "fill") + ": " + std::to_string(r.versions_sent) + " versions and " +
-        std::to_string(r.floors_raised) + " floors sent, " + std::to_string(r.bytes_moved()) + " bytes");
+        std::to_string(r.floors_raised) + " floors sent, " + std::to_string(r.bytes_moved()) + " bytes" +
+        (r.completed > 0 ? ", " + std::to_string(r.completed) + " pending versions completed" : "") +
+        (r.unreachable.empty() ? "" : ", no answer from " + std::to_string(r.unreachable.size()) + " replicas"));
     if (std::count(r.unreachable.begin(), r.unreachable.end(), r_.new_endpoint) > 0 || r.target_refused > 0) {
       return Status(Code::kUnavailable, "the new replica " + r_.new_endpoint + " did not take every copy" +
                                             (r.first_refusal.empty() ? "" : " (" + r.first_refusal + ")"));
@@ -242,6 +250,7 @@ class Replacement {
   const std::string cluster_;
   zmq::context_t ctx_{1};
   std::vector<wire::ReplicaInfo> members_;  // the set's, with their receipt ids
+  std::vector<std::string> answering_;  // the members that answered before the change began
 };
 
 }  // namespace

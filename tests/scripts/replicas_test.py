@@ -9,7 +9,8 @@ keygen`, the new `[[identity]]` and `[[replica]]` (spare = true) entries
 appended to the cluster file, SIGHUP to the running daemons (no restart: their
 pids stay), the new replica started, `palisade member replace --replica OLD
 --with ENDPOINT`, the old replica stopped and the file's entries brought up to
-date. Every replacement is recorded by the lock group (two versions each: the
+date; the last one is killed (SIGKILL) before it is replaced, as a machine
+that died. Every replacement is recorded by the lock group (two versions each: the
 pause, then the new set), no step of the loop fails except a put refused
 while writes were paused, tokens strictly increase, and every key the loop
 wrote reads back from the new replicas alone. Bad requests are usage errors
@@ -94,6 +95,12 @@ def replace_every_replica(cluster, load, new):
         for pid in running.values():
             os.kill(pid, signal.SIGHUP)
         new.start_replica(name, endpoint)
+        # The last one is dead first, as a machine that died for good.
+        old_name = next((n for n, pid in running.items() if old["address"] in " ".join(argv(pid))), None)
+        check(old_name is not None, f"no running daemon serves {old['address']}")
+        dead = number == len(first["replicas"]) - 1
+        if dead:
+            stop(cluster, new, old_name, signal.SIGKILL)
         failed_before = len(load.failed)
         done = cluster.cli("member", "replace", "--replica", old["id"], "--with", endpoint, "-o", "json",
                            check=False, timeout=180)
@@ -108,12 +115,8 @@ def replace_every_replica(cluster, load, new):
         check(old["address"] not in addresses and endpoint in addresses and len(addresses) == 3,
               f"after replacing {old['address']} by {endpoint}: {addresses}")
         # The old replica leaves: stopped, and out of the file.
-        old_name = next((n for n, pid in running.items() if old["address"] in " ".join(argv(pid))), None)
-        check(old_name is not None, f"no running daemon serves {old['address']}")
-        if old_name in cluster.pids:
-            cluster.kill(old_name, signal.SIGTERM)
-        else:
-            new.stop(old_name)
+        if not dead:
+            stop(cluster, new, old_name, signal.SIGTERM)
         update_file(cluster.cluster_file, old["address"], endpoint)
         for name_now, pid in {**cluster.pids, **new.pids()}.items():
             os.kill(pid, signal.SIGHUP)
@@ -122,9 +125,11 @@ def replace_every_replica(cluster, load, new):
         check_floor_carried(cluster, endpoint)
         load.wait_for_steps(3)
         refused_puts += sum(1 for f in load.failed[failed_before:] if "paused" in f[2])
-        report.append(f"replica {old['id']} -> {after['replicas'][-1]['id']} ({endpoint}) in {out['took_ms']} ms, "
+        report.append(f"{'dead ' if dead else ''}replica {old['id']} -> {after['replicas'][-1]['id']} ({endpoint}) "
+                      f"in {out['took_ms']} ms, "
                       f"writes paused {out['paused_ms']} ms, {out['bytes_moved']} bytes moved, "
-                      f"{out['versions_sent']} versions and {out['floors_raised']} floors sent")
+                      f"{out['versions_sent']} versions and {out['floors_raised']} floors sent, "
+                      f"{out['completed']} pending versions completed")
         print("+ " + report[-1], flush=True)
     return report, refused_puts
 
@@ -162,6 +167,14 @@ def check_zombie_refused(cluster, sequencer, when):
     late = cluster.cli("put", "never-written", "zombie", "--sequencer", sequencer, check=False)
     check(late.returncode == 3 and "fenced" in late.stderr,
           f"a superseded holder's put {when}: exit {late.returncode}: {late.stderr}")
+
+
+def stop(cluster, new, name, sig):
+    if name in cluster.pids:
+        cluster.kill(name, sig)
+    else:
+        new.procs[name].send_signal(sig)
+        new.stop(name)
 
 
 def argv(pid):

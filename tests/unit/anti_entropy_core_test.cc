@@ -428,8 +428,8 @@ TEST_CASE("anti-entropy core: a target gets the floors and the settled versions,
   CHECK(d.replicas[0]->versions("k").at(0).state == VersionState::kPending);
 }
 
-TEST_CASE("anti-entropy core: over paused replicas, a pending version short of W is purged unless one not heard "
-          "from could hold it",
+TEST_CASE("anti-entropy core: over paused replicas, a pending version short of W is purged, completed or left "
+          "undecided",
           "[anti_entropy]") {
   Cluster c(4);
   REQUIRE(c.replicas[2]->call(put("failed", "one copy", ts(1), false)).status.is_ok());
@@ -439,13 +439,26 @@ TEST_CASE("anti-entropy core: over paused replicas, a pending version short of W
   CHECK(report.purged == 1);  // left alone when the replicas could still store it (above)
   CHECK(report.undecided == 0);
   CHECK(c.replicas[2]->versions("failed").empty());
-  // With a replica down, its copy could make W: the version is undecided, and named.
+  // With a replica down, its copy could have made W. No replica heard from
+  // refuses the version, so its writer cannot have been told it failed for
+  // good (that takes N - W + 1 = 2 final refusals): the fill completes it.
   REQUIRE(c.replicas[0]->call(put("maybe", "one copy", ts(1), false)).status.is_ok());
   report = c.run(paused, /*down=*/1, 0, 1);
   CHECK(report.purged == 0);
+  CHECK(report.undecided == 0);
+  CHECK(report.completed == 1);
+  REQUIRE(c.replicas[3]->versions("maybe").size() == 1);
+  CHECK(c.replicas[3]->versions("maybe")[0].state == VersionState::kCommitted);
+  // When a replica heard from refuses it (a newer holder fenced it), it may
+  // have been acknowledged or answered fenced: undecided, and named.
+  Cluster d(4);
+  REQUIRE(d.replicas[0]->call(put("either", "one copy", ts(3), false)).status.is_ok());
+  REQUIRE(d.replicas[2]->call(wire::FenceRequest{"L", 4}).floor == 4);
+  report = d.run(paused, /*down=*/1, 0, 1);
+  CHECK(report.completed == 0);
   CHECK(report.undecided == 1);
-  CHECK(report.first_undecided == "maybe");
-  CHECK(c.replicas[3]->versions("maybe").empty());
+  CHECK(report.first_undecided == "either");
+  CHECK(d.replicas[3]->versions("either").empty());
 }
 
 TEST_CASE("anti-entropy core: a dry run changes nothing and says what it would do", "[anti_entropy]") {
