@@ -540,8 +540,9 @@ std::string engine_key(const QuorumStoreOptions& o) {
 // The process's engines by options: one per set of equal options while a store uses it.
 std::shared_ptr<QuorumStore::Impl> QuorumStore::engine_for(QuorumStoreOptions options) {
   client::CoordinatorOptions co = coordinator_options(options);
-  const std::vector<std::string> recorded = recorded_sets(options);
+  // Only a new engine asks the lock group: a running one follows the set already.
   auto started = [&] {
+    const std::vector<std::string> recorded = recorded_sets(options);
     auto engine = std::make_shared<Impl>(std::move(options), co);
     engine->learn(recorded);  // before its first call: its lanes move at once
     return engine;
@@ -552,10 +553,7 @@ std::shared_ptr<QuorumStore::Impl> QuorumStore::engine_for(QuorumStoreOptions op
   std::string key = engine_key(options);
   std::lock_guard lock(mu);
   std::erase_if(engines, [](const auto& e) { return e.second.expired(); });
-  if (auto engine = engines[key].lock()) {
-    engine->learn(recorded);
-    return engine;
-  }
+  if (auto engine = engines[key].lock()) return engine;
   auto engine = started();
   engines[key] = engine;
   return engine;

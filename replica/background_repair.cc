@@ -5,26 +5,12 @@
 namespace palisade::replica {
 
 BackgroundRepair::BackgroundRepair(AntiEntropyOptions options, std::chrono::milliseconds interval, Observer observer)
-    : options_(std::move(options)), interval_(interval), observer_(std::move(observer)), thread_([this] { loop(); }) {}
+    : options_(std::move(options)), observer_(std::move(observer)), timer_(interval, [this] {
+        const RepairRun ran = run();
+        if (observer_) observer_(ran);
+      }) {}
 
-BackgroundRepair::~BackgroundRepair() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  thread_.join();
-}
-
-void BackgroundRepair::loop() {
-  std::unique_lock lock(mu_);
-  while (!wake_.wait_for(lock, interval_, [this] { return stopping_; })) {
-    lock.unlock();
-    const RepairRun ran = run();
-    if (observer_) observer_(ran);
-    lock.lock();
-  }
-}
+BackgroundRepair::~BackgroundRepair() = default;
 
 void BackgroundRepair::follow(const wire::ReplicaSet& set, const std::string& certificate) {
   std::lock_guard lock(mu_);

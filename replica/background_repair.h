@@ -6,12 +6,11 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <mutex>
-#include <thread>
 
 #include "antientropy/anti_entropy.h"
+#include "base/periodic_thread.h"
 #include "wire/replica_set.h"
 
 namespace palisade::replica {
@@ -42,21 +41,17 @@ class BackgroundRepair {
   void follow(const wire::ReplicaSet& set, const std::string& certificate);
 
  private:
-  void loop();
   // This run's options: the cluster file's, or those of the set followed.
   AntiEntropyOptions options_now();
   // One run, logged.
   RepairRun run();
 
   AntiEntropyOptions options_;
-  std::chrono::milliseconds interval_;
   Observer observer_;
   std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
   wire::ReplicaSet set_;  // guarded by mu_; version 0: none followed
   std::string certificate_;  // guarded by mu_
-  std::thread thread_;
+  PeriodicThread timer_;  // last: stops first
 };
 
 }  // namespace palisade::replica

@@ -10,15 +10,18 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
+#include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "base/periodic_thread.h"
 #include "palisade/credentials.h"
+
+namespace zmq {
+class context_t;
+}
 
 namespace palisade::replica {
 
@@ -33,23 +36,19 @@ class ConfigRefresh {
  public:
   // `offer` runs on the refresher's thread (ReplicaServer::offer_config).
   ConfigRefresh(ConfigRefreshOptions options, std::function<void(std::string)> offer);
-  ~ConfigRefresh();
-  ConfigRefresh(const ConfigRefresh&) = delete;
-  ConfigRefresh& operator=(const ConfigRefresh&) = delete;
+  ~ConfigRefresh();  // where zmq::context_t is complete
 
   // Whether the set the replica keeps is paused (its config observer tells it).
   void set_paused(bool paused) { paused_ = paused; }
 
  private:
-  void run();
+  void ask();
 
   const ConfigRefreshOptions options_;
   const std::function<void(std::string)> offer_;
   std::atomic<bool> paused_{false};
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;  // guarded by mu_
-  std::thread thread_;
+  std::unique_ptr<zmq::context_t> ctx_;
+  PeriodicThread timer_;  // last: stops first
 };
 
 }  // namespace palisade::replica

@@ -233,6 +233,21 @@ class LockLoad(threading.Thread):
     def steps(self):
         return len(self.done) + len(self.failed)
 
+    def verify(self, may_fail=lambda output: False):
+        """Once stopped: every step succeeded (but those whose output `may_fail` accepts), tokens strictly
+        increased, and every key a step wrote reads back; the tokens. RuntimeError otherwise."""
+        failed = [f for f in self.failed if not may_fail(f[2])]
+        if failed:
+            raise RuntimeError(f"{len(failed)} of {self.steps()} steps failed: {failed[:3]}")
+        tokens = [token for _, token in self.done]
+        if any(a >= b for a, b in zip(tokens, tokens[1:])):
+            raise RuntimeError(f"tokens did not strictly increase: {tokens}")
+        for n, _ in self.done:
+            got = self.cluster.cli("get", f"roll-{n}").stdout.strip()
+            if got != str(n):
+                raise RuntimeError(f"roll-{n}, acknowledged, reads back {got!r}")
+        return tokens
+
     def wait_for_steps(self, more, timeout=60):
         target = self.steps() + more
         wait_until(f"{more} more steps of the load", lambda: self.steps() >= target, timeout=timeout)

@@ -96,8 +96,8 @@ struct QuorumStoreOptions {
   // (the store keeps the replicas above, which then refuse it).
   std::optional<ConfigCheck> config_check;
   // The lock group's endpoints (the cluster file's [[lockd]] entries). When
-  // set, the store asks them at open for the replica set they record
-  // (get_replicas, at most a second) and starts from it, once it checks out
+  // set, a store that opens a new engine asks them for the replica set they
+  // record (get_replicas, at most a second) and starts from it, once it checks out
   // as above, when it is newer than `replicas`: a client whose `replicas`
   // were all replaced still finds the set. Empty: it starts from `replicas`.
   std::vector<std::string> lock_group{};

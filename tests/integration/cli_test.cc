@@ -1942,6 +1942,10 @@ TEST_CASE("cli: paused replicas take the set that ends the pause from the lock g
   Run refused = fx.run({"put", "k", "v"});
   CHECK(refused.code == 4);
   CHECK_THAT(refused.out, Catch::Contains("paused"));
+  // A replacement does not start while another is under way.
+  Run busy = fx.run({"member", "replace", "--replica", "1", "--with", replicas[1]});
+  CHECK(busy.code == 6);
+  CHECK_THAT(busy.out, Catch::Contains("is paused: a replacement is under way"));
   // What the master does to a pause that lasts too long, or a replacement
   // that ends it: a new version, serving, that nobody gives the replicas.
   REQUIRE_FALSE(set_replicas(fx, 1, wire::ReplicaPhase::kServing).empty());

@@ -270,12 +270,7 @@ def main():
             finally:
                 load.stopping.set()
                 load.join(timeout=180)
-            check(not load.failed, f"{len(load.failed)} of {load.steps()} steps failed: {load.failed[:3]}")
-            tokens = [token for _, token in load.done]
-            check(all(a < b for a, b in zip(tokens, tokens[1:])), f"tokens did not strictly increase: {tokens}")
-            for n, _ in load.done:
-                got = cluster.cli("get", f"roll-{n}").stdout.strip()
-                check(got == str(n), f"roll-{n}, acknowledged, reads back {got!r}")
+            tokens = load.verify()
 
             refused(["cluster", "up", "--dir", d, "--base-port", cluster.base_port], 2,
                     f"--base-port {cluster.base_port} would put lockd-{ids[0]} on port {cluster.base_port}, but it "

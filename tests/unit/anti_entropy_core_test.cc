@@ -47,6 +47,7 @@ struct Cluster {
   std::map<size_t, size_t> sent;  // requests of the last run by type (index in ReplicaRequestBody)
   std::set<int> predating_batches;  // replicas that answer read_many and copy_many with unknown_type
   std::set<int> predating_replaces;  // replicas that refuse `replaces` as an unknown field (bad_request)
+  std::set<int> full_disks;  // replicas that answer copy_many with storage_error
   // Called before each request is delivered (the world may change in between).
   std::function<void(const client::AntiEntropySend&)> before_delivery;
   std::vector<client::AntiEntropySend> log;  // every request of the last run
@@ -80,10 +81,12 @@ struct Cluster {
         const bool unknown_field =
             many != nullptr && predating_replaces.count(s.replica) != 0 &&
             std::any_of(many->copies.begin(), many->copies.end(), [](const wire::Copy& c) { return c.replaces; });
-        auto reply = unknown_field
-                         ? std::vector<wire::ReplicaReply>{wire::error_reply(
-                               0, Status(Code::kBadRequest, "copy_many has unknown field 'replaces'"))}
-                         : replicas[s.replica]->handler.handle_batch(std::span<const ReplicaRequest>(&s.request, 1));
+        const bool full = many != nullptr && full_disks.count(s.replica) != 0;
+        auto reply =
+            unknown_field ? std::vector<wire::ReplicaReply>{wire::error_reply(
+                                0, Status(Code::kBadRequest, "copy_many has unknown field 'replaces'"))}
+            : full ? std::vector<wire::ReplicaReply>{wire::error_reply(0, Status(Code::kStorageError, "disk full"))}
+                   : replicas[s.replica]->handler.handle_batch(std::span<const ReplicaRequest>(&s.request, 1));
         const bool batch = std::holds_alternative<wire::ReadManyRequest>(s.request.body) ||
                            std::holds_alternative<wire::CopyManyRequest>(s.request.body);
         if (batch && predating_batches.count(s.replica) != 0) {
@@ -419,6 +422,14 @@ TEST_CASE("anti-entropy core: a target gets the floors and the settled versions,
   CHECK(target.versions("open").empty());  // one copy of three: not settled
   CHECK(c.replicas[2]->versions("open").size() == 1);  // and the replicas may still take it
   for (int r : {0, 1, 2}) CHECK(c.replicas[r]->versions("stray").empty());
+  // A target that refuses copies (a full disk) is counted apart from the replicas compared.
+  Cluster f(4);
+  for (int r : {0, 1}) REQUIRE(f.replicas[r]->call(put("k", "v", ts(1))).status.is_ok());
+  f.full_disks = {2, 3};
+  report = f.run({}, -1, 0, 1);
+  CHECK(report.refused == 2);  // one copy to replica 2, one to the target
+  CHECK(report.target_refused == 1);
+  CHECK_THAT(report.first_refusal, Catch::Contains("disk full"));
   // The target is not one of N: with it, "settled" would have had W copies without any.
   Cluster d(4);
   REQUIRE(d.replicas[0]->call(put("k", "one copy", ts(1), false)).status.is_ok());
