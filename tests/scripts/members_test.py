@@ -86,8 +86,8 @@ def master_id(cluster):
     return masters[0] if masters else None
 
 
-def free_port_below_32768(taken):
-    for port in range(31000, 32700):
+def free_port_below_32768(taken, first=31000):
+    for port in range(first, 32700):
         if port not in taken and ports_free(port, 1):
             return port
     raise RuntimeError("no free port")
@@ -100,6 +100,7 @@ class NewDaemons(HandStarted):
         super().__init__(cluster.dir)
         self.cluster = cluster
         self.ports = set()
+        self.first_port = 31000  # tests that run at once take ports apart
 
     def new_identity(self, name, role):
         """palisade keygen NAME, and its [[identity]] appended to the cluster file; a free port for it."""
@@ -107,7 +108,7 @@ class NewDaemons(HandStarted):
         done = subprocess.run([str(PALISADE), "keygen", name, "--out", str(key)], capture_output=True, text=True,
                               check=True)
         public = re.search(r"public key: (\S+)", done.stdout).group(1)
-        port = free_port_below_32768(self.ports)
+        port = free_port_below_32768(self.ports, self.first_port)
         self.ports.add(port)
         with open(self.cluster.cluster_file, "a") as f:
             f.write(f"\n[[identity]]\nname = '{name}'\nkeys = ['{public}']\nroles = ['{role}']\n")

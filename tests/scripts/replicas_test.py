@@ -26,6 +26,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -94,6 +95,7 @@ def replace_every_replica(cluster, load, new):
         for pid in running.values():
             os.kill(pid, signal.SIGHUP)
         new.start_replica(name, endpoint)
+        wait_until(f"{name} to answer", lambda: answers(cluster, endpoint, new.procs[name]), timeout=30)
         # The last one is dead first, as a machine that died for good.
         old_name = next((n for n, pid in running.items() if old["address"] in " ".join(argv(pid))), None)
         check(old_name is not None, f"no running daemon serves {old['address']}")
@@ -166,6 +168,17 @@ def check_zombie_refused(cluster, sequencer, when):
           f"a superseded holder's put {when}: exit {late.returncode}: {late.stderr}")
 
 
+def answers(cluster, endpoint, proc):
+    """Whether the replica on `endpoint` accepts connections; a replica that exited fails the test."""
+    check(proc.poll() is None, f"the new replica on {endpoint} exited {proc.returncode} (its log says why)")
+    host, port = endpoint.removeprefix("tcp://").rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
 def stop(cluster, new, name, sig):
     if name in cluster.pids:
         cluster.kill(name, sig)
@@ -196,6 +209,7 @@ def main():
 
             load = LockLoad(cluster)
             new = NewReplicas(cluster)
+            new.first_port = 30000  # apart from members_test's, which may run at the same time
             try:  # the replicas it started stop whatever fails
                 zombie = superseded_sequencer(cluster)
                 load.start()
