@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -110,18 +111,28 @@ sockaddr_in loopback_address(int port) {
 
 namespace {
 
+// Free ports are drawn from below the ephemeral range (32768 and up on
+// Linux), where the kernel picks the local port of every outgoing connection:
+// there, a connection made between our check and the daemon's bind could take
+// the port (ZeroMQ reconnects every 100 ms). The scripts' picks in
+// contrib/grafana and tests/scripts stay at 20000 and above.
+constexpr int kFirstFreePort = 10000;
+constexpr int kPortsToDrawFrom = 10000;
+
 // A socket bound to a loopback port that was free, and the port: the caller
 // closes the socket. Throws when there is none.
 std::pair<int, int> bind_free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr = loopback_address(0);
-  socklen_t len = sizeof addr;
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    if (fd >= 0) close(fd);
-    throw std::runtime_error("cannot find a free port");
+  thread_local std::mt19937 random(std::random_device{}());
+  std::uniform_int_distribution<int> any(kFirstFreePort, kFirstFreePort + kPortsToDrawFrom - 1);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) break;
+    const int port = any(random);
+    sockaddr_in addr = loopback_address(port);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return {fd, port};
+    close(fd);
   }
-  return {fd, ntohs(addr.sin_port)};
+  throw std::runtime_error("cannot find a free port");
 }
 
 }  // namespace

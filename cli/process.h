@@ -51,7 +51,8 @@ class Process {
   bool released_ = false;
 };
 
-// A TCP port on 127.0.0.1 that was free a moment ago.
+// A TCP port on 127.0.0.1 that was free a moment ago, drawn from
+// 10000..19999: below the ports the kernel gives outgoing connections.
 int free_port();
 // `n` endpoints tcp://127.0.0.1:PORT whose ports were free a moment ago and
 // are distinct (free_port() twice may give one port twice).

@@ -698,6 +698,21 @@ TEST_CASE("cli: a malformed endpoint in the cluster file or --replica is named, 
   }
 }
 
+TEST_CASE("cli: free ports come from below the ephemeral range, and distinct", "[cli]") {
+  // An outgoing connection takes its local port from 32768 up: one made
+  // between the check and a daemon's bind could take the daemon's port.
+  const std::vector<std::string> endpoints = cli::free_endpoints(200);
+  std::set<int> ports;
+  for (const std::string& ep : endpoints) {
+    const int port = std::stoi(ep.substr(ep.rfind(':') + 1));
+    INFO(ep);
+    CHECK(port >= 10000);
+    CHECK(port < 20000);
+    ports.insert(port);
+  }
+  CHECK(ports.size() == endpoints.size());
+}
+
 // A cluster file whose every endpoint refuses connections (nothing listens).
 std::string dead_cluster_file(const TempDir& dir) {
   ClusterConfig config;
