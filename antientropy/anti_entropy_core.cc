@@ -430,6 +430,7 @@ void AntiEntropyCore::compare_floor(const std::vector<const LeafEntry*>& entries
   if (highest == nullptr || highest->floor == 0) return;
   for (int r = 0; r < everyone(); ++r) {
     if (!alive_[r] || (entries[r] != nullptr && entries[r]->floor >= highest->floor)) continue;
+    if (config_.broken_targets_skip_floors && is_target(r)) continue;
     ++report_.floors_raised;
     repair(r, range, wire::FenceRequest{highest->name, highest->floor, highest->sequencer});
   }

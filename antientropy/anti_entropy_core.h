@@ -26,7 +26,7 @@ struct AntiEntropyConfig {
   int targets = 0;
   int cluster_size = 2;  // N
   int write_quorum = 2;  // W
-  std::optional<uint64_t> gc_grace_ms;
+  std::optional<uint64_t> gc_grace_ms{};
   uint64_t now_wall_ms = 0;  // when the run started, for gc_grace
   bool dry_run = false;
   size_t window = 64;  // requests in flight per replica
@@ -36,6 +36,9 @@ struct AntiEntropyConfig {
   // The replicas compared are paused (they take no more writes), so a pending
   // version can gain no copy: only the replicas not heard from could hold more.
   bool paused = false;
+  // Negative control for the simulator: targets are not given the fence
+  // floors (a joining replica would then take a superseded holder's writes).
+  bool broken_targets_skip_floors = false;
 };
 
 struct AntiEntropySend {
