@@ -98,9 +98,13 @@ struct Submission {
   std::promise<WriteResult> write_done;
   std::promise<ReadResult> read_done;
   std::shared_ptr<QuorumStore::Calls> calls{};  // of an asynchronous call: its store's
+  bool resent = false;  // started again on a newer replica set
 
   // Answers the call (a kRead with `read`, the others with `write`).
   void finish(std::variant<WriteResult, ReadResult> result) {
+    if (auto* w = std::get_if<WriteResult>(&result); w != nullptr && resent) {
+      *w = client::answer_of_resent_write(std::move(*w));
+    }
     const Code code = std::visit([](const auto& r) { return r.status.code(); }, result);
     if (auto* w = std::get_if<WriteResult>(&result)) write_done.set_value(std::move(*w));
     if (auto* r = std::get_if<ReadResult>(&result)) read_done.set_value(std::move(*r));
@@ -337,14 +341,18 @@ struct QuorumStore::Impl {
   }
 
   // The I/O thread: moves to a newer replica set, and starts the calls in
-  // flight again there (a write the old set refused or half took is safe to
-  // send again: its copies on the old replicas are a failed write's).
+  // flight again there. A write is sent again with a new timestamp; what the
+  // old set took of it stays, so a refusal by the new set is not final for
+  // it (client::answer_of_resent_write).
   void follow_view(uint64_t now) {
     learn(*background);
     std::unique_ptr<Wiring> next = rewire(*background);
     if (!next) return;
     std::map<client::OpId, Submission> moved;
-    for (auto& [id, s] : waiting) moved.emplace(start_on(next->lane.coordinator(), s, now), std::move(s));
+    for (auto& [id, s] : waiting) {
+      s.resent = true;
+      moved.emplace(start_on(next->lane.coordinator(), s, now), std::move(s));
+    }
     waiting = std::move(moved);
     background = std::move(next);
   }
@@ -356,6 +364,7 @@ struct QuorumStore::Impl {
     if (auto next = rewire(*direct)) direct = std::move(next);
     uint64_t now = steady_ms();
     client::OpId id = start_on(direct->lane.coordinator(), s, now);
+    bool resent = false;
     std::vector<zmq::pollitem_t> items;
     direct->links.add_poll_items(items);
     for (;;) {
@@ -363,6 +372,9 @@ struct QuorumStore::Impl {
       for (client::Completion& c : direct->lane.flush(now)) {
         if (c.op != id) continue;
         schedule_direct_flush();
+        if (auto* w = std::get_if<WriteResult>(&c.result); w != nullptr && resent) {
+          *w = client::answer_of_resent_write(std::move(*w));
+        }
         return std::move(c);
       }
       client::Coordinator& coordinator = direct->lane.coordinator();
@@ -378,6 +390,7 @@ struct QuorumStore::Impl {
       if (auto next = rewire(*direct)) {  // the call starts again on the new set
         direct = std::move(next);
         id = start_on(direct->lane.coordinator(), s, now);
+        resent = true;
         items.clear();
         direct->links.add_poll_items(items);
       }

@@ -49,4 +49,13 @@ Result<ReplicaView> next_view(const ReplicaView& current, std::string_view certi
   return next;
 }
 
+WriteResult answer_of_resent_write(WriteResult last) {
+  const Code code = last.status.code();
+  if (code != Code::kFenced && code != Code::kStale) return last;
+  last.status = Status(Code::kUnavailable, "the write moved to a newer replica set, which refused it (" +
+                                               last.status.to_string() +
+                                               "); an earlier attempt, on the set before, may still take effect");
+  return last;
+}
+
 }  // namespace palisade::client

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "palisade/credentials.h"
+#include "palisade/quorum_store.h"
 #include "palisade/status.h"
 
 namespace palisade::client {
@@ -35,5 +36,13 @@ using SignatureCheck = std::function<bool(std::string_view message, std::string_
 // its quorums break the store's rules (R + W > N, W > N / 2), or a replica
 // has no CURVE key on a store that uses CURVE.
 Result<ReplicaView> next_view(const ReplicaView& current, std::string_view certificate, const SignatureCheck& check);
+
+// The answer to a write that moved to a newer replica set and was sent again
+// there (with a new timestamp), from its last attempt's: `fenced` and `stale`
+// rule out that attempt alone. An earlier one may have reached W replicas of
+// the old set, and readers may return it (docs/consistency.md "After
+// unavailable or timeout"), so the write answers `unavailable`, with the
+// floor; any other answer stands.
+WriteResult answer_of_resent_write(WriteResult last);
 
 }  // namespace palisade::client

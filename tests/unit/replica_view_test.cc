@@ -107,5 +107,19 @@ TEST_CASE("replica view: a store follows no certificate it cannot trust", "[clie
   }
 }
 
+TEST_CASE("replica view: a write sent again on a newer set is not told a final refusal", "[client]") {
+  const FencedTimestamp ts{7, 1000};
+  for (Code final : {Code::kFenced, Code::kStale}) {
+    const WriteResult again = client::answer_of_resent_write({Status(final, "floor 9"), ts, 9});
+    CHECK(again.status.code() == Code::kUnavailable);  // the first attempt may take effect
+    CHECK_THAT(again.status.message(), Catch::Contains("earlier attempt"));
+    CHECK(again.floor == 9);
+    CHECK(again.ts == ts);
+  }
+  for (Code stands : {Code::kOk, Code::kTimeout, Code::kUnavailable, Code::kBadSequencer, Code::kBadRequest}) {
+    CHECK(client::answer_of_resent_write({Status(stands, "x"), ts, 0}).status.code() == stands);
+  }
+}
+
 }  // namespace
 }  // namespace palisade
