@@ -66,7 +66,12 @@ std::vector<std::string> check(const History& h) {
   std::vector<std::string> out;
   // Clients' clocks can give two writes one timestamp: content tells them apart.
   std::multimap<std::pair<std::string, FencedTimestamp>, const WriteRecord*> by_ts;
-  for (const WriteRecord& w : h.writes) by_ts.emplace(std::make_pair(w.key, w.ts), &w);
+  for (const WriteRecord& w : h.writes) {
+    by_ts.emplace(std::make_pair(w.key, w.ts), &w);
+    for (const FencedTimestamp& ts : w.attempts) {
+      if (ts != w.ts) by_ts.emplace(std::make_pair(w.key, ts), &w);
+    }
+  }
   std::map<std::pair<std::string, std::string>, const AdversaryWrite*> adversary;  // (key, value) -> its write
   for (const AdversaryWrite& a : h.adversary) adversary.emplace(std::make_pair(a.key, a.value), &a);
 

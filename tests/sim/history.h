@@ -23,6 +23,9 @@ struct WriteRecord {
   uint64_t start_ms = 0, end_ms = 0;
   Code result = Code::kOk;
   FencedTimestamp ts;
+  // Earlier timestamps it was sent with: a client that moves to a new replica
+  // set sends its write in flight again there, with a new timestamp.
+  std::vector<FencedTimestamp> attempts{};
 };
 
 struct FenceRecord {  // a lock acquisition's "make the fence" step

@@ -46,6 +46,10 @@ Run run_quorum(QuorumSimOptions o) {
     summary += "bit flips " + u(r.bit_flips) + " (" + u(r.bit_flips_to_w) + " to W corrupt copies, " +
                u(r.bit_flips_skipped) + " skipped)";
   }
+  if (o.replacements > 0) {
+    summary += ", replicas replaced " + u(r.replaced) + " (" + u(r.replacements_abandoned) + " given up), " +
+               u(r.views_followed) + " moves of clients to a newer set";
+  }
   return {r.violations, r.trace_hash, summary, r.trace};
 }
 
@@ -186,6 +190,11 @@ int main(int argc, char** argv) {
                  "Chance that a new holder writes without fencing first (--sim quorum)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--replacements", q.replacements,
+                 "Replicas replaced by spares while the workload runs, one at a time, as `palisade member replace "
+                 "--replica` does (--sim quorum)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 20));
   app.add_flag("--rough-network", rough,
                "Busy clients on a slow, lossy network, one key, no bit flips (--sim quorum; tests/sim/quorum_sim.h)");
   struct Control {
@@ -212,6 +221,12 @@ int main(int argc, char** argv) {
                    "readers ask N - W replicas, so read and write quorums may miss"},
            Control{"--broken-forget-dropped", &QuorumSimOptions::broken_replicas_forget_dropped,
                    "replicas do not say what they dropped, so writers count refused duplicates as final"},
+           Control{"--broken-skip-paused-fill", &QuorumSimOptions::broken_replacement_skips_paused_fill,
+                   "a replacement commits the new set without the paused fill (use with --replacements)"},
+           Control{"--broken-skip-pause", &QuorumSimOptions::broken_replacement_skips_pause,
+                   "a replacement fills twice while the set serves, with no pause (use with --replacements)"},
+           Control{"--broken-target-floors", &QuorumSimOptions::broken_targets_skip_floors,
+                   "a replacement gives the new replica no fence floors (use with --replacements)"},
        }) {
     app.add_flag(c.flag, q.*c.option, std::string("Negative control: ") + c.what);
   }
@@ -241,7 +256,8 @@ int main(int argc, char** argv) {
                 q.broken_replicas_hide_pending || q.broken_replica_acks_without_storing ||
                 q.broken_replicas_skip_checksum || q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect ||
                 q.broken_replicas_forget_dropped || q.broken_writes_keep_floor || q.broken_skip_read_repair ||
-                st.broken_lying_journal_sync;
+                q.broken_replacement_skips_paused_fill || q.broken_replacement_skips_pause ||
+                q.broken_targets_skip_floors || st.broken_lying_journal_sync;
   uint64_t unsafe = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
     q.seed = l.seed = st.seed = seed;

@@ -8,6 +8,8 @@
 #include <stdexcept>
 
 #include "client/coordinator.h"
+#include "client/replica_view.h"
+#include "tests/sim/replacer.h"
 #include "tests/sim/replica_set.h"
 #include "tests/sim/sim_links.h"
 
@@ -17,10 +19,11 @@ namespace {
 constexpr const char* kLock = "L";
 
 struct Client {
-  int node;
+  int node;  // its lane's: a new one for each replica set it moves to, as new sockets
   int index;
   std::unique_ptr<SkewedClock> physical;
   std::unique_ptr<HybridClock> clock;
+  client::ReplicaView view;
   std::unique_ptr<SimLinks> links;
   std::unique_ptr<client::Lane> lane;  // the client's own, as QuorumStore drives it
   client::Coordinator& coordinator() { return lane->coordinator(); }
@@ -30,6 +33,7 @@ struct Client {
   // Operations in flight and where their records go.
   enum class Kind { kWrite, kFence, kRead };
   std::map<client::OpId, std::pair<Kind, size_t>> ops;
+  std::set<size_t> resent;  // write records sent again on a newer replica set
   int counter = 0;
   // broken_literal_fenced_rule: the client's write requests (by request id) and
   // the write records they are for, while the write is in flight.
@@ -42,7 +46,7 @@ class QuorumSim {
   explicit QuorumSim(const QuorumSimOptions& o)
       : o_(o),
         world_(o.seed, o.keep_trace),
-        replicas_(world_, {.replicas = o.replicas,
+        replicas_(world_, {.replicas = o.replicas + o.replacements,
                            .max_clock_offset_ms = o.max_clock_offset_ms,
                            .skip_fence_floor = o.broken_replicas_skip_fence_floor,
                            .writes_keep_floor = o.broken_writes_keep_floor,
@@ -60,28 +64,47 @@ class QuorumSim {
     r_ = o.read_quorum != 0 ? o.read_quorum : quorum;
     w_ = o.write_quorum != 0 ? o.write_quorum : quorum;
     if (o.broken_quorums_do_not_intersect) r_ = std::max(1, o.replicas - w_);
-    client::CoordinatorOptions co{o.replicas, r_, w_, 2000, 50};
-    co.broken_skip_read_repair = o.broken_skip_read_repair;
-    Status valid = client::validate(co);
+    if (o.replacements > 0 && o.broken_quorums_do_not_intersect) {
+      throw std::invalid_argument("replacements need quorums that intersect: a replica set record has them");
+    }
+    Status valid = client::validate(
+        coordinator_options({.endpoints = sim_endpoints(o.replicas), .read_quorum = r_, .write_quorum = w_}));
     if (!valid.is_ok() && !o.broken_quorums_do_not_intersect) throw std::invalid_argument(valid.to_string());
+    // World nodes: the replicas and spares, the clients, the replacer, then
+    // the clients' lanes to later replica sets.
+    const int replica_nodes = o.replicas + o.replacements;
+    next_node_ = replica_nodes + o.clients + 1;
     for (int c = 0; c < o.clients; ++c) {
       Client cl;
-      cl.node = o.replicas + c;
       cl.index = c;
       cl.physical = std::make_unique<SkewedClock>(world_, offset());
       cl.clock = std::make_unique<HybridClock>(*cl.physical);
-      cl.links = std::make_unique<SimLinks>(world_, replicas_, cl.node);
-      cl.links->observe = [this, c](size_t, const std::string& frame) { note_write_request(c, frame); };
-      cl.lane = std::make_unique<client::Lane>(*cl.links, sim_endpoints(o.replicas), co, *cl.clock, wire::Limits{});
+      cl.view = {.endpoints = sim_endpoints(o.replicas), .read_quorum = r_, .write_quorum = w_};
       cl.ops_left = o.ops_per_client;
       clients_.push_back(std::move(cl));
-      world_.attach(o.replicas + c, [this, c](int from, const std::string& bytes) { client_receive(c, from, bytes); });
+      wire_lane(c, replica_nodes + c);
+    }
+    if (o.replacements > 0) {
+      replacer_ = std::make_unique<Replacer>(
+          world_, replicas_,
+          Replacer::Options{.node = replica_nodes + o.clients,
+                            .members = o.replicas,
+                            .spares = o.replacements,
+                            .read_quorum = r_,
+                            .write_quorum = w_,
+                            .broken_skip_paused_fill = o.broken_replacement_skips_paused_fill,
+                            .broken_skip_pause = o.broken_replacement_skips_pause,
+                            .broken_targets_skip_floors = o.broken_targets_skip_floors});
+      replacer_->ended = [this] {
+        if (!healed_) replacer_->replace_later(world_.uniform(0, 3000));
+      };
     }
   }
 
   QuorumSimResult run() {
     for (int c = 0; c < o_.clients; ++c) schedule_next_op(c, world_.uniform(0, 50));
     schedule_crash();
+    if (replacer_) replacer_->replace_later(world_.uniform(0, 3000));
     // Phase 1: the workload under faults.
     // A second at a time, or up to the next event when none is due in a second
     // (no crash checks, every client waiting on a long delay): never in place.
@@ -91,6 +114,7 @@ class QuorumSim {
     // Phase 2: heal, let every message in flight land, then read every key.
     world_.faults() = NetworkFaults{0, 0, world_.faults().max_delay_ms, 0, 0};
     healed_ = true;
+    if (replacer_) replacer_->stop();
     if (!replicas_.restart_all()) store_failures_.push_back(replicas_.why());
     for (Downtime& d : downtimes_) d.end_ms = std::min(d.end_ms, world_.now_ms());
     world_.run(UINT64_MAX);
@@ -112,6 +136,11 @@ class QuorumSim {
     result.power_losses = replicas_.power_losses();
     result.power_losses_in_commit = replicas_.power_losses_in_commit();
     result.unsynced_writes_lost = replicas_.unsynced_writes_lost();
+    if (replacer_) {
+      result.replaced = static_cast<uint64_t>(replacer_->replaced());
+      result.replacements_abandoned = static_cast<uint64_t>(replacer_->abandoned());
+    }
+    result.views_followed = views_followed_;
     for (const auto& w : history_.writes) {
       if (w.result == Code::kOk) ++result.writes_ok;
       else if (w.result == Code::kFenced) ++result.writes_fenced;
@@ -195,18 +224,24 @@ class QuorumSim {
     }
   }
 
-  // Replicas that were up from start_ms to end_ms.
+  // Replicas of the first set that were up from start_ms to end_ms (with
+  // replacements, the set a read used may have been another).
   int replicas_up_throughout(uint64_t start_ms, uint64_t end_ms) const {
-    std::vector<bool> down(static_cast<size_t>(o_.replicas), false);
+    std::vector<bool> down(static_cast<size_t>(replicas_.size()), false);
     for (const Downtime& d : downtimes_) {
       if (d.start_ms <= end_ms && d.end_ms >= start_ms) down[static_cast<size_t>(d.replica)] = true;
     }
-    return static_cast<int>(std::count(down.begin(), down.end(), false));
+    return static_cast<int>(std::count(down.begin(), down.begin() + o_.replicas, false));
   }
 
   // ---- clients ----
 
   void client_receive(int c, int from, const std::string& bytes) {
+    // The lane's index of the replica (a lane's replicas are the view's).
+    const std::vector<std::string>& endpoints = clients_[c].view.endpoints;
+    auto named = std::find(endpoints.begin(), endpoints.end(), sim_endpoint(from));
+    if (named == endpoints.end()) return;
+    const size_t replica = static_cast<size_t>(named - endpoints.begin());
     auto reply = wire::decode_reply(bytes, wire::Limits{});
     if (!reply.is_ok()) return;
     world_.record("client " + std::to_string(c) + " <- " + std::to_string(from) + " " + describe(reply.value()));
@@ -223,19 +258,85 @@ class QuorumSim {
         }
       }
     }
-    clients_[c].lane->on_frame(static_cast<size_t>(from), bytes, world_.now_ms());
+    clients_[c].lane->on_frame(replica, bytes, world_.now_ms());
     pump(c);
   }
 
-  // broken_literal_fenced_rule: notes which write record a write request sent is for.
+  // Notes which write record a write request sent is for
+  // (broken_literal_fenced_rule), and the timestamps it goes with
+  // (replacements: a write sent again on a new set has a new one).
   void note_write_request(int c, const std::string& frame) {
     Client& cl = clients_[c];
-    if (!o_.broken_literal_fenced_rule || cl.writing == SIZE_MAX) return;
+    if ((!o_.broken_literal_fenced_rule && !replacer_) || cl.writing == SIZE_MAX) return;
     auto request = wire::decode_request(frame, wire::Limits{});
     if (!request.is_ok()) return;
-    if (auto* w = std::get_if<wire::WriteRequest>(&request.value().body); w != nullptr && !w->committed) {
-      cl.write_requests[request.value().id] = cl.writing;
+    auto* w = std::get_if<wire::WriteRequest>(&request.value().body);
+    if (w == nullptr || w->committed) return;
+    if (o_.broken_literal_fenced_rule) cl.write_requests[request.value().id] = cl.writing;
+    std::vector<FencedTimestamp>& attempts = history_.writes[cl.writing].attempts;
+    if (std::find(attempts.begin(), attempts.end(), w->ts) == attempts.end()) attempts.push_back(w->ts);
+  }
+
+  client::CoordinatorOptions coordinator_options(const client::ReplicaView& view) const {
+    client::CoordinatorOptions co{static_cast<int>(view.endpoints.size()), view.read_quorum, view.write_quorum, 2000,
+                                  50};
+    co.config = view.version;
+    co.config_certificate = view.certificate;
+    co.broken_skip_read_repair = o_.broken_skip_read_repair;
+    return co;
+  }
+
+  // Gives client c a lane to the replicas of its view, from world node `node`.
+  void wire_lane(int c, int node) {
+    Client& cl = clients_[c];
+    std::vector<int> nodes;
+    for (const std::string& e : cl.view.endpoints) nodes.push_back(sim_replica_node(e));
+    cl.node = node;
+    cl.links = std::make_unique<SimLinks>(world_, replicas_, node, nodes);
+    cl.links->observe = [this, c](size_t, const std::string& frame) { note_write_request(c, frame); };
+    cl.lane = std::make_unique<client::Lane>(*cl.links, cl.view.endpoints, coordinator_options(cl.view), *cl.clock,
+                                             wire::Limits{});
+    cl.tick_at = UINT64_MAX;
+    world_.attach(node, [this, c, node](int from, const std::string& bytes) {
+      if (clients_[c].node == node) client_receive(c, from, bytes);  // an old lane's replies are lost with it
+    });
+  }
+
+  // Moves client c to the newest replica set that the certificates its
+  // replicas handed back give, and sends its calls in flight again there (as
+  // QuorumStore's I/O thread does). False when it stays.
+  bool follow_view(int c) {
+    Client& cl = clients_[c];
+    bool moved = false;
+    for (const std::string& certificate : cl.coordinator().take_newer_configs()) {
+      auto next = client::next_view(cl.view, certificate, nullptr);
+      if (!next.is_ok()) continue;
+      cl.view = std::move(next).value();
+      moved = true;
     }
+    if (!moved) return false;
+    ++views_followed_;
+    world_.record("client " + std::to_string(c) + " moves to replica set version " + std::to_string(cl.view.version));
+    wire_lane(c, next_node_++);
+    std::map<client::OpId, std::pair<Client::Kind, size_t>> moved_ops;
+    const uint64_t now = world_.now_ms();
+    for (const auto& [op, what] : cl.ops) {
+      const auto [kind, record] = what;
+      client::OpId again = 0;
+      if (kind == Client::Kind::kWrite) {
+        const WriteRecord& w = history_.writes[record];
+        cl.resent.insert(record);
+        again = cl.coordinator().start_write(w.key, w.value, w.tombstone, Fence{w.lock, w.token}, now);
+      } else if (kind == Client::Kind::kFence) {
+        const FenceRecord& f = history_.fences[record];
+        again = cl.coordinator().start_fence(Fence{f.lock, f.token}, now);
+      } else {
+        again = cl.coordinator().start_read(history_.reads[record].key, now);
+      }
+      moved_ops[again] = what;
+    }
+    cl.ops = std::move(moved_ops);
+    return true;
   }
 
   // Sends what the lane wants sent, records what completed, re-arms its timer.
@@ -250,6 +351,7 @@ class QuorumSim {
       world_.record(invariant_violations_.back());
     }
     for (auto& done : completed) complete(c, done);
+    if (replacer_ && follow_view(c)) return pump(c);
     auto next = cl.coordinator().next_deadline_ms();
     if (next && *next < cl.tick_at) {
       cl.tick_at = *next;
@@ -286,7 +388,7 @@ class QuorumSim {
       } else {
         WriteRecord& rec = history_.writes[record];
         rec.end_ms = now;
-        rec.result = w.status.code();
+        rec.result = (cl.resent.erase(record) > 0 ? client::answer_of_resent_write(w) : w).status.code();
         rec.ts = w.ts;
         cl.writing = SIZE_MAX;
         cl.write_requests.clear();
@@ -358,6 +460,9 @@ class QuorumSim {
   World world_;
   ReplicaSet replicas_;
   std::vector<Client> clients_;
+  std::unique_ptr<Replacer> replacer_;  // replacements only
+  int next_node_ = 0;  // the next client lane's world node
+  uint64_t views_followed_ = 0;
   History history_;
   uint64_t tokens_ = 0;
   bool healed_ = false;

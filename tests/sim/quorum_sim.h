@@ -90,6 +90,25 @@ struct QuorumSimOptions {
   // Readers send no read repair (CoordinatorOptions::broken_skip_read_repair):
   // safe, but reads fail that a repair would have let succeed.
   bool broken_skip_read_repair = false;
+  // Membership (docs/design.md "The replica set"): this many replacements of
+  // a replica by a spare, one at a time, while the workload runs, by an
+  // operator node that plays `palisade member replace --replica` and the lock
+  // group's record (tests/sim/replacer.h). The spares are replicas after the
+  // set's, crashed and corrupted like them; clients follow each new set from
+  // the certificates replicas hand back and send their calls in flight again
+  // there, as QuorumStore does. Not with broken_quorums_do_not_intersect.
+  int replacements = 0;
+  // Negative controls of the replacement: the new set is committed after the
+  // fill while serving, without the pause's fill, so writes acknowledged
+  // since by the replica that leaves are on too few of the new set:
+  // "acknowledged write lost"...
+  bool broken_replacement_skips_paused_fill = false;
+  // ...there is no pause: a second fill while serving, then the new set:
+  // "acknowledged write lost"...
+  bool broken_replacement_skips_pause = false;
+  // ...the spare is not given the fence floors, so the new set may take a
+  // superseded holder's writes: "superseded holder acknowledged".
+  bool broken_targets_skip_floors = false;
   bool keep_trace = false;
 };
 
@@ -111,6 +130,9 @@ struct QuorumSimResult {
   // lmdb_stores: power losses, those inside a commit, and the unsynced writes
   // they lost or cut.
   uint64_t power_losses = 0, power_losses_in_commit = 0, unsynced_writes_lost = 0;
+  // replacements: those committed, and those that ended with the old set;
+  // how often a client moved to a newer set.
+  uint64_t replaced = 0, replacements_abandoned = 0, views_followed = 0;
   History history;
 };
 

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <functional>
+#include <string_view>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -17,14 +19,17 @@ namespace palisade::sim {
 
 class SimLinks final : public client::ReplicaLinks {
  public:
-  // `node`: the client's world node.
-  SimLinks(World& world, const ReplicaSet& replicas, int node) : world_(world), replicas_(replicas), node_(node) {}
+  // `node`: the client's world node. `replica_nodes`: the world node of each
+  // replica the lane names, by its index; empty: replica i is node i.
+  SimLinks(World& world, const ReplicaSet& replicas, int node, std::vector<int> replica_nodes = {})
+      : world_(world), replicas_(replicas), node_(node), replica_nodes_(std::move(replica_nodes)) {}
 
   bool send(size_t replica, const std::vector<std::string>& frames) override {
-    if (!replicas_.up(static_cast<int>(replica))) return false;
+    const int to = replica_nodes_.empty() ? static_cast<int>(replica) : replica_nodes_[replica];
+    if (!replicas_.up(to)) return false;
     for (const std::string& frame : frames) {
       if (observe) observe(replica, frame);
-      world_.send(node_, static_cast<int>(replica), frame);
+      world_.send(node_, to, frame);
     }
     return true;
   }
@@ -36,13 +41,20 @@ class SimLinks final : public client::ReplicaLinks {
   World& world_;
   const ReplicaSet& replicas_;
   int node_;
+  std::vector<int> replica_nodes_;
 };
 
-// The replicas' endpoints as a lane names them (in wrong_cluster errors).
+// The replicas' endpoints as a lane names them (in wrong_cluster errors), and
+// as replica set records do (tests/sim/replacer.h).
+inline std::string sim_endpoint(int replica) { return "sim://replica" + std::to_string(replica); }
 inline std::vector<std::string> sim_endpoints(int replicas) {
   std::vector<std::string> out;
-  for (int i = 0; i < replicas; ++i) out.push_back("sim://replica" + std::to_string(i));
+  for (int i = 0; i < replicas; ++i) out.push_back(sim_endpoint(i));
   return out;
+}
+// The world node of the replica an endpoint names.
+inline int sim_replica_node(const std::string& endpoint) {
+  return std::stoi(endpoint.substr(std::string_view("sim://replica").size()));
 }
 
 }  // namespace palisade::sim

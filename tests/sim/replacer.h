@@ -1,0 +1,121 @@
+// The operator of a simulated replica set: it replaces one replica at a time
+// by a spare, as `palisade member replace --replica` does (docs/design.md "The
+// replica set"; docs/operations.md): fill the spare while the set serves,
+// pause the set (version v+1, kept by max(R, W) replicas), fill it again,
+// then commit the new set (v+2), or the old one again when a step failed. It
+// plays the lock group's part too: it keeps the record, signs its config
+// certificates, and gives the newest to every replica of any set until each
+// keeps it (the paused replicas' refresh, replica/config_refresh.h). Its fills
+// are the daemon's own anti-entropy run (antientropy/anti_entropy_run.h) over
+// the simulated network.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "antientropy/anti_entropy_run.h"
+#include "auth/sequencer_signer.h"
+#include "tests/sim/replica_set.h"
+#include "tests/sim/world.h"
+#include "wire/replica_set.h"
+
+namespace palisade::sim {
+
+class Replacer {
+ public:
+  struct Options {
+    int node = 0;  // its world node
+    int members = 3;  // replicas 0 .. members-1 start as the set
+    int spares = 0;  // replicas members .. members+spares-1, each joins at most once
+    int read_quorum = 2;
+    int write_quorum = 2;
+    uint64_t timeout_ms = 1000;  // a fill's request, or the pause's installs, unanswered this long
+    // Negative controls (docs in quorum_sim.h): the new set is committed
+    // after the fill while serving, with no paused fill; there is no pause
+    // (a second fill while serving, then the new set); the spare is not
+    // given the fence floors.
+    bool broken_skip_paused_fill = false;
+    bool broken_skip_pause = false;
+    bool broken_targets_skip_floors = false;
+  };
+
+  Replacer(World& world, ReplicaSet& replicas, Options options);
+
+  // Begins a replacement `delay_ms` from now, unless one is under way or no
+  // spare is left.
+  void replace_later(uint64_t delay_ms);
+  // Begins no more replacements (one under way goes on to its end).
+  void stop() { stopped_ = true; }
+  bool busy() const { return busy_; }
+
+  // Replacements committed, and those that ended with the old set serving again.
+  int replaced() const { return replaced_; }
+  int abandoned() const { return abandoned_; }
+  // Told after each replacement ends (committed or not).
+  std::function<void()> ended;
+
+ private:
+  using RunDone = std::function<void(const Result<AntiEntropyReport>&)>;
+
+  wire::ReplicaSet set_of(const std::vector<wire::ReplicaInfo>& members, uint64_t version,
+                          wire::ReplicaPhase phase) const;
+  std::string sign(const wire::ReplicaSet& set) const;
+  void say(const std::string& line) const;
+
+  void begin();
+  // An anti-entropy run over the members with the spare as its target.
+  void fill(bool paused, uint64_t version, const std::string& certificate, int tries, RunDone done);
+  // The replica (world node) of a run's index: the members, then the spare.
+  int replica_of(int index) const;
+  void pump_run();
+  void expire_run(uint64_t generation);
+  // Whether a fill gave the spare everything (and, paused, left nothing undecided).
+  std::string fill_failure(const Result<AntiEntropyReport>& r, bool paused) const;
+  void pause();
+  void paused_kept();
+  // Ends the replacement: the new set serving when `replaced`, else the old.
+  void commit(bool replaced, const std::string& why);
+
+  // The refresh: the newest certificate to every replica that took part in a
+  // set, until each keeps it, once a second.
+  void refresh();
+  void send_install(int replica, const std::string& certificate, uint64_t id);
+  void receive(int from, const std::string& bytes);
+
+  World& world_;
+  ReplicaSet& replicas_;
+  Options o_;
+  SequencerSigner signer_;
+  std::vector<wire::ReplicaInfo> members_;
+  uint64_t version_ = 0;  // the record's; 0: the initial list, no certificate
+  std::string certificate_;
+  std::set<int> involved_;  // replicas that ever were in a set
+  std::map<int, uint64_t> kept_;  // per replica: the newest version it said it keeps
+  bool refreshing_ = false;
+  int next_spare_ = 0;
+  bool busy_ = false;
+  bool stopped_ = false;
+  int replaced_ = 0, abandoned_ = 0;
+
+  // The replacement under way.
+  int leaving_ = -1;  // its replica (world node)
+  int spare_ = -1;
+  bool paused_ = false;  // the pause's version is out
+  std::vector<int> compared_;  // the members' replicas, the run's indexes
+  std::unique_ptr<client::AntiEntropyRun> run_;
+  RunDone run_done_;
+  std::vector<client::AntiEntropySend> last_installs_;  // what the last run that ended said to install
+  uint64_t run_generation_ = 0;
+  // The pause's installs: their ids, and the members that said they keep it.
+  std::set<uint64_t> pause_installs_;
+  std::set<int> pause_kept_;
+  uint64_t next_install_id_ = uint64_t{1} << 61;
+};
+
+}  // namespace palisade::sim
