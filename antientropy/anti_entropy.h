@@ -37,7 +37,10 @@ struct AntiEntropyReport {
   uint64_t purged = 0;             // pending versions that can never reach W copies, dropped
   uint64_t tombstones_dropped = 0; // keys forgotten by tombstone collection
   uint64_t corrupt_replaced = 0;   // corrupt records replaced from healthy replicas
-  uint64_t undecided = 0;          // pending versions left alone: a replica not heard from could hold them
+  // Pending versions left alone: a replica not heard from could hold them.
+  // In a paused fill with targets, also keys whose replicas not heard from
+  // (down, or with a corrupt record of it) could hold a whole write quorum.
+  uint64_t undecided = 0;
   uint64_t completed = 0;  // paused: of those, ones copied to the targets (see AntiEntropyOptions::paused)
   uint64_t refused = 0;            // repairs a replica refused (first_refusal says why)
   std::string first_refusal;

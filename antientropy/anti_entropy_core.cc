@@ -582,6 +582,16 @@ void AntiEntropyCore::resolve(uint64_t item) {
   const int heard =
       static_cast<int>(std::count_if(compared.begin(), compared.end(), [](const View& v) { return v.heard; }));
   const int not_heard = config_.cluster_size - heard;
+  // When the replicas not heard from (down, or holding a corrupt record of
+  // the key) could hold all W copies of a version, none heard from shows it:
+  // a corrupt record may hold one of its copies, so it is not replaced, and
+  // a replacement's paused fill cannot copy it (the replica that leaves may
+  // hold its last good copy).
+  const bool quorum_hidden = not_heard >= w;
+  if (quorum_hidden && config_.paused && config_.targets > 0) {
+    ++report_.undecided;
+    if (report_.first_undecided.empty()) report_.first_undecided = t.key;
+  }
   auto all = candidates(compared);
   const Candidate* target = settled(all, w);
   if (target != nullptr) {
@@ -602,7 +612,7 @@ void AntiEntropyCore::resolve(uint64_t item) {
       // A corrupt record takes only a copy that names the damage its read found
       // (compare_key read every replica after the listing showed it).
       const std::optional<uint64_t> damage = v.corrupt && t.reads[r] ? t.reads[r]->digest : std::nullopt;
-      if ((value == values.end() && !config_.dry_run) || (v.corrupt && !damage)) {
+      if ((value == values.end() && !config_.dry_run) || (v.corrupt && (!damage || quorum_hidden))) {
         ++report_.undecided;
         if (report_.first_undecided.empty()) report_.first_undecided = t.key;
         continue;

@@ -207,10 +207,10 @@ class Replacement {
     }
     if (paused && r.undecided > 0) {
       return Status(Code::kUnavailable,
-                    std::to_string(r.undecided) + " pending versions are undecided, first of key '" +
-                        r.first_undecided +
-                        "': a replica not heard from may hold their other copies. Bring it back, or write those "
-                        "keys again, then replace");
+                    std::to_string(r.undecided) + " versions are undecided, first of key '" + r.first_undecided +
+                        "': a replica not heard from, or a corrupt record of the key, may hold their copies. Bring "
+                        "that replica back (`palisade repair` mends a corrupt record), or write those keys again, "
+                        "then replace");
     }
     return report;
   }

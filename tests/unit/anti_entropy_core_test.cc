@@ -472,6 +472,39 @@ TEST_CASE("anti-entropy core: over paused replicas, a pending version short of W
   CHECK(d.replicas[3]->versions("either").empty());
 }
 
+// Seed 30,025,115 of `palisade-sim --replacements 2`: a write acknowledged
+// by replicas 0 and 2; replica 2, the one replaced, died, and a bit flip made
+// replica 0's record of the key corrupt. The fill while serving replaced
+// that record with the older version replica 1 held, and the new set had
+// lost the write.
+TEST_CASE("anti-entropy core: a key that could hide a whole write quorum keeps its corrupt record, and is undecided",
+          "[anti_entropy]") {
+  Cluster s(3);
+  REQUIRE(s.replicas[1]->call(put("k", "older", ts(0), true)).status.is_ok());
+  for (int r : {0, 2}) REQUIRE(s.replicas[r]->call(put("k", "acknowledged", ts(1), false)).status.is_ok());
+  REQUIRE(s.replicas[0]->store.corrupt("k"));
+  auto report = s.run({}, /*down=*/2);
+  CHECK(report.corrupt_replaced == 0);  // it may hold a copy of the newest write
+  CHECK(report.undecided == 1);
+  CHECK(s.replicas[0]->call(wire::ReadRequest{"k"}).status.code() == Code::kCorrupt);
+  AntiEntropyConfig paused;
+  paused.paused = true;
+  Cluster c(4);  // three compared, a target
+  for (int r : {0, 2}) REQUIRE(c.replicas[r]->call(put("k", "acknowledged", ts(1), false)).status.is_ok());
+  REQUIRE(c.replicas[0]->store.corrupt("k"));
+  report = c.run(paused, /*down=*/2, 0, 1);
+  CHECK(report.undecided >= 1);
+  CHECK(report.first_undecided == "k");
+  // One of them not heard from leaves W - 1 copies hidden at most: a
+  // version on W replicas shows on one heard from.
+  Cluster d(4);
+  for (int r : {0, 2}) REQUIRE(d.replicas[r]->call(put("k", "acknowledged", ts(1), false)).status.is_ok());
+  REQUIRE(d.replicas[0]->store.corrupt("k"));
+  report = d.run(paused, -1, 0, 1);
+  CHECK(report.undecided == 0);
+  CHECK(d.replicas[3]->versions("k").at(0).value == "acknowledged");
+}
+
 TEST_CASE("anti-entropy core: a dry run changes nothing and says what it would do", "[anti_entropy]") {
   Cluster c(3);
   for (int r : {0, 1}) REQUIRE(c.replicas[r]->call(put("k", "v", ts(1))).status.is_ok());
