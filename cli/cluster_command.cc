@@ -78,7 +78,7 @@ std::string conflict(const ClusterFlags& flags, const SizesGiven& given, const C
     std::vector<std::pair<std::string, std::string>> daemons;  // name, endpoint, in the file's order
     for (const LockdNode& n : config.lockd) daemons.emplace_back("lockd-" + std::to_string(n.id), n.endpoint);
     for (size_t i = 0; i < config.replicas.size(); ++i) {
-      daemons.emplace_back("replica-" + std::to_string(i), config.replicas[i]);
+      daemons.emplace_back(local_replica_name(config, config.replicas[i], i), config.replicas[i]);
     }
     // Nodes added or removed (`cluster add`, `remove`) leave the pattern too.
     for (size_t i = 0; i < daemons.size(); ++i) {
@@ -414,6 +414,7 @@ void add_cluster_command(CLI::App& app, const CommonOptions& common, int& exit_c
   status_cmd->callback([flags, &common, &exit_code] { exit_code = status(*flags, common); });
 
   add_cluster_node_commands(*cluster, common, exit_code);
+  add_cluster_replace_command(*cluster, common, exit_code);
 }
 
 }  // namespace palisade::cli

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
+#include "cli/cluster_node.h"
 #include "cli/command.h"
 #include "cli/daemon_records.h"
 #include "cli/files.h"
@@ -31,59 +32,8 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::string_view kAdd = "cluster add";
 constexpr std::string_view kRemove = "cluster remove";
-// How long the daemons may take to read the cluster file again, and a node to
-// learn the change that made (or unmade) it a member.
-constexpr auto kReloadTimeout = 5s;
+// How long a node may take to learn the change that made (or unmade) it a member.
 constexpr auto kLearnTimeout = 15s;
-
-struct NodeFlags {
-  std::string dir;
-  std::string kind;  // add: lockd (replica: not yet)
-  std::string name;  // remove: lockd-ID
-  bool purge = false;  // remove: its data directory and log too
-  std::chrono::milliseconds timeout{30000};  // for the membership change
-  std::string cluster_file() const { return dir + "/cluster.toml"; }
-  std::string records_path() const { return dir + "/daemons"; }
-  // How the commands this one suggests name the cluster.
-  std::string dir_flag() const { return dir == default_cluster_dir() ? "" : " --dir " + dir; }
-  std::string cluster_flag() const { return dir == default_cluster_dir() ? "" : " --cluster " + cluster_file(); }
-};
-
-// DIR/cluster.toml as it is now, and the key to reach the daemons with:
-// --key, $PALISADE_KEY, else DIR/keys/admin.key, as for `palisade member`.
-Result<ClusterAccess> access_to(const NodeFlags& flags, const CommonOptions& common) {
-  CommonOptions options = common;
-  options.cluster_file = flags.cluster_file();
-  return load_cluster(options);
-}
-
-// The cluster in DIR as these commands find it: how to reach it, and its
-// recorded daemons.
-struct Found {
-  ClusterAccess access;
-  std::vector<DaemonRecord> records;
-};
-
-std::optional<Found> find_cluster(const NodeFlags& flags, const CommonOptions& common, std::string_view what,
-                                  int& exit_code) {
-  if (!fs::exists(flags.cluster_file())) {
-    exit_code = report_failure(
-        what, "no cluster in " + flags.dir + ": start one with `palisade cluster up" + flags.dir_flag() + "`",
-        kExitUnavailable);
-    return std::nullopt;
-  }
-  auto records = read_daemon_records(flags.records_path());
-  if (!records.is_ok()) {
-    exit_code = report_error(what, records.status());
-    return std::nullopt;
-  }
-  auto access = access_to(flags, common);
-  if (!access.is_ok()) {
-    exit_code = report_cluster_error(what, access.status());
-    return std::nullopt;
-  }
-  return Found{std::move(access).value(), std::move(records).value()};
-}
 
 std::vector<uint32_t> ids_of(const std::vector<wire::MemberInfo>& members) {
   std::vector<uint32_t> ids;
@@ -136,21 +86,6 @@ std::optional<uint32_t> master_of(const MemberView& view) {
     if (role == "master") return id;
   }
   return std::nullopt;
-}
-
-void warn_late(std::string_view what, const std::vector<std::string>& late) {
-  for (const std::string& name : late) {
-    std::fprintf(stderr, "palisade: %.*s: %s has not read the cluster file again yet (paused?); it does once it runs\n",
-                 static_cast<int>(what.size()), what.data(), name.c_str());
-  }
-}
-
-// The directory absolute, as `cluster up` names it.
-NodeFlags absolute(NodeFlags flags) {
-  std::error_code ec;
-  flags.dir = fs::absolute(flags.dir, ec).lexically_normal().string();
-  if (flags.dir.size() > 1 && flags.dir.back() == '/') flags.dir.pop_back();
-  return flags;
 }
 
 // A new lockd node in the cluster file: the next id, a free port, on a
@@ -221,8 +156,8 @@ Result<std::pair<DaemonRecord, std::string>> start_new_node(const NodeFlags& fla
 int add(const NodeFlags& flags, const CommonOptions& common) {
   if (flags.kind == "replica") {
     return report_failure(kAdd,
-                          "adding a replica is not supported yet: the replica set's membership does not change "
-                          "while it runs (docs/operations.md)",
+                          "adding a replica is not supported yet: the replica set's size does not change; "
+                          "`palisade cluster replace replica-N` replaces one",
                           kExitUsage);
   }
   int exit_code = kExitOk;
@@ -366,8 +301,9 @@ int remove(const NodeFlags& flags, const CommonOptions& common) {
   const auto id = lockd_id_of(flags.name);
   if (!id && flags.name.starts_with("replica-")) {
     return report_failure(kRemove,
-                          "removing a replica is not supported yet: the replica set's membership does not change "
-                          "while it runs (docs/operations.md)",
+                          "removing a replica is not supported yet: the replica set's size does not change; "
+                          "`palisade cluster replace " +
+                              flags.name + "` replaces it",
                           kExitUsage);
   }
   if (!id) {

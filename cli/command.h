@@ -106,6 +106,8 @@ void add_common_options(CLI::App& app, CommonOptions& common);
 void add_cluster_command(CLI::App& app, const CommonOptions& common, int& exit_code);  // cluster up|down|status
 // cluster add|remove, under `cluster`.
 void add_cluster_node_commands(CLI::App& cluster, const CommonOptions& common, int& exit_code);
+// `cluster replace replica-N` (cli/cluster_replace_command.cc).
+void add_cluster_replace_command(CLI::App& cluster, const CommonOptions& common, int& exit_code);
 void add_kv_commands(CLI::App& app, const CommonOptions& common, int& exit_code);      // put, get, del
 void add_lock_command(CLI::App& app, const CommonOptions& common, int& exit_code);
 void add_status_command(CLI::App& app, const CommonOptions& common, int& exit_code);

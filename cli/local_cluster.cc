@@ -258,7 +258,7 @@ LocalCluster::LocalCluster(LocalClusterOptions options)
 
 LocalCluster::~LocalCluster() {
   if (released_) return;
-  for (const auto* list : {&lockd_, &replicas_}) {
+  for (const auto* list : {&lockd_, &replicas_, &spares_}) {
     for (const auto& d : *list) {
       if (!d->adopted()) d->kill();
     }
@@ -268,7 +268,7 @@ LocalCluster::~LocalCluster() {
 void LocalCluster::release() {
   if (!options_.detached) return;
   released_ = true;
-  for (const auto* list : {&lockd_, &replicas_}) {
+  for (const auto* list : {&lockd_, &replicas_, &spares_}) {
     for (const auto& d : *list) {
       if (d->process() != nullptr) d->process()->release();
     }
@@ -276,7 +276,7 @@ void LocalCluster::release() {
 }
 
 void LocalCluster::stop(milliseconds grace) {
-  for (const auto* list : {&lockd_, &replicas_}) {
+  for (const auto* list : {&lockd_, &replicas_, &spares_}) {
     for (const auto& d : *list) {
       if (!d->running()) continue;
       if (d->paused()) d->resume();
@@ -284,7 +284,7 @@ void LocalCluster::stop(milliseconds grace) {
     }
   }
   const auto deadline = Clock::now() + grace;
-  for (const auto* list : {&lockd_, &replicas_}) {
+  for (const auto* list : {&lockd_, &replicas_, &spares_}) {
     for (const auto& d : *list) d->stop(milliseconds(ms_left(deadline)));
   }
 }
@@ -366,7 +366,7 @@ Status LocalCluster::prepare() {
   // --metrics-listen: with base_port, on the ports after the cluster's own
   // (lockd nodes first, as in the cluster file); else on ports free a moment
   // ago, apart from the cluster's own.
-  const size_t daemons = config_.replicas.size() + config_.lockd.size();
+  const size_t daemons = config_.replicas.size() + config_.lockd.size() + config_.spare_replicas.size();
   std::vector<std::string> metrics_ports;
   if (o.metrics && o.base_port != 0) {
     for (size_t i = 0; i < daemons; ++i) {
@@ -392,8 +392,9 @@ Status LocalCluster::prepare() {
   };
 
   std::shared_ptr<zmq::context_t> ctx = ctx_;
-  for (const std::string& ep : config_.replicas) {
-    const std::string name = "replica-" + std::to_string(replicas_.size());
+  // Replicas, then spares; metrics after the lockd nodes', in the file's order.
+  auto make_replica = [&](const std::string& ep, size_t index) {
+    const std::string name = local_replica_name(config_, ep, index);
     std::vector<std::string> argv = {o.replica_binary, "--data-dir", o.dir + "/" + name, "--listen", ep};
     if (o.verify_sequencers) {
       argv.insert(argv.end(), {"--cluster", cluster_file_});
@@ -402,7 +403,7 @@ Status LocalCluster::prepare() {
     }
     for (std::string& a : log_args()) argv.push_back(std::move(a));
     for (std::string& a : key_args(name)) argv.push_back(std::move(a));
-    for (std::string& a : metrics_args(config_.lockd.size() + replicas_.size())) argv.push_back(std::move(a));
+    for (std::string& a : metrics_args(config_.lockd.size() + index)) argv.push_back(std::move(a));
     argv.insert(argv.end(), o.replica_args.begin(), o.replica_args.end());
     // Answering means answering as this cluster's: a daemon of another
     // cluster on the same port answers wrong_cluster.
@@ -411,8 +412,11 @@ Status LocalCluster::prepare() {
       auto reply = conn.call({.id = 0, .body = wire::PingRequest{}, .cluster = id}, timeout_ms);
       return reply.is_ok() && reply.value().status.is_ok();
     };
-    replicas_.push_back(
-        std::make_unique<Daemon>(name, std::move(argv), ep, o.dir + "/" + name, o.dir + "/" + name + ".log", probe));
+    return std::make_unique<Daemon>(name, std::move(argv), ep, o.dir + "/" + name, o.dir + "/" + name + ".log", probe);
+  };
+  for (const std::string& ep : config_.replicas) replicas_.push_back(make_replica(ep, replicas_.size()));
+  for (const std::string& ep : config_.spare_replicas) {
+    spares_.push_back(make_replica(ep, replicas_.size() + spares_.size()));
   }
   // A node with no data of its own in a group that has run was added since
   // (`cluster add`): it joins, and becomes a member by a change of the
@@ -442,12 +446,7 @@ Status LocalCluster::prepare() {
   }
 
   for (const AdoptedDaemon& a : o.adopt) {
-    Daemon* found = nullptr;
-    for (const auto* list : {&lockd_, &replicas_}) {
-      for (const auto& d : *list) {
-        if (d->name() == a.name) found = d.get();
-      }
-    }
+    Daemon* found = daemon(a.name);
     if (found == nullptr || found->endpoint() != a.endpoint) {
       return Status(Code::kBadRequest, a.name + " on " + a.endpoint + " (pid " + std::to_string(a.pid) +
                                            ") is not a daemon of " + cluster_file_);
@@ -562,6 +561,20 @@ std::vector<uint32_t> LocalCluster::lockd_ids() const {
   std::vector<uint32_t> ids;
   for (const LockdNode& n : config_.lockd) ids.push_back(n.id);
   return ids;
+}
+
+Daemon* LocalCluster::daemon(std::string_view name) {
+  for (const auto* list : {&lockd_, &replicas_, &spares_}) {
+    for (const auto& d : *list) {
+      if (d->name() == name) return d.get();
+    }
+  }
+  return nullptr;
+}
+
+std::string local_replica_name(const ClusterConfig& config, const std::string& endpoint, size_t index) {
+  auto identity = config.daemon_identity.find(endpoint);
+  return identity != config.daemon_identity.end() ? identity->second : "replica-" + std::to_string(index);
 }
 
 Daemon& LocalCluster::replica(size_t index) {

@@ -178,6 +178,13 @@ class Daemon {
   bool paused_ = false;
 };
 
+// The name a local cluster gives the replica at `endpoint`, `index` of the
+// file's [[replica]] entries (the set's, then the spares'): the identity it
+// serves as, so that it keeps its name, data directory and log when entries
+// before it leave (`cluster replace`); without one (a cluster started
+// --insecure), replica-INDEX.
+std::string local_replica_name(const ClusterConfig& config, const std::string& endpoint, size_t index);
+
 class LocalCluster {
  public:
   // Writes dir/cluster.toml and dir/cluster.key, starts every daemon and
@@ -220,6 +227,9 @@ class LocalCluster {
   // Replica `index` (0..replicas-1); throws std::out_of_range for another index.
   Daemon& replica(size_t index);
   size_t replica_count() const { return replicas_.size(); }
+  // A daemon by name: lockd-ID, or a replica's (local_replica_name), the
+  // spares' too, which the cluster does not start; null when it has none.
+  Daemon* daemon(std::string_view name);
 
   // Asks every running, unpaused lockd `find_master`: the id of the node that
   // answers as master, nullopt when none does within `timeout`. (Should two
@@ -267,7 +277,8 @@ class LocalCluster {
   ClusterConfig config_;
   std::optional<Credentials> credentials_;
   std::vector<std::unique_ptr<Daemon>> lockd_;  // as config_.lockd
-  std::vector<std::unique_ptr<Daemon>> replicas_;
+  std::vector<std::unique_ptr<Daemon>> replicas_;  // as config_.replicas
+  std::vector<std::unique_ptr<Daemon>> spares_;  // as config_.spare_replicas: never started by launch()
   bool released_ = false;
 };
 

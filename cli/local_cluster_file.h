@@ -1,6 +1,7 @@
-// What `palisade cluster add` and `cluster remove` change in a local
+// What `palisade cluster add`, `remove` and `replace` change in a local
 // cluster's directory (LocalCluster's layout): the cluster file's [[lockd]]
-// entries and identities, and the daemons' key files in DIR/keys.
+// and [[replica]] entries and identities, and the daemons' key files in
+// DIR/keys.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,22 @@ std::optional<uint32_t> next_lockd_id(const ClusterConfig& config, const std::ve
 // The first of `candidates` that no daemon of the cluster file uses (a port
 // that is free now may be a stopped daemon's).
 std::optional<std::string> unused_endpoint(const ClusterConfig& config, const std::vector<std::string>& candidates);
+
+// "replica-N" -> N; nullopt for any other name.
+std::optional<uint32_t> replica_number_of(std::string_view name);
+// The name a new replica gets: replica-N, N one above every N that the file's
+// identities and replicas (local_replica_name) and `names` (the directory's
+// entries) use, so that a replaced replica's name, data directory and log are
+// never another's.
+std::string next_replica_name(const ClusterConfig& config, const std::vector<std::string>& names);
+// Adds a spare replica at `endpoint` that serves as `identity`.
+void add_spare_replica(ClusterConfig& config, const std::string& endpoint, const Identity& identity);
+// Takes the replica or spare at `endpoint` out, with the identity it serves
+// as; false when the file has none there.
+bool remove_replica(ClusterConfig& config, const std::string& endpoint);
+// The spare at `joining` takes the place of the replica at `leaving` in the
+// set's list; `leaving`'s entry and identity go. False when either is not there.
+bool swap_replica(ClusterConfig& config, const std::string& leaving, const std::string& joining);
 
 // Adds lockd `node`; on a secure cluster, with the identity it serves as.
 void add_lockd_node(ClusterConfig& config, const LockdNode& node, const std::optional<Identity>& identity);

@@ -4,18 +4,23 @@ running local cluster (secure, as `cluster up` makes it), under load.
 
 While a loop takes a lock and writes under it (`palisade lock` and `palisade
 put`), two lockd nodes are added and two removed, the master's node first,
-each with one command as a person types it. After each: the command says
+each with one command as a person types it; then two replicas are replaced
+(`palisade cluster replace replica-N`). After each: the command says
 what it did (`-o json` and text), `palisade member list` shows the members
 and version it made, the daemons that were running keep their pids (none
 restarted: they read the cluster file on SIGHUP), the added node runs with
 --join and answers, and the removed one has exited, its log saying it was
 removed. An add whose key may not change the members leaves a node that
 runs but is not a member, says so and how to undo it, and `cluster remove`
-undoes it. Every step of the loop succeeds, tokens strictly increase, and
+undoes it. A replaced replica has exited and left the cluster file, its
+identity and key; the new one runs on a new port and data directory, in the
+replica set the lock group records, and the file lists it in the old one's
+place. Every step of the loop succeeds, tokens strictly increase, and
 every key reads back. Then `cluster down` stops the added nodes too, and
 `cluster up` brings the same members back (the added nodes without --join)
 and elects a master, though only one of the first three nodes is left.
-Bad input: no cluster, not up, lockd-99, replica-0, replicas to add, and
+Bad input: no cluster, not up, lockd-99, replica-0, replicas to add,
+replica-99 to replace, a replacement on a cluster started --insecure, and
 --base-port on a cluster whose ports no longer follow it.
 
 Usage: cluster_nodes_test.py SOURCE_DIR PALISADE
@@ -217,18 +222,60 @@ def remove_purged(cluster, node, version, ids):
     return left
 
 
-def down_and_up(cluster, version, ids):
+def replica_set(cluster):
+    """(version, [addresses]) of the replica set `member list -o json` shows."""
+    listed = json.loads(cluster.cli("member", "list", "-o", "json").stdout)["replicas"]
+    return listed["version"], [r["address"] for r in listed["replicas"]]
+
+
+def replace_replica(cluster, name, version, purge):
+    """`cluster replace NAME`: the new replica serves in the set, the old one is gone; the new one's name."""
+    pid = running(cluster)[name]
+    before = {n: p for n, p in running(cluster).items() if n != name}
+    args = ["cluster", "replace", name, "--dir", cluster.dir] + (["--purge", "-o", "json"] if purge else [])
+    done = palisade(*args)
+    check(done.returncode == 0, f"cluster replace {name}: exit {done.returncode}")
+    if purge:
+        out = json.loads(done.stdout)
+        new, endpoint = out["name"], out["endpoint"]
+        check(out["replaced"] == name and out["replica_set_version"] == version and out["bytes_moved"] > 0,
+              f"cluster replace -o json: {out}")
+        check(not (cluster.dir / name).exists() and not (cluster.dir / f"{name}.log").exists(),
+              f"--purge left {name}'s data or log")
+    else:
+        line = next(li for li in done.stdout.splitlines() if li.startswith(f"replaced {name} "))
+        new, endpoint = line.split(" by ")[1].split()[0], line.split(" by ")[1].split()[1].strip("()")
+        for words in [f"replica set version {version}; stopped {name}", "paused writes: replica set version",
+                      f"kept its data {cluster.dir}/{name}"]:
+            check(words in done.stdout, f"cluster replace did not say '{words}'")
+        check((cluster.dir / name).is_dir(), f"{name}'s data is gone without --purge")
+    check(exited(pid), f"{name} (pid {pid}) still runs")
+    check(name not in recorded(cluster), f"{name} is still in DIR/daemons")
+    text = (cluster.dir / "cluster.toml").read_text()
+    check(f"'{name}'" not in text and not (cluster.dir / "keys" / f"{name}.key").exists(),
+          f"{name}'s identity or key is still there")
+    check(f"identity = '{new}'" in text and "spare" not in text, f"the cluster file does not list {new} in the set")
+    check(new in running(cluster) and (cluster.dir / new).is_dir(), f"{new} does not run on its own data directory")
+    got_version, addresses = replica_set(cluster)
+    check(got_version == version and endpoint in addresses and len(addresses) == 3,
+          f"replica set: version {got_version}, {addresses}")
+    check_kept(cluster, before)
+    return new
+
+
+def down_and_up(cluster, version, ids, replicas):
     pids = running(cluster)
     done = palisade("cluster", "down", "--dir", cluster.dir)
     check(done.returncode == 0 and f"stopped {len(pids)} daemons" in done.stdout, "cluster down")
     for name, pid in pids.items():
         check(exited(pid), f"{name} (pid {pid}) runs after cluster down")
     refused(["cluster", "add", "lockd", "--dir", cluster.dir], 4, "is not up: start it with `palisade cluster up")
+    refused(["cluster", "replace", "replica-2", "--dir", cluster.dir], 4, "is not up: start it with `palisade cluster up")
     done = palisade("cluster", "up", "--dir", cluster.dir, "-o", "json")
     check(done.returncode == 0, f"cluster up after down: exit {done.returncode}")
     up = json.loads(done.stdout)
     names = sorted(d["name"] for d in up["daemons"])
-    check(names == sorted([f"lockd-{i}" for i in ids] + ["replica-0", "replica-1", "replica-2"]),
+    check(names == sorted([f"lockd-{i}" for i in ids] + replicas),
           f"cluster up started {names}")
     check(up["master"] in [f"lockd-{i}" for i in ids], f"cluster up: master {up['master']}")
     for d in up["daemons"]:
@@ -245,6 +292,13 @@ def down_and_up(cluster, version, ids):
 def main():
     with tempfile.TemporaryDirectory(prefix="palisade-cluster-nodes-") as tmp:
         refused(["cluster", "add", "lockd", "--dir", Path(tmp) / "nowhere"], 4, "no cluster in")
+        refused(["cluster", "replace", "replica-0", "--dir", Path(tmp) / "nowhere"], 4, "no cluster in")
+        plain = Path(tmp) / "plain"
+        check(palisade("cluster", "up", "--dir", plain, "--insecure").returncode == 0, "cluster up --insecure")
+        try:
+            refused(["cluster", "replace", "replica-0", "--dir", plain], 2, "was started --insecure")
+        finally:
+            palisade("cluster", "down", "--dir", plain, "--purge")
         with MetricsCluster(PALISADE, Path(tmp) / "cluster", lockd=3, replicas=3) as cluster:
             d = cluster.dir
             refused(["cluster", "remove", "lockd-99", "--dir", d], 2, "lockd-99 is not a node of the cluster in")
@@ -267,6 +321,10 @@ def main():
                 # Another of the first three: one of them is left.
                 ids = remove_purged(cluster, min(i for i in ids if i <= 3), 4, ids)
                 load.wait_for_steps(3)
+                first = replace_replica(cluster, "replica-1", 2, purge=False)
+                load.wait_for_steps(3)
+                second = replace_replica(cluster, "replica-0", 4, purge=True)
+                load.wait_for_steps(3)
             finally:
                 load.stopping.set()
                 load.join(timeout=180)
@@ -275,8 +333,10 @@ def main():
             refused(["cluster", "up", "--dir", d, "--base-port", cluster.base_port], 2,
                     f"--base-port {cluster.base_port} would put lockd-{ids[0]} on port {cluster.base_port}, but it "
                     f"listens on")
-            down_and_up(cluster, 4, ids)
-            print(f"ok: cluster add lockd twice, remove the master's node (lockd-{master}) and another, under load: "
+            refused(["cluster", "replace", "replica-99", "--dir", d], 2, "'replica-99' is not a replica of the cluster")
+            down_and_up(cluster, 4, ids, ["replica-2", first, second])
+            print(f"ok: cluster add lockd twice, remove the master's node (lockd-{master}) and another, replace "
+                  f"replica-1 by {first} and replica-0 by {second}, under load: "
                   f"{len(load.done)} lock-and-put steps all succeeded, tokens {tokens[0]}..{tokens[-1]} strictly "
                   f"increasing, every key read back; no daemon restarted; down and up again with members {ids}")
 

@@ -187,6 +187,23 @@ TEST_CASE("sim: a write refused on the set it moved to is not answered fenced", 
   run_seeds(o, {seed_count() / 20}, "palisade-sim --rough-network --replacements 2", run_quorum_sim);
 }
 
+// Seeds of `--replacements 2` where the replica being replaced died and a
+// bit flip damaged the other copy of an acknowledged write: anti-entropy
+// must keep the corrupt record and leave the key undecided, not commit a
+// set that lost the write (docs/simulation.md "Replacing replicas").
+TEST_CASE("sim: a replacement stops when a key could hide a whole write quorum", "[sim]") {
+  for (uint64_t seed : {30025115, 30068190}) {
+    QuorumSimOptions o;
+    o.replacements = 2;
+    o.seed = seed;
+    INFO("replay: palisade-sim --replacements 2 --seed " << seed << " --trace");
+    const QuorumSimResult r = run_quorum_sim(o);
+    for (const auto& v : r.violations) UNSCOPED_INFO(v);
+    CHECK(r.violations.empty());
+    CHECK(r.replacements_abandoned > 0);
+  }
+}
+
 TEST_CASE("sim: fence safety holds while replicas on LMDB that lose power are replaced", "[sim]") {
   QuorumSimOptions o;
   o.lmdb_stores = true;

@@ -1,11 +1,14 @@
-// What `palisade cluster add` and `remove` change in a local cluster's
-// directory (cli/local_cluster_file.h): the id and port a new lockd node
-// gets, its entry and identity in the cluster file and out again, and the
-// file written back as `cluster up` writes it. tests/scripts/cluster_nodes_test.py
+// What `palisade cluster add`, `remove` and `replace` change in a local
+// cluster's directory (cli/local_cluster_file.h): the id and port a new lockd
+// node gets, a new replica's name, their entries and identities in the
+// cluster file and out again, and the file written back as `cluster up`
+// writes it. tests/scripts/cluster_nodes_test.py
 // runs the commands on a real cluster.
 #include "cli/local_cluster_file.h"
 
 #include <catch2/catch.hpp>
+
+#include "cli/local_cluster.h"
 
 #include <filesystem>
 #include <string>
@@ -112,6 +115,51 @@ TEST_CASE("local cluster file: a node added, then removed, with its identity", "
   CHECK(removed.identity("lockd-2") != nullptr);
   CHECK(removed.identity("admin") != nullptr);
   CHECK(parsed(cluster_file_text(removed)) == removed);
+}
+
+TEST_CASE("local cluster file: replica-N names, and a new replica's is above every one used", "[cli]") {
+  CHECK(replica_number_of("replica-0") == 0u);
+  CHECK(replica_number_of("replica-12") == 12u);
+  for (const char* name : {"replica-", "replica-01", "replica-1x", "lockd-1", "replica-1.log"}) {
+    INFO(name);
+    CHECK_FALSE(replica_number_of(name).has_value());
+  }
+  const ClusterConfig config = parsed(secure_cluster());
+  CHECK(next_replica_name(config, {}) == "replica-1");
+  // replica-4 was replaced: its data directory and log stay, and its name is not given again.
+  CHECK(next_replica_name(config, {"replica-0", "replica-4", "replica-4.log", "lockd-9"}) == "replica-5");
+  CHECK(local_replica_name(config, "tcp://127.0.0.1:7102", 7) == "replica-0");  // its identity, not its place
+}
+
+TEST_CASE("local cluster file: a spare replica takes a replica's place, and the old one's identity goes", "[cli]") {
+  ClusterConfig config = parsed(secure_cluster());
+  const ClusterConfig before = config;
+  const Identity replica1{.name = "replica-1",
+                          .keys = {transport::generate_curve_keys().public_key},
+                          .roles = {"replica"}};
+  add_spare_replica(config, "tcp://127.0.0.1:7300", replica1);
+  ClusterConfig again = parsed(cluster_file_text(config));
+  CHECK(again.spare_replicas == std::vector<std::string>{"tcp://127.0.0.1:7300"});
+  CHECK(again.replicas == before.replicas);
+  CHECK(again.daemon_identity.at("tcp://127.0.0.1:7300") == "replica-1");
+  CHECK_FALSE(unused_endpoint(again, {"tcp://127.0.0.1:7300"}).has_value());  // a spare's port is used too
+
+  // Taken out again (a replacement that did not happen): as it was.
+  ClusterConfig undone = again;
+  CHECK(remove_replica(undone, "tcp://127.0.0.1:7300"));
+  CHECK(undone == before);
+  CHECK_FALSE(remove_replica(undone, "tcp://127.0.0.1:7300"));
+
+  // The replacement done: the spare in the old one's place.
+  CHECK_FALSE(swap_replica(again, "tcp://127.0.0.1:7999", "tcp://127.0.0.1:7300"));
+  CHECK_FALSE(swap_replica(again, "tcp://127.0.0.1:7102", "tcp://127.0.0.1:7999"));
+  REQUIRE(swap_replica(again, "tcp://127.0.0.1:7102", "tcp://127.0.0.1:7300"));
+  const ClusterConfig swapped = parsed(cluster_file_text(again));
+  CHECK(swapped.replicas == std::vector<std::string>{"tcp://127.0.0.1:7300"});
+  CHECK(swapped.spare_replicas.empty());
+  CHECK(swapped.identity("replica-0") == nullptr);
+  CHECK(swapped.daemon_identity.count("tcp://127.0.0.1:7102") == 0);
+  CHECK(local_replica_name(swapped, "tcp://127.0.0.1:7300", 0) == "replica-1");
 }
 
 TEST_CASE("local cluster file: a plaintext cluster's node has no identity", "[cli]") {
