@@ -59,6 +59,7 @@ FrameResult LockdDriver::on_peer(std::string_view body, uint64_t now, std::strin
     count_refused(body, peer, s, now);
     return {.outcome = FrameOutcome::kPeerRefused};
   }
+  peer_bytes_taken_ += body.size();
   return {.outcome = service_->node().stale_messages() != stale ? FrameOutcome::kPeerStale : FrameOutcome::kPeerTaken};
 }
 

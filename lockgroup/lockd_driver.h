@@ -130,6 +130,9 @@ class LockdDriver {
   uint64_t forged_peer_messages() const { return forged_peer_messages_.total(); }
   // Peer messages that verified but were refused.
   uint64_t refused_peer_messages() const { return refused_peer_messages_.total(); }
+  // Bytes of the peer messages the service took: the log, snapshots and
+  // heartbeats the others sent (a node that joins counts its catch-up here).
+  uint64_t peer_bytes_taken() const { return peer_bytes_taken_; }
   // Client requests answered with a refusal before the service saw them:
   // malformed, of another cluster, or not permitted.
   uint64_t refused_requests() const { return refused_requests_.total(); }
@@ -161,6 +164,7 @@ class LockdDriver {
   LogLimiter refused_peer_messages_;
   LogLimiter refused_requests_;
   LogLimiter failed_commits_;
+  uint64_t peer_bytes_taken_ = 0;
 };
 
 }  // namespace palisade::lockgroup

@@ -39,6 +39,9 @@ LockdMetrics::LockdMetrics()
                                    "Messages that claim to be a peer's without a MAC that verifies: dropped")),
       refused_peer_messages_(single(registry_, "palisade_lockd_refused_peer_messages_total",
                                     "Peer messages that verified but were refused")),
+      peer_bytes_taken_(single(registry_, "palisade_lockd_peer_bytes_taken_total",
+                               "Bytes of the peer messages this node took: the log, snapshots and heartbeats the "
+                               "others sent (a node that joins counts its catch-up here)")),
       master_changes_(single(registry_, "palisade_lockd_master_changes_total",
                              "Times the master this node knows became another node (the first one found included)")),
       elections_(single(registry_, "palisade_lockd_elections_total", "Campaigns for master this node began")),
@@ -100,6 +103,7 @@ void LockdMetrics::observe(const LockdDriver& driver, const std::vector<LockEven
   refused_requests_.advance_to(driver.refused_requests());
   forged_peer_messages_.advance_to(driver.forged_peer_messages());
   refused_peer_messages_.advance_to(driver.refused_peer_messages());
+  peer_bytes_taken_.advance_to(driver.peer_bytes_taken());
   for (const LockEvent& e : events) by_event_[static_cast<size_t>(e.kind)]->inc();
 
   const LockService& service = driver.service();

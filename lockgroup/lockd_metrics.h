@@ -65,6 +65,7 @@ class LockdMetrics {
   metrics::Counter& refused_requests_;
   metrics::Counter& forged_peer_messages_;
   metrics::Counter& refused_peer_messages_;
+  metrics::Counter& peer_bytes_taken_;
   metrics::Counter& master_changes_;
   metrics::Counter& elections_;
   metrics::Gauge& is_master_;

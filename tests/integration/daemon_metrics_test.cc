@@ -189,6 +189,7 @@ TEST_CASE("daemon metrics: a zombie write counts fenced under its lock, a failov
   CHECK_THAT(lockd_text, Catch::Contains("# TYPE palisade_lockd_proposals_pending gauge\n"));
   CHECK_THAT(lockd_text, Catch::Contains("# TYPE palisade_storage_checkpoint_seconds histogram\n"));
   CHECK_THAT(lockd_text, Catch::Contains("\npalisade_lockd_proposals_pending "));
+  CHECK(value(lockd_text, "palisade_lockd_peer_bytes_taken_total") > 0);  // the master's heartbeats at least
   const double changes_before = value(lockd_text, "palisade_lockd_master_changes_total");
   CHECK(changes_before >= 1);  // it found the first master
   cluster->lockd(master).kill();

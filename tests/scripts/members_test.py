@@ -24,7 +24,8 @@ At the end, on the group of new nodes, docs/cli.md's paused holder: stopped
 past its lease, it loses the lock, and its late writes are refused on every
 key.
 Each replacement's time (until the new node has caught up with the master)
-is printed.
+is printed, with the bytes the new node took from its peers to catch up
+(`palisade_lockd_peer_bytes_taken_total` on its /metrics).
 
 Usage: members_test.py SOURCE_DIR PALISADE
 """
@@ -42,7 +43,7 @@ from pathlib import Path
 SOURCE = Path(sys.argv[1]).resolve()
 PALISADE = Path(sys.argv[2]).resolve()
 sys.path.insert(0, str(SOURCE / "contrib" / "grafana"))
-from metrics_cluster import HandStarted, LockLoad, MetricsCluster, exited, ports_free, wait_until  # noqa: E402
+from metrics_cluster import HandStarted, LockLoad, MetricsCluster, exited, http_get, ports_free, wait_until  # noqa: E402
 
 LOCKD = PALISADE.parent.parent / "lockgroup" / "palisade-lockd"
 
@@ -101,6 +102,7 @@ class NewDaemons(HandStarted):
         self.cluster = cluster
         self.ports = set()
         self.first_port = 31000  # tests that run at once take ports apart
+        self.metrics = {}  # lockd-ID -> its --metrics-listen address
 
     def new_identity(self, name, role):
         """palisade keygen NAME, and its [[identity]] appended to the cluster file; a free port for it."""
@@ -127,9 +129,20 @@ class NewNodes(NewDaemons):
 
     def start_node(self, node_id, join):
         name = f"lockd-{node_id}"
+        if name not in self.metrics:
+            port = free_port_below_32768(self.ports, self.first_port)
+            self.ports.add(port)
+            self.metrics[name] = f"127.0.0.1:{port}"
         self.start(name, [str(LOCKD), "--id", str(node_id), "--cluster", self.cluster.cluster_file, "--data-dir",
-                          str(self.cluster.dir / name), "--key", str(self.cluster.dir / "keys" / f"{name}.key")]
-                   + (["--join"] if join else []))
+                          str(self.cluster.dir / name), "--key", str(self.cluster.dir / "keys" / f"{name}.key"),
+                          "--metrics-listen", self.metrics[name]] + (["--join"] if join else []))
+
+    def peer_bytes_taken(self, node_id):
+        """What lockd node_id's /metrics says it took from its peers (its catch-up, for a node that joined)."""
+        status, body = http_get(self.metrics[f"lockd-{node_id}"], "/metrics")
+        check(status == 200, f"lockd-{node_id}'s /metrics: {status} {body}")
+        line = next(li for li in body.splitlines() if li.startswith("palisade_lockd_peer_bytes_taken_total "))
+        return int(float(line.split()[1]))
 
     def stop_node(self, node_id):
         self.stop(f"lockd-{node_id}")
@@ -206,6 +219,8 @@ def replace_every_member(cluster, load, nodes):
         wait_until(f"lockd-{new} to catch up", lambda: caught_up(cluster, new) is not None, timeout=30)
         took = time.monotonic() - started
         slot = caught_up(cluster, new)
+        copied = nodes.peer_bytes_taken(new)
+        check(copied > 0, f"lockd-{new} took no bytes from its peers")
         wait_until(f"{old_name} to log its removal", lambda: "removed from the lock group" in log_of(cluster, old),
                    timeout=30)
         if old_name in cluster.pids:
@@ -217,7 +232,8 @@ def replace_every_member(cluster, load, nodes):
             os.kill(pid, signal.SIGHUP)
             if name in running:
                 check(running[name] == pid and not exited(pid), f"{name} was restarted or died")
-        report.append(f"lockd-{old} -> lockd-{new} in {took:.1f} s, caught up to slot {slot}")
+        report.append(f"lockd-{old} -> lockd-{new} in {took:.1f} s, caught up to slot {slot}, {copied} bytes taken "
+                      "from its peers")
         print("+ " + report[-1], flush=True)
         load.wait_for_steps(3)
     # A node that joined, restarted without --join: still a member.
