@@ -594,6 +594,14 @@ void AntiEntropyCore::resolve(uint64_t item) {
   }
   auto all = candidates(compared);
   const Candidate* target = settled(all, w);
+  const std::vector<const Candidate*> open = unsettled(all, target, w);
+  // A corrupt record may be one of the copies that make a version
+  // acknowledged: a newer pending one that the replicas not heard from (the
+  // corrupt one among them) could make up to W, or one they could hold whole.
+  // Replacing it with an older version could lose that write: it is kept.
+  const bool corrupt_may_count = quorum_hidden || std::any_of(open.begin(), open.end(), [&](const Candidate* c) {
+                                   return static_cast<int>(c->holders.size()) + not_heard >= w;
+                                 });
   if (target != nullptr) {
     auto value = std::find_if(values.begin(), values.end(), [&](const wire::Version* v) {
       return same(wire::head_of(*v), target->head);
@@ -612,7 +620,7 @@ void AntiEntropyCore::resolve(uint64_t item) {
       // A corrupt record takes only a copy that names the damage its read found
       // (compare_key read every replica after the listing showed it).
       const std::optional<uint64_t> damage = v.corrupt && t.reads[r] ? t.reads[r]->digest : std::nullopt;
-      if ((value == values.end() && !config_.dry_run) || (v.corrupt && (!damage || quorum_hidden))) {
+      if ((value == values.end() && !config_.dry_run) || (v.corrupt && (!damage || corrupt_may_count))) {
         ++report_.undecided;
         if (report_.first_undecided.empty()) report_.first_undecided = t.key;
         continue;
@@ -623,7 +631,7 @@ void AntiEntropyCore::resolve(uint64_t item) {
       copy(r, t.range, wire::Copy{t.key, **value, damage});
     }
   }
-  for (const Candidate* c : unsettled(all, target, w)) {
+  for (const Candidate* c : open) {
     int could_store = 0;  // heard replicas that do not hold it and would still take it, paused or not
     for (int r = 0; r < config_.replicas; ++r) {
       const View& v = views[r];

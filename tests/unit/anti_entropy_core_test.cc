@@ -487,6 +487,19 @@ TEST_CASE("anti-entropy core: a key that could hide a whole write quorum keeps i
   CHECK(report.corrupt_replaced == 0);  // it may hold a copy of the newest write
   CHECK(report.undecided == 1);
   CHECK(s.replicas[0]->call(wire::ReadRequest{"k"}).status.code() == Code::kCorrupt);
+  // Seed 30,082,123: every replica answers, but the corrupt record may be
+  // the second copy of a pending version on replica 2 that its writer was
+  // told succeeded. Replaced with the committed older version, it was lost
+  // (replica 1's floor refuses it, so readers took it for a failed write).
+  Cluster h(3);
+  for (int r : {0, 1, 2}) REQUIRE(h.replicas[r]->call(put("k", "older", ts(0), true)).status.is_ok());
+  for (int r : {0, 2}) REQUIRE(h.replicas[r]->call(put("k", "acknowledged", ts(1), false)).status.is_ok());
+  REQUIRE(h.replicas[1]->call(wire::FenceRequest{"L", 2}).floor == 2);
+  REQUIRE(h.replicas[0]->store.corrupt("k"));
+  report = h.run({});
+  CHECK(report.corrupt_replaced == 0);
+  CHECK(h.replicas[0]->call(wire::ReadRequest{"k"}).status.code() == Code::kCorrupt);
+  CHECK(h.replicas[2]->versions("k").size() == 2);  // the pending copy stays too
   AntiEntropyConfig paused;
   paused.paused = true;
   Cluster c(4);  // three compared, a target
