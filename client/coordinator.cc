@@ -527,6 +527,9 @@ void Coordinator::on_reply(int replica, const wire::ReplicaReply& reply, uint64_
     it->second.carried.clear();
     return on_unreachable(replica, reply.id, now_ms);
   }
+  if (options_.paused && code == Code::kUnavailable && writes_.count(it->second.op) != 0) {
+    return on_unreachable(replica, reply.id, now_ms);  // paused: not stored; again shortly (CoordinatorOptions::paused)
+  }
   if (code == Code::kUnknownConfig && !options_.config_certificate.empty()) {
     // The replica has not installed this set yet: it gets the certificate,
     // then the request again, as if it had not been sent.

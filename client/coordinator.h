@@ -40,6 +40,12 @@ struct CoordinatorOptions {
   // request goes again. 0 and empty: the cluster file's list.
   uint64_t config = 0;
   std::string config_certificate{};
+  // That set is paused (a replacement): its replicas refuse writes and fences
+  // (`unavailable`) until the next set, which they then name (stale_config).
+  // Such a refusal counts as a request not sent: it goes again every hedge_ms
+  // until the deadline, so a write waits out a pause of some milliseconds
+  // instead of failing.
+  bool paused = false;
   // Negative control for the simulator: reads send no repairs (neither
   // commits of pending copies nor copies to replicas without one).
   bool broken_skip_read_repair = false;

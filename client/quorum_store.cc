@@ -152,6 +152,7 @@ struct Wiring {
     o.w = view.write_quorum;
     o.config = view.version;
     o.config_certificate = view.certificate;
+    o.paused = view.paused;
     return o;
   }
 

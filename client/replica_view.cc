@@ -29,7 +29,8 @@ Result<ReplicaView> next_view(const ReplicaView& current, std::string_view certi
                    .endpoints = {},
                    .read_quorum = static_cast<int>(set.value().read_quorum),
                    .write_quorum = static_cast<int>(set.value().write_quorum),
-                   .credentials = current.credentials};
+                   .credentials = current.credentials,
+                   .paused = set.value().phase == wire::ReplicaPhase::kPaused};
   for (const wire::ReplicaInfo& r : set.value().replicas) {
     next.endpoints.push_back(r.address);
     if (!next.credentials) continue;

@@ -24,6 +24,9 @@ struct ReplicaView {
   int read_quorum = 0;
   int write_quorum = 0;
   std::optional<Credentials> credentials{};  // with a server key for every endpoint
+  // The set is paused (a replacement): its replicas refuse writes and fences
+  // until the next set.
+  bool paused = false;
 };
 
 // Whether `signature` is the lock group's over `message`; null: no check.

@@ -282,6 +282,7 @@ class QuorumSim {
                                   50};
     co.config = view.version;
     co.config_certificate = view.certificate;
+    co.paused = view.paused;
     co.broken_skip_read_repair = o_.broken_skip_read_repair;
     return co;
   }

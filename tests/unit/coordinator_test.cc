@@ -1361,8 +1361,8 @@ TEST_CASE("the same calls yield the same sends and results", "[coordinator]") {
 // A config certificate of `version` for the replicas the tests' coordinator
 // talks to, unsigned: the fake replicas check no sequencers, and take it
 // unchecked as a --insecure replica does.
-std::string unsigned_certificate(uint64_t version) {
-  wire::ReplicaSet set{.version = version, .replicas = {}, .write_quorum = 2, .read_quorum = 2};
+std::string unsigned_certificate(uint64_t version, wire::ReplicaPhase phase = wire::ReplicaPhase::kServing) {
+  wire::ReplicaSet set{.version = version, .phase = phase, .replicas = {}, .write_quorum = 2, .read_quorum = 2};
   for (uint32_t i = 1; i <= 3; ++i) set.replicas.push_back({i, "tcp://127.0.0.1:" + std::to_string(7400 + i)});
   return wire::join_config_certificate(wire::encode_replica_set(set), std::string(64, 's'));
 }
@@ -1440,6 +1440,49 @@ TEST_CASE("coordinator: the certificates of a newer set that replicas hand back 
   CHECK(c.coord().take_newer_configs() == std::vector<std::string>{unsigned_certificate(3)});
   CHECK(c.coord().take_newer_configs().empty());
   CHECK_FALSE(c.replica(0).stored("k", 3).has_value());
+}
+
+// A replacement pauses the set for some milliseconds: a write waits it out,
+// asking again each hedge, and learns the next set from the refusals that
+// follow.
+TEST_CASE("coordinator: over a paused set, a write waits out the pause instead of failing", "[coordinator][config]") {
+  const std::string paused = unsigned_certificate(4, wire::ReplicaPhase::kPaused);
+  CoordinatorOptions options;
+  options.config = 4;
+  options.config_certificate = paused;
+  options.paused = true;
+  Cluster c(options);
+  for (int i = 0; i < 3; ++i) c.seed(i, {0, wire::InstallConfigRequest{paused}, "", 0});
+  OpId put = c.put("k", "v", {});
+  for (uint64_t t = kHedge; t <= 3 * kHedge; t += kHedge) c.advance_to(t);
+  CHECK_FALSE(c.done(put));  // every replica refused it, transiently
+  CHECK(c.sent<wire::WriteRequest>().size() == 12);  // sent again each hedge
+  // The next set: its replicas say so, and the caller moves there.
+  const std::string next = unsigned_certificate(5);
+  for (int i = 0; i < 3; ++i) c.seed(i, {0, wire::InstallConfigRequest{next}, "", 0});
+  c.advance_to(5 * kHedge);
+  CHECK(c.coord().take_newer_configs() == std::vector<std::string>{next});
+  CHECK_FALSE(c.replica(0).stored("k", 5).has_value());
+
+  SECTION("without `paused` the refusals end it at once") {
+    CoordinatorOptions serving = options;
+    serving.paused = false;
+    Cluster d(serving);
+    for (int i = 0; i < 3; ++i) d.seed(i, {0, wire::InstallConfigRequest{paused}, "", 0});
+    OpId refused = d.put("k", "v", {});
+    REQUIRE(d.done(refused));
+    CHECK(d.write_result(refused).status.code() == Code::kUnavailable);
+  }
+  SECTION("a pause that outlasts the timeout ends the write unavailable, at the deadline") {
+    Cluster e(options);
+    for (int i = 0; i < 3; ++i) e.seed(i, {0, wire::InstallConfigRequest{paused}, "", 0});
+    OpId late = e.put("late", "v", {});
+    e.advance_to(kTimeout - kHedge);
+    CHECK_FALSE(e.done(late));
+    e.advance_to(kTimeout);
+    REQUIRE(e.done(late));
+    CHECK(e.write_result(late).status.code() == Code::kUnavailable);
+  }
 }
 
 }  // namespace

@@ -63,7 +63,15 @@ TEST_CASE("replica view: a newer certificate of the group gives its replicas, qu
   CHECK(v.credentials->server_keys.at("tcp://r1:1") == kKeyA);
   CHECK(v.credentials->server_keys.at("tcp://r3:1") == kKnown);
   CHECK(v.credentials->server_keys.at("tcp://r5:1") == kKeyB);
+  CHECK_FALSE(v.paused);
 
+  SECTION("a paused set's view says so: its writes wait out the pause (CoordinatorOptions::paused)") {
+    wire::ReplicaSet paused = set_of(5);
+    paused.phase = wire::ReplicaPhase::kPaused;
+    auto p = client::next_view(v, group.sign(paused), group.check);
+    REQUIRE(p.is_ok());
+    CHECK(p.value().paused);
+  }
   SECTION("an older or equal version is stale") {
     for (uint64_t version : {3, 4}) {
       CHECK(client::next_view(v, group.sign(set_of(version)), group.check).code() == Code::kStale);
