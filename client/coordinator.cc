@@ -234,6 +234,10 @@ void Coordinator::decide_write(OpId id, WriteOp& op, uint64_t now_ms) {
     if (!op.bad_sequencer.is_ok()) what += "; a replica refused the sequencer: " + op.bad_sequencer.message();
     if (!op.wrong_cluster.is_ok()) what += "; " + op.wrong_cluster.message();
     if (!op.error.is_ok()) what += "; last refusal: " + op.error.to_string();
+    if (options_.paused) {
+      what += "; replica set version " + std::to_string(options_.config) +
+              " is paused, its replicas take no writes: a replacement is under way";
+    }
     Code code = op.answered == n ? Code::kUnavailable : op.answered < w ? Code::kUnavailable : Code::kTimeout;
     finish_write(id, op, Status(code, what));
   }

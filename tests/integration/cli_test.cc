@@ -1954,9 +1954,11 @@ TEST_CASE("cli: paused replicas take the set that ends the pause from the lock g
   const std::string paused = set_replicas(fx, 0, wire::ReplicaPhase::kPaused);
   REQUIRE_FALSE(paused.empty());
   for (const std::string& r : replicas) REQUIRE(test::install_config_on(r, paused).is_ok());
-  Run refused = fx.run({"put", "k", "v"});
-  CHECK(refused.code == 4);
-  CHECK_THAT(refused.out, Catch::Contains("paused"));
+  // A put waits for the pause to end, up to its timeout (a replacement
+  // pauses for some milliseconds; nothing ends this one yet): exit 6.
+  Run refused = fx.run({"put", "k", "v", "--timeout", "300ms"});
+  CHECK(refused.code == 6);
+  CHECK_THAT(refused.out, Catch::Contains("is paused, its replicas take no writes"));
   // A replacement does not start while another is under way.
   Run busy = fx.run({"member", "replace", "--replica", "1", "--with", replicas[1]});
   CHECK(busy.code == 6);

@@ -1482,6 +1482,7 @@ TEST_CASE("coordinator: over a paused set, a write waits out the pause instead o
     e.advance_to(kTimeout);
     REQUIRE(e.done(late));
     CHECK(e.write_result(late).status.code() == Code::kUnavailable);
+    CHECK_THAT(e.write_result(late).status.message(), Catch::Contains("replica set version 4 is paused"));
   }
 }
 
