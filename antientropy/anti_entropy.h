@@ -38,10 +38,10 @@ struct AntiEntropyReport {
   uint64_t tombstones_dropped = 0; // keys forgotten by tombstone collection
   uint64_t corrupt_replaced = 0;   // corrupt records replaced from healthy replicas
   // Pending versions left alone: a replica not heard from could hold them.
-  // In a paused fill with targets, also keys whose replicas not heard from
+  // In a paused fill, also keys whose replicas not heard from
   // (down, or with a corrupt record of it) could hold a whole write quorum.
   uint64_t undecided = 0;
-  uint64_t completed = 0;  // paused: of those, ones copied to the targets (see AntiEntropyOptions::paused)
+  uint64_t completed = 0;  // paused: of those, ones completed (see AntiEntropyOptions::paused)
   uint64_t refused = 0;            // repairs a replica refused (first_refusal says why)
   std::string first_refusal;
   uint64_t target_refused = 0;  // of those, the ones a target refused
@@ -56,6 +56,7 @@ struct AntiEntropyReport {
   bool equal = false;
   bool dry_run = false;
   std::vector<std::string> unreachable;  // endpoints that did not answer in time
+  std::vector<std::string> refusing;  // endpoints that refused a repair
 
   uint64_t bytes_moved() const { return bytes_sent + bytes_received; }
   // Something differed (and, unless dry_run, was repaired).
@@ -112,7 +113,8 @@ struct AntiEntropyOptions {
   // The replicas compared are paused (they store no more writes): a pending
   // version fewer than W of them hold is purged unless the replicas not heard
   // from could make up W. Then it may have been acknowledged, and is
-  // completed (copied to the targets, committed) when its writer cannot have
+  // completed (copied to every replica heard from and target, pending: a
+  // holder that leaves takes its copy along) when its writer cannot have
   // been told it failed for good (`fenced`, `stale`: N - W + 1 final
   // refusals, counting every replica not heard from and every one that now
   // refuses it by its floor or a newer committed version); otherwise it is

@@ -96,6 +96,7 @@ AntiEntropyCore::AntiEntropyCore(AntiEntropyConfig config)
       reads_waiting_(everyone()),
       copies_waiting_(everyone()),
       single_only_(everyone(), false),
+      refusing_(everyone(), false),
       outstanding_(wire::tree_width(kRangeLevel), 0) {
   report_.ranges_total = wire::tree_width(kRangeLevel);
   report_.dry_run = config.dry_run;
@@ -132,14 +133,19 @@ void AntiEntropyCore::flush_many() {
       for (uint64_t key : reads) send(r, wire::ReadRequest{keys_.at(key).key}, Kind::kRead, key);
       for (CopyItem& c : copies) {
         const wire::Version& v = c.copy.version;
-        send(r, wire::WriteRequest{c.copy.key, v.value, v.tombstone, v.ts, v.lock, true, v.sequencer, c.copy.replaces},
+        send(r,
+             wire::WriteRequest{c.copy.key, v.value, v.tombstone, v.ts, v.lock, !c.copy.pending, v.sequencer,
+                                c.copy.replaces},
              Kind::kRepair, static_cast<uint64_t>(c.range));
       }
       continue;
     }
-    // Copies over corrupt records go in requests of their own: a replica older
-    // than `replaces` refuses the whole request (bad_request), and only them.
-    std::stable_partition(copies.begin(), copies.end(), [](const CopyItem& c) { return !c.copy.replaces; });
+    // Copies over corrupt records, and pending copies, go in requests of their
+    // own: a replica older than `replaces` or `pending` refuses the whole
+    // request (bad_request), and only them.
+    auto group = [](const CopyItem& c) { return c.copy.replaces ? 1 : c.copy.pending ? 2 : 0; };
+    std::stable_sort(copies.begin(), copies.end(),
+                     [&](const CopyItem& a, const CopyItem& b) { return group(a) < group(b); });
     for (size_t at = 0; at < reads.size(); at += wire::kMaxKeysPerReadMany) {
       const uint64_t item = next_item_++;
       ManyBatch& b = many_[item];
@@ -153,9 +159,9 @@ void AntiEntropyCore::flush_many() {
       ManyBatch& b = many_[item];
       wire::CopyManyRequest request;
       size_t bytes = 0;
-      const bool replacing = copies[at].copy.replaces.has_value();
+      const int kind = group(copies[at]);
       for (; at < copies.size() && b.copies.size() < wire::kMaxCopiesPerRequest && bytes < kCopyBudgetBytes &&
-             copies[at].copy.replaces.has_value() == replacing;
+             group(copies[at]) == kind;
            ++at) {
         const wire::Copy& c = copies[at].copy;
         bytes += c.key.size() + c.version.value.size() + c.version.lock.size() + c.version.sequencer.size() + 32;
@@ -428,7 +434,9 @@ void AntiEntropyCore::compare_floor(const std::vector<const LeafEntry*>& entries
     if (e != nullptr && (highest == nullptr || e->floor > highest->floor)) highest = e;
   }
   if (highest == nullptr || highest->floor == 0) return;
-  for (int r = 0; r < everyone(); ++r) {
+  // Paused replicas take no fences (a change keeps W from falling, so the
+  // floors they hold are enough): only the targets are fenced then.
+  for (int r = config_.paused ? config_.replicas : 0; r < everyone(); ++r) {
     if (!alive_[r] || (entries[r] != nullptr && entries[r]->floor >= highest->floor)) continue;
     if (config_.broken_targets_skip_floors && is_target(r)) continue;
     ++report_.floors_raised;
@@ -588,7 +596,7 @@ void AntiEntropyCore::resolve(uint64_t item) {
   // a replacement's paused fill cannot copy it (the replica that leaves may
   // hold its last good copy).
   const bool quorum_hidden = not_heard >= w;
-  if (quorum_hidden && config_.paused && config_.targets > 0) {
+  if (quorum_hidden && config_.paused) {
     ++report_.undecided;
     if (report_.first_undecided.empty()) report_.first_undecided = t.key;
   }
@@ -655,16 +663,20 @@ void AntiEntropyCore::resolve(uint64_t item) {
       // acknowledged. Over paused replicas it can gain no other: a fill
       // completes it on the targets when its writer cannot have been told
       // it failed for good, which takes N - W + 1 final refusals, from
-      // replicas that now refuse it or were not heard from.
+      // replicas that now refuse it or were not heard from. Every replica
+      // heard from stores it, pending: a holder that leaves takes its copy
+      // along, and a target's copy stands in for it (a removal needs the
+      // copies of those that stay). Committed, one copy would pass for W,
+      // though the W may never have been (a reader would return it from the
+      // target alone, and the next read, without it, go back).
       const int final_refusals = heard - copies - could_store + not_heard;
       auto value = std::find_if(values.begin(), values.end(),
                                 [&](const wire::Version* v) { return same(wire::head_of(*v), c->head); });
-      if (config_.paused && config_.targets > 0 && final_refusals < config_.cluster_size - w + 1 &&
-          value != values.end()) {
+      if (config_.paused && final_refusals < config_.cluster_size - w + 1 && value != values.end()) {
         ++report_.completed;
-        for (int r = config_.replicas; r < everyone(); ++r) {
+        for (int r = 0; r < everyone(); ++r) {
           if (views[r].heard && copy_of(views[r].heads, c->head) == nullptr)
-            copy(r, t.range, wire::Copy{t.key, **value});
+            copy(r, t.range, wire::Copy{.key = t.key, .version = **value, .pending = true});
         }
         continue;
       }
@@ -683,6 +695,7 @@ void AntiEntropyCore::on_repair(int replica, const wire::ReplicaReply& reply) {
 
 void AntiEntropyCore::refused(int replica, uint64_t count, const std::string& why) {
   if (count == 0) return;
+  refusing_[replica] = true;
   report_.refused += count;
   if (is_target(replica)) report_.target_refused += count;
   if (report_.first_refusal.empty()) report_.first_refusal = why;

@@ -60,6 +60,8 @@ class AntiEntropyCore {
   // The report so far; the traffic fields are the I/O driver's to fill.
   AntiEntropyReport& report() { return report_; }
   bool reachable(int replica) const { return alive_[replica]; }
+  // The replica refused a repair (a copy, commit, fence or purge).
+  bool refusing(int replica) const { return refusing_[replica]; }
 
  private:
   enum class Kind { kTree, kLeaf, kRead, kRepair, kReadMany, kCopyMany };
@@ -157,6 +159,7 @@ class AntiEntropyCore {
   std::vector<std::vector<CopyItem>> copies_waiting_;
   std::map<uint64_t, ManyBatch> many_;  // by item
   std::vector<bool> single_only_;       // the replica answered unknown_type to a batch
+  std::vector<bool> refusing_;  // the replica refused a repair
   std::vector<int> outstanding_;  // per range: work items not finished
 };
 

@@ -114,6 +114,7 @@ Result<AntiEntropyReport> AntiEntropyRun::finish() {
     } else {
       report.unreachable.push_back(setup_.endpoints[static_cast<size_t>(r)]);
     }
+    if (core_.refusing(r)) report.refusing.push_back(setup_.endpoints[static_cast<size_t>(r)]);
   }
   if (reachable < 2) {
     std::string which;

@@ -233,7 +233,7 @@ ReplicaReply ReplicaHandler::unreadable(std::string_view key, Status status) {
   return r;
 }
 
-ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed, bool repairer) {
+ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed, bool repairer, bool copy) {
   if (w.key.empty()) return bad_request("key must not be empty");
   if ((w.ts.token == 0) != w.lock.empty()) {
     return bad_request("a write names a lock exactly when its token is non-zero");
@@ -287,12 +287,12 @@ ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed, b
     if (!f.is_ok()) return reply_with(f.status());
     floor = f.value();
     // A committed write copies a version already acknowledged under its fence
-    // (read repair, anti-entropy): a floor raised since then does not undo it.
-    // With the cluster key, only a repairer's does: a certificate does not
-    // expire, so a superseded holder could otherwise store its acknowledged
-    // version again after the new holder deleted the key and the tombstone
-    // was collected.
-    const bool past_floor = w.committed && (repairer || !auth_);
+    // (read repair, anti-entropy), and a pending copy one that may have been:
+    // a floor raised since then does not undo it. With the cluster key, only
+    // a repairer's does: a certificate does not expire, so a superseded holder
+    // could otherwise store its acknowledged version again after the new
+    // holder deleted the key and the tombstone was collected.
+    const bool past_floor = (w.committed || copy) && (repairer || !auth_);
     if (w.ts.token < floor && !past_floor) {
       ReplicaReply r = reply_with(Status(Code::kFenced, "token " + std::to_string(w.ts.token) +
                                                             " is below the fence floor " + std::to_string(floor) +
@@ -454,11 +454,12 @@ ReplicaReply ReplicaHandler::read_many(const wire::ReadManyRequest& r) {
 
 ReplicaReply ReplicaHandler::copy_many(const wire::CopyManyRequest& c, bool& changed, bool repairer) {
   ReplicaReply reply;
-  // Each copy is a committed write, by the same rules; a refused one stops no other.
+  // Each copy is a committed write (or, marked pending, a pending one that the
+  // floor does not refuse either), by the same rules; a refused one stops no other.
   for (const wire::Copy& copy : c.copies) {
     const Version& v = copy.version;
-    const wire::WriteRequest w{copy.key, v.value, v.tombstone, v.ts, v.lock, true, v.sequencer, copy.replaces};
-    ReplicaReply one = write(w, changed, repairer);
+    const wire::WriteRequest w{copy.key, v.value, v.tombstone, v.ts, v.lock, !copy.pending, v.sequencer, copy.replaces};
+    ReplicaReply one = write(w, changed, repairer, true);
     if (one.status.is_ok()) continue;
     if (reply.refused++ == 0) reply.first_refusal = "key '" + copy.key + "': " + one.status.to_string();
   }

@@ -110,7 +110,9 @@ class ReplicaHandler {
   // Applies one request to the open batch. `changed` is set when the store changed.
   wire::ReplicaReply apply(const wire::ReplicaRequest& request, bool& changed);
   // `repairer`: the request came from a repairer (a sealed frame).
-  wire::ReplicaReply write(const wire::WriteRequest& w, bool& changed, bool repairer);
+  // `copy`: one of a copy_many's copies; a pending one passes the fence floor
+  // as a committed write does (it copies a version written under its fence).
+  wire::ReplicaReply write(const wire::WriteRequest& w, bool& changed, bool repairer, bool copy = false);
   wire::ReplicaReply fence(const wire::FenceRequest& f, bool& changed);
   wire::ReplicaReply commit(const wire::CommitRequest& c, bool& changed, bool repairer);
   wire::ReplicaReply purge(const wire::PurgeRequest& p, bool& changed);

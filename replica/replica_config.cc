@@ -92,9 +92,10 @@ std::optional<wire::ReplicaReply> ReplicaConfig::refusal(const wire::ReplicaRequ
     reply.config = certificate_;
     return reply;
   }
-  const bool changes = std::holds_alternative<wire::WriteRequest>(body) ||
-                       std::holds_alternative<wire::FenceRequest>(body) ||
-                       std::holds_alternative<wire::CopyManyRequest>(body);
+  // A paused fill's copies (copy_many, a repairer's message) are what the
+  // pause waits for; writes and fences wait for the next set.
+  const bool changes =
+      std::holds_alternative<wire::WriteRequest>(body) || std::holds_alternative<wire::FenceRequest>(body);
   if (paused() && changes) {
     return refused(Code::kUnavailable, "writes and fences are paused while replica set version " +
                                            std::to_string(set_.version) + " replaces a replica");

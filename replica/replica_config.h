@@ -39,7 +39,8 @@ class ReplicaConfig {
   //   certificate first;
   // - stale_config, with the certificate, for every request once the kept set
   //   does not list this replica (it was removed);
-  // - unavailable for a write, fence or copy_many while the set is paused.
+  // - unavailable for a write or fence while the set is paused (copy_many,
+  //   a paused fill's, passes).
   // Ping, stats and install_config are never refused.
   std::optional<wire::ReplicaReply> refusal(const wire::ReplicaRequest& request) const;
 

@@ -259,6 +259,43 @@ std::string pack_replaces(const std::vector<Copy>& copies) {
   return out;
 }
 
+// copy_many's `pending`: the indexes (2 bytes each, rising) of the copies to store pending.
+std::string pack_pending(const std::vector<Copy>& copies) {
+  std::string out;
+  for (size_t i = 0; i < copies.size(); ++i) {
+    if (copies[i].pending) append_be(out, i, 2);
+  }
+  return out;
+}
+
+bool any_pending(const std::vector<Copy>& copies) {
+  return std::any_of(copies.begin(), copies.end(), [](const Copy& c) { return c.pending; });
+}
+
+void read_pending(FieldReader& r, std::vector<Copy>& copies) {
+  if (!r.has("pending")) return;
+  std::string raw;
+  r.bytes("pending", raw, kMaxCopiesPerRequest * 2, Need::kRequired);
+  if (!r.status().is_ok()) return;
+  if (raw.empty() || raw.size() % 2 != 0) {
+    return r.fail(Code::kBadRequest, "field 'pending' must hold 1 or more 2-byte indexes");
+  }
+  size_t next = 0;
+  for (size_t at = 0; at < raw.size(); at += 2) {
+    size_t index = read_be(raw.data() + at, 2);
+    if (index < next || index >= copies.size()) {
+      return r.fail(Code::kBadRequest,
+                    "field 'pending': copy index " + std::to_string(index) + " out of order or beyond the copies");
+    }
+    if (copies[index].replaces) {
+      return r.fail(Code::kBadRequest, "field 'pending': copy " + std::to_string(index) + " also replaces a record");
+    }
+    copies[index].pending = true;
+    copies[index].version.state = VersionState::kPending;
+    next = index + 1;
+  }
+}
+
 bool any_replaces(const std::vector<Copy>& copies) {
   return std::any_of(copies.begin(), copies.end(), [](const Copy& c) { return c.replaces.has_value(); });
 }
@@ -484,9 +521,11 @@ struct RequestEncoder : RequestEncoderBase {
   }
   void operator()(const CopyManyRequest& r) const {
     const bool replaces = any_replaces(r.copies);
-    head(replaces ? 5 : 4, "copy_many");
+    const bool pending = any_pending(r.copies);
+    head(4 + (replaces ? 1 : 0) + (pending ? 1 : 0), "copy_many");
     pack_bytes_field(pk, "copies", pack_copies(r.copies));
     if (replaces) pack_bytes_field(pk, "replaces", pack_replaces(r.copies));
+    if (pending) pack_bytes_field(pk, "pending", pack_pending(r.copies));
   }
   void operator()(const StatsRequest& r) const {
     head(4, "stats");
@@ -603,6 +642,7 @@ Result<ReplicaRequestBody> read_body(const std::string& type, FieldReader& r, co
     CopyManyRequest m;
     read_copies(r, limits, m.copies);
     if (r.status().is_ok()) read_replaces(r, m.copies);
+    if (r.status().is_ok()) read_pending(r, m.copies);
     if (!r.status().is_ok()) return r.status();
     return ReplicaRequestBody{std::move(m)};
   }

@@ -235,6 +235,9 @@ struct Copy {
   std::string key;
   Version version;
   std::optional<uint64_t> replaces{};  // as WriteRequest::replaces
+  // Stored pending, not committed: a paused fill completing a version that
+  // may have been acknowledged (docs/anti-entropy.md). Never with `replaces`.
+  bool pending = false;
   friend bool operator==(const Copy&, const Copy&) = default;
 };
 struct CopyManyRequest {

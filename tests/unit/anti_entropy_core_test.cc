@@ -231,6 +231,40 @@ TEST_CASE("anti-entropy wire: read_many and copy_many round trip, bad input is r
   CHECK(wire::decode_request(with_replaces(entry(1, 1) + entry(1, 2)), limits).code() == Code::kBadRequest);
   CHECK(wire::decode_request(with_replaces(entry(0, 1).substr(0, 9)), limits).code() == Code::kBadRequest);
 
+  // Pending copies (a paused fill's completions) are named in a field of
+  // their own too: a replica older than it refuses them, rather than store
+  // them committed.
+  const ReplicaRequest pending{
+      7, wire::CopyManyRequest{{{"a", committed}, {.key = "b", .version = committed, .pending = true}}}};
+  const std::string pending_bytes = wire::encode_request(pending);
+  CHECK(pending_bytes.find("pending") != std::string::npos);
+  auto decoded_pending = wire::decode_request(pending_bytes, limits);
+  REQUIRE(decoded_pending.is_ok());
+  const auto& pending_copies = std::get<wire::CopyManyRequest>(decoded_pending.value().body).copies;
+  CHECK_FALSE(pending_copies[0].pending);
+  CHECK(pending_copies[0].version.state == VersionState::kCommitted);
+  CHECK(pending_copies[1].pending);
+  CHECK(pending_copies[1].version.state == VersionState::kPending);
+  auto with_pending = [&](std::string indexes, bool replacing = false) {
+    std::string bytes = wire::encode_request(
+        {8, wire::CopyManyRequest{
+                {{"a", committed}, {"b", tombstone, replacing ? std::optional<uint64_t>(3) : std::nullopt}}}});
+    const uint8_t fields = static_cast<uint8_t>(bytes[0]);
+    REQUIRE((fields == 0x84 || fields == 0x85));
+    bytes[0] = static_cast<char>(fields + 1);
+    bytes += "\xa7pending";
+    bytes += static_cast<char>(0xc4);
+    bytes += static_cast<char>(indexes.size());
+    return bytes + indexes;
+  };
+  auto index = [](uint16_t i) { return std::string{static_cast<char>(i >> 8), static_cast<char>(i & 0xff)}; };
+  CHECK(wire::decode_request(with_pending(index(0) + index(1)), limits).is_ok());
+  CHECK(wire::decode_request(with_pending(""), limits).code() == Code::kBadRequest);
+  CHECK(wire::decode_request(with_pending(index(2)), limits).code() == Code::kBadRequest);  // beyond the copies
+  CHECK(wire::decode_request(with_pending(index(1) + index(0)), limits).code() == Code::kBadRequest);
+  CHECK(wire::decode_request(with_pending(index(0).substr(0, 1)), limits).code() == Code::kBadRequest);
+  CHECK(wire::decode_request(with_pending(index(1), /*replacing=*/true), limits).code() == Code::kBadRequest);
+
   wire::ReplicaReply reply;
   reply.keys_done = 3;
   reply.records = {{false, {committed}}, {true, {}}, {false, {}}};
@@ -458,8 +492,10 @@ TEST_CASE("anti-entropy core: over paused replicas, a pending version short of W
   CHECK(report.purged == 0);
   CHECK(report.undecided == 0);
   CHECK(report.completed == 1);
+  // Pending: the target's copy stands in for the copy a leaving holder takes
+  // along, and only W of them make it settled (below).
   REQUIRE(c.replicas[3]->versions("maybe").size() == 1);
-  CHECK(c.replicas[3]->versions("maybe")[0].state == VersionState::kCommitted);
+  CHECK(c.replicas[3]->versions("maybe")[0].state == VersionState::kPending);
   // When a replica heard from refuses it (a newer holder fenced it), it may
   // have been acknowledged or answered fenced: undecided, and named.
   Cluster d(4);
@@ -470,6 +506,50 @@ TEST_CASE("anti-entropy core: over paused replicas, a pending version short of W
   CHECK(report.undecided == 1);
   CHECK(report.first_undecided == "either");
   CHECK(d.replicas[3]->versions("either").empty());
+}
+
+// Seed 30,104,793 of `palisade-sim --replacements 2`: replica 2 of set
+// {0, 1, 2} was being replaced by replica 3 and alone held a pending write;
+// replica 1 was not heard from. The paused fill completed the write on the
+// target as a committed copy: the new set {0, 1, 3} held it once, committed,
+// though it never had W copies. A reader returned it from the target, and a
+// later one, reading replicas 0 and 1, went back to the older version.
+TEST_CASE("anti-entropy core: a paused fill completes a write on its targets pending, never committed",
+          "[anti_entropy]") {
+  Cluster c(4);
+  for (int r : {0, 1, 2}) REQUIRE(c.replicas[r]->call(put("k", "old", ts(1))).status.is_ok());
+  REQUIRE(c.replicas[2]->call(put("k", "new", ts(1, 1), false)).status.is_ok());
+  // The new holder fenced since, and the fill gave the target that floor first.
+  for (int r : {0, 2}) REQUIRE(c.replicas[r]->call(wire::FenceRequest{"L", 2}).floor == 2);
+  AntiEntropyConfig paused;
+  paused.paused = true;
+  auto report = c.run(paused, /*down=*/1, 0, 1);
+  CHECK(report.completed == 0);  // replica 0 refuses it now: with replica 1 down, two final refusals
+  CHECK(report.undecided == 1);
+  // Without the fence, the fill completes it on every replica heard from
+  // (replica 0, which stays, and the target): pending, the committed old
+  // version under it, and the target's floor no obstacle.
+  Cluster d(4);
+  for (int r : {0, 1, 2}) REQUIRE(d.replicas[r]->call(put("k", "old", ts(1))).status.is_ok());
+  REQUIRE(d.replicas[2]->call(put("k", "new", ts(1, 1), false)).status.is_ok());
+  REQUIRE(d.replicas[3]->call(wire::FenceRequest{"L", 2}).floor == 2);
+  report = d.run(paused, /*down=*/1, 0, 1);
+  CHECK(report.completed == 1);
+  CHECK(report.refused == 0);
+  for (int r : {0, 3}) {
+    auto held = d.replicas[r]->versions("k");
+    REQUIRE(held.size() == 2);
+    CHECK(held[0].value == "new");
+    CHECK(held[0].state == VersionState::kPending);
+    CHECK(held[1].value == "old");
+    CHECK(held[1].state == VersionState::kCommitted);
+  }
+  // Each copy went in a copy_many of its own, marked pending.
+  const auto pending = std::count_if(d.log.begin(), d.log.end(), [](const client::AntiEntropySend& s) {
+    const auto* many = std::get_if<wire::CopyManyRequest>(&s.request.body);
+    return many != nullptr && many->copies.size() == 1 && many->copies[0].pending;
+  });
+  CHECK(pending == 2);
 }
 
 // Seed 30,025,115 of `palisade-sim --replacements 2`: a write acknowledged

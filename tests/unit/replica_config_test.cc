@@ -152,13 +152,14 @@ TEST_CASE("replica config: a request naming an older version is refused with the
   CHECK(r.call(stats).status.is_ok());
 }
 
-TEST_CASE("replica config: a paused set refuses writes, fences and copies, and serves reads", "[replica][config]") {
+TEST_CASE("replica config: a paused set refuses writes and fences, and serves reads and a fill's copies",
+          "[replica][config]") {
   replica::MemoryStore store;
   Replica r(store);
   REQUIRE(r.call(install(certificate(1))).status.is_ok());
   REQUIRE(r.call(naming(write_req("k", "v", kTs), 1)).status.is_ok());
   REQUIRE(r.call(install(certificate(2, ReplicaPhase::kPaused))).status.is_ok());
-  for (const ReplicaRequest& req : {write_req("k", "w", kTs), fence_req("L", 0), copy_req()}) {
+  for (const ReplicaRequest& req : {write_req("k", "w", kTs), fence_req("L", 0)}) {
     ReplicaReply reply = r.call(naming(req, 2));
     INFO(wire::request_type(req.body));
     CHECK(reply.status.code() == Code::kUnavailable);
@@ -168,6 +169,17 @@ TEST_CASE("replica config: a paused set refuses writes, fences and copies, and s
   REQUIRE(read.status.is_ok());
   REQUIRE(read.versions.size() == 1);
   CHECK(read.versions[0].value == "v");
+  // A paused fill gives the replicas that stay the versions of those that
+  // leave (a removal): its copies pass the pause.
+  ReplicaRequest copy = naming(copy_req(), 2);
+  const FencedTimestamp later{0, hlc::make(kNowMs + 1, 0)};
+  copy.body = wire::CopyManyRequest{{{.key = "k", .version = {later, "", wire::VersionState::kPending, false, "c"}}}};
+  ReplicaReply copied = r.call(copy);
+  REQUIRE(copied.status.is_ok());
+  CHECK(copied.refused == 0);
+  read = r.call(naming(read_req("k"), 2));
+  REQUIRE(read.versions.size() == 1);  // committed: the older one goes
+  CHECK(read.versions[0].value == "c");
   ReplicaRequest stats;
   stats.body = wire::StatsRequest{};
   ReplicaReply paused = r.call(stats);  // what `palisade status` shows
@@ -176,7 +188,7 @@ TEST_CASE("replica config: a paused set refuses writes, fences and copies, and s
   CHECK(paused.stats->config_paused);
   // The next version serves again.
   REQUIRE(r.call(install(certificate(3))).status.is_ok());
-  CHECK(r.call(naming(write_req("k", "w", kTs), 3)).status.is_ok());
+  CHECK(r.call(naming(write_req("k", "w", {0, hlc::make(kNowMs + 2, 0)}), 3)).status.is_ok());
 }
 
 // Version `version` serving replicas whose receipts carry `receipt_ids` (0: not known).

@@ -939,6 +939,22 @@ TEST_CASE("with a cluster key, W receipts or a repairer's seal commit a version 
     CHECK(r3.stored("k2")->state == VersionState::kCommitted);
     CHECK(r1.call(from_repairer(commit_req("k", ts(4)))).applied);
   }
+  SECTION("a repairer's pending copy (a paused fill's completion) passes the floor and stays pending") {
+    REQUIRE(r3.call(with_sequencer(fence_req("L", 5), seq("L", 5))).status.is_ok());
+    const wire::Copy pending{.key = "k2",
+                             .version = {ts(4), "L", VersionState::kPending, false, "z", seq("L", 4)},
+                             .pending = true};
+    CHECK(r3.call(from_repairer({9, wire::CopyManyRequest{{pending}}})).refused == 0);
+    CHECK(r3.stored("k2")->state == VersionState::kPending);
+    CHECK(r3.stored("k2")->value == "z");
+    // From anyone else it is a plain write, and the floor refuses it.
+    ReplicaReply refused = r2.call(with_sequencer(fence_req("L", 5), seq("L", 5)));
+    REQUIRE(refused.status.is_ok());
+    refused = r2.call({9, wire::CopyManyRequest{{pending}}});
+    CHECK(refused.refused == 1);
+    CHECK_THAT(refused.first_refusal, Catch::Contains("fenced"));
+    CHECK_FALSE(r2.stored("k2"));
+  }
   SECTION("a copy from anyone else is refused") {
     ReplicaReply copied =
         r3.call({9, wire::CopyManyRequest{{{"k2", {ts(4), "L", VersionState::kCommitted, false, "z", seq("L", 4)}}}}});
