@@ -412,10 +412,12 @@ void Coordinator::advance_read(OpId id, ReadOp& op, uint64_t now_ms) {
     for (auto& rep : op.replicas) {
       answered += rep.answered;
       failed += rep.failed;
-      // At each retry, replicas whose request or reply may be lost are asked again.
+      // At each retry, replicas whose request or reply may be lost are asked
+      // again; on a paused set, all of them (CoordinatorOptions::paused).
       if (retry) rep.failed = rep.outstanding = false;
+      if (retry && options_.paused) rep.answered = false;
     }
-    if (answered >= options_.r) {
+    if (answered >= options_.r && !options_.paused) {
       decide_read(id, op);
     } else {
       // Hedge: once hedge_ms passed or one failed, ask those not asked yet; at
@@ -430,7 +432,12 @@ void Coordinator::advance_read(OpId id, ReadOp& op, uint64_t now_ms) {
   if (op.chosen && op.repairs_outstanding == 0) return finish_read(id, op, Status::ok());
   if (now_ms >= op.deadline_ms) {
     if (op.chosen) return finish_read(id, op, Status::ok());  // repair is best effort
-    finish_read(id, op, Status(Code::kUnavailable, "could not learn the newest acknowledged version in time"));
+    std::string why = "could not learn the newest acknowledged version in time";
+    if (options_.paused) {
+      why += "; replica set version " + std::to_string(options_.config) +
+             " is paused, reads wait for the next set: a replacement is under way";
+    }
+    finish_read(id, op, Status(Code::kUnavailable, why));
   }
 }
 

@@ -40,11 +40,14 @@ struct CoordinatorOptions {
   // request goes again. 0 and empty: the cluster file's list.
   uint64_t config = 0;
   std::string config_certificate{};
-  // That set is paused (a replacement): its replicas refuse writes and fences
-  // (`unavailable`) until the next set, which they then name (stale_config).
-  // Such a refusal counts as a request not sent: it goes again every hedge_ms
-  // until the deadline, so a write waits out a pause of some milliseconds
-  // instead of failing.
+  // That set is paused (a change of the set): its replicas refuse writes and
+  // fences (`unavailable`) until the next set, which they then name
+  // (stale_config). Such a refusal counts as a request not sent: it goes
+  // again every hedge_ms until the deadline, so a write waits out a pause of
+  // some milliseconds instead of failing. Reads wait too: they ask every
+  // replica again each hedge_ms and decide nothing, for a replica that has
+  // not learnt the next set yet answers from before its writes (the one
+  // that leaves may never learn it).
   bool paused = false;
   // Negative control for the simulator: reads send no repairs (neither
   // commits of pending copies nor copies to replicas without one).

@@ -24,8 +24,8 @@ struct ReplicaView {
   int read_quorum = 0;
   int write_quorum = 0;
   std::optional<Credentials> credentials{};  // with a server key for every endpoint
-  // The set is paused (a replacement): its replicas refuse writes and fences
-  // until the next set.
+  // The set is paused (a change of the set): its replicas refuse writes and
+  // fences, and reads wait, until the next set (CoordinatorOptions::paused).
   bool paused = false;
 };
 

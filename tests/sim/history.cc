@@ -49,10 +49,15 @@ wire::Version version_of(const WriteRecord& w) {
 }
 
 // What a read returned, as a version: the write it matched (which knows the
-// lock), or, for a read that matched none, its timestamp and content alone.
+// lock) at the timestamp read, or, for a read that matched none, its
+// timestamp and content alone.
 // A read that found no version at all is older than every write.
 wire::Version version_of(const ReadRecord& r, const WriteRecord* match) {
-  if (match != nullptr) return version_of(*match);
+  if (match != nullptr) {
+    wire::Version v = version_of(*match);
+    v.ts = r.ts;  // the attempt it read: a write sent again on a newer set has one timestamp per attempt
+    return v;
+  }
   wire::Version v;
   v.ts = r.ts;
   v.tombstone = !r.found;
