@@ -3,7 +3,7 @@
 // an operator to do by hand. The new replica gets the next unused name, a
 // free port, its own data directory and key; it goes into the cluster file as
 // a spare (written aside, then renamed; the daemons read it again on SIGHUP)
-// and starts; `member replace --replica` (cli/replica_replacement.h) moves
+// and starts; `member replace --replica` (cli/replica_set_change.h) moves
 // the set to it. Then the old replica stops, and the file lists the new one
 // in its place.
 #include <chrono>
@@ -20,7 +20,7 @@
 #include "cli/local_cluster_file.h"
 #include "cli/process.h"
 #include "cli/replica_record.h"
-#include "cli/replica_replacement.h"
+#include "cli/replica_set_change.h"
 
 namespace palisade::cli {
 namespace {
@@ -131,8 +131,8 @@ void undo_joining(const NodeFlags& flags, const Joining& joining, const std::vec
   fs::remove_all(flags.dir + "/" + joining.name, ec);
 }
 
-int print_replaced(const NodeFlags& flags, const Joining& joining, const std::string& leaving,
-                   const ReplacementReport& r, const CommonOptions& common) {
+int print_replaced(const NodeFlags& flags, const Joining& joining, const std::string& leaving, const ChangeReport& r,
+                   const CommonOptions& common) {
   const std::string data_dir = flags.dir + "/" + flags.name;
   if (common.json()) {
     nlohmann::json out{{"dir", flags.dir},
@@ -220,9 +220,9 @@ int replace(const NodeFlags& flags, const CommonOptions& common) {
     undo_joining(flags, joining.value(), records, running);
     return report_error(kReplace, access.status());
   }
-  ReplicaReplacement replacement{.old_id = old_id, .new_endpoint = joining.value().endpoint};
+  ReplicaSetChange replacement{.old_id = old_id, .new_endpoint = joining.value().endpoint};
   if (!common.json()) replacement.progress = [](const std::string& line) { std::printf("%s\n", line.c_str()); };
-  auto replaced = replace_replica(access.value(), replacement);
+  auto replaced = change_replica_set(access.value(), replacement);
   if (!replaced.is_ok()) {
     undo_joining(flags, joining.value(), records, running);
     const Code code = replaced.status().code();

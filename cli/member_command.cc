@@ -14,7 +14,7 @@
 #include "cli/command.h"
 #include "cli/member_change.h"
 #include "cli/replica_record.h"
-#include "cli/replica_replacement.h"
+#include "cli/replica_set_change.h"
 
 namespace palisade::cli {
 namespace {
@@ -24,8 +24,10 @@ using namespace std::chrono_literals;
 struct MemberFlags {
   std::vector<uint32_t> ids;
   std::chrono::milliseconds timeout{30000};
-  std::optional<uint32_t> replica;  // replace --replica OLD --with ENDPOINT
+  std::optional<uint32_t> replica;  // replace --replica OLD --with ENDPOINT, remove --replica OLD
   std::string with;
+  std::string replica_endpoint;  // add --replica ENDPOINT
+  uint32_t write_quorum = 0, read_quorum = 0;  // add, remove: the new set's (0: the default)
 };
 
 std::string list_ids(const std::vector<wire::MemberInfo>& members) {
@@ -89,21 +91,42 @@ int print_view(const MemberView& v, const CommonOptions& common, const ReplicaRe
 
 constexpr std::string_view kWhat = "member";
 
-int run_replica_replace(const MemberFlags& flags, const CommonOptions& common) {
-  if (!flags.ids.empty() || flags.with.empty()) {
-    return report_failure(kWhat, "replace --replica OLD takes --with ENDPOINT, the new replica, and no node ids",
-                          kExitUsage);
+// `member replace|add|remove --replica`: the replica set changes (cli/replica_set_change.h).
+int run_replica_change(MemberChange change, const MemberFlags& flags, const CommonOptions& common) {
+  ReplicaSetChange c{.quorums = {flags.write_quorum, flags.read_quorum}};
+  std::string done_what;
+  switch (change) {
+    case MemberChange::kReplace:
+      if (!flags.ids.empty() || flags.with.empty()) {
+        return report_failure(kWhat, "replace --replica OLD takes --with ENDPOINT, the new replica, and no node ids",
+                              kExitUsage);
+      }
+      c = {.kind = ReplicaChangeKind::kReplace, .old_id = *flags.replica, .new_endpoint = flags.with};
+      done_what = "replaced replica " + std::to_string(*flags.replica) + " by " + flags.with;
+      break;
+    case MemberChange::kAdd:
+      c.kind = ReplicaChangeKind::kAdd;
+      c.new_endpoint = flags.replica_endpoint;
+      done_what = "added replica " + flags.replica_endpoint;
+      break;
+    case MemberChange::kRemove:
+      c.kind = ReplicaChangeKind::kRemove;
+      c.old_id = *flags.replica;
+      done_what = "removed replica " + std::to_string(*flags.replica);
+      break;
+  }
+  if (change != MemberChange::kReplace && !flags.ids.empty()) {
+    return report_failure(kWhat, "--replica changes the replica set and takes no node ids", kExitUsage);
   }
   auto loaded = load_cluster(common);
   if (!loaded.is_ok()) return report_cluster_error(kWhat, loaded.status());
-  ReplicaReplacement replacement{.old_id = *flags.replica, .new_endpoint = flags.with};
-  if (!common.json()) replacement.progress = [](const std::string& line) { std::printf("%s\n", line.c_str()); };
-  auto done = replace_replica(loaded.value(), replacement);
+  if (!common.json()) c.progress = [](const std::string& line) { std::printf("%s\n", line.c_str()); };
+  auto done = change_replica_set(loaded.value(), c);
   if (!done.is_ok()) {
     if (done.status().code() == Code::kBadRequest) return report_failure(kWhat, done.status().message(), kExitUsage);
     return report_error(kWhat, done.status());
   }
-  const ReplacementReport& r = done.value();
+  const ChangeReport& r = done.value();
   if (common.json()) {
     nlohmann::json out = replicas_json(r.record);
     out["took_ms"] = r.took.count();
@@ -115,21 +138,15 @@ int run_replica_replace(const MemberFlags& flags, const CommonOptions& common) {
     std::printf("%s\n", out.dump().c_str());
     return kExitOk;
   }
-  std::printf("replaced replica %u by %s in %lld ms (writes paused %lld ms), %llu bytes moved\n", *flags.replica,
-              flags.with.c_str(), static_cast<long long>(r.took.count()), static_cast<long long>(r.paused_for.count()),
+  std::printf("%s in %lld ms (writes paused %lld ms), %llu bytes moved\n", done_what.c_str(),
+              static_cast<long long>(r.took.count()), static_cast<long long>(r.paused_for.count()),
               static_cast<unsigned long long>(r.bytes_moved()));
   print_replicas(r.record);
   return kExitOk;
 }
 
 int run_change(MemberChange change, const MemberFlags& flags, const CommonOptions& common) {
-  if (flags.replica) {
-    if (change != MemberChange::kReplace) {
-      return report_failure(kWhat, "--replica goes with replace only: the replica set changes by replacement",
-                            kExitUsage);
-    }
-    return run_replica_replace(flags, common);
-  }
+  if (flags.replica || !flags.replica_endpoint.empty()) return run_replica_change(change, flags, common);
   if (flags.ids.empty()) return report_failure(kWhat, "name the node ids", kExitUsage);
   if (change == MemberChange::kReplace && flags.ids.size() != 2) {
     return report_failure(kWhat, "replace takes two node ids: the one to remove and the one to add", kExitUsage);
@@ -191,11 +208,34 @@ void add_member_command(CLI::App& app, const CommonOptions& common, int& exit_co
       change
           ->add_option("--replica", flags->replica,
                        "Replace this replica (its id in `member list`) instead of a lock group node: the new one "
-                       "is filled, writes pause briefly, then the set changes")
+                       "is filled, writes and reads pause briefly, then the set changes")
           ->check(CLI::Range(1, 255));
       change->add_option(
           "--with", flags->with,
           "With --replica: the new replica's endpoint, a [[replica]] of the cluster file (spare = true)");
+    } else {
+      if (spec.change == MemberChange::kAdd) {
+        change->add_option("--replica", flags->replica_endpoint,
+                           "Add this replica to the replica set instead of a node to the lock group: its endpoint, a "
+                           "[[replica]] of the cluster file (spare = true); it is filled, writes and reads pause "
+                           "briefly, then the set changes");
+      } else {
+        change
+            ->add_option("--replica", flags->replica,
+                         "Remove this replica (its id in `member list`) from the replica set instead of a node from "
+                         "the lock group: every replica that stays must answer; writes and reads pause briefly")
+            ->check(CLI::Range(1, 255));
+      }
+      change
+          ->add_option("--write-quorum", flags->write_quorum,
+                       "With --replica: the new set's W (default: the larger of the old W and a majority; never "
+                       "below the old W, nor above it + 1 for an addition)")
+          ->check(CLI::Range(1, 64));
+      change
+          ->add_option("--read-quorum", flags->read_quorum,
+                       "With --replica: the new set's R (default: the old R if R + W still exceeds N, else the "
+                       "smallest that does)")
+          ->check(CLI::Range(1, 64));
     }
     add_duration_option(change, "--timeout", flags->timeout, false,
                         "How long to wait for the master to apply the change (default 30s)");

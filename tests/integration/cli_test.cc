@@ -1959,10 +1959,19 @@ TEST_CASE("cli: paused replicas take the set that ends the pause from the lock g
   Run refused = fx.run({"put", "k", "v", "--timeout", "300ms"});
   CHECK(refused.code == 6);
   CHECK_THAT(refused.out, Catch::Contains("is paused, its replicas take no writes"));
-  // A replacement does not start while another is under way.
-  Run busy = fx.run({"member", "replace", "--replica", "1", "--with", replicas[1]});
-  CHECK(busy.code == 6);
-  CHECK_THAT(busy.out, Catch::Contains("is paused: a replacement is under way"));
+  // So does a get: a replica that has not learnt the next set would answer
+  // from before its writes.
+  Run read = fx.run({"get", "k", "--timeout", "300ms"});
+  CHECK(read.code == 6);
+  CHECK_THAT(read.out, Catch::Contains("is paused, reads wait for the next set"));
+  // A change does not start while another is under way.
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"member", "replace", "--replica", "1", "--with", replicas[1]},
+                                             {"member", "remove", "--replica", "1"}}) {
+    Run busy = fx.run(args);
+    CHECK(busy.code == 6);
+    CHECK_THAT(busy.out, Catch::Contains("is paused: a change is under way"));
+  }
   // What the master does to a pause that lasts too long, or a replacement
   // that ends it: a new version, serving, that nobody gives the replicas.
   REQUIRE_FALSE(set_replicas(fx, 1, wire::ReplicaPhase::kServing).empty());

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`palisade member replace --replica` on a local cluster, under load.
+"""`palisade member replace|add|remove --replica` on a local cluster, under load.
 
 While a loop takes a lock and writes under it (`palisade lock` and `palisade
 put`, as a person would), each of the three replicas is replaced, one by one,
@@ -16,9 +16,12 @@ pause waits it out), tokens strictly increase, and every key the loop
 wrote reads back from the new replicas alone. Bad requests are usage errors
 that change nothing. The fence floors come with the fill: a holder superseded
 before the replacements is still refused (by the floor alone: a key never
-written) once every replica is new. At the end, docs/cli.md's paused holder:
-stopped past its lease, its late writes are refused on every key.
-Each replacement's time, pause and bytes moved are printed.
+written) once every replica is new. Then a fourth replica is added (`member add --replica ENDPOINT`: W becomes
+3) and one of the three removed (`member remove --replica ID`: W stays 3,
+every replica that stays answering), still under load, and the keys read
+back again. At the end, docs/cli.md's paused holder: stopped past its lease,
+its late writes are refused on every key. Each change's time, pause and
+bytes moved are printed.
 
 Usage: replicas_test.py SOURCE_DIR PALISADE
 """
@@ -67,20 +70,76 @@ class NewReplicas(NewDaemons):
                           str(self.cluster.dir / "keys" / f"{name}.key")])
 
 
-def update_file(cluster_file, old_endpoint, new_endpoint):
-    """The old replica's [[replica]] entry and identity out of the cluster file, the new one no longer spare."""
+def remove_from_file(cluster_file, endpoint):
+    """A replica's [[replica]] entry and identity out of the cluster file."""
     text = Path(cluster_file).read_text()
     blocks = re.split(r"\n(?=\[)", text)
-    old = next(b for b in blocks if b.startswith("[[replica]]") and f"'{old_endpoint}'" in b.replace('"', "'"))
+    old = next(b for b in blocks if b.startswith("[[replica]]") and f"'{endpoint}'" in b.replace('"', "'"))
     identity = re.search(r"identity = ['\"]([^'\"]+)['\"]", old).group(1)
     kept = [b for b in blocks if b is not old and not (b.startswith("[[identity]]") and
                                                       re.search(rf"name = ['\"]{identity}['\"]", b))]
-    check(len(kept) == len(blocks) - 2, f"{old_endpoint}'s entries are not both in the cluster file")
-    text = "\n".join(kept)
-    spare = f"endpoint = '{new_endpoint}'\nidentity = "
-    check(spare in text, f"{new_endpoint} is not in the cluster file")
-    text = re.sub(rf"(endpoint = '{re.escape(new_endpoint)}'\nidentity = '[^']+'\n)spare = true\n", r"\1", text)
-    Path(cluster_file).write_text(text)
+    check(len(kept) == len(blocks) - 2, f"{endpoint}'s entries are not both in the cluster file")
+    Path(cluster_file).write_text("\n".join(kept))
+
+
+def unspare(cluster_file, endpoint):
+    """The replica on `endpoint` a member: no longer a spare in the cluster file."""
+    text = Path(cluster_file).read_text()
+    spare = re.search(rf"endpoint = '{re.escape(endpoint)}'\nidentity = '[^']+'\nspare = true\n", text)
+    check(spare is not None, f"{endpoint} is not a spare of the cluster file")
+    Path(cluster_file).write_text(text.replace(spare.group(0), spare.group(0).removesuffix("spare = true\n")))
+
+
+def update_file(cluster_file, old_endpoint, new_endpoint):
+    """The old replica's [[replica]] entry and identity out of the cluster file, the new one no longer spare."""
+    remove_from_file(cluster_file, old_endpoint)
+    unspare(cluster_file, new_endpoint)
+
+
+def change(cluster, args):
+    """`palisade member ARGS -o json`, which must succeed; its JSON."""
+    done = cluster.cli("member", *args, "-o", "json", check=False, timeout=180)
+    print(f"+ palisade member {' '.join(str(a) for a in args)}: exit {done.returncode}: "
+          f"{done.stdout.strip()} {done.stderr.strip()}", flush=True)
+    check(done.returncode == 0, f"member {args}: exit {done.returncode}: {done.stderr}")
+    return json.loads(done.stdout)
+
+
+def add_then_remove(cluster, load, new):
+    """A fourth replica added, then the first of the three removed; returns the report lines."""
+    before = replica_set(cluster)
+    name = "replica-new-added"
+    endpoint = new.add_to_file(name)
+    for pid in {**cluster.pids, **new.pids()}.values():
+        os.kill(pid, signal.SIGHUP)
+    new.start_replica(name, endpoint)
+    wait_until(f"{name} to answer", lambda: answers(cluster, endpoint, new.procs[name]), timeout=30)
+    added = change(cluster, ["add", "--replica", endpoint])
+    after = replica_set(cluster)
+    check(after["version"] == before["version"] + 2 and len(after["replicas"]) == 4 and
+          after["write_quorum"] == 3 and after["read_quorum"] == 2,
+          f"after adding {endpoint}: {after}, before {before}")
+    unspare(cluster.cluster_file, endpoint)
+    check_floor_carried(cluster, endpoint)
+    load.wait_for_steps(3)
+
+    leaving = after["replicas"][0]
+    removed = change(cluster, ["remove", "--replica", leaving["id"]])
+    final = replica_set(cluster)
+    addresses = [r["address"] for r in final["replicas"]]
+    check(final["version"] == after["version"] + 2 and len(addresses) == 3 and leaving["address"] not in addresses
+          and final["write_quorum"] == 3 and final["read_quorum"] == 2,
+          f"after removing replica {leaving['id']}: {final}")
+    old_name = next(n for n, proc in new.procs.items() if leaving["address"] in " ".join(proc.args))
+    stop(cluster, new, old_name, signal.SIGTERM)
+    remove_from_file(cluster.cluster_file, leaving["address"])
+    for pid in {**cluster.pids, **new.pids()}.values():
+        os.kill(pid, signal.SIGHUP)
+    load.wait_for_steps(3)
+    return [f"added {endpoint} in {added['took_ms']} ms, writes paused {added['paused_ms']} ms, "
+            f"{added['bytes_moved']} bytes moved",
+            f"removed replica {leaving['id']} in {removed['took_ms']} ms, writes paused {removed['paused_ms']} ms, "
+            f"{removed['bytes_moved']} bytes moved, {removed['versions_sent']} versions sent"]
 
 
 def replace_every_replica(cluster, load, new):
@@ -204,7 +263,10 @@ def main():
             check_refused(cluster, ["replace", "--replica", "1", "--with", "tcp://127.0.0.1:1"], 2,
                           "not a [[replica]]")
             check_refused(cluster, ["replace", "--replica", "1"], 2, "--with ENDPOINT")
-            check_refused(cluster, ["add", "--replica", "1"], 2, "--replica")
+            check_refused(cluster, ["add", "--replica", "tcp://127.0.0.1:1"], 2, "not a [[replica]]")
+            check_refused(cluster, ["add", "--replica", "tcp://127.0.0.1:1", "7"], 2, "no node ids")
+            check_refused(cluster, ["remove", "--replica", "1", "--write-quorum", "1"], 2, "W never falls")
+            check_refused(cluster, ["remove", "--replica", "9"], 2, "not in")
             check(replica_set(cluster)["version"] == 0, "a refused replacement changed the replica set")
 
             load = LockLoad(cluster)
@@ -216,11 +278,12 @@ def main():
                 try:
                     load.wait_for_steps(3)
                     report = replace_every_replica(cluster, load, new)
+                    report += add_then_remove(cluster, load, new)
                 finally:
                     load.stopping.set()
                     load.join(timeout=180)
                 remaining = [r["address"] for r in replica_set(cluster)["replicas"]]
-                check(not any(a in remaining for a in (r["address"] for r in first["replicas"])),
+                check(len(remaining) == 3 and not any(a in remaining for a in (r["address"] for r in first["replicas"])),
                       f"a first replica is still in the set: {remaining}")
                 # Every key reads back from the new replicas: the first ones are gone.
                 tokens = load.verify()
@@ -230,7 +293,8 @@ def main():
             finally:
                 new.stop_all()
             print("replacements: " + "; ".join(report))
-            print(f"ok: every replica replaced by a new one on a new port and data directory, under load: "
+            print(f"ok: every replica replaced by a new one on a new port and data directory, one added and one "
+                  f"removed, under load: "
                   f"{len(load.done)} lock-and-put steps all succeeded, tokens {tokens[0]}..{tokens[-1]} strictly "
                   f"increasing, every acknowledged key read "
                   f"back from the new replicas, and the paused holder's late writes refused")

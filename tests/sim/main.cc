@@ -47,8 +47,9 @@ Run run_quorum(QuorumSimOptions o) {
                u(r.bit_flips_skipped) + " skipped)";
   }
   if (o.replacements > 0) {
-    summary += ", replicas replaced " + u(r.replaced) + " (" + u(r.replacements_abandoned) + " given up), " +
-               u(r.views_followed) + " moves of clients to a newer set";
+    summary += ", replica set changes " + u(r.replaced) + " (" + u(r.added) + " additions, " + u(r.removed) +
+               " removals; " + u(r.replacements_abandoned) + " given up), " + u(r.views_followed) +
+               " moves of clients to a newer set";
   }
   return {r.violations, r.trace_hash, summary, r.trace};
 }
@@ -195,6 +196,9 @@ int main(int argc, char** argv) {
                  "--replica` does (--sim quorum)")
       ->capture_default_str()
       ->check(CLI::Range(0, 20));
+  app.add_flag("--adds-and-removes", q.adds_and_removes,
+               "Each change of --replacements replaces, adds (up to 5 replicas) or removes a replica, as `palisade "
+               "member replace|add|remove --replica` do (--sim quorum)");
   app.add_flag("--rough-network", rough,
                "Busy clients on a slow, lossy network, one key, no bit flips (--sim quorum; tests/sim/quorum_sim.h)");
   struct Control {

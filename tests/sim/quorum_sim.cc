@@ -92,11 +92,12 @@ class QuorumSim {
                             .spares = o.replacements,
                             .read_quorum = r_,
                             .write_quorum = w_,
+                            .adds_and_removes = o.adds_and_removes,
                             .broken_skip_paused_fill = o.broken_replacement_skips_paused_fill,
                             .broken_skip_pause = o.broken_replacement_skips_pause,
                             .broken_targets_skip_floors = o.broken_targets_skip_floors});
       replacer_->ended = [this] {
-        if (!healed_) replacer_->replace_later(world_.uniform(0, 3000));
+        if (!healed_) replacer_->change_later(world_.uniform(0, 3000));
       };
     }
   }
@@ -104,7 +105,7 @@ class QuorumSim {
   QuorumSimResult run() {
     for (int c = 0; c < o_.clients; ++c) schedule_next_op(c, world_.uniform(0, 50));
     schedule_crash();
-    if (replacer_) replacer_->replace_later(world_.uniform(0, 3000));
+    if (replacer_) replacer_->change_later(world_.uniform(0, 3000));
     // Phase 1: the workload under faults.
     // A second at a time, or up to the next event when none is due in a second
     // (no crash checks, every client waiting on a long delay): never in place.
@@ -137,7 +138,9 @@ class QuorumSim {
     result.power_losses_in_commit = replicas_.power_losses_in_commit();
     result.unsynced_writes_lost = replicas_.unsynced_writes_lost();
     if (replacer_) {
-      result.replaced = static_cast<uint64_t>(replacer_->replaced());
+      result.replaced = static_cast<uint64_t>(replacer_->changed());
+      result.added = static_cast<uint64_t>(replacer_->added());
+      result.removed = static_cast<uint64_t>(replacer_->removed());
       result.replacements_abandoned = static_cast<uint64_t>(replacer_->abandoned());
     }
     result.views_followed = views_followed_;

@@ -98,6 +98,10 @@ struct QuorumSimOptions {
   // the certificates replicas hand back and send their calls in flight again
   // there, as QuorumStore does. Not with broken_quorums_do_not_intersect.
   int replacements = 0;
+  // Each of those changes is a replacement, an addition of a spare (up to
+  // five replicas) or a removal, whichever the set allows, drawn from the
+  // seed (`palisade member add|remove --replica`).
+  bool adds_and_removes = false;
   // Negative controls of the replacement: the new set is committed after the
   // fill while serving, without the pause's fill, so writes acknowledged
   // since by the replica that leaves are on too few of the new set:
@@ -130,9 +134,10 @@ struct QuorumSimResult {
   // lmdb_stores: power losses, those inside a commit, and the unsynced writes
   // they lost or cut.
   uint64_t power_losses = 0, power_losses_in_commit = 0, unsynced_writes_lost = 0;
-  // replacements: those committed, and those that ended with the old set;
-  // how often a client moved to a newer set.
-  uint64_t replaced = 0, replacements_abandoned = 0, views_followed = 0;
+  // replacements: the changes committed (of them, additions and removals),
+  // and those that ended with the old set; how often a client moved to a
+  // newer set.
+  uint64_t replaced = 0, added = 0, removed = 0, replacements_abandoned = 0, views_followed = 0;
   History history;
 };
 

@@ -27,37 +27,60 @@ Replacer::Replacer(World& world, ReplicaSet& replicas, Options options)
     members_.push_back({.id = static_cast<uint32_t>(i + 1), .address = sim_endpoint(i)});
     involved_.insert(i);
   }
+  quorums_ = {static_cast<uint32_t>(o_.write_quorum), static_cast<uint32_t>(o_.read_quorum)};
   next_spare_ = o_.members;
   world_.attach(o_.node, [this](int from, const std::string& bytes) { receive(from, bytes); });
 }
 
 wire::ReplicaSet Replacer::set_of(const std::vector<wire::ReplicaInfo>& members, uint64_t version,
-                                  wire::ReplicaPhase phase) const {
+                                  wire::ReplicaPhase phase, Quorums quorums) const {
   return {.version = version,
           .phase = phase,
           .replicas = members,
-          .write_quorum = static_cast<uint32_t>(o_.write_quorum),
-          .read_quorum = static_cast<uint32_t>(o_.read_quorum)};
+          .write_quorum = quorums.write,
+          .read_quorum = quorums.read};
+}
+
+std::vector<ReplicaChangeKind> Replacer::possible() const {
+  std::vector<ReplicaChangeKind> out;
+  const bool spare = next_spare_ < o_.members + o_.spares;
+  if (spare) out.push_back(ReplicaChangeKind::kReplace);
+  if (!o_.adds_and_removes) return out;
+  const wire::ReplicaSet now = set_of(members_, version_, wire::ReplicaPhase::kServing, quorums_);
+  if (spare && static_cast<int>(members_.size()) < o_.max_members &&
+      quorums_after(ReplicaChangeKind::kAdd, now, {}).is_ok()) {
+    out.push_back(ReplicaChangeKind::kAdd);
+  }
+  if (members_.size() > 2 && quorums_after(ReplicaChangeKind::kRemove, now, {}).is_ok()) {
+    out.push_back(ReplicaChangeKind::kRemove);
+  }
+  return out;
 }
 
 std::string Replacer::sign(const wire::ReplicaSet& set) const { return sign_config_certificate(signer_, set); }
 
 void Replacer::say(const std::string& line) const { world_.record("replacer: " + line); }
 
-void Replacer::replace_later(uint64_t delay_ms) {
-  if (busy_ || stopped_ || next_spare_ >= o_.members + o_.spares) return;
+void Replacer::change_later(uint64_t delay_ms) {
+  if (busy_ || stopped_ || possible().empty()) return;
   busy_ = true;
   world_.at(delay_ms, "replacer begins", [this] { begin(); });
 }
 
 void Replacer::begin() {
-  const size_t leaving = world_.index(members_.size());
+  const std::vector<ReplicaChangeKind> kinds = possible();
+  kind_ = kinds[world_.index(kinds.size())];
+  next_quorums_ = quorums_after(kind_, set_of(members_, version_, wire::ReplicaPhase::kServing, quorums_), {}).value();
   compared_.clear();
   for (const wire::ReplicaInfo& m : members_) compared_.push_back(sim_replica_node(m.address));
-  leaving_ = compared_[leaving];
-  spare_ = next_spare_++;  // given no certificate before the commit: its requests name version 0
-  say("replaces replica " + std::to_string(leaving_) + " by " + std::to_string(spare_) + " in version " +
+  leaving_ = kind_ == ReplicaChangeKind::kAdd ? -1 : compared_[world_.index(compared_.size())];
+  // The spare is given no certificate before the commit: its requests name version 0.
+  spare_ = kind_ == ReplicaChangeKind::kRemove ? -1 : next_spare_++;
+  say(std::string(change_name(kind_)) + ": replica " + std::to_string(leaving_) + " out, " + std::to_string(spare_) +
+      " in, W " + std::to_string(next_quorums_.write) + " R " + std::to_string(next_quorums_.read) + ", from version " +
       std::to_string(version_));
+  // A removal has no replica to fill while the set serves: it pauses at once.
+  if (spare_ < 0 && !o_.broken_skip_pause) return pause();
   fill(false, version_, certificate_, 1, [this](const Result<AntiEntropyReport>& r) {
     if (std::string why = fill_failure(r, false); !why.empty()) return commit(false, "the fill failed: " + why);
     if (o_.broken_skip_pause) {
@@ -74,11 +97,11 @@ void Replacer::begin() {
 void Replacer::fill(bool paused, uint64_t version, const std::string& certificate, int tries, RunDone done) {
   std::vector<std::string> endpoints;
   for (int r : compared_) endpoints.push_back(sim_endpoint(r));
-  endpoints.push_back(sim_endpoint(spare_));
+  if (spare_ >= 0) endpoints.push_back(sim_endpoint(spare_));
   client::AntiEntropyConfig config{.replicas = static_cast<int>(compared_.size()),
-                                   .targets = 1,
+                                   .targets = spare_ >= 0 ? 1 : 0,
                                    .cluster_size = static_cast<int>(compared_.size()),
-                                   .write_quorum = o_.write_quorum,
+                                   .write_quorum = static_cast<int>(quorums_.write),
                                    .config = version,
                                    .target_config = 0,
                                    .paused = paused,
@@ -144,18 +167,15 @@ void Replacer::expire_run(uint64_t generation) {
 }
 
 std::string Replacer::fill_failure(const Result<AntiEntropyReport>& r, bool paused) const {
-  if (!r.is_ok()) return r.status().to_string();
-  const AntiEntropyReport& report = r.value();
-  if (std::count(report.unreachable.begin(), report.unreachable.end(), sim_endpoint(spare_)) > 0) {
-    return "the spare did not answer";
+  std::vector<std::string> staying;
+  for (int c : compared_) {
+    if (c != leaving_) staying.push_back(sim_endpoint(c));
   }
-  if (report.target_refused > 0) return "the spare refused " + report.first_refusal;
-  if (paused && report.undecided > 0) return "undecided pending versions, first of " + report.first_undecided;
-  return "";
+  return fill_shortfall(kind_, r, paused, spare_ >= 0 ? sim_endpoint(spare_) : "", staying);
 }
 
 void Replacer::pause() {
-  const wire::ReplicaSet paused = set_of(members_, version_ + 1, wire::ReplicaPhase::kPaused);
+  const wire::ReplicaSet paused = set_of(members_, version_ + 1, wire::ReplicaPhase::kPaused, quorums_);
   version_ = paused.version;
   certificate_ = sign(paused);
   paused_ = true;
@@ -176,7 +196,7 @@ void Replacer::pause() {
 void Replacer::paused_kept() {
   ++run_generation_;
   pause_installs_.clear();
-  const size_t needed = static_cast<size_t>(std::max(o_.read_quorum, o_.write_quorum));
+  const size_t needed = std::max(quorums_.read, quorums_.write);
   say("the pause is kept by " + std::to_string(pause_kept_.size()) + " replicas");
   if (pause_kept_.size() < needed) return commit(false, "too few replicas took the pause");
   if (o_.broken_skip_paused_fill) return commit(true, "");
@@ -186,11 +206,11 @@ void Replacer::paused_kept() {
   });
 }
 
-void Replacer::commit(bool replaced, const std::string& why) {
+void Replacer::commit(bool done, const std::string& why) {
   run_.reset();
   ++run_generation_;
   busy_ = false;
-  if (!replaced && !paused_) {  // the set never changed: nothing to undo
+  if (!done && !paused_) {  // the set never changed: nothing to undo
     ++abandoned_;
     say("gives up (" + why + ") before the pause");
     if (ended) ended();
@@ -199,19 +219,23 @@ void Replacer::commit(bool replaced, const std::string& why) {
   paused_ = false;
   std::vector<wire::ReplicaInfo> next;
   for (const wire::ReplicaInfo& m : members_) {
-    if (!replaced || m.address != sim_endpoint(leaving_)) next.push_back(m);
+    if (!done || leaving_ < 0 || m.address != sim_endpoint(leaving_)) next.push_back(m);
   }
-  if (replaced) {
+  if (done && spare_ >= 0) {
     next.push_back({.id = members_.back().id + 1, .address = sim_endpoint(spare_)});
     involved_.insert(spare_);
   }
   members_ = next;
+  if (done) quorums_ = next_quorums_;
   version_ = version_ + 1;
-  certificate_ = sign(set_of(members_, version_, wire::ReplicaPhase::kServing));
-  if (replaced) {
-    ++replaced_;
-    say("commits version " + std::to_string(version_) + ": replica " + std::to_string(spare_) + " for " +
-        std::to_string(leaving_));
+  certificate_ = sign(set_of(members_, version_, wire::ReplicaPhase::kServing, quorums_));
+  if (done) {
+    ++changed_;
+    added_ += kind_ == ReplicaChangeKind::kAdd ? 1 : 0;
+    removed_ += kind_ == ReplicaChangeKind::kRemove ? 1 : 0;
+    say("commits version " + std::to_string(version_) + ": the " + std::string(change_name(kind_)) + " of " +
+        std::to_string(members_.size()) + " replicas, W " + std::to_string(quorums_.write) + " R " +
+        std::to_string(quorums_.read));
   } else {
     ++abandoned_;
     say("gives up (" + why + "): version " + std::to_string(version_) + " is the old set");
@@ -254,7 +278,7 @@ void Replacer::receive(int from, const std::string& bytes) {
   for (size_t i = 0; i < compared_.size(); ++i) {
     if (compared_[i] == from) index = static_cast<int>(i);
   }
-  if (from == spare_) index = static_cast<int>(compared_.size());
+  if (spare_ >= 0 && from == spare_) index = static_cast<int>(compared_.size());
   if (index < 0) return;
   run_->on_frame(index, bytes);
   pump_run();

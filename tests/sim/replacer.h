@@ -1,8 +1,10 @@
-// The operator of a simulated replica set: it replaces one replica at a time
-// by a spare, as `palisade member replace --replica` does (docs/design.md "The
-// replica set"; docs/operations.md): fill the spare while the set serves,
-// pause the set (version v+1, kept by max(R, W) replicas), fill it again,
-// then commit the new set (v+2), or the old one again when a step failed. It
+// The operator of a simulated replica set: it changes the set one replica at
+// a time, replacing one by a spare, adding a spare or removing one, as
+// `palisade member replace|add|remove --replica` do (docs/design.md "Changing
+// the replica set"; antientropy/replica_change.h): fill the spare while the
+// set serves, pause the set (version v+1, kept by max(R, W) replicas), fill
+// it again, then commit the new set (v+2), or the old one again when a step
+// failed. It
 // plays the lock group's part too: it keeps the record, signs its config
 // certificates, and gives the newest to every replica of any set until each
 // keeps it (the paused replicas' refresh, replica/config_refresh.h). Its fills
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "antientropy/anti_entropy_run.h"
+#include "antientropy/replica_change.h"
 #include "auth/sequencer_signer.h"
 #include "tests/sim/replica_set.h"
 #include "tests/sim/world.h"
@@ -35,6 +38,10 @@ class Replacer {
     int spares = 0;  // replicas members .. members+spares-1, each joins at most once
     int read_quorum = 2;
     int write_quorum = 2;
+    // Additions and removals too, not only replacements: each change is one
+    // of those the set allows, drawn from the seed.
+    bool adds_and_removes = false;
+    int max_members = 5;  // no addition beyond this many
     uint64_t timeout_ms = 1000;  // a fill's request, or the pause's installs, unanswered this long
     // Negative controls (docs in quorum_sim.h): the new set is committed
     // after the fill while serving, with no paused fill; there is no pause
@@ -47,40 +54,45 @@ class Replacer {
 
   Replacer(World& world, ReplicaSet& replicas, Options options);
 
-  // Begins a replacement `delay_ms` from now, unless one is under way or no
-  // spare is left.
-  void replace_later(uint64_t delay_ms);
-  // Begins no more replacements (one under way goes on to its end).
+  // Begins a change `delay_ms` from now, unless one is under way or the set
+  // allows none (no spare left, and no removal).
+  void change_later(uint64_t delay_ms);
+  // Begins no more changes (one under way goes on to its end).
   void stop() { stopped_ = true; }
   bool busy() const { return busy_; }
 
-  // Replacements committed, and those that ended with the old set serving again.
-  int replaced() const { return replaced_; }
+  // Changes committed (of them, additions and removals), and those that
+  // ended with the old set serving again.
+  int changed() const { return changed_; }
+  int added() const { return added_; }
+  int removed() const { return removed_; }
   int abandoned() const { return abandoned_; }
-  // Told after each replacement ends (committed or not).
+  // Told after each change ends (committed or not).
   std::function<void()> ended;
 
  private:
   using RunDone = std::function<void(const Result<AntiEntropyReport>&)>;
 
-  wire::ReplicaSet set_of(const std::vector<wire::ReplicaInfo>& members, uint64_t version,
-                          wire::ReplicaPhase phase) const;
+  wire::ReplicaSet set_of(const std::vector<wire::ReplicaInfo>& members, uint64_t version, wire::ReplicaPhase phase,
+                          Quorums quorums) const;
+  // The changes the set allows now, in a fixed order.
+  std::vector<ReplicaChangeKind> possible() const;
   std::string sign(const wire::ReplicaSet& set) const;
   void say(const std::string& line) const;
 
   void begin();
-  // An anti-entropy run over the members with the spare as its target.
+  // An anti-entropy run over the members with the spare, if any, as its target.
   void fill(bool paused, uint64_t version, const std::string& certificate, int tries, RunDone done);
   // The replica (world node) of a run's index: the members, then the spare.
   int replica_of(int index) const;
   void pump_run();
   void expire_run(uint64_t generation);
-  // Whether a fill gave the spare everything (and, paused, left nothing undecided).
+  // Why a fill does not let the change go on (replica_change.h); "" when it does.
   std::string fill_failure(const Result<AntiEntropyReport>& r, bool paused) const;
   void pause();
   void paused_kept();
-  // Ends the replacement: the new set serving when `replaced`, else the old.
-  void commit(bool replaced, const std::string& why);
+  // Ends the change: the new set serving when `done`, else the old.
+  void commit(bool done, const std::string& why);
 
   // The refresh: the newest certificate to every replica that took part in a
   // set, until each keeps it, once a second.
@@ -93,6 +105,7 @@ class Replacer {
   Options o_;
   SequencerSigner signer_;
   std::vector<wire::ReplicaInfo> members_;
+  Quorums quorums_;  // the serving set's
   uint64_t version_ = 0;  // the record's; 0: the initial list, no certificate
   std::string certificate_;
   std::set<int> involved_;  // replicas that ever were in a set
@@ -101,11 +114,13 @@ class Replacer {
   int next_spare_ = 0;
   bool busy_ = false;
   bool stopped_ = false;
-  int replaced_ = 0, abandoned_ = 0;
+  int changed_ = 0, added_ = 0, removed_ = 0, abandoned_ = 0;
 
-  // The replacement under way.
-  int leaving_ = -1;  // its replica (world node)
-  int spare_ = -1;
+  // The change under way.
+  ReplicaChangeKind kind_ = ReplicaChangeKind::kReplace;
+  Quorums next_quorums_;
+  int leaving_ = -1;  // its replica (world node); -1: none (an addition)
+  int spare_ = -1;  // -1: none (a removal)
   bool paused_ = false;  // the pause's version is out
   std::vector<int> compared_;  // the members' replicas, the run's indexes
   std::unique_ptr<client::AntiEntropyRun> run_;

@@ -1,4 +1,4 @@
-#include "cli/replica_replacement.h"
+#include "cli/replica_set_change.h"
 
 #include <algorithm>
 #include <map>
@@ -18,28 +18,30 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 
-class Replacement {
+class Change {
  public:
-  Replacement(const ClusterAccess& access, const ReplicaReplacement& r)
+  Change(const ClusterAccess& access, const ReplicaSetChange& r)
       : access_(access), r_(r), cluster_(access.config.cluster_id) {}
 
-  Result<ReplacementReport> run() {
+  Result<ChangeReport> run() {
     const auto start = Clock::now();
     auto current = read_replica_record(access_, r_.timeout);
     if (!current.is_ok()) return current.status();
     const wire::ReplicaSet old = current.value().set;
     if (old.phase == wire::ReplicaPhase::kPaused) {
       return Status(Code::kBusy, "replica set version " + std::to_string(old.version) +
-                                     " is paused: a replacement is under way (the lock group ends a pause that "
+                                     " is paused: a change is under way (the lock group ends a pause that "
                                      "lasts a minute)");
     }
     auto next = planned(old);
     if (!next.is_ok()) return next.status();
-    say("filling " + r_.new_endpoint + " from replica set version " + std::to_string(old.version) + " as it serves");
-    ReplacementReport report;
-    auto filled = fill(old, current.value().certificate, false);
-    if (!filled.is_ok()) return filled.status();
-    report.fill = filled.value();
+    ChangeReport report;
+    if (joining()) {  // a removal has no replica to fill while the set serves
+      say("filling " + r_.new_endpoint + " from replica set version " + std::to_string(old.version) + " as it serves");
+      auto filled = fill(old, current.value().certificate, false);
+      if (!filled.is_ok()) return filled.status();
+      report.fill = filled.value();
+    }
 
     // The pause: no write can reach W copies once max(R, W) replicas keep it.
     wire::ReplicaSet paused = old;
@@ -64,7 +66,7 @@ class Replacement {
       done = last.status();
     }
     wire::ReplicaSet serving = next.value();
-    if (!done.is_ok()) serving.replicas = members_;  // the old set again
+    if (!done.is_ok()) serving = old;  // the old set again
     auto committed = set_replicas(paused_version, serving);
     if (!committed.is_ok()) {
       return Status(committed.code(), (done.is_ok() ? "" : done.message() + "; then ") +
@@ -72,7 +74,7 @@ class Replacement {
     }
     report.paused_for = duration_cast<milliseconds>(Clock::now() - paused_at);
     std::vector<std::string> told = answering_;  // the old one too: it learns it was removed
-    if (done.is_ok()) told.push_back(r_.new_endpoint);
+    if (done.is_ok() && joining()) told.push_back(r_.new_endpoint);
     install(told, committed.value(), paused_version + 1);
     if (!done.is_ok()) return Status(done.code(), done.message() + "; the old set serves again");
     report.record = ReplicaRecord{.set = serving,
@@ -87,6 +89,9 @@ class Replacement {
   void say(const std::string& line) const {
     if (r_.progress) r_.progress(line);
   }
+
+  bool joining() const { return r_.kind != ReplicaChangeKind::kRemove; }
+  bool leaving() const { return r_.kind != ReplicaChangeKind::kAdd; }
 
   static std::vector<std::string> endpoints_of(const std::vector<wire::ReplicaInfo>& replicas) {
     std::vector<std::string> out;
@@ -107,12 +112,15 @@ class Replacement {
   // when the change does not fit.
   Result<wire::ReplicaSet> planned(const wire::ReplicaSet& old) {
     const ClusterConfig& config = access_.config;
-    auto leaving = std::find_if(old.replicas.begin(), old.replicas.end(),
-                                [&](const wire::ReplicaInfo& r) { return r.id == r_.old_id; });
-    if (leaving == old.replicas.end()) {
+    auto leaving_one = std::find_if(old.replicas.begin(), old.replicas.end(),
+                                    [&](const wire::ReplicaInfo& r) { return r.id == r_.old_id; });
+    if (leaving() && leaving_one == old.replicas.end()) {
       return Status(Code::kBadRequest, "replica " + std::to_string(r_.old_id) + " is not in replica set version " +
                                            std::to_string(old.version) + " (see `palisade member list`)");
     }
+    auto quorums = quorums_after(r_.kind, old, r_.quorums);
+    if (!quorums.is_ok()) return quorums.status();
+    if (!joining()) return members(old, quorums.value(), std::nullopt);
     for (const auto& r : old.replicas) {
       if (r.address == r_.new_endpoint) {
         return Status(Code::kBadRequest,
@@ -142,6 +150,17 @@ class Replacement {
                                            std::to_string(joining.value().stats->config_version) +
                                            ": start it on an empty data directory");
     }
+    return members(old, quorums.value(),
+                   wire::ReplicaInfo{.id = 0,
+                                     .address = r_.new_endpoint,
+                                     .key = key == keys.end() ? "" : key->second,
+                                     .receipt_id = joining.value().stats->receipt_id});
+  }
+
+  // The new set: the members that answer learnt (with their receipt ids), the
+  // one leaving out, the one joining in.
+  Result<wire::ReplicaSet> members(const wire::ReplicaSet& old, Quorums quorums,
+                                   std::optional<wire::ReplicaInfo> joining) {
     for (const auto& r : old.replicas) {
       wire::ReplicaInfo info = r;
       auto stats = call(r.address, wire::StatsRequest{.max_floors = 0});
@@ -157,16 +176,26 @@ class Replacement {
     }
     wire::ReplicaSet next = old;
     next.phase = wire::ReplicaPhase::kServing;
+    next.write_quorum = quorums.write;
+    next.read_quorum = quorums.read;
     next.replicas.clear();
     for (const auto& r : members_) {
-      if (r.id != r_.old_id) next.replicas.push_back(r);
+      if (leaving() && r.id == r_.old_id) continue;
+      next.replicas.push_back(r);
+      staying_.push_back(r.address);
+      const bool answers = std::count(answering_.begin(), answering_.end(), r.address) > 0;
+      if (r_.kind == ReplicaChangeKind::kRemove && !answers) {
+        return Status(Code::kUnavailable, "replica " + std::to_string(r.id) + " (" + r.address +
+                                              "), which stays, does not answer: a removal needs every replica "
+                                              "that stays, for they get the copies the one leaving holds");
+      }
     }
-    next.replicas.push_back({.id = members_.back().id + 1,
-                             .address = r_.new_endpoint,
-                             .key = key == keys.end() ? "" : key->second,
-                             .receipt_id = joining.value().stats->receipt_id});
-    if (next.replicas.back().id > wire::kMaxReplicaId) {
-      return Status(Code::kBadRequest, "replica ids are used up to " + std::to_string(wire::kMaxReplicaId));
+    if (joining) {
+      joining->id = members_.back().id + 1;
+      if (joining->id > wire::kMaxReplicaId) {
+        return Status(Code::kBadRequest, "replica ids are used up to " + std::to_string(wire::kMaxReplicaId));
+      }
+      next.replicas.push_back(*joining);
     }
     return next;
   }
@@ -187,7 +216,7 @@ class Replacement {
     o.timeout = r_.timeout;
     o.config = paused ? set.version + 1 : set.version;  // `set` is the record the pause replaced
     o.config_certificate = certificate;
-    o.targets = {r_.new_endpoint};
+    if (joining()) o.targets = {r_.new_endpoint};
     o.paused = paused;
     Result<AntiEntropyReport> report = Status(Code::kUnavailable, "not run");
     // A replica that had not kept the run's set is given it, and the run goes again.
@@ -201,16 +230,12 @@ class Replacement {
         std::to_string(r.floors_raised) + " floors sent, " + std::to_string(r.bytes_moved()) + " bytes" +
         (r.completed > 0 ? ", " + std::to_string(r.completed) + " pending versions completed" : "") +
         (r.unreachable.empty() ? "" : ", no answer from " + std::to_string(r.unreachable.size()) + " replicas"));
-    if (std::count(r.unreachable.begin(), r.unreachable.end(), r_.new_endpoint) > 0 || r.target_refused > 0) {
-      return Status(Code::kUnavailable, "the new replica " + r_.new_endpoint + " did not take every copy" +
-                                            (r.first_refusal.empty() ? "" : " (" + r.first_refusal + ")"));
-    }
-    if (paused && r.undecided > 0) {
+    if (std::string why = fill_shortfall(r_.kind, report, paused, joining() ? r_.new_endpoint : "", staying_);
+        !why.empty()) {
       return Status(Code::kUnavailable,
-                    std::to_string(r.undecided) + " versions are undecided, first of key '" + r.first_undecided +
-                        "': a replica not heard from, or a corrupt record of the key, may hold their copies. Bring "
-                        "that replica back (`palisade repair` mends a corrupt record), or write those keys again, "
-                        "then replace");
+                    why + (paused && r.undecided > 0 ? ". Bring that replica back (`palisade repair` mends a corrupt "
+                                                       "record), or write those keys again, then change the set"
+                                                     : ""));
     }
     return report;
   }
@@ -246,17 +271,18 @@ class Replacement {
   }
 
   const ClusterAccess& access_;
-  const ReplicaReplacement& r_;
+  const ReplicaSetChange& r_;
   const std::string cluster_;
   zmq::context_t ctx_{1};
   std::vector<wire::ReplicaInfo> members_;  // the set's, with their receipt ids
   std::vector<std::string> answering_;  // the members that answered before the change began
+  std::vector<std::string> staying_;  // the members in the new set too
 };
 
 }  // namespace
 
-Result<ReplacementReport> replace_replica(const ClusterAccess& access, const ReplicaReplacement& replacement) {
-  return Replacement(access, replacement).run();
+Result<ChangeReport> change_replica_set(const ClusterAccess& access, const ReplicaSetChange& change) {
+  return Change(access, change).run();
 }
 
 }  // namespace palisade::cli
