@@ -1,5 +1,5 @@
-// The rules of a change of the replica set (docs/design.md "Changing the
-// replica set"): one replica replaced, added or removed at a time, through
+// The rules of a change of the replica set (docs/design.md "The replica
+// set"): one replica replaced, added or removed at a time, through
 // a fill while the set serves, a pause, a fill of the paused set, and the
 // new set. `palisade member replace|add|remove --replica` and the
 // simulator's operator (tests/sim/replacer.h) both go by them.

@@ -1,5 +1,5 @@
 // Changing the replica set while the cluster serves, one replica at a time
-// (docs/design.md "Changing the replica set", docs/operations.md "Replacing a
+// (docs/design.md "The replica set", docs/operations.md "Replacing a
 // replica"; the rules are antientropy/replica_change.h's):
 //   1. fill the new replica, if any, from the set as it serves (anti-entropy
 //      with it as a target, which counts for nothing); a removal skips this;

@@ -306,14 +306,20 @@ void Coordinator::on_read_reply(OpId id, ReadOp& op, int replica, const wire::Re
   }
   rep.failed = code != Code::kOk;  // asked again at the next retry time
   if (rep.failed) return;
-  for (const auto& [lock, floor] : reply->floors) rep.floors[lock] = floor;  // floors only rise: kept
   if (reply->id < op.fresh_from && !op.chosen) {  // taken before the damage was reported
     ask(id, op, replica, rep.floor_of);
     return;
   }
   rep.answered = true;
   rep.answered_request = reply->id;
+  // Versions and floors from one answer: "no copy, and a floor above its
+  // token" says the replica refuses a version for good only when both are
+  // of one moment. A floor from a later answer (the copy landed in between,
+  // then the floor rose) beside the versions of an earlier one, which
+  // replies that cross on the network give, would call an acknowledged
+  // write failed, and the read would purge it.
   rep.versions = reply->versions;
+  rep.floors = reply->floors;
   rep.receipts = reply->receipts.size() == reply->versions.size() ? reply->receipts : std::vector<wire::Receipt>{};
 }
 

@@ -1,6 +1,6 @@
 // The operator of a simulated replica set: it changes the set one replica at
 // a time, replacing one by a spare, adding a spare or removing one, as
-// `palisade member replace|add|remove --replica` do (docs/design.md "Changing
+// `palisade member replace|add|remove --replica` do (docs/design.md "The
 // the replica set"; antientropy/replica_change.h): fill the spare while the
 // set serves, pause the set (version v+1, kept by max(R, W) replicas), fill
 // it again, then commit the new set (v+2), or the old one again when a step
