@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "antientropy/replica_change.h"
 #include "cli/cluster_access.h"
 #include "cli/command.h"
 #include "cli/daemon_records.h"
@@ -20,8 +21,8 @@ constexpr std::chrono::seconds kReloadTimeout{5};
 
 struct NodeFlags {
   std::string dir;
-  std::string kind;  // add: lockd (replica: not yet)
-  std::string name;  // remove: lockd-ID; replace: replica-N
+  std::string kind;  // add: lockd or replica
+  std::string name;  // remove: lockd-ID or replica-N; replace: replica-N
   bool purge = false;  // remove, replace: the old node's data directory and log too
   std::chrono::milliseconds timeout{30000};  // for the membership change
   std::string cluster_file() const { return dir + "/cluster.toml"; }
@@ -30,6 +31,11 @@ struct NodeFlags {
   std::string dir_flag() const { return dir == default_cluster_dir() ? "" : " --dir " + dir; }
   std::string cluster_flag() const { return dir == default_cluster_dir() ? "" : " --cluster " + cluster_file(); }
 };
+
+// `cluster replace replica-N`, `cluster add replica`, `cluster remove
+// replica-N`: the local cluster's replica set changed while it serves
+// (cli/cluster_replica_command.cc); the exit status.
+int change_local_replicas(ReplicaChangeKind kind, const NodeFlags& flags, const CommonOptions& common);
 
 // The directory absolute, as `cluster up` names it.
 NodeFlags absolute(NodeFlags flags);

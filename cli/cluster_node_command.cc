@@ -154,12 +154,7 @@ Result<std::pair<DaemonRecord, std::string>> start_new_node(const NodeFlags& fla
 }
 
 int add(const NodeFlags& flags, const CommonOptions& common) {
-  if (flags.kind == "replica") {
-    return report_failure(kAdd,
-                          "adding a replica is not supported yet: the replica set's size does not change; "
-                          "`palisade cluster replace replica-N` replaces one",
-                          kExitUsage);
-  }
+  if (flags.kind == "replica") return change_local_replicas(ReplicaChangeKind::kAdd, flags, common);
   int exit_code = kExitOk;
   auto found = find_cluster(flags, common, kAdd, exit_code);
   if (!found) return exit_code;
@@ -299,13 +294,8 @@ int print_removed(const NodeFlags& flags, const Removed& r, const CommonOptions&
 
 int remove(const NodeFlags& flags, const CommonOptions& common) {
   const auto id = lockd_id_of(flags.name);
-  if (!id && flags.name.starts_with("replica-")) {
-    return report_failure(kRemove,
-                          "removing a replica is not supported yet: the replica set's size does not change; "
-                          "`palisade cluster replace " +
-                              flags.name + "` replaces it",
-                          kExitUsage);
-  }
+  if (!id && flags.name.starts_with("replica-"))
+    return change_local_replicas(ReplicaChangeKind::kRemove, flags, common);
   if (!id) {
     return report_failure(
         kRemove,
@@ -374,8 +364,8 @@ void add_cluster_node_commands(CLI::App& cluster, const CommonOptions& common, i
   };
 
   auto* add_cmd = cluster.add_subcommand(
-      "add", "Add a lockd node to the running local cluster: it starts, and becomes a member of the lock group");
-  add_cmd->add_option("KIND", flags->kind, "What to add: lockd (replicas: not yet)")
+      "add", "Add a lockd node or a replica to the running local cluster: it starts, and becomes a member");
+  add_cmd->add_option("KIND", flags->kind, "What to add: lockd or replica")
       ->required()
       ->check(CLI::IsMember({"lockd", "replica"}));
   common_flags(add_cmd);
@@ -385,21 +375,26 @@ void add_cluster_node_commands(CLI::App& cluster, const CommonOptions& common, i
       "file again: none restarts), starts it with --join and the flags the others run with, and makes it a member "
       "as `palisade member add` does. Exit status: 0 added; 2 bad arguments; 4 no cluster, not up, or no master; "
       "6 the master did not answer in time; 9 the key's identity is not an admin. When it runs but could not be "
-      "made a member, it says so and how to finish or undo it.");
+      "made a member, it says so and how to finish or undo it. A replica is added as `palisade member add "
+      "--replica` adds one (the replica set grows, W becomes the larger of W and a majority): it gets the next "
+      "unused name (replica-N), a free port, a key and a data directory, goes into DIR/cluster.toml as a spare, "
+      "starts, is filled and joins the set; a replica that does not join is stopped and taken out again.");
   add_cmd->callback([flags, &common, &exit_code] { exit_code = add(absolute(*flags), common); });
 
   auto* remove_cmd = cluster.add_subcommand(
-      "remove", "Take a lockd node out of the local cluster: out of the lock group, then stopped");
-  remove_cmd->add_option("NAME", flags->name, "The node, as `cluster status` names it: lockd-ID")->required();
+      "remove", "Take a lockd node or a replica out of the local cluster: out of its group, then stopped");
+  remove_cmd->add_option("NAME", flags->name, "The node, as `cluster status` names it: lockd-ID or replica-N")
+      ->required();
   common_flags(remove_cmd);
   remove_cmd->add_flag("--purge", flags->purge, "Also remove its data directory and log (kept by default)");
   remove_cmd->footer(
       "It makes the node leave the lock group's members (as `palisade member remove`; a master hands over first), "
       "stops it (SIGTERM), and takes it out of DIR/daemons and DIR/cluster.toml with its identity and key; the "
       "other daemons get SIGHUP. A node that is not a member (an add that did not finish) is only stopped and taken "
-      "out. Exit status: 0 removed; 2 not a lockd node of the cluster, a replica (not supported yet), or the last "
-      "lockd node; 4 no cluster or no master; 6 the master did not answer in time; 9 the key's identity is not an "
-      "admin.");
+      "out. A replica leaves the replica set as `palisade member remove --replica` removes one (W never falls; "
+      "every other replica must answer), then stops and leaves DIR/daemons and the file. Exit status: 0 removed; "
+      "2 not a node of the cluster, the last lockd node, or a removal the quorum rules refuse; 4 no cluster or no "
+      "master; 6 the master did not answer in time; 9 the key's identity is not an admin.");
   remove_cmd->callback([flags, &common, &exit_code] { exit_code = remove(absolute(*flags), common); });
 }
 

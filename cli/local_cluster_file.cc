@@ -90,6 +90,12 @@ bool swap_replica(ClusterConfig& config, const std::string& leaving, const std::
   return true;
 }
 
+bool admit_spare_replica(ClusterConfig& config, const std::string& endpoint) {
+  if (std::erase(config.spare_replicas, endpoint) == 0) return false;
+  config.replicas.push_back(endpoint);
+  return true;
+}
+
 std::optional<uint32_t> next_lockd_id(const ClusterConfig& config, const std::vector<std::string>& names) {
   uint32_t highest = 0;
   for (const LockdNode& n : config.lockd) highest = std::max(highest, n.id);

@@ -42,6 +42,8 @@ bool remove_replica(ClusterConfig& config, const std::string& endpoint);
 // The spare at `joining` takes the place of the replica at `leaving` in the
 // set's list; `leaving`'s entry and identity go. False when either is not there.
 bool swap_replica(ClusterConfig& config, const std::string& leaving, const std::string& joining);
+// The spare at `endpoint` joins the set's list, last. False when it is no spare.
+bool admit_spare_replica(ClusterConfig& config, const std::string& endpoint);
 
 // Adds lockd `node`; on a secure cluster, with the identity it serves as.
 void add_lockd_node(ClusterConfig& config, const LockdNode& node, const std::optional<Identity>& identity);

@@ -5,7 +5,8 @@ running local cluster (secure, as `cluster up` makes it), under load.
 While a loop takes a lock and writes under it (`palisade lock` and `palisade
 put`), two lockd nodes are added and two removed, the master's node first,
 each with one command as a person types it; then two replicas are replaced
-(`palisade cluster replace replica-N`). After each: the command says
+(`palisade cluster replace replica-N`), one added (`cluster add replica`)
+and one removed (`cluster remove replica-N`). After each: the command says
 what it did (`-o json` and text), `palisade member list` shows the members
 and version it made, the daemons that were running keep their pids (none
 restarted: they read the cluster file on SIGHUP), the added node runs with
@@ -15,12 +16,13 @@ runs but is not a member, says so and how to undo it, and `cluster remove`
 undoes it. A replaced replica has exited and left the cluster file, its
 identity and key; the new one runs on a new port and data directory, in the
 replica set the lock group records, and the file lists it in the old one's
-place. Every step of the loop succeeds, tokens strictly increase, and
+place; an added replica joins the set (4 replicas, W 3), a removed one
+leaves it (3, W 3) as a replaced one leaves, and a second removal, which
+would lower W, is refused. Every step of the loop succeeds, tokens strictly increase, and
 every key reads back. Then `cluster down` stops the added nodes too, and
 `cluster up` brings the same members back (the added nodes without --join)
 and elects a master, though only one of the first three nodes is left.
-Bad input: no cluster, not up, lockd-99, replica-0, replicas to add,
-replica-99 to replace, a replacement on a cluster started --insecure, and
+Bad input: no cluster, not up, lockd-99, replica-99 to replace, a replacement on a cluster started --insecure, and
 --base-port on a cluster whose ports no longer follow it.
 
 Usage: cluster_nodes_test.py SOURCE_DIR PALISADE
@@ -228,6 +230,25 @@ def replica_set(cluster):
     return listed["version"], [r["address"] for r in listed["replicas"]]
 
 
+def check_left(cluster, name, pid):
+    """Replica NAME left: exited, out of DIR/daemons, its identity out of the file and its key gone."""
+    check(exited(pid), f"{name} (pid {pid}) still runs")
+    check(name not in recorded(cluster), f"{name} is still in DIR/daemons")
+    text = (cluster.dir / "cluster.toml").read_text()
+    check(f"'{name}'" not in text and not (cluster.dir / "keys" / f"{name}.key").exists(),
+          f"{name}'s identity or key is still there")
+
+
+def check_joined(cluster, new, endpoint, version, size):
+    """Replica NEW serves on its own data directory, in the file's set and in replica set VERSION of SIZE."""
+    text = (cluster.dir / "cluster.toml").read_text()
+    check(f"identity = '{new}'" in text and "spare" not in text, f"the cluster file does not list {new} in the set")
+    check(new in running(cluster) and (cluster.dir / new).is_dir(), f"{new} does not run on its own data directory")
+    got_version, addresses = replica_set(cluster)
+    check(got_version == version and endpoint in addresses and len(addresses) == size,
+          f"replica set: version {got_version}, {addresses}")
+
+
 def replace_replica(cluster, name, version, purge):
     """`cluster replace NAME`: the new replica serves in the set, the old one is gone; the new one's name."""
     pid = running(cluster)[name]
@@ -245,22 +266,44 @@ def replace_replica(cluster, name, version, purge):
     else:
         line = next(li for li in done.stdout.splitlines() if li.startswith(f"replaced {name} "))
         new, endpoint = line.split(" by ")[1].split()[0], line.split(" by ")[1].split()[1].strip("()")
-        for words in [f"replica set version {version}; stopped {name}", "paused writes: replica set version",
+        for words in [f"replica set version {version}: 3 replicas, W=2 R=2", f"stopped {name} and took it out",
+                      "paused writes: replica set version",
                       f"kept its data {cluster.dir}/{name}"]:
             check(words in done.stdout, f"cluster replace did not say '{words}'")
         check((cluster.dir / name).is_dir(), f"{name}'s data is gone without --purge")
-    check(exited(pid), f"{name} (pid {pid}) still runs")
-    check(name not in recorded(cluster), f"{name} is still in DIR/daemons")
-    text = (cluster.dir / "cluster.toml").read_text()
-    check(f"'{name}'" not in text and not (cluster.dir / "keys" / f"{name}.key").exists(),
-          f"{name}'s identity or key is still there")
-    check(f"identity = '{new}'" in text and "spare" not in text, f"the cluster file does not list {new} in the set")
-    check(new in running(cluster) and (cluster.dir / new).is_dir(), f"{new} does not run on its own data directory")
-    got_version, addresses = replica_set(cluster)
-    check(got_version == version and endpoint in addresses and len(addresses) == 3,
-          f"replica set: version {got_version}, {addresses}")
+    check_left(cluster, name, pid)
+    check_joined(cluster, new, endpoint, version, 3)
     check_kept(cluster, before)
     return new
+
+
+def add_replica(cluster, version):
+    """`cluster add replica`: a new replica-N joins the set, four replicas with W 3; its name."""
+    before = running(cluster)
+    done = palisade("cluster", "add", "replica", "--dir", cluster.dir)
+    check(done.returncode == 0, f"cluster add replica: exit {done.returncode}: {done.stderr}")
+    line = next(li for li in done.stdout.splitlines() if li.startswith("added replica-"))
+    new, endpoint = line.split()[1], line.split()[2].strip("()")
+    check(f"replica set version {version}: 4 replicas, W=3 R=2" in done.stdout, f"cluster add replica: {done.stdout}")
+    check_joined(cluster, new, endpoint, version, 4)
+    check_kept(cluster, before)
+    return new
+
+
+def remove_replica(cluster, name, version):
+    """`cluster remove NAME -o json` of a replica: it leaves the set (three, W 3), stops, and leaves the file."""
+    pid = running(cluster)[name]
+    before = {n: p for n, p in running(cluster).items() if n != name}
+    done = palisade("cluster", "remove", name, "--dir", cluster.dir, "-o", "json")
+    check(done.returncode == 0, f"cluster remove {name}: exit {done.returncode}: {done.stderr}")
+    out = json.loads(done.stdout)
+    check(out["replaced"] == name and out["replica_set_version"] == version and out["write_quorum"] == 3 and
+          "name" not in out, f"cluster remove {name} -o json: {out}")
+    check_left(cluster, name, pid)
+    got_version, addresses = replica_set(cluster)
+    check(got_version == version and out["replaced_endpoint"] not in addresses and len(addresses) == 3,
+          f"replica set: version {got_version}, {addresses}")
+    check_kept(cluster, before)
 
 
 def down_and_up(cluster, version, ids, replicas):
@@ -302,8 +345,6 @@ def main():
         with MetricsCluster(PALISADE, Path(tmp) / "cluster", lockd=3, replicas=3) as cluster:
             d = cluster.dir
             refused(["cluster", "remove", "lockd-99", "--dir", d], 2, "lockd-99 is not a node of the cluster in")
-            refused(["cluster", "remove", "replica-0", "--dir", d], 2, "removing a replica is not supported yet")
-            refused(["cluster", "add", "replica", "--dir", d], 2, "adding a replica is not supported yet")
             check_members(cluster, 0, [1, 2, 3])
 
             load = LockLoad(cluster)
@@ -325,6 +366,10 @@ def main():
                 load.wait_for_steps(3)
                 second = replace_replica(cluster, "replica-0", 4, purge=True)
                 load.wait_for_steps(3)
+                added = add_replica(cluster, 6)
+                load.wait_for_steps(3)
+                remove_replica(cluster, first, 8)
+                load.wait_for_steps(3)
             finally:
                 load.stopping.set()
                 load.join(timeout=180)
@@ -334,9 +379,10 @@ def main():
                     f"--base-port {cluster.base_port} would put lockd-{ids[0]} on port {cluster.base_port}, but it "
                     f"listens on")
             refused(["cluster", "replace", "replica-99", "--dir", d], 2, "'replica-99' is not a replica of the cluster")
-            down_and_up(cluster, 4, ids, ["replica-2", first, second])
+            refused(["cluster", "remove", second, "--dir", d], 2, "W 3 and R 2 must be within 1..2")
+            down_and_up(cluster, 4, ids, ["replica-2", second, added])
             print(f"ok: cluster add lockd twice, remove the master's node (lockd-{master}) and another, replace "
-                  f"replica-1 by {first} and replica-0 by {second}, under load: "
+                  f"replica-1 by {first} and replica-0 by {second}, add {added} and remove {first}, under load: "
                   f"{len(load.done)} lock-and-put steps all succeeded, tokens {tokens[0]}..{tokens[-1]} strictly "
                   f"increasing, every key read back; no daemon restarted; down and up again with members {ids}")
 
