@@ -69,7 +69,7 @@ ReplicaHandler::ReplicaHandler(ReplicaStore& store, HybridClock& clock, std::opt
       verifier_(verifier_of(auth_)),
       config_(store, verifier_, auth_ ? auth_->replica_id : 0) {
   if (auth_) {
-    receipts_.emplace(auth_->replica_key, auth_->group, auth_->replica_id, auth_->write_quorum);
+    receipts_.emplace(auth_->replica_key, auth_->group, auth_->replica_id);
     seal_.emplace(auth_->replica_key, auth_->group);
   }
 }
@@ -200,10 +200,12 @@ Status ReplicaHandler::check_sequencer(std::string_view sequencer, std::string_v
 Status ReplicaHandler::check_proof(std::string_view key, const Version& v, const wire::Certificate& certificate,
                                    bool repairer, std::string_view what) const {
   if (!receipts_ || v.ts.token == 0 || repairer) return Status::ok();
-  if (receipts_->proves(certificate, key, v.ts, wire::content_hash(v))) return Status::ok();
+  // W is the kept set's when it has one: an addition raises it (W never falls).
+  const size_t needed = std::max<size_t>(static_cast<size_t>(auth_->write_quorum), config_.write_quorum());
+  if (receipts_->proves(certificate, key, v.ts, wire::content_hash(v), needed)) return Status::ok();
   return Status(Code::kBadRequest,
                 "a " + std::string(what) + " of a version under lock '" + v.lock + "' needs proof that " +
-                    std::to_string(receipts_->write_quorum()) +
+                    std::to_string(needed) +
                     " replicas acknowledged it (a certificate of their receipts), or a repairer's seal");
 }
 

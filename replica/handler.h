@@ -33,7 +33,7 @@ struct ReplicaAuth {
   // key): this replica's receipts, and the repairers' seals it opens.
   ClusterKey replica_key;
   std::string group;
-  int write_quorum = 0;   // W, at least 1
+  int write_quorum = 0;  // W, at least 1; the kept replica set's W when larger
   uint64_t replica_id = 0;
   // Negative control for the simulator: a sequencer is checked against the
   // request's token but not its lock, so one lock's grant passes for another.

@@ -16,10 +16,8 @@ static_assert(sizeof(wire::Receipt::mac) >= crypto_generichash_BYTES_MIN);
 
 }  // namespace
 
-Receipts::Receipts(const ClusterKey& cluster_key, std::string_view group, uint64_t replica_id, int write_quorum)
-    : key_(derive_key(cluster_key, kPurpose, group)), replica_id_(replica_id), write_quorum_(write_quorum) {
-  PALISADE_CHECK(write_quorum >= 1);
-}
+Receipts::Receipts(const ClusterKey& cluster_key, std::string_view group, uint64_t replica_id)
+    : key_(derive_key(cluster_key, kPurpose, group)), replica_id_(replica_id) {}
 
 wire::Receipt Receipts::sign(uint64_t replica, std::string_view key, const FencedTimestamp& ts, uint64_t hash) const {
   uint8_t head[32];
@@ -37,8 +35,9 @@ wire::Receipt Receipts::issue(std::string_view key, const FencedTimestamp& ts, u
 }
 
 bool Receipts::proves(const wire::Certificate& certificate, std::string_view key, const FencedTimestamp& ts,
-                      uint64_t hash) const {
-  if (certificate.size() < static_cast<size_t>(write_quorum_)) return false;
+                      uint64_t hash, size_t needed) const {
+  PALISADE_CHECK(needed >= 1);
+  if (certificate.size() < needed) return false;
   std::vector<uint64_t> replicas;
   for (const wire::Receipt& r : certificate) {
     if (std::find(replicas.begin(), replicas.end(), r.replica) != replicas.end()) continue;
@@ -46,7 +45,7 @@ bool Receipts::proves(const wire::Certificate& certificate, std::string_view key
     if (sodium_memcmp(expected.mac.data(), r.mac.data(), r.mac.size()) != 0) continue;
     replicas.push_back(r.replica);
   }
-  return replicas.size() >= static_cast<size_t>(write_quorum_);
+  return replicas.size() >= needed;
 }
 
 }  // namespace palisade::replica

@@ -20,22 +20,20 @@ namespace palisade::replica {
 
 class Receipts {
  public:
-  Receipts(const ClusterKey& cluster_key, std::string_view group, uint64_t replica_id, int write_quorum);
+  Receipts(const ClusterKey& cluster_key, std::string_view group, uint64_t replica_id);
 
   // This replica's receipt of a version: key, timestamp and content hash.
   wire::Receipt issue(std::string_view key, const FencedTimestamp& ts, uint64_t hash) const;
   // Whether `certificate` holds valid receipts of this version from at least
-  // write_quorum distinct replicas.
-  bool proves(const wire::Certificate& certificate, std::string_view key, const FencedTimestamp& ts,
-              uint64_t hash) const;
-  int write_quorum() const { return write_quorum_; }
+  // `needed` distinct replicas.
+  bool proves(const wire::Certificate& certificate, std::string_view key, const FencedTimestamp& ts, uint64_t hash,
+              size_t needed) const;
 
  private:
   wire::Receipt sign(uint64_t replica, std::string_view key, const FencedTimestamp& ts, uint64_t hash) const;
 
   DerivedKey key_;
   uint64_t replica_id_;
-  int write_quorum_;
 };
 
 }  // namespace palisade::replica

@@ -50,6 +50,8 @@ class ReplicaConfig {
   void observe(Observer observer);
 
   uint64_t version() const { return set_.version; }
+  // The kept set's W; 0 with none kept.
+  uint32_t write_quorum() const { return set_.write_quorum; }
   bool paused() const { return set_.phase == wire::ReplicaPhase::kPaused; }
   // The kept set lists this replica, or cannot tell (a replica without a
   // receipt id known to it): true with no set kept.

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "base/hybrid_clock.h"
+#include "auth/config_certificate.h"
 #include "auth/repair_seal.h"
 #include "replica/handler.h"
 #include "replica/merkle.h"
@@ -888,6 +889,44 @@ TEST_CASE("with a cluster key, a version under a lock is committed only on proof
     CHECK(r1.call(certified(commit_req("k", ts(4)), {mine, theirs})).status.code() == Code::kBadRequest);
     CHECK(r1.stored("k")->state == VersionState::kPending);
   }
+}
+
+TEST_CASE("with a cluster key, a kept replica set's larger W is the receipts a commit needs",
+          "[replica][sequencer][receipts]") {
+  // The cluster file says W 2; an addition made the set 4 replicas with W 3.
+  Replica r1(auth(1)), r2(auth(2)), r3(auth(3));
+  const wire::ReplicaSet set{.version = 1,
+                             .phase = wire::ReplicaPhase::kServing,
+                             .replicas = {{1, "tcp://127.0.0.1:7201"},
+                                          {2, "tcp://127.0.0.1:7202"},
+                                          {3, "tcp://127.0.0.1:7203"},
+                                          {4, "tcp://127.0.0.1:7204"}},
+                             .write_quorum = 3,
+                             .read_quorum = 2};
+  const auto in_set = [](ReplicaRequest r) {
+    r.config = 1;
+    return r;
+  };
+  for (Replica* r : {&r1, &r2, &r3}) {
+    ReplicaRequest install;
+    install.body = wire::InstallConfigRequest{sign_config_certificate(SequencerSigner(kKey, kGroup), set)};
+    REQUIRE(r->call(install).status.is_ok());
+  }
+  const auto write = in_set(with_sequencer(write_req("k", "x", ts(4), "L"), seq("L", 4)));
+  wire::Certificate certificate = {receipt_of(r1, write), receipt_of(r2, write)};
+  ReplicaReply refused = r1.call(in_set(certified(commit_req("k", ts(4)), certificate)));
+  CHECK(refused.status.code() == Code::kBadRequest);
+  CHECK_THAT(refused.status.message(), Catch::Contains("needs proof that 3 replicas"));
+  CHECK_FALSE(refused.applied);
+  const auto state = [&] {
+    ReplicaReply read = r1.call(in_set(read_req("k")));
+    REQUIRE(read.versions.size() == 1);
+    return read.versions[0].state;
+  };
+  CHECK(state() == VersionState::kPending);
+  certificate.push_back(receipt_of(r3, write));
+  CHECK(r1.call(in_set(certified(commit_req("k", ts(4)), certificate))).applied);
+  CHECK(state() == VersionState::kCommitted);
 }
 
 TEST_CASE("with a cluster key, W receipts or a repairer's seal commit a version under a lock",
