@@ -448,6 +448,9 @@ void LockService::lost_mastership() {
   expiring_.clear();
   delay_timers_.clear();
   wait_timers_.clear();
+  // A pause's end it proposed may be lost with the mastership: timed again
+  // from its next start, as a new master times it.
+  paused_version_ = 0;
 }
 
 void LockService::answer(const Pending& p, wire::LockReply reply) {
