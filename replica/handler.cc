@@ -55,6 +55,13 @@ void insert(Versions& versions, const Version& v) {
 
 namespace {
 
+// Requests that store, commit or drop versions.
+bool takes_versions(const wire::ReplicaRequestBody& body) {
+  return std::holds_alternative<wire::WriteRequest>(body) || std::holds_alternative<wire::CommitRequest>(body) ||
+         std::holds_alternative<wire::PurgeRequest>(body) || std::holds_alternative<wire::CopyManyRequest>(body) ||
+         std::holds_alternative<wire::DropTombstoneRequest>(body);
+}
+
 std::optional<SequencerVerifier> verifier_of(const std::optional<ReplicaAuth>& auth) {
   if (!auth) return std::nullopt;
   return auth->sequencers ? *auth->sequencers : SequencerSigner(auth->replica_key, auth->group).verifier();
@@ -135,6 +142,10 @@ std::vector<ReplicaReply> ReplicaHandler::handle_batch(std::span<const wire::Rep
 ReplicaReply ReplicaHandler::apply(const wire::ReplicaRequest& request, bool& changed) {
   const auto& body = request.body;
   if (auto refused = config_.refusal(request)) return *refused;
+  if (auth_ && auth_->spare && config_.version() == 0 && !request.from_repairer && takes_versions(body)) {
+    return reply_with(Status(Code::kUnavailable, "this replica is a spare: it takes versions only from a fill until "
+                                                 "a replica set lists it (palisade member add|replace --replica)"));
+  }
   if (const auto* c = std::get_if<wire::InstallConfigRequest>(&body)) return install_config(*c);
   if (std::holds_alternative<wire::PingRequest>(body)) return {};
   if (const auto* r = std::get_if<wire::ReadRequest>(&body)) return read(*r);

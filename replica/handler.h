@@ -41,6 +41,10 @@ struct ReplicaAuth {
   // The lock group's public key; nullopt: the one derived from `replica_key`
   // (which is then the cluster key).
   std::optional<SequencerVerifier> sequencers = std::nullopt;
+  // A spare (the cluster file's `spare = true`): until it keeps a replica
+  // set, it takes versions only from a repairer (a fill), so that it joins a
+  // set holding nothing a client put there behind the set's back.
+  bool spare = false;
 };
 
 class ReplicaHandler {

@@ -2,6 +2,7 @@
 // the data directory, and wires LMDB, the handler and ZeroMQ together.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -154,7 +155,15 @@ bool load_auth(const Flags& flags, std::optional<replica::ReplicaAuth>* auth) {
     spdlog::error("{}", key.status().message());
     return false;
   }
-  *auth = replica::ReplicaAuth{.replica_key = key.value(), .group = group, .write_quorum = write_quorum};
+  const std::vector<std::string>& spares = cluster.value().spare_replicas;
+  const bool spare = std::find(spares.begin(), spares.end(), flags.server.listen_endpoint) != spares.end();
+  *auth =
+      replica::ReplicaAuth{.replica_key = key.value(), .group = group, .write_quorum = write_quorum, .spare = spare};
+  if (spare) {
+    spdlog::info("a spare of {}: until a replica set lists it, it takes versions only from a fill (palisade "
+                 "member add|replace --replica)",
+                 flags.cluster_file);
+  }
   if (!public_key.empty()) {
     auto verifier = SequencerVerifier::create(group, public_key);
     if (!verifier.is_ok()) {

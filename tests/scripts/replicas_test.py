@@ -114,6 +114,9 @@ def add_then_remove(cluster, load, new):
         os.kill(pid, signal.SIGHUP)
     new.start_replica(name, endpoint)
     wait_until(f"{name} to answer", lambda: answers(cluster, endpoint, new.procs[name]), timeout=30)
+    # A spare takes versions only from a fill until a set lists it (docs/design.md "Spares").
+    log = (new.dir / f"{name}.log").read_text()
+    check("a spare of" in log, f"{name} does not say it is a spare: {log}")
     added = change(cluster, ["add", "--replica", endpoint])
     after = replica_set(cluster)
     check(after["version"] == before["version"] + 2 and len(after["replicas"]) == 4 and

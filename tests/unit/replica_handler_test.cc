@@ -929,6 +929,41 @@ TEST_CASE("with a cluster key, a kept replica set's larger W is the receipts a c
   CHECK(state() == VersionState::kCommitted);
 }
 
+TEST_CASE("a spare takes versions only from a repairer until it keeps a replica set", "[replica][sequencer]") {
+  replica::ReplicaAuth spare_auth = auth(4);
+  spare_auth.spare = true;
+  Replica spare(spare_auth), member(auth(1));
+  const auto write = with_sequencer(write_req("k", "x", ts(4), "L"), seq("L", 4));
+  // A client's write, commit or purge: refused, and nothing is stored.
+  for (const ReplicaRequest& r :
+       {write, certified(commit_req("k", ts(4)), {receipt_of(member, write)}), purge_req("k", ts(4))}) {
+    ReplicaReply reply = spare.call(r);
+    CHECK(reply.status.code() == Code::kUnavailable);
+    CHECK_THAT(reply.status.message(), Catch::Contains("spare"));
+  }
+  CHECK_FALSE(spare.stored("k"));
+  // A fill's fences, reads and sealed copies: taken.
+  CHECK(spare.call(with_sequencer(fence_req("L", 4), seq("L", 4))).status.is_ok());
+  CHECK(spare.call(read_req("k")).status.is_ok());
+  CHECK(spare.call(from_repairer(committed(write))).status.is_ok());
+  REQUIRE(spare.stored("k"));
+  CHECK(spare.stored("k")->state == VersionState::kCommitted);
+  // Once a set lists it, it serves clients as every member does.
+  const wire::ReplicaSet set{.version = 1,
+                             .phase = wire::ReplicaPhase::kServing,
+                             .replicas = {{1, "tcp://127.0.0.1:7201"}, {2, "tcp://127.0.0.1:7204", "", 4}},
+                             .write_quorum = 2,
+                             .read_quorum = 1};
+  ReplicaRequest install;
+  install.body = wire::InstallConfigRequest{sign_config_certificate(SequencerSigner(kKey, kGroup), set)};
+  REQUIRE(spare.call(install).status.is_ok());
+  ReplicaRequest next = with_sequencer(write_req("j", "y", ts(4), "L"), seq("L", 4));
+  next.config = 1;
+  CHECK(spare.call(next).status.is_ok());
+  // A replica that is no spare took the client's write from the start.
+  CHECK(member.call(with_sequencer(write_req("j", "y", ts(4), "L"), seq("L", 4))).status.is_ok());
+}
+
 TEST_CASE("with a cluster key, W receipts or a repairer's seal commit a version under a lock",
           "[replica][sequencer][receipts]") {
   Replica r1(auth(1)), r2(auth(2)), r3(auth(3));
