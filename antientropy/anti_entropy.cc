@@ -83,12 +83,6 @@ void install_everywhere(std::vector<zmq::socket_t>& sockets, const AntiEntropyOp
   }
 }
 
-// Repairs that change what replicas hold go sealed: copies and commits.
-bool changes_versions(const wire::ReplicaRequestBody& body) {
-  return std::holds_alternative<wire::CopyManyRequest>(body) || std::holds_alternative<wire::CommitRequest>(body) ||
-         std::holds_alternative<wire::WriteRequest>(body);
-}
-
 }  // namespace
 
 Result<AntiEntropyReport> run_anti_entropy(const AntiEntropyOptions& options) {
@@ -135,7 +129,7 @@ Result<AntiEntropyReport> run_anti_entropy(const AntiEntropyOptions& options) {
   // The bytes of a request: copies and commits sealed, when the run is a repairer's.
   auto encode = [&](const client::AntiEntropySend& send) {
     std::string bytes = wire::encode_request(send.request);
-    return seal && changes_versions(send.request.body) ? seal->seal(bytes, wall.now_ms()) : bytes;
+    return seal && client::changes_versions(send.request.body) ? seal->seal(bytes, wall.now_ms()) : bytes;
   };
   auto last_progress = Clock::now();
   for (;;) {

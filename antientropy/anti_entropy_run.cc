@@ -125,4 +125,9 @@ Result<AntiEntropyReport> AntiEntropyRun::finish() {
   return report;
 }
 
+bool changes_versions(const wire::ReplicaRequestBody& body) {
+  return std::holds_alternative<wire::CopyManyRequest>(body) || std::holds_alternative<wire::CommitRequest>(body) ||
+         std::holds_alternative<wire::WriteRequest>(body);
+}
+
 }  // namespace palisade::client

@@ -91,4 +91,8 @@ class AntiEntropyRun {
   std::string newer_config_;
 };
 
+// Whether a repairer seals a request (auth/repair_seal.h): copies and commits,
+// which change what replicas hold.
+bool changes_versions(const wire::ReplicaRequestBody& body);
+
 }  // namespace palisade::client

@@ -41,6 +41,7 @@ void Adversary::observe(int from, int to, const std::string& bytes) {
   if (to < 0 || to >= s_.replicas || from < s_.lockd_base) return;  // only clients' requests to replicas
   auto request = wire::decode_request(bytes, wire::Limits{});
   if (!request.is_ok()) return;
+  config_ = std::max(config_, request.value().config);
   const std::string* sequencer = nullptr;
   if (auto* f = std::get_if<wire::FenceRequest>(&request.value().body)) sequencer = &f->sequencer;
   if (auto* w = std::get_if<wire::WriteRequest>(&request.value().body)) sequencer = &w->sequencer;
@@ -206,7 +207,7 @@ void Adversary::send_write(int replica, const wire::WriteRequest& w) {
   ++counters_.writes;
   wire::WriteRequest sent = w;
   if (sent.committed) sent.certificate = receipts_[w.value];
-  world_.send(s_.node, replica, wire::encode_request({id, sent}));
+  world_.send(s_.node, replica, wire::encode_request({id, sent, "", config_}));
 }
 
 void Adversary::send_commit(int replica, const wire::WriteRequest& w) {
@@ -215,7 +216,8 @@ void Adversary::send_commit(int replica, const wire::WriteRequest& w) {
   in_flight_[id] = Sent::kCommit;
   ++counters_.commits;
   world_.send(s_.node, replica,
-              wire::encode_request({id, wire::CommitRequest{w.key, w.ts, wire::content_hash(v), receipts_[w.value]}}));
+              wire::encode_request(
+                  {id, wire::CommitRequest{w.key, w.ts, wire::content_hash(v), receipts_[w.value]}, "", config_}));
 }
 
 // Commits `w` on `replicas` a while later, as if it had been acknowledged.
@@ -317,12 +319,21 @@ void Adversary::one_replica() {
   const std::string& lock = pick_lock();
   auto grants = sequencers_.find(lock);
   if (grants == sequencers_.end() || grants->second.empty()) return replay_replica();
-  // The newest grant seen: often still held, so that the replica stores it.
-  const auto& [token, sequencer] = *grants->second.rbegin();
+  // The newest grant seen: often still held, so that the replica stores it;
+  // with a repairer, the newest superseded one.
+  auto grant = std::prev(grants->second.end());
+  if (s_.repairer_runs) {
+    grant = grants->second.lower_bound(s_.fenced_token(lock));
+    if (grant == grants->second.begin()) return replay_replica();
+    --grant;
+  }
+  const auto& [token, sequencer] = *grant;
   const int replica = static_cast<int>(world_.uniform(0, static_cast<uint64_t>(s_.replicas - 1)));
   const bool committed = s_.commits && world_.chance(0.3);
   const wire::WriteRequest w =
-      new_write(lock, token, sequencer, committed, "one replica: sent to replica " + std::to_string(replica) + " only");
+      new_write(lock, token, sequencer, committed,
+                "one replica: sent to replica " + std::to_string(replica) + " only" +
+                    (s_.repairer_runs ? ", token " + std::to_string(s_.fenced_token(lock)) + " fenced before" : ""));
   send_write(replica, w);
   if (s_.commits && !committed) {
     commit_later({replica}, w);

@@ -64,7 +64,7 @@ class Adversary {
   struct Setup {
     int index = 0;
     int node = 0;  // its world node
-    int replicas = 3;
+    int replicas = 3;  // world nodes 0 .. replicas-1, spares included
     int write_quorum = 2;
     int lockd_base = 100;  // lockd node n (1..lockd) is world node lockd_base + n
     int lockd = 3;
@@ -77,6 +77,11 @@ class Adversary {
     std::function<uint64_t(const std::string& lock)> fenced_token;
     // Whether it sends commits and committed writes (repairs) at all.
     bool commits = true;
+    // A repairer runs (replica set changes' fills): a current holder's write
+    // that reached one replica has an unknown outcome, which a paused fill
+    // may complete (docs/anti-entropy.md). Its one-replica writes then use
+    // superseded grants only, which the fenced replicas' floors keep out.
+    bool repairer_runs = false;
   };
 
   Adversary(World& world, Setup setup, History& history, AdversaryCounters& counters);
@@ -130,6 +135,7 @@ class Adversary {
   bool stopped_ = false;
   uint64_t values_ = 0;
   uint64_t next_id_ = uint64_t{1} << 48;
+  uint64_t config_ = 0;  // the newest replica set version a client named: its requests name it too
   uint64_t seen_peer_ = 0, seen_replica_ = 0;
   // lock -> token -> sequencer text, of every grant seen on the wire
   std::map<std::string, std::map<uint64_t, std::string>> sequencers_;

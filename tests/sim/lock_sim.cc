@@ -10,6 +10,7 @@
 #include "client/coordinator.h"
 #include "client/grant_fence.h"
 #include "client/lock_session.h"
+#include "client/replica_view.h"
 #include "wire/hash.h"
 #include "wire/lock_protocol.h"
 #include "auth/cluster_key.h"
@@ -18,6 +19,8 @@
 #include "lockgroup/memory_paxos_storage.h"
 #include "lockgroup/peer_auth.h"
 #include "tests/sim/lock_checkers.h"
+#include "tests/sim/lock_group_record.h"
+#include "tests/sim/replacer.h"
 #include "tests/sim/replica_set.h"
 #include "tests/sim/sim_links.h"
 #include "tests/support/sim_disk.h"
@@ -25,10 +28,13 @@
 namespace palisade::sim {
 namespace {
 
+constexpr int kOperatorNode = 90;  // the replacer's world node
+constexpr int kRecordNode = 91;  // its connection to the lock group
 constexpr int kLockdBase = 100;   // world node of lockd i (i from 1)
 constexpr int kClientBase = 200;    // world node of client c's store connection
 constexpr int kAdversaryBase = 900;  // world node of adversary a
 constexpr int kSessionBase = 1000;  // world node of client c's session: one per incarnation (a new socket)
+constexpr int kLaneBase = 100000;  // world node of client c's lane to a later replica set: one per move
 constexpr const char* kGroup = "sim";
 constexpr uint64_t kMaxRunMs = 30 * 60 * 1000;
 
@@ -145,6 +151,10 @@ struct SimClient {
   std::unique_ptr<SimLinks> links;
   std::unique_ptr<client::Lane> lane;  // the client's own, as QuorumStore drives it
   client::Coordinator& coordinator() { return lane->coordinator(); }
+  client::ReplicaView view;  // the replica set the lane sends to
+  std::vector<int> view_nodes;  // its replicas' world nodes
+  int node = 0;  // the lane's world node
+  int moves = 0;
   uint64_t incarnation = 0;  // a new session after a crash or expiry
   size_t session_nodes = 0;  // the nodes its session knew at the last pump
   uint64_t paused_until = 0;
@@ -158,7 +168,13 @@ struct SimClient {
   std::optional<Held> held;
   std::optional<Held> granting;  // granted, fence in flight
   enum class Kind { kWrite, kFence, kRead };
-  std::map<client::OpId, std::pair<Kind, size_t>> ops;
+  struct Op {
+    Kind kind = Kind::kRead;
+    size_t record = 0;  // in the history
+    Fence fence{};  // a write's or fence's, to send it again on a newer set
+    bool moved = false;  // sent again on a newer set
+  };
+  std::map<client::OpId, Op> ops;
   int counter = 0;
 };
 
@@ -174,13 +190,14 @@ class LockSim {
         key_(ClusterKey::from_hex(std::string(64, '7')).value()),
         replicas_(
             world_,
-            {.replicas = o.replicas,
+            {.replicas = o.replicas + o.replica_spares,
              .max_clock_offset_ms = o.max_clock_offset_ms,
              .skip_fence_floor = o.broken_replicas_skip_fence_floor,
              .auth = replica::ReplicaAuth{.replica_key = key_,
                                           .group = kGroup,
                                           .write_quorum = o.broken_replicas_one_receipt ? 1 : o.replicas / 2 + 1,
                                           .broken_ignore_sequencer_lock = o.broken_replicas_ignore_sequencer_lock},
+             .spares_from = o.replica_spares > 0 ? o.replicas : -1,
              .trust_everyone = o.broken_replicas_trust_everyone,
              .lmdb = o.lmdb_stores,
              .crashed_in_commit = [this](int r) { schedule_replica_restart(r); }}),
@@ -225,19 +242,16 @@ class LockSim {
       cl.wall = std::make_unique<SkewedClock>(world_, offset);
       cl.hlc = std::make_unique<HybridClock>(*cl.wall);
       int quorum = o.replicas / 2 + 1;
-      cl.links = std::make_unique<SimLinks>(world_, replicas_, kClientBase + c);
-      cl.lane = std::make_unique<client::Lane>(*cl.links, sim_endpoints(o.replicas),
-                                               client::CoordinatorOptions{o.replicas, quorum, quorum, 2000, 50},
-                                               *cl.hlc, wire::Limits{});
+      cl.view = {.endpoints = sim_endpoints(o.replicas), .read_quorum = quorum, .write_quorum = quorum};
       cl.cycles_left = o.cycles_per_client;
       clients_.push_back(std::move(cl));
-      world_.attach(kClientBase + c, [this, c](int from, const std::string& bytes) { client_receive(c, from, bytes); });
+      wire_lane(c, kClientBase + c);
     }
     for (int a = 0; a < o.adversaries; ++a) {
       Adversary::Setup s;
       s.index = a;
       s.node = kAdversaryBase + a;
-      s.replicas = o.replicas;
+      s.replicas = o.replicas + o.replica_spares;
       s.write_quorum = o.replicas / 2 + 1;
       s.lockd_base = kLockdBase;
       s.lockd = nodes_;
@@ -247,7 +261,30 @@ class LockSim {
       s.key_of = [](const std::string& lock) { return "key" + lock.substr(4); };
       s.fenced_token = [this](const std::string& lock) { return fenced_token(lock); };
       s.commits = o.adversary_commits;
+      s.repairer_runs = o.replica_spares > 0;
       adversaries_.push_back(std::make_unique<Adversary>(world_, std::move(s), history_, adversary_counters_));
+    }
+    if (o.replica_spares > 0) {
+      record_ = std::make_unique<LockGroupRecord>(
+          world_, LockGroupRecord::Options{.node = kRecordNode, .lockd_base = kLockdBase, .lockd = nodes_});
+      const int quorum = o.replicas / 2 + 1;
+      replacer_ = std::make_unique<Replacer>(
+          world_, replicas_, *record_,
+          Replacer::Options{.node = kOperatorNode,
+                            .members = o.replicas,
+                            .spares = o.replica_spares,
+                            .read_quorum = quorum,
+                            .write_quorum = quorum,
+                            .adds_and_removes = o.replica_adds_and_removes,
+                            .walk_away = o.replica_walk_away,
+                            .seal = RepairSeal(key_, kGroup),
+                            .receipt_ids = true,
+                            .broken_skip_paused_fill = o.broken_replacement_skips_paused_fill,
+                            .broken_skip_pause = o.broken_replacement_skips_pause,
+                            .broken_targets_skip_floors = o.broken_targets_skip_floors});
+      replacer_->ended = [this] {
+        if (!healed_) replacer_->change_later(world_.uniform(0, 3000));
+      };
     }
     if (!adversaries_.empty()) {
       // They see what everyone else sends, not each other's frames: a value
@@ -265,6 +302,7 @@ class LockSim {
     }
     schedule_faults();
     for (auto& a : adversaries_) a->start();
+    if (replacer_) replacer_->change_later(world_.uniform(0, 3000));
     while (!world_.idle() && !workload_done() && world_.now_ms() < kMaxRunMs) {
       world_.run(world_.now_ms() + 1000);
     }
@@ -274,6 +312,7 @@ class LockSim {
     for (auto& a : adversaries_) a->stop();
     world_.faults() = NetworkFaults{0, 0, world_.faults().max_delay_ms, 0, 0};
     if (!replicas_.restart_all()) violations_.push_back("store does not open: " + replicas_.why());
+    if (replacer_) settle_replica_set();
     for (int k = 0; k < o_.locks; ++k) {
       start_read(0, key_of(k));
       world_.run(world_.now_ms() + 60000);
@@ -298,6 +337,14 @@ class LockSim {
     result.member_changes_proposed = member_changes_proposed_;
     result.member_views_changed = member_views_changed_;
     result.client_nodes_learnt = client_nodes_learnt_;
+    if (replacer_) {
+      result.replica_changes = static_cast<uint64_t>(replacer_->changed());
+      result.replicas_added = static_cast<uint64_t>(replacer_->added());
+      result.replicas_removed = static_cast<uint64_t>(replacer_->removed());
+      result.replica_changes_abandoned = static_cast<uint64_t>(replacer_->abandoned());
+      result.replica_walk_aways = static_cast<uint64_t>(replacer_->walked_away());
+    }
+    result.views_followed = views_followed_;
     result.expired_sessions = expired_sessions_;
     for (const auto& w : history_.writes) {
       if (w.result == Code::kOk) ++result.writes_ok;
@@ -359,6 +406,7 @@ class LockSim {
     s.key = key_;
     s.session_lease_ms = o_.timing.session_lease_ms;
     s.snapshot_every = o_.snapshot_every;
+    if (o_.broken_pause_never_ends) s.replica_pause_timeout_ms = uint64_t{1} << 50;
     s.seed = world_.rng().next();
     return d;
   }
@@ -739,7 +787,7 @@ class LockSim {
       if (o_.member_change_per_second > 0 && world_.chance(o_.member_change_per_second)) change_members();
       if (world_.chance(o_.master_stop_per_second)) stop_master();
       if (world_.chance(o_.replica_crash_per_second)) {
-        int r = static_cast<int>(world_.uniform(0, o_.replicas - 1));
+        int r = static_cast<int>(world_.uniform(0, static_cast<uint64_t>(replicas_.size() - 1)));
         if (!replicas_.up(r)) {
         } else if (o_.lmdb_stores && world_.chance(0.5)) {
           replicas_.crash_in_next_commit(r, world_.uniform(1, 8));
@@ -845,7 +893,9 @@ class LockSim {
         if (!reply.is_ok()) return;
         world_.record("client " + std::to_string(c) + " <- replica " + std::to_string(from) + " " +
                       describe(reply.value()));
-        me.lane->on_frame(static_cast<size_t>(from), bytes, world_.now_ms());
+        auto at = std::find(me.view_nodes.begin(), me.view_nodes.end(), from);
+        if (at == me.view_nodes.end()) return;
+        me.lane->on_frame(static_cast<size_t>(at - me.view_nodes.begin()), bytes, world_.now_ms());
         pump_store(c);
       }
     });
@@ -898,6 +948,7 @@ class LockSim {
     std::vector<client::Completion> completed = me.lane->flush(world_.now_ms());
     report_invariant("client " + std::to_string(c) + "'s coordinator", me.coordinator().check_invariants());
     for (auto& done : completed) store_done(c, done);
+    if (replacer_ && follow_view(c)) return pump_store(c);
     auto next = me.coordinator().next_deadline_ms();
     if (next && *next < me.store_tick_at) {
       me.store_tick_at = *next;
@@ -1051,7 +1102,7 @@ class LockSim {
         const Held& g = *self.granting;
         history_.fences.push_back({c, g.lock, g.token, world_.now_ms(), 0, Code::kTimeout});
         client::OpId op = self.coordinator().start_fence(Fence{g.lock, g.token, g.sequencer}, world_.now_ms());
-        self.ops[op] = {SimClient::Kind::kFence, history_.fences.size() - 1};
+        self.ops[op] = {SimClient::Kind::kFence, history_.fences.size() - 1, Fence{g.lock, g.token, g.sequencer}};
         pump_store(c);
       });
     } else if (me.phase == SimClient::Phase::kReleasing) {
@@ -1097,7 +1148,7 @@ class LockSim {
     history_.writes.push_back({c, key, value, false, h.lock, h.token, world_.now_ms(), 0, Code::kTimeout, {}});
     client::OpId op =
         me.coordinator().start_write(key, value, false, Fence{h.lock, h.token, h.sequencer}, world_.now_ms());
-    me.ops[op] = {SimClient::Kind::kWrite, history_.writes.size() - 1};
+    me.ops[op] = {SimClient::Kind::kWrite, history_.writes.size() - 1, Fence{h.lock, h.token, h.sequencer}};
     world_.record("client " + std::to_string(c) + " writes " + key + " token " + std::to_string(h.token));
     pump_store(c);
   }
@@ -1106,15 +1157,94 @@ class LockSim {
     SimClient& me = cl(c);
     history_.reads.push_back({c, key, world_.now_ms(), 0, Code::kTimeout, false, "", {}});
     client::OpId op = me.coordinator().start_read(key, world_.now_ms());
-    me.ops[op] = {SimClient::Kind::kRead, history_.reads.size() - 1};
+    me.ops[op] = {SimClient::Kind::kRead, history_.reads.size() - 1, {}};
     pump_store(c);
+  }
+
+  // Gives client c a lane to the replicas of its view, from world node `node`.
+  void wire_lane(int c, int node) {
+    SimClient& me = cl(c);
+    me.view_nodes.clear();
+    for (const std::string& e : me.view.endpoints) me.view_nodes.push_back(sim_replica_node(e));
+    me.node = node;
+    me.links = std::make_unique<SimLinks>(world_, replicas_, node, me.view_nodes);
+    if (o_.replica_spares > 0) {
+      me.links->observe = [this, c](size_t, const std::string& frame) { note_attempt(c, frame); };
+    }
+    client::CoordinatorOptions co{static_cast<int>(me.view.endpoints.size()), me.view.read_quorum, me.view.write_quorum,
+                                  2000, 50};
+    co.config = me.view.version;
+    co.config_certificate = me.view.certificate;
+    co.paused = me.view.paused;
+    me.lane = std::make_unique<client::Lane>(*me.links, me.view.endpoints, co, *me.hlc, wire::Limits{});
+    me.store_tick_at = UINT64_MAX;
+    world_.attach(node, [this, c, node](int from, const std::string& bytes) {
+      if (cl(c).node == node) client_receive(c, from, bytes);  // an old lane's replies are lost with it
+    });
+  }
+
+  // The timestamps a write was sent with: one per replica set it was sent to
+  // (the checker reads a moved write by the one a read returned).
+  void note_attempt(int c, const std::string& frame) {
+    auto request = wire::decode_request(frame, wire::Limits{});
+    if (!request.is_ok()) return;
+    const auto* w = std::get_if<wire::WriteRequest>(&request.value().body);
+    if (w == nullptr || w->committed) return;
+    for (const auto& [op, what] : cl(c).ops) {
+      if (what.kind != SimClient::Kind::kWrite) continue;
+      WriteRecord& rec = history_.writes[what.record];
+      if (rec.key != w->key || rec.value != w->value) continue;
+      if (std::find(rec.attempts.begin(), rec.attempts.end(), w->ts) == rec.attempts.end()) {
+        rec.attempts.push_back(w->ts);
+      }
+    }
+  }
+
+  // Moves client c to the newest replica set the certificates its replicas
+  // handed back give, and sends its calls in flight again there, as
+  // QuorumStore does. False when it stays.
+  bool follow_view(int c) {
+    SimClient& me = cl(c);
+    if (!take_newer_view(*me.lane, me.view)) return false;
+    ++views_followed_;
+    world_.record("client " + std::to_string(c) + " moves to replica set version " + std::to_string(me.view.version));
+    wire_lane(c, kLaneBase + c * 1000 + (++me.moves % 1000));
+    std::map<client::OpId, SimClient::Op> moved_ops;
+    const uint64_t now = world_.now_ms();
+    for (const auto& [op, what] : me.ops) {
+      client::OpId again = 0;
+      if (what.kind == SimClient::Kind::kWrite) {
+        const WriteRecord& w = history_.writes[what.record];
+        again = me.coordinator().start_write(w.key, w.value, w.tombstone, what.fence, now);
+      } else if (what.kind == SimClient::Kind::kFence) {
+        again = me.coordinator().start_fence(what.fence, now);
+      } else {
+        again = me.coordinator().start_read(history_.reads[what.record].key, now);
+      }
+      moved_ops[again] = what;
+      moved_ops[again].moved = true;
+    }
+    me.ops = std::move(moved_ops);
+    return true;
+  }
+
+  // After the faults: the replacer's last change ends, and a set left paused
+  // is ended by the lock group's master within its pause timeout.
+  void settle_replica_set() {
+    const uint64_t deadline = world_.now_ms() + 5 * 60 * 1000;
+    while (!replacer_->unsettled().empty() && world_.now_ms() < deadline) world_.run(world_.now_ms() + 1000);
+    if (std::string why = replacer_->unsettled(); !why.empty()) {
+      violations_.push_back("the replica set is not settled 5 minutes after the faults ended: " + why);
+    }
   }
 
   void store_done(int c, const client::Completion& done) {
     SimClient& me = cl(c);
     auto it = me.ops.find(done.op);
     if (it == me.ops.end()) return;
-    auto [kind, record] = it->second;
+    const SimClient::Kind kind = it->second.kind;
+    const size_t record = it->second.record;
+    const bool moved = it->second.moved;
     me.ops.erase(it);
     uint64_t now = world_.now_ms();
     if (kind == SimClient::Kind::kRead) {
@@ -1146,7 +1276,7 @@ class LockSim {
     }
     WriteRecord& rec = history_.writes[record];
     rec.end_ms = now;
-    rec.result = w.status.code();
+    rec.result = (moved ? client::answer_of_resent_write(w) : w).status.code();
     rec.ts = w.ts;
     if (me.phase == SimClient::Phase::kWriting) next_action(c, world_.uniform(0, 200));
   }
@@ -1170,6 +1300,9 @@ class LockSim {
   History history_;
   std::vector<std::unique_ptr<Adversary>> adversaries_;
   AdversaryCounters adversary_counters_;
+  std::unique_ptr<LockGroupRecord> record_;  // replica_spares: the replacer's way to the record
+  std::unique_ptr<Replacer> replacer_;
+  uint64_t views_followed_ = 0;
   std::map<lockgroup::Slot, uint64_t> chosen_;
   std::set<uint64_t> epochs_;
   std::vector<std::string> violations_;

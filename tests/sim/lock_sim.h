@@ -26,6 +26,24 @@ struct LockSimOptions {
   int lockd_spares = 0;
   double member_change_per_second = 0;
   int replicas = 3;  // N; W = R = N / 2 + 1
+  // Spare replicas, outside the replica set at first: an operator changes the
+  // set through the lock group's record, one replica at a time, while the
+  // workload runs (tests/sim/replacer.h). Each spare joins at most once.
+  int replica_spares = 0;
+  // Each change replaces, adds (up to 5 replicas) or removes a replica; else
+  // each replaces one.
+  bool replica_adds_and_removes = false;
+  // Chance the operator walks away from a paused set, which the lock group's
+  // master then ends (LockServiceOptions::replica_pause_timeout_ms).
+  double replica_walk_away = 0.1;
+  // Negative controls of replica set changes (the replacer's, as in
+  // quorum_sim.h): no paused fill; no pause; no fence floors for the new
+  // replica. And the lock group's master never ends a pause, so a set the
+  // operator walked away from stays paused: "not settled".
+  bool broken_replacement_skips_paused_fill = false;
+  bool broken_replacement_skips_pause = false;
+  bool broken_targets_skip_floors = false;
+  bool broken_pause_never_ends = false;
   int clients = 3;
   int cycles_per_client = 5;  // acquire, fence, write, release
   int locks = 2;
@@ -108,6 +126,14 @@ struct LockSimResult {
   uint64_t member_changes_proposed = 0, member_views_changed = 0;
   // lockd nodes clients' sessions learnt from the group (members, hints).
   uint64_t client_nodes_learnt = 0;
+  // replica_spares: replica set changes committed (of them additions and
+  // removals), those that ended otherwise, and the moves of clients to a
+  // newer set.
+  uint64_t replica_changes = 0, replicas_added = 0, replicas_removed = 0, replica_changes_abandoned = 0,
+           views_followed = 0;
+  // Of those abandoned, the paused sets the operator walked away from, which
+  // the lock group's master ended.
+  uint64_t replica_walk_aways = 0;
   uint64_t writes_ok = 0, writes_fenced = 0, reads_ok = 0;
   uint64_t lock_delays = 0;            // started by expiries, by the log
   uint64_t lock_delays_contested = 0;  // of them, ones another session's acquire ran into

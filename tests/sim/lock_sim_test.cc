@@ -72,32 +72,100 @@ TEST_CASE("lock sim: safety holds, seeds 2 mod 4", "[sim]") { run_slice(1, 4); }
 TEST_CASE("lock sim: safety holds, seeds 3 mod 4", "[sim]") { run_slice(2, 4); }
 TEST_CASE("lock sim: safety holds, seeds 0 mod 4", "[sim]") { run_slice(3, 4); }
 
-// The lock group's members change through the log (docs/design.md
-// "Membership"): three or five of five nodes, drawn at random about every
-// 20 simulated seconds, so that the group grows, shrinks and replaces nodes,
-// the master's own too, amid every other fault.
+// Both groups change their members amid every other fault. The lock group's
+// through its log (docs/design.md "Membership"): three or five of five nodes,
+// drawn at random about every 20 simulated seconds, so that the group grows,
+// shrinks and replaces nodes, the master's own too. The replica set's through
+// the lock group's record (docs/design.md "The replica set"): an operator
+// replaces, adds and removes replicas one at a time (tests/sim/replacer.h),
+// sometimes walking away from a paused set, which the master then ends; every
+// run ends with the set settled.
 // PALISADE_LOCK_SIM_MEMBER_SEEDS seeds (2,000 by default), in two slices.
-void run_members_slice(uint64_t slice, uint64_t slices) {
+LockSimOptions both_groups_change() {
   LockSimOptions o;
   o.lockd_spares = 2;
   o.member_change_per_second = 0.05;
-  uint64_t proposed = 0, views = 0, grants = 0, learnt = 0;
-  const uint64_t runs = run_seeds(o, {seed_count_from_env("PALISADE_LOCK_SIM_MEMBER_SEEDS", 2000), slice, slices},
-                                  "palisade-sim --sim lock --lockd-spares 2 --member-change-rate 0.05", run_lock_sim,
-                                  [&](const LockSimResult& r) {
-                                    proposed += r.member_changes_proposed;
-                                    views += r.member_views_changed;
-                                    learnt += r.client_nodes_learnt;
-                                    grants += r.grants;
-                                  });
-  CHECK(proposed > 3 * runs);  // about 5 per seed
-  CHECK(views > 10 * runs);  // about 17 per seed
-  CHECK(learnt > runs);  // clients start knowing the first three nodes, and learn the spares
-  CHECK(grants > 5 * runs);
+  o.replica_spares = 3;
+  o.replica_adds_and_removes = true;
+  return o;
 }
 
-TEST_CASE("lock sim: membership changes keep safety, seeds 1 mod 2", "[sim][members]") { run_members_slice(0, 2); }
-TEST_CASE("lock sim: membership changes keep safety, seeds 0 mod 2", "[sim][members]") { run_members_slice(1, 2); }
+void run_members_slice(uint64_t slice, uint64_t slices) {
+  uint64_t proposed = 0, views = 0, grants = 0, learnt = 0;
+  uint64_t replica_changes = 0, added = 0, removed = 0, walked_away = 0, moves = 0;
+  const uint64_t runs = run_seeds(
+      both_groups_change(), {seed_count_from_env("PALISADE_LOCK_SIM_MEMBER_SEEDS", 2000), slice, slices},
+      "palisade-sim --sim lock --lockd-spares 2 --member-change-rate 0.05 --replacements 3 --adds-and-removes",
+      run_lock_sim, [&](const LockSimResult& r) {
+        proposed += r.member_changes_proposed;
+        views += r.member_views_changed;
+        learnt += r.client_nodes_learnt;
+        grants += r.grants;
+        replica_changes += r.replica_changes;
+        added += r.replicas_added;
+        removed += r.replicas_removed;
+        walked_away += r.replica_walk_aways;
+        moves += r.views_followed;
+      });
+  CHECK(proposed > 3 * runs);  // about 4 per seed
+  CHECK(views > 10 * runs);  // about 14 per seed
+  CHECK(learnt > runs);  // clients start knowing the first three nodes, and learn the spares
+  CHECK(grants > 5 * runs);
+  CHECK(replica_changes > 2 * runs);  // about 3.3 per seed
+  CHECK(added > runs / 2);  // about 1 per seed
+  CHECK(removed > runs / 2);  // about 1.3 per seed
+  CHECK(walked_away > runs / 10);  // about 0.4 per seed
+  CHECK(moves > 5 * runs);  // about 10 per seed
+}
+
+TEST_CASE("lock sim: both groups change members amid every fault, seeds 1 mod 2", "[sim][members]") {
+  run_members_slice(0, 2);
+}
+TEST_CASE("lock sim: both groups change members amid every fault, seeds 0 mod 2", "[sim][members]") {
+  run_members_slice(1, 2);
+}
+
+// Replica set changes through the lock group's record, broken: two of the
+// replacer's negative controls (sim_test.cc holds all three on the quorum
+// simulation), each caught on seeds it was found on, and a master that never
+// ends a pause, caught by the check that every run ends with the set settled.
+// A new replica not given the fence floors is caught in no seed of 10,000
+// here: each new grant's fence reaches it as soon as it is a member.
+LockSimOptions replicas_change() {
+  LockSimOptions o;
+  o.replica_spares = 4;
+  o.replica_adds_and_removes = true;
+  return o;
+}
+
+void caught_on_each(const LockSimOptions& broken, std::initializer_list<uint64_t> seeds) {
+  for (uint64_t seed : seeds) {
+    LockSimOptions o = broken;
+    o.seed = seed;
+    INFO("seed " << seed);
+    CHECK_FALSE(run_lock_sim(o).violations.empty());
+  }
+}
+
+TEST_CASE("lock sim: negative control, a replica set change without its paused fill is caught", "[sim][members]") {
+  LockSimOptions broken = replicas_change();
+  broken.broken_replacement_skips_paused_fill = true;
+  caught_on_each(broken, {8, 155, 483});  // 7 of seeds 1..1200
+}
+
+TEST_CASE("lock sim: negative control, a replica set change without a pause is caught", "[sim][members]") {
+  LockSimOptions broken = replicas_change();
+  broken.broken_replacement_skips_pause = true;
+  caught_on_each(broken, {69, 189, 254});  // 12 of seeds 1..1200
+}
+
+TEST_CASE("lock sim: negative control, a master that never ends a pause is caught", "[sim][members]") {
+  LockSimOptions broken = replicas_change();
+  broken.broken_pause_never_ends = true;
+  const uint64_t caught = count_caught(
+      broken, 40, run_lock_sim, [](const LockSimResult& r) { return reports(r, "the replica set is not settled"); });
+  CHECK(caught >= 10);  // 26 of 40: runs where the operator walked away from a paused set, or lost its answer
+}
 
 TEST_CASE("lock sim: negative control, members changed outside the log are caught", "[sim][members]") {
   LockSimOptions broken;

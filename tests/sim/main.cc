@@ -70,7 +70,13 @@ Run run_lock(LockSimOptions o) {
               u(r.adversary.commits) + " commits (" + u(r.adversary.commits_applied) + " applied), " +
               u(r.adversary.replica_replays) + " replica requests replayed, membership changes " +
               u(r.member_changes_proposed) + " proposed (" + u(r.member_views_changed) + " node views changed, " +
-              u(r.client_nodes_learnt) + " nodes learnt by clients)",
+              u(r.client_nodes_learnt) + " nodes learnt by clients)" +
+              (o.replica_spares > 0
+                   ? ", replica set changes " + u(r.replica_changes) + " (" + u(r.replicas_added) + " additions, " +
+                         u(r.replicas_removed) + " removals; " + u(r.replica_changes_abandoned) + " given up, " +
+                         u(r.replica_walk_aways) + " of them paused and left), " + u(r.views_followed) +
+                         " moves of clients to a newer set"
+                   : ""),
           r.trace};
 }
 
@@ -153,6 +159,9 @@ int main(int argc, char** argv) {
   app.add_flag("--broken-lease-from-reply", l.broken_clients_lease_from_reply,
                "Negative control: clients count their lease from a reply's arrival, not from its request's send "
                "(--sim lock)");
+  app.add_flag("--broken-pause-never-ends", l.broken_pause_never_ends,
+               "Negative control: the lock group's master never ends a paused replica set (--sim lock; use with "
+               "--replacements)");
   app.add_flag("--broken-reply-before-sync", l.broken_lockd_reply_before_sync,
                "Negative control: the lockd driver answers before its journal sync (--sim lock)");
   app.add_option("--max-delay-ms", l.faults.max_delay_ms, "Ordinary network delay, uniform from 0 (--sim lock)")
@@ -193,12 +202,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--replacements", q.replacements,
                  "Replicas replaced by spares while the workload runs, one at a time, as `palisade member replace "
-                 "--replica` does (--sim quorum)")
+                 "--replica` does (--sim lock: through the lock group's record)")
       ->capture_default_str()
       ->check(CLI::Range(0, 20));
   app.add_flag("--adds-and-removes", q.adds_and_removes,
                "Each change of --replacements replaces, adds (up to 5 replicas) or removes a replica, as `palisade "
-               "member replace|add|remove --replica` do (--sim quorum)");
+               "member replace|add|remove --replica` do");
   app.add_flag("--rough-network", rough,
                "Busy clients on a slow, lossy network, one key, no bit flips (--sim quorum; tests/sim/quorum_sim.h)");
   struct Control {
@@ -252,6 +261,11 @@ int main(int argc, char** argv) {
   }
   l.lmdb_stores = q.lmdb_stores;
   l.replicas = q.replicas;
+  l.replica_spares = q.replacements;
+  l.replica_adds_and_removes = q.adds_and_removes;
+  l.broken_replacement_skips_paused_fill = q.broken_replacement_skips_paused_fill;
+  l.broken_replacement_skips_pause = q.broken_replacement_skips_pause;
+  l.broken_targets_skip_floors = q.broken_targets_skip_floors;
   l.clients = q.clients;
   bool broken = broken_floor || broken_lease || broken_delay || broken_trust || l.broken_lockd_reply_before_sync ||
                 l.broken_members_outside_log || l.broken_replicas_ignore_sequencer_lock ||
@@ -261,7 +275,7 @@ int main(int argc, char** argv) {
                 q.broken_replicas_skip_checksum || q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect ||
                 q.broken_replicas_forget_dropped || q.broken_writes_keep_floor || q.broken_skip_read_repair ||
                 q.broken_replacement_skips_paused_fill || q.broken_replacement_skips_pause ||
-                q.broken_targets_skip_floors || st.broken_lying_journal_sync;
+                q.broken_targets_skip_floors || l.broken_pause_never_ends || st.broken_lying_journal_sync;
   uint64_t unsafe = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
     q.seed = l.seed = st.seed = seed;

@@ -86,7 +86,7 @@ class QuorumSim {
     }
     if (o.replacements > 0) {
       replacer_ = std::make_unique<Replacer>(
-          world_, replicas_,
+          world_, replicas_, record_,
           Replacer::Options{.node = replica_nodes + o.clients,
                             .members = o.replicas,
                             .spares = o.replacements,
@@ -311,14 +311,7 @@ class QuorumSim {
   // QuorumStore's I/O thread does). False when it stays.
   bool follow_view(int c) {
     Client& cl = clients_[c];
-    bool moved = false;
-    for (const std::string& certificate : cl.coordinator().take_newer_configs()) {
-      auto next = client::next_view(cl.view, certificate, nullptr);
-      if (!next.is_ok()) continue;
-      cl.view = std::move(next).value();
-      moved = true;
-    }
-    if (!moved) return false;
+    if (!take_newer_view(*cl.lane, cl.view)) return false;
     ++views_followed_;
     world_.record("client " + std::to_string(c) + " moves to replica set version " + std::to_string(cl.view.version));
     wire_lane(c, next_node_++);
@@ -464,6 +457,7 @@ class QuorumSim {
   World world_;
   ReplicaSet replicas_;
   std::vector<Client> clients_;
+  SignedRecord record_;  // the replica set's, which the replacer keeps
   std::unique_ptr<Replacer> replacer_;  // replacements only
   int next_node_ = 0;  // the next client lane's world node
   uint64_t views_followed_ = 0;

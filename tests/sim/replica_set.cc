@@ -56,7 +56,15 @@ std::string describe(const wire::ReplicaRequest& r) {
   if (auto* c = std::get_if<wire::CommitRequest>(&r.body)) return id + "commit " + c->key + " " + c->ts.to_string();
   if (auto* p = std::get_if<wire::PurgeRequest>(&r.body)) return id + "purge " + p->key + " " + p->ts.to_string();
   if (auto* rd = std::get_if<wire::ReadRequest>(&r.body)) return id + "read " + rd->key + " floor_of " + rd->floor_of;
-  return id + "ping";
+  if (auto* cm = std::get_if<wire::CopyManyRequest>(&r.body)) {
+    std::string out = id + "copy_many";
+    for (const wire::Copy& c : cm->copies) {
+      out +=
+          " " + c.key + " " + c.version.ts.to_string() + " '" + c.version.value + "'" + (c.pending ? " pending" : "");
+    }
+    return out;
+  }
+  return id + std::string(wire::request_type(r.body));
 }
 
 std::string describe(const wire::ReplicaReply& r) {
@@ -205,6 +213,7 @@ bool ReplicaSet::restart(int i) {
   r.clock = std::make_unique<HybridClock>(*r.physical);
   std::optional<replica::ReplicaAuth> auth = options_.auth;
   if (auth) auth->replica_id = static_cast<uint64_t>(i) + 1;  // each replica its own id, as its directory would
+  if (auth) auth->spare = options_.spares_from >= 0 && i >= options_.spares_from;
   r.handler = std::make_unique<replica::ReplicaHandler>(*r.store, *r.clock, std::move(auth));
   if (!r.host) r.host = std::make_unique<Host>(*this, i);
   r.driver = std::make_unique<replica::ReplicaDriver>(

@@ -57,7 +57,8 @@ class ReplicaSet {
     // Negative control: a write does not raise its lock's fence floor (a fence
     // still does).
     bool writes_keep_floor = false;
-    std::optional<replica::ReplicaAuth> auth;  // replica_id is set per replica
+    std::optional<replica::ReplicaAuth> auth;  // replica_id and spare are set per replica
+    int spares_from = -1;  // replicas from this one on are spares (ReplicaAuth::spare); -1: none
     // More negative controls (the quorum simulation's; docs in quorum_sim.h).
     // Those marked "driver" are the ReplicaDriver's broken_* options, bugs of
     // the daemon's own turn:

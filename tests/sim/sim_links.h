@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "client/lane.h"
+#include "client/replica_view.h"
 #include "tests/sim/replica_set.h"
 #include "tests/sim/world.h"
 
@@ -55,6 +56,20 @@ inline std::vector<std::string> sim_endpoints(int replicas) {
 // The world node of the replica an endpoint names.
 inline int sim_replica_node(const std::string& endpoint) {
   return std::stoi(endpoint.substr(std::string_view("sim://replica").size()));
+}
+
+// Takes into `view` the newest replica set that the certificates the lane's
+// replicas handed back give (client::next_view), as QuorumStore does; false
+// when none is newer.
+inline bool take_newer_view(client::Lane& lane, client::ReplicaView& view) {
+  bool moved = false;
+  for (const std::string& certificate : lane.coordinator().take_newer_configs()) {
+    auto next = client::next_view(view, certificate, nullptr);
+    if (!next.is_ok()) continue;
+    view = std::move(next).value();
+    moved = true;
+  }
+  return moved;
 }
 
 }  // namespace palisade::sim
