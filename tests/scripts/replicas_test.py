@@ -114,7 +114,7 @@ def add_then_remove(cluster, load, new):
         os.kill(pid, signal.SIGHUP)
     new.start_replica(name, endpoint)
     wait_until(f"{name} to answer", lambda: answers(cluster, endpoint, new.procs[name]), timeout=30)
-    # A spare takes versions only from a fill until a set lists it (docs/design.md "Spares").
+    # A spare takes versions only from a fill until a set lists it (docs/design.md "The replica set").
     log = (new.dir / f"{name}.log").read_text()
     check("a spare of" in log, f"{name} does not say it is a spare: {log}")
     added = change(cluster, ["add", "--replica", endpoint])

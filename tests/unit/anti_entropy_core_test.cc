@@ -51,6 +51,7 @@ struct Cluster {
   // Called before each request is delivered (the world may change in between).
   std::function<void(const client::AntiEntropySend&)> before_delivery;
   std::vector<client::AntiEntropySend> log;  // every request of the last run
+  std::vector<bool> refusing;  // per replica: it refused a repair in the last run
 
   // Runs a session over the first `compared` replicas (0: all but the
   // targets), the last `targets` replicas its targets; `down` never answers.
@@ -99,6 +100,8 @@ struct Cluster {
         core.on_reply(s.replica, decoded.value());
       }
     }
+    refusing.clear();
+    for (size_t r = 0; r < replicas.size(); ++r) refusing.push_back(core.refusing(static_cast<int>(r)));
     return core.report();
   }
 };
@@ -463,6 +466,7 @@ TEST_CASE("anti-entropy core: a target gets the floors and the settled versions,
   report = f.run({}, -1, 0, 1);
   CHECK(report.refused == 2);  // one copy to replica 2, one to the target
   CHECK(report.target_refused == 1);
+  CHECK(f.refusing == std::vector<bool>{false, false, true, true});  // a removal's fill must not count on them
   CHECK_THAT(report.first_refusal, Catch::Contains("disk full"));
   // The target is not one of N: with it, "settled" would have had W copies without any.
   Cluster d(4);
@@ -550,6 +554,28 @@ TEST_CASE("anti-entropy core: a paused fill completes a write on its targets pen
     return many != nullptr && many->copies.size() == 1 && many->copies[0].pending;
   });
   CHECK(pending == 2);
+}
+
+TEST_CASE("anti-entropy core: a paused fill raises floors on its targets only", "[anti_entropy]") {
+  // Paused replicas take no fences; a fill that sent them some would be
+  // refused there, and a removal, which needs every replica that stays to
+  // take its repairs, would give up every time.
+  auto fenced = [](Cluster& c) {
+    std::set<int> to;
+    for (const client::AntiEntropySend& s : c.log) {
+      if (std::holds_alternative<wire::FenceRequest>(s.request.body)) to.insert(s.replica);
+    }
+    return to;
+  };
+  Cluster serving(4), paused(4);
+  for (Cluster* c : {&serving, &paused}) REQUIRE(c->replicas[0]->call(wire::FenceRequest{"L", 5}).floor == 5);
+  serving.run({}, -1, 0, 1);
+  CHECK(fenced(serving) == std::set<int>{1, 2, 3});
+  AntiEntropyConfig config;
+  config.paused = true;
+  paused.run(config, -1, 0, 1);
+  CHECK(fenced(paused) == std::set<int>{3});
+  CHECK(paused.replicas[3]->floor("L") == 5);
 }
 
 // Seed 30,025,115 of `palisade-sim --replacements 2`: a write acknowledged
