@@ -141,6 +141,10 @@ void replica_seeds(Corpus& corpus) {
   request("read-many", ReadManyRequest{{"a", "bb", "ccc"}});
   request("copy-many",
           CopyManyRequest{{Copy{"a", version("one", kTs, "lock", true)}, Copy{"b", version("", kOlderTs), 77}}});
+  // A paused fill's completions: copies stored pending (the `pending` field).
+  request("copy-many-pending", CopyManyRequest{{Copy{"a", version("one", kTs, "lock"), std::nullopt, true},
+                                                Copy{"b", version("two", kOlderTs)},
+                                                Copy{"c", version("three", kTs, "lock"), std::nullopt, true}}});
   const std::string config = sign_config_certificate(SequencerSigner(cluster_key(), fuzz::kGroup), replica_set());
   request("install-config", InstallConfigRequest{config});
   ReplicaRequest named{17, ReadRequest{"key"}, kCluster, 3};
