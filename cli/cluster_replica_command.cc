@@ -158,9 +158,10 @@ int print_changed(ReplicaChangeKind kind, const NodeFlags& flags, const std::opt
                        {"took_ms", r.took.count()},
                        {"paused_ms", r.paused_for.count()},
                        {"bytes_moved", r.bytes_moved()}};
-    if (leaving) {
-      out["replaced"] = flags.name;  // the replica that left
-      out["replaced_endpoint"] = *leaving;
+    if (leaving) {  // the replica that left
+      const std::string left = kind == ReplicaChangeKind::kRemove ? "removed" : "replaced";
+      out[left] = flags.name;
+      out[left + "_endpoint"] = *leaving;
       out["purged"] = flags.purge;
     }
     if (joining) {

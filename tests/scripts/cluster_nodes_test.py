@@ -297,11 +297,11 @@ def remove_replica(cluster, name, version):
     done = palisade("cluster", "remove", name, "--dir", cluster.dir, "-o", "json")
     check(done.returncode == 0, f"cluster remove {name}: exit {done.returncode}: {done.stderr}")
     out = json.loads(done.stdout)
-    check(out["replaced"] == name and out["replica_set_version"] == version and out["write_quorum"] == 3 and
-          "name" not in out, f"cluster remove {name} -o json: {out}")
+    check(out["removed"] == name and out["replica_set_version"] == version and out["write_quorum"] == 3 and
+          "name" not in out and "replaced" not in out, f"cluster remove {name} -o json: {out}")
     check_left(cluster, name, pid)
     got_version, addresses = replica_set(cluster)
-    check(got_version == version and out["replaced_endpoint"] not in addresses and len(addresses) == 3,
+    check(got_version == version and out["removed_endpoint"] not in addresses and len(addresses) == 3,
           f"replica set: version {got_version}, {addresses}")
     check_kept(cluster, before)
 
