@@ -272,52 +272,50 @@ bool any_pending(const std::vector<Copy>& copies) {
   return std::any_of(copies.begin(), copies.end(), [](const Copy& c) { return c.pending; });
 }
 
-void read_pending(FieldReader& r, std::vector<Copy>& copies) {
-  if (!r.has("pending")) return;
+bool any_replaces(const std::vector<Copy>& copies) {
+  return std::any_of(copies.begin(), copies.end(), [](const Copy& c) { return c.replaces.has_value(); });
+}
+
+// copy_many's lists of copies (`replaces`, `pending`): entries of `width`
+// bytes, each a copy's index (2 bytes, rising, below the number of copies)
+// and then `width - 2` bytes of its own, each handed to `take(copy, rest)`,
+// which may fail the reader.
+template <typename Take>
+void read_copy_list(FieldReader& r, const std::string& field, size_t width, const char* entries,
+                    std::vector<Copy>& copies, Take take) {
+  if (!r.has(field)) return;
   std::string raw;
-  r.bytes("pending", raw, kMaxCopiesPerRequest * 2, Need::kRequired);
+  r.bytes(field, raw, kMaxCopiesPerRequest * width, Need::kRequired);
   if (!r.status().is_ok()) return;
-  if (raw.empty() || raw.size() % 2 != 0) {
-    return r.fail(Code::kBadRequest, "field 'pending' must hold 1 or more 2-byte indexes");
+  if (raw.empty() || raw.size() % width != 0) {
+    return r.fail(Code::kBadRequest, "field '" + field + "' must hold 1 or more " + entries);
   }
-  size_t next = 0;
-  for (size_t at = 0; at < raw.size(); at += 2) {
+  size_t next = 0;  // indexes rise, so none is named twice
+  for (size_t at = 0; at < raw.size() && r.status().is_ok(); at += width) {
     size_t index = read_be(raw.data() + at, 2);
     if (index < next || index >= copies.size()) {
-      return r.fail(Code::kBadRequest,
-                    "field 'pending': copy index " + std::to_string(index) + " out of order or beyond the copies");
+      return r.fail(Code::kBadRequest, "field '" + field + "': copy index " + std::to_string(index) +
+                                           " out of order or beyond the copies");
     }
+    take(index, raw.data() + at + 2);
+    next = index + 1;
+  }
+}
+
+void read_replaces(FieldReader& r, std::vector<Copy>& copies) {
+  read_copy_list(r, "replaces", 10, "10-byte entries", copies,
+                 [&](size_t index, const char* rest) { copies[index].replaces = read_be(rest, 8); });
+}
+
+// After read_replaces: a copy stored pending replaces no record.
+void read_pending(FieldReader& r, std::vector<Copy>& copies) {
+  read_copy_list(r, "pending", 2, "2-byte indexes", copies, [&](size_t index, const char*) {
     if (copies[index].replaces) {
       return r.fail(Code::kBadRequest, "field 'pending': copy " + std::to_string(index) + " also replaces a record");
     }
     copies[index].pending = true;
     copies[index].version.state = VersionState::kPending;
-    next = index + 1;
-  }
-}
-
-bool any_replaces(const std::vector<Copy>& copies) {
-  return std::any_of(copies.begin(), copies.end(), [](const Copy& c) { return c.replaces.has_value(); });
-}
-
-void read_replaces(FieldReader& r, std::vector<Copy>& copies) {
-  if (!r.has("replaces")) return;
-  std::string raw;
-  r.bytes("replaces", raw, kMaxCopiesPerRequest * 10, Need::kRequired);
-  if (!r.status().is_ok()) return;
-  if (raw.empty() || raw.size() % 10 != 0) {
-    return r.fail(Code::kBadRequest, "field 'replaces' must hold 1 or more 10-byte entries");
-  }
-  size_t next = 0;  // indexes rise, so none is named twice
-  for (size_t at = 0; at < raw.size(); at += 10) {
-    size_t index = read_be(raw.data() + at, 2);
-    if (index < next || index >= copies.size()) {
-      return r.fail(Code::kBadRequest, "field 'replaces': copy index " + std::to_string(index) +
-                                           " out of order or beyond the copies");
-    }
-    copies[index].replaces = read_be(raw.data() + at + 2, 8);
-    next = index + 1;
-  }
+  });
 }
 
 // Receipts travel as one `bin`: per receipt, the replica id (8) and the MAC (16).
