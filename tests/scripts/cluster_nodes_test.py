@@ -290,6 +290,19 @@ def add_replica(cluster, version):
     return new
 
 
+def remove_refused_while_stopped(cluster, name, staying, version):
+    """`cluster remove NAME` while a replica that would stay is stopped: refused (exit 4), the set unchanged."""
+    pid = running(cluster)[staying]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        refused(["cluster", "remove", name, "--dir", cluster.dir], 4, "which stays, does not answer")
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    got_version, addresses = replica_set(cluster)
+    check(got_version == version and len(addresses) == 4, f"replica set after the refusal: {got_version}, {addresses}")
+    check(name in running(cluster), f"{name} stopped although its removal was refused")
+
+
 def remove_replica(cluster, name, version):
     """`cluster remove NAME -o json` of a replica: it leaves the set (three, W 3), stops, and leaves the file."""
     pid = running(cluster)[name]
@@ -367,6 +380,8 @@ def main():
                 second = replace_replica(cluster, "replica-0", 4, purge=True)
                 load.wait_for_steps(3)
                 added = add_replica(cluster, 6)
+                load.wait_for_steps(3)
+                remove_refused_while_stopped(cluster, first, added, 6)
                 load.wait_for_steps(3)
                 remove_replica(cluster, first, 8)
                 load.wait_for_steps(3)
