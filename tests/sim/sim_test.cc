@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 #include <span>
@@ -29,6 +30,18 @@ uint64_t seed_count() { return seed_count_from_env("PALISADE_SIM_SEEDS", 10000);
 // refused after a reader returned its write (found by running
 // `palisade-sim --rough-network --broken-forget-dropped` over seeds 1..3000).
 constexpr uint64_t kDroppedDuplicateSeeds[] = {563, 967, 1090};
+
+// Runs `o` with each of `seeds` (palisade-sim `flags`), seeds that once found
+// a hole: each must be safe now, its violations listed when not.
+void check_safe_on(QuorumSimOptions o, std::span<const uint64_t> seeds, std::string_view flags) {
+  for (uint64_t seed : seeds) {
+    o.seed = seed;
+    INFO("replay: palisade-sim " << flags << " --seed " << seed << " --trace");
+    const QuorumSimResult r = run_quorum_sim(o);
+    for (const auto& v : r.violations) UNSCOPED_INFO(v);
+    CHECK(r.violations.empty());
+  }
+}
 
 // The availability checker: of the reads of the default configuration, the
 // share that failed although R replicas were up from the read's start to its
@@ -105,11 +118,7 @@ TEST_CASE("sim: fence safety holds with four replicas, R = 2 and W = 3", "[sim]"
 TEST_CASE("sim: no acknowledged write is lost under many bit flips", "[sim]") {
   QuorumSimOptions o;
   o.corrupt_per_second = 0.3;
-  for (uint64_t seed : {1113, 1894, 5801, 8429}) {
-    o.seed = seed;
-    INFO("replay: palisade-sim --corrupt-rate 0.3 --seed " << seed << " --trace");
-    CHECK(run_quorum_sim(o).violations.empty());
-  }
+  check_safe_on(o, std::array<uint64_t, 4>{1113, 1894, 5801, 8429}, "--corrupt-rate 0.3");
   uint64_t flips = 0;
   run_seeds(o, {seed_count() / 4}, "palisade-sim --corrupt-rate 0.3", run_quorum_sim,
             [&](const QuorumSimResult& r) { flips += r.bit_flips; });
@@ -123,12 +132,7 @@ TEST_CASE("sim: no acknowledged write is lost under many bit flips", "[sim]") {
 // the case (the negative control below trips on them).
 TEST_CASE("sim: fence safety holds on a rough network", "[sim]") {
   const QuorumSimOptions o = rough_network({});
-  for (uint64_t seed : kDroppedDuplicateSeeds) {
-    QuorumSimOptions one = o;
-    one.seed = seed;
-    INFO("replay: palisade-sim --rough-network --seed " << seed << " --trace");
-    CHECK(run_quorum_sim(one).violations.empty());
-  }
+  check_safe_on(o, kDroppedDuplicateSeeds, "--rough-network");
   run_seeds(o, {seed_count() / 5}, "palisade-sim --rough-network", run_quorum_sim);
 }
 
@@ -180,11 +184,7 @@ TEST_CASE("sim: fence safety holds while replicas are replaced, 0 mod 2", "[sim]
 TEST_CASE("sim: the rough network with replacements keeps every promise", "[sim]") {
   QuorumSimOptions o = rough_network({});
   o.replacements = 2;
-  o.seed = 1997;
-  INFO("replay: palisade-sim --rough-network --replacements 2 --seed 1997 --trace");
-  const QuorumSimResult r = run_quorum_sim(o);
-  for (const auto& v : r.violations) UNSCOPED_INFO(v);
-  CHECK(r.violations.empty());
+  check_safe_on(o, std::array<uint64_t, 1>{1997}, "--rough-network --replacements 2");
   uint64_t followed = 0;
   run_seeds(o, {seed_count() / 20}, "palisade-sim --rough-network --replacements 2", run_quorum_sim,
             [&](const QuorumSimResult& each) { followed += each.views_followed; });
@@ -201,11 +201,7 @@ TEST_CASE("sim: a reader takes a replica's versions and floors from one answer",
   QuorumSimOptions o = rough_network({});
   o.write_quorum = 3;
   o.read_quorum = 1;
-  o.seed = 994;
-  INFO("replay: palisade-sim --rough-network --write-quorum 3 --read-quorum 1 --seed 994 --trace");
-  const QuorumSimResult r = run_quorum_sim(o);
-  for (const auto& v : r.violations) UNSCOPED_INFO(v);
-  CHECK(r.violations.empty());
+  check_safe_on(o, std::array<uint64_t, 1>{994}, "--rough-network --write-quorum 3 --read-quorum 1");
   run_seeds(o, {seed_count() / 20}, "palisade-sim --rough-network --write-quorum 3 --read-quorum 1", run_quorum_sim);
 }
 
@@ -239,15 +235,9 @@ TEST_CASE("sim: replicas are added and removed while the workload runs", "[sim]"
 // must keep the corrupt record and leave the key undecided, not commit a
 // set that lost the write (docs/simulation.md "Replacing replicas").
 TEST_CASE("sim: a replacement stops when a key could hide a whole write quorum", "[sim]") {
-  for (uint64_t seed : {30025115, 30068190, 30082123}) {
-    QuorumSimOptions o;
-    o.replacements = 2;
-    o.seed = seed;
-    INFO("replay: palisade-sim --replacements 2 --seed " << seed << " --trace");
-    const QuorumSimResult r = run_quorum_sim(o);
-    for (const auto& v : r.violations) UNSCOPED_INFO(v);
-    CHECK(r.violations.empty());
-  }
+  QuorumSimOptions o;
+  o.replacements = 2;
+  check_safe_on(o, std::array<uint64_t, 3>{30025115, 30068190, 30082123}, "--replacements 2");
 }
 
 TEST_CASE("sim: fence safety holds while replicas on LMDB that lose power are replaced", "[sim]") {

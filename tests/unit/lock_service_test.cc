@@ -822,6 +822,17 @@ NodeId pause_half_a_timeout(Group& g) {
   return m;
 }
 
+// Runs `g` until `node`'s replica set record serves again, or for two pause
+// timeouts; returns when it began.
+uint64_t run_until_serving(Group& g, NodeId node) {
+  const uint64_t from = g.now;
+  while (g.services[node]->table().replica_set().phase == wire::ReplicaPhase::kPaused &&
+         g.now < from + 2 * kPauseTimeout) {
+    g.run(100);
+  }
+  return from;
+}
+
 TEST_CASE("lock service: a pause the replacement does not end is ended by the master", "[lock_service][replicaset]") {
   Group g;
   const NodeId m = g.elect();
@@ -857,11 +868,7 @@ TEST_CASE("lock service: a new master times a pause from its own start", "[lock_
   g.crash(m);
   const NodeId next = g.elect();
   REQUIRE(next != m);
-  const uint64_t elected = g.now;
-  while (g.services[next]->table().replica_set().phase == wire::ReplicaPhase::kPaused &&
-         g.now < elected + 2 * kPauseTimeout) {
-    g.run(100);
-  }
+  const uint64_t elected = run_until_serving(g, next);
   CHECK(g.services[next]->table().replica_set().phase == wire::ReplicaPhase::kServing);
   CHECK(g.services[next]->table().replica_set().version == 3);
   CHECK(g.now >= elected + kPauseTimeout);  // not sooner, though the pause began earlier
@@ -890,11 +897,7 @@ TEST_CASE("lock service: a master that lost its end of a pause ends it when it i
     again = g.elect();
   }
   REQUIRE(again == m);
-  const uint64_t elected = g.now;
-  while (g.services[m]->table().replica_set().phase == wire::ReplicaPhase::kPaused &&
-         g.now < elected + 2 * kPauseTimeout) {
-    g.run(100);
-  }
+  run_until_serving(g, m);
   CHECK(g.services[m]->table().replica_set().phase == wire::ReplicaPhase::kServing);
   CHECK(g.services[m]->table().replica_set().version == 3);
 }
