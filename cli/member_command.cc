@@ -52,7 +52,9 @@ nlohmann::json replicas_json(const ReplicaRecord& r) {
 }
 
 void print_replicas(const ReplicaRecord& r) {
-  if (r.set.version == 0) {
+  if (r.set.version == 0 && r.set.replicas.empty()) {
+    std::printf("replica set: none recorded, and the cluster file lists no [[replica]]\n");
+  } else if (r.set.version == 0) {
     std::printf("replica set: none recorded, the cluster file's [[replica]] list stands (W=%u R=%u):\n",
                 r.set.write_quorum, r.set.read_quorum);
   } else {

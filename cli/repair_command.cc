@@ -11,10 +11,13 @@
 
 #include "antientropy/anti_entropy.h"
 #include "client/replica_view.h"
+#include "cli/replica_record.h"
 #include "config/client_cluster.h"
 
 namespace palisade::cli {
 namespace {
+
+using namespace std::chrono_literals;
 
 struct RepairFlags {
   std::vector<std::string> replicas;
@@ -93,6 +96,10 @@ void print_json(const AntiEntropyReport& r) {
 int run(const RepairFlags& flags, const CommonOptions& common) {
   auto loaded = load_cluster(common);
   if (!loaded.is_ok()) return report_cluster_error("repair", loaded.status());
+  if (loaded.value().config.replicas.empty()) {  // a file that names only the lock group
+    loaded = with_recorded_replicas(std::move(loaded).value(), 1000ms);
+    if (!loaded.is_ok()) return report_error("repair", loaded.status());
+  }
   const ClusterConfig& config = loaded.value().config;
   AntiEntropyOptions o;
   o.replicas = flags.replicas.empty() ? config.replicas : flags.replicas;
@@ -178,8 +185,10 @@ void add_repair_command(CLI::App& app, const CommonOptions& common, int& exit_co
   auto flags = std::make_shared<RepairFlags>();
   auto* sub = app.add_subcommand(
       "repair", "Anti-entropy: compare the replicas' Merkle trees and copy what differs, by the fence rules");
-  sub->add_option("--replica", flags->replicas,
-                  "A replica endpoint to compare (repeat it; default: every replica in the cluster file)")
+  sub->add_option(
+         "--replica", flags->replicas,
+         "A replica endpoint to compare (repeat it; default: every replica of the set, the cluster file's or, when it "
+         "lists none, the one the lock group records)")
       ->type_name("ENDPOINT")
       ->check(endpoint_validator());
   sub->add_flag("--dry-run", flags->dry_run, "Report what differs, change nothing");

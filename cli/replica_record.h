@@ -25,4 +25,10 @@ struct ReplicaRecord {
 // out (forged, or another group's).
 Result<ReplicaRecord> read_replica_record(const ClusterAccess& access, std::chrono::milliseconds per_call);
 
+// `access` with the set the lock group records (its replicas, quorums and
+// CURVE keys) in place of the file's [[replica]] list; as it is while none
+// is recorded. A file that lists no replicas (one that names only the lock
+// group) needs the record: Unavailable, saying why, without one.
+Result<ClusterAccess> with_recorded_replicas(ClusterAccess access, std::chrono::milliseconds per_call);
+
 }  // namespace palisade::cli

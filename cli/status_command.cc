@@ -15,6 +15,7 @@
 #include "cli/command.h"
 #include "cli/health.h"
 #include "cli/reachable.h"
+#include "cli/replica_record.h"
 #include "transport/lockd_call.h"
 
 namespace palisade::cli {
@@ -97,8 +98,16 @@ void print_replica(const nlohmann::json& r) {
 }
 
 int run(const CommonOptions& common) {
-  auto loaded = load_cluster(common);
-  if (!loaded.is_ok()) return report_cluster_error("status", loaded.status());
+  auto file = load_cluster(common);
+  if (!file.is_ok()) return report_cluster_error("status", file.status());
+  // The replicas shown are the set the lock group records, when it records
+  // one: the file's list may name replicas replaced since, or none at all.
+  std::string replicas_unknown;
+  auto loaded = with_recorded_replicas(file.value(), 1000ms);
+  if (!loaded.is_ok()) {
+    replicas_unknown = loaded.status().message();
+    loaded = file.value();
+  }
   const ClusterConfig& config = loaded.value().config;
   zmq::context_t ctx(1);
 
@@ -204,6 +213,7 @@ int run(const CommonOptions& common) {
                          {"epoch_node", nullptr}};
     if (master) out["lock_group"].update(epoch_json(master->epoch));
     out["replicas"] = replicas;
+    if (!replicas_unknown.empty()) out["replicas_error"] = replicas_unknown;
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return exit_code;
   }
@@ -259,6 +269,10 @@ int run(const CommonOptions& common) {
                       ? (" lock-delay " + format_duration(std::chrono::milliseconds(l["delay_ms"].get<uint64_t>()))).c_str()
                       : "");
     }
+  }
+  if (!replicas_unknown.empty()) {
+    std::printf("\nreplicas: unknown: %s\n", replicas_unknown.c_str());
+    return exit_code;
   }
   std::printf("\nreplicas: %d of %zu answer (write quorum %d)\n", answering, config.replicas.size(), write_quorum);
   for (const auto& r : replicas) print_replica(r);

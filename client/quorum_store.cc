@@ -205,15 +205,14 @@ struct QuorumStore::Impl {
   std::vector<Submission> flushes;  // answered once the held-back requests are sent
   std::thread io;
 
-  Impl(QuorumStoreOptions o, client::CoordinatorOptions co)
+  // `start`: the set it sends to first (first_view, or a newer one the lock group records).
+  Impl(QuorumStoreOptions o, client::CoordinatorOptions co, client::ReplicaView start)
       : options(std::move(o)),
         coordinator_options(std::move(co)),
         limits(limits_of(options)),
         clock(wall_clock, {.max_clock_offset_ms = options.max_clock_offset_ms}),
-        view{.endpoints = options.replicas,
-             .read_quorum = options.read_quorum,
-             .write_quorum = options.write_quorum,
-             .credentials = options.credentials},
+        view(std::move(start)),
+        view_version(view.version),
         background(std::make_unique<Wiring>(ctx, view, coordinator_options, clock, limits)),
         direct(std::make_unique<Wiring>(ctx, view, coordinator_options, clock, limits)) {
     if (options.config_check) check_signature = options.config_check->signature_verifies;
@@ -301,12 +300,8 @@ struct QuorumStore::Impl {
   void learn(const std::vector<std::string>& certificates) {
     if (certificates.empty()) return;
     std::lock_guard lock(view_mu);
-    for (const std::string& c : certificates) {
-      auto next = client::next_view(view, c, check_signature);
-      if (!next.is_ok()) continue;
-      view = std::move(next).value();
-      view_version = view.version;
-    }
+    view = client::newest_view(std::move(view), certificates, check_signature);
+    view_version = view.version;
   }
 
   // A lane and links to the newest set when `wired` has an older one; null
@@ -515,16 +510,49 @@ client::CoordinatorOptions coordinator_options(const QuorumStoreOptions& o) {
 // The config certificates the lock group's nodes serve (get_replicas), when
 // the options name them: the sets a store starts from when newer than the
 // replicas it was given. Nodes that do not answer within a second are left.
-std::vector<std::string> recorded_sets(const QuorumStoreOptions& o) {
-  std::vector<std::string> out;
+struct RecordedSets {
+  std::vector<std::string> certificates;
+  size_t answered = 0;  // nodes that answered, with a set or with none recorded
+};
+RecordedSets recorded_sets(const QuorumStoreOptions& o) {
+  RecordedSets out;
   if (o.lock_group.empty()) return out;
   const auto timeout = std::min(o.timeout, std::chrono::milliseconds(1000));
   for (const auto& reply :
        transport::call_lockd_endpoints(*client::shared_context(), o.lock_group, wire::GetReplicasRequest{}, timeout,
                                        cluster_id_from_hex(o.cluster_id).value_or(""), o.credentials)) {
-    if (reply && reply->status.is_ok() && !reply->config.empty()) out.push_back(reply->config);
+    if (!reply || !reply->status.is_ok()) continue;
+    ++out.answered;
+    if (!reply->config.empty()) out.certificates.push_back(reply->config);
   }
   return out;
+}
+
+// The set the options list (version 0), which a recorded set replaces when newer.
+client::ReplicaView first_view(const QuorumStoreOptions& o) {
+  return {.endpoints = o.replicas,
+          .read_quorum = o.read_quorum,
+          .write_quorum = o.write_quorum,
+          .credentials = o.credentials};
+}
+
+// Why a store given no replicas has none to send to.
+Status no_recorded_set(const QuorumStoreOptions& o, const RecordedSets& recorded) {
+  if (recorded.answered == 0) {
+    return Status(Code::kUnavailable, "the store lists no replicas, and no lock group node answered get_replicas (" +
+                                          std::to_string(o.lock_group.size()) +
+                                          " asked) in time: it has no replica set to use");
+  }
+  if (recorded.certificates.empty()) {
+    return Status(Code::kUnavailable,
+                  "the lock group records no replica set yet: list the replicas ([[replica]] entries of the cluster "
+                  "file) until a change of the set records one (palisade member add|replace --replica)");
+  }
+  return Status(Code::kBadRequest, "the lock group's replica set does not check out: " +
+                                       client::next_view(first_view(o), recorded.certificates.front(),
+                                                         o.config_check ? o.config_check->signature_verifies : nullptr)
+                                           .status()
+                                           .message());
 }
 
 // What makes two stores' engines interchangeable: every option.
@@ -552,14 +580,16 @@ std::string engine_key(const QuorumStoreOptions& o) {
 }  // namespace
 
 // The process's engines by options: one per set of equal options while a store uses it.
-std::shared_ptr<QuorumStore::Impl> QuorumStore::engine_for(QuorumStoreOptions options) {
+Result<std::shared_ptr<QuorumStore::Impl>> QuorumStore::engine_for(QuorumStoreOptions options) {
   client::CoordinatorOptions co = coordinator_options(options);
   // Only a new engine asks the lock group: a running one follows the set already.
-  auto started = [&] {
-    const std::vector<std::string> recorded = recorded_sets(options);
-    auto engine = std::make_shared<Impl>(std::move(options), co);
-    engine->learn(recorded);  // before its first call: its lanes move at once
-    return engine;
+  auto started = [&]() -> Result<std::shared_ptr<Impl>> {
+    const RecordedSets recorded = recorded_sets(options);
+    client::ReplicaView view =
+        client::newest_view(first_view(options), recorded.certificates,
+                            options.config_check ? options.config_check->signature_verifies : nullptr);
+    if (view.endpoints.empty()) return no_recorded_set(options, recorded);
+    return std::make_shared<Impl>(std::move(options), co, std::move(view));
   };
   if (!options.share_connections) return started();
   static std::mutex mu;
@@ -569,7 +599,7 @@ std::shared_ptr<QuorumStore::Impl> QuorumStore::engine_for(QuorumStoreOptions op
   std::erase_if(engines, [](const auto& e) { return e.second.expired(); });
   if (auto engine = engines[key].lock()) return engine;
   auto engine = started();
-  engines[key] = engine;
+  if (engine.is_ok()) engines[key] = engine.value();
   return engine;
 }
 
@@ -580,9 +610,17 @@ Result<std::unique_ptr<QuorumStore>> QuorumStore::open(QuorumStoreOptions option
   if (!options.cluster_id.empty() && !cluster_id_from_hex(options.cluster_id)) {
     return Status(Code::kBadRequest, "cluster_id '" + options.cluster_id + "' is not 32 hex digits");
   }
-  if (Status s = client::validate(coordinator_options(options)); !s.is_ok()) return s;
+  // With no replicas, the lock group's record gives them and the quorums (checked as it is taken).
+  if (options.replicas.empty() && options.lock_group.empty()) {
+    return Status(Code::kBadRequest, "the store needs its replicas, or the lock group that records them");
+  }
+  if (!options.replicas.empty()) {
+    if (Status s = client::validate(coordinator_options(options)); !s.is_ok()) return s;
+  }
   try {
-    return std::unique_ptr<QuorumStore>(new QuorumStore(engine_for(std::move(options))));
+    auto engine = engine_for(std::move(options));
+    if (!engine.is_ok()) return engine.status();
+    return std::unique_ptr<QuorumStore>(new QuorumStore(std::move(engine).value()));
   } catch (const zmq::error_t& e) {
     return Status(Code::kBadRequest, std::string("cannot connect to a replica: ") + e.what());
   } catch (const std::invalid_argument& e) {  // credentials

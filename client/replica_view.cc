@@ -50,6 +50,15 @@ Result<ReplicaView> next_view(const ReplicaView& current, std::string_view certi
   return next;
 }
 
+ReplicaView newest_view(ReplicaView current, const std::vector<std::string>& certificates,
+                        const SignatureCheck& check) {
+  for (const std::string& c : certificates) {
+    auto next = next_view(current, c, check);
+    if (next.is_ok()) current = std::move(next).value();
+  }
+  return current;
+}
+
 WriteResult answer_of_resent_write(WriteResult last) {
   const Code code = last.status.code();
   if (code != Code::kFenced && code != Code::kStale) return last;

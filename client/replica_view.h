@@ -40,6 +40,10 @@ using SignatureCheck = std::function<bool(std::string_view message, std::string_
 // has no CURVE key on a store that uses CURVE.
 Result<ReplicaView> next_view(const ReplicaView& current, std::string_view certificate, const SignatureCheck& check);
 
+// The newest view that `certificates` give after `current`, taken in order
+// (each checked as next_view does); `current` when none is newer and checks out.
+ReplicaView newest_view(ReplicaView current, const std::vector<std::string>& certificates, const SignatureCheck& check);
+
 // The answer to a write that moved to a newer replica set and was sent again
 // there (with a new timestamp), from its last attempt's: `fenced` and `stale`
 // rule out that attempt alone. An earlier one may have reached W replicas of

@@ -23,7 +23,8 @@ ClusterFile client_cluster_file(const ClusterConfig& config, std::optional<Crede
   if (!config.cluster_id.empty()) file.cluster_id = cluster_id_hex(config.cluster_id);
   for (const LockdNode& node : config.lockd) file.lock_group.push_back(node.endpoint);
   file.replicas = config.replicas;
-  const int majority = static_cast<int>(config.replicas.size()) / 2 + 1;
+  // No replicas: the lock group's record gives them, and R and W (0 here).
+  const int majority = config.replicas.empty() ? 0 : static_cast<int>(config.replicas.size()) / 2 + 1;
   file.read_quorum = config.read_quorum != 0 ? config.read_quorum : majority;
   file.write_quorum = config.write_quorum != 0 ? config.write_quorum : majority;
   file.grace = std::chrono::milliseconds(config.timing.client_grace_ms);

@@ -392,11 +392,10 @@ Result<ClusterConfig> parse_cluster_config(std::string_view text, const std::str
     }
   }
 
+  // No [[replica]]: a client's file that names only the lock group, whose
+  // record gives the replica set (docs/design.md "The replica set").
   const toml::array* replicas = c.tables(root, "replica");
-  if (c.ok() && (replicas == nullptr || replicas->empty())) {
-    c.fail(root.source(), "the cluster needs at least one [[replica]]");
-  }
-  if (c.ok()) {
+  if (c.ok() && replicas != nullptr) {
     for (const toml::node& n : *replicas) {
       const toml::table& t = *n.as_table();
       const std::string what =
@@ -410,7 +409,6 @@ Result<ClusterConfig> parse_cluster_config(std::string_view text, const std::str
       (spare.value_or(false) ? config.spare_replicas : config.replicas).push_back(*endpoint);
     }
   }
-  if (c.ok() && config.replicas.empty()) c.fail(root.source(), "the cluster needs at least one [[replica]] not spare");
 
   if (const toml::node* q = root.get("quorum"); q != nullptr && c.ok()) {
     if (!q->is_table()) {
@@ -418,6 +416,10 @@ Result<ClusterConfig> parse_cluster_config(std::string_view text, const std::str
     } else {
       const toml::table& t = *q->as_table();
       const auto n = static_cast<int64_t>(config.replicas.size());
+      if (n == 0) {
+        c.fail(q->source(), "[quorum] needs the [[replica]] entries it counts: without them the quorums are the "
+                            "lock group's record's");
+      }
       const std::string what = " in [quorum]";
       c.only_keys(t, {"read", "write"}, what);
       if (auto r = c.integer(t, "read", false, 1, n, what)) config.read_quorum = static_cast<int>(*r);

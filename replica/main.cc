@@ -146,6 +146,14 @@ bool load_auth(const Flags& flags, std::optional<replica::ReplicaAuth>* auth) {
                  "host can sign sequencers (docs/security.md)",
                  flags.cluster_file, key_file);
   }
+  if (cluster.value().replicas.empty()) {
+    // Its W and the set it starts with come from the list: a client's file
+    // may name only the lock group, a replica's may not.
+    spdlog::error("cluster file {} lists no [[replica]] that is not a spare: a replica needs the set the cluster "
+                  "started with",
+                  flags.cluster_file);
+    return false;
+  }
   const std::string& group = cluster.value().group;
   const std::string& public_key = cluster.value().sequencer_public_key;
   const int n = static_cast<int>(cluster.value().replicas.size());

@@ -30,8 +30,10 @@ struct ClusterFile {
   std::string path;
   std::string cluster_id;  // 32 hex digits; empty when the file names none
   std::vector<std::string> lock_group;  // the palisade-lockd endpoints
-  std::vector<std::string> replicas;  // the palisade-replica endpoints
-  int read_quorum = 0;  // R and W as the file says, else majorities
+  // The palisade-replica endpoints; empty when the file names only the lock
+  // group, whose record then gives them (QuorumStoreOptions::replicas).
+  std::vector<std::string> replicas;
+  int read_quorum = 0;  // R and W as the file says, else majorities; 0 with no replicas
   int write_quorum = 0;
   std::chrono::milliseconds grace{0};  // how long a session may stay in jeopardy
   uint64_t max_clock_drift_ppm = 0;

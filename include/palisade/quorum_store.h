@@ -62,7 +62,9 @@ struct ConfigCheck {
 };
 
 struct QuorumStoreOptions {
-  std::vector<std::string> replicas;  // ZeroMQ endpoints, e.g. tcp://127.0.0.1:7400; N = their count
+  // ZeroMQ endpoints, e.g. tcp://127.0.0.1:7400; N = their count. Empty:
+  // the set, and R and W, are the lock group's record's (lock_group below).
+  std::vector<std::string> replicas;
   // The cluster's id: the cluster file's cluster_id, 32 hex digits. Every
   // request names it, and a replica of another cluster answers wrong_cluster
   // without applying anything; an operation that cannot reach its quorum for
@@ -99,7 +101,8 @@ struct QuorumStoreOptions {
   // set, a store that opens a new engine asks them for the replica set they
   // record (get_replicas, at most a second) and starts from it, once it checks out
   // as above, when it is newer than `replicas`: a client whose `replicas`
-  // were all replaced still finds the set. Empty: it starts from `replicas`.
+  // were all replaced still finds the set. With no `replicas`, open fails
+  // (Unavailable) when no node gives a set. Empty: it starts from `replicas`.
   std::vector<std::string> lock_group{};
 };
 
@@ -174,7 +177,7 @@ class QuorumStore {
 
  private:
   struct Impl;
-  static std::shared_ptr<Impl> engine_for(QuorumStoreOptions options);
+  static Result<std::shared_ptr<Impl>> engine_for(QuorumStoreOptions options);
   explicit QuorumStore(std::shared_ptr<Impl> impl);
   std::shared_ptr<Impl> impl_;
   std::shared_ptr<Calls> calls_;

@@ -2006,6 +2006,53 @@ TEST_CASE("cli: a cluster file whose replicas were all replaced still finds the 
   CHECK(get.out == "v\n");
 }
 
+TEST_CASE("cli: a cluster file that names only the lock group takes the replica set from its record", "[cli][config]") {
+  Fixture fx;
+  ClusterConfig only = load_cluster_file(fx.cluster->cluster_file()).value();
+  only.replicas.clear();
+  only.spare_replicas.clear();
+  only.read_quorum = only.write_quorum = 0;
+  const std::string path = fx.dir.sub("lock-group-only.toml");
+  std::ofstream(path) << format_cluster_config(only);
+  auto run = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--cluster", path});
+    return palisade(fx.dir, args);
+  };
+  {  // No record yet: nothing to send to, and every command says why.
+    for (const auto& args : std::vector<std::vector<std::string>>{{"put", "k", "v"}, {"get", "k"}, {"repair"}}) {
+      Run early = run(args);
+      INFO(args[0] << ": " << early.out);
+      CHECK(early.code != 0);
+      CHECK_THAT(early.out, Catch::Contains("records no replica set yet"));
+    }
+    Run status = run({"status"});
+    INFO(status.out);
+    CHECK(status.code == 4);  // unavailable: no replicas known
+    CHECK_THAT(status.out, Catch::Contains("replicas: unknown: " + path + " lists no [[replica]]"));
+    CHECK_THAT(run({"member", "list"}).out,
+               Catch::Contains("replica set: none recorded, and the cluster file lists no [[replica]]"));
+  }
+  REQUIRE_FALSE(set_replicas(fx, 0, wire::ReplicaPhase::kServing).empty());
+  Run put = run({"put", "k", "v"});
+  INFO(put.out);
+  CHECK(put.code == 0);
+  Run get = run({"get", "k"});
+  CHECK(get.code == 0);
+  CHECK(get.out == "v\n");
+  // status and repair show and compare the record's replicas.
+  Run status = run({"status", "-o", "json"});
+  INFO(status.out);
+  REQUIRE(status.code == 0);
+  const nlohmann::json shown = nlohmann::json::parse(status.out);
+  CHECK(shown["state"] == "healthy");
+  REQUIRE(shown["replicas"].size() == 3);
+  CHECK(shown["replicas"][1]["endpoint"] == fx.cluster->replica_endpoints()[1]);
+  Run repair = run({"repair"});
+  INFO(repair.out);
+  CHECK((repair.code == 0 || repair.code == 8));
+  CHECK_THAT(repair.out, Catch::Contains("3 of 3 replicas compared, 3 answered"));
+}
+
 TEST_CASE("cli: put, get and repair follow the replica set the lock group signed", "[cli][config]") {
   Fixture fx;
   const std::vector<std::string> replicas = fx.cluster->replica_endpoints();

@@ -19,6 +19,7 @@
 #include "tests/support/replica_requests.h"
 #include "tests/support/replica_process.h"
 #include "base/temp_dir.h"
+#include "cli/process.h"
 
 namespace palisade {
 namespace {
@@ -174,6 +175,19 @@ TEST_CASE("quorum store: refuses quorums that cannot meet", "[quorum_store]") {
   o.timeout = std::chrono::milliseconds(100);
   o.hedge_after = std::chrono::milliseconds(-5);
   CHECK(QuorumStore::open(o).code() == Code::kBadRequest);
+}
+
+TEST_CASE("quorum store: with no replicas, it needs a lock group that records a set", "[quorum_store]") {
+  QuorumStoreOptions o;
+  auto none = QuorumStore::open(o);
+  CHECK(none.code() == Code::kBadRequest);
+  CHECK_THAT(none.status().message(), Catch::Contains("needs its replicas, or the lock group that records them"));
+  // Nothing listens at the lock group's endpoint: nothing to send to, said at once.
+  o.lock_group = {"tcp://127.0.0.1:" + std::to_string(cli::free_port())};
+  o.timeout = std::chrono::milliseconds(200);
+  auto silent = QuorumStore::open(o);
+  CHECK(silent.code() == Code::kUnavailable);
+  CHECK_THAT(silent.status().message(), Catch::Contains("no lock group node answered get_replicas (1 asked)"));
 }
 
 TEST_CASE("quorum store: one replica down, writes and reads succeed", "[quorum_store]") {

@@ -808,6 +808,8 @@ TEST_CASE("daemon: an unreadable key or cluster file stops it with a clear error
       << "[[lockd]]\nid = 1\nendpoint = \"tcp://127.0.0.1:1\"\n[[replica]]\nendpoint = \"tcp://127.0.0.1:2\"\n";
   std::ofstream(cluster.tmp.sub("nokey.toml")) << "group = \"it-1\"\n"
                                                << "[[lockd]]\nid = 1\nendpoint = \"tcp://127.0.0.1:1\"\n[[replica]]\nendpoint = \"tcp://127.0.0.1:2\"\n";
+  std::ofstream(cluster.tmp.sub("noreplicas.toml"))
+      << "group = \"it-1\"\nkey_file = \"cluster.key\"\n[[lockd]]\nid = 1\nendpoint = \"tcp://127.0.0.1:1\"\n";
   struct Case {
     const char* name;
     std::vector<std::string> args;
@@ -823,6 +825,9 @@ TEST_CASE("daemon: an unreadable key or cluster file stops it with a clear error
       {"cluster file naming a missing replica key file",
        {"--cluster", cluster.tmp.sub("noreplicakey.toml")},
        "absent-replica.key"},
+      {"cluster file naming only the lock group (a client's)",
+       {"--cluster", cluster.tmp.sub("noreplicas.toml")},
+       "lists no [[replica]] that is not a spare"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.name) {

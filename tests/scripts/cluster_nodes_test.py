@@ -18,7 +18,8 @@ identity and key; the new one runs on a new port and data directory, in the
 replica set the lock group records, and the file lists it in the old one's
 place; an added replica joins the set (4 replicas, W 3), a removed one
 leaves it (3, W 3) as a replaced one leaves, and a second removal, which
-would lower W, is refused. Every step of the loop succeeds, tokens strictly increase, and
+would lower W, is refused. A client's file that names only the lock group
+then puts, gets and shows that set. Every step of the loop succeeds, tokens strictly increase, and
 every key reads back. Then `cluster down` stops the added nodes too, and
 `cluster up` brings the same members back (the added nodes without --join)
 and elects a master, though only one of the first three nodes is left.
@@ -319,6 +320,26 @@ def remove_replica(cluster, name, version):
     check_kept(cluster, before)
 
 
+def lock_group_only_client(cluster, version):
+    """A client's cluster file that names only the lock group: put, get and status take the set it records."""
+    blocks = (cluster.dir / "cluster.toml").read_text().split("\n\n")
+    only = "\n\n".join(b for b in blocks if not b.lstrip().startswith(("[[replica]]", "[quorum]")))
+    check("[[replica]]" not in only and "[[lockd]]" in only, f"the file without replicas: {only}")
+    path = cluster.dir / "client.toml"
+    path.write_text(only)
+    try:
+        done = palisade("--cluster", path, "put", "lock-group-only", "v")
+        check(done.returncode == 0, f"put from a file naming only the lock group: exit {done.returncode}")
+        done = palisade("--cluster", path, "get", "lock-group-only")
+        check(done.returncode == 0 and done.stdout == "v\n", f"get from it: exit {done.returncode}, {done.stdout!r}")
+        done = palisade("--cluster", path, "status", "-o", "json")
+        shown = [r["endpoint"] for r in json.loads(done.stdout)["replicas"]]
+        check(shown == replica_set(cluster)[1] and replica_set(cluster)[0] == version,
+              f"status from it shows replicas {shown}, not the set the lock group records")
+    finally:
+        path.unlink()
+
+
 def down_and_up(cluster, version, ids, replicas):
     pids = running(cluster)
     done = palisade("cluster", "down", "--dir", cluster.dir)
@@ -385,6 +406,7 @@ def main():
                 load.wait_for_steps(3)
                 remove_replica(cluster, first, 8)
                 load.wait_for_steps(3)
+                lock_group_only_client(cluster, 8)
             finally:
                 load.stopping.set()
                 load.join(timeout=180)

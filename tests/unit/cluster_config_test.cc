@@ -144,6 +144,15 @@ TEST_CASE("cluster file: defaults and optional parts", "[config]") {
     CHECK(s.value().replicas.size() == 3);  // N and the quorums count the set only
     CHECK(s.value().spare_replicas == std::vector<std::string>{"tcp://127.0.0.1:7203"});
   }
+  SECTION("a client's file may name only the lock group: its record gives the replicas") {
+    auto l = parse_cluster_config(kMinimal.substr(0, kMinimal.find("[[replica]]")), kPath);
+    INFO(l.status().to_string());
+    REQUIRE(l.is_ok());
+    CHECK(l.value().replicas.empty());
+    CHECK(l.value().lockd.size() == 1);
+    // and reads back as the same file
+    CHECK(parse_cluster_config(format_cluster_config(l.value()), kPath).value() == l.value());
+  }
   SECTION("seven lockd nodes") {
     std::string text = "group = \"g\"\n[[replica]]\nendpoint = \"tcp://h:1\"\n";
     for (int i = 1; i <= 7; ++i) text += "[[lockd]]\nid = " + std::to_string(i * 30) + "\nendpoint = \"tcp://l:" + std::to_string(i) + "\"\n";
@@ -250,9 +259,9 @@ TEST_CASE("cluster file: bad files are refused with the file, line and problem",
       {"endpoint of every interface", edit("\"tcp://127.0.0.1:7201\"", "\"tcp://*:7201\""), "'*' is for listening"},
       {"endpoint of an unknown transport", edit("\"tcp://127.0.0.1:7201\"", "\"udp://h:1\""),
        "'udp' is not a transport"},
-      {"no replica", kMinimal.substr(0, kMinimal.find("[[replica]]")), "at least one [[replica]]"},
-      {"only spare replicas", edit("endpoint = \"tcp://b:1\"", "endpoint = \"tcp://b:1\"\nspare = true", kMinimal),
-       "at least one [[replica]] not spare"},
+      {"quorums without replicas to count",
+       edit("endpoint = \"tcp://b:1\"", "endpoint = \"tcp://b:1\"\nspare = true", kMinimal + "[quorum]\nread = 1\n"),
+       "[quorum] needs the [[replica]] entries it counts"},
       {"spare not a boolean",
        edit("endpoint = \"tcp://127.0.0.1:7201\"", "endpoint = \"tcp://127.0.0.1:7201\"\nspare = 1"),
        "'spare' of [[replica]] 2 must be true or false"},
