@@ -11,20 +11,6 @@
 namespace palisade::cli {
 namespace {
 
-// The file's list as the record it stands for.
-wire::ReplicaSet file_set(const ClusterConfig& config) {
-  wire::ReplicaSet set;
-  const std::map<std::string, std::string> keys = server_keys(config);
-  const auto n = static_cast<uint32_t>(config.replicas.size());
-  for (uint32_t i = 0; i < n; ++i) {
-    auto key = keys.find(config.replicas[i]);
-    set.replicas.push_back({i + 1, config.replicas[i], key == keys.end() ? "" : key->second});
-  }
-  set.write_quorum = config.write_quorum > 0 ? static_cast<uint32_t>(config.write_quorum) : n / 2 + 1;
-  set.read_quorum = config.read_quorum > 0 ? static_cast<uint32_t>(config.read_quorum) : n / 2 + 1;
-  return set;
-}
-
 Result<ReplicaRecord> checked(const ClusterConfig& config, const std::string& certificate) {
   std::optional<SequencerVerifier> verifier;
   if (!config.sequencer_public_key.empty()) {
@@ -54,12 +40,17 @@ Result<ReplicaRecord> read_replica_record(const ClusterAccess& access, std::chro
     if (!reply || !reply->status.is_ok()) continue;
     // A node that has not applied the newest record yet serves an older one.
     if (reply->config.empty()) {
-      if (!newest) newest = ReplicaRecord{.set = file_set(access.config)};
+      if (!newest) newest = ReplicaRecord{.set = file_replica_set(access.config)};
       continue;
     }
     auto record = checked(access.config, reply->config);
     if (!record.is_ok()) return record.status();
-    if (!newest || record.value().set.version > newest->set.version) newest = std::move(record).value();
+    // At version 0, a node's signed copy of its file's list, unless the
+    // caller's file has a list of its own.
+    const uint64_t version = record.value().set.version;
+    if (!newest || version > newest->set.version || (version == 0 && newest->set.replicas.empty())) {
+      newest = std::move(record).value();
+    }
   }
   if (!newest) return Status(Code::kUnavailable, "no lock group node answered get_replicas");
   return *std::move(newest);
@@ -76,11 +67,11 @@ Result<ClusterAccess> with_recorded_replicas(ClusterAccess access, std::chrono::
     return record.status();
   }
   const wire::ReplicaSet& set = record.value().set;
-  if (set.version == 0) {
-    if (!access.config.replicas.empty()) return access;
+  if (set.version == 0 && !access.config.replicas.empty()) return access;  // the file's list stands
+  if (set.replicas.empty()) {
     return Status(Code::kUnavailable, access.config.path +
-                                          " lists no [[replica]], and the lock group records no replica set yet: "
-                                          "list the replicas in the file until a change of the set records one");
+                                          " lists no [[replica]], and the lock group records no replica set yet, "
+                                          "nor do its nodes' cluster files list one");
   }
   ClusterConfig& config = access.config;
   config.replicas.clear();

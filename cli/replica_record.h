@@ -1,7 +1,8 @@
 // The replica set as the lock group records it (docs/design.md "The replica
 // set"): get_replicas from the lock group, its certificate checked with the
 // cluster file's sequencer_public_key. Version 0 while none is recorded: the
-// cluster file's [[replica]] list stands.
+// cluster file's [[replica]] list stands, or, when it has none, the one the
+// lock group's nodes serve signed from their own files.
 #pragma once
 
 #include <chrono>
@@ -15,7 +16,7 @@ namespace palisade::cli {
 
 struct ReplicaRecord {
   wire::ReplicaSet set{};  // version 0: none recorded; then the file's replicas and quorums
-  std::string certificate{};  // empty at version 0
+  std::string certificate{};  // empty at version 0 unless a node signed its file's list
   bool checked = false;  // the signature was checked (the file gives sequencer_public_key)
 };
 

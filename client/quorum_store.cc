@@ -545,8 +545,8 @@ Status no_recorded_set(const QuorumStoreOptions& o, const RecordedSets& recorded
   }
   if (recorded.certificates.empty()) {
     return Status(Code::kUnavailable,
-                  "the lock group records no replica set yet: list the replicas ([[replica]] entries of the cluster "
-                  "file) until a change of the set records one (palisade member add|replace --replica)");
+                  "the lock group records no replica set yet, and its nodes' cluster files list none: list the "
+                  "replicas ([[replica]] entries) in the lock group's cluster file");
   }
   return Status(Code::kBadRequest, "the lock group's replica set does not check out: " +
                                        client::next_view(first_view(o), recorded.certificates.front(),

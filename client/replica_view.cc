@@ -20,7 +20,9 @@ Result<ReplicaView> next_view(const ReplicaView& current, std::string_view certi
   }
   auto set = wire::decode_replica_set(parts.value().record);
   if (!set.is_ok()) return set.status();
-  if (set.value().version <= current.version) {
+  // A view with no replicas (a store whose options list none) takes the
+  // file's list a lock group node signs too, at version 0.
+  if (set.value().version < current.version || (set.value().version == current.version && !current.endpoints.empty())) {
     return Status(Code::kStale, "replica set version " + std::to_string(set.value().version) +
                                     " is not newer than version " + std::to_string(current.version));
   }

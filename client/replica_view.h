@@ -32,7 +32,9 @@ struct ReplicaView {
 // Whether `signature` is the lock group's over `message`; null: no check.
 using SignatureCheck = std::function<bool(std::string_view message, std::string_view signature)>;
 
-// The view `certificate` gives after `current`. Stale when it is not newer.
+// The view `certificate` gives after `current`. Stale when it is not newer
+// (of equal version, when `current` has no replicas: a store that lists none
+// takes the lock group's signed copy of the cluster file's list, version 0).
 // BadRequest, saying why, when the store cannot take it: it is not the lock
 // group's (the check fails, or there is no check and the store uses CURVE: a
 // secure store takes no unchecked certificate), its record does not decode,

@@ -43,6 +43,20 @@ std::map<std::string, std::string> server_keys(const ClusterConfig& config) {
   return keys;
 }
 
+wire::ReplicaSet file_replica_set(const ClusterConfig& config) {
+  wire::ReplicaSet set;
+  if (config.replicas.empty()) return set;
+  const std::map<std::string, std::string> keys = server_keys(config);
+  const auto n = static_cast<uint32_t>(config.replicas.size());
+  for (uint32_t i = 0; i < n; ++i) {
+    auto key = keys.find(config.replicas[i]);
+    set.replicas.push_back({i + 1, config.replicas[i], key == keys.end() ? "" : key->second});
+  }
+  set.write_quorum = config.write_quorum > 0 ? static_cast<uint32_t>(config.write_quorum) : n / 2 + 1;
+  set.read_quorum = config.read_quorum > 0 ? static_cast<uint32_t>(config.read_quorum) : n / 2 + 1;
+  return set;
+}
+
 Result<std::optional<DaemonKeys>> load_daemon_keys(const ClusterConfig& config, const std::string& endpoint,
                                                    const std::string& key_path) {
   if (config.identities.empty()) {

@@ -12,6 +12,7 @@
 #include "palisade/credentials.h"
 #include "transport/curve_keys.h"
 #include "transport/zap_handler.h"
+#include "wire/replica_set.h"
 
 namespace palisade {
 
@@ -19,6 +20,11 @@ namespace palisade {
 transport::AllowList allowed_keys(const ClusterConfig& config);
 // Every daemon's endpoint -> the public key it serves with.
 std::map<std::string, std::string> server_keys(const ClusterConfig& config);
+
+// The file's [[replica]] list as the replica set it stands for before the
+// lock group records one: version 0, ids 1..N in file order, each replica's
+// CURVE key, R and W as the file says or majorities. No replicas: empty.
+wire::ReplicaSet file_replica_set(const ClusterConfig& config);
 
 // The daemon at `endpoint` on a secure cluster: its key file, and who may
 // connect to it.

@@ -257,8 +257,9 @@ void LockService::flush(uint64_t now) {
 }
 
 std::string LockService::replica_set_certificate() const {
-  if (table_.replica_set().version == 0) return {};
-  return sign_config_certificate(signer_, table_.replica_set());
+  const wire::ReplicaSet& set = table_.replica_set().version == 0 ? options_.file_replicas : table_.replica_set();
+  if (set.replicas.empty()) return {};
+  return sign_config_certificate(signer_, set);
 }
 
 Status LockService::stale_replica_set(uint64_t version) const {

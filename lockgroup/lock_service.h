@@ -43,6 +43,11 @@ struct LockServiceOptions {
   // A replica set paused this long under one master is made serving again
   // (a replacement that did not finish: docs/design.md "The replica set").
   uint64_t replica_pause_timeout_ms = 60000;
+  // The cluster file's [[replica]] list (version 0, config/cluster_keys.h's
+  // file_replica_set): while the table records no set, get_replicas serves
+  // it signed, so that a client whose file names only the lock group finds
+  // the replicas before the first change of the set. Empty: nothing served.
+  wire::ReplicaSet file_replicas{};
 };
 
 // A request from a client; `route` is the driver's handle to answer it.
@@ -153,7 +158,8 @@ class LockService {
   // `identity`'s); ok when it may go on.
   Status check_session(uint64_t epoch, uint64_t session, std::string_view identity, uint64_t now) const;
   void handle_status(const ClientRequest& r);
-  // The config certificate of the table's replica set; "" while it has none.
+  // The config certificate of the table's replica set, else of the file's
+  // list (version 0); "" while neither has replicas.
   std::string replica_set_certificate() const;
   // Stale: a set_replicas that replaces `version`, which is not the table's.
   Status stale_replica_set(uint64_t version) const;

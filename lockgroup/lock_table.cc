@@ -227,6 +227,10 @@ wire::ReplicaSet read_replica_set(ArrayReader& r, ArrayReader::Cursor& c) {
     r.fail(set.status().message());
     return {};
   }
+  if (set.value().version == 0) {
+    r.fail("replica set version 0 is no record");
+    return {};
+  }
   return std::move(set).value();
 }
 

@@ -107,6 +107,7 @@ Result<lockgroup::LockdServerOptions> server_options(const Flags& flags, const C
   s.group = cluster.group;
   s.key = key.value();
   s.session_lease_ms = cluster.timing.session_lease_ms;
+  s.file_replicas = file_replica_set(cluster);
   s.snapshot_every = flags.snapshot_every;
   return o;
 }

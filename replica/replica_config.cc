@@ -42,6 +42,9 @@ Result<wire::ReplicaSet> ReplicaConfig::check(std::string_view text) const {
 Status ReplicaConfig::install(std::string_view text) {
   auto set = check(text);
   if (!set.is_ok()) return set.status();
+  // Version 0 is a cluster file's list, which the lock group serves signed
+  // before it records a set: nothing to keep, and no cure for an unreadable one.
+  if (set.value().version == 0) return Status::ok();
   if (set.value().version <= set_.version && unreadable_.is_ok()) return Status::ok();
   if (Status saved = store_.save_config_certificate(text); !saved.is_ok()) return saved;
   certificate_ = std::string(text);

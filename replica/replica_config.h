@@ -28,7 +28,8 @@ class ReplicaConfig {
   ReplicaConfig(ReplicaStore& store, std::optional<SequencerVerifier> verifier, uint64_t receipt_id = 0);
 
   // Keeps `text` when it verifies and is newer than the one kept (saved on
-  // the store first); an older or equal one changes nothing. BadRequest when
+  // the store first); an older or equal one, or one of version 0 (a file's
+  // list), changes nothing. BadRequest when
   // it does not verify, StorageError when it could not be saved.
   Status install(std::string_view text);
 

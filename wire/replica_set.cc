@@ -108,7 +108,6 @@ Result<ReplicaSet> decode_replica_set(std::string_view bytes) {
   }
   ReplicaSet set;
   set.version = f[0].via.u64;
-  if (set.version == 0) return bad("version 0 is no record");
   const std::string phase = text_of(f[1]);
   if (phase == phase_name(ReplicaPhase::kPaused)) {
     set.phase = ReplicaPhase::kPaused;

@@ -55,8 +55,10 @@ Status check_replicas(const std::vector<ReplicaInfo>& replicas, uint32_t write_q
 // [version, phase, [[id, address, key, receipt_id]...], write_quorum,
 // read_quorum], phase the text "serving" or "paused": every record has one form.
 std::string encode_replica_set(const ReplicaSet& set);
-// The record these bytes encode, in that form only, of a version >= 1 and
-// passing check_replicas; BadRequest otherwise.
+// The record these bytes encode, in that form only, passing check_replicas;
+// BadRequest otherwise. Version 0 is no record but a cluster file's list,
+// which a lock group node signs before any record exists (get_replicas):
+// the lock table refuses it, and replicas keep none.
 Result<ReplicaSet> decode_replica_set(std::string_view bytes);
 
 }  // namespace palisade::wire

@@ -2006,7 +2006,7 @@ TEST_CASE("cli: a cluster file whose replicas were all replaced still finds the 
   CHECK(get.out == "v\n");
 }
 
-TEST_CASE("cli: a cluster file that names only the lock group takes the replica set from its record", "[cli][config]") {
+TEST_CASE("cli: a cluster file that names only the lock group takes the replica set from it", "[cli][config]") {
   Fixture fx;
   ClusterConfig only = load_cluster_file(fx.cluster->cluster_file()).value();
   only.replicas.clear();
@@ -2018,19 +2018,34 @@ TEST_CASE("cli: a cluster file that names only the lock group takes the replica 
     args.insert(args.begin(), {"--cluster", path});
     return palisade(fx.dir, args);
   };
-  {  // No record yet: nothing to send to, and every command says why.
-    for (const auto& args : std::vector<std::vector<std::string>>{{"put", "k", "v"}, {"get", "k"}, {"repair"}}) {
-      Run early = run(args);
-      INFO(args[0] << ": " << early.out);
-      CHECK(early.code != 0);
-      CHECK_THAT(early.out, Catch::Contains("records no replica set yet"));
-    }
-    Run status = run({"status"});
+  {  // No record yet: the lock group's nodes serve their own file's list, signed, as version 0.
+    Run put = run({"put", "k0", "v0"});
+    INFO(put.out);
+    CHECK(put.code == 0);
+    Run get = run({"get", "k0"});
+    CHECK(get.out == "v0\n");
+    Run listed = run({"member", "list"});
+    CHECK_THAT(listed.out, Catch::Contains("replica set: none recorded, the cluster file's [[replica]] list stands "
+                                           "(W=2 R=2):\n    1  " +
+                                           fx.cluster->replica_endpoints()[0]));
+    Run status = run({"status", "-o", "json"});
     INFO(status.out);
-    CHECK(status.code == 4);  // unavailable: no replicas known
-    CHECK_THAT(status.out, Catch::Contains("replicas: unknown: " + path + " lists no [[replica]]"));
-    CHECK_THAT(run({"member", "list"}).out,
-               Catch::Contains("replica set: none recorded, and the cluster file lists no [[replica]]"));
+    CHECK(status.code == 0);
+    CHECK(nlohmann::json::parse(status.out)["replicas"].size() == 3);
+  }
+  // A file that lists no replicas cannot open a store when the lock group
+  // cannot be reached: it has nothing else to go by.
+  {
+    ClusterConfig nowhere = only;
+    nowhere.lockd = {{1, cli::free_endpoints(1)[0]}};
+    const std::string lost = fx.dir.sub("nowhere.toml");
+    std::ofstream(lost) << format_cluster_config(nowhere);
+    Run put = palisade(fx.dir, {"--cluster", lost, "put", "k", "v"});
+    CHECK(put.code != 0);
+    CHECK_THAT(put.out, Catch::Contains("no lock group node answered get_replicas"));
+    Run status = palisade(fx.dir, {"--cluster", lost, "status"});
+    CHECK(status.code == 4);
+    CHECK_THAT(status.out, Catch::Contains("replicas: unknown: " + lost + " lists no [[replica]]"));
   }
   REQUIRE_FALSE(set_replicas(fx, 0, wire::ReplicaPhase::kServing).empty());
   Run put = run({"put", "k", "v"});

@@ -30,7 +30,8 @@ constexpr uint64_t kHeartbeat = 600;       // so the shortest lease is 2 x 600 =
 constexpr uint64_t kMasterLease = 4000;
 
 struct Group {
-  explicit Group(size_t snapshot_every = 10000) : snapshot_every(snapshot_every) {
+  explicit Group(size_t snapshot_every = 10000, wire::ReplicaSet file_replicas = {})
+      : snapshot_every(snapshot_every), file_replicas(std::move(file_replicas)) {
     for (NodeId id : members) {
       disks[id] = std::make_unique<MemoryPaxosStorage>();
       boot(id);
@@ -54,6 +55,7 @@ struct Group {
     o.session_lease_ms = kDefaultLease;
     o.snapshot_every = snapshot_every;
     o.seed = id;
+    o.file_replicas = file_replicas;
     return o;
   }
 
@@ -151,6 +153,7 @@ struct Group {
   }
 
   size_t snapshot_every;
+  wire::ReplicaSet file_replicas;  // LockServiceOptions::file_replicas of every node
   std::vector<NodeId> members = {1, 2, 3};
   std::map<NodeId, std::unique_ptr<MemoryPaxosStorage>> disks;
   std::map<NodeId, uint64_t> boots;  // starts of each node: its incarnation
@@ -769,6 +772,26 @@ TEST_CASE("lock service: set_replicas records the replica set, and any node serv
   REQUIRE(next.status.is_ok());
   CHECK(certified(next).version == 2);
   CHECK(certified(next).replicas[0].address == "tcp://r4:7200");
+}
+
+TEST_CASE("lock service: before a set is recorded, every node serves the cluster file's list signed, version 0",
+          "[lock_service][replicaset]") {
+  const wire::ReplicaSet file{.replicas = three_replicas(0).replicas, .write_quorum = 2, .read_quorum = 2};
+  Group g(10000, file);
+  const NodeId m = g.elect();
+  for (NodeId id : g.members) {
+    INFO("node " << id);
+    CHECK(certified(g.call(id, wire::GetReplicasRequest{})) == file);
+  }
+  // The first record replaces version 0, and is what every node serves then.
+  REQUIRE(g.call(m, three_replicas(0, "tcp://r4:7200")).status.is_ok());
+  g.run(1000);
+  for (NodeId id : g.members) {
+    INFO("node " << id);
+    const wire::ReplicaSet served = certified(g.call(id, wire::GetReplicasRequest{}));
+    CHECK(served.version == 1);
+    CHECK(served.replicas[0].address == "tcp://r4:7200");
+  }
 }
 
 TEST_CASE("lock service: set_replicas is refused stale over another version, and by a follower",

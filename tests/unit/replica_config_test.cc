@@ -112,6 +112,16 @@ TEST_CASE("replica config: a newer certificate is kept, an older one changes not
   CHECK(store.config_certificate().value() == certificate(3));
 }
 
+TEST_CASE("replica config: version 0, a cluster file's list, is never kept", "[replica][config]") {
+  replica::MemoryStore store;
+  Replica r(store);
+  ReplicaReply file_list = r.call(install(certificate(0)));
+  CHECK(file_list.status.is_ok());
+  CHECK(file_list.config.empty());
+  CHECK(store.config_certificate().value().empty());
+  CHECK(r.call(write_req("k", "v", kTs)).status.is_ok());  // served as with none kept
+}
+
 TEST_CASE("replica config: forged, altered and foreign certificates are refused and change nothing",
           "[replica][config]") {
   replica::MemoryStore store;
@@ -287,7 +297,10 @@ TEST_CASE("replica config: a damaged kept certificate refuses requests until a v
   CHECK(refused.status.code() == Code::kStorageError);
   CHECK_THAT(refused.status.message(), Catch::Contains("damaged") && Catch::Contains("install_config"));
   CHECK(r.call(test::ping_req()).status.is_ok());
-  // Any valid certificate mends it, even an older version than the damaged one's.
+  // A cluster file's list does not mend it: it says nothing of the set kept.
+  REQUIRE(r.call(install(certificate(0))).status.is_ok());
+  CHECK(r.call(naming(read_req("k"), 0)).status.code() == Code::kStorageError);
+  // Any valid certificate does, even an older version than the damaged one's.
   REQUIRE(r.call(install(certificate(1))).status.is_ok());
   CHECK(r.call(naming(read_req("k"), 1)).status.is_ok());
 
