@@ -225,7 +225,7 @@ int change_local_replicas(ReplicaChangeKind kind, const NodeFlags& flags, const 
         "the cluster in " + flags.dir + " is not up: start it with `palisade cluster up" + flags.dir_flag() + "`",
         kExitUnavailable);
   }
-  auto record = read_replica_record(found->access, 2s);
+  auto record = read_replica_record(found->access.config, found->access.credentials, 2s);
   if (!record.is_ok()) return report_error(kWhat, record.status());
   uint32_t old_id = 0;
   if (leaving) {

@@ -1,6 +1,6 @@
 // palisade member list | add ID... | remove ID... | replace OLD NEW: the lock
 // group's members (docs/design.md "Membership"); `list` shows the replica set
-// the lock group records too (cli/replica_record.h). A change goes to the master
+// the lock group records too (config/replica_record.h). A change goes to the master
 // as one set_members request naming the whole new membership and the version
 // it replaces; the master proposes it through the log and answers once it is
 // applied (cli/member_change.h makes it). The nodes a change adds must be in
@@ -174,7 +174,7 @@ int run_list(const CommonOptions& common) {
   if (!loaded.is_ok()) return report_cluster_error(kWhat, loaded.status());
   auto v = read_members(loaded.value(), 1000ms);
   if (!v.is_ok()) return report_error(kWhat, v.status());
-  auto replicas = read_replica_record(loaded.value(), 1000ms);
+  auto replicas = read_replica_record(loaded.value().config, loaded.value().credentials, 1000ms);
   if (!replicas.is_ok()) return report_error(kWhat, replicas.status());
   return print_view(v.value(), common, &replicas.value());
 }

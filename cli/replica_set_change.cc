@@ -25,7 +25,14 @@ class Change {
 
   Result<ChangeReport> run() {
     const auto start = Clock::now();
-    auto current = read_replica_record(access_, r_.timeout);
+    // The lock group takes set_replicas from admins only: said before a fill starts.
+    if (const auto& credentials = access_.credentials;
+        credentials && !access_.config.permissions().is_admin(credentials->identity)) {
+      return Status(Code::kPermissionDenied, "identity '" + credentials->identity +
+                                                 "' may not change the replica set: admin only (give --key the key "
+                                                 "file of an identity with the admin role)");
+    }
+    auto current = read_replica_record(access_.config, access_.credentials, r_.timeout);
     if (!current.is_ok()) return current.status();
     const wire::ReplicaSet old = current.value().set;
     if (old.phase == wire::ReplicaPhase::kPaused) {

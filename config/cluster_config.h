@@ -26,8 +26,8 @@
 //   id = 1
 //   endpoint = "tcp://127.0.0.1:7100"  # tcp://HOST:PORT or ipc://PATH, checked
 //   identity = "lockd-1"           # with [[identity]] entries: the one it serves as
-//   [[replica]]                    # none: a client's file naming only the lock
-//                                  # group, whose record gives the set
+//   [[replica]]                    # none: a client's or replica's file naming
+//                                  # only the lock group, which gives the set
 //   endpoint = "tcp://127.0.0.1:7200"
 //   spare = true                   # optional: not in the set the file starts
 //                                  # with; one a replacement can bring in
@@ -91,7 +91,7 @@ struct ClusterConfig {
   std::string sequencer_public_key;  // "psk1." + base64url, or empty
   std::string replica_key_file;  // absolute like key_file, or empty; needs sequencer_public_key
   std::vector<LockdNode> lockd;
-  std::vector<std::string> replicas;  // the set the cluster starts with; empty: the record's (clients only)
+  std::vector<std::string> replicas;  // the set the cluster starts with; empty: the lock group's (not for lockd)
   // [[replica]] entries with spare = true: endpoints (and identities) a
   // replacement may bring into the set (`palisade member replace --replica`).
   std::vector<std::string> spare_replicas;

@@ -65,25 +65,36 @@ Result<std::optional<DaemonKeys>> load_daemon_keys(const ClusterConfig& config, 
                                          " lists no identities: its links are plaintext (docs/security.md)");
   }
   auto name = config.daemon_identity.find(endpoint);
-  if (name == config.daemon_identity.end()) {
+  // A replica whose file names only the lock group is not listed: it serves
+  // as its key file's identity (clients take its key from the lock group's
+  // record of the replica set).
+  const bool unlisted_replica = name == config.daemon_identity.end() && config.replicas.empty();
+  if (name == config.daemon_identity.end() && !unlisted_replica) {
     return Status(Code::kBadRequest, config.path + " names no identity for " + endpoint);
   }
   if (key_path.empty()) {
+    const std::string identity = unlisted_replica ? "NAME" : name->second;
     return Status(Code::kBadRequest, config.path +
                                          " lists identities, so its links are CurveZMQ: give --key FILE, "
                                          "the key file of identity '" +
-                                         name->second + "' (`palisade keygen " + name->second + "` writes one)");
+                                         identity + "' (`palisade keygen " + identity + "` writes one)");
   }
   auto key = listed_key(config, key_path);
   if (!key.is_ok()) return key.status();
-  if (key.value().identity != name->second) {
+  const std::string identity = unlisted_replica ? key.value().identity : name->second;
+  if (unlisted_replica && !config.identity(identity)->has_role("replica")) {
+    return Status(Code::kBadRequest, key_path + " is the key of '" + identity + "', which has no replica role, and " +
+                                         config.path + " lists no [[replica]] for " + endpoint +
+                                         " to name the identity it serves as");
+  }
+  if (key.value().identity != identity) {
     return Status(Code::kBadRequest, key_path + " is the key of '" + key.value().identity + "', but " + config.path +
-                                         " says " + endpoint + " serves as '" + name->second + "'");
+                                         " says " + endpoint + " serves as '" + identity + "'");
   }
   // Clients know a daemon by its identity's first key: a daemon serving with
   // its second would fail every handshake.
-  if (key.value().keys.public_key != config.identity(name->second)->keys.front()) {
-    return Status(Code::kBadRequest, key_path + " holds the second key of '" + name->second +
+  if (key.value().keys.public_key != config.identity(identity)->keys.front()) {
+    return Status(Code::kBadRequest, key_path + " holds the second key of '" + identity +
                                          "': a daemon serves with the first key its identity lists");
   }
   return std::optional<DaemonKeys>(DaemonKeys{std::move(key).value(), allowed_keys(config), config.permissions()});

@@ -75,6 +75,8 @@ ReplicaHandler::ReplicaHandler(ReplicaStore& store, HybridClock& clock, std::opt
       auth_(std::move(auth)),
       verifier_(verifier_of(auth_)),
       config_(store, verifier_, auth_ ? auth_->replica_id : 0) {
+  // The receipts a commit needs are never fewer than one (Receipts::proves).
+  PALISADE_CHECK(!auth_ || auth_->write_quorum >= 1);
   if (auth_) {
     receipts_.emplace(auth_->replica_key, auth_->group, auth_->replica_id);
     seal_.emplace(auth_->replica_key, auth_->group);

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -15,6 +16,7 @@
 #include "config/cluster_config.h"
 #include "config/cluster_keys.h"
 #include "config/identity_reload.h"
+#include "config/replica_record.h"
 #include "storage/dir_lock.h"
 #include "base/physical_clock.h"
 #include "base/stop_signals.h"
@@ -55,21 +57,20 @@ struct Flags {
 // This replica's CurveZMQ keys when the cluster file lists identities; nullopt
 // for plaintext, which needs --insecure. False (after logging why) when they
 // cannot be loaded, or plaintext is not allowed.
-bool load_daemon_keys(const Flags& flags, std::optional<DaemonKeys>* keys) {
-  if (flags.cluster_file.empty()) {
+bool load_daemon_keys(const Flags& flags, const std::optional<ClusterConfig>& cluster,
+                      std::optional<DaemonKeys>* keys) {
+  if (!cluster) {
     if (flags.insecure) return true;  // --key needs --cluster
     spdlog::error("no cluster file: give --cluster FILE, so that fenced writes are checked and links are "
                   "authenticated, or --insecure to take any fencing token over plaintext links (only on a trusted "
                   "network)");
     return false;
   }
-  auto cluster = load_cluster_file(flags.cluster_file);
-  if (!cluster.is_ok()) return true;  // load_auth reported it already
-  if (Status insecure = check_insecure_flag(cluster.value(), flags.insecure); !insecure.is_ok()) {
+  if (Status insecure = check_insecure_flag(*cluster, flags.insecure); !insecure.is_ok()) {
     spdlog::error("{}", insecure.message());
     return false;
   }
-  auto loaded = palisade::load_daemon_keys(cluster.value(), flags.server.listen_endpoint, flags.curve_key_file);
+  auto loaded = palisade::load_daemon_keys(*cluster, flags.server.listen_endpoint, flags.curve_key_file);
   if (!loaded.is_ok()) {
     spdlog::error("{}", loaded.status().message());
     return false;
@@ -90,15 +91,14 @@ std::optional<Credentials> own_credentials(const std::optional<DaemonKeys>& keys
 
 // With a cluster file: the thread that asks the lock group for the replica
 // set while the one this replica keeps is paused, offering it to `server`.
-std::unique_ptr<replica::ConfigRefresh> config_refresh(const Flags& flags, const std::optional<DaemonKeys>& keys,
+std::unique_ptr<replica::ConfigRefresh> config_refresh(const std::optional<ClusterConfig>& cluster,
+                                                       const std::optional<DaemonKeys>& keys,
                                                        replica::ReplicaServer& server) {
-  if (flags.cluster_file.empty()) return nullptr;
-  auto cluster = load_cluster_file(flags.cluster_file);
-  if (!cluster.is_ok()) return nullptr;  // load_auth reported it already
+  if (!cluster) return nullptr;
   replica::ConfigRefreshOptions o;
-  for (const LockdNode& node : cluster.value().lockd) o.lockd.push_back(node.endpoint);
-  o.cluster_id = cluster.value().cluster_id;
-  o.credentials = own_credentials(keys, cluster.value());
+  for (const LockdNode& node : cluster->lockd) o.lockd.push_back(node.endpoint);
+  o.cluster_id = cluster->cluster_id;
+  o.credentials = own_credentials(keys, *cluster);
   return std::make_unique<replica::ConfigRefresh>(
       std::move(o), [&server](std::string certificate) { server.offer_config(std::move(certificate)); });
 }
@@ -106,64 +106,95 @@ std::unique_ptr<replica::ConfigRefresh> config_refresh(const Flags& flags, const
 // The background anti-entropy of --anti-entropy-interval, or none. Over
 // CurveZMQ, it connects to the other replicas with this one's keys. Each run
 // ends in `metrics`, which must outlive it.
-std::unique_ptr<replica::BackgroundRepair> background_repair(const Flags& flags, const std::optional<DaemonKeys>& keys,
+std::unique_ptr<replica::BackgroundRepair> background_repair(const Flags& flags,
+                                                             const std::optional<ClusterConfig>& cluster,
+                                                             const std::optional<DaemonKeys>& keys,
                                                              replica::ReplicaMetrics& metrics) {
-  if (flags.anti_entropy_interval_ms == 0) return nullptr;
-  auto cluster = load_cluster_file(flags.cluster_file);
-  if (!cluster.is_ok()) return nullptr;  // load_auth reported it already
+  if (flags.anti_entropy_interval_ms == 0 || !cluster) return nullptr;
   AntiEntropyOptions o;
-  o.replicas = cluster.value().replicas;
-  o.write_quorum = cluster.value().write_quorum;
-  o.key_file = cluster.value().replicas_key_file();  // seals its repairs (load_auth checked it)
-  o.group = cluster.value().group;
-  if (!cluster.value().cluster_id.empty()) o.cluster_id = cluster_id_hex(cluster.value().cluster_id);
+  o.replicas = cluster->replicas;
+  o.write_quorum = cluster->write_quorum;
+  o.key_file = cluster->replicas_key_file();  // seals its repairs (load_auth checked it)
+  o.group = cluster->group;
+  if (!cluster->cluster_id.empty()) o.cluster_id = cluster_id_hex(cluster->cluster_id);
   if (flags.gc_grace_ms) o.gc_grace = std::chrono::milliseconds(*flags.gc_grace_ms);
-  o.credentials = own_credentials(keys, cluster.value());
+  o.credentials = own_credentials(keys, *cluster);
   spdlog::info("anti-entropy every {} ms over {} replicas", flags.anti_entropy_interval_ms, o.replicas.size());
   return std::make_unique<replica::BackgroundRepair>(
       o, std::chrono::milliseconds(flags.anti_entropy_interval_ms),
       [&metrics](const replica::RepairRun& run) { metrics.anti_entropy_ran(run); });
 }
 
+// A replica whose cluster file names only the lock group takes the replica
+// set from it: the record, or before any, the lockd nodes' own list (signed
+// as version 0). Its W, its peers and whether it is a spare follow from that
+// set as from a file's list; the record's certificate goes to `certificate`.
+// It asks for up to 10 s; false (after logging why) when no set comes.
+bool take_replica_set(const Flags& flags, const std::optional<DaemonKeys>& keys, ClusterConfig& cluster,
+                      std::string* certificate) {
+  using namespace std::chrono_literals;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  Result<ReplicaRecord> record = Status(Code::kUnavailable, "not asked");
+  for (;;) {
+    record = read_replica_record(cluster, own_credentials(keys, cluster), 1000ms);
+    const bool final = record.is_ok() ? !record.value().set.replicas.empty() : record.code() != Code::kUnavailable;
+    if (final || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(500ms);
+  }
+  if (!record.is_ok() || record.value().set.replicas.empty()) {
+    spdlog::error("cluster file {} lists no [[replica]], and the lock group gave no replica set: {}",
+                  flags.cluster_file,
+                  record.is_ok() ? "it records none, and its nodes' files list none" : record.status().message());
+    return false;
+  }
+  const wire::ReplicaSet& set = record.value().set;
+  for (const wire::ReplicaInfo& r : set.replicas) {
+    cluster.replicas.push_back(r.address);
+    // Its identity, by the key the set gives: how this replica finds its peers' keys.
+    for (const Identity& identity : cluster.identities) {
+      if (!r.key.empty() && std::ranges::find(identity.keys, r.key) != identity.keys.end()) {
+        cluster.daemon_identity[r.address] = identity.name;
+      }
+    }
+  }
+  cluster.read_quorum = static_cast<int>(set.read_quorum);
+  cluster.write_quorum = static_cast<int>(set.write_quorum);
+  const bool listed = std::ranges::find(cluster.replicas, flags.server.listen_endpoint) != cluster.replicas.end();
+  if (!listed) cluster.spare_replicas.push_back(flags.server.listen_endpoint);
+  spdlog::info("{} names only the lock group: took replica set version {} from it, {} replicas (W={} R={}){}",
+               flags.cluster_file, set.version, set.replicas.size(), set.write_quorum, set.read_quorum,
+               listed ? "" : ", which do not include this one");
+  if (set.version > 0) *certificate = record.value().certificate;
+  return true;
+}
+
 // The keys and group to verify sequencers with, from the cluster file; nullopt
 // in *auth without one (--insecure). False (after logging why) when they cannot
 // be loaded.
-bool load_auth(const Flags& flags, std::optional<replica::ReplicaAuth>* auth) {
-  if (flags.cluster_file.empty()) return true;
-  auto cluster = load_cluster_file(flags.cluster_file);
-  if (!cluster.is_ok()) {
-    spdlog::error("{}", cluster.status().message());
-    return false;
-  }
-  const std::string key_file = cluster.value().replicas_key_file();
+bool load_auth(const Flags& flags, const std::optional<ClusterConfig>& cluster,
+               std::optional<replica::ReplicaAuth>* auth) {
+  if (!cluster) return true;
+  const std::string key_file = cluster->replicas_key_file();
   if (key_file.empty()) {
     spdlog::error("cluster file {} names no replica_key_file or key_file: replicas need a key for their receipts",
                   flags.cluster_file);
     return false;
   }
-  if (cluster.value().replica_key_file.empty()) {
+  if (cluster->replica_key_file.empty()) {
     spdlog::warn("{} lists no replica_key_file, so this replica reads the cluster key {}: whoever controls this "
                  "host can sign sequencers (docs/security.md)",
                  flags.cluster_file, key_file);
   }
-  if (cluster.value().replicas.empty()) {
-    // Its W and the set it starts with come from the list: a client's file
-    // may name only the lock group, a replica's may not.
-    spdlog::error("cluster file {} lists no [[replica]] that is not a spare: a replica needs the set the cluster "
-                  "started with",
-                  flags.cluster_file);
-    return false;
-  }
-  const std::string& group = cluster.value().group;
-  const std::string& public_key = cluster.value().sequencer_public_key;
-  const int n = static_cast<int>(cluster.value().replicas.size());
-  const int write_quorum = cluster.value().write_quorum > 0 ? cluster.value().write_quorum : n / 2 + 1;
+  const std::string& group = cluster->group;
+  const std::string& public_key = cluster->sequencer_public_key;
+  const int n = static_cast<int>(cluster->replicas.size());
+  const int write_quorum = cluster->write_quorum > 0 ? cluster->write_quorum : n / 2 + 1;
   auto key = ClusterKey::load(key_file);
   if (!key.is_ok()) {
     spdlog::error("{}", key.status().message());
     return false;
   }
-  const std::vector<std::string>& spares = cluster.value().spare_replicas;
+  const std::vector<std::string>& spares = cluster->spare_replicas;
   const bool spare = std::find(spares.begin(), spares.end(), flags.server.listen_endpoint) != spares.end();
   *auth =
       replica::ReplicaAuth{.replica_key = key.value(), .group = group, .write_quorum = write_quorum, .spare = spare};
@@ -183,24 +214,28 @@ bool load_auth(const Flags& flags, std::optional<replica::ReplicaAuth>* auth) {
   return true;
 }
 
-// The cluster id requests are checked against (flags.server.cluster_id): the
-// cluster file's, else --cluster-id's. False (after logging why) when the
-// cluster file cannot be read.
-bool load_cluster_id(Flags& flags) {
+// The cluster file, read once (nullopt without --cluster), and the cluster id
+// requests are checked against (flags.server.cluster_id): the file's, else
+// --cluster-id's. False (after logging why) when the file cannot be read.
+bool load_cluster(Flags& flags, std::optional<ClusterConfig>* cluster) {
   if (flags.cluster_file.empty()) {
     flags.server.cluster_id = cluster_id_from_hex(flags.cluster_id).value_or("");
     return true;
   }
-  auto cluster = load_cluster_file(flags.cluster_file);
-  if (!cluster.is_ok()) {
-    spdlog::error("{}", cluster.status().message());
+  auto loaded = load_cluster_file(flags.cluster_file);
+  if (!loaded.is_ok()) {
+    spdlog::error("{}", loaded.status().message());
     return false;
   }
-  flags.server.cluster_id = cluster.value().cluster_id;
+  flags.server.cluster_id = loaded.value().cluster_id;
+  *cluster = std::move(loaded).value();
   return true;
 }
 
-int serve(Flags flags, std::optional<replica::ReplicaAuth> auth, const std::optional<DaemonKeys>& curve) {
+// `certificate`: the lock group's record, offered to the replica at start
+// (empty: none; a replica keeps only a newer one than its own).
+int serve(Flags flags, const std::optional<ClusterConfig>& cluster, std::optional<replica::ReplicaAuth> auth,
+          const std::optional<DaemonKeys>& curve, const std::string& certificate) {
   auto dir_lock = DirLock::acquire(flags.data_dir);
   if (!dir_lock.is_ok()) {
     spdlog::error("{}", dir_lock.status().message());
@@ -261,8 +296,9 @@ int serve(Flags flags, std::optional<replica::ReplicaAuth> auth, const std::opti
     spdlog::info("started {}: pid {}, cluster id {}, listening on {}, data dir {}, {} keys",
                  version_line("palisade-replica"), getpid(), cluster_id_hex(flags.server.cluster_id),
                  flags.server.listen_endpoint, flags.data_dir, keys.is_ok() ? keys.value() : 0);
-    auto repair = background_repair(flags, curve, server.metrics());  // stops before the server goes
-    auto refresh = config_refresh(flags, curve, server);
+    auto repair = background_repair(flags, cluster, curve, server.metrics());  // stops before the server goes
+    auto refresh = config_refresh(cluster, curve, server);
+    if (!certificate.empty()) server.offer_config(certificate);
     handler.observe_config(
         [&repair, &refresh, &metrics = server.metrics()](const wire::ReplicaSet& set, const std::string& certificate) {
           metrics.replica_set(set);
@@ -366,14 +402,18 @@ int main(int argc, char** argv) {
 
   logging::start_logging(flags.log, "palisade-replica");
   // The key first: a replica that cannot check sequencers as told must not start.
-  std::optional<replica::ReplicaAuth> auth;
+  std::optional<ClusterConfig> config;
   std::optional<DaemonKeys> keys;
-  if (!load_auth(flags, &auth) || !load_cluster_id(flags) || !load_daemon_keys(flags, &keys)) return 1;
+  std::string certificate;
+  if (!load_cluster(flags, &config) || !load_daemon_keys(flags, config, &keys)) return 1;
+  if (config && config->replicas.empty() && !take_replica_set(flags, keys, *config, &certificate)) return 1;
+  std::optional<replica::ReplicaAuth> auth;
+  if (!load_auth(flags, config, &auth)) return 1;
   std::error_code ec;
   std::filesystem::create_directories(flags.data_dir, ec);
   if (ec) {
     spdlog::error("cannot create data dir {}: {}", flags.data_dir, ec.message());
     return 1;
   }
-  return serve(std::move(flags), std::move(auth), keys);
+  return serve(std::move(flags), config, std::move(auth), keys, certificate);
 }

@@ -2066,6 +2066,27 @@ TEST_CASE("cli: a cluster file that names only the lock group takes the replica 
   INFO(repair.out);
   CHECK((repair.code == 0 || repair.code == 8));
   CHECK_THAT(repair.out, Catch::Contains("3 of 3 replicas compared, 3 answered"));
+
+  // A replica's file may name only the lock group too. Restarted from one,
+  // replica 1 takes the set from the record (W from it, and the certificate).
+  cli::Daemon& listed = fx.cluster->replica(1);
+  listed.stop();
+  test::ReplicaProcess again(listed.data_dir(), {"--cluster", path}, listed.endpoint());
+  again.wait_ready();
+  CHECK_THAT(again.process().log(),
+             Catch::Contains("names only the lock group: took replica set version 1 from it, 3 replicas (W=2 R=2)\n"));
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (test::config_version_of(listed.endpoint()) != 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(100ms);
+  }
+  CHECK(test::config_version_of(listed.endpoint()) == 1);
+  Run put_again = run({"put", "k", "w"});
+  CHECK(put_again.code == 0);
+  // One the set does not list is a spare: it takes versions only from a fill.
+  test::ReplicaProcess spare(fx.dir.sub("spare"), {"--cluster", path});
+  spare.wait_ready();
+  CHECK_THAT(spare.process().log(),
+             Catch::Contains(", which do not include this one") && Catch::Contains("a spare of " + path));
 }
 
 TEST_CASE("cli: put, get and repair follow the replica set the lock group signed", "[cli][config]") {

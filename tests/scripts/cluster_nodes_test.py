@@ -18,7 +18,8 @@ identity and key; the new one runs on a new port and data directory, in the
 replica set the lock group records, and the file lists it in the old one's
 place; an added replica joins the set (4 replicas, W 3), a removed one
 leaves it (3, W 3) as a replaced one leaves, and a second removal, which
-would lower W, is refused. A client's file that names only the lock group
+would lower W, is refused; an addition with a key that may not change the
+set is undone, leaving nothing of the new replica. A client's file that names only the lock group
 then puts, gets and shows that set. Every step of the loop succeeds, tokens strictly increase, and
 every key reads back. Then `cluster down` stops the added nodes too, and
 `cluster up` brings the same members back (the added nodes without --join)
@@ -31,10 +32,12 @@ Usage: cluster_nodes_test.py SOURCE_DIR PALISADE
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 SOURCE = Path(sys.argv[1]).resolve()
@@ -278,6 +281,25 @@ def replace_replica(cluster, name, version, purge):
     return new
 
 
+def add_replica_refused(cluster, version):
+    """`cluster add replica` with a key that may not change the set: undone, nothing of the new replica left."""
+    before = running(cluster)
+    config = tomllib.loads((cluster.dir / "cluster.toml").read_text())
+    keys = sorted(p.name for p in (cluster.dir / "keys").iterdir())
+    done = palisade("cluster", "add", "replica", "--dir", cluster.dir, "--key", cluster.dir / "keys" / "ops.key")
+    check(done.returncode == 9, f"cluster add replica with a key that is not an admin's: exit {done.returncode}")
+    check("the replica set did not change (replica-" in done.stderr and "is gone again" in done.stderr,
+          f"cluster add replica did not say it undid the addition: {done.stderr}")
+    name = done.stderr.split("the replica set did not change (")[1].split()[0]
+    check(running(cluster) == before, f"daemons after the undone addition: {running(cluster)}, not {before}")
+    check(name not in recorded(cluster), f"{name} is still in DIR/daemons")
+    check(tomllib.loads((cluster.dir / "cluster.toml").read_text()) == config, "the cluster file changed")
+    check(sorted(p.name for p in (cluster.dir / "keys").iterdir()) == keys, f"{name}'s key is left")
+    check(not (cluster.dir / name).exists(), f"{name}'s data is left")
+    got_version, addresses = replica_set(cluster)
+    check(got_version == version and len(addresses) == 3, f"replica set after the refusal: {got_version}")
+
+
 def add_replica(cluster, version):
     """`cluster add replica`: a new replica-N joins the set, four replicas with W 3; its name."""
     before = running(cluster)
@@ -320,7 +342,7 @@ def remove_replica(cluster, name, version):
     check_kept(cluster, before)
 
 
-def lock_group_only_client(cluster, version):
+def lock_group_only_client(cluster, version, member):
     """A client's cluster file that names only the lock group: put, get and status take the set it records."""
     blocks = (cluster.dir / "cluster.toml").read_text().split("\n\n")
     only = "\n\n".join(b for b in blocks if not b.lstrip().startswith(("[[replica]]", "[quorum]")))
@@ -336,8 +358,31 @@ def lock_group_only_client(cluster, version):
         shown = [r["endpoint"] for r in json.loads(done.stdout)["replicas"]]
         check(shown == replica_set(cluster)[1] and replica_set(cluster)[0] == version,
               f"status from it shows replicas {shown}, not the set the lock group records")
+        spare_from_lock_group_only_file(cluster, path, member, version)
     finally:
         path.unlink()
+
+
+def spare_from_lock_group_only_file(cluster, path, member, version):
+    """A replica started from a file that names only the lock group, with the key of MEMBER (a replica identity) on
+    a new port: it takes the set over CurveZMQ from the lock group and, not in it, is a spare."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    replica = PALISADE.parent.parent / "replica" / "palisade-replica"
+    log = cluster.dir / "spare-from-lock-group.log"
+    with open(log, "w") as out:
+        daemon = subprocess.Popen([str(replica), "--data-dir", cluster.dir / "spare-from-lock-group", "--listen",
+                                   f"tcp://127.0.0.1:{port}", "--cluster", path, "--key",
+                                   cluster.dir / "keys" / f"{member}.key"], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_until("the replica to say it is a spare", lambda: "a spare of" in log.read_text(), timeout=30)
+        text = log.read_text()
+        check(f"names only the lock group: took replica set version {version} from it, 3 replicas (W=3 R=2), which "
+              "do not include this one" in text, f"the replica's log: {text}")
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=30)
 
 
 def down_and_up(cluster, version, ids, replicas):
@@ -400,13 +445,14 @@ def main():
                 load.wait_for_steps(3)
                 second = replace_replica(cluster, "replica-0", 4, purge=True)
                 load.wait_for_steps(3)
+                add_replica_refused(cluster, 4)
                 added = add_replica(cluster, 6)
                 load.wait_for_steps(3)
                 remove_refused_while_stopped(cluster, first, added, 6)
                 load.wait_for_steps(3)
                 remove_replica(cluster, first, 8)
                 load.wait_for_steps(3)
-                lock_group_only_client(cluster, 8)
+                lock_group_only_client(cluster, 8, added)
             finally:
                 load.stopping.set()
                 load.join(timeout=180)

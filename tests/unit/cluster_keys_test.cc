@@ -78,6 +78,23 @@ TEST_CASE("cluster keys: a daemon serves with its identity's first key, and noth
   check_refused(load_daemon_keys(k.config, "tcp://127.0.0.1:9999", k.file(k.app, "app.key")), "names no identity");
 }
 
+TEST_CASE("cluster keys: a replica its file does not list serves as its key's identity, if a replica's", "[config]") {
+  Keys k;
+  k.config.replicas.clear();  // a file that names only the lock group
+  k.config.daemon_identity.erase(kReplica);
+  const std::string unlisted = "tcp://127.0.0.1:7201";
+  auto served = load_daemon_keys(k.config, unlisted, k.file(k.replica, "replica.key"));
+  INFO(served.status().to_string());
+  REQUIRE(served.is_ok());
+  REQUIRE(served.value().has_value());
+  CHECK(served.value()->key.identity == "replica-0");
+  check_refused(load_daemon_keys(k.config, unlisted, k.file(k.app, "app.key")), "which has no replica role");
+  check_refused(load_daemon_keys(k.config, unlisted, ""), "give --key FILE");
+  // A file that lists replicas names each one's identity: an unlisted endpoint has none.
+  k.config.replicas = {kReplica};
+  check_refused(load_daemon_keys(k.config, unlisted, k.file(k.replica, "listed.key")), "names no identity");
+}
+
 TEST_CASE("cluster keys: a reload reads the file again and refuses one that turned plaintext", "[config]") {
   Keys k;
   const std::string key = k.file(k.replica, "replica.key");
