@@ -19,7 +19,9 @@ before the replacements is still refused (by the floor alone: a key never
 written) once every replica is new. Then a fourth replica is added (`member add --replica ENDPOINT`: W becomes
 3) and one of the three removed (`member remove --replica ID`: W stays 3,
 every replica that stays answering), still under load, and the keys read
-back again. At the end, docs/cli.md's paused holder: stopped past its lease,
+back again. Then each of the three lockd nodes is replaced the same way
+(members_test's steps: `palisade member replace OLD NEW`, the new node
+started with --join), under the same load. At the end, docs/cli.md's paused holder: stopped past its lease,
 its late writes are refused on every key. Each change's time, pause and
 bytes moved are printed.
 
@@ -40,7 +42,7 @@ PALISADE = Path(sys.argv[2]).resolve()
 sys.path.insert(0, str(SOURCE / "contrib" / "grafana"))
 sys.path.insert(0, str(SOURCE / "tests" / "scripts"))
 from metrics_cluster import LockLoad, MetricsCluster, exited, wait_until  # noqa: E402
-from members_test import NewDaemons, check, check_refused, zombie_drill  # noqa: E402
+from members_test import NewDaemons, NewNodes, check, check_refused, replace_every_member, zombie_drill  # noqa: E402
 
 REPLICA = PALISADE.parent.parent / "replica" / "palisade-replica"
 
@@ -275,6 +277,8 @@ def main():
             load = LockLoad(cluster)
             new = NewReplicas(cluster)
             new.first_port = 30000  # apart from members_test's, which may run at the same time
+            nodes = NewNodes(cluster)
+            nodes.first_port = 30400
             try:  # the replicas it started stop whatever fails
                 zombie = superseded_sequencer(cluster)
                 load.start()
@@ -282,6 +286,8 @@ def main():
                     load.wait_for_steps(3)
                     report = replace_every_replica(cluster, load, new)
                     report += add_then_remove(cluster, load, new)
+                    # Then each lockd node, the same way, under the same load.
+                    report += replace_every_member(cluster, load, nodes)
                 finally:
                     load.stopping.set()
                     load.join(timeout=180)
@@ -295,9 +301,10 @@ def main():
                 zombie_drill(cluster)
             finally:
                 new.stop_all()
+                nodes.stop_all()
             print("replacements: " + "; ".join(report))
             print(f"ok: every replica replaced by a new one on a new port and data directory, one added and one "
-                  f"removed, under load: "
+                  f"removed, then every lockd node replaced the same way, under load: "
                   f"{len(load.done)} lock-and-put steps all succeeded, tokens {tokens[0]}..{tokens[-1]} strictly "
                   f"increasing, every acknowledged key read "
                   f"back from the new replicas, and the paused holder's late writes refused")
