@@ -27,6 +27,17 @@ bool glob_match(std::string_view pattern, std::string_view name) {
   return p == pattern.size();
 }
 
+bool glob_covers_prefix(std::string_view pattern, std::string_view prefix) {
+  // A pattern L* covers the prefix when L matches a start of it: whatever
+  // follows that start, the last '*' takes.
+  if (!pattern.ends_with('*')) return false;
+  pattern.remove_suffix(1);
+  for (size_t n = 0; n <= prefix.size(); ++n) {
+    if (glob_match(pattern, prefix.substr(0, n))) return true;
+  }
+  return false;
+}
+
 Permissions::Permissions(std::vector<Role> roles, std::map<std::string, std::vector<std::string>> identity_roles) {
   for (Role& r : roles) {
     std::string name = r.name;
@@ -50,12 +61,12 @@ std::vector<const Role*> Permissions::roles_of(std::string_view identity) const 
   return out;
 }
 
-template <typename Patterns>
-bool Permissions::any_role(std::string_view identity, std::string_view name, Patterns patterns) const {
+template <typename Patterns, typename Matches>
+bool Permissions::any_pattern(std::string_view identity, Patterns patterns, Matches matches) const {
   if (!configured() || is_admin(identity)) return true;
   for (const Role* role : roles_of(identity)) {
     for (const std::string& pattern : patterns(*role)) {
-      if (glob_match(pattern, name)) return true;
+      if (matches(pattern)) return true;
     }
   }
   return false;
@@ -72,6 +83,12 @@ bool Permissions::may_acquire(std::string_view identity, std::string_view lock, 
 bool Permissions::may_read(std::string_view identity, std::string_view key) const {
   return any_role(
       identity, key, [](const Role& r) -> const auto& { return r.read; });
+}
+
+bool Permissions::may_read_prefix(std::string_view identity, std::string_view prefix) const {
+  return any_pattern(
+      identity, [](const Role& r) -> const auto& { return r.read; },
+      [prefix](std::string_view pattern) { return glob_covers_prefix(pattern, prefix); });
 }
 
 bool Permissions::may_write(std::string_view identity, std::string_view key) const {

@@ -35,6 +35,9 @@ inline constexpr std::string_view kBuiltInRoles[] = {"lockd", "replica", "admin"
 
 // Whether `name` matches the glob `pattern` (see Role).
 bool glob_match(std::string_view pattern, std::string_view name);
+// Whether `pattern` matches every name that starts with `prefix` ("jobs/*"
+// covers "jobs/" and "jobs/a", "*" every prefix, "jobs/a" none).
+bool glob_covers_prefix(std::string_view pattern, std::string_view prefix);
 
 class Permissions {
  public:
@@ -50,6 +53,9 @@ class Permissions {
 
   bool may_acquire(std::string_view identity, std::string_view lock, LockMode mode) const;
   bool may_read(std::string_view identity, std::string_view key) const;
+  // Every key that starts with `prefix` (a prefix read): one pattern must
+  // cover them all (glob_covers_prefix).
+  bool may_read_prefix(std::string_view identity, std::string_view prefix) const;
   bool may_write(std::string_view identity, std::string_view key) const;
   bool may_delete(std::string_view identity, std::string_view key) const;
   // The admin role, or a [[role]] with admin = true.
@@ -67,8 +73,13 @@ class Permissions {
   // The roles of `identity` that are [[role]] tables, admin's included.
   std::vector<const Role*> roles_of(std::string_view identity) const;
   bool has_built_in(std::string_view identity, std::string_view role) const;
+  // Whether a pattern of `patterns(role)`, of a role of `identity`, passes `matches`.
+  template <typename Patterns, typename Matches>
+  bool any_pattern(std::string_view identity, Patterns patterns, Matches matches) const;
   template <typename Patterns>
-  bool any_role(std::string_view identity, std::string_view name, Patterns patterns) const;
+  bool any_role(std::string_view identity, std::string_view name, Patterns patterns) const {
+    return any_pattern(identity, patterns, [name](std::string_view pattern) { return glob_match(pattern, name); });
+  }
 
   std::map<std::string, Role, std::less<>> roles_;
   std::map<std::string, std::vector<std::string>, std::less<>> identity_roles_;

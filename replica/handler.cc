@@ -155,6 +155,7 @@ ReplicaReply ReplicaHandler::apply(const wire::ReplicaRequest& request, bool& ch
   if (const auto* l = std::get_if<wire::LeafRequest>(&body)) return leaf(*l);
   if (const auto* s = std::get_if<wire::StatsRequest>(&body)) return stats(*s);
   if (const auto* m = std::get_if<wire::ReadManyRequest>(&body)) return read_many(*m);
+  if (const auto* s = std::get_if<wire::ScanRequest>(&body)) return scan(*s);
   if (!failure_.is_ok()) return reply_with(failure_);
   if (const auto* d = std::get_if<wire::DropTombstoneRequest>(&body)) return drop_tombstone(*d, changed);
   const bool repairer = request.from_repairer;
@@ -383,22 +384,71 @@ ReplicaReply ReplicaHandler::purge(const wire::PurgeRequest& p, bool& changed) {
   return apply_change(Change{.key = p.key, .put = &versions}, changed, ok);
 }
 
+bool ReplicaHandler::add_floors_and_receipts(std::string_view key, const std::vector<Version>& versions,
+                                             ReplicaReply& reply) {
+  if (receipts_) {
+    for (const Version& v : versions) reply.receipts.push_back(receipts_->issue(key, v.ts, wire::content_hash(v)));
+  }
+  for (const Version& v : versions) {
+    if (v.lock.empty() || reply.floors.count(v.lock) != 0) continue;
+    auto floor = store_.fence_floor(v.lock);
+    if (!floor.is_ok()) return reply = reply_with(floor.status()), false;
+    reply.floors[v.lock] = floor.value();
+  }
+  return true;
+}
+
 ReplicaReply ReplicaHandler::read(const wire::ReadRequest& r) {
   auto stored = store_.get(r.key);
   if (!stored.is_ok()) return unreadable(r.key, stored.status());
   ReplicaReply reply;
   reply.versions = std::move(stored).value();
-  if (receipts_) {
-    for (const Version& v : reply.versions) reply.receipts.push_back(receipts_->issue(r.key, v.ts, wire::content_hash(v)));
-  }
-  std::vector<std::string_view> locks;
-  for (const Version& v : reply.versions) locks.push_back(v.lock);
-  locks.push_back(r.floor_of);
-  for (std::string_view lock : locks) {
-    if (lock.empty() || reply.floors.count(std::string(lock)) != 0) continue;
-    auto floor = store_.fence_floor(lock);
+  if (!add_floors_and_receipts(r.key, reply.versions, reply)) return reply;
+  if (!r.floor_of.empty() && reply.floors.count(r.floor_of) == 0) {
+    auto floor = store_.fence_floor(r.floor_of);
     if (!floor.is_ok()) return reply_with(floor.status());
-    reply.floors[std::string(lock)] = floor.value();
+    reply.floors[r.floor_of] = floor.value();
+  }
+  return reply;
+}
+
+// Versions and floors of the page come from one moment (one batch), as a
+// read's do: a reader may decide from them together.
+ReplicaReply ReplicaHandler::scan(const wire::ScanRequest& s) {
+  auto keys = store_.keys_in(s.prefix, s.after, size_t{s.limit} + 1);
+  if (!keys.is_ok()) return reply_with(keys.status());
+  ReplicaReply reply;
+  size_t bytes = 0;
+  for (std::string& key : keys.value()) {
+    // Whole keys while they fit the budget (the first always); the asker
+    // asks again from the last key listed.
+    if (reply.scanned.size() == s.limit) {
+      reply.more = true;
+      break;
+    }
+    auto stored = store_.get(key);
+    wire::ScannedKey scanned{std::move(key), {}};
+    if (stored.code() == Code::kCorrupt) {
+      scanned.record.corrupt = true;  // a read of the key names the damage, for its repair
+    } else if (!stored.is_ok()) {
+      return reply_with(stored.status());
+    } else {
+      scanned.record.versions = std::move(stored).value();
+    }
+    // What the key adds to the reply: its record, a receipt per version, and
+    // the floors of locks not listed yet.
+    size_t size = 4 + scanned.key.size();
+    for (const Version& v : scanned.record.versions) {
+      size += 31 + v.lock.size() + v.value.size() + v.sequencer.size() + wire::kReceiptBytes;
+      if (!v.lock.empty() && reply.floors.count(v.lock) == 0) size += 12 + v.lock.size();
+    }
+    if (!reply.scanned.empty() && bytes + size > wire::kScanReplyBudgetBytes) {
+      reply.more = true;
+      break;
+    }
+    bytes += size;
+    if (!add_floors_and_receipts(scanned.key, scanned.record.versions, reply)) return reply;
+    reply.scanned.push_back(std::move(scanned));
   }
   return reply;
 }

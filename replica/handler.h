@@ -121,6 +121,12 @@ class ReplicaHandler {
   wire::ReplicaReply commit(const wire::CommitRequest& c, bool& changed, bool repairer);
   wire::ReplicaReply purge(const wire::PurgeRequest& p, bool& changed);
   wire::ReplicaReply read(const wire::ReadRequest& r);
+  wire::ReplicaReply scan(const wire::ScanRequest& s);
+  // Adds to `reply` the floors of the locks `versions` name, and this
+  // replica's receipts of them; false (reply holds the error) when a floor
+  // cannot be read.
+  bool add_floors_and_receipts(std::string_view key, const std::vector<wire::Version>& versions,
+                               wire::ReplicaReply& reply);
   // Anti-entropy (docs/anti-entropy.md).
   wire::ReplicaReply tree(const wire::TreeRequest& t);
   wire::ReplicaReply leaf(const wire::LeafRequest& l);

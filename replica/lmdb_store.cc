@@ -147,6 +147,28 @@ Result<Versions> LmdbStore::get(std::string_view key) {
   return decode_record(key, view(v));
 }
 
+Result<std::vector<std::string>> LmdbStore::keys_in(std::string_view prefix, std::string_view after, size_t max) {
+  if (Status s = begin(); !s.is_ok()) return s;
+  std::vector<std::string> out;
+  MDB_cursor* cursor = nullptr;
+  int rc = mdb_cursor_open(txn(), versions_, &cursor);
+  if (rc != 0) return lmdb_error("open cursor", rc);
+  // LMDB orders keys by their bytes, as std::string does: the first key at
+  // or after the start, then on while the prefix holds.
+  const std::string_view from = std::max(prefix, after);
+  MDB_val k = val(from), v;
+  for (rc = from.empty() ? mdb_cursor_get(cursor, &k, &v, MDB_FIRST) : mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE);
+       rc == 0 && out.size() < max; rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
+    const std::string_view key = view(k);
+    if (!key.starts_with(prefix)) break;
+    if (key == after) continue;
+    out.emplace_back(key);
+  }
+  mdb_cursor_close(cursor);
+  if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error("list keys", rc);
+  return out;
+}
+
 Result<uint64_t> LmdbStore::fence_floor(std::string_view lock) {
   if (Status s = begin(); !s.is_ok()) return s;
   if (!storable(lock)) return uint64_t{0};

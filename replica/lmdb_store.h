@@ -54,6 +54,7 @@ class LmdbStore final : public ReplicaStore {
   ~LmdbStore() override;
 
   Result<Versions> get(std::string_view key) override;
+  Result<std::vector<std::string>> keys_in(std::string_view prefix, std::string_view after, size_t max) override;
   Result<uint64_t> fence_floor(std::string_view lock) override;
   Status apply(const Change& change) override;
   Status commit() override;

@@ -20,6 +20,32 @@ Result<Versions> MemoryStore::get(std::string_view key) {
   return decode_record(key, *rec);
 }
 
+Result<std::vector<std::string>> MemoryStore::keys_in(std::string_view prefix, std::string_view after, size_t max) {
+  std::vector<std::string> out;
+  const std::string_view from = std::max(prefix, after);
+  // Both layers in order, the batch's erasures hiding durable keys.
+  auto d = durable_.records.upper_bound(from);
+  auto b = batch_.records.upper_bound(from);
+  if (from == prefix && from != after) {
+    d = durable_.records.lower_bound(from);
+    b = batch_.records.lower_bound(from);
+  }
+  while (out.size() < max) {
+    const bool d_left = d != durable_.records.end() && d->first.starts_with(prefix);
+    const bool b_left = b != batch_.records.end() && b->first.starts_with(prefix);
+    if (!d_left && !b_left) break;
+    if (b_left && (!d_left || b->first <= d->first)) {
+      if (d_left && d->first == b->first) ++d;
+      if (b->second) out.push_back(b->first);
+      ++b;
+    } else {
+      if (d->second) out.push_back(d->first);
+      ++d;
+    }
+  }
+  return out;
+}
+
 Result<std::optional<uint64_t>> MemoryStore::key_digest(std::string_view key) {
   auto rec = record(key);
   if (!rec) return std::optional<uint64_t>();

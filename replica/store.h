@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -34,6 +35,10 @@ class ReplicaStore {
   // The key's versions, newest first; empty when it has none; Corrupt when its
   // record fails its checksum; StorageError when the disk fails.
   virtual Result<Versions> get(std::string_view key) = 0;
+  // The keys that start with `prefix` and sort after `after` (byte order;
+  // empty: from the first), at most `max` of them, the batch's changes
+  // included. Only names: no record is read.
+  virtual Result<std::vector<std::string>> keys_in(std::string_view prefix, std::string_view after, size_t max) = 0;
   // The lock's fence floor, 0 when it has none.
   virtual Result<uint64_t> fence_floor(std::string_view lock) = 0;
   // Applies all of `change` or, on error, none of it.

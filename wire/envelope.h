@@ -32,8 +32,15 @@ struct Limits {
   size_t max_message_bytes() const {
     return max_key_bytes + max_value_bytes + max_lock_bytes + kMaxSequencerBytes + kMaxCarriedCommitBytes + 1024;
   }
-  // Whole reply: a read returns every version of a key.
-  size_t max_reply_bytes() const { return kMaxVersionsPerKey * (max_value_bytes + 2 * max_lock_bytes + 128) + 4096; }
+  // A reply that lists keys (scan, read_many) stops before the key that would
+  // bring it past this size, unless that key is its first.
+  static constexpr size_t kListReplyBytes = size_t{1} << 20;
+  // Whole reply: a read returns every version of a key, each with its
+  // sequencer; a list holds up to kListReplyBytes, then one key more.
+  size_t max_reply_bytes() const {
+    return kMaxVersionsPerKey * (max_value_bytes + 2 * max_lock_bytes + kMaxSequencerBytes + 128) + kListReplyBytes +
+           4096;
+  }
 };
 
 // A decoded message whose envelope was read; `fields` reads the rest of the map

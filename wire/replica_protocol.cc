@@ -196,6 +196,17 @@ std::string pack_records(const std::vector<KeyRecord>& records) {
   return out;
 }
 
+// Reads one record as pack_records wrote it; a problem is named in *why.
+void unpack_record(BinReader& in, const Limits& limits, KeyRecord& r, std::string* why) {
+  r.corrupt = (in.number(1) & kCorruptEntry) != 0;
+  size_t count = in.number(1);
+  if (count > Limits::kMaxVersionsPerKey)
+    *why = "more than " + std::to_string(Limits::kMaxVersionsPerKey) + " versions";
+  for (size_t i = 0; i < count && in.ok() && why->empty(); ++i) {
+    unpack_full_version(in, limits, r.versions.emplace_back(), why);
+  }
+}
+
 Status unpack_records(std::string_view raw, const Limits& limits, std::vector<KeyRecord>& out) {
   BinReader in(raw);
   std::string why;
@@ -204,16 +215,39 @@ Status unpack_records(std::string_view raw, const Limits& limits, std::vector<Ke
       why = "more than " + std::to_string(kMaxKeysPerReadMany) + " keys";
       break;
     }
-    KeyRecord& r = out.emplace_back();
-    r.corrupt = (in.number(1) & kCorruptEntry) != 0;
-    size_t count = in.number(1);
-    if (count > Limits::kMaxVersionsPerKey) why = "more than " + std::to_string(Limits::kMaxVersionsPerKey) + " versions";
-    for (size_t i = 0; i < count && in.ok() && why.empty(); ++i) {
-      unpack_full_version(in, limits, r.versions.emplace_back(), &why);
-    }
+    unpack_record(in, limits, out.emplace_back(), &why);
   }
   if (why.empty() && !in.ok()) why = "truncated";
   return why.empty() ? Status::ok() : Status(Code::kBadRequest, "field 'records': " + why);
+}
+
+// A scan's keys: per key its name, then its record as read_many packs it.
+std::string pack_scanned(const std::vector<ScannedKey>& scanned) {
+  std::string out;
+  for (const ScannedKey& k : scanned) {
+    append_text(out, k.key, 2);
+    out += pack_records({k.record});
+  }
+  return out;
+}
+
+Status unpack_scanned(std::string_view raw, const Limits& limits, std::vector<ScannedKey>& out) {
+  BinReader in(raw);
+  std::string why;
+  while (in.ok() && !in.at_end() && why.empty()) {
+    if (out.size() == kMaxScanKeys) {
+      why = "more than " + std::to_string(kMaxScanKeys) + " keys";
+      break;
+    }
+    ScannedKey& k = out.emplace_back();
+    size_t key_len = in.number(2);
+    if (key_len == 0 || key_len > limits.max_key_bytes) why = "a key empty or too long";
+    k.key = in.text(key_len);
+    if (out.size() > 1 && out[out.size() - 2].key >= k.key) why = "keys out of byte order";
+    if (why.empty()) unpack_record(in, limits, k.record, &why);
+  }
+  if (why.empty() && !in.ok()) why = "truncated";
+  return why.empty() ? Status::ok() : Status(Code::kBadRequest, "field 'scanned': " + why);
 }
 
 std::string pack_copies(const std::vector<Copy>& copies) {
@@ -533,6 +567,12 @@ struct RequestEncoder : RequestEncoderBase {
     head(4, "install_config");
     pack_text_field(pk, "certificate", r.certificate);
   }
+  void operator()(const ScanRequest& r) const {
+    head(r.after.empty() ? 5 : 6, "scan");
+    pack_bytes_field(pk, "prefix", r.prefix);
+    if (!r.after.empty()) pack_bytes_field(pk, "after", r.after);
+    pack_u64_field(pk, "limit", r.limit);
+  }
   void operator()(const ReadRequest& r) const {
     head(r.floor_of.empty() ? 4 : 5, "read");
     pack_bytes_field(pk, "key", r.key);
@@ -654,6 +694,20 @@ Result<ReplicaRequestBody> read_body(const std::string& type, FieldReader& r, co
     }
     return ReplicaRequestBody{StatsRequest{static_cast<uint32_t>(max_floors)}};
   }
+  if (type == "scan") {
+    ScanRequest sc;
+    uint64_t limit = 0;
+    r.bytes("prefix", sc.prefix, limits.max_key_bytes, Need::kRequired);
+    r.bytes("after", sc.after, limits.max_key_bytes, Need::kOptional);
+    r.u64("limit", limit, Need::kRequired);
+    if (!r.status().is_ok()) return r.status();
+    if (limit == 0 || limit > kMaxScanKeys) {
+      return Status(Code::kBadRequest,
+                    "limit " + std::to_string(limit) + " is not between 1 and " + std::to_string(kMaxScanKeys));
+    }
+    sc.limit = static_cast<uint32_t>(limit);
+    return ReplicaRequestBody{std::move(sc)};
+  }
   if (type == "read") {
     ReadRequest rd;
     r.bytes("key", rd.key, limits.max_key_bytes, Need::kRequired);
@@ -680,6 +734,8 @@ uint32_t reply_field_count(const ReplicaReply& reply) {
   if (reply.stats) ++n;
   if (!reply.records.empty()) ++n;
   if (reply.keys_done != 0) ++n;
+  if (!reply.scanned.empty()) ++n;
+  if (reply.more) ++n;
   if (reply.refused != 0) n += 2;
   if (!reply.config.empty()) ++n;
   return n;
@@ -761,9 +817,9 @@ bool same_write(const Version& a, const Version& b) {
 }
 
 std::string_view request_type(const ReplicaRequestBody& body) {
-  static constexpr std::array<std::string_view, 13> kNames = {
-      "ping", "write",          "fence", "commit",    "read",      "purge",         "tree",
-      "leaf", "drop_tombstone", "stats", "read_many", "copy_many", "install_config"};
+  static constexpr std::array<std::string_view, 14> kNames = {
+      "ping", "write",          "fence", "commit",    "read",      "purge",          "tree",
+      "leaf", "drop_tombstone", "stats", "read_many", "copy_many", "install_config", "scan"};
   static_assert(kNames.size() == std::variant_size_v<ReplicaRequestBody>);
   return kNames[body.index()];
 }
@@ -806,6 +862,8 @@ std::string encode_reply(const ReplicaReply& reply) {
     }
     if (!reply.records.empty()) pack_bytes_field(pk, "records", pack_records(reply.records));
     if (reply.keys_done != 0) pack_u64_field(pk, "keys_done", reply.keys_done);
+    if (!reply.scanned.empty()) pack_bytes_field(pk, "scanned", pack_scanned(reply.scanned));
+    if (reply.more) pack_bool_field(pk, "more", true);
     if (reply.refused != 0) {
       pack_u64_field(pk, "refused", reply.refused);
       pack_text_field(pk, "first_refusal", reply.first_refusal);
@@ -830,7 +888,7 @@ Result<ReplicaRequest> decode_request(std::string_view bytes, const Limits& limi
 
 Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits) {
   // Lists that travel as one bin each, unpacked once every field was read.
-  std::string nodes, entries, records;
+  std::string nodes, entries, records, scanned;
   const ReplyLimits reply_limits{.max_bytes = limits.max_reply_bytes(), .max_message_bytes = limits.max_value_bytes};
   return decode_reply_with<ReplicaReply>(
       bytes, reply_limits,
@@ -843,13 +901,15 @@ Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits) 
         r.boolean("applied", reply.applied, Need::kOptional);
         read_versions(r, limits, reply.versions);
         read_floors(r, limits, reply.floors);
-        read_receipts(r, "receipts", Limits::kMaxVersionsPerKey, reply.receipts);
+        read_receipts(r, "receipts", kMaxScanKeys * Limits::kMaxVersionsPerKey, reply.receipts);
         r.bytes("nodes", nodes, kMaxTreeNodesPerRequest * 12, Need::kOptional);
         r.bytes("entries", entries, limits.max_reply_bytes(), Need::kOptional);
         r.u64("leaves_done", reply.leaves_done, Need::kOptional);
         read_stats(r, limits, reply.stats);
         r.bytes("records", records, limits.max_reply_bytes(), Need::kOptional);
         r.u64("keys_done", reply.keys_done, Need::kOptional);
+        r.bytes("scanned", scanned, limits.max_reply_bytes(), Need::kOptional);
+        r.boolean("more", reply.more, Need::kOptional);
         r.u64("refused", reply.refused, Need::kOptional);
         r.bytes("first_refusal", reply.first_refusal, limits.max_value_bytes,
                 reply.refused != 0 ? Need::kRequired : Need::kOptional);
@@ -860,7 +920,10 @@ Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits) 
         if (Status e = unpack_entries(entries, limits, reply.entries); !e.is_ok()) return e;
         if (Status e = unpack_records(records, limits, reply.records); !e.is_ok()) return e;
         if (reply.records.size() != reply.keys_done) return Status(Code::kBadRequest, "records must be keys_done long");
-        if (!reply.receipts.empty() && !reply.versions.empty() && reply.receipts.size() != reply.versions.size()) {
+        if (Status e = unpack_scanned(scanned, limits, reply.scanned); !e.is_ok()) return e;
+        size_t versions = reply.versions.size();
+        for (const ScannedKey& k : reply.scanned) versions += k.record.versions.size();
+        if (!reply.receipts.empty() && versions != 0 && reply.receipts.size() != versions) {
           return Status(Code::kBadRequest, "receipts must be one per version");
         }
         return Status::ok();

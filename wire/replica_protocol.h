@@ -218,7 +218,7 @@ constexpr size_t kMaxKeysPerReadMany = 1024;
 constexpr size_t kMaxCopiesPerRequest = 1024;
 // A read_many reply stops before the key that would bring it past this size
 // (it always holds one key); the client asks again for the rest.
-constexpr size_t kReadManyReplyBudgetBytes = size_t{1} << 20;
+constexpr size_t kReadManyReplyBudgetBytes = Limits::kListReplyBytes;
 struct ReadManyRequest {
   std::vector<std::string> keys;
   friend bool operator==(const ReadManyRequest&, const ReadManyRequest&) = default;
@@ -245,6 +245,26 @@ struct CopyManyRequest {
   friend bool operator==(const CopyManyRequest&, const CopyManyRequest&) = default;
 };
 
+// A prefix read (docs/protocol.md "scan"): the keys that start with
+// `prefix` and sort after `after` (byte order), at most `limit` of them, each
+// with every version the replica holds, as `read` gives them.
+constexpr size_t kMaxScanKeys = 1000;
+// A scan reply stops before the key that would bring it past this size (it
+// always holds one key); the asker asks again from the last key listed.
+constexpr size_t kScanReplyBudgetBytes = Limits::kListReplyBytes;
+struct ScanRequest {
+  std::string prefix;
+  std::string after{};  // empty: from the first key of the prefix
+  uint32_t limit = kMaxScanKeys;  // 1 to kMaxScanKeys
+  friend bool operator==(const ScanRequest&, const ScanRequest&) = default;
+};
+// One key a scan listed: its versions, or that its record is corrupt.
+struct ScannedKey {
+  std::string key;
+  KeyRecord record;
+  friend bool operator==(const ScannedKey&, const ScannedKey&) = default;
+};
+
 struct ReadRequest {
   std::string key;
   // When set, the reply's floors include this lock's, also when no version of
@@ -262,7 +282,7 @@ struct InstallConfigRequest {
 
 using ReplicaRequestBody = std::variant<PingRequest, WriteRequest, FenceRequest, CommitRequest, ReadRequest,
                                         PurgeRequest, TreeRequest, LeafRequest, DropTombstoneRequest, StatsRequest,
-                                        ReadManyRequest, CopyManyRequest, InstallConfigRequest>;
+                                        ReadManyRequest, CopyManyRequest, InstallConfigRequest, ScanRequest>;
 
 // The wire type of a request ("write", ...), for metrics and logs.
 std::string_view request_type(const ReplicaRequestBody& body);
@@ -295,9 +315,10 @@ struct ReplicaReply {
   std::optional<FencedTimestamp> dropped;
   std::optional<uint64_t> digest;            // corrupt (the key's record): the digest of its raw bytes
   std::vector<Version> versions;             // read: newest first; empty when the key has none
-  std::map<std::string, uint64_t> floors;    // read: fence floor of each lock named by versions or floor_of
+  std::map<std::string, uint64_t> floors;  // read, scan: fence floor of each lock named by versions (or floor_of)
   // From a replica that checks sequencers: write ok: its receipt of the
-  // version; read: one per version, in the order of `versions`.
+  // version; read: one per version, in the order of `versions`; scan: one per
+  // version of the keys listed, in order.
   std::vector<Receipt> receipts;
 
   const Version* newest() const { return versions.empty() ? nullptr : &versions.front(); }
@@ -308,6 +329,8 @@ struct ReplicaReply {
   std::optional<ReplicaStats> stats;         // stats
   std::vector<KeyRecord> records;            // read_many: one per key listed, in the order asked
   uint64_t keys_done = 0;                    // read_many: how many of the keys asked are listed (a prefix)
+  std::vector<ScannedKey> scanned;  // scan: the keys listed, in byte order
+  bool more = false;  // scan: keys of the prefix may follow the last one listed
   uint64_t refused = 0;                      // copy_many: copies not stored
   std::string first_refusal{};               // copy_many: why the first of them was refused
   // stale_config, install_config: the config certificate the replica holds.

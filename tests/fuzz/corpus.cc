@@ -139,6 +139,7 @@ void replica_seeds(Corpus& corpus) {
   request("leaf", LeafRequest{{1, 2, 0xfffff}});
   request("stats", StatsRequest{10});
   request("read-many", ReadManyRequest{{"a", "bb", "ccc"}});
+  request("scan", ScanRequest{"jobs/", "jobs/1", 10});
   request("copy-many",
           CopyManyRequest{{Copy{"a", version("one", kTs, "lock", true)}, Copy{"b", version("", kOlderTs), 77}}});
   // A paused fill's completions: copies stored pending (the `pending` field).
@@ -202,6 +203,12 @@ void replica_seeds(Corpus& corpus) {
   read_many.records = {KeyRecord{false, {version("x", kTs)}}, KeyRecord{true, {}}};
   read_many.keys_done = 2;
   reply("read-many", read_many);
+  ReplicaReply scan = ok;
+  scan.scanned = {ScannedKey{"a/1", KeyRecord{false, {version("x", kTs, "lock")}}},
+                  ScannedKey{"a/2", KeyRecord{true, {}}}};
+  scan.floors = {{"lock", 3}};
+  scan.more = true;
+  reply("scan", scan);
   ReplicaReply copy_many = ok;
   copy_many.refused = 1;
   copy_many.first_refusal = "stale: newer";

@@ -425,6 +425,21 @@ def run(replica):
         assert r["first_refusal"].startswith("key 'cm': stale"), r
         check.reply("copy_many cut short", c.call("copy_many", copies=copy[:-1]), "bad_request")
 
+        # scan: the keys of a prefix in byte order, each as a read_many record with its key in front
+        tsa, tsb = encode_ts(0, ms, 80), encode_ts(0, ms, 81)
+        check.reply("write scan/b", c.call("write", key=b"scan/b", value=b"B", ts=tsb), "ok")
+        check.reply("write scan/a", c.call("write", key=b"scan/a", value=b"A", ts=tsa), "ok")
+        a_listed = text("H", b"scan/a") + b"\x00\x01" + b"\x00" + tsa + text("H", b"") + text("I", b"A") + text("H", b"")
+        b_listed = text("H", b"scan/b") + b"\x00\x01" + b"\x00" + tsb + text("H", b"") + text("I", b"B") + text("H", b"")
+        check.reply("scan of scan/", c.call("scan", prefix=b"scan/", limit=10), "ok", scanned=a_listed + b_listed)
+        check.reply("scan of one key: more follow", c.call("scan", prefix=b"scan/", limit=1), "ok", scanned=a_listed,
+                    more=True)
+        check.reply("scan after scan/a", c.call("scan", prefix=b"scan/", after=b"scan/a", limit=1), "ok",
+                    scanned=b_listed)
+        check.reply("scan of a prefix with no key", c.call("scan", prefix=b"scan/none", limit=1), "ok")
+        check.reply("scan of limit 0", c.call("scan", prefix=b"scan/", limit=0), "bad_request")
+        check.reply("scan without a limit", c.call("scan", prefix=b"scan/"), "bad_request")
+
         # errors
         check.reply("unknown type", c.call("frobnicate"), "unknown_type")
         check.reply("garbage", c.call_raw(b"\xc1\xff\x00garbage", 0), "malformed")

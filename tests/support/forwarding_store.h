@@ -10,6 +10,9 @@ namespace palisade::test {
 class ForwardingStore : public replica::ReplicaStore {
  public:
   Result<replica::Versions> get(std::string_view key) override { return inner.get(key); }
+  Result<std::vector<std::string>> keys_in(std::string_view prefix, std::string_view after, size_t max) override {
+    return inner.keys_in(prefix, after, max);
+  }
   Result<uint64_t> fence_floor(std::string_view lock) override { return inner.fence_floor(lock); }
   Status apply(const replica::Change& c) override { return inner.apply(c); }
   Status commit() override { return inner.commit(); }

@@ -41,6 +41,22 @@ TEST_CASE("permissions: globs match whole names, '*' any run and '?' one charact
   }
 }
 
+TEST_CASE("permissions: a pattern covers a prefix when it matches every name that starts with it",
+          "[permissions][security]") {
+  CHECK(glob_covers_prefix("*", ""));
+  CHECK(glob_covers_prefix("*", "anything"));
+  CHECK(glob_covers_prefix("jobs/*", "jobs/"));
+  CHECK(glob_covers_prefix("jobs/*", "jobs/a/b"));
+  CHECK_FALSE(glob_covers_prefix("jobs/*", "jobs"));  // "jobsx" starts with it
+  CHECK_FALSE(glob_covers_prefix("jobs/*", "job"));
+  CHECK_FALSE(glob_covers_prefix("jobs/*", ""));
+  CHECK_FALSE(glob_covers_prefix("jobs/a", "jobs/a"));  // one key, not "jobs/ab"
+  CHECK_FALSE(glob_covers_prefix("jobs/*/x", "jobs/"));
+  CHECK(glob_covers_prefix("j?bs/*", "jobs/1"));
+  CHECK(glob_covers_prefix("*/logs/*", "app/logs/"));
+  CHECK_FALSE(glob_covers_prefix("*/logs/*", "app/"));
+}
+
 TEST_CASE("permissions: nothing configured lets every identity make client calls", "[permissions][security]") {
   const Permissions p({}, {{"app", {}}, {"replica-0", {"replica"}}, {"ops", {"admin"}}});
   CHECK_FALSE(p.configured());
@@ -81,6 +97,13 @@ TEST_CASE("permissions: once a role exists, what no role allows is denied", "[pe
   CHECK_FALSE(p.may_acquire("worker", "ledger", LockMode::kExclusive));
   CHECK(p.may_read("worker", "config"));
   CHECK_FALSE(p.may_read("worker", "config/x"));
+  CHECK(p.may_read_prefix("worker", "jobs/"));
+  CHECK(p.may_read_prefix("worker", "jobs/x/"));
+  CHECK_FALSE(p.may_read_prefix("worker", "jobs"));
+  CHECK_FALSE(p.may_read_prefix("worker", "config"));  // "config" covers one key, not "config/x"
+  CHECK_FALSE(p.may_read_prefix("worker", ""));
+  CHECK(p.may_read_prefix("auditor", ""));
+  CHECK(p.may_read_prefix("ops", "ledger/"));
   CHECK(p.may_write("worker", "jobs/1"));
   CHECK_FALSE(p.may_write("worker", "ledger/1"));
   CHECK(p.may_delete("worker", "jobs/tmp/1"));

@@ -168,7 +168,8 @@ TEST_CASE("protocol.md size limits are the code's", "[wire]") {
         "at most " + std::to_string(wire::Limits::kMaxCarriedCommitBytes) + " bytes of them",
         "| `sequencer` | " + std::to_string(wire::Limits::kMaxSequencerBytes) + " bytes | `too_large` |",
         "`" + std::to_string(wire::Limits::kMaxVersionsPerKey) + " * (max_value_bytes + 2 * " +
-            std::to_string(limits.max_lock_bytes) + " + 128) + 4096`",
+            std::to_string(limits.max_lock_bytes) + " + " + std::to_string(wire::Limits::kMaxSequencerBytes) +
+            " + 128) + " + std::to_string(wire::Limits::kListReplyBytes) + " + 4096`",
         "| " + std::to_string(wire::Limits::kMaxVersionsPerKey) + ": one committed and at most " +
             std::to_string(wire::Limits::kMaxVersionsPerKey - 1) + " pending |",
         "| " + std::to_string(limits.max_lock_bytes) + " bytes |"}) {

@@ -236,6 +236,15 @@ TEST_CASE("replica driver: with roles configured, each request needs its permiss
   CHECK(code_of(test::read_req("jobs/1"), "worker") == Code::kOk);
   CHECK(code_of(test::read_req("shared/x"), "worker") == Code::kOk);
   CHECK(code_of(test::read_req("ledger/1"), "worker") == Code::kPermissionDenied);
+  // A prefix read needs one read pattern that covers every key of the prefix.
+  const auto scan = [](std::string prefix) {
+    return wire::ReplicaRequest{.body = wire::ScanRequest{std::move(prefix)}};
+  };
+  CHECK(code_of(scan("jobs/"), "worker") == Code::kOk);
+  CHECK(code_of(scan("jobs/a"), "worker") == Code::kOk);
+  CHECK(code_of(scan("jobs"), "worker") == Code::kPermissionDenied);  // "jobsx" too
+  CHECK(code_of(scan(""), "worker") == Code::kPermissionDenied);
+  CHECK(code_of(scan(""), "auditor") == Code::kOk);
   CHECK(code_of(test::commit_req("ledger/1", ts(0)), "worker") == Code::kPermissionDenied);
   wire::ReplicaRequest carrying = test::write_req("jobs/3", "v", ts(0));
   std::get<wire::WriteRequest>(carrying.body).commits.push_back({.key = "ledger/1", .ts = ts(0), .hash = 7});

@@ -1128,3 +1128,85 @@ TEST_CASE("a batch that throws part-way keeps none of its changes for the next b
 
 }  // namespace
 }  // namespace palisade
+
+namespace palisade {
+namespace {
+
+ReplicaRequest scan_req(std::string prefix, std::string after = "", uint32_t limit = 1000) {
+  return {1, wire::ScanRequest{std::move(prefix), std::move(after), limit}};
+}
+
+std::vector<std::string> keys_of(const ReplicaReply& reply) {
+  std::vector<std::string> out;
+  for (const wire::ScannedKey& k : reply.scanned) out.push_back(k.key);
+  return out;
+}
+
+TEST_CASE("scan: a prefix's keys in byte order, each with what a read gives, and more when cut", "[replica][scan]") {
+  Replica r;
+  r.committed_write(write_req("a/1", "one", ts(0)));
+  REQUIRE(r.call(write_req("a/1", "newer", ts(0, 5))).status.is_ok());  // pending over the committed
+  r.committed_write(write_req("a/2", "two", ts(3), "L"));
+  REQUIRE(r.call(fence_req("L", 4)).status.is_ok());
+  r.committed_write(delete_req("a/3", ts(0)));
+  r.committed_write(write_req("b/1", "other", ts(0)));
+  ReplicaReply all = r.call(scan_req("a/"));
+  REQUIRE(all.status.is_ok());
+  CHECK(keys_of(all) == std::vector<std::string>{"a/1", "a/2", "a/3"});
+  CHECK_FALSE(all.more);
+  for (const wire::ScannedKey& k : all.scanned) {
+    INFO(k.key);
+    CHECK_FALSE(k.record.corrupt);
+    CHECK(k.record.versions == r.versions(k.key));
+  }
+  CHECK(all.floors == std::map<std::string, uint64_t>{{"L", 4}});  // the locks the versions name
+  CHECK(all.receipts.empty());  // no cluster key, no receipts
+  ReplicaReply cut = r.call(scan_req("a/", "", 2));
+  CHECK(keys_of(cut) == std::vector<std::string>{"a/1", "a/2"});
+  CHECK(cut.more);
+  ReplicaReply rest = r.call(scan_req("a/", "a/2", 2));
+  CHECK(keys_of(rest) == std::vector<std::string>{"a/3"});
+  CHECK_FALSE(rest.more);
+  ReplicaReply exact = r.call(scan_req("a/", "a/1", 2));  // exactly the limit left: nothing more
+  CHECK(keys_of(exact) == std::vector<std::string>{"a/2", "a/3"});
+  CHECK_FALSE(exact.more);
+  CHECK(r.call(scan_req("c/")).scanned.empty());
+}
+
+TEST_CASE("scan: a reply stops before the key that would pass the budget, and lists a corrupt key as such",
+          "[replica][scan]") {
+  Replica r;
+  const std::string big(wire::kScanReplyBudgetBytes / 3, 'b');
+  for (const char* key : {"k/1", "k/2", "k/3", "k/4"}) r.committed_write(write_req(key, big, ts(0)));
+  ReplicaReply first = r.call(scan_req("k/"));
+  CHECK(keys_of(first) == std::vector<std::string>{"k/1", "k/2"});
+  CHECK(first.more);
+  r.committed_write(write_req("h/huge", std::string(wire::kScanReplyBudgetBytes, 'h'), ts(0)));
+  r.committed_write(write_req("h/next", "n", ts(0)));
+  ReplicaReply alone = r.call(scan_req("h/"));
+  CHECK(keys_of(alone) == std::vector<std::string>{"h/huge"});  // the first key always
+  CHECK(alone.more);
+  REQUIRE(r.store.corrupt("k/2"));
+  ReplicaReply damaged = r.call(scan_req("k/", "k/1", 1));
+  REQUIRE(damaged.status.is_ok());
+  REQUIRE(damaged.scanned.size() == 1);
+  CHECK(damaged.scanned[0].key == "k/2");
+  CHECK(damaged.scanned[0].record.corrupt);
+  CHECK(damaged.scanned[0].record.versions.empty());
+}
+
+TEST_CASE("scan: with a cluster key, a receipt per version listed, as a read gives", "[replica][scan][receipts]") {
+  Replica r(auth(1));
+  const auto write = with_sequencer(write_req("s/1", "v", ts(4), "L"), seq("L", 4));
+  REQUIRE(r.call(write).status.is_ok());
+  REQUIRE(r.call(write_req("s/2", "w", ts(0))).status.is_ok());
+  ReplicaReply listed = r.call(scan_req("s/"));
+  REQUIRE(listed.scanned.size() == 2);
+  ReplicaReply read = r.call(read_req("s/1"));
+  REQUIRE(listed.receipts.size() == 2);
+  CHECK(listed.receipts[0] == read.receipts.at(0));
+  CHECK(listed.receipts[1] == r.call(read_req("s/2")).receipts.at(0));
+}
+
+}  // namespace
+}  // namespace palisade

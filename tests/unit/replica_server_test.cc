@@ -24,6 +24,9 @@ namespace {
 class BatchCountingStore final : public replica::ReplicaStore {
  public:
   Result<replica::Versions> get(std::string_view key) override { return inner_.get(key); }
+  Result<std::vector<std::string>> keys_in(std::string_view prefix, std::string_view after, size_t max) override {
+    return inner_.keys_in(prefix, after, max);
+  }
   Result<uint64_t> fence_floor(std::string_view lock) override { return inner_.fence_floor(lock); }
   Status apply(const replica::Change& c) override {
     ++open_;

@@ -171,6 +171,40 @@ STORE_TEST("store: put, get, overwrite and erase") {
   CHECK(stored(f.store(), binary_key) == Versions{binary});
 }
 
+STORE_TEST("store: keys_in lists a prefix's keys in byte order, after a key, the batch's changes included") {
+  TestType f;
+  ReplicaStore& s = f.store();
+  auto keys = [&](std::string_view prefix, std::string_view after = "", size_t max = 100) {
+    auto got = s.keys_in(prefix, after, max);
+    REQUIRE(got.is_ok());
+    return got.value();
+  };
+  using Keys = std::vector<std::string>;
+  for (const std::string& k : {"b"s, "a/2"s, "a/1"s, "a"s, "a/\xff"s, "a0"s, "a/1/x"s}) {
+    REQUIRE(put(s, k, version(k, 1)).is_ok());
+  }
+  REQUIRE(s.commit().is_ok());
+  CHECK(keys("a/") == Keys{"a/1", "a/1/x", "a/2", "a/\xff"});  // bytes, not signed chars: 0xff last
+  CHECK(keys("a/", "a/1") == Keys{"a/1/x", "a/2", "a/\xff"});
+  CHECK(keys("a/", "a/1/x", 1) == Keys{"a/2"});
+  CHECK(keys("a/", "a/\xff").empty());
+  CHECK(keys("a/", "a") == Keys{"a/1", "a/1/x", "a/2", "a/\xff"});  // `after` before the prefix
+  CHECK(keys("a/", "zzz").empty());
+  CHECK(keys("") == Keys{"a", "a/1", "a/1/x", "a/2", "a/\xff", "a0", "b"});
+  CHECK(keys("", "a0") == Keys{"b"});
+  CHECK(keys("c").empty());
+  CHECK(keys("a/", "", 0).empty());
+  // An open batch: a new key, an erased one.
+  REQUIRE(put(s, "a/15", version("new", 2)).is_ok());
+  REQUIRE(erase(s, "a/2").is_ok());
+  CHECK(keys("a/") == Keys{"a/1", "a/1/x", "a/15", "a/\xff"});
+  CHECK(keys("a/", "a/1/x", 2) == Keys{"a/15", "a/\xff"});
+  s.abort();
+  CHECK(keys("a/") == Keys{"a/1", "a/1/x", "a/2", "a/\xff"});
+  f.reopen();
+  CHECK(keys("a/1") == Keys{"a/1", "a/1/x"});
+}
+
 STORE_TEST("store: a key's versions are stored together, in order") {
   TestType f;
   const Versions versions{version("newest", 9, "L"), version("", 8, "L", VersionState::kPending, true),

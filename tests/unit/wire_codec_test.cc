@@ -29,6 +29,7 @@ using wire::PurgeRequest;
 using wire::ReadRequest;
 using wire::ReplicaReply;
 using wire::ReplicaRequest;
+using wire::ScanRequest;
 using wire::Version;
 using wire::VersionState;
 using wire::WriteRequest;
@@ -171,6 +172,8 @@ TEST_CASE("wire: every request type round-trips", "[wire]") {
       {"write naming its replica set", {14, kWrite, "", 7}},
       {"read naming the largest replica set version", {15, ReadRequest{"k"}, std::string(16, 'c'), UINT64_MAX}},
       {"install_config", {16, InstallConfigRequest{"pcc1.cmVjb3Jk.c2ln"}}},
+      {"scan", {17, ScanRequest{"jobs/", "", 1000}}},
+      {"scan of every key, after one, one key", {18, ScanRequest{"", std::string("k\0\xff", 3), 1}}},
   };
   test::check_request_round_trips(cases, wire::encode_request, wire::decode_request);
 }
@@ -311,6 +314,34 @@ TEST_CASE("wire: every reply shape round-trips", "[wire]") {
     r.id = 21;
     r.applied = true;
     check_reply_round_trip(r);
+  }
+  SECTION("scan: keys with their versions, a corrupt one, receipts, floors and more") {
+    ReplicaReply r = reply_of(23, Status::ok(), 4);
+    r.scanned = {{"a/1",
+                  {false,
+                   {Version{kTs, "L", VersionState::kPending, false, "b"},
+                    Version{kTs, "L", VersionState::kCommitted, false, "a"}}}},
+                 {"a/2", {true, {}}},
+                 {std::string("a/\xff", 3), {false, {Version{{0, 5}, "", VersionState::kCommitted, true, ""}}}}};
+    r.receipts = {kCertificate[0], kCertificate[1], kCertificate[0]};
+    r.floors = {{"L", 7}};
+    r.more = true;
+    check_reply_round_trip(r);
+  }
+  SECTION("scan: receipts not one per version, keys out of order, empty keys") {
+    ReplicaReply r = reply_of(24, Status::ok(), 4);
+    r.scanned = {{"a/1", {false, {Version{kTs, "L", VersionState::kCommitted, false, "a"}}}}};
+    r.receipts = kCertificate;
+    CHECK(wire::decode_reply(wire::encode_reply(r), Limits{}).code() == Code::kBadRequest);
+    r.receipts.clear();
+    r.scanned.push_back({"a/0", {}});
+    CHECK(wire::decode_reply(wire::encode_reply(r), Limits{}).code() == Code::kBadRequest);
+    r.scanned.back().key = "a/1";
+    CHECK(wire::decode_reply(wire::encode_reply(r), Limits{}).code() == Code::kBadRequest);
+    r.scanned.back().key = "";
+    CHECK(wire::decode_reply(wire::encode_reply(r), Limits{}).code() == Code::kBadRequest);
+    r.scanned.back().key = "a/2";
+    CHECK(wire::decode_reply(wire::encode_reply(r), Limits{}).is_ok());
   }
   SECTION("stale_config with the replica's certificate") {
     ReplicaReply r = reply_of(22, Status(Code::kStaleConfig, "this replica has version 4"), 3);
@@ -498,49 +529,66 @@ TEST_CASE("wire: wrong field types are BadRequest", "[wire]") {
   REQUIRE(decode(map_of(commit)).code == Code::kOk);
   const auto ts_bytes = kTs.encode();
   const std::string ts16(reinterpret_cast<const char*>(ts_bytes.data()), ts_bytes.size());
-  test::check_cases(test::bad_request_cases(kId, {
-      {"key as int", with(write_fields(), "key", u64(5))},
-      {"key as bool", with(write_fields(), "key", boolean(true))},
-      {"key as array", with(write_fields(), "key", raw("\x91\x01"))},
-      {"value as int", with(write_fields(), "value", u64(5))},
-      {"value missing", without(write_fields(), "value")},
-      {"ts missing", without(write_fields(), "ts")},
-      {"key missing", without(write_fields(), "key")},
-      {"ts of 15 bytes", with(write_fields(), "ts", bin(ts16.substr(0, 15)))},
-      {"ts of 17 bytes", with(write_fields(), "ts", bin(ts16 + "x"))},
-      {"ts of 0 bytes", with(write_fields(), "ts", bin(""))},
-      {"ts as str of 16 bytes", with(write_fields(), "ts", str(ts16))},
-      {"ts as int", with(write_fields(), "ts", u64(12))},
-      {"tombstone as int", with(write_fields(), "tombstone", u64(1))},
-      {"tombstone as string", with(write_fields(), "tombstone", str("true"))},
-      {"tombstone with a value", with(write_fields(), "tombstone", boolean(true))},
-      {"lock as int", with(write_fields(), "lock", u64(1))},
-      {"replaces as string", with(with(write_fields(), "committed", boolean(true)), "replaces", str("5"))},
-      {"replaces negative", with(with(write_fields(), "committed", boolean(true)), "replaces", i64(-5))},
-      {"replaces as nil", with(with(write_fields(), "committed", boolean(true)), "replaces", nil())},
-      {"token as string", with(fence, "token", str("3"))},
-      {"negative token", with(fence, "token", i64(-3))},
-      // float64 3.0 written by hand: msgpack-c's packer would write an integral double as an integer.
-      {"token as float", with(fence, "token", raw(std::string("\xcb\x40\x08\0\0\0\0\0\0", 9)))},
-      {"token as float32", with(fence, "token", raw(std::string("\xca\x40\x40\0\0", 5)))},
-      {"token missing", without(fence, "token")},
-      {"fence lock missing", without(fence, "lock")},
-      {"commit ts of 15 bytes", with(commit, "ts", bin(ts16.substr(0, 15)))},
-      {"commit key as nil", with(commit, "key", nil())},
-      {"commits as int", with(write_fields(), "commits", u64(1))},
-      {"commits empty", with(write_fields(), "commits", bin(""))},
-      {"commits truncated", with(write_fields(), "commits", bin(packed_commit("a", kTs, 1).substr(0, 20)))},
-      {"commits with a trailing byte", with(write_fields(), "commits", bin(packed_commit("a", kTs, 1) + "x"))},
-      {"a carried commit with more receipts than it holds",
-       with(write_fields(), "commits", bin(packed_commit("a", kTs, 1).substr(0, 27) + std::string(1, '\x01')))},
-      {"a carried commit with 16 receipts",
-       with(write_fields(), "commits",
-            bin(packed_commit("a", kTs, 1).substr(0, 27) + std::string(1, '\x10') + std::string(16 * 24, 'r')))},
-      {"certificate without committed", with(write_fields(), "certificate", bin(std::string(48, 'r')))},
-      {"certificate empty", with(with(write_fields(), "committed", boolean(true)), "certificate", bin(""))},
-      {"certificate not whole receipts", with(commit, "certificate", bin(std::string(47, 'r')))},
-      {"ping with a field", {{"v", u64(1)}, {"id", u64(kId)}, {"type", str("ping")}, {"key", bin("k")}}},
-  }), decode);
+  test::check_cases(
+      test::bad_request_cases(
+          kId,
+          {
+              {"key as int", with(write_fields(), "key", u64(5))},
+              {"key as bool", with(write_fields(), "key", boolean(true))},
+              {"key as array", with(write_fields(), "key", raw("\x91\x01"))},
+              {"value as int", with(write_fields(), "value", u64(5))},
+              {"value missing", without(write_fields(), "value")},
+              {"ts missing", without(write_fields(), "ts")},
+              {"key missing", without(write_fields(), "key")},
+              {"ts of 15 bytes", with(write_fields(), "ts", bin(ts16.substr(0, 15)))},
+              {"ts of 17 bytes", with(write_fields(), "ts", bin(ts16 + "x"))},
+              {"ts of 0 bytes", with(write_fields(), "ts", bin(""))},
+              {"ts as str of 16 bytes", with(write_fields(), "ts", str(ts16))},
+              {"ts as int", with(write_fields(), "ts", u64(12))},
+              {"tombstone as int", with(write_fields(), "tombstone", u64(1))},
+              {"tombstone as string", with(write_fields(), "tombstone", str("true"))},
+              {"tombstone with a value", with(write_fields(), "tombstone", boolean(true))},
+              {"lock as int", with(write_fields(), "lock", u64(1))},
+              {"replaces as string", with(with(write_fields(), "committed", boolean(true)), "replaces", str("5"))},
+              {"replaces negative", with(with(write_fields(), "committed", boolean(true)), "replaces", i64(-5))},
+              {"replaces as nil", with(with(write_fields(), "committed", boolean(true)), "replaces", nil())},
+              {"token as string", with(fence, "token", str("3"))},
+              {"negative token", with(fence, "token", i64(-3))},
+              // float64 3.0 written by hand: msgpack-c's packer would write an integral double as an integer.
+              {"token as float", with(fence, "token", raw(std::string("\xcb\x40\x08\0\0\0\0\0\0", 9)))},
+              {"token as float32", with(fence, "token", raw(std::string("\xca\x40\x40\0\0", 5)))},
+              {"token missing", without(fence, "token")},
+              {"fence lock missing", without(fence, "lock")},
+              {"commit ts of 15 bytes", with(commit, "ts", bin(ts16.substr(0, 15)))},
+              {"commit key as nil", with(commit, "key", nil())},
+              {"commits as int", with(write_fields(), "commits", u64(1))},
+              {"commits empty", with(write_fields(), "commits", bin(""))},
+              {"commits truncated", with(write_fields(), "commits", bin(packed_commit("a", kTs, 1).substr(0, 20)))},
+              {"commits with a trailing byte", with(write_fields(), "commits", bin(packed_commit("a", kTs, 1) + "x"))},
+              {"a carried commit with more receipts than it holds",
+               with(write_fields(), "commits", bin(packed_commit("a", kTs, 1).substr(0, 27) + std::string(1, '\x01')))},
+              {"a carried commit with 16 receipts", with(write_fields(), "commits",
+                                                         bin(packed_commit("a", kTs, 1).substr(0, 27) +
+                                                             std::string(1, '\x10') + std::string(16 * 24, 'r')))},
+              {"certificate without committed", with(write_fields(), "certificate", bin(std::string(48, 'r')))},
+              {"certificate empty", with(with(write_fields(), "committed", boolean(true)), "certificate", bin(""))},
+              {"certificate not whole receipts", with(commit, "certificate", bin(std::string(47, 'r')))},
+              {"ping with a field", {{"v", u64(1)}, {"id", u64(kId)}, {"type", str("ping")}, {"key", bin("k")}}},
+              {"scan without a prefix", {{"v", u64(1)}, {"id", u64(kId)}, {"type", str("scan")}, {"limit", u64(5)}}},
+              {"scan without a limit", {{"v", u64(1)}, {"id", u64(kId)}, {"type", str("scan")}, {"prefix", bin("p")}}},
+              {"scan of limit 0",
+               {{"v", u64(1)}, {"id", u64(kId)}, {"type", str("scan")}, {"prefix", bin("p")}, {"limit", u64(0)}}},
+              {"scan of limit 1001",
+               {{"v", u64(1)}, {"id", u64(kId)}, {"type", str("scan")}, {"prefix", bin("p")}, {"limit", u64(1001)}}},
+              {"scan with after as int",
+               {{"v", u64(1)},
+                {"id", u64(kId)},
+                {"type", str("scan")},
+                {"prefix", bin("p")},
+                {"after", u64(1)},
+                {"limit", u64(1)}}},
+          }),
+      decode);
 }
 
 TEST_CASE("wire: size limits are TooLarge", "[wire]") {
@@ -550,6 +598,9 @@ TEST_CASE("wire: size limits are TooLarge", "[wire]") {
     CHECK(decode(map_of(with(write_fields(), "key", bin(at_limit))), limits).code == Code::kOk);
     CHECK(decode(map_of(with(write_fields(), "key", bin(at_limit + "k"))), limits).code == Code::kTooLarge);
     CHECK(decode(wire::encode_request({1, ReadRequest{at_limit + "k"}}), limits).code == Code::kTooLarge);
+    CHECK(decode(wire::encode_request({1, ScanRequest{at_limit + "k"}}), limits).code == Code::kTooLarge);
+    CHECK(decode(wire::encode_request({1, ScanRequest{"p", at_limit + "k"}}), limits).code == Code::kTooLarge);
+    CHECK(decode(wire::encode_request({1, ScanRequest{at_limit, at_limit}}), limits).code == Code::kOk);
     CHECK(decode(wire::encode_request({1, CommitRequest{at_limit + "k", kTs}}), limits).code == Code::kTooLarge);
     CHECK(decode(wire::encode_request({1, PurgeRequest{at_limit + "k", kTs}}), limits).code == Code::kTooLarge);
     CHECK(decode(map_of(with(write_fields(), "commits", bin(packed_commit(at_limit, kTs, 1)))), limits).code ==
