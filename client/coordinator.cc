@@ -95,7 +95,9 @@ std::vector<Send> Coordinator::take_sends() {
   return out;
 }
 std::vector<Completion> Coordinator::take_completions() { return std::exchange(completions_, {}); }
-size_t Coordinator::in_flight() const { return writes_.size() + reads_.size() + (lazy_sends_.empty() ? 0 : 1); }
+size_t Coordinator::in_flight() const {
+  return writes_.size() + reads_.size() + scans_.size() + (lazy_sends_.empty() ? 0 : 1);
+}
 
 // ---- writes and fences ----
 
@@ -413,24 +415,13 @@ void Coordinator::advance_read(OpId id, ReadOp& op, uint64_t now_ms) {
       std::count_if(op.replicas.begin(), op.replicas.end(), [](const auto& rep) { return rep.refuses; });
   if (!op.chosen && options_.n - refusing < options_.r) return finish_read(id, op, op.refusal);
   if (!op.chosen) {
-    bool retry = now_ms >= op.retry_at_ms;
-    int answered = 0, failed = 0;
-    for (auto& rep : op.replicas) {
-      answered += rep.answered;
-      failed += rep.failed;
-      // At each retry, replicas whose request or reply may be lost are asked
-      // again; on a paused set, all of them (CoordinatorOptions::paused).
-      if (retry) rep.failed = rep.outstanding = false;
-      if (retry && options_.paused) rep.answered = false;
-    }
-    if (answered >= options_.r && !options_.paused) {
+    const bool retry = now_ms >= op.retry_at_ms;
+    const AskRound round = AskRound::count(op.replicas, retry, options_.paused);
+    if (round.answered >= options_.r && !options_.paused) {
       decide_read(id, op);
     } else {
-      // Hedge: once hedge_ms passed or one failed, ask those not asked yet; at
-      // every retry time, ask again those that failed.
       for (int i = 0; i < options_.n; ++i) {
-        const auto& rep = op.replicas[i];
-        if ((!rep.asked && (retry || failed > 0)) || (retry && !rep.answered)) ask(id, op, i, "");
+        if (round.asks(op.replicas[i], retry)) ask(id, op, i, "");
       }
     }
     if (!op.chosen && op.retry_at_ms <= now_ms) op.retry_at_ms = now_ms + options_.hedge_ms;
@@ -516,9 +507,12 @@ void Coordinator::finish_read(OpId id, ReadOp& op, Status status) {
   } else if (result.status.is_ok() && op.result) {
     result.ts = op.result->ts;
   }
-  completions_.push_back({id, std::move(result)});
   drop_pending(id);
+  const OpId scan = op.scan;
+  const std::string key = scan != 0 ? std::move(op.key) : std::string();
   reads_.erase(id);
+  if (scan != 0) return on_key_read(scan, key, std::move(result), now_ms_);
+  completions_.push_back({id, std::move(result)});
 }
 
 // ---- events ----
@@ -561,6 +555,9 @@ void Coordinator::on_reply(int replica, const wire::ReplicaReply& reply, uint64_
   } else if (auto r = reads_.find(p.op); r != reads_.end()) {
     on_read_reply(p.op, r->second, replica, &reply, p.repair);
     advance_read(p.op, r->second, now_ms);
+  } else if (auto s = scans_.find(p.op); s != scans_.end()) {
+    on_scan_reply(s->second, replica, &reply);
+    advance_scan(p.op, s->second, now_ms);
   }
   PALISADE_DCHECK_INVARIANTS(check_invariants());
 }
@@ -578,6 +575,9 @@ void Coordinator::on_unreachable(int replica, uint64_t request_id, uint64_t now_
   } else if (auto r = reads_.find(p.op); r != reads_.end()) {
     on_read_reply(p.op, r->second, replica, nullptr, p.repair);
     advance_read(p.op, r->second, now_ms);
+  } else if (auto s = scans_.find(p.op); s != scans_.end()) {
+    on_scan_reply(s->second, replica, nullptr);
+    advance_scan(p.op, s->second, now_ms);
   }
   PALISADE_DCHECK_INVARIANTS(check_invariants());
 }
@@ -594,6 +594,11 @@ void Coordinator::on_tick(uint64_t now_ms) {
   for (OpId id : ids) {
     if (auto it = reads_.find(id); it != reads_.end()) advance_read(id, it->second, now_ms);
   }
+  ids.clear();
+  for (const auto& [id, op] : scans_) ids.push_back(id);
+  for (OpId id : ids) {
+    if (auto it = scans_.find(id); it != scans_.end()) advance_scan(id, it->second, now_ms);
+  }
   PALISADE_DCHECK_INVARIANTS(check_invariants());
 }
 
@@ -609,12 +614,17 @@ std::optional<uint64_t> Coordinator::next_deadline_ms() const {
     consider(op.deadline_ms);
     if (!op.chosen) consider(op.retry_at_ms);
   }
+  for (const auto& [id, op] : scans_) {
+    if (!op.reads.empty()) continue;  // its reads wait on time
+    consider(op.deadline_ms);
+    consider(op.retry_at_ms);
+  }
   return next;
 }
 
 std::string Coordinator::check_invariants() const {
   const int n = options_.n;
-  auto live = [&](OpId op) { return writes_.count(op) != 0 || reads_.count(op) != 0; };
+  auto live = [&](OpId op) { return writes_.count(op) != 0 || reads_.count(op) != 0 || scans_.count(op) != 0; };
   if (carries_.size() != static_cast<size_t>(n)) return "carries_ does not have one flag per replica";
   if (installed_ms_.size() != static_cast<size_t>(n)) return "installed_ms_ does not have one time per replica";
   std::map<OpId, int> repairs;  // pending repairs, by read
@@ -638,7 +648,7 @@ std::string Coordinator::check_invariants() const {
   }
   for (const auto& [id, op] : writes_) {
     const std::string what = "write " + std::to_string(id);
-    if (id >= next_op_ || reads_.count(id) != 0) return what + " has an id not its own";
+    if (id >= next_op_ || reads_.count(id) != 0 || scans_.count(id) != 0) return what + " has an id not its own";
     if (op.acks < 0 || op.nonstores < 0 || op.acks + op.nonstores > op.answered) {
       return what + " counts more acknowledgements and refusals than answers";
     }
@@ -665,6 +675,7 @@ std::string Coordinator::check_invariants() const {
     }
     if (!op.chosen && op.repairs_outstanding != 0) return what + " repairs before it chose a version";
   }
+  if (std::string scans = check_scans(); !scans.empty()) return scans;
   for (const Completion& c : completions_) {
     if (live(c.op)) return "operation " + std::to_string(c.op) + " completed and is not finished";
   }

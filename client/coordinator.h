@@ -52,6 +52,10 @@ struct CoordinatorOptions {
   // Negative control for the simulator: reads send no repairs (neither
   // commits of pending copies nor copies to replicas without one).
   bool broken_skip_read_repair = false;
+  // Negative control for the simulator: a scan returns, for each key listed,
+  // the newest version any listing replica holds, pending or not, without
+  // the read rules.
+  bool broken_scan_trusts_listing = false;
 };
 // BadRequest unless 1 <= R, W <= N, R + W > N and W > N / 2.
 Status validate(const CoordinatorOptions& options);
@@ -65,7 +69,7 @@ struct Send {
 
 struct Completion {
   OpId op;
-  std::variant<WriteResult, ReadResult> result;
+  std::variant<WriteResult, ReadResult, ScanResult> result;
 };
 
 class Coordinator {
@@ -78,6 +82,9 @@ class Coordinator {
   OpId start_write(std::string key, std::string value, bool tombstone, const Fence& fence, uint64_t now_ms);
   OpId start_fence(const Fence& fence, uint64_t now_ms);
   OpId start_read(std::string key, uint64_t now_ms);
+  // A prefix read (QuorumStore::scan): lists a page of keys on R replicas,
+  // then decides each with a read that starts from their answers.
+  OpId start_scan(std::string prefix, std::string after, size_t limit, uint64_t now_ms);
 
   void on_reply(int replica, const wire::ReplicaReply& reply, uint64_t now_ms);
   // The request could not be sent (the replica is not connected).
@@ -118,6 +125,7 @@ class Coordinator {
 
   struct WriteOp;
   struct ReadOp;
+  struct ScanOp;
 
   void note_time(uint64_t now_ms) { now_ms_ = std::max(now_ms_, now_ms); }
   uint64_t send(OpId op, int replica, wire::ReplicaRequestBody body, bool repair = false);
@@ -136,6 +144,19 @@ class Coordinator {
   void choose(OpId id, ReadOp& op, const std::optional<wire::Version>& v);
   std::optional<wire::Certificate> certificate_of(const ReadOp& op, const wire::Version& v) const;
   void finish_read(OpId id, ReadOp& op, Status status);
+  // coordinator_scan.cc
+  void list_page(OpId id, ScanOp& op, uint64_t now_ms);
+  void ask_scan(OpId id, ScanOp& op, int replica);
+  void on_scan_reply(ScanOp& op, int replica, const wire::ReplicaReply* reply);
+  void advance_scan(OpId id, ScanOp& op, uint64_t now_ms);
+  // Starts a read of every key the page lists, from the answers.
+  void read_page(OpId id, ScanOp& op, uint64_t now_ms);
+  // A read of the scan's page ended.
+  void on_key_read(OpId scan, const std::string& key, ReadResult result, uint64_t now_ms);
+  // Every key of the page is read: its entries, then the next page or the end.
+  void page_read(OpId id, ScanOp& op, uint64_t now_ms);
+  void finish_scan(OpId id, ScanOp& op, Status status);
+  std::string check_scans() const;
   void drop_pending(OpId op);
 
   CoordinatorOptions options_;
@@ -154,6 +175,7 @@ class Coordinator {
   std::unordered_map<OpId, std::vector<uint64_t>> requests_of_;
   std::map<OpId, WriteOp> writes_;
   std::map<OpId, ReadOp> reads_;
+  std::map<OpId, ScanOp> scans_;
   std::vector<Send> sends_;
   std::vector<Send> lazy_sends_;  // commits and purges, held back
   // Per replica: false once it refused carried commits (older than them).

@@ -35,6 +35,31 @@ struct Coordinator::WriteOp {
   uint64_t resend_at_ms = 0;
 };
 
+// A round of asking replicas for one answer each (a read's, a scan's
+// listing): how many answered, and failed, since the last retry. At each
+// retry, replicas whose request or answer may be lost are asked again; on a
+// paused set, all of them (CoordinatorOptions::paused).
+struct AskRound {
+  int answered = 0, failed = 0;
+  template <class Replicas>
+  static AskRound count(Replicas& replicas, bool retry, bool paused) {
+    AskRound round;
+    for (auto& rep : replicas) {
+      round.answered += rep.answered;
+      round.failed += rep.failed;
+      if (retry) rep.failed = rep.outstanding = false;
+      if (retry && paused) rep.answered = false;
+    }
+    return round;
+  }
+  // Hedge: once hedge_ms passed or one failed, ask those not asked yet; at
+  // every retry, ask again those that did not answer.
+  template <class Replica>
+  bool asks(const Replica& rep, bool retry) const {
+    return (!rep.asked && (retry || failed > 0)) || (retry && !rep.answered);
+  }
+};
+
 // A get: reads from R replicas (more when needed), then repairs.
 struct Coordinator::ReadOp {
   struct Replica {
@@ -63,6 +88,36 @@ struct Coordinator::ReadOp {
   std::optional<wire::Version> result;
   int repairs_outstanding = 0;
   Status refusal;  // the last answer that refused for good
+  OpId scan = 0;  // the scan this read decides a key for; 0: a get
+};
+
+// A prefix read, a page at a time: the page's keys are listed by R replicas
+// (more when some do not answer in time), then each key is decided by a
+// ReadOp that starts from those answers, as if they had answered a `read`.
+struct Coordinator::ScanOp {
+  struct Replica {
+    bool asked = false;
+    bool outstanding = false;
+    bool failed = false;  // its last answer was an error, or it was unreachable
+    bool answered = false;  // it listed the page: `listed` holds its answer
+    bool refuses = false;  // wrong_cluster, permission_denied: never asked again
+    uint64_t answered_request = 0;
+    wire::ReplicaReply listed;
+  };
+  std::string prefix;
+  std::string after;  // the page lists the keys after this one
+  size_t limit = 0;  // entries still wanted
+  uint64_t deadline_ms = 0;  // the page's
+  uint64_t retry_at_ms = 0;
+  uint64_t pages = 0;  // listed so far
+  std::vector<Replica> replicas;
+  Status refusal;  // the last answer that refused for good
+  // While the page's keys are read: what each read returned, by key, and
+  // where the page ends (empty: at the end of the prefix).
+  std::map<std::string, std::optional<ReadResult>> reads;
+  size_t reads_left = 0;
+  std::string page_end;
+  ScanResult result;  // the entries of the pages read so far
 };
 
 }  // namespace palisade::client

@@ -66,8 +66,8 @@ Status check_sizes(const wire::Limits& limits, std::string_view key, std::string
 // A store's asynchronous calls still running on its engine: closing the store
 // waits for them, as when every store had an engine of its own.
 struct QuorumStore::Calls {
-  // How its calls ended, by Submission::Kind (kWrite, kDelete, kFence, kRead).
-  std::array<client::OutcomeCounter, 4> outcomes;
+  // How its calls ended, by Submission::Kind (kWrite, kDelete, kFence, kRead, kScan).
+  std::array<client::OutcomeCounter, 5> outcomes;
 
   std::mutex mu;
   std::condition_variable none_left;
@@ -91,23 +91,26 @@ namespace {
 
 struct Submission {
   // kFlush: send the held-back requests now (a store closes).
-  enum class Kind { kWrite, kDelete, kFence, kRead, kFlush } kind;
-  std::string key;
-  std::string value;
+  enum class Kind { kWrite, kDelete, kFence, kRead, kScan, kFlush } kind;
+  std::string key;  // a scan's prefix
+  std::string value;  // a scan's `after`
   Fence fence;
   std::promise<WriteResult> write_done;
   std::promise<ReadResult> read_done;
+  std::promise<ScanResult> scan_done{};
+  size_t limit = 0;  // a scan's
   std::shared_ptr<QuorumStore::Calls> calls{};  // of an asynchronous call: its store's
   bool resent = false;  // started again on a newer replica set
 
-  // Answers the call (a kRead with `read`, the others with `write`).
-  void finish(std::variant<WriteResult, ReadResult> result) {
+  // Answers the call (a kRead with `read`, a kScan with `scan`, the others with `write`).
+  void finish(std::variant<WriteResult, ReadResult, ScanResult> result) {
     if (auto* w = std::get_if<WriteResult>(&result); w != nullptr && resent) {
       *w = client::answer_of_resent_write(std::move(*w));
     }
     const Code code = std::visit([](const auto& r) { return r.status.code(); }, result);
     if (auto* w = std::get_if<WriteResult>(&result)) write_done.set_value(std::move(*w));
     if (auto* r = std::get_if<ReadResult>(&result)) read_done.set_value(std::move(*r));
+    if (auto* r = std::get_if<ScanResult>(&result)) scan_done.set_value(std::move(*r));
     if (calls) {
       count(*calls, kind, code);
       calls->end();
@@ -118,6 +121,13 @@ struct Submission {
     if (kind != Kind::kFlush) calls.outcomes[static_cast<size_t>(kind)].add(code);
   }
 };
+
+// The answer of a call of `kind` refused before it started.
+std::variant<WriteResult, ReadResult, ScanResult> refusal(Submission::Kind kind, Status why) {
+  if (kind == Submission::Kind::kRead) return ReadResult{std::move(why), false, {}, {}, {}};
+  if (kind == Submission::Kind::kScan) return ScanResult{std::move(why), {}, {}};
+  return WriteResult{std::move(why), {}, 0};
+}
 
 // A blocking call's result, counted.
 template <class Result>
@@ -133,6 +143,8 @@ client::OpId start_on(client::Coordinator& coordinator, const Submission& s, uin
     case Submission::Kind::kDelete: return coordinator.start_write(s.key, "", true, s.fence, now);
     case Submission::Kind::kFence: return coordinator.start_fence(s.fence, now);
     case Submission::Kind::kRead: return coordinator.start_read(s.key, now);
+    case Submission::Kind::kScan:
+      return coordinator.start_scan(s.key, s.value, s.limit, now);
     case Submission::Kind::kFlush: break;
   }
   throw std::logic_error("a flush is not an operation");
@@ -262,12 +274,7 @@ struct QuorumStore::Impl {
       return;
     }
     lock.unlock();
-    Status closed(Code::kUnavailable, "the store is closed");
-    if (s.kind == Submission::Kind::kRead) {
-      s.finish(ReadResult{closed, false, {}, {}, {}});
-    } else {
-      s.finish(WriteResult{closed, {}, 0});
-    }
+    s.finish(refusal(s.kind, Status(Code::kUnavailable, "the store is closed")));
   }
 
   // An asynchronous call of the store whose calls are `calls`.
@@ -417,12 +424,9 @@ struct QuorumStore::Impl {
 
   // The caller's own thread runs the call when the direct lane is free;
   // otherwise (another caller drives it) the I/O thread does.
-  std::variant<WriteResult, ReadResult> run_blocking(Submission s) {
-    const bool read = s.kind == Submission::Kind::kRead;
-    auto refused = [read](Status why) -> std::variant<WriteResult, ReadResult> {
-      if (read) return ReadResult{std::move(why), false, {}, {}, {}};
-      return WriteResult{std::move(why), {}, 0};
-    };
+  std::variant<WriteResult, ReadResult, ScanResult> run_blocking(Submission s) {
+    const Submission::Kind kind = s.kind;
+    auto refused = [kind](Status why) { return refusal(kind, std::move(why)); };
     if (Status bad = check_sizes(limits, s.key, s.value, s.fence); !bad.is_ok()) return refused(bad);
     std::unique_lock lock(direct_mu, std::try_to_lock);
     if (lock) {
@@ -435,8 +439,10 @@ struct QuorumStore::Impl {
     }
     auto read_done = s.read_done.get_future();
     auto write_done = s.write_done.get_future();
+    auto scan_done = s.scan_done.get_future();
     submit(std::move(s));
-    if (read) return read_done.get();
+    if (kind == Submission::Kind::kRead) return read_done.get();
+    if (kind == Submission::Kind::kScan) return scan_done.get();
     return write_done.get();
   }
 
@@ -717,6 +723,42 @@ ReadResult QuorumStore::get(std::string_view key) {
   return counted(*calls_, kRead, std::get<ReadResult>(impl_->run_blocking({kRead, std::string(key), "", {}, {}, {}})));
 }
 
+namespace {
+
+// A scan's submission: its prefix as the key, `after` as the value.
+Submission scan_submission(std::string_view prefix, std::string_view after, size_t limit) {
+  Submission sub{Submission::Kind::kScan, std::string(prefix), std::string(after), {}, {}, {}};
+  sub.limit = limit;
+  return sub;
+}
+
+// `after` is a key: it has the key's limit, not the value's.
+Status check_scan(const wire::Limits& limits, std::string_view after) { return check_sizes(limits, after, "", {}); }
+
+}  // namespace
+
+std::future<ScanResult> QuorumStore::scan_async(std::string_view prefix, std::string_view after, size_t limit) {
+  Submission sub = scan_submission(prefix, after, limit);
+  auto f = sub.scan_done.get_future();
+  Status s = check_sizes(impl_->limits, prefix, "", {});
+  if (s.is_ok()) s = check_scan(impl_->limits, after);
+  if (!s.is_ok()) {
+    sub.scan_done.set_value(ScanResult{s, {}, {}});
+    Submission::count(*calls_, Submission::Kind::kScan, s.code());
+    return f;
+  }
+  impl_->submit_async(std::move(sub), calls_);
+  return f;
+}
+
+ScanResult QuorumStore::scan(std::string_view prefix, std::string_view after, size_t limit) {
+  if (Status s = check_scan(impl_->limits, after); !s.is_ok()) {
+    return counted(*calls_, Submission::Kind::kScan, ScanResult{s, {}, {}});
+  }
+  return counted(*calls_, Submission::Kind::kScan,
+                 std::get<ScanResult>(impl_->run_blocking(scan_submission(prefix, after, limit))));
+}
+
 ReplicaSetInUse QuorumStore::replica_set() const {
   std::lock_guard lock(impl_->view_mu);
   const client::ReplicaView& v = impl_->view;
@@ -726,7 +768,11 @@ ReplicaSetInUse QuorumStore::replica_set() const {
 StoreCounters QuorumStore::counters() const {
   using enum Submission::Kind;
   const auto read = [&](Submission::Kind kind) { return calls_->outcomes[static_cast<size_t>(kind)].read(); };
-  return {.puts = read(kWrite), .deletes = read(kDelete), .gets = read(kRead), .fences = read(kFence)};
+  return {.puts = read(kWrite),
+          .deletes = read(kDelete),
+          .gets = read(kRead),
+          .scans = read(kScan),
+          .fences = read(kFence)};
 }
 
 namespace {

@@ -30,6 +30,7 @@ struct StoreCounters {
   OutcomeCounts puts;
   OutcomeCounts deletes;
   OutcomeCounts gets;
+  OutcomeCounts scans;  // QuorumStore::scan
   OutcomeCounts fences;  // QuorumStore::fence, and a LockClient's grant fences through this store
 };
 

@@ -128,6 +128,30 @@ struct ReadResult {
   std::string lock;    // the lock it was written under, empty when none
 };
 
+// One key of a prefix read, with the version a get would return.
+struct KeyValue {
+  std::string key;
+  std::string value;
+  FencedTimestamp ts;  // of the version returned
+  std::string lock;  // the lock it was written under, empty when none
+};
+
+struct ScanResult {
+  // ok; unavailable / timeout: some key of the range could not be decided in
+  // time (the message names it), or too few replicas listed the range;
+  // bad_request (limit 0, a prefix or `after` too long), permission_denied
+  // (no read pattern covers the prefix).
+  Status status;
+  std::vector<KeyValue> entries;  // by key, in byte order; deleted keys left out
+  // Not empty: keys of the prefix may follow; scan again with after = next.
+  // Empty: the prefix has no key after the last entry.
+  std::string next;
+  // The keys of the range read as deleted, while replicas still keep their
+  // tombstone (anti-entropy forgets it after gc_grace): ts is the delete's,
+  // value empty. For a caller that keeps a copy of the prefix.
+  std::vector<KeyValue> deleted{};
+};
+
 // The replica set a store sends to now (QuorumStore::replica_set).
 struct ReplicaSetInUse {
   uint64_t version = 0;  // the lock group's record it follows; 0: QuorumStoreOptions::replicas
@@ -151,6 +175,15 @@ class QuorumStore {
   WriteResult put(std::string_view key, std::string_view value, const Fence& fence = {});
   WriteResult del(std::string_view key, const Fence& fence = {});
   ReadResult get(std::string_view key);
+  // A prefix read: the keys that start with `prefix` and sort after `after`
+  // (byte order; empty: from the first), at most `limit` of them, each with
+  // the version get() would return at that moment, by the same rules
+  // (never a write answered fenced, repairs before it returns; see
+  // docs/consistency.md "Prefix reads"). Deleted keys are left out. The
+  // replicas list the keys a page of up to 1000 at a time; each page has
+  // QuorumStoreOptions::timeout.
+  ScanResult scan(std::string_view prefix, std::string_view after = {}, size_t limit = 1000);
+  std::future<ScanResult> scan_async(std::string_view prefix, std::string_view after = {}, size_t limit = 1000);
   // Raises the lock's fence floor to the token on W replicas, so that every
   // holder with a lower token is refused from then on.
   WriteResult fence(const Fence& fence);
