@@ -1,4 +1,4 @@
-// `palisade put|get|del`: the store through its quorums. Writes are fenced by a
+// `palisade put|get|del`, and `get --prefix`: the store through its quorums. Writes are fenced by a
 // sequencer (--sequencer, else $PALISADE_SEQUENCER, which `palisade lock` sets
 // for its COMMAND), and unfenced without one. put reads its value from the
 // command line, stdin (`-`) or a file (--from-file): argv holds 128 KiB at most.
@@ -31,6 +31,9 @@ struct KvFlags {
   std::string from_file;
   std::optional<std::string> sequencer;  // given, perhaps empty
   std::chrono::milliseconds timeout{5000};
+  std::optional<std::string> prefix;  // get --prefix
+  std::string after;
+  size_t limit = 0;  // 0: every key
 };
 
 std::string dump(const nlohmann::json& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
@@ -144,13 +147,67 @@ int write(const char* what, const KvFlags& flags, const CommonOptions& common, b
   return kExitOk;
 }
 
+// get --prefix: every key of the prefix (or --limit of them), a page of up
+// to 1000 at a time, each page read as gets of its keys would read them.
+int read_prefix(const KvFlags& flags, const CommonOptions& common, QuorumStore& store) {
+  std::vector<KeyValue> entries;
+  std::string after = flags.after;
+  constexpr size_t kPage = 1000;
+  for (;;) {
+    const size_t want = flags.limit == 0 ? kPage : std::min(kPage, flags.limit - entries.size());
+    const auto began = Clock::now();
+    ScanResult page = store.scan(*flags.prefix, after, want);
+    if (!page.status.is_ok()) return report_store_error("get", page.status, began, flags.timeout);
+    std::move(page.entries.begin(), page.entries.end(), std::back_inserter(entries));
+    after = page.next;
+    if (after.empty() || (flags.limit != 0 && entries.size() >= flags.limit)) break;
+  }
+  if (common.json()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const KeyValue& e : entries) {
+      nlohmann::json out;
+      put_bytes(out, "key", e.key);
+      put_bytes(out, "value", e.value);
+      out["timestamp"] = e.ts.to_string();
+      out["token"] = e.ts.token;
+      out["lock"] = e.lock.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.lock);
+      list.push_back(std::move(out));
+    }
+    nlohmann::json out{{"entries", std::move(list)}};
+    put_bytes(out, "prefix", *flags.prefix);
+    out["next"] = nullptr;
+    if (!after.empty()) put_bytes(out, "next", after);
+    std::printf("%s\n", dump(out).c_str());
+    return kExitOk;
+  }
+  for (const KeyValue& e : entries) {
+    std::fwrite(e.key.data(), 1, e.key.size(), stdout);
+    std::fputc('\t', stdout);
+    std::fwrite(e.value.data(), 1, e.value.size(), stdout);
+    std::fputc('\n', stdout);
+  }
+  if (!after.empty()) {
+    std::fflush(stdout);  // the keys first, then what follows them
+    std::fprintf(stderr, "palisade get: --limit %zu reached; more keys follow: add --after '%s'\n", flags.limit,
+                 after.c_str());
+  }
+  return kExitOk;
+}
+
 int read(const KvFlags& flags, const CommonOptions& common) {
+  if (flags.prefix.has_value() == !flags.key.empty()) {
+    return report_error("get", Status(Code::kBadRequest, "give KEY or --prefix P, not both"));
+  }
+  if (!flags.prefix && (!flags.after.empty() || flags.limit != 0)) {
+    return report_error("get", Status(Code::kBadRequest, "--after and --limit go with --prefix"));
+  }
   auto loaded = load_cluster(common);
   if (!loaded.is_ok()) return report_cluster_error("get", loaded.status());
   auto store = open_store(loaded.value(), flags.timeout);
   if (!store.is_ok()) return report_error("get", store.status());
   const ReplicaSetInUse set = store.value()->replica_set();
   if (Status s = enough_listening(set.replicas, set.read_quorum, "replicas"); !s.is_ok()) return report_error("get", s);
+  if (flags.prefix) return read_prefix(flags, common, *store.value());
   const auto began = Clock::now();
   const ReadResult rr = store.value()->get(flags.key);
   if (!rr.status.is_ok()) return report_store_error("get", rr.status, began, flags.timeout);
@@ -173,10 +230,20 @@ int read(const KvFlags& flags, const CommonOptions& common) {
   return rr.found ? kExitOk : kExitNotFound;
 }
 
-void add_flags(CLI::App* sub, KvFlags& flags, bool with_value, bool fenced) {
-  sub->add_option("KEY", flags.key, "The key (1..511 bytes)")
-      ->required()
-      ->check(CLI::Validator([](std::string& key) { return key.empty() ? "the key is empty" : ""; }, "", "key"));
+void add_flags(CLI::App* sub, KvFlags& flags, bool with_value, bool fenced, bool prefix = false) {
+  auto* key =
+      sub->add_option("KEY", flags.key, "The key (1..511 bytes)")
+          ->check(CLI::Validator([](std::string& key) { return key.empty() ? "the key is empty" : ""; }, "", "key"));
+  if (!prefix) key->required();
+  if (prefix) {
+    sub->add_option("--prefix", flags.prefix,
+                    "Instead of KEY: every key that starts with P (\"\" for all), in byte order, as KEY<TAB>VALUE "
+                    "lines")
+        ->type_name("P");
+    sub->add_option("--after", flags.after, "With --prefix: start after this key (a --limit's last key)")
+        ->type_name("KEY");
+    sub->add_option("--limit", flags.limit, "With --prefix: at most N keys (0: all)")->type_name("N");
+  }
   if (with_value) {
     sub->add_option("VALUE", flags.value, "The value; - reads it from stdin (up to 1 MiB)");
     sub->add_option("--from-file", flags.from_file, "Read the value from this file instead")->type_name("FILE");
@@ -201,10 +268,16 @@ void add_kv_commands(CLI::App& app, const CommonOptions& common, int& exit_code)
               "  palisade lock L -- palisade put k v     # fenced by the grant of L");
   put->callback([flags, &common, &exit_code] { exit_code = write("put", *flags, common, false); });
 
-  auto* get = app.add_subcommand("get", "Read KEY from a read quorum (repairing replicas that answered older)");
-  add_flags(get, *flags, false, false);
-  get->footer("-o json: key, found, value (value_base64, value null, when not UTF-8), timestamp, token, lock.\n"
-              "Example: palisade get greeting -o json");
+  auto* get = app.add_subcommand(
+      "get", "Read KEY, or every key of --prefix P, from a read quorum (repairing replicas that answered older)");
+  add_flags(get, *flags, false, false, true);
+  get->footer("-o json: key, found, value (value_base64, value null, when not UTF-8), timestamp, token, lock;\n"
+              "with --prefix: prefix, entries (each: key, value, timestamp, token, lock) and next (the key to\n"
+              "give --after for the rest, null when none are left).\n"
+              "Examples:\n"
+              "  palisade get greeting -o json\n"
+              "  palisade get --prefix jobs/\n"
+              "  palisade get --prefix jobs/ --limit 100 --after jobs/0099");
   get->callback([flags, &common, &exit_code] { exit_code = read(*flags, common); });
 
   auto* del = app.add_subcommand("del", "Delete KEY (a tombstone written to a write quorum)");

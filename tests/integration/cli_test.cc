@@ -585,6 +585,38 @@ TEST_CASE("cli: put, get and del, writes fenced by a sequencer, and their exit c
   CHECK(no_file.out.find("no cluster file") != std::string::npos);
 }
 
+TEST_CASE("cli: get --prefix lists a prefix's keys as gets read them, pages with --limit and --after", "[cli][scan]") {
+  Fixture fx;
+  for (const char* key : {"jobs/2", "jobs/1", "jobs/3", "jobsx", "other"}) {
+    REQUIRE(fx.run({"put", key, std::string("v-") + key}).code == 0);
+  }
+  REQUIRE(fx.run({"del", "jobs/2"}).code == 0);
+  Run all = fx.run({"get", "--prefix", "jobs/"});
+  CHECK(all.code == 0);
+  CHECK(all.out == "jobs/1\tv-jobs/1\njobs/3\tv-jobs/3\n");
+  CHECK(fx.run({"get", "--prefix", ""}).out == "jobs/1\tv-jobs/1\njobs/3\tv-jobs/3\njobsx\tv-jobsx\nother\tv-other\n");
+  Run first = fx.run({"get", "--prefix", "jobs", "--limit", "1"});
+  CHECK(first.code == 0);
+  CHECK(first.out.find("jobs/1\tv-jobs/1\n") == 0);
+  CHECK(first.out.find("more keys follow: add --after 'jobs/1'") != std::string::npos);
+  auto rest = json_of(fx.run({"get", "--prefix", "jobs", "--after", "jobs/1", "-o", "json"}));
+  REQUIRE(rest["entries"].size() == 2);
+  CHECK(rest["entries"][0]["key"] == "jobs/3");
+  CHECK(rest["entries"][0]["value"] == "v-jobs/3");
+  CHECK(rest["entries"][0]["token"] == 0);
+  CHECK(rest["entries"][1]["key"] == "jobsx");
+  CHECK(rest["next"].is_null());
+  CHECK(rest["prefix"] == "jobs");
+  auto cut = json_of(fx.run({"get", "--prefix", "jobs/", "--limit", "1", "-o", "json"}));
+  CHECK(cut["next"] == "jobs/1");
+  Run none = fx.run({"get", "--prefix", "nothing/"});
+  CHECK(none.code == 0);
+  CHECK(none.out.empty());
+  CHECK(fx.run({"get", "jobs/1", "--prefix", "jobs/"}).code == 2);
+  CHECK(fx.run({"get", "jobs/1", "--limit", "2"}).code == 2);
+  CHECK(fx.run({"get", "--prefix", "jobs/", "--limit", "x"}).code == 2);
+}
+
 TEST_CASE("cli: check-sequencer tells a current grant from a finished one and a genuine one from a minted one",
           "[cli][security]") {
   Fixture fx;
