@@ -38,7 +38,8 @@ Run run_quorum(QuorumSimOptions o) {
   auto r = run_quorum_sim(o);
   std::string summary = u(r.events) + " events, writes ok " + u(r.writes_ok) + " fenced " + u(r.writes_fenced) +
                         " unknown " + u(r.writes_unknown) + ", reads ok " + u(r.reads_ok) + " failed " +
-                        u(r.reads_failed) + " (" + u(r.reads_failed_quorum_up) + " with R replicas up), ";
+                        u(r.reads_failed) + " (" + u(r.reads_failed_quorum_up) + " with R replicas up), scans ok " +
+                        u(r.scans_ok) + " failed " + u(r.scans_failed) + ", ";
   if (o.lmdb_stores) {
     summary += "power losses " + u(r.power_losses) + " (" + u(r.power_losses_in_commit) + " inside a commit, " +
                u(r.unsynced_writes_lost) + " unsynced writes lost or cut)";
@@ -196,6 +197,10 @@ int main(int argc, char** argv) {
   app.add_option("--max-corrupt-copies", q.max_corrupt_copies,
                  "At most this many corrupt copies of a key at once (--sim quorum; 0: no limit)")
       ->capture_default_str();
+  app.add_option("--scans", q.scans,
+                 "Chance that a read is a prefix read instead, judged as gets of its range (--sim quorum)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--unfenced-holders", q.unfenced_holders,
                  "Chance that a new holder writes without fencing first (--sim quorum)")
       ->capture_default_str()
@@ -218,6 +223,9 @@ int main(int argc, char** argv) {
   for (const Control& c : {
            Control{"--broken-read-repair", &QuorumSimOptions::broken_skip_read_repair,
                    "readers send no read repair (caught by the availability checker)"},
+           Control{"--broken-scan-listing", &QuorumSimOptions::broken_scan_trusts_listing,
+                   "scans return the newest version a listing replica holds, without the read rules (use with "
+                   "--scans 0.3)"},
            Control{"--broken-write-floor", &QuorumSimOptions::broken_writes_keep_floor,
                    "writes do not raise the fence floor (fences still do)"},
            Control{"--broken-pending-committed", &QuorumSimOptions::broken_replicas_pending_as_committed,
@@ -274,8 +282,9 @@ int main(int argc, char** argv) {
                 q.broken_replicas_hide_pending || q.broken_replica_acks_without_storing ||
                 q.broken_replicas_skip_checksum || q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect ||
                 q.broken_replicas_forget_dropped || q.broken_writes_keep_floor || q.broken_skip_read_repair ||
-                q.broken_replacement_skips_paused_fill || q.broken_replacement_skips_pause ||
-                q.broken_targets_skip_floors || l.broken_pause_never_ends || st.broken_lying_journal_sync;
+                q.broken_scan_trusts_listing || q.broken_replacement_skips_paused_fill ||
+                q.broken_replacement_skips_pause || q.broken_targets_skip_floors || l.broken_pause_never_ends ||
+                st.broken_lying_journal_sync;
   uint64_t unsafe = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
     q.seed = l.seed = st.seed = seed;

@@ -18,6 +18,13 @@ namespace {
 
 constexpr const char* kLock = "L";
 
+// A prefix read a client made (a few keys a page, of a prefix of the keys).
+struct Scan {
+  std::string prefix;
+  size_t limit = 0;
+  uint64_t start_ms = 0;
+};
+
 struct Client {
   int node;  // its lane's: a new one for each replica set it moves to, as new sockets
   int index;
@@ -31,7 +38,7 @@ struct Client {
   int ops_left = 0;
   uint64_t tick_at = UINT64_MAX;
   // Operations in flight and where their records go.
-  enum class Kind { kWrite, kFence, kRead };
+  enum class Kind { kWrite, kFence, kRead, kScan };
   std::map<client::OpId, std::pair<Kind, size_t>> ops;
   std::set<size_t> resent;  // write records sent again on a newer replica set
   int counter = 0;
@@ -144,6 +151,8 @@ class QuorumSim {
       result.replacements_abandoned = static_cast<uint64_t>(replacer_->abandoned());
     }
     result.views_followed = views_followed_;
+    result.scans_ok = scans_done_;
+    result.scans_failed = scans_failed_;
     for (const auto& w : history_.writes) {
       if (w.result == Code::kOk) ++result.writes_ok;
       else if (w.result == Code::kFenced) ++result.writes_fenced;
@@ -287,6 +296,7 @@ class QuorumSim {
     co.config_certificate = view.certificate;
     co.paused = view.paused;
     co.broken_skip_read_repair = o_.broken_skip_read_repair;
+    co.broken_scan_trusts_listing = o_.broken_scan_trusts_listing;
     return co;
   }
 
@@ -327,6 +337,9 @@ class QuorumSim {
       } else if (kind == Client::Kind::kFence) {
         const FenceRecord& f = history_.fences[record];
         again = cl.coordinator().start_fence(Fence{f.lock, f.token}, now);
+      } else if (kind == Client::Kind::kScan) {
+        const Scan& s = scans_[record];
+        again = cl.coordinator().start_scan(s.prefix, "", s.limit, now);
       } else {
         again = cl.coordinator().start_read(history_.reads[record].key, now);
       }
@@ -369,7 +382,9 @@ class QuorumSim {
     auto [kind, record] = it->second;
     cl.ops.erase(it);
     uint64_t now = world_.now_ms();
-    if (kind == Client::Kind::kRead) {
+    if (kind == Client::Kind::kScan) {
+      finish_scan(c, scans_[record], std::get<ScanResult>(done.result), now);
+    } else if (kind == Client::Kind::kRead) {
       const auto& r = std::get<ReadResult>(done.result);
       ReadRecord& rec = history_.reads[record];
       finish_read(rec, r, now);
@@ -412,7 +427,45 @@ class QuorumSim {
     if (roll < 10 || (cl.token == 0 && roll < 40)) return acquire(c);
     if (roll < 60) return start_write(c, k, false);
     if (roll < 65) return start_write(c, k, true);
+    if (o_.scans > 0 && world_.chance(o_.scans)) return start_scan(c);
     start_read(c, k);
+  }
+
+  // A prefix read of every key, of the keys that start with "key", or of one
+  // key and those its name starts (key1, key10, ...), a few keys a page.
+  void start_scan(int c) {
+    Client& cl = clients_[c];
+    const uint64_t which = world_.uniform(0, 2);
+    std::string prefix = which == 0 ? "" : which == 1 ? "key" : key(static_cast<int>(world_.uniform(0, o_.keys - 1)));
+    scans_.push_back({std::move(prefix), static_cast<size_t>(world_.uniform(1, 3)), world_.now_ms()});
+    client::OpId op = cl.coordinator().start_scan(scans_.back().prefix, "", scans_.back().limit, world_.now_ms());
+    cl.ops[op] = {Client::Kind::kScan, scans_.size() - 1};
+    world_.record("client " + std::to_string(c) + " scans '" + scans_.back().prefix + "'");
+    pump(c);
+  }
+
+  // A scan is judged as gets of the keys of the range it covered, each
+  // started and ended with it: the keys it returned as found, those it read
+  // as deleted (their tombstone's timestamp), and every other key of the
+  // workload in that range as having no version at all.
+  void finish_scan(int c, const Scan& s, const ScanResult& r, uint64_t now) {
+    world_.record("client " + std::to_string(c) + " scan '" + s.prefix + "' -> " + r.status.to_string() + ", " +
+                  std::to_string(r.entries.size()) + " keys, next '" + r.next + "'");
+    if (!r.status.is_ok()) return void(++scans_failed_);
+    ++scans_done_;
+    for (int k = 0; k < o_.keys; ++k) {
+      const std::string name = key(k);
+      if (!name.starts_with(s.prefix) || (!r.next.empty() && name > r.next)) continue;
+      ReadResult as_get{Status::ok(), false, "", {}, ""};
+      for (const KeyValue& e : r.entries) {
+        if (e.key == name) as_get = {Status::ok(), true, e.value, e.ts, e.lock};
+      }
+      for (const KeyValue& d : r.deleted) {
+        if (d.key == name) as_get.ts = d.ts;
+      }
+      history_.reads.push_back({c, name, s.start_ms, 0, Code::kTimeout, false, "", {}});
+      finish_read(history_.reads.back(), as_get, now);
+    }
   }
 
   // The lock service hands out the next token; the client makes the fence,
@@ -462,6 +515,8 @@ class QuorumSim {
   int next_node_ = 0;  // the next client lane's world node
   uint64_t views_followed_ = 0;
   History history_;
+  std::vector<Scan> scans_;
+  uint64_t scans_done_ = 0, scans_failed_ = 0;
   uint64_t tokens_ = 0;
   bool healed_ = false;
   int r_ = 0, w_ = 0;

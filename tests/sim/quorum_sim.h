@@ -36,6 +36,10 @@ struct QuorumSimOptions {
   // acknowledged write is what raises the floor on W replicas. 0 draws nothing
   // (the default's traces do not change).
   double unfenced_holders = 0;
+  // Chance that a read is a prefix read instead (QuorumStore::scan): of
+  // every key, of the keys "key", or of one key's name, a few keys a page.
+  // 0 draws nothing (the default's traces do not change).
+  double scans = 0;
   double pause = 0.05;              // chance a client pauses (like a GC pause) before an operation
   uint64_t pause_ms_max = 60000;
   uint64_t max_clock_offset_ms = 200;  // each node's clock is off by up to this
@@ -90,6 +94,9 @@ struct QuorumSimOptions {
   // Readers send no read repair (CoordinatorOptions::broken_skip_read_repair):
   // safe, but reads fail that a repair would have let succeed.
   bool broken_skip_read_repair = false;
+  // Scans return the newest version a listing replica holds, without the
+  // read rules (CoordinatorOptions::broken_scan_trusts_listing).
+  bool broken_scan_trusts_listing = false;
   // Membership (docs/design.md "The replica set"): this many replacements of
   // a replica by a spare, one at a time, while the workload runs, by an
   // operator node that plays `palisade member replace --replica` and the lock
@@ -128,6 +135,9 @@ struct QuorumSimResult {
   // copies are on replicas that are down); a system that reads less well fails
   // more of them.
   uint64_t reads_failed_quorum_up = 0;
+  // Prefix reads that answered ok (each is judged as gets of its range's keys,
+  // among the reads above) and that failed.
+  uint64_t scans_ok = 0, scans_failed = 0;
   // Bit flips made; of them, those that left W or more replicas with a corrupt
   // copy of the key; flips skipped for max_corrupt_copies.
   uint64_t bit_flips = 0, bit_flips_to_w = 0, bit_flips_skipped = 0;

@@ -399,6 +399,18 @@ TEST_CASE("sim: a read of a moved write's first attempt is ordered by that attem
   CHECK(reports(check(h), "read went back in time"));
 }
 
+TEST_CASE("sim: prefix reads keep what gets keep, also on a rough network and across replacements", "[sim][scan]") {
+  QuorumSimOptions o;
+  o.scans = 0.3;
+  uint64_t scans = 0;
+  auto count = [&](const QuorumSimResult& r) { scans += r.scans_ok; };
+  run_seeds(o, {seed_count() / 10}, "palisade-sim --scans 0.3", run_quorum_sim, count);
+  CHECK(scans > seed_count() / 10);
+  run_seeds(rough_network(o), {seed_count() / 20}, "palisade-sim --scans 0.3 --rough-network", run_quorum_sim);
+  o.replacements = 2;
+  run_seeds(o, {seed_count() / 20}, "palisade-sim --scans 0.3 --replacements 2", run_quorum_sim);
+}
+
 TEST_CASE("sim: fence safety holds when holders write without fencing first", "[sim]") {
   QuorumSimOptions o;
   o.unfenced_holders = 0.5;
@@ -469,6 +481,18 @@ TEST_CASE("sim: negative control, readers that send no read repair fail the avai
   });
   CHECK(safe == 500);  // no safety checker objects: it is not a safety bug
   CHECK(reads_failed_quorum_up(failed, ok, failed_quorum_up) > kMaxReadsFailedQuorumUp);  // 4.1%
+}
+
+TEST_CASE("sim: negative control, scans that trust their listing without the read rules are caught", "[sim][scan]") {
+  QuorumSimOptions broken;
+  broken.broken_scan_trusts_listing = true;
+  broken.scans = 0.3;
+  // 40 runs of 200 caught: 36, 17, 16 and 5 by the checkers below.
+  check_caught(broken, 200,
+               {{"read went back in time", 15},
+                {"acknowledged write lost", 5},
+                {"visible though refused", 5},
+                {"superseded write visible", 1}});
 }
 
 TEST_CASE("sim: negative control, replicas that skip the fence floor are caught", "[sim]") {
