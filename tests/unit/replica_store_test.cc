@@ -173,9 +173,9 @@ STORE_TEST("store: put, get, overwrite and erase") {
 
 STORE_TEST("store: keys_in lists a prefix's keys in byte order, after a key, the batch's changes included") {
   TestType f;
-  ReplicaStore& s = f.store();
+  ReplicaStore& s = f.store();  // until the reopen below
   auto keys = [&](std::string_view prefix, std::string_view after = "", size_t max = 100) {
-    auto got = s.keys_in(prefix, after, max);
+    auto got = f.store().keys_in(prefix, after, max);
     REQUIRE(got.is_ok());
     return got.value();
   };
