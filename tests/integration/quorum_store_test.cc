@@ -548,6 +548,16 @@ TEST_CASE("quorum store: it follows the replica set the replicas hand back, and 
   auto store = following_store(file, key);
   auto impostor = following_store(file, ClusterKey::generate());  // checks with another group's key
   REQUIRE(store->put("before", "v").status.is_ok());
+  // The new set below is installed without the fill a replacement makes:
+  // "before" must be on both replicas that stay, not only on W of the old
+  // set (the write answered once replicas 1 and 2 had it, say).
+  const auto stored_by_0_and_1 = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((!kept_by(file.replicas[0], "before", 0) || !kept_by(file.replicas[1], "before", 0)) &&
+         std::chrono::steady_clock::now() < stored_by_0_and_1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(kept_by(file.replicas[0], "before", 0));
+  REQUIRE(kept_by(file.replicas[1], "before", 0));
   CHECK(store->replica_set().version == 0);
   CHECK(store->replica_set().replicas == std::vector<std::string>(file.replicas.begin(), file.replicas.begin() + 3));
 
