@@ -630,6 +630,16 @@ Result<bool> LockClient::check_sequencer(std::string_view sequencer) {
   return done.current;
 }
 
+Result<std::optional<Grant>> LockClient::current_grant(std::string_view lock) {
+  if (impl_->on_io_thread()) return from_event_thread();
+  if (lock.empty()) return Status(Code::kBadRequest, "no lock named");
+  client::CallDone done = impl_->run_blocking(
+      [name = std::string(lock)](client::LockSession& core, uint64_t now) { return core.current_grant(name, now); });
+  if (!done.status.is_ok()) return done.status;
+  if (!done.grant) return std::optional<Grant>();
+  return std::optional<Grant>(Grant{.token = done.grant->token, .mode = done.grant->mode});
+}
+
 uint64_t LockClient::session() const { return impl_->session.load(std::memory_order_relaxed); }
 uint64_t LockClient::epoch() const { return impl_->epoch.load(std::memory_order_relaxed); }
 bool LockClient::safe() const { return impl_->clock->valid_at(boottime_ms()); }

@@ -333,6 +333,13 @@ uint64_t LockSession::check_sequencer(std::string sequencer, uint64_t now_ms) {
   return start_call(std::move(call), now_ms);
 }
 
+uint64_t LockSession::current_grant(std::string lock, uint64_t now_ms) {
+  Call call;
+  call.kind = Kind::kGrant;
+  call.lock = std::move(lock);
+  return start_call(std::move(call), now_ms);
+}
+
 uint64_t LockSession::close(uint64_t now_ms) {
   if (state_ == SessionState::kOpening || state_ == SessionState::kClosed) {
     // Nothing to close on the lock group (a session opened later is closed as a stray).
@@ -364,7 +371,7 @@ uint64_t LockSession::start_call(Call call, uint64_t now) {
 }
 
 void LockSession::send_call(Call& call, uint64_t id, uint64_t now) {
-  if (call.kind != Kind::kCheck && session_ == 0) {
+  if (call.kind != Kind::kCheck && call.kind != Kind::kGrant && session_ == 0) {
     call.request = 0;  // sent once the session is open
     return;
   }
@@ -390,6 +397,9 @@ void LockSession::send_call(Call& call, uint64_t id, uint64_t now) {
       break;
     case Kind::kCheck:
       request.body = wire::CheckSequencerRequest{.sequencer = call.lock};
+      break;
+    case Kind::kGrant:
+      request.body = wire::CurrentGrantRequest{.lock = call.lock};
       break;
     case Kind::kClose:
       request.body = wire::CloseSessionRequest{.epoch = epoch_, .session = session_};
@@ -459,6 +469,10 @@ void LockSession::on_call_reply(const Sent& sent, uint64_t request_id, size_t no
     }
     case Kind::kCheck:
       return finish(id, Status::ok(), std::nullopt, reply.current);
+    case Kind::kGrant:
+      if (reply.token == 0) return finish(id, Status::ok());  // free
+      return finish(id, Status::ok(),
+                    GrantInfo{.lock = call.lock, .mode = reply.mode, .token = reply.token, .sequencer = {}});
     case Kind::kClose:
       finish(id, Status::ok());
       return closed();

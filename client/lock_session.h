@@ -84,11 +84,12 @@ struct GrantInfo {
   std::string sequencer;
 };
 
-// The end of a call started by acquire/release/check_sequencer/close.
+// The end of a call started by acquire/release/check_sequencer/current_grant/close.
 struct CallDone {
   uint64_t call = 0;
   Status status;
-  std::optional<GrantInfo> grant{};  // acquire, ok
+  // acquire, ok; current_grant, ok, while the lock is held (no sequencer)
+  std::optional<GrantInfo> grant{};
   bool current = false;              // check_sequencer, ok
 };
 
@@ -141,6 +142,8 @@ class LockSession {
   // released already, and a newer grant of the lock must not be.
   uint64_t release_grant(std::string lock, uint64_t token, uint64_t now_ms);
   uint64_t check_sequencer(std::string sequencer, uint64_t now_ms);
+  // The master's grant of `lock` now (CallDone::grant), none while it is free.
+  uint64_t current_grant(std::string lock, uint64_t now_ms);
   // Closes the session cleanly (its locks are released without lock-delay).
   // When no master answers it within call_timeout, it ends unavailable and the
   // session is closed here all the same: no more KeepAlives, so the lock group
@@ -175,11 +178,11 @@ class LockSession {
   size_t calls_in_flight() const { return calls_.size(); }
 
  private:
-  enum class Kind : uint8_t { kOpen, kKeepAlive, kAcquire, kRelease, kCheck, kClose };
+  enum class Kind : uint8_t { kOpen, kKeepAlive, kAcquire, kRelease, kCheck, kGrant, kClose };
 
   struct Call {
     Kind kind = Kind::kAcquire;
-    std::string lock;  // acquire, release; check_sequencer: the sequencer
+    std::string lock;  // acquire, release, current_grant; check_sequencer: the sequencer
     LockMode mode = LockMode::kExclusive;
     uint64_t lock_delay_ms = 0;
     uint64_t wait_ms = 0;

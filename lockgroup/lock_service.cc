@@ -94,6 +94,13 @@ void LockService::on_request(ClientRequest r, uint64_t now) {
           refuse(Status::ok());
         } else if constexpr (std::is_same_v<T, wire::CheckSequencerRequest>) {
           handle_check_sequencer(r, m);
+        } else if constexpr (std::is_same_v<T, wire::CurrentGrantRequest>) {
+          wire::LockReply reply = reply_to(id, Status::ok());
+          if (const LockState* lock = table_.lock(m.lock); lock != nullptr && !lock->holders.empty()) {
+            reply.token = lock->token;
+            reply.mode = lock->mode;
+          }
+          replies_.push_back({r.route, std::move(reply)});
         } else if constexpr (std::is_same_v<T, wire::OpenSessionRequest>) {
           if (m.epoch > node_->epoch()) return refuse(Status(Code::kNotMaster, "the call names a newer epoch"));
           if (Status s = check_lease_request(m.lease_ms); !s.is_ok()) return refuse(std::move(s));

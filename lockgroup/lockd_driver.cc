@@ -71,6 +71,13 @@ Status LockdDriver::check_permission(const wire::LockRequest& request, std::stri
                                                (members ? "the lock group's members" : "the replica set") +
                                                ": admin only");
   }
+  // Who holds a lock is for those who may take it (in either mode) or inspect the group.
+  const auto* grant = std::get_if<wire::CurrentGrantRequest>(&request.body);
+  if (grant != nullptr && options_.permissions && !options_.permissions->may_inspect(sender) &&
+      !options_.permissions->may_acquire(sender, grant->lock, LockMode::kShared)) {
+    return Status(Code::kPermissionDenied,
+                  "identity '" + std::string(sender) + "' may not ask who holds lock '" + grant->lock + "'");
+  }
   const auto* acquire = std::get_if<wire::AcquireRequest>(&request.body);
   if (!options_.permissions || acquire == nullptr ||
       options_.permissions->may_acquire(sender, acquire->lock, acquire->mode)) {

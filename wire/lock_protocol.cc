@@ -119,6 +119,10 @@ struct RequestEncoder : RequestEncoderBase {
     if (paused) pack_text_field(pk, "phase", phase_name(r.phase));
   }
   void operator()(const GetReplicasRequest&) const { head(3, "get_replicas"); }
+  void operator()(const CurrentGrantRequest& r) const {
+    head(4, "current_grant");
+    pack_text_field(pk, "lock", r.lock);
+  }
 };
 
 void read_mode(FieldReader& r, std::string_view field, LockMode& out, Need need) {
@@ -250,6 +254,12 @@ Status read_body(const std::string& type, FieldReader& r, const Limits& limits, 
     out = std::move(c);
     return Status::ok();
   }
+  if (type == "current_grant") {
+    CurrentGrantRequest g;
+    read_lock_name(r, g.lock, limits);
+    out = std::move(g);
+    return Status::ok();
+  }
   return Status(Code::kUnknownType, "unknown message type '" + type + "'");
 }
 
@@ -343,9 +353,9 @@ void read_locks(FieldReader& r, const Limits& limits, std::vector<LockInfo>& out
 }  // namespace
 
 std::string_view request_type(const LockRequestBody& body) {
-  static constexpr std::array<std::string_view, 11> kNames = {
-      "find_master",     "open_session", "keep_alive",  "close_session", "acquire",     "release",
-      "check_sequencer", "lock_status",  "set_members", "set_replicas",  "get_replicas"};
+  static constexpr std::array<std::string_view, 12> kNames = {
+      "find_master",     "open_session", "keep_alive",  "close_session", "acquire",      "release",
+      "check_sequencer", "lock_status",  "set_members", "set_replicas",  "get_replicas", "current_grant"};
   static_assert(kNames.size() == std::variant_size_v<LockRequestBody>);
   return kNames[body.index()];
 }

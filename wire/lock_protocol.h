@@ -130,9 +130,17 @@ struct GetReplicasRequest {
   friend bool operator==(const GetReplicasRequest&, const GetReplicasRequest&) = default;
 };
 
+// The lock's current grant as the master knows it: the reply's token and mode
+// while it is held, no token while it is free (never granted, released, or in
+// lock-delay). For observers: an election's candidates learn who leads.
+struct CurrentGrantRequest {
+  std::string lock;
+  friend bool operator==(const CurrentGrantRequest&, const CurrentGrantRequest&) = default;
+};
+
 using LockRequestBody = std::variant<FindMasterRequest, OpenSessionRequest, KeepAliveRequest, CloseSessionRequest,
                                      AcquireRequest, ReleaseRequest, CheckSequencerRequest, LockStatusRequest,
-                                     SetMembersRequest, SetReplicasRequest, GetReplicasRequest>;
+                                     SetMembersRequest, SetReplicasRequest, GetReplicasRequest, CurrentGrantRequest>;
 
 // The wire type of a request ("acquire", ...), for metrics and logs.
 std::string_view request_type(const LockRequestBody& body);
@@ -170,8 +178,8 @@ struct LockReply {
   std::string master_endpoint;  // every reply: where to reach it, empty when unknown
   uint64_t session = 0;         // open_session
   uint64_t lease_ms = 0;        // open_session, keep_alive, acquire: the session's remaining lease
-  uint64_t token = 0;           // acquire
-  LockMode mode = LockMode::kExclusive;  // acquire
+  uint64_t token = 0;  // acquire; current_grant while held
+  LockMode mode = LockMode::kExclusive;  // acquire; current_grant while held
   std::string sequencer;        // acquire
   bool current = false;         // check_sequencer
   bool released = false;        // release: whether the session held the lock

@@ -77,6 +77,12 @@ struct AcquireOptions {
   std::stop_token cancel{};
 };
 
+// A lock's grant as the lock group's master knows it (LockClient::current_grant).
+struct Grant {
+  uint64_t token = 0;
+  LockMode mode = LockMode::kExclusive;
+};
+
 class LockClient {
  public:
   // Opens a session. Unavailable when no master answers within `timeout`;
@@ -113,6 +119,11 @@ class LockClient {
   // Whether the sequencer names the lock's current grant (asks the master).
   // bad_sequencer when its signature or group is wrong.
   Result<bool> check_sequencer(std::string_view sequencer);
+  // Who holds `lock` now, as the master knows it: its grant's token and mode,
+  // nullopt while the lock is free (never granted, released, in lock-delay).
+  // It may change a moment later. permission_denied for an identity whose
+  // roles neither cover the lock nor inspect the group.
+  Result<std::optional<Grant>> current_grant(std::string_view lock);
 
   uint64_t session() const;
   uint64_t epoch() const;

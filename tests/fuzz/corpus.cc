@@ -236,6 +236,7 @@ void lock_seeds(Corpus& corpus) {
   request("set-replicas", SetReplicasRequest{2, replica_set().replicas, 2, 2});
   request("set-replicas-paused", SetReplicasRequest{3, replica_set().replicas, 2, 2, ReplicaPhase::kPaused});
   request("get-replicas", GetReplicasRequest{});
+  request("current-grant", CurrentGrantRequest{"lock"});
 
   auto reply = [&](const std::string& name, const LockReply& r) {
     const std::string bytes = encode_lock_reply(r);

@@ -28,6 +28,7 @@ namespace {
 using wire::AcquireRequest;
 using wire::CheckSequencerRequest;
 using wire::CloseSessionRequest;
+using wire::CurrentGrantRequest;
 using wire::FindMasterRequest;
 using wire::GetReplicasRequest;
 using wire::KeepAliveRequest;
@@ -152,6 +153,8 @@ TEST_CASE("lock wire: every request type round-trips", "[wire][lockgroup]") {
                                1}}},
       {"get_replicas", {23, GetReplicasRequest{}}},
       {"set_replicas, paused", {24, SetReplicasRequest{2, {{1, "tcp://r1:7200"}}, 1, 1, wire::ReplicaPhase::kPaused}}},
+      {"current_grant", {25, CurrentGrantRequest{"leader"}}},
+      {"current_grant of the longest name", {26, CurrentGrantRequest{longest_lock}}},
   };
   test::check_request_round_trips(cases, wire::encode_lock_request, wire::decode_lock_request);
 }
@@ -163,7 +166,7 @@ TEST_CASE("lock wire: random requests round-trip", "[wire][lockgroup]") {
     std::string lock = random_bytes(rng, 40);
     if (lock.empty()) lock = "x";
     const LockMode mode = rng() % 2 == 0 ? LockMode::kExclusive : LockMode::kShared;
-    switch (rng() % 8) {
+    switch (rng() % 9) {
       case 0: r.body = FindMasterRequest{}; break;
       case 1:
         r.body = OpenSessionRequest{rng(), rng() % 2 == 0 ? 0 : rng(), rng() % 2 == 0 ? 0 : rng()};
@@ -175,6 +178,9 @@ TEST_CASE("lock wire: random requests round-trip", "[wire][lockgroup]") {
       case 4: r.body = AcquireRequest{rng(), rng(), lock, mode, rng() % (wire::kMaxLockDelayMs + 1), rng()}; break;
       case 5: r.body = ReleaseRequest{rng(), rng(), lock}; break;
       case 6: r.body = CheckSequencerRequest{random_bytes(rng, 200)}; break;
+      case 7:
+        r.body = CurrentGrantRequest{lock};
+        break;
       default: r.body = LockStatusRequest{rng() % 2 == 0 ? "" : lock};
     }
     return r;
@@ -338,52 +344,61 @@ TEST_CASE("lock wire: bad fields are BadRequest", "[wire][lockgroup]") {
   const Fields open = plus(envelope("open_session"), {{"epoch", u64(1)}});
   const Fields release = plus(envelope("release"), {{"epoch", u64(1)}, {"session", u64(2)}, {"call", u64(3)}, {"lock", str("L")}});
   const Fields check = plus(envelope("check_sequencer"), {{"sequencer", str("ps2.a.b")}});
-  for (const Fields* f : {&keep_alive, &open, &release, &check}) REQUIRE(decode(map_of(*f)).code == Code::kOk);
+  const Fields grant = plus(envelope("current_grant"), {{"lock", str("leader")}});
+  for (const Fields* f : {&keep_alive, &open, &release, &check, &grant}) REQUIRE(decode(map_of(*f)).code == Code::kOk);
   REQUIRE(decode(map_of(acquire_fields())).code == Code::kOk);
-  test::check_cases(test::bad_request_cases(kId, {
-      // Wrong types.
-      {"epoch as string", with(acquire_fields(), "epoch", str("1"))},
-      {"negative session", with(acquire_fields(), "session", i64(-1))},
-      {"session as float", with(acquire_fields(), "session", raw(std::string("\xcb\x40\x08\0\0\0\0\0\0", 9)))},
-      {"lock as int", with(acquire_fields(), "lock", u64(1))},
-      {"lock as nil", with(acquire_fields(), "lock", nil())},
-      {"mode as int", with(acquire_fields(), "mode", u64(0))},
-      {"mode as bool", with(acquire_fields(), "mode", boolean(true))},
-      {"lock_delay_ms as string", with(acquire_fields(), "lock_delay_ms", str("100"))},
-      {"wait_ms as bool", with(acquire_fields(), "wait_ms", boolean(false))},
-      {"keep_alive session as string", with(keep_alive, "session", str("2"))},
-      {"open_session epoch as nil", with(open, "epoch", nil())},
-      {"open_session lease_ms as string", with(open, "lease_ms", str("30000"))},
-      {"open_session negative lease_ms", with(open, "lease_ms", i64(-1))},
-      {"sequencer as int", with(check, "sequencer", u64(7))},
-      {"release lock as array", with(release, "lock", raw("\x91\x01"))},
-      {"lock_status after as int", plus(envelope("lock_status"), {{"after", u64(1)}})},
-      // Missing required fields.
-      {"acquire without epoch", without(acquire_fields(), "epoch")},
-      {"acquire without session", without(acquire_fields(), "session")},
-      {"acquire without lock", without(acquire_fields(), "lock")},
-      {"acquire without mode", without(acquire_fields(), "mode")},
-      {"keep_alive without session", without(keep_alive, "session")},
-      {"close_session without epoch", without(plus(envelope("close_session"), {{"session", u64(2)}}), "epoch")},
-      {"open_session without epoch", without(open, "epoch")},
-      {"release without lock", without(release, "lock")},
-      {"check_sequencer without sequencer", without(check, "sequencer")},
-      // Unknown fields.
-      {"acquire with a colour", with(acquire_fields(), "colour", str("blue"))},
-      {"find_master with a field", plus(envelope("find_master"), {{"epoch", u64(1)}})},
-      {"lock_status with a field", plus(envelope("lock_status"), {{"lock", str("L")}})},
-      {"open_session with a session", with(open, "session", u64(2))},
-      {"release with a mode", with(release, "mode", str("shared"))},
-      // Values out of range.
-      {"acquire of the empty lock", with(acquire_fields(), "lock", str(""))},
-      {"release of the empty lock", with(release, "lock", bin(""))},
-      {"lock_delay_ms 60001", with(acquire_fields(), "lock_delay_ms", u64(wire::kMaxLockDelayMs + 1))},
-      {"lock_delay_ms 2^64-1", with(acquire_fields(), "lock_delay_ms", u64(UINT64_MAX))},
-      {"mode EXCLUSIVE", with(acquire_fields(), "mode", str("EXCLUSIVE"))},
-      {"mode read", with(acquire_fields(), "mode", str("read"))},
-      {"mode empty", with(acquire_fields(), "mode", str(""))},
-      {"mode 'shared ' with a space", with(acquire_fields(), "mode", str("shared "))},
-  }), decode);
+  test::check_cases(
+      test::bad_request_cases(
+          kId,
+          {
+              // Wrong types.
+              {"epoch as string", with(acquire_fields(), "epoch", str("1"))},
+              {"negative session", with(acquire_fields(), "session", i64(-1))},
+              {"session as float", with(acquire_fields(), "session", raw(std::string("\xcb\x40\x08\0\0\0\0\0\0", 9)))},
+              {"lock as int", with(acquire_fields(), "lock", u64(1))},
+              {"lock as nil", with(acquire_fields(), "lock", nil())},
+              {"mode as int", with(acquire_fields(), "mode", u64(0))},
+              {"mode as bool", with(acquire_fields(), "mode", boolean(true))},
+              {"lock_delay_ms as string", with(acquire_fields(), "lock_delay_ms", str("100"))},
+              {"wait_ms as bool", with(acquire_fields(), "wait_ms", boolean(false))},
+              {"keep_alive session as string", with(keep_alive, "session", str("2"))},
+              {"open_session epoch as nil", with(open, "epoch", nil())},
+              {"open_session lease_ms as string", with(open, "lease_ms", str("30000"))},
+              {"open_session negative lease_ms", with(open, "lease_ms", i64(-1))},
+              {"sequencer as int", with(check, "sequencer", u64(7))},
+              {"release lock as array", with(release, "lock", raw("\x91\x01"))},
+              {"lock_status after as int", plus(envelope("lock_status"), {{"after", u64(1)}})},
+              // Missing required fields.
+              {"acquire without epoch", without(acquire_fields(), "epoch")},
+              {"acquire without session", without(acquire_fields(), "session")},
+              {"acquire without lock", without(acquire_fields(), "lock")},
+              {"acquire without mode", without(acquire_fields(), "mode")},
+              {"keep_alive without session", without(keep_alive, "session")},
+              {"close_session without epoch", without(plus(envelope("close_session"), {{"session", u64(2)}}), "epoch")},
+              {"open_session without epoch", without(open, "epoch")},
+              {"release without lock", without(release, "lock")},
+              {"check_sequencer without sequencer", without(check, "sequencer")},
+              {"current_grant without lock", without(grant, "lock")},
+              // Unknown fields.
+              {"acquire with a colour", with(acquire_fields(), "colour", str("blue"))},
+              {"find_master with a field", plus(envelope("find_master"), {{"epoch", u64(1)}})},
+              {"lock_status with a field", plus(envelope("lock_status"), {{"lock", str("L")}})},
+              {"open_session with a session", with(open, "session", u64(2))},
+              {"release with a mode", with(release, "mode", str("shared"))},
+              {"current_grant with a session", with(grant, "session", u64(2))},
+              {"current_grant lock as int", with(grant, "lock", u64(1))},
+              // Values out of range.
+              {"acquire of the empty lock", with(acquire_fields(), "lock", str(""))},
+              {"release of the empty lock", with(release, "lock", bin(""))},
+              {"current_grant of the empty lock", with(grant, "lock", str(""))},
+              {"lock_delay_ms 60001", with(acquire_fields(), "lock_delay_ms", u64(wire::kMaxLockDelayMs + 1))},
+              {"lock_delay_ms 2^64-1", with(acquire_fields(), "lock_delay_ms", u64(UINT64_MAX))},
+              {"mode EXCLUSIVE", with(acquire_fields(), "mode", str("EXCLUSIVE"))},
+              {"mode read", with(acquire_fields(), "mode", str("read"))},
+              {"mode empty", with(acquire_fields(), "mode", str(""))},
+              {"mode 'shared ' with a space", with(acquire_fields(), "mode", str("shared "))},
+          }),
+      decode);
 }
 
 TEST_CASE("lock wire: lock_delay_ms is at most 60 s, with a clear message", "[wire][lockgroup]") {
@@ -436,6 +451,8 @@ TEST_CASE("lock wire: size limits are TooLarge", "[wire][lockgroup]") {
     CHECK(decode(wire::encode_lock_request({1, ReleaseRequest{1, 2, at_limit + "L"}})).code == Code::kTooLarge);
     CHECK(decode(wire::encode_lock_request({1, LockStatusRequest{at_limit}})).code == Code::kOk);
     CHECK(decode(wire::encode_lock_request({1, LockStatusRequest{at_limit + "L"}})).code == Code::kTooLarge);
+    CHECK(decode(wire::encode_lock_request({1, CurrentGrantRequest{at_limit}})).code == Code::kOk);
+    CHECK(decode(wire::encode_lock_request({1, CurrentGrantRequest{at_limit + "L"}})).code == Code::kTooLarge);
     // The limit is the caller's.
     Limits small;
     small.max_lock_bytes = 4;
@@ -541,6 +558,7 @@ TEST_CASE("lock wire: mutated valid messages never crash", "[wire][lockgroup]") 
       wire::encode_lock_request({kId, ReleaseRequest{1, 2, "orders"}}),
       wire::encode_lock_request({kId, KeepAliveRequest{1, 2}}),
       wire::encode_lock_request({kId, CheckSequencerRequest{"ps2.abc.def"}}),
+      wire::encode_lock_request({kId, CurrentGrantRequest{"leader"}}),
       wire::encode_lock_request(
           {kId, SetReplicasRequest{4, {{1, "tcp://r1", "", 9}, {3, "tcp://r3", std::string(40, 'k'), 0}}, 2, 1}}),
       wire::encode_lock_reply(full_reply()),

@@ -395,6 +395,59 @@ TEST_CASE("lock service: a master's command is pending until the log chose and a
   for (const auto& [node, s] : g.services) CHECK(s->pending_commands() == 0);
 }
 
+TEST_CASE("lock service: current_grant tells the master's grant of a lock, and nothing while it is free",
+          "[lock_service]") {
+  Group g;
+  const NodeId master = g.elect();
+  const uint64_t session = g.open(master, 0).session;
+  auto grant_of = [&](NodeId node, const std::string& lock) {
+    return g.call(node, wire::CurrentGrantRequest{.lock = lock});
+  };
+  // Never granted: ok, no token.
+  wire::LockReply never = grant_of(master, "leader");
+  REQUIRE(never.status.is_ok());
+  CHECK(never.token == 0);
+
+  const wire::LockReply granted = g.call(master, g.acquire(master, session, "leader", 1, /*lock_delay_ms=*/2000));
+  REQUIRE(granted.status.is_ok());
+  wire::LockReply held = grant_of(master, "leader");
+  REQUIRE(held.status.is_ok());
+  CHECK(held.token == granted.token);
+  CHECK(held.mode == LockMode::kExclusive);
+  // A follower's table may lag: only the master answers.
+  const NodeId follower = master == 1 ? 2 : 1;
+  CHECK(grant_of(follower, "leader").status.code() == Code::kNotMaster);
+
+  // Released: free again, no token.
+  REQUIRE(
+      g.call(master, wire::ReleaseRequest{.epoch = g.epoch(master), .session = session, .lock = "leader", .call = 2})
+          .status.is_ok());
+  CHECK(grant_of(master, "leader").token == 0);
+
+  // Shared: the grant's token and mode.
+  const wire::LockReply shared = g.call(master, wire::AcquireRequest{.epoch = g.epoch(master),
+                                                                     .session = session,
+                                                                     .lock = "config",
+                                                                     .mode = LockMode::kShared,
+                                                                     .call = 3});
+  REQUIRE(shared.status.is_ok());
+  held = grant_of(master, "config");
+  CHECK(held.token == shared.token);
+  CHECK(held.mode == LockMode::kShared);
+
+  // Its holder's session expired while holding it with lock-delay: free (in
+  // lock-delay), so no token.
+  const uint64_t other = g.open(master, 0).session;
+  REQUIRE(g.call(master, g.acquire(master, other, "delayed", 1, /*lock_delay_ms=*/60000)).status.is_ok());
+  for (int i = 0; i < 100 && g.services[master]->table().has_session(other); ++i) {
+    g.run(kDefaultLease / 10);
+    (void)g.keep_alive(master, session);
+  }
+  REQUIRE_FALSE(g.services[master]->table().has_session(other));
+  REQUIRE(g.services[master]->table().lock("delayed") != nullptr);
+  CHECK(grant_of(master, "delayed").token == 0);
+}
+
 TEST_CASE("lock service: lock_status lists every lock by name in pages", "[lock_service]") {
   Group g;
   const NodeId m = g.elect();

@@ -637,7 +637,7 @@ TEST_CASE("an acquire no master answers ends with unavailable and is given back"
   CHECK(body<wire::ReleaseRequest>(g.one()).lock == "x");
 }
 
-TEST_CASE("release, check_sequencer and close", "[lock_session]") {
+TEST_CASE("release, check_sequencer, current_grant and close", "[lock_session]") {
   Group g;
   g.open();
   const uint64_t r = g.s.release("x", g.now);
@@ -666,6 +666,29 @@ TEST_CASE("release, check_sequencer and close", "[lock_session]") {
   d = g.one_done();
   CHECK(d.call == bad);
   CHECK(d.status.code() == Code::kBadSequencer);
+
+  // current_grant: the grant while held, none while free; the session keeps nothing of it.
+  const uint64_t held = g.s.current_grant("leader", g.now);
+  Outgoing ask = g.one();
+  CHECK(body<wire::CurrentGrantRequest>(ask).lock == "leader");
+  LockReply holding = Group::master_reply(ask);
+  holding.token = 41;
+  holding.mode = LockMode::kShared;
+  g.reply(ask, holding);
+  d = g.one_done();
+  CHECK(d.call == held);
+  REQUIRE(d.grant);
+  CHECK(d.grant->lock == "leader");
+  CHECK(d.grant->token == 41);
+  CHECK(d.grant->mode == LockMode::kShared);
+  CHECK(d.grant->sequencer.empty());
+  const uint64_t free = g.s.current_grant("leader", g.now);
+  Outgoing ask2 = g.one();
+  g.reply(ask2, Group::master_reply(ask2));
+  d = g.one_done();
+  CHECK(d.call == free);
+  CHECK(d.status.is_ok());
+  CHECK_FALSE(d.grant);
 
   const uint64_t busy = g.s.acquire("held", LockMode::kExclusive, 0, 0, g.now);
   Outgoing acq = g.one();

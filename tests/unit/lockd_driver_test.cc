@@ -235,6 +235,16 @@ TEST_CASE("lockd driver: over CURVE a session is its identity's, and acquires ne
   CHECK(names(call(n, wire::LockStatusRequest{}, "worker")) == std::vector<std::string>{"jobs/1"});
   CHECK(names(call(n, wire::LockStatusRequest{}, "nobody")).empty());
 
+  // Who holds a lock: for those who may take it, or inspect the group.
+  const wire::LockReply held = call(n, wire::CurrentGrantRequest{.lock = "jobs/9"}, "worker");
+  REQUIRE(held.status.is_ok());
+  CHECK(held.token == n.driver->service().table().lock("jobs/9")->token);
+  CHECK(call(n, wire::CurrentGrantRequest{.lock = "jobs/9"}, "ops").status.is_ok());
+  const wire::LockReply refused = call(n, wire::CurrentGrantRequest{.lock = "ledger"}, "worker");
+  CHECK(refused.status.code() == Code::kPermissionDenied);
+  CHECK(refused.token == 0);
+  CHECK(call(n, wire::CurrentGrantRequest{.lock = "jobs/9"}, "nobody").status.code() == Code::kPermissionDenied);
+
   // A reload that takes the role away refuses the next acquire; the session stays.
   n.driver->set_permissions(Permissions({jobs}, {{"worker", {}}}));
   CHECK(acquire("jobs/3", "worker", 5).status.code() == Code::kPermissionDenied);

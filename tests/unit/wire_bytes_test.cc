@@ -206,6 +206,9 @@ std::vector<Pinned> lock_requests() {
        "71 75 65 6e 63 65 72 a7 70 73 31 2e 61 2e 62"},
       {"lock_status", encode_lock_request({9, LockStatusRequest{}}),
        "83 a1 76 01 a2 69 64 09 a4 74 79 70 65 ab 6c 6f 63 6b 5f 73 74 61 74 75 73"},
+      {"current_grant", encode_lock_request({10, CurrentGrantRequest{"L"}}),
+       "84 a1 76 01 a2 69 64 0a a4 74 79 70 65 ad 63 75 72 72 65 6e 74 5f 67 72 61 6e 74 "
+       "a4 6c 6f 63 6b a1 4c"},
   };
 }
 
