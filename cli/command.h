@@ -110,6 +110,8 @@ void add_cluster_node_commands(CLI::App& cluster, const CommonOptions& common, i
 void add_cluster_replace_command(CLI::App& cluster, const CommonOptions& common, int& exit_code);
 void add_kv_commands(CLI::App& app, const CommonOptions& common, int& exit_code);      // put, get, del
 void add_lock_command(CLI::App& app, const CommonOptions& common, int& exit_code);
+// elect: campaign and run COMMAND while leading, or --leader / --observe (cli/elect_command.cc).
+void add_elect_command(CLI::App& app, const CommonOptions& common, int& exit_code);
 void add_status_command(CLI::App& app, const CommonOptions& common, int& exit_code);
 void add_holder_command(CLI::App& app, const CommonOptions& common, int& exit_code);   // demo-holder, hidden
 // repair: kExitOk when the replicas were already equal, kExitDiffered when they

@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   int exit_code = kExitOk;
   add_cluster_command(app, common, exit_code);
   add_lock_command(app, common, exit_code);
+  add_elect_command(app, common, exit_code);
   add_kv_commands(app, common, exit_code);
   add_status_command(app, common, exit_code);
   add_repair_command(app, common, exit_code);
