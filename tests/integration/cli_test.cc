@@ -49,6 +49,7 @@
 #include "transport/transport.h"
 #include "palisade/lock_client.h"
 #include "tests/support/local_cluster.h"
+#include "tests/support/waiting.h"
 #include "tests/support/replica_process.h"
 #include "cli/daemon_records.h"
 #include "cli/process.h"
@@ -93,23 +94,8 @@ std::string last_line(const std::string& text) {
   return last;
 }
 
-// Polls `done` every 20 ms until it holds; fails the test after `timeout`.
-template <typename Done>
-void wait_until(const std::string& what, Done done, std::chrono::milliseconds timeout = 20s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    INFO("waiting for " << what);
-    REQUIRE(std::chrono::steady_clock::now() < deadline);
-    std::this_thread::sleep_for(20ms);
-  }
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::read_file;
+using test::wait_until;
 
 // The scripts under test trap signals; a shell cannot trap a signal that was
 // ignored when it started (as SIGINT is in a background job, SIGHUP under
