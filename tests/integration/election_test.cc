@@ -106,6 +106,11 @@ TEST_CASE("election: one leader at a time, its value and token observed, and res
     return std::find(seen.begin(), seen.end(), state) != seen.end();
   };
 
+  // Told at once that nobody leads, before anybody campaigns.
+  wait_until("the observer's first answer", [&] {
+    std::lock_guard lock(mu);
+    return !seen.empty();
+  });
   auto la = ea.campaign("node-a", 5s);
   REQUIRE(la.is_ok());
   std::optional<Leader> now = leader_of(observer);
