@@ -16,6 +16,7 @@ packages=(
   libcpp-httplib-dev  # the daemons' --metrics-listen endpoint
   prometheus  # promtool, which checks the daemons' /metrics in the tests
   python3 python3-zmq python3-msgpack python3-cryptography
+  python3-dev pybind11-dev python3-pytest  # the Python binding (python/), and its tests
   python3-yaml  # tests/scripts/monitoring_test.py reads the alert rules
   gnuplot-nox  # contrib/grafana/render-dashboard draws the dashboard's picture
   libhiredis-dev libzookeeper-mt-dev libcurl4-openssl-dev  # palisade-peer-bench's clients of the peers

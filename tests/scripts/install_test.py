@@ -111,10 +111,19 @@ def main():
                 check(f"examples/counter = {total}" in out, f"the {kind} build printed {out!r}, not {total}")
             got = run(bin_dir / "palisade", "--cluster", cluster_file, "get", "examples/counter")
             check(got.strip() == str(total), f"palisade get examples/counter printed {got!r}, not {total}")
+            # The installed Python package reads it too, from outside the build.
+            packages = list(stage.rglob("dist-packages"))
+            if packages:  # built only with PALISADE_PYTHON
+                read = ("import palisade, sys; c = palisade.ClusterFile(sys.argv[1], key=sys.argv[2]); "
+                        "print(palisade.QuorumStore(c).get('examples/counter').value.decode())")
+                env = dict(os.environ, PYTHONPATH=str(packages[0]))
+                got = run("/usr/bin/python3", "-c", read, cluster_file, key, env=env)
+                check(got.strip() == str(total), f"the installed Python package read {got!r}, not {total}")
         finally:
             subprocess.run([str(bin_dir / "palisade"), "cluster", "down", "--dir", str(cluster)],
                            capture_output=True, timeout=120)
-    print(f"ok: installed, the example built three ways against the installed tree and counted to {total}")
+    print(f"ok: installed, the example built three ways against the installed tree and counted to {total}"
+          + ("; the installed Python package read it" if packages else ""))
 
 
 if __name__ == "__main__":
