@@ -15,11 +15,13 @@ Result<Lease> Election::campaign(std::string_view value, std::chrono::millisecon
   auto lease = client_.acquire(
       options_.name, {.mode = LockMode::kExclusive, .wait = wait, .lock_delay = options_.lock_delay, .cancel = cancel});
   if (!lease.is_ok()) return lease.status();
-  // The client fences on acquire when it was given a store; this one may not
-  // have been. Without a quorum fenced, a deposed leader's write could still
-  // land where this leader's value is read.
-  const Fence fence{lease.value().name(), lease.value().token(), lease.value().sequencer()};
-  WriteResult written = store_.fence(fence);
+  // The client fences on acquire when it was given this store. Without a
+  // quorum fenced, a deposed leader's write could still land where this
+  // leader's value is read.
+  WriteResult written;
+  if (client_.store() != &store_) {
+    written = store_.fence(Fence{lease.value().name(), lease.value().token(), lease.value().sequencer()});
+  }
   if (written.status.is_ok()) written = store_.put(options_.key, value, lease.value());
   if (!written.status.is_ok()) {
     (void)client_.release(lease.value());  // best effort: closing the session releases it too

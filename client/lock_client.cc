@@ -640,6 +640,8 @@ Result<std::optional<Grant>> LockClient::current_grant(std::string_view lock) {
   return std::optional<Grant>(Grant{.token = done.grant->token, .mode = done.grant->mode});
 }
 
+QuorumStore* LockClient::store() const { return impl_->options.store; }
+
 uint64_t LockClient::session() const { return impl_->session.load(std::memory_order_relaxed); }
 uint64_t LockClient::epoch() const { return impl_->epoch.load(std::memory_order_relaxed); }
 bool LockClient::safe() const { return impl_->clock->valid_at(boottime_ms()); }

@@ -4,6 +4,7 @@
 // or LMDB; tests/layout_check.py checks its compile and link lines (only
 // include/; no LMDB, libsodium or toml++), and ctest runs it (client_consumer).
 #include "palisade/cluster_file.h"
+#include "palisade/conditional.h"
 #include "palisade/election.h"
 #include "palisade/lease.h"
 #include "palisade/lock_client.h"

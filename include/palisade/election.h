@@ -55,7 +55,8 @@ class Election {
 
   // Blocks until this candidate leads, or `wait` runs out (timeout), or
   // `cancel` is requested (cancelled). Then fences a write quorum with the
-  // grant and stores `value` at the key under it. The lease is the
+  // grant (unless the client's acquire did, LockClient::store) and stores
+  // `value` at the key under it. The lease is the
   // leadership: hand its sequencer to the servers you talk to, write under it,
   // and resign with it. When fencing or storing fails the lock is released
   // and that error returned (fenced: another leader superseded this one

@@ -125,6 +125,9 @@ class LockClient {
   // roles neither cover the lock nor inspect the group.
   Result<std::optional<Grant>> current_grant(std::string_view lock);
 
+  // The store its exclusive grants fence before acquire returns
+  // (LockClientOptions::store), nullptr when none.
+  QuorumStore* store() const;
   uint64_t session() const;
   uint64_t epoch() const;
   // Whether leases from this session are valid now (the session is safe and its local deadline ahead).

@@ -1,0 +1,67 @@
+#include "palisade/conditional.h"
+
+#include <cstdio>
+#include <utility>
+
+#include "wire/envelope.h"
+#include "wire/hash.h"
+
+namespace palisade {
+
+ConditionalStore::ConditionalStore(LockClient& client, QuorumStore& store, ConditionalOptions options)
+    : client_(client), store_(store), options_(options) {}
+
+std::string ConditionalStore::lock_for(std::string_view key) {
+  std::string lock(kLockPrefix);
+  if (lock.size() + key.size() <= wire::Limits{}.max_lock_bytes) return lock.append(key);
+  char hex[40];
+  std::snprintf(hex, sizeof hex, "#%016llx%016llx", static_cast<unsigned long long>(hash64(key, 0)),
+                static_cast<unsigned long long>(hash64(key, 1)));
+  return lock.append(hex);
+}
+
+ConditionalResult ConditionalStore::put(std::string_view key, std::string_view value, const Expect& expect) {
+  return write(key, value, expect);
+}
+
+ConditionalResult ConditionalStore::del(std::string_view key, const Expect& expect) {
+  return write(key, std::nullopt, expect);
+}
+
+ConditionalResult ConditionalStore::write(std::string_view key, std::optional<std::string_view> value,
+                                          const Expect& expect) {
+  ConditionalResult out;
+  auto lease = client_.acquire(lock_for(key), {.mode = LockMode::kExclusive, .wait = options_.wait});
+  if (!lease.is_ok()) {
+    out.status = lease.status();
+    return out;
+  }
+  // The grant fences a write quorum before anything is read (the client does
+  // it on acquire when it was given this store): a conditional write that
+  // stalled before this one can no longer be acknowledged.
+  if (client_.store() != &store_) {
+    out.status = store_.fence(Fence{lease.value().name(), lease.value().token(), lease.value().sequencer()}).status;
+  }
+  if (out.status.is_ok()) {
+    out.current = store_.get(key);
+    out.status = out.current.status;
+  }
+  if (out.status.is_ok()) {
+    const bool as_expected =
+        expect.version ? out.current.found && out.current.ts == *expect.version : !out.current.found;
+    if (!as_expected) {
+      out.status = Status(Code::kStale, expect.version ? "the key is not at version " + expect.version->to_string()
+                                                       : "the key has a value");
+    } else {
+      const WriteResult written = value ? store_.put(key, *value, lease.value()) : store_.del(key, lease.value());
+      out.status = written.status;
+      out.ts = written.ts;
+    }
+  }
+  // Best effort: a release that fails leaves the lock to the session's end,
+  // and changes nothing of what was written.
+  (void)client_.release(lease.value());
+  return out;
+}
+
+}  // namespace palisade
