@@ -35,6 +35,7 @@ enum ExitCode : int {
   kExitLeaseLost = 7,  // lock: the lease was lost while COMMAND ran (COMMAND got SIGTERM)
   kExitDiffered = 8,  // repair: replicas differed (repaired; with --dry-run, left as they are)
   kExitPermissionDenied = 9,  // the key's identity may not do this; nothing was done
+  kExitNotAsExpected = 10,  // put/del --if-absent/--if-version: the key is not as expected; nothing was written
   kExitCannotRun = 126,  // lock: COMMAND exists but could not be run
   kExitNotFoundCommand = 127,  // lock: COMMAND was not found
 };

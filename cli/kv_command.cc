@@ -1,7 +1,9 @@
 // `palisade put|get|del`, and `get --prefix`: the store through its quorums. Writes are fenced by a
 // sequencer (--sequencer, else $PALISADE_SEQUENCER, which `palisade lock` sets
-// for its COMMAND), and unfenced without one. put reads its value from the
-// command line, stdin (`-`) or a file (--from-file): argv holds 128 KiB at most.
+// for its COMMAND), and unfenced without one; with --if-absent or
+// --if-version they are conditional (palisade/conditional.h), under the key's
+// own lock. put reads its value from the command line, stdin (`-`) or a file
+// (--from-file): argv holds 128 KiB at most.
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +21,7 @@
 #include "cli/cluster_clients.h"
 #include "cli/command.h"
 #include "cli/reachable.h"
+#include "palisade/conditional.h"
 
 namespace palisade::cli {
 namespace {
@@ -34,6 +37,8 @@ struct KvFlags {
   std::optional<std::string> prefix;  // get --prefix
   std::string after;
   size_t limit = 0;  // 0: every key
+  bool if_absent = false;  // put --if-absent
+  std::optional<std::string> if_version;  // put, del --if-version TS
 };
 
 std::string dump(const nlohmann::json& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
@@ -104,11 +109,66 @@ int report_store_error(const char* what, const Status& status, Clock::time_point
   return report_error(what, status);
 }
 
+// What a conditional write expects: --if-absent or --if-version TS.
+Result<Expect> expect_of(const KvFlags& flags) {
+  if (flags.sequencer) {
+    return Status(Code::kBadRequest, "--sequencer and --if-absent/--if-version: a conditional write is fenced by "
+                                     "the key's own lock");
+  }
+  if (flags.if_absent && flags.if_version) return Status(Code::kBadRequest, "give --if-absent or --if-version");
+  if (flags.if_absent) return Expect::absent();
+  auto ts = FencedTimestamp::parse(*flags.if_version);
+  if (!ts) {
+    return Status(Code::kBadRequest, "--if-version '" + *flags.if_version +
+                                         "' is not a version: give the timestamp `get -o json` prints "
+                                         "(TOKEN@MS.LOGICAL)");
+  }
+  return Expect::at(*ts);
+}
+
+// put/del --if-absent/--if-version: the key's lock, a read, the compare, the write.
+int write_conditionally(const char* what, const KvFlags& flags, const CommonOptions& common,
+                        const ClusterAccess& cluster, QuorumStore& store, const Expect& expect,
+                        std::optional<std::string> value) {
+  std::vector<std::string> nodes;
+  for (const LockdNode& n : cluster.config.lockd) nodes.push_back(n.endpoint);
+  if (Status s = enough_listening(nodes, nodes.size() / 2 + 1, "lock group nodes"); !s.is_ok()) {
+    return report_error(what, s);
+  }
+  LockClientOptions options = lock_client_options(cluster);
+  options.store = &store;  // each grant fences a write quorum before the read
+  auto client = LockClient::connect(options, flags.timeout);
+  if (!client.is_ok()) return report_error(what, client.status());
+  ConditionalStore conditional(*client.value(), store, {.wait = flags.timeout});
+  const ConditionalResult r = value ? conditional.put(flags.key, *value, expect) : conditional.del(flags.key, expect);
+  if (r.status.code() == Code::kStale) {
+    const std::string now = r.current.found ? "is at version " + r.current.ts.to_string() : "has no value";
+    return report_failure(what,
+                          "key '" + flags.key + "' " + now + ", not " +
+                              (expect.version ? "at version " + expect.version->to_string() : "absent") +
+                              "; nothing was written",
+                          kExitNotAsExpected);
+  }
+  if (!r.status.is_ok()) return report_error(what, r.status);
+  if (common.json()) {
+    nlohmann::json out{{"timestamp", r.ts.to_string()}, {"token", r.ts.token}};
+    put_bytes(out, "key", flags.key);
+    out["lock"] = ConditionalStore::lock_for(flags.key);
+    std::printf("%s\n", dump(out).c_str());
+  } else {
+    std::printf("OK\n");
+  }
+  return kExitOk;
+}
+
 int write(const char* what, const KvFlags& flags, const CommonOptions& common, bool tombstone) {
   auto loaded = load_cluster(common);
   if (!loaded.is_ok()) return report_cluster_error(what, loaded.status());
   const ClusterConfig& config = loaded.value().config;
-  auto fence = fence_of(flags, config);
+  const bool conditional = flags.if_absent || flags.if_version;
+  auto expect = conditional ? expect_of(flags) : Result<Expect>(Expect{});
+  if (!expect.is_ok()) return report_error(what, expect.status());
+  auto fence = conditional ? Result<Fence>(Fence{}) : fence_of(flags, config);
   if (!fence.is_ok()) return report_error(what, fence.status());
   std::string value;
   if (!tombstone) {
@@ -120,6 +180,10 @@ int write(const char* what, const KvFlags& flags, const CommonOptions& common, b
   if (!store.is_ok()) return report_error(what, store.status());
   const ReplicaSetInUse set = store.value()->replica_set();  // the lock group's, once it records one
   if (Status s = enough_listening(set.replicas, set.write_quorum, "replicas"); !s.is_ok()) return report_error(what, s);
+  if (conditional) {
+    return write_conditionally(what, flags, common, loaded.value(), *store.value(), expect.value(),
+                               tombstone ? std::nullopt : std::optional<std::string>(std::move(value)));
+  }
   const auto began = Clock::now();
   const WriteResult wr = tombstone ? store.value()->del(flags.key, fence.value())
                                    : store.value()->put(flags.key, value, fence.value());
@@ -251,6 +315,13 @@ void add_flags(CLI::App* sub, KvFlags& flags, bool with_value, bool fenced, bool
   if (fenced) {
     sub->add_option("--sequencer", flags.sequencer,
                     "Fence the write with this lock grant (default: $PALISADE_SEQUENCER; none: unfenced)");
+    if (with_value) {
+      sub->add_flag("--if-absent", flags.if_absent, "Write only if the key has no value (exit 10 otherwise)");
+    }
+    sub->add_option("--if-version", flags.if_version,
+                    "Write only if the key is at this version, the timestamp `get -o json` printed (exit 10 "
+                    "otherwise)")
+        ->type_name("TS");
   }
   add_duration_option(sub, "--timeout", flags.timeout, /*allow_zero=*/false, "How long to wait for the quorum");
 }
@@ -265,7 +336,9 @@ void add_kv_commands(CLI::App& app, const CommonOptions& common, int& exit_code)
               "  palisade put greeting hello\n"
               "  palisade put photo --from-file photo.jpg\n"
               "  tar c dir | palisade put backup -\n"
-              "  palisade lock L -- palisade put k v     # fenced by the grant of L");
+              "  palisade lock L -- palisade put k v     # fenced by the grant of L\n"
+              "  palisade put config v1 --if-absent\n"
+              "  palisade put config v2 --if-version 7@1764479453123.4   # compare-and-set");
   put->callback([flags, &common, &exit_code] { exit_code = write("put", *flags, common, false); });
 
   auto* get = app.add_subcommand(

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "palisade/cluster_file.h"
+#include "palisade/conditional.h"
 #include "palisade/election.h"
 #include "palisade/lock_client.h"
 #include "palisade/quorum_store.h"
@@ -335,6 +336,76 @@ void bind_locks(py::module_& m) {
       .def("__exit__", [](Locks& l, const py::args&) { l.close(); });
 }
 
+struct PyConditional {
+  py::object locks;  // keeps the Locks and Store alive
+  py::object store;
+  std::unique_ptr<ConditionalStore> conditional;
+
+  ConditionalStore& get() {  // with the GIL: it may raise
+    locks.cast<Locks&>().get();
+    store.cast<Store&>().get();
+    return *conditional;
+  }
+};
+
+// Expect from Python: None for absent, else the version (a Timestamp) a read returned.
+Expect expect_of(const std::optional<FencedTimestamp>& version) {
+  return version ? Expect::at(*version) : Expect::absent();
+}
+
+// A conditional write's answer: its timestamp; palisade.Stale when the key is
+// not as expected (the message says what it is).
+FencedTimestamp conditional_answer(const ConditionalResult& r) {
+  if (r.status.code() == Code::kStale) {
+    raise(Status(Code::kStale, r.status.message() + (r.current.found ? ": it is at version " + r.current.ts.to_string()
+                                                                     : ": it has no value")));
+  }
+  check(r.status);
+  return r.ts;
+}
+
+void bind_conditional(py::module_& m) {
+  py::class_<PyConditional>(m, "ConditionalStore",
+                            "Put-if-absent and compare-and-set, under a lock of the key's own (docs/recipes.md)")
+      .def(py::init([](py::object locks, py::object store, double wait) {
+             auto c = std::make_unique<PyConditional>();
+             c->conditional = std::make_unique<ConditionalStore>(locks.cast<Locks&>().get(), store.cast<Store&>().get(),
+                                                                 ConditionalOptions{.wait = millis(wait)});
+             c->locks = std::move(locks);
+             c->store = std::move(store);
+             return c;
+           }),
+           py::arg("locks"), py::arg("store"), py::arg("wait") = 10.0,
+           "wait: seconds to wait for the key's lock behind other conditional writes")
+      .def(
+          "put",
+          [](PyConditional& c, const std::string& key, const std::string& value,
+             const std::optional<FencedTimestamp>& expect) {
+            ConditionalStore& conditional = c.get();
+            ConditionalResult r;
+            {
+              py::gil_scoped_release unlocked;
+              r = conditional.put(key, value, expect_of(expect));
+            }
+            return conditional_answer(r);
+          },
+          py::arg("key"), py::arg("value"), py::arg("expect"),
+          "Writes if the key is at version `expect` (None: has no value); the write's timestamp. Raises Stale "
+          "when it is not")
+      .def(
+          "delete",
+          [](PyConditional& c, const std::string& key, const FencedTimestamp& expect) {
+            ConditionalStore& conditional = c.get();
+            ConditionalResult r;
+            {
+              py::gil_scoped_release unlocked;
+              r = conditional.del(key, Expect::at(expect));
+            }
+            return conditional_answer(r);
+          },
+          py::arg("key"), py::arg("expect"), "Deletes if the key is at version `expect`");
+}
+
 // Election::observe runs on a thread of its own; the caller's thread calls
 // on_change with each change it tells, and between changes looks at signals
 // (Ctrl-C raises KeyboardInterrupt). Until on_change returns False or raises.
@@ -470,4 +541,5 @@ PYBIND11_MODULE(_palisade, m) {
   palisade::bind_store(m);
   palisade::bind_locks(m);
   palisade::bind_election(m);
+  palisade::bind_conditional(m);
 }

@@ -12,10 +12,10 @@ library's; see docs/recipes.md and docs/consistency.md.
 """
 
 from palisade._errors import ERRORS, Error
-from palisade._palisade import (ClusterFile, Election, Leader, Lease, LockClient, QuorumStore, Timestamp,
-                                Version)
+from palisade._palisade import (ClusterFile, ConditionalStore, Election, Leader, Lease, LockClient, QuorumStore,
+                                Timestamp, Version)
 
 globals().update({cls.__name__: cls for cls in ERRORS.values()})
 
-__all__ = ["ClusterFile", "Election", "Error", "Leader", "Lease", "LockClient", "QuorumStore", "Timestamp",
+__all__ = ["ClusterFile", "ConditionalStore", "Election", "Error", "Leader", "Lease", "LockClient", "QuorumStore", "Timestamp",
            "Version"] + [cls.__name__ for cls in ERRORS.values()]

@@ -136,6 +136,25 @@ def test_election_leader_observe_resign(cluster):
     assert store.get(name) is None
 
 
+def test_conditional_writes(cluster):
+    c = cluster.connect()
+    store = palisade.QuorumStore(c)
+    cas = palisade.ConditionalStore(palisade.LockClient(c, store=store), store)
+    key = unique("config")
+    first = cas.put(key, b"v1", None)
+    with pytest.raises(palisade.Stale) as taken:
+        cas.put(key, b"v1'", None)
+    assert str(first) in taken.value.message
+    read = store.get(key)
+    assert read.ts == first and read.value == b"v1"
+    second = cas.put(key, b"v2", read.ts)
+    with pytest.raises(palisade.Stale):
+        cas.put(key, b"v2'", read.ts)  # the version it read is gone
+    assert store.get(key).value == b"v2"
+    cas.delete(key, second)
+    assert store.get(key) is None
+
+
 def test_observe_stops_on_a_raised_exception(cluster):
     c = cluster.connect()
     store = palisade.QuorumStore(c)

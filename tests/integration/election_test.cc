@@ -25,7 +25,7 @@
 
 #include "base/temp_dir.h"
 #include "cli/process.h"
-#include "tests/support/local_cluster.h"
+#include "tests/support/recipe_cluster.h"
 #include "tests/support/waiting.h"
 
 namespace palisade {
@@ -36,38 +36,7 @@ using namespace std::chrono_literals;
 using test::read_file;
 using test::wait_until;
 
-struct Fixture {
-  TempDir dir;
-  std::unique_ptr<cli::LocalCluster> cluster;
-
-  Fixture() {
-    cli::LocalClusterOptions o = test::local_cluster_options(dir.sub("cluster"));
-    o.timing = cli::short_lease_timing();  // session lease 3 s
-    cluster = test::start_local_cluster(std::move(o));
-  }
-  ~Fixture() {
-    if (std::uncaught_exceptions() > 0 && cluster) std::cerr << "daemon logs:\n" << cluster->logs(60) << "\n";
-  }
-
-  std::unique_ptr<QuorumStore> store() {
-    QuorumStoreOptions o;
-    o.replicas = cluster->replica_endpoints();
-    o.timeout = 5000ms;  // room for slow syncs on a busy machine
-    auto s = QuorumStore::open(o);
-    REQUIRE(s.is_ok());
-    return std::move(s).value();
-  }
-  std::unique_ptr<LockClient> client(QuorumStore* store) {
-    LockClientOptions o;
-    o.nodes = cluster->lockd_endpoints();
-    o.request_timeout = 300ms;
-    o.call_timeout = 8000ms;
-    o.store = store;
-    auto c = LockClient::connect(std::move(o), 10s);
-    REQUIRE(c.is_ok());
-    return std::move(c).value();
-  }
-};
+using Fixture = test::RecipeCluster;
 
 std::optional<Leader> leader_of(Election& e) {
   auto now = e.leader();
