@@ -4,21 +4,16 @@
 // writes to the same cluster, fenced). How COMMAND runs, stops when the lease
 // is lost, and gets signals: cli/held_command.h.
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <stop_token>
 
-#include "cli/cluster_clients.h"
 #include "cli/command.h"
 #include "cli/held_command.h"
-#include "cli/reachable.h"
 
 namespace palisade::cli {
 namespace {
 
-using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 struct LockFlags : HeldFlags {
