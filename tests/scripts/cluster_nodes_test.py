@@ -75,7 +75,21 @@ def members(cluster):
 
 
 def check_members(cluster, version, ids):
-    got_version, got_ids, roles = members(cluster)
+    # A master may be moving (an election under a slow build, such as TSan's):
+    # ask until one answers with every member, for up to 30 s.
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            got_version, got_ids, roles = members(cluster)
+            if list(roles.values()).count("master") == 1 and "not answering" not in roles.values():
+                break
+        except RuntimeError as no_master:
+            if time.monotonic() >= deadline:
+                raise
+            print(f"    (asking again: {no_master})", flush=True)
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
     check((got_version, got_ids) == (version, ids), f"members: version {got_version}, {got_ids}; not {version}, {ids}")
     check(list(roles.values()).count("master") == 1, f"not one master among the members: {roles}")
     check("not answering" not in roles.values(), f"a member does not answer: {roles}")
