@@ -198,6 +198,18 @@ class HandStarted:
         return {name: p.pid for name, p in self.procs.items()}
 
 
+def replace_file(path, text):
+    """Writes path through a renamed temporary file: clients that read the cluster file meanwhile (a load's
+    `palisade` calls) see the old text or the new, never part of it."""
+    tmp = f"{path}.tmp"
+    Path(tmp).write_text(text)
+    os.replace(tmp, path)
+
+
+def append_to_file(path, text):
+    replace_file(path, Path(path).read_text() + text)
+
+
 def wait_until(what, condition, timeout=30):
     """Polls `condition` until it is true; RuntimeError naming `what` after `timeout` s."""
     deadline = time.monotonic() + timeout

@@ -14,6 +14,8 @@ import subprocess
 import threading
 import time
 
+from metrics_cluster import append_to_file
+
 
 class Workload:
     def __init__(self, cluster, tmp, seconds):
@@ -91,9 +93,8 @@ class Workload:
     def intruders(self):
         """Identity reader may only read: its puts are denied. Key intruder is not in the daemons' file: refused."""
         reader = self.keygen("reader")
-        with open(self.cluster.cluster_file, "a") as f:
-            f.write(f"\n[[role]]\nname = 'reader'\nread = ['*']\n\n"
-                    f"[[identity]]\nname = 'reader'\nkeys = ['{reader}']\nroles = ['reader']\n")
+        append_to_file(self.cluster.cluster_file, f"\n[[role]]\nname = 'reader'\nread = ['*']\n\n"
+                                                  f"[[identity]]\nname = 'reader'\nkeys = ['{reader}']\nroles = ['reader']\n")
         self.cluster.reload()
         # The daemons read the file between two batches: the first puts may still find reader unknown.
         denied = 0

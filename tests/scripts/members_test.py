@@ -43,7 +43,8 @@ from pathlib import Path
 SOURCE = Path(sys.argv[1]).resolve()
 PALISADE = Path(sys.argv[2]).resolve()
 sys.path.insert(0, str(SOURCE / "contrib" / "grafana"))
-from metrics_cluster import HandStarted, LockLoad, MetricsCluster, exited, http_get, ports_free, wait_until  # noqa: E402
+from metrics_cluster import (HandStarted, LockLoad, MetricsCluster, append_to_file, exited, http_get, ports_free,  # noqa: E402
+                             replace_file, wait_until)
 
 LOCKD = PALISADE.parent.parent / "lockgroup" / "palisade-lockd"
 
@@ -112,8 +113,7 @@ class NewDaemons(HandStarted):
         public = re.search(r"public key: (\S+)", done.stdout).group(1)
         port = free_port_below_32768(self.ports, self.first_port)
         self.ports.add(port)
-        with open(self.cluster.cluster_file, "a") as f:
-            f.write(f"\n[[identity]]\nname = '{name}'\nkeys = ['{public}']\nroles = ['{role}']\n")
+        append_to_file(self.cluster.cluster_file, f"\n[[identity]]\nname = '{name}'\nkeys = ['{public}']\nroles = ['{role}']\n")
         return port
 
 
@@ -124,8 +124,8 @@ class NewNodes(NewDaemons):
         """The node's identity and endpoint appended to the cluster file."""
         name = f"lockd-{node_id}"
         port = self.new_identity(name, "lockd")
-        with open(self.cluster.cluster_file, "a") as f:
-            f.write(f"\n[[lockd]]\nid = {node_id}\nendpoint = 'tcp://127.0.0.1:{port}'\nidentity = '{name}'\n")
+        append_to_file(self.cluster.cluster_file,
+                       f"\n[[lockd]]\nid = {node_id}\nendpoint = 'tcp://127.0.0.1:{port}'\nidentity = '{name}'\n")
 
     def start_node(self, node_id, join):
         name = f"lockd-{node_id}"
@@ -155,7 +155,7 @@ def remove_from_file(cluster_file, node_id):
     kept = [b for b in blocks if not (b.startswith("[[lockd]]") and re.search(rf"^id = {node_id}$", b, re.M))
             and not (b.startswith("[[identity]]") and f"name = 'lockd-{node_id}'" in b)]
     check(len(kept) == len(blocks) - 2, f"lockd-{node_id}'s entries are not both in the cluster file")
-    Path(cluster_file).write_text("\n".join(kept))
+    replace_file(cluster_file, "\n".join(kept))
 
 
 def applied_slots(cluster):
@@ -188,7 +188,7 @@ def check_unlisting_a_member_is_refused(cluster, member, load):
         wait_until(f"{name} to refuse the reload",
                    lambda: "no longer lists lock group member(s)" in (cluster.dir / f"{name}.log").read_text(),
                    timeout=15)
-    Path(cluster.cluster_file).write_text(kept)
+    replace_file(cluster.cluster_file, kept)
     cluster.reload()
     load.wait_for_steps(2)
     print(f"ok: a cluster file without member lockd-{member}'s entry was refused by {len(others)} nodes", flush=True)

@@ -32,7 +32,6 @@ import os
 import re
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -41,7 +40,7 @@ SOURCE = Path(sys.argv[1]).resolve()
 PALISADE = Path(sys.argv[2]).resolve()
 sys.path.insert(0, str(SOURCE / "contrib" / "grafana"))
 sys.path.insert(0, str(SOURCE / "tests" / "scripts"))
-from metrics_cluster import LockLoad, MetricsCluster, exited, wait_until  # noqa: E402
+from metrics_cluster import LockLoad, MetricsCluster, append_to_file, exited, replace_file, wait_until  # noqa: E402
 from members_test import NewDaemons, NewNodes, check, check_refused, replace_every_member, zombie_drill  # noqa: E402
 
 REPLICA = PALISADE.parent.parent / "replica" / "palisade-replica"
@@ -62,8 +61,8 @@ class NewReplicas(NewDaemons):
     def add_to_file(self, name):
         """The replica's identity and endpoint, a spare, appended to the cluster file; its endpoint."""
         endpoint = f"tcp://127.0.0.1:{self.new_identity(name, 'replica')}"
-        with open(self.cluster.cluster_file, "a") as f:
-            f.write(f"\n[[replica]]\nendpoint = '{endpoint}'\nidentity = '{name}'\nspare = true\n")
+        append_to_file(self.cluster.cluster_file,
+                       f"\n[[replica]]\nendpoint = '{endpoint}'\nidentity = '{name}'\nspare = true\n")
         return endpoint
 
     def start_replica(self, name, endpoint):
@@ -81,7 +80,7 @@ def remove_from_file(cluster_file, endpoint):
     kept = [b for b in blocks if b is not old and not (b.startswith("[[identity]]") and
                                                       re.search(rf"name = ['\"]{identity}['\"]", b))]
     check(len(kept) == len(blocks) - 2, f"{endpoint}'s entries are not both in the cluster file")
-    Path(cluster_file).write_text("\n".join(kept))
+    replace_file(cluster_file, "\n".join(kept))
 
 
 def unspare(cluster_file, endpoint):
@@ -89,7 +88,7 @@ def unspare(cluster_file, endpoint):
     text = Path(cluster_file).read_text()
     spare = re.search(rf"endpoint = '{re.escape(endpoint)}'\nidentity = '[^']+'\nspare = true\n", text)
     check(spare is not None, f"{endpoint} is not a spare of the cluster file")
-    Path(cluster_file).write_text(text.replace(spare.group(0), spare.group(0).removesuffix("spare = true\n")))
+    replace_file(cluster_file, text.replace(spare.group(0), spare.group(0).removesuffix("spare = true\n")))
 
 
 def update_file(cluster_file, old_endpoint, new_endpoint):

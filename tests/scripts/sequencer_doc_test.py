@@ -8,7 +8,6 @@ another group, and one signed with any other key (a replica's, say).
 
 Usage: sequencer_doc_test.py [REPO_ROOT]  (default: two levels above this script)
 """
-import base64
 import re
 import sys
 from pathlib import Path
