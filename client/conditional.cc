@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "client/conditional_compare.h"
+#include "client/grant_fence.h"
 #include "wire/envelope.h"
 #include "wire/hash.h"
 
@@ -39,28 +41,23 @@ ConditionalResult ConditionalStore::write(std::string_view key, std::optional<st
   // The grant fences a write quorum before anything is read (the client does
   // it on acquire when it was given this store): a conditional write that
   // stalled before this one can no longer be acknowledged.
-  if (client_.store() != &store_) {
-    out.status = store_.fence(Fence{lease.value().name(), lease.value().token(), lease.value().sequencer()}).status;
-  }
+  Lease& held = lease.value();
+  out.status = client::fence_on(client_, store_, held);
   if (out.status.is_ok()) {
     out.current = store_.get(key);
     out.status = out.current.status;
   }
   if (out.status.is_ok()) {
-    const bool as_expected =
-        expect.version ? out.current.found && out.current.ts == *expect.version : !out.current.found;
-    if (!as_expected) {
-      out.status = Status(Code::kStale, expect.version ? "the key is not at version " + expect.version->to_string()
-                                                       : "the key has a value");
-    } else {
-      const WriteResult written = value ? store_.put(key, *value, lease.value()) : store_.del(key, lease.value());
+    out.status = client::conditional_compare(expect, out.current);
+    if (out.status.is_ok()) {
+      const WriteResult written = value ? store_.put(key, *value, held) : store_.del(key, held);
       out.status = written.status;
       out.ts = written.ts;
     }
   }
   // Best effort: a release that fails leaves the lock to the session's end,
   // and changes nothing of what was written.
-  (void)client_.release(lease.value());
+  (void)client_.release(held);
   return out;
 }
 

@@ -4,6 +4,8 @@
 #include <mutex>
 #include <utility>
 
+#include "client/grant_fence.h"
+
 namespace palisade {
 
 Election::Election(LockClient& client, QuorumStore& store, ElectionOptions options)
@@ -18,14 +20,11 @@ Result<Lease> Election::campaign(std::string_view value, std::chrono::millisecon
   // The client fences on acquire when it was given this store. Without a
   // quorum fenced, a deposed leader's write could still land where this
   // leader's value is read.
-  WriteResult written;
-  if (client_.store() != &store_) {
-    written = store_.fence(Fence{lease.value().name(), lease.value().token(), lease.value().sequencer()});
-  }
-  if (written.status.is_ok()) written = store_.put(options_.key, value, lease.value());
-  if (!written.status.is_ok()) {
+  Status written = client::fence_on(client_, store_, lease.value());
+  if (written.is_ok()) written = store_.put(options_.key, value, lease.value()).status;
+  if (!written.is_ok()) {
     (void)client_.release(lease.value());  // best effort: closing the session releases it too
-    return written.status;
+    return written;
   }
   return lease;
 }

@@ -17,4 +17,10 @@ Status grant_fence_status(const WriteResult& fenced, std::string_view lock, uint
   return Status::ok();
 }
 
+Status fence_on(LockClient& client, QuorumStore& store, const Lease& lease) {
+  if (client.store() == &store) return Status::ok();
+  return grant_fence_status(store.fence(Fence{lease.name(), lease.token(), lease.sequencer()}), lease.name(),
+                            lease.token());
+}
+
 }  // namespace palisade::client

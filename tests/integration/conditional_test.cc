@@ -89,6 +89,26 @@ TEST_CASE("conditional: put-if-absent and compare-and-set write once per version
   CHECK_FALSE(store->get("busy").found);
 }
 
+// Its client not given the store, the conditional write fences the key's
+// lock itself (client::fence_on): even one that writes nothing, because the
+// key is not as expected, leaves a stalled earlier holder's write refused.
+TEST_CASE("conditional: a compare-and-set fences the key's lock when its client does not", "[conditional][recipes]") {
+  Fixture fx;
+  auto store = fx.store();
+  auto earlier = fx.client(nullptr);
+  auto client = fx.client(nullptr);
+  ConditionalStore conditional(*client, *store);
+  auto grant = earlier->acquire(ConditionalStore::lock_for("guarded"));
+  REQUIRE(grant.is_ok());
+  const Fence stalled{grant.value().name(), grant.value().token(), grant.value().sequencer()};
+  REQUIRE(earlier->release(grant.value()).is_ok());
+
+  ConditionalResult missed = conditional.put("guarded", "x", Expect::at(FencedTimestamp{1, 1}));
+  CHECK(missed.status.code() == Code::kStale);
+  CHECK(store->put("guarded", "late", stalled).status.code() == Code::kFenced);
+  CHECK_FALSE(store->get("guarded").found);
+}
+
 struct Run {
   int code = -1;
   std::string out;

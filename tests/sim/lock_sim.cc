@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "client/conditional_compare.h"
 #include "client/coordinator.h"
 #include "client/grant_fence.h"
 #include "client/lock_session.h"
@@ -18,6 +19,8 @@
 #include "lockgroup/lockd_driver.h"
 #include "lockgroup/memory_paxos_storage.h"
 #include "lockgroup/peer_auth.h"
+#include "palisade/conditional.h"
+#include "tests/sim/cas_history.h"
 #include "tests/sim/lock_checkers.h"
 #include "tests/sim/lock_group_record.h"
 #include "tests/sim/replacer.h"
@@ -160,7 +163,9 @@ struct SimClient {
   uint64_t paused_until = 0;
   uint64_t session_tick_at = UINT64_MAX;
   uint64_t store_tick_at = UINT64_MAX;
-  enum class Phase { kOpening, kIdle, kAcquiring, kFencing, kWriting, kReleasing, kDone };
+  // kCasReading and kCasWriting: a compare-and-set's read and write, under
+  // the key's lock (held) as ConditionalStore takes it.
+  enum class Phase { kOpening, kIdle, kAcquiring, kFencing, kWriting, kCasReading, kCasWriting, kReleasing, kDone };
   Phase phase = Phase::kOpening;
   int cycles_left = 0;
   int writes_left = 0;
@@ -173,9 +178,20 @@ struct SimClient {
     size_t record = 0;  // in the history
     Fence fence{};  // a write's or fence's, to send it again on a newer set
     bool moved = false;  // sent again on a newer set
+    bool cas = false;  // the read or write of the compare-and-set in progress
   };
   std::map<client::OpId, Op> ops;
   int counter = 0;
+  struct Cas {
+    std::string key;
+    Expect expect;
+    std::string value;
+    size_t entry = 0;  // in the CasHistory
+    bool write_sent = false;
+  };
+  std::optional<Cas> cas;  // the compare-and-set in progress
+  // What it last read of each compare-and-set key: (value, version), or nullopt for none.
+  std::map<std::string, std::optional<std::pair<std::string, FencedTimestamp>>> seen;
 };
 
 // Small, so that checkpoints come every few syncs.
@@ -317,11 +333,19 @@ class LockSim {
       start_read(0, key_of(k));
       world_.run(world_.now_ms() + 60000);
     }
+    for (int k = 0; k < o_.cas_keys; ++k) {
+      start_read(0, cas_key(k));
+      world_.run(world_.now_ms() + 60000);
+    }
 
     LockSimResult result;
     for (auto& v : tokens_.take_violations()) violations_.push_back(std::move(v));
     for (auto& v : lock_delays_.take_violations()) violations_.push_back(std::move(v));
     for (auto& v : check(history_)) violations_.push_back(std::move(v));
+    for (auto& v : cas_.check()) violations_.push_back(std::move(v));
+    result.cas_ok = cas_.ok();
+    result.cas_stale = cas_.failed();
+    result.cas_unknown = cas_.unknown();
     result.violations = std::move(violations_);
     result.lock_delays = lock_delays_.started();
     result.lock_delays_contested = lock_delays_.contested();
@@ -361,6 +385,8 @@ class LockSim {
   static int lockd_at(const std::string& endpoint) { return std::stoi(endpoint.substr(endpoint.rfind('/') + 1)); }
   std::string lock_of(int k) const { return "lock" + std::to_string(k); }
   std::string key_of(int k) const { return "key" + std::to_string(k); }  // written under lock k
+  std::string cas_key(int k) const { return "cas" + std::to_string(k); }  // written by compare-and-sets only
+  static bool is_cas_key(const std::string& key) { return key.starts_with("cas"); }
 
   DriftClock drift_clock() {
     auto half = static_cast<int64_t>(o_.timing.max_clock_drift_ppm / 2);
@@ -850,6 +876,10 @@ class LockSim {
     me.phase = SimClient::Phase::kOpening;
     me.held.reset();
     me.granting.reset();
+    if (me.cas) {
+      if (!me.cas->write_sent) cas_.no_effect(me.cas->entry);
+      me.cas.reset();
+    }
     pump_session(c);
   }
 
@@ -921,7 +951,8 @@ class LockSim {
       next_action(c, world_.uniform(0, 500));
     }
     if (me.session->state() == client::SessionState::kExpired && me.phase != SimClient::Phase::kDone &&
-        me.phase != SimClient::Phase::kFencing && me.phase != SimClient::Phase::kWriting && me.ops.empty()) {
+        me.phase != SimClient::Phase::kFencing && me.phase != SimClient::Phase::kWriting &&
+        me.phase != SimClient::Phase::kCasReading && me.phase != SimClient::Phase::kCasWriting && me.ops.empty()) {
       open_session(c);  // a new session; the old one's leases are void
       return;
     }
@@ -993,6 +1024,8 @@ class LockSim {
           next_action(c, world_.uniform(0, 300));
           return;
         }
+        // Drawn only when asked for, so that other runs' seeds replay as before.
+        if (o_.cas_keys > 0 && world_.chance(0.5)) return start_cas(c);
         std::string lock = lock_of(static_cast<int>(world_.uniform(0, o_.locks - 1)));
         uint64_t delay = world_.chance(0.5) ? 0 : world_.uniform(1, 15000);
         uint64_t wait = world_.chance(0.5) ? 0 : world_.uniform(500, 20000);
@@ -1079,6 +1112,10 @@ class LockSim {
     world_.record("client " + std::to_string(c) + " call done: " + done.status.to_string());
     if (me.phase == SimClient::Phase::kAcquiring) {
       if (!done.status.is_ok() || !done.grant) {
+        if (me.cas) {
+          cas_.no_effect(me.cas->entry);
+          me.cas.reset();
+        }
         me.phase = SimClient::Phase::kIdle;
         next_action(c, world_.uniform(0, 1000));
         return;
@@ -1086,6 +1123,10 @@ class LockSim {
       const client::GrantInfo& g = *done.grant;
       ++grants_;
       check_grant(c, g);
+      if (me.cas && o_.broken_cas_skips_fence) {
+        me.held = Held{g.lock, g.token, g.sequencer};
+        return start_cas_read(c);
+      }
       me.granting = Held{g.lock, g.token, g.sequencer};
       me.phase = SimClient::Phase::kFencing;
       // A pause inside acquire, between its grant and its fence: a later
@@ -1153,12 +1194,115 @@ class LockSim {
     pump_store(c);
   }
 
-  void start_read(int c, const std::string& key) {
+  void start_read(int c, const std::string& key, bool cas = false) {
     SimClient& me = cl(c);
     history_.reads.push_back({c, key, world_.now_ms(), 0, Code::kTimeout, false, "", {}});
     client::OpId op = me.coordinator().start_read(key, world_.now_ms());
-    me.ops[op] = {SimClient::Kind::kRead, history_.reads.size() - 1, {}};
+    me.ops[op] = {.kind = SimClient::Kind::kRead, .record = history_.reads.size() - 1, .cas = cas};
     pump_store(c);
+  }
+
+  // ---- compare-and-sets (cas_keys): ConditionalStore's steps ----
+
+  // A read of a compare-and-set key now and then, else a compare-and-set of
+  // it, expecting mostly what this client last read of it: take the key's
+  // lock (ConditionalStore::lock_for), fence, read, compare, write under the
+  // grant, release.
+  void start_cas(int c) {
+    SimClient& me = cl(c);
+    const std::string key = cas_key(static_cast<int>(world_.uniform(0, o_.cas_keys - 1)));
+    if (world_.chance(0.3)) {
+      start_read(c, key);
+      return next_action(c, world_.uniform(0, 300));
+    }
+    Expect expect = Expect::absent();
+    std::optional<std::string> expect_value;
+    if (auto seen = me.seen.find(key); seen != me.seen.end() && seen->second && world_.chance(0.8)) {
+      expect = Expect::at(seen->second->second);
+      expect_value = seen->second->first;
+    }
+    std::string value = "c" + std::to_string(c) + "-" + std::to_string(++me.counter);
+    const size_t entry = cas_.call(key, c, expect_value, value, world_.now_ms());
+    me.cas = SimClient::Cas{key, expect, value, entry};
+    world_.record("client " + std::to_string(c) + " compare-and-sets " + key + " expecting " +
+                  (expect.version ? expect.version->to_string() : "no value"));
+    if (o_.broken_cas_without_lock) return start_cas_read(c);
+    const std::string lock = ConditionalStore::lock_for(key);
+    const uint64_t wait = world_.uniform(500, 20000);
+    me.phase = SimClient::Phase::kAcquiring;
+    me.call = me.session->acquire(lock, LockMode::kExclusive, 0, wait, local(me));
+    lock_delays_.requested(me.session->session(), me.call, 0);
+    world_.record("client " + std::to_string(c) + " acquires " + lock + " wait " + std::to_string(wait));
+    pump_session(c);
+  }
+
+  void start_cas_read(int c) {
+    cl(c).phase = SimClient::Phase::kCasReading;
+    start_read(c, cl(c).cas->key, /*cas=*/true);
+  }
+
+  void cas_compare(int c, const ReadResult& read) {
+    SimClient& me = cl(c);
+    if (!read.status.is_ok()) {
+      cas_.no_effect(me.cas->entry);
+      return finish_cas(c);
+    }
+    me.seen[me.cas->key] = read.found ? std::optional(std::make_pair(read.value, read.ts)) : std::nullopt;
+    if (!client::conditional_compare(me.cas->expect, read).is_ok()) {
+      cas_.stale(me.cas->entry, world_.now_ms());
+      return finish_cas(c);
+    }
+    // QuorumStore's put under a lease writes only while the lease is valid.
+    if (!o_.broken_cas_without_lock && !me.session->lease_valid(local(me))) {
+      world_.record("client " + std::to_string(c) + " sees its lease is no longer valid");
+      cas_.no_effect(me.cas->entry);
+      return finish_cas(c);
+    }
+    me.phase = SimClient::Phase::kCasWriting;
+    // The stall that conditional writes must survive: between the compare and the write.
+    if (world_.chance(o_.pause)) {
+      me.paused_until = world_.now_ms() + world_.uniform(0, o_.pause_ms_max);
+      world_.record("client " + std::to_string(c) + " pauses until " + std::to_string(me.paused_until));
+    }
+    as_client(c, "compare-and-set after pause " + std::to_string(c), [this, c] { start_cas_write(c); });
+  }
+
+  void start_cas_write(int c) {
+    SimClient& me = cl(c);
+    SimClient::Cas& cas = *me.cas;
+    const Fence fence = o_.broken_cas_without_lock ? Fence{} : Fence{me.held->lock, me.held->token, me.held->sequencer};
+    history_.writes.push_back(
+        {c, cas.key, cas.value, false, fence.lock, fence.token, world_.now_ms(), 0, Code::kTimeout, {}});
+    client::OpId op = me.coordinator().start_write(cas.key, cas.value, false, fence, world_.now_ms());
+    me.ops[op] = {.kind = SimClient::Kind::kWrite, .record = history_.writes.size() - 1, .fence = fence, .cas = true};
+    cas.write_sent = true;
+    world_.record("client " + std::to_string(c) + " writes " + cas.key + " token " + std::to_string(fence.token));
+    pump_store(c);
+  }
+
+  void cas_written(int c, const WriteRecord& write) {
+    SimClient& me = cl(c);
+    if (write.result == Code::kOk) {
+      cas_.written(me.cas->entry, write.ts, world_.now_ms());
+      me.seen[me.cas->key] = std::make_pair(write.value, write.ts);
+    } else if (write.result == Code::kFenced || write.result == Code::kStale) {
+      cas_.no_effect(me.cas->entry);
+    }  // else its outcome stays unknown
+    finish_cas(c);
+  }
+
+  // Gives the key's lock back (ConditionalStore releases whatever happened).
+  void finish_cas(int c) {
+    SimClient& me = cl(c);
+    me.cas.reset();
+    if (o_.broken_cas_without_lock) {
+      me.phase = SimClient::Phase::kIdle;
+      --me.cycles_left;
+    } else {
+      me.writes_left = 0;
+      me.phase = SimClient::Phase::kWriting;  // whose next action releases
+    }
+    next_action(c, world_.uniform(0, 200));
   }
 
   // Gives client c a lane to the replicas of its view, from world node `node`.
@@ -1245,10 +1389,14 @@ class LockSim {
     const SimClient::Kind kind = it->second.kind;
     const size_t record = it->second.record;
     const bool moved = it->second.moved;
+    const bool cas = it->second.cas;
     me.ops.erase(it);
     uint64_t now = world_.now_ms();
     if (kind == SimClient::Kind::kRead) {
-      finish_read(history_.reads[record], std::get<ReadResult>(done.result), now);
+      const ReadResult& read = std::get<ReadResult>(done.result);
+      finish_read(history_.reads[record], read, now);
+      if (is_cas_key(history_.reads[record].key)) cas_.read(history_.reads[record]);
+      if (cas && me.phase == SimClient::Phase::kCasReading) cas_compare(c, read);
       return;
     }
     const auto& w = std::get<WriteResult>(done.result);
@@ -1260,6 +1408,16 @@ class LockSim {
       // What LockClient::acquire decides from the fence (client/grant_fence.h).
       const Status usable = client::grant_fence_status(w, me.granting->lock, me.granting->token);
       world_.record("client " + std::to_string(c) + " grant after its fence: " + usable.to_string());
+      if (me.cas && (usable.is_ok() || o_.broken_clients_ignore_failed_fence)) {
+        history_.fences[record].lease = true;
+        me.held = me.granting;
+        me.granting.reset();
+        return start_cas_read(c);
+      }
+      if (me.cas) {  // ConditionalStore returns the fence's error: nothing read or written
+        cas_.no_effect(me.cas->entry);
+        me.cas.reset();
+      }
       if (usable.is_ok() || o_.broken_clients_ignore_failed_fence) {
         history_.fences[record].lease = true;
         me.held = me.granting;  // acquire returns only now
@@ -1278,6 +1436,7 @@ class LockSim {
     rec.end_ms = now;
     rec.result = (moved ? client::answer_of_resent_write(w) : w).status.code();
     rec.ts = w.ts;
+    if (cas && me.phase == SimClient::Phase::kCasWriting) return cas_written(c, rec);
     if (me.phase == SimClient::Phase::kWriting) next_action(c, world_.uniform(0, 200));
   }
 
@@ -1298,6 +1457,7 @@ class LockSim {
   std::vector<Lockd> lockd_;
   std::vector<SimClient> clients_;
   History history_;
+  CasHistory cas_;
   std::vector<std::unique_ptr<Adversary>> adversaries_;
   AdversaryCounters adversary_counters_;
   std::unique_ptr<LockGroupRecord> record_;  // replica_spares: the replacer's way to the record

@@ -47,6 +47,15 @@ struct LockSimOptions {
   int clients = 3;
   int cycles_per_client = 5;  // acquire, fence, write, release
   int locks = 2;
+  // Keys that clients also compare-and-set, in half their cycles, with
+  // ConditionalStore's steps (lock palisade.cas/KEY, fence, read, compare,
+  // write under the grant, release), and read: each key's history must be
+  // linearizable (tests/support/register_history.h). 0: none.
+  int cas_keys = 0;
+  // Negative controls of compare-and-set: read, compare and write without
+  // the key's lock; take the lock but skip its fence.
+  bool broken_cas_without_lock = false;
+  bool broken_cas_skips_fence = false;
   NetworkFaults faults;
   double isolate_per_second = 0.03;        // chance per second that a node is cut off for a while
   double lockd_crash_per_second = 0.02;
@@ -135,6 +144,7 @@ struct LockSimResult {
   // the lock group's master ended.
   uint64_t replica_walk_aways = 0;
   uint64_t writes_ok = 0, writes_fenced = 0, reads_ok = 0;
+  uint64_t cas_ok = 0, cas_stale = 0, cas_unknown = 0;  // cas_keys: compare-and-sets by outcome
   uint64_t lock_delays = 0;            // started by expiries, by the log
   uint64_t lock_delays_contested = 0;  // of them, ones another session's acquire ran into
   AdversaryCounters adversary;

@@ -1,8 +1,9 @@
 // The lock-group simulation under CI: many seeds, determinism, and negative
 // controls that prove the checkers can see a broken master lease, a broken
 // fence floor, lock-delays nobody applies, replicas that take any client's
-// repairs and commits (against the adversary, issue #23), and a lockd driver
-// that answers before its sync. Seeds are split into slices so
+// repairs and commits (against the adversary, issue #23), a lockd driver
+// that answers before its sync, and compare-and-sets without their lock or
+// its fence (issue #29). Seeds are split into slices so
 // that ctest runs them in parallel. The lock-delay and token checkers are also
 // driven by hand here, for the cases the workload does not make (shared locks).
 #include "tests/sim/lock_sim.h"
@@ -190,6 +191,73 @@ TEST_CASE("lock sim: the same seed gives the same trace hash", "[sim]") {
   lmdb.lmdb_stores = true;
   lmdb.lockd_crash_in_sync = 0.01;
   check_same_seed_same_trace(lmdb, run_lock_sim);
+}
+
+// ---- Compare-and-set (ConditionalStore, issue #29) ----
+
+// Four clients compare-and-set one key in half their cycles, amid every fault
+// of the main sweep (LockSimOptions::cas_keys), with ConditionalStore's steps:
+// the key's lock, its fence, a read, client::conditional_compare, a write
+// under the grant, the release. The fence is decided by
+// client::grant_fence_status whether the client fences on acquire or the
+// recipe does (client::fence_on), so both ways run these steps. Each run's
+// history of the key (its compare-and-sets and reads) must be linearizable.
+// `pause`: the chance a client stalls between its compare and its write (or
+// its lease check and write), for up to 40 s, past its lease.
+LockSimOptions cas_workload(double pause) {
+  LockSimOptions o;
+  o.cas_keys = 1;
+  o.clients = 4;
+  o.cycles_per_client = 8;
+  o.pause = pause;
+  return o;
+}
+
+// PALISADE_LOCK_SIM_CAS_SEEDS seeds (1,000 by default) for each pause, in slices.
+void run_cas_slice(double pause, uint64_t slice, uint64_t slices) {
+  uint64_t ok = 0, stale = 0, unknown = 0;
+  const uint64_t runs =
+      run_seeds(cas_workload(pause), {seed_count_from_env("PALISADE_LOCK_SIM_CAS_SEEDS", 1000), slice, slices},
+                "palisade-sim --sim lock --cas-keys 1 --clients 4 --cycles 8 --pause " + std::to_string(pause),
+                run_lock_sim, [&](const LockSimResult& r) {
+                  ok += r.cas_ok;
+                  stale += r.cas_stale;
+                  unknown += r.cas_unknown;
+                });
+  CHECK(ok > 3 * runs);  // about 6 per seed
+  CHECK(stale > 3 * runs);  // about 8 per seed
+  CHECK(unknown > runs / 20);  // about 0.2 per seed: timeouts, the outcome the checker must place or drop
+}
+
+TEST_CASE("lock sim: compare-and-sets are linearizable, seeds 1 mod 2", "[sim][cas]") { run_cas_slice(0.15, 0, 2); }
+TEST_CASE("lock sim: compare-and-sets are linearizable, seeds 0 mod 2", "[sim][cas]") { run_cas_slice(0.15, 1, 2); }
+TEST_CASE("lock sim: compare-and-sets of clients that stall past their leases are linearizable", "[sim][cas]") {
+  run_cas_slice(0.8, 0, 1);
+}
+
+TEST_CASE("lock sim: the same seed gives the same trace with compare-and-sets", "[sim][cas]") {
+  check_same_seed_same_trace(cas_workload(0.15), run_lock_sim);
+}
+
+uint64_t not_linearizable(const LockSimResult& r) {
+  return reports(r, "compare-and-sets of 'cas0' are not linearizable");
+}
+
+// Read, compare and write on quorums alone: two clients read one version and
+// both write.
+TEST_CASE("lock sim: negative control, compare-and-sets without the key's lock are caught", "[sim][cas]") {
+  LockSimOptions broken = cas_workload(0.15);
+  broken.broken_cas_without_lock = true;
+  CHECK(count_caught(broken, 100, run_lock_sim, not_linearizable) >= 30);  // 61 of seeds 1..100
+}
+
+// The lock without its fence: a holder stalled between its compare and its
+// write past its lease writes after the next holder read the same version
+// (and before its write), and both succeed. Only the fence refuses the first.
+TEST_CASE("lock sim: negative control, compare-and-sets that skip the lock's fence are caught", "[sim][cas]") {
+  LockSimOptions broken = cas_workload(0.8);
+  broken.broken_cas_skips_fence = true;
+  CHECK(count_caught(broken, 100, run_lock_sim, not_linearizable) >= 20);  // 44 of seeds 1..100
 }
 
 // ---- The adversary (tests/sim/adversary.h, issue #23) ----

@@ -77,7 +77,10 @@ Run run_lock(LockSimOptions o) {
                          u(r.replicas_removed) + " removals; " + u(r.replica_changes_abandoned) + " given up, " +
                          u(r.replica_walk_aways) + " of them paused and left), " + u(r.views_followed) +
                          " moves of clients to a newer set"
-                   : ""),
+                   : "") +
+              (o.cas_keys > 0 ? ", compare-and-sets " + u(r.cas_ok) + " ok, " + u(r.cas_stale) + " stale, " +
+                                    u(r.cas_unknown) + " unknown"
+                              : ""),
           r.trace};
 }
 
@@ -136,6 +139,17 @@ int main(int argc, char** argv) {
   app.add_option("--clients", q.clients, "Client processes")->capture_default_str();
   app.add_option("--ops", q.ops_per_client, "Operations per client (--sim quorum)")->capture_default_str();
   app.add_option("--cycles", l.cycles_per_client, "Lock cycles per client (--sim lock)")->capture_default_str();
+  app.add_option("--cas-keys", l.cas_keys,
+                 "Keys that clients also compare-and-set (ConditionalStore's steps) in half their cycles; each key's "
+                 "history must be linearizable (--sim lock)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100));
+  app.add_flag("--broken-cas-without-lock", l.broken_cas_without_lock,
+               "Negative control: compare-and-sets read, compare and write without the key's lock (--sim lock; use "
+               "with --cas-keys)");
+  app.add_flag("--broken-cas-skips-fence", l.broken_cas_skips_fence,
+               "Negative control: compare-and-sets take the key's lock but skip its fence (--sim lock; use with "
+               "--cas-keys)");
   app.add_flag("--broken-fence-floor", broken_floor, "Negative control: replicas ignore fence floors");
   app.add_flag("--broken-master-lease", broken_lease, "Negative control: nobody honours the master lease (--sim lock)");
   app.add_flag("--broken-lock-delay", broken_delay, "Negative control: lockd nodes ignore lock-delays (--sim lock)");
@@ -278,13 +292,13 @@ int main(int argc, char** argv) {
   bool broken = broken_floor || broken_lease || broken_delay || broken_trust || l.broken_lockd_reply_before_sync ||
                 l.broken_members_outside_log || l.broken_replicas_ignore_sequencer_lock ||
                 l.broken_lease_without_drift_margin || l.broken_clients_ignore_failed_fence ||
-                l.broken_clients_lease_from_reply || q.broken_replicas_pending_as_committed ||
-                q.broken_replicas_hide_pending || q.broken_replica_acks_without_storing ||
-                q.broken_replicas_skip_checksum || q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect ||
-                q.broken_replicas_forget_dropped || q.broken_writes_keep_floor || q.broken_skip_read_repair ||
-                q.broken_scan_trusts_listing || q.broken_replacement_skips_paused_fill ||
-                q.broken_replacement_skips_pause || q.broken_targets_skip_floors || l.broken_pause_never_ends ||
-                st.broken_lying_journal_sync;
+                l.broken_clients_lease_from_reply || l.broken_cas_without_lock || l.broken_cas_skips_fence ||
+                q.broken_replicas_pending_as_committed || q.broken_replicas_hide_pending ||
+                q.broken_replica_acks_without_storing || q.broken_replicas_skip_checksum ||
+                q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect || q.broken_replicas_forget_dropped ||
+                q.broken_writes_keep_floor || q.broken_skip_read_repair || q.broken_scan_trusts_listing ||
+                q.broken_replacement_skips_paused_fill || q.broken_replacement_skips_pause ||
+                q.broken_targets_skip_floors || l.broken_pause_never_ends || st.broken_lying_journal_sync;
   uint64_t unsafe = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
     q.seed = l.seed = st.seed = seed;
