@@ -46,4 +46,13 @@ bool is_utf8(std::string_view text) {
   return true;
 }
 
+void put_bytes(nlohmann::json& out, const std::string& field, const std::string& bytes) {
+  if (is_utf8(bytes)) {
+    out[field] = bytes;
+  } else {
+    out[field] = nullptr;
+    out[field + "_base64"] = base64(bytes);
+  }
+}
+
 }  // namespace palisade::cli

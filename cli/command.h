@@ -113,6 +113,7 @@ void add_kv_commands(CLI::App& app, const CommonOptions& common, int& exit_code)
 void add_lock_command(CLI::App& app, const CommonOptions& common, int& exit_code);
 // elect: campaign and run COMMAND while leading, or --leader / --observe (cli/elect_command.cc).
 void add_elect_command(CLI::App& app, const CommonOptions& common, int& exit_code);
+void add_watch_command(CLI::App& app, const CommonOptions& common, int& exit_code);
 void add_status_command(CLI::App& app, const CommonOptions& common, int& exit_code);
 void add_holder_command(CLI::App& app, const CommonOptions& common, int& exit_code);   // demo-holder, hidden
 // repair: kExitOk when the replicas were already equal, kExitDiffered when they

@@ -8,12 +8,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <climits>
 #include <cstdio>
 #include <memory>
 #include <stop_token>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -75,20 +73,10 @@ int watch(const ElectFlags& flags, const CommonOptions& common, HeldSession& ses
     print_leader(now.value(), common);
     return now.value() ? kExitOk : kExitNotFound;
   }
-  // Until SIGINT, SIGTERM or SIGHUP: the way an observer is ended.
-  std::stop_source stop;
-  std::atomic<bool> observing{true};
-  std::thread stopper([&] {
-    const sigset_t stops = stop_signals();
-    const timespec tick{0, 100'000'000};
-    while (observing && sigtimedwait(&stops, nullptr, &tick) <= 0) {
-    }
-    stop.request_stop();
+  Status ended;
+  until_stop_signal([&](std::stop_token stop) {
+    ended = election.observe([&](const std::optional<Leader>& leader) { print_leader(leader, common); }, stop);
   });
-  Status ended =
-      election.observe([&](const std::optional<Leader>& leader) { print_leader(leader, common); }, stop.get_token());
-  observing = false;
-  stopper.join();
   return ended.is_ok() ? kExitOk : report_error("elect", ended);
 }
 

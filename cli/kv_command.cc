@@ -43,16 +43,6 @@ struct KvFlags {
 
 std::string dump(const nlohmann::json& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
 
-// `field` as a JSON string when it is UTF-8; else null, with `field`_base64.
-void put_bytes(nlohmann::json& out, const std::string& field, const std::string& bytes) {
-  if (is_utf8(bytes)) {
-    out[field] = bytes;
-  } else {
-    out[field] = nullptr;
-    out[field + "_base64"] = base64(bytes);
-  }
-}
-
 Result<Fence> fence_of(const KvFlags& flags, const ClusterConfig& config) {
   if (flags.sequencer && flags.sequencer->empty()) {
     return Status(Code::kBadRequest, "--sequencer is empty: leave it out for an unfenced write");

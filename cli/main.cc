@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
   add_lock_command(app, common, exit_code);
   add_elect_command(app, common, exit_code);
   add_kv_commands(app, common, exit_code);
+  add_watch_command(app, common, exit_code);
   add_status_command(app, common, exit_code);
   add_repair_command(app, common, exit_code);
   add_keygen_command(app, common, exit_code);

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <initializer_list>
+#include <thread>
 
 namespace palisade::cli {
 
@@ -11,6 +13,21 @@ sigset_t stop_signals() {
   sigemptyset(&stops);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stops, sig);
   return stops;
+}
+
+void until_stop_signal(const std::function<void(std::stop_token)>& body) {
+  std::stop_source stop;
+  std::atomic<bool> running{true};
+  std::thread stopper([&] {
+    const sigset_t stops = stop_signals();
+    const timespec tick{0, 100'000'000};
+    while (running && sigtimedwait(&stops, nullptr, &tick) <= 0) {
+    }
+    stop.request_stop();
+  });
+  body(stop.get_token());
+  running = false;
+  stopper.join();
 }
 
 bool pass_on(const siginfo_t& info, pid_t command, sigset_t& missed_by_command) {

@@ -4,10 +4,19 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <functional>
+#include <stop_token>
+
 namespace palisade::cli {
 
 // The signals passed on to COMMAND, or that cancel the wait before it runs.
 sigset_t stop_signals();
+
+// Runs `body` with a stop token that SIGINT, SIGTERM or SIGHUP requests: the
+// way a command that watches (elect --observe, watch) is ended. The signals
+// must be blocked in every thread (before any starts), so that only this
+// takes them.
+void until_stop_signal(const std::function<void(std::stop_token)>& body);
 
 // Whether to pass the stop signal `info` describes on to `command` (the
 // leader of COMMAND's process group). Not one COMMAND got straight from the

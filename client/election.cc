@@ -1,10 +1,9 @@
 #include "palisade/election.h"
 
-#include <condition_variable>
-#include <mutex>
 #include <utility>
 
 #include "client/grant_fence.h"
+#include "client/polling.h"
 
 namespace palisade {
 
@@ -73,20 +72,15 @@ Result<std::optional<Leader>> Election::leader() {
 Status Election::observe(const std::function<void(const std::optional<Leader>&)>& on_change, std::stop_token stop,
                          std::chrono::milliseconds every) {
   std::optional<std::optional<Leader>> told;
-  std::mutex mutex;
-  std::condition_variable_any asleep;
-  while (!stop.stop_requested()) {
+  return client::poll_every(every, std::move(stop), [&]() -> Status {
     auto now = leader();
-    if (!now.is_ok() && now.code() != Code::kUnavailable && now.code() != Code::kTimeout) return now.status();
-    if (now.is_ok() && (!told || *told != now.value())) {
+    if (!now.is_ok()) return now.status();
+    if (!told || *told != now.value()) {
       told = now.value();
       on_change(now.value());
     }
-    // Until the next ask, or at once on a stop.
-    std::unique_lock<std::mutex> lock(mutex);
-    asleep.wait_for(lock, stop, every, [] { return false; });
-  }
-  return Status::ok();
+    return Status::ok();
+  });
 }
 
 }  // namespace palisade

@@ -25,6 +25,7 @@
 #include "palisade/election.h"
 #include "palisade/lock_client.h"
 #include "palisade/quorum_store.h"
+#include "palisade/watch.h"
 
 namespace py = pybind11;
 
@@ -527,6 +528,98 @@ void bind_election(py::module_& m) {
            "Calls on_change(leader or None) now and on every change, until it returns False");
 }
 
+// A change a watcher told: kind "put" or "delete", the key, the value (b""
+// for a delete), the version's timestamp (Timestamp(0, 0) for a delete whose
+// version is no longer known), the lock it was written under.
+struct PyWatchEvent {
+  std::string kind;
+  py::str key;
+  py::bytes value;
+  FencedTimestamp ts;
+  std::string lock;
+};
+
+struct PyWatcher {
+  py::object store;  // keeps the Store alive
+  std::unique_ptr<Watcher> watcher;
+};
+
+struct PyLockWatcher {
+  py::object locks;  // keeps the Locks alive
+  std::unique_ptr<LockWatcher> watcher;
+};
+
+void bind_watch(py::module_& m) {
+  py::class_<PyWatchEvent>(m, "WatchEvent", "A change a Watcher told")
+      .def_readonly("kind", &PyWatchEvent::kind, "'put' or 'delete'")
+      .def_readonly("key", &PyWatchEvent::key)
+      .def_readonly("value", &PyWatchEvent::value)
+      .def_readonly("ts", &PyWatchEvent::ts)
+      .def_readonly("lock", &PyWatchEvent::lock)
+      .def("__repr__", [](const PyWatchEvent& e) {
+        return "WatchEvent(" + e.kind + ", " + std::string(py::repr(e.key)) + ", " + e.ts.to_string() + ")";
+      });
+  py::class_<PyWatcher>(m, "Watcher",
+                        "The changes of a key, or of the keys under a prefix, a round at a time (docs/recipes.md)")
+      .def(py::init([](py::object store, const std::string& key, bool prefix, bool initial) {
+             auto w = std::make_unique<PyWatcher>();
+             w->watcher = std::make_unique<Watcher>(store.cast<Store&>().get(),
+                                                    WatchOptions{.key = key, .prefix = prefix, .initial = initial});
+             w->store = std::move(store);
+             return w;
+           }),
+           py::arg("store"), py::arg("key"), py::arg("prefix") = false, py::arg("initial") = true,
+           "prefix: watch every key that starts with `key`; initial: the first round tells the keys' values now")
+      .def(
+          "poll",
+          [](PyWatcher& w) {
+            w.store.cast<Store&>().get();  // raises when the store is closed
+            Result<std::vector<WatchEvent>> events = Status(Code::kInternal, "not read");
+            {
+              py::gil_scoped_release unlocked;
+              events = w.watcher->poll();
+            }
+            py::list out;
+            for (const WatchEvent& e : take(std::move(events))) {
+              out.append(PyWatchEvent{e.kind == WatchEvent::Kind::kPut ? "put" : "delete", key_text(e.key),
+                                      py::bytes(e.value), e.ts, e.lock});
+            }
+            return out;
+          },
+          "One round: the changes since the last, a list of WatchEvent (each key's in timestamp order)")
+      .def_property_readonly(
+          "seen", [](const PyWatcher& w) { return w.watcher->seen(); },
+          "The version last told of each key: give it to resume() to go on from there")
+      .def(
+          "resume",
+          [](PyWatcher& w, std::map<std::string, FencedTimestamp> seen) { w.watcher->resume(std::move(seen)); },
+          py::arg("seen"));
+  py::class_<PyLockWatcher>(m, "LockWatcher", "Who holds a lock, a round at a time")
+      .def(py::init([](py::object locks, const std::string& lock) {
+             auto w = std::make_unique<PyLockWatcher>();
+             w->watcher = std::make_unique<LockWatcher>(locks.cast<Locks&>().get(), lock);
+             w->locks = std::move(locks);
+             return w;
+           }),
+           py::arg("locks"), py::arg("lock"))
+      .def(
+          "poll",
+          [](PyLockWatcher& w) -> py::object {
+            w.locks.cast<Locks&>().get();  // raises when the session is closed
+            Result<std::optional<LockWatchEvent>> event = Status(Code::kInternal, "not asked");
+            {
+              py::gil_scoped_release unlocked;
+              event = w.watcher->poll();
+            }
+            std::optional<LockWatchEvent> changed = take(std::move(event));
+            if (!changed) return py::none();  // no change since the last round
+            if (!changed->grant) return py::make_tuple("free", py::none());
+            return py::make_tuple(std::string(mode_name(changed->grant->mode)), changed->grant->token);
+          },
+          "One round: None when the holder did not change; else ('free', None) or (mode, token), mode "
+          "'exclusive' or 'shared'");
+}
+
 }  // namespace
 }  // namespace palisade
 
@@ -542,4 +635,5 @@ PYBIND11_MODULE(_palisade, m) {
   palisade::bind_locks(m);
   palisade::bind_election(m);
   palisade::bind_conditional(m);
+  palisade::bind_watch(m);
 }

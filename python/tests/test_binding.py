@@ -53,6 +53,43 @@ def test_put_get_delete_and_scan(cluster):
             store.put("", b"no key")
 
 
+def test_watch_a_prefix_and_a_lock(cluster):
+    c = cluster.connect()
+    store = palisade.QuorumStore(c)
+    locks = palisade.LockClient(c, store=store)
+    prefix = unique("watched") + "/"
+    first = store.put(prefix + "a", b"1")
+    watcher = palisade.Watcher(store, prefix, prefix=True)
+    [now] = watcher.poll()
+    assert (now.kind, now.key, now.value, now.ts) == ("put", prefix + "a", b"1", first)
+    assert watcher.poll() == []
+    store.put(prefix + "a", b"2")
+    newest = store.put(prefix + "a", b"3")
+    gone = store.put(prefix + "b", b"x")
+    store.delete(prefix + "b")
+    changes = watcher.poll()
+    assert [(e.kind, e.key, e.value) for e in changes] == [("put", prefix + "a", b"3"), ("delete", prefix + "b", b"")]
+    assert changes[0].ts == newest and changes[1].ts > gone
+    # Resumed elsewhere from what it saw: only what is newer.
+    again = palisade.Watcher(store, prefix, prefix=True)
+    again.resume(watcher.seen)
+    assert again.poll() == []
+    events = again.events(every=0.05)
+    store.put(prefix + "c", b"4")
+    assert next(events).key == prefix + "c"
+
+    held = palisade.LockWatcher(locks, prefix + "lock")
+    assert held.poll() == ("free", None)
+    assert held.poll() is None
+    lease = locks.acquire(prefix + "lock")
+    assert held.poll() == ("exclusive", lease.token)
+    locks.release(lease)
+    assert held.poll() == ("free", None)
+    locks.close()
+    with pytest.raises(palisade.NoSession):
+        held.poll()
+
+
 def test_locks_fence_writes(cluster):
     c = cluster.connect()
     store = palisade.QuorumStore(c)

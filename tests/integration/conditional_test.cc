@@ -109,45 +109,32 @@ TEST_CASE("conditional: a compare-and-set fences the key's lock when its client 
   CHECK_FALSE(store->get("guarded").found);
 }
 
-struct Run {
-  int code = -1;
-  std::string out;
-};
-
-Run palisade_run(Fixture& fx, std::vector<std::string> args) {
-  static int n = 0;
-  std::vector<std::string> argv = {PALISADE_BIN, "--cluster", fx.cluster->cluster_file()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  cli::Process p(argv, fx.dir.sub("run-" + std::to_string(++n) + ".log"));
-  auto status = p.wait(60000);
-  REQUIRE(status);
-  return {WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status), p.log()};
-}
+using Run = test::CliRun;
 
 TEST_CASE("conditional: put and del --if-absent and --if-version as a person types them", "[conditional][recipes]") {
   Fixture fx;
-  Run first = palisade_run(fx, {"-o", "json", "put", "config", "v1", "--if-absent"});
+  Run first = fx.run({"-o", "json", "put", "config", "v1", "--if-absent"});
   INFO(first.out);
   REQUIRE(first.code == 0);
   const std::string ts = nlohmann::json::parse(first.out).at("timestamp").get<std::string>();
   CHECK(nlohmann::json::parse(first.out).at("lock") == "palisade.cas/config");
-  Run again = palisade_run(fx, {"put", "config", "v1'", "--if-absent"});
+  Run again = fx.run({"put", "config", "v1'", "--if-absent"});
   CHECK(again.code == 10);
   CHECK(again.out.find("is at version " + ts) != std::string::npos);
-  Run swapped = palisade_run(fx, {"put", "config", "v2", "--if-version", ts});
+  Run swapped = fx.run({"put", "config", "v2", "--if-version", ts});
   CHECK(swapped.code == 0);
   CHECK(swapped.out == "OK\n");
-  CHECK(palisade_run(fx, {"put", "config", "v2'", "--if-version", ts}).code == 10);
-  CHECK(palisade_run(fx, {"get", "config"}).out == "v2\n");
-  CHECK(palisade_run(fx, {"del", "config", "--if-version", ts}).code == 10);
+  CHECK(fx.run({"put", "config", "v2'", "--if-version", ts}).code == 10);
+  CHECK(fx.run({"get", "config"}).out == "v2\n");
+  CHECK(fx.run({"del", "config", "--if-version", ts}).code == 10);
   // Usage errors, named, exit 2: nothing is written.
-  Run bad = palisade_run(fx, {"put", "config", "x", "--if-version", "yesterday"});
+  Run bad = fx.run({"put", "config", "x", "--if-version", "yesterday"});
   CHECK(bad.code == 2);
   CHECK(bad.out.find("is not a version") != std::string::npos);
-  CHECK(palisade_run(fx, {"put", "config", "x", "--if-absent", "--if-version", ts}).code == 2);
-  CHECK(palisade_run(fx, {"put", "config", "x", "--if-absent", "--sequencer", "ps2.a.b"}).code == 2);
-  CHECK(palisade_run(fx, {"del", "config", "--if-absent"}).code == 2);  // no such flag for del
-  CHECK(palisade_run(fx, {"get", "config"}).out == "v2\n");
+  CHECK(fx.run({"put", "config", "x", "--if-absent", "--if-version", ts}).code == 2);
+  CHECK(fx.run({"put", "config", "x", "--if-absent", "--sequencer", "ps2.a.b"}).code == 2);
+  CHECK(fx.run({"del", "config", "--if-absent"}).code == 2);  // no such flag for del
+  CHECK(fx.run({"get", "config"}).out == "v2\n");
 }
 
 // ---- The workload ----

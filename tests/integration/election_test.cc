@@ -182,10 +182,7 @@ TEST_CASE("election: a deposed leader's value is refused, and a leader yet to st
 
 // ---- `palisade elect`, as a person runs it ----
 
-struct Run {
-  int code = -1;
-  std::string out;
-};
+using Run = test::CliRun;
 
 // Candidates' COMMANDs run in process groups of their own: killed at the end
 // of a test, whatever happened to the candidates.
@@ -207,22 +204,12 @@ struct CommandGroups {
   }
 };
 
+// Candidates run in process groups of their own, as a shell's jobs.
 struct ElectFixture : Fixture {
-  std::vector<std::string> palisade_with_cluster() const {
-    return {PALISADE_BIN, "--cluster", cluster->cluster_file()};
-  }
   std::unique_ptr<cli::Process> start(const std::string& log, const std::vector<std::string>& args) {
-    std::vector<std::string> argv = palisade_with_cluster();
-    argv.insert(argv.end(), args.begin(), args.end());
-    return std::make_unique<cli::Process>(argv, dir.sub(log), cli::ProcessOptions{.own_process_group = true});
+    return Fixture::start(log, args, /*own_group=*/true);
   }
-  Run run(const std::vector<std::string>& args) {
-    static int n = 0;
-    auto p = start("run-" + std::to_string(++n) + ".log", args);
-    auto status = p->wait(60000);
-    REQUIRE(status);
-    return {WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status), p->log()};
-  }
+  Run run(const std::vector<std::string>& args) { return Fixture::run(args, /*own_group=*/true); }
 };
 
 // A candidate's COMMAND: says it leads (its pid and token in NAME.leading),

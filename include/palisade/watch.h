@@ -1,0 +1,128 @@
+// Watches: the changes of a key, of the keys under a prefix, or of a lock's
+// holder, told in order (docs/recipes.md "Watches"; what a watcher is
+// promised: docs/consistency.md "Watches").
+//
+// A Watcher reads its key or prefix by the read rules every round (a get, or
+// a prefix read page by page) and tells what changed since the round before:
+// each key's versions in timestamp order, never one a read would not return
+// (a fenced or never acknowledged write), never going back. Versions written
+// and overwritten between two rounds are told as the last of them: a
+// watcher learns every key's newest version within a round of its write,
+// not every version in between (a key written and deleted between two
+// rounds is told deleted). Nothing is kept on the replicas for it, so
+// nothing is lost when a replica restarts or the lock group's master
+// changes: the next round reads from whichever replicas answer.
+//
+// Thread safety: one thread uses a watcher at a time.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "palisade/lock_client.h"
+#include "palisade/quorum_store.h"
+#include "palisade/status.h"
+#include "palisade/timestamp.h"
+
+namespace palisade {
+
+struct WatchEvent {
+  enum class Kind { kPut, kDelete };
+  Kind kind = Kind::kPut;
+  std::string key;
+  std::string value;  // kPut
+  // The version's: the put's, or the delete's. A delete whose version is not
+  // known (the key is gone and replicas no longer keep its tombstone: the
+  // watcher was away longer than anti-entropy keeps them) has none: {0, 0}.
+  FencedTimestamp ts;
+  std::string lock;  // kPut: the lock it was written under, empty when none
+};
+
+struct WatchOptions {
+  // What to watch: the key `key`, or, with `prefix` set, every key that
+  // starts with `key` (an empty `key` then watches every key).
+  std::string key;
+  bool prefix = false;
+  // The first round tells every key that has a value now (as puts); false:
+  // it only learns them, and the rounds after tell what changed.
+  bool initial = true;
+  // Keys a prefix read asks for at a time (QuorumStore::scan's limit).
+  size_t page = 1000;
+};
+
+class Watcher {
+ public:
+  // `store` must outlive it.
+  Watcher(QuorumStore& store, WatchOptions options);
+
+  // One round: what changed since the last, per key in timestamp order, keys
+  // in byte order. Unavailable or timeout when the key or a page of the
+  // prefix could not be read (nothing is told, and the next round reads it
+  // all again); permission_denied, bad_request.
+  Result<std::vector<WatchEvent>> poll();
+
+  // Rounds every `every`, handing each event to `on_event`, until `stop` is
+  // requested (ok). Unavailable and timeout rounds are tried again; other
+  // errors end it. `on_status`, when given, hears when rounds start to fail
+  // (the error), fail otherwise, and succeed again (ok).
+  Status run(const std::function<void(const WatchEvent&)>& on_event, std::stop_token stop,
+             std::chrono::milliseconds every = std::chrono::milliseconds(500),
+             const std::function<void(const Status&)>& on_status = {});
+
+  // The version last told of each key (a deleted key's, its delete's; {0, 0}
+  // for a delete not known). A Watcher given it (`resume`) goes on from
+  // there, in this process or another: a key it tells again is only a newer
+  // version, and a key gone since is told deleted.
+  const std::map<std::string, FencedTimestamp>& seen() const { return seen_; }
+  void resume(std::map<std::string, FencedTimestamp> seen);
+
+ private:
+  struct Now {  // what a round read of one key
+    bool deleted = false;
+    std::string value;
+    FencedTimestamp ts;
+    std::string lock;
+  };
+  Status read_round(std::map<std::string, Now>& now);
+
+  QuorumStore& store_;
+  WatchOptions options_;
+  bool first_ = true;
+  std::map<std::string, FencedTimestamp> seen_;
+  std::map<std::string, bool> alive_;  // of the keys seen: has a value
+};
+
+// Who holds a lock, as LockClient::current_grant tells it: a grant (token,
+// mode) or nobody.
+struct LockWatchEvent {
+  std::string lock;
+  std::optional<Grant> grant;  // nullopt: free (or in its lock-delay)
+};
+
+class LockWatcher {
+ public:
+  // `client` must outlive it.
+  LockWatcher(LockClient& client, std::string lock);
+
+  // One round: the holder now, when it differs from the last round's (the
+  // first round always tells it). Errors as LockClient::current_grant.
+  Result<std::optional<LockWatchEvent>> poll();
+
+  // As Watcher::run. Grants that come and go between two rounds are not told.
+  Status run(const std::function<void(const LockWatchEvent&)>& on_event, std::stop_token stop,
+             std::chrono::milliseconds every = std::chrono::milliseconds(500),
+             const std::function<void(const Status&)>& on_status = {});
+
+ private:
+  LockClient& client_;
+  std::string lock_;
+  std::optional<std::optional<Grant>> told_;
+};
+
+}  // namespace palisade
