@@ -1,32 +1,33 @@
 #include "palisade/watch.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "client/polling.h"
+#include "client/watch_state.h"
 
 namespace palisade {
 
-Watcher::Watcher(QuorumStore& store, WatchOptions options) : store_(store), options_(std::move(options)) {}
+Watcher::Watcher(QuorumStore& store, WatchOptions options)
+    : store_(store), options_(std::move(options)), state_(std::make_unique<client::WatchState>(options_.initial)) {}
 
-void Watcher::resume(std::map<std::string, FencedTimestamp> seen) {
-  seen_ = std::move(seen);
-  alive_.clear();
-  // Whether a key had a value is not kept: one seen is taken as alive, so
-  // that one gone since is told deleted (at worst a second time).
-  for (const auto& [key, ts] : seen_) alive_[key] = true;
-  first_ = false;
-}
+Watcher::~Watcher() = default;
+Watcher::Watcher(Watcher&&) noexcept = default;
 
-Status Watcher::read_round(std::map<std::string, Now>& now) {
+std::map<std::string, FencedTimestamp> Watcher::seen() const { return state_->seen(); }
+
+void Watcher::resume(const std::map<std::string, FencedTimestamp>& seen) { state_->resume(seen); }
+
+Result<std::vector<WatchEvent>> Watcher::poll() {
+  std::map<std::string, client::KeyRead> now;
   if (!options_.prefix) {
     ReadResult read = store_.get(options_.key);
     if (!read.status.is_ok()) return read.status;
     if (read.found || read.ts != FencedTimestamp{}) {
       now[options_.key] = {!read.found, std::move(read.value), read.ts, std::move(read.lock)};
     }
-    return Status::ok();
+    return state_->round(now);
   }
+  // Every page first: a round that fails tells nothing and changes nothing.
   std::string after;
   do {
     ScanResult page = store_.scan(options_.key, after, options_.page);
@@ -35,40 +36,7 @@ Status Watcher::read_round(std::map<std::string, Now>& now) {
     for (KeyValue& d : page.deleted) now[d.key] = {true, "", d.ts, ""};
     after = std::move(page.next);
   } while (!after.empty());
-  return Status::ok();
-}
-
-Result<std::vector<WatchEvent>> Watcher::poll() {
-  std::map<std::string, Now> now;
-  if (Status s = read_round(now); !s.is_ok()) return s;
-  std::vector<WatchEvent> events;
-  const bool first = std::exchange(first_, false);
-  const bool tell = !first || options_.initial;
-  // Keys told before and read now as nothing at all: deleted, their
-  // tombstones forgotten since. Read by the read rules, so never a key that
-  // has a value.
-  for (auto& [key, alive] : alive_) {
-    if (alive && !now.contains(key)) {
-      events.push_back({WatchEvent::Kind::kDelete, key, "", {}, ""});
-      alive = false;
-      seen_[key] = {};
-    }
-  }
-  for (auto& [key, read] : now) {
-    auto seen = seen_.find(key);
-    if (seen != seen_.end() && read.ts <= seen->second) continue;  // told already (reads never go back in time)
-    seen_[key] = read.ts;
-    alive_[key] = !read.deleted;
-    // A delete of a key not seen yet is told after the first round (it was
-    // written and deleted between two rounds); the first round only learns it.
-    if (!tell || (first && read.deleted)) continue;
-    events.push_back(
-        read.deleted ? WatchEvent{WatchEvent::Kind::kDelete, key, "", read.ts, ""}
-                     : WatchEvent{WatchEvent::Kind::kPut, key, std::move(read.value), read.ts, std::move(read.lock)});
-  }
-  std::stable_sort(events.begin(), events.end(),
-                   [](const WatchEvent& a, const WatchEvent& b) { return a.key < b.key; });
-  return events;
+  return state_->round(now);
 }
 
 Status Watcher::run(const std::function<void(const WatchEvent&)>& on_event, std::stop_token stop,

@@ -591,8 +591,7 @@ void bind_watch(py::module_& m) {
           "seen", [](const PyWatcher& w) { return w.watcher->seen(); },
           "The version last told of each key: give it to resume() to go on from there")
       .def(
-          "resume",
-          [](PyWatcher& w, std::map<std::string, FencedTimestamp> seen) { w.watcher->resume(std::move(seen)); },
+          "resume", [](PyWatcher& w, const std::map<std::string, FencedTimestamp>& seen) { w.watcher->resume(seen); },
           py::arg("seen"));
   py::class_<PyLockWatcher>(m, "LockWatcher", "Who holds a lock, a round at a time")
       .def(py::init([](py::object locks, const std::string& lock) {

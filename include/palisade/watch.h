@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -56,10 +57,16 @@ struct WatchOptions {
   size_t page = 1000;
 };
 
+namespace client {
+class WatchState;
+}
+
 class Watcher {
  public:
   // `store` must outlive it.
   Watcher(QuorumStore& store, WatchOptions options);
+  ~Watcher();
+  Watcher(Watcher&&) noexcept;
 
   // One round: what changed since the last, per key in timestamp order, keys
   // in byte order. Unavailable or timeout when the key or a page of the
@@ -79,23 +86,13 @@ class Watcher {
   // for a delete not known). A Watcher given it (`resume`) goes on from
   // there, in this process or another: a key it tells again is only a newer
   // version, and a key gone since is told deleted.
-  const std::map<std::string, FencedTimestamp>& seen() const { return seen_; }
-  void resume(std::map<std::string, FencedTimestamp> seen);
+  std::map<std::string, FencedTimestamp> seen() const;
+  void resume(const std::map<std::string, FencedTimestamp>& seen);
 
  private:
-  struct Now {  // what a round read of one key
-    bool deleted = false;
-    std::string value;
-    FencedTimestamp ts;
-    std::string lock;
-  };
-  Status read_round(std::map<std::string, Now>& now);
-
   QuorumStore& store_;
   WatchOptions options_;
-  bool first_ = true;
-  std::map<std::string, FencedTimestamp> seen_;
-  std::map<std::string, bool> alive_;  // of the keys seen: has a value
+  std::unique_ptr<client::WatchState> state_;
 };
 
 // Who holds a lock, as LockClient::current_grant tells it: a grant (token,

@@ -40,6 +40,10 @@ Run run_quorum(QuorumSimOptions o) {
                         " unknown " + u(r.writes_unknown) + ", reads ok " + u(r.reads_ok) + " failed " +
                         u(r.reads_failed) + " (" + u(r.reads_failed_quorum_up) + " with R replicas up), scans ok " +
                         u(r.scans_ok) + " failed " + u(r.scans_failed) + ", ";
+  if (o.watchers > 0) {
+    summary += "watch rounds " + u(r.watch_rounds) + " (" + u(r.watch_rounds_failed) + " failed), changes told " +
+               u(r.watch_events) + ", ";
+  }
   if (o.lmdb_stores) {
     summary += "power losses " + u(r.power_losses) + " (" + u(r.power_losses_in_commit) + " inside a commit, " +
                u(r.unsynced_writes_lost) + " unsynced writes lost or cut)";
@@ -215,6 +219,11 @@ int main(int argc, char** argv) {
                  "Chance that a read is a prefix read instead, judged as gets of its range (--sim quorum)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--watchers", q.watchers,
+                 "Watchers that read every key by prefix in rounds, as palisade::Watcher does; what they tell is "
+                 "judged (--sim quorum)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 5));
   app.add_option("--unfenced-holders", q.unfenced_holders,
                  "Chance that a new holder writes without fencing first (--sim quorum)")
       ->capture_default_str()
@@ -240,6 +249,8 @@ int main(int argc, char** argv) {
            Control{"--broken-scan-listing", &QuorumSimOptions::broken_scan_trusts_listing,
                    "scans return the newest version a listing replica holds, without the read rules (use with "
                    "--scans 0.3)"},
+           Control{"--broken-watcher-new-keys-only", &QuorumSimOptions::broken_watcher_tells_new_keys_only,
+                   "watchers tell each key only the first time (use with --watchers 1)"},
            Control{"--broken-write-floor", &QuorumSimOptions::broken_writes_keep_floor,
                    "writes do not raise the fence floor (fences still do)"},
            Control{"--broken-pending-committed", &QuorumSimOptions::broken_replicas_pending_as_committed,
@@ -289,16 +300,16 @@ int main(int argc, char** argv) {
   l.broken_replacement_skips_pause = q.broken_replacement_skips_pause;
   l.broken_targets_skip_floors = q.broken_targets_skip_floors;
   l.clients = q.clients;
-  bool broken = broken_floor || broken_lease || broken_delay || broken_trust || l.broken_lockd_reply_before_sync ||
-                l.broken_members_outside_log || l.broken_replicas_ignore_sequencer_lock ||
-                l.broken_lease_without_drift_margin || l.broken_clients_ignore_failed_fence ||
-                l.broken_clients_lease_from_reply || l.broken_cas_without_lock || l.broken_cas_skips_fence ||
-                q.broken_replicas_pending_as_committed || q.broken_replicas_hide_pending ||
-                q.broken_replica_acks_without_storing || q.broken_replicas_skip_checksum ||
-                q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect || q.broken_replicas_forget_dropped ||
-                q.broken_writes_keep_floor || q.broken_skip_read_repair || q.broken_scan_trusts_listing ||
-                q.broken_replacement_skips_paused_fill || q.broken_replacement_skips_pause ||
-                q.broken_targets_skip_floors || l.broken_pause_never_ends || st.broken_lying_journal_sync;
+  bool broken =
+      broken_floor || broken_lease || broken_delay || broken_trust || l.broken_lockd_reply_before_sync ||
+      l.broken_members_outside_log || l.broken_replicas_ignore_sequencer_lock || l.broken_lease_without_drift_margin ||
+      l.broken_clients_ignore_failed_fence || l.broken_clients_lease_from_reply || l.broken_cas_without_lock ||
+      l.broken_cas_skips_fence || q.broken_replicas_pending_as_committed || q.broken_replicas_hide_pending ||
+      q.broken_replica_acks_without_storing || q.broken_replicas_skip_checksum || q.broken_literal_fenced_rule ||
+      q.broken_quorums_do_not_intersect || q.broken_replicas_forget_dropped || q.broken_writes_keep_floor ||
+      q.broken_skip_read_repair || q.broken_scan_trusts_listing || q.broken_watcher_tells_new_keys_only ||
+      q.broken_replacement_skips_paused_fill || q.broken_replacement_skips_pause || q.broken_targets_skip_floors ||
+      l.broken_pause_never_ends || st.broken_lying_journal_sync;
   uint64_t unsafe = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
     q.seed = l.seed = st.seed = seed;

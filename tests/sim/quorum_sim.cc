@@ -6,12 +6,15 @@
 #include <optional>
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 #include "client/coordinator.h"
 #include "client/replica_view.h"
+#include "client/watch_state.h"
 #include "tests/sim/replacer.h"
 #include "tests/sim/replica_set.h"
 #include "tests/sim/sim_links.h"
+#include "tests/sim/watch_checker.h"
 
 namespace palisade::sim {
 namespace {
@@ -38,7 +41,7 @@ struct Client {
   int ops_left = 0;
   uint64_t tick_at = UINT64_MAX;
   // Operations in flight and where their records go.
-  enum class Kind { kWrite, kFence, kRead, kScan };
+  enum class Kind { kWrite, kFence, kRead, kScan, kWatchPage };
   std::map<client::OpId, std::pair<Kind, size_t>> ops;
   std::set<size_t> resent;  // write records sent again on a newer replica set
   int counter = 0;
@@ -46,6 +49,18 @@ struct Client {
   // the write records they are for, while the write is in flight.
   std::map<uint64_t, size_t> write_requests;
   size_t writing = SIZE_MAX;
+};
+
+// A watcher (watchers): rounds of prefix reads of every key ("key"), a few
+// keys a page, through client::WatchState, as palisade::Watcher runs them.
+struct SimWatcher {
+  int client = 0;  // the Client whose lane it reads through
+  client::WatchState state;
+  std::map<std::string, client::KeyRead> now;  // what the round read so far
+  std::string after;  // where the page in flight starts
+  size_t limit = 1;
+  uint64_t round_start = 0, page_start = 0;
+  bool first = true;
 };
 
 class QuorumSim {
@@ -81,15 +96,22 @@ class QuorumSim {
     // the clients' lanes to later replica sets.
     const int replica_nodes = o.replicas + o.replacements;
     next_node_ = replica_nodes + o.clients + 1;
-    for (int c = 0; c < o.clients; ++c) {
+    for (int c = 0; c < o.clients + o.watchers; ++c) {
       Client cl;
       cl.index = c;
       cl.physical = std::make_unique<SkewedClock>(world_, offset());
       cl.clock = std::make_unique<HybridClock>(*cl.physical);
       cl.view = {.endpoints = sim_endpoints(o.replicas), .read_quorum = r_, .write_quorum = w_};
-      cl.ops_left = o.ops_per_client;
+      cl.ops_left = c < o.clients ? o.ops_per_client : 0;
       clients_.push_back(std::move(cl));
-      wire_lane(c, replica_nodes + c);
+      // Watchers' lanes take nodes after the ones every run has.
+      wire_lane(c, c < o.clients ? replica_nodes + c : next_node_++);
+    }
+    for (int w = 0; w < o.watchers; ++w) {
+      SimWatcher watcher;
+      watcher.client = o.clients + w;
+      watcher.state.broken_tells_new_keys_only = o.broken_watcher_tells_new_keys_only;
+      watchers_.push_back(std::move(watcher));
     }
     if (o.replacements > 0) {
       replacer_ = std::make_unique<Replacer>(
@@ -111,6 +133,7 @@ class QuorumSim {
 
   QuorumSimResult run() {
     for (int c = 0; c < o_.clients; ++c) schedule_next_op(c, world_.uniform(0, 50));
+    for (int w = 0; w < o_.watchers; ++w) schedule_watch_round(w);
     schedule_crash();
     if (replacer_) replacer_->change_later(world_.uniform(0, 3000));
     // Phase 1: the workload under faults.
@@ -130,9 +153,18 @@ class QuorumSim {
       start_read(0, key(k));
       world_.run(UINT64_MAX);
     }
+    // A last round of each watcher: it must tell every key's final version.
+    for (int w = 0; w < o_.watchers; ++w) {
+      start_watch_round(w);
+      world_.run(UINT64_MAX);
+    }
 
     QuorumSimResult result;
     result.violations = check(history_);
+    for (std::string& v : check_watches(history_, watch_rounds_)) result.violations.push_back(std::move(v));
+    result.watch_rounds = watch_rounds_.size();
+    result.watch_rounds_failed = watch_rounds_failed_;
+    for (const WatchRound& r : watch_rounds_) result.watch_events += r.events.size();
     for (const std::string& why : store_failures_) result.violations.push_back("store does not open: " + why);
     for (const std::string& v : invariant_violations_) result.violations.push_back(v);
     result.trace_hash = world_.trace_hash();
@@ -340,6 +372,9 @@ class QuorumSim {
       } else if (kind == Client::Kind::kScan) {
         const Scan& s = scans_[record];
         again = cl.coordinator().start_scan(s.prefix, "", s.limit, now);
+      } else if (kind == Client::Kind::kWatchPage) {
+        const SimWatcher& w = watchers_[record];
+        again = cl.coordinator().start_scan(kWatchPrefix, w.after, w.limit, now);
       } else {
         again = cl.coordinator().start_read(history_.reads[record].key, now);
       }
@@ -382,6 +417,9 @@ class QuorumSim {
     auto [kind, record] = it->second;
     cl.ops.erase(it);
     uint64_t now = world_.now_ms();
+    if (kind == Client::Kind::kWatchPage) {
+      return finish_watch_page(static_cast<int>(record), std::get<ScanResult>(done.result), now);
+    }
     if (kind == Client::Kind::kScan) {
       finish_scan(c, scans_[record], std::get<ScanResult>(done.result), now);
     } else if (kind == Client::Kind::kRead) {
@@ -453,9 +491,15 @@ class QuorumSim {
                   std::to_string(r.entries.size()) + " keys, next '" + r.next + "'");
     if (!r.status.is_ok()) return void(++scans_failed_);
     ++scans_done_;
+    judge_scan(c, s.prefix, "", s.start_ms, r, now);
+  }
+
+  // A page of a prefix read that answered ok, from `after`, judged as gets.
+  void judge_scan(int c, const std::string& prefix, const std::string& after, uint64_t start_ms, const ScanResult& r,
+                  uint64_t now) {
     for (int k = 0; k < o_.keys; ++k) {
       const std::string name = key(k);
-      if (!name.starts_with(s.prefix) || (!r.next.empty() && name > r.next)) continue;
+      if (!name.starts_with(prefix) || name <= after || (!r.next.empty() && name > r.next)) continue;
       ReadResult as_get{Status::ok(), false, "", {}, ""};
       for (const KeyValue& e : r.entries) {
         if (e.key == name) as_get = {Status::ok(), true, e.value, e.ts, e.lock};
@@ -463,9 +507,64 @@ class QuorumSim {
       for (const KeyValue& d : r.deleted) {
         if (d.key == name) as_get.ts = d.ts;
       }
-      history_.reads.push_back({c, name, s.start_ms, 0, Code::kTimeout, false, "", {}});
+      history_.reads.push_back({c, name, start_ms, 0, Code::kTimeout, false, "", {}});
       finish_read(history_.reads.back(), as_get, now);
     }
+  }
+
+  // ---- watchers ----
+
+  static constexpr const char* kWatchPrefix = "key";
+
+  void schedule_watch_round(int w) {
+    if (healed_) return;  // the last round runs after the heal
+    world_.at(world_.uniform(50, 2000), "watch round " + std::to_string(w), [this, w] { start_watch_round(w); });
+  }
+
+  void start_watch_round(int w) {
+    SimWatcher& sw = watchers_[w];
+    sw.now.clear();
+    sw.after.clear();
+    sw.round_start = world_.now_ms();
+    start_watch_page(w);
+  }
+
+  void start_watch_page(int w) {
+    SimWatcher& sw = watchers_[w];
+    Client& cl = clients_[sw.client];
+    sw.limit = static_cast<size_t>(world_.uniform(1, 3));
+    sw.page_start = world_.now_ms();
+    client::OpId op = cl.coordinator().start_scan(kWatchPrefix, sw.after, sw.limit, world_.now_ms());
+    cl.ops[op] = {Client::Kind::kWatchPage, static_cast<size_t>(w)};
+    pump(sw.client);
+  }
+
+  // A page read: judged as gets; the round goes on with the next page, or
+  // ends and tells its changes. A page that fails ends the round, which
+  // tells nothing (palisade::Watcher's way), and the next round reads again.
+  void finish_watch_page(int w, const ScanResult& r, uint64_t now) {
+    SimWatcher& sw = watchers_[w];
+    world_.record("watcher " + std::to_string(w) + " page after '" + sw.after + "' -> " + r.status.to_string() + ", " +
+                  std::to_string(r.entries.size()) + " keys, next '" + r.next + "'");
+    if (!r.status.is_ok()) {
+      ++watch_rounds_failed_;
+      return schedule_watch_round(w);
+    }
+    judge_scan(sw.client, kWatchPrefix, sw.after, sw.page_start, r, now);
+    for (const KeyValue& e : r.entries) sw.now[e.key] = {false, e.value, e.ts, e.lock};
+    for (const KeyValue& d : r.deleted) sw.now[d.key] = {true, "", d.ts, ""};
+    if (!r.next.empty()) {
+      sw.after = r.next;
+      return start_watch_page(w);
+    }
+    WatchRound round{w, sw.round_start, now, std::exchange(sw.first, false), sw.state.round(sw.now), {}};
+    round.seen = sw.state.seen();
+    for (const WatchEvent& e : round.events) {
+      world_.record("watcher " + std::to_string(w) + " tells " + (e.kind == WatchEvent::Kind::kPut ? "put " : "del ") +
+                    e.key + " " + e.ts.to_string());
+    }
+    watch_rounds_.push_back(std::move(round));
+    schedule_watch_round(w);
   }
 
   // The lock service hands out the next token; the client makes the fence,
@@ -517,6 +616,9 @@ class QuorumSim {
   History history_;
   std::vector<Scan> scans_;
   uint64_t scans_done_ = 0, scans_failed_ = 0;
+  std::vector<SimWatcher> watchers_;
+  std::vector<WatchRound> watch_rounds_;
+  uint64_t watch_rounds_failed_ = 0;
   uint64_t tokens_ = 0;
   bool healed_ = false;
   int r_ = 0, w_ = 0;

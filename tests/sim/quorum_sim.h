@@ -40,6 +40,12 @@ struct QuorumSimOptions {
   // every key, of the keys "key", or of one key's name, a few keys a page.
   // 0 draws nothing (the default's traces do not change).
   double scans = 0;
+  // Watchers (palisade::Watcher's rounds through client::WatchState, over
+  // clients of their own): each reads every key by prefix, a few keys a
+  // page, every 50 ms to 2 s, and once more after the heal; what they tell
+  // is judged by check_watches (tests/sim/watch_checker.h) and their pages
+  // as gets. 0 draws nothing (the default's traces do not change).
+  int watchers = 0;
   double pause = 0.05;              // chance a client pauses (like a GC pause) before an operation
   uint64_t pause_ms_max = 60000;
   uint64_t max_clock_offset_ms = 200;  // each node's clock is off by up to this
@@ -120,6 +126,9 @@ struct QuorumSimOptions {
   // ...the spare is not given the fence floors, so the new set may take a
   // superseded holder's writes: "superseded holder acknowledged".
   bool broken_targets_skip_floors = false;
+  // Negative control of the watch checker: watchers tell a key only the first
+  // time (client::WatchState::broken_tells_new_keys_only): "watcher missed a change".
+  bool broken_watcher_tells_new_keys_only = false;
   bool keep_trace = false;
 };
 
@@ -138,6 +147,8 @@ struct QuorumSimResult {
   // Prefix reads that answered ok (each is judged as gets of its range's keys,
   // among the reads above) and that failed.
   uint64_t scans_ok = 0, scans_failed = 0;
+  // watchers: rounds completed, changes they told, rounds a page of which failed.
+  uint64_t watch_rounds = 0, watch_events = 0, watch_rounds_failed = 0;
   // Bit flips made; of them, those that left W or more replicas with a corrupt
   // copy of the key; flips skipped for max_corrupt_copies.
   uint64_t bit_flips = 0, bit_flips_to_w = 0, bit_flips_skipped = 0;

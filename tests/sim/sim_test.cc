@@ -411,6 +411,38 @@ TEST_CASE("sim: prefix reads keep what gets keep, also on a rough network and ac
   run_seeds(o, {seed_count() / 20}, "palisade-sim --scans 0.3 --replacements 2", run_quorum_sim);
 }
 
+// Two watchers read every key in rounds (client::WatchState over the
+// coordinator's scans) amid every fault of the default run, and once more
+// after the heal: each key told in order, never a refused write, and never
+// older than the newest write acknowledged before a round began
+// (docs/consistency.md "Watches"). Also on the rough network and across
+// replacements. PALISADE_SIM_WATCH_SEEDS seeds (1,000 by default), half as
+// many each for the other two.
+TEST_CASE("sim: watchers tell each key's newest version, in order", "[sim][watch]") {
+  const uint64_t seeds = seed_count_from_env("PALISADE_SIM_WATCH_SEEDS", 1000);
+  QuorumSimOptions o;
+  o.watchers = 2;
+  uint64_t rounds = 0, told = 0, failed = 0;
+  auto count = [&](const QuorumSimResult& r) {
+    rounds += r.watch_rounds;
+    told += r.watch_events;
+    failed += r.watch_rounds_failed;
+  };
+  run_seeds(o, {seeds}, "palisade-sim --watchers 2", run_quorum_sim, count);
+  CHECK(rounds > 100 * seeds);  // about 180 a seed
+  CHECK(told > 15 * seeds);  // about 30
+  CHECK(failed > seeds);  // about 7: rounds a fault cut short, the next round reads again
+  run_seeds(rough_network(o), {seeds / 2}, "palisade-sim --watchers 2 --rough-network", run_quorum_sim);
+  o.replacements = 2;
+  run_seeds(o, {seeds / 2}, "palisade-sim --watchers 2 --replacements 2", run_quorum_sim);
+}
+
+TEST_CASE("sim: the same seed gives the same trace with watchers", "[sim][watch]") {
+  QuorumSimOptions o;
+  o.watchers = 2;
+  check_same_seed_same_trace(o, run_quorum_sim);
+}
+
 TEST_CASE("sim: fence safety holds when holders write without fencing first", "[sim]") {
   QuorumSimOptions o;
   o.unfenced_holders = 0.5;
@@ -493,6 +525,21 @@ TEST_CASE("sim: negative control, scans that trust their listing without the rea
                 {"acknowledged write lost", 5},
                 {"visible though refused", 5},
                 {"superseded write visible", 1}});
+}
+
+// A watcher that tells each key only the first time misses every later
+// version (the watch checker's own control); watchers fed by scans without
+// the read rules tell what reads never return.
+TEST_CASE("sim: negative controls, watchers that miss versions or skip the read rules are caught", "[sim][watch]") {
+  QuorumSimOptions missing;
+  missing.watchers = 1;
+  missing.broken_watcher_tells_new_keys_only = true;
+  check_caught(missing, 50, {{"watcher missed a change", 40}});  // all 50
+  QuorumSimOptions listing;
+  listing.watchers = 1;
+  listing.broken_scan_trusts_listing = true;
+  // 26 and 11 of 200 (the gets' checkers catch more, as for scans).
+  check_caught(listing, 200, {{"watcher missed a change", 10}, {"watcher told a refused write", 3}});
 }
 
 TEST_CASE("sim: negative control, replicas that skip the fence floor are caught", "[sim]") {
