@@ -8,7 +8,9 @@
 // compares, and writes under that grant, and releases. Conditional writes of
 // one key are so one at a time, and one that stalls past its lease (a pause)
 // finds its write refused (fenced) once the next has fenced: they are
-// linearizable. Every writer of such a key must write through here.
+// linearizable, but for one known hole still open (a stalled write already
+// in flight at the next holder's fence; docs/consistency.md "Conditional
+// writes"). Every writer of such a key must write through here.
 //
 // Thread safety: as the LockClient and QuorumStore it uses.
 #pragma once
