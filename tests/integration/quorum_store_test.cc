@@ -326,7 +326,9 @@ std::vector<std::pair<std::string, std::string>> scan_all(QuorumStore& store, co
 
 TEST_CASE("quorum store: prefix reads return what gets of the same keys return", "[quorum_store][scan]") {
   Cluster c;
-  auto store = c.store();
+  // Pages of 1,500 keys and 1.2 MB of values: under TSan on two busy cores a
+  // page can take longer than the default 1.5 s to list.
+  auto store = c.store(2, 15000);
   std::set<std::string> keys;
   auto put_many = [&](const std::string& prefix, int count, const std::string& value) {
     std::vector<std::future<WriteResult>> puts;

@@ -416,8 +416,8 @@ TEST_CASE("sim: prefix reads keep what gets keep, also on a rough network and ac
 // after the heal: each key told in order, never a refused write, and never
 // older than the newest write acknowledged before a round began
 // (docs/consistency.md "Watches"). Also on the rough network and across
-// replacements. PALISADE_SIM_WATCH_SEEDS seeds (1,000 by default), half as
-// many each for the other two.
+// replacements. PALISADE_SIM_WATCH_SEEDS seeds (1,000 by default), a quarter
+// as many each for the other two.
 TEST_CASE("sim: watchers tell each key's newest version, in order", "[sim][watch]") {
   const uint64_t seeds = seed_count_from_env("PALISADE_SIM_WATCH_SEEDS", 1000);
   QuorumSimOptions o;
@@ -432,9 +432,9 @@ TEST_CASE("sim: watchers tell each key's newest version, in order", "[sim][watch
   CHECK(rounds > 100 * seeds);  // about 180 a seed
   CHECK(told > 15 * seeds);  // about 30
   CHECK(failed > seeds);  // about 7: rounds a fault cut short, the next round reads again
-  run_seeds(rough_network(o), {seeds / 2}, "palisade-sim --watchers 2 --rough-network", run_quorum_sim);
+  run_seeds(rough_network(o), {seeds / 4}, "palisade-sim --watchers 2 --rough-network", run_quorum_sim);
   o.replacements = 2;
-  run_seeds(o, {seeds / 2}, "palisade-sim --watchers 2 --replacements 2", run_quorum_sim);
+  run_seeds(o, {seeds / 4}, "palisade-sim --watchers 2 --replacements 2", run_quorum_sim);
 }
 
 TEST_CASE("sim: the same seed gives the same trace with watchers", "[sim][watch]") {
