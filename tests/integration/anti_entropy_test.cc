@@ -393,7 +393,9 @@ TEST_CASE("anti-entropy: a replica's background runs go over the replica set it 
   CHECK(held_by(r3.endpoint()));
   CHECK(held_by(r1.endpoint()));
   CHECK(test::config_version_of(r3.endpoint()) == 1);
-  CHECK(test::config_version_of(r2.endpoint()) == 0);  // left out: no run asks it any more
+  // Left out: no run copies to it any more. (A run under way over the old set
+  // when the new one was installed may still have handed r2 the new set: its
+  // version is not checked.)
   CHECK_FALSE(held_by(r2.endpoint(), 0));
 }
 
