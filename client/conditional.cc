@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "client/conditional_compare.h"
-#include "client/grant_fence.h"
 #include "wire/envelope.h"
 #include "wire/hash.h"
 
@@ -38,15 +37,12 @@ ConditionalResult ConditionalStore::write(std::string_view key, std::optional<st
     out.status = lease.status();
     return out;
   }
-  // The grant fences a write quorum before anything is read (the client does
-  // it on acquire when it was given this store): a conditional write that
-  // stalled before this one can no longer be acknowledged.
+  // A fenced read: every replica that answers takes the grant's fence
+  // first, so a conditional write that stalled before this one is either in
+  // what the read decides from or can no longer be acknowledged.
   Lease& held = lease.value();
-  out.status = client::fence_on(client_, store_, held);
-  if (out.status.is_ok()) {
-    out.current = store_.get(key);
-    out.status = out.current.status;
-  }
+  out.current = store_.get(key, held);
+  out.status = out.current.status;
   if (out.status.is_ok()) {
     out.status = client::conditional_compare(expect, out.current);
     if (out.status.is_ok()) {

@@ -253,11 +253,17 @@ void Coordinator::finish_write(OpId id, WriteOp& op, Status status) {
 
 // ---- reads ----
 
-OpId Coordinator::start_read(std::string key, uint64_t now_ms) {
+OpId Coordinator::start_read(std::string key, uint64_t now_ms, const Fence& fence) {
   note_time(now_ms);
   OpId id = next_op_++;
+  if ((fence.token == 0) != fence.lock.empty()) {
+    completions_.push_back(
+        {id, ReadResult{Status(Code::kBadRequest, "a fence needs both a lock and a token"), false, {}, {}, {}}});
+    return id;
+  }
   ReadOp& op = reads_[id];
   op.key = std::move(key);
+  if (fence.token != 0) op.fence = wire::FenceRequest{fence.lock, fence.token, fence.sequencer};
   op.deadline_ms = now_ms + options_.timeout_ms;
   op.retry_at_ms = now_ms + options_.hedge_ms;
   op.replicas.resize(options_.n);
@@ -271,7 +277,7 @@ void Coordinator::ask(OpId id, ReadOp& op, int replica, std::string floor_of) {
   if (rep.outstanding || rep.failed || rep.refuses) return;
   rep.asked = rep.outstanding = true;
   rep.floor_of = floor_of;
-  send(id, replica, wire::ReadRequest{op.key, std::move(floor_of)});
+  send(id, replica, wire::ReadRequest{op.key, std::move(floor_of), op.fence});
 }
 
 void Coordinator::on_read_reply(OpId id, ReadOp& op, int replica, const wire::ReplicaReply* reply, bool repair) {
@@ -283,9 +289,10 @@ void Coordinator::on_read_reply(OpId id, ReadOp& op, int replica, const wire::Re
   auto& rep = op.replicas[replica];
   rep.outstanding = false;
   Code code = reply == nullptr ? Code::kUnavailable : reply->status.code();
-  // Another cluster's replica, or one that does not let this identity read
-  // the key: asking again changes nothing.
-  if (code == Code::kWrongCluster || code == Code::kPermissionDenied) {
+  // Another cluster's replica, one that does not let this identity read
+  // the key, or one that refuses a fenced read's sequencer: asking again
+  // changes nothing.
+  if (code == Code::kWrongCluster || code == Code::kPermissionDenied || code == Code::kBadSequencer) {
     rep.refuses = true;
     op.refusal = reply->status;
     return;

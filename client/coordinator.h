@@ -81,7 +81,9 @@ class Coordinator {
 
   OpId start_write(std::string key, std::string value, bool tombstone, const Fence& fence, uint64_t now_ms);
   OpId start_fence(const Fence& fence, uint64_t now_ms);
-  OpId start_read(std::string key, uint64_t now_ms);
+  // With a fence (lock and token), a fenced read (QuorumStore::get): every
+  // replica asked takes the fence before it answers.
+  OpId start_read(std::string key, uint64_t now_ms, const Fence& fence = {});
   // A prefix read (QuorumStore::scan): lists a page of keys on R replicas,
   // then decides each with a read that starts from their answers.
   OpId start_scan(std::string prefix, std::string after, size_t limit, uint64_t now_ms);

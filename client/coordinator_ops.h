@@ -68,7 +68,7 @@ struct Coordinator::ReadOp {
     bool failed = false;  // its last answer was an error or it was unreachable: wait for the retry time
     bool answered = false;  // a successful read reply
     bool corrupt = false;  // it answered that its copy is corrupt: unknown, and to repair
-    bool refuses = false;  // it refused for good (wrong_cluster, permission_denied): never asked again
+    bool refuses = false;  // it refused for good (wrong_cluster, permission_denied, bad_sequencer): never asked again
     std::optional<uint64_t> corrupt_digest;  // the damaged record's digest its last `corrupt` named
     uint64_t answered_request = 0;  // the request its answer (`answered`) replied to
     std::vector<wire::Version> versions;  // newest first; the committed one last
@@ -77,6 +77,7 @@ struct Coordinator::ReadOp {
     std::string floor_of;  // what the outstanding read asked for
   };
   std::string key;
+  std::optional<wire::FenceRequest> fence;  // a fenced read's, sent with every ask
   uint64_t deadline_ms = 0;
   uint64_t retry_at_ms = 0;  // when to hedge or ask again
   std::vector<Replica> replicas;

@@ -17,7 +17,7 @@ namespace palisade::client {
 // floor is not above the token. Else the fence's error, or Fenced naming the floor.
 Status grant_fence_status(const WriteResult& fenced, std::string_view lock, uint64_t token);
 
-// The fence of a recipe's grant (Election, ConditionalStore) on the store it
+// The fence of a recipe's grant (Election) on the store it
 // writes to: `lease`'s fence on `store`, decided as above, unless `client`
 // fenced it there on acquire already (it was given that store): ok then.
 Status fence_on(LockClient& client, QuorumStore& store, const Lease& lease);

@@ -142,7 +142,8 @@ client::OpId start_on(client::Coordinator& coordinator, const Submission& s, uin
     case Submission::Kind::kWrite: return coordinator.start_write(s.key, s.value, false, s.fence, now);
     case Submission::Kind::kDelete: return coordinator.start_write(s.key, "", true, s.fence, now);
     case Submission::Kind::kFence: return coordinator.start_fence(s.fence, now);
-    case Submission::Kind::kRead: return coordinator.start_read(s.key, now);
+    case Submission::Kind::kRead:
+      return coordinator.start_read(s.key, now, s.fence);
     case Submission::Kind::kScan:
       return coordinator.start_scan(s.key, s.value, s.limit, now);
     case Submission::Kind::kFlush: break;
@@ -691,10 +692,12 @@ std::future<WriteResult> QuorumStore::fence_async(const Fence& fence) {
   return f;
 }
 
-std::future<ReadResult> QuorumStore::get_async(std::string_view key) {
-  Submission sub{Submission::Kind::kRead, std::string(key), "", {}, {}, {}};
+std::future<ReadResult> QuorumStore::get_async(std::string_view key) { return get_async(key, Fence{}); }
+
+std::future<ReadResult> QuorumStore::get_async(std::string_view key, const Fence& fence) {
+  Submission sub{Submission::Kind::kRead, std::string(key), "", fence, {}, {}};
   auto f = sub.read_done.get_future();
-  if (Status s = check_sizes(impl_->limits, key, "", {}); !s.is_ok()) {
+  if (Status s = check_sizes(impl_->limits, key, "", fence); !s.is_ok()) {
     Submission::count(*calls_, Submission::Kind::kRead, s.code());
     sub.read_done.set_value({s, false, {}, {}, {}});
     return f;
@@ -718,9 +721,11 @@ WriteResult QuorumStore::fence(const Fence& fence) {
   using enum Submission::Kind;
   return counted(*calls_, kFence, std::get<WriteResult>(impl_->run_blocking({kFence, "", "", fence, {}, {}})));
 }
-ReadResult QuorumStore::get(std::string_view key) {
+ReadResult QuorumStore::get(std::string_view key) { return get(key, Fence{}); }
+ReadResult QuorumStore::get(std::string_view key, const Fence& fence) {
   using enum Submission::Kind;
-  return counted(*calls_, kRead, std::get<ReadResult>(impl_->run_blocking({kRead, std::string(key), "", {}, {}, {}})));
+  return counted(*calls_, kRead,
+                 std::get<ReadResult>(impl_->run_blocking({kRead, std::string(key), "", fence, {}, {}})));
 }
 
 namespace {
@@ -813,6 +818,11 @@ WriteResult QuorumStore::del(std::string_view key, const Lease& lease) {
   Result<Fence> fence = fence_of(lease);
   if (!fence.is_ok()) return counted(*calls_, Submission::Kind::kDelete, WriteResult{fence.status(), {}, 0});
   return del(key, fence.value());
+}
+ReadResult QuorumStore::get(std::string_view key, const Lease& lease) {
+  Result<Fence> fence = fence_of(lease);
+  if (!fence.is_ok()) return counted(*calls_, Submission::Kind::kRead, ReadResult{fence.status(), false, {}, {}, {}});
+  return get(key, fence.value());
 }
 
 }  // namespace palisade

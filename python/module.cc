@@ -221,18 +221,21 @@ void bind_store(py::module_& m) {
           py::arg("key"), py::arg("lease") = nullptr, "Writes a tombstone, fenced as put")
       .def(
           "get",
-          [](Store& s, const std::string& key) -> py::object {
+          [](Store& s, const std::string& key, const Lease* lease) -> py::object {
             QuorumStore& store = s.get();
             ReadResult r;
             {
               py::gil_scoped_release unlocked;
-              r = store.get(key);
+              r = lease ? store.get(key, *lease) : store.get(key);
             }
             check(r.status);
             if (!r.found) return py::none();
             return py::cast(version_of(key, r.value, r.ts, r.lock));
           },
-          py::arg("key"), "The key's version by the read rules, or None")
+          py::arg("key"), py::arg("lease") = nullptr,
+          "The key's version by the read rules, or None. With `lease`, a fenced read: the replicas that answer "
+          "take the lease's fence first, so an earlier holder's write it did not return can no longer be "
+          "acknowledged (a read-modify-write under the lock)")
       .def(
           "scan",
           [](Store& s, const std::string& prefix, const std::string& after, size_t limit) {

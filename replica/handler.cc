@@ -150,7 +150,7 @@ ReplicaReply ReplicaHandler::apply(const wire::ReplicaRequest& request, bool& ch
   }
   if (const auto* c = std::get_if<wire::InstallConfigRequest>(&body)) return install_config(*c);
   if (std::holds_alternative<wire::PingRequest>(body)) return {};
-  if (const auto* r = std::get_if<wire::ReadRequest>(&body)) return read(*r);
+  if (const auto* r = std::get_if<wire::ReadRequest>(&body); r != nullptr && !r->fence) return read(*r);
   if (const auto* t = std::get_if<wire::TreeRequest>(&body)) return tree(*t);
   if (const auto* l = std::get_if<wire::LeafRequest>(&body)) return leaf(*l);
   if (const auto* s = std::get_if<wire::StatsRequest>(&body)) return stats(*s);
@@ -170,6 +170,7 @@ ReplicaReply ReplicaHandler::apply(const wire::ReplicaRequest& request, bool& ch
     return reply;
   }
   if (const auto* f = std::get_if<wire::FenceRequest>(&body)) return fence(*f, changed);
+  if (const auto* r = std::get_if<wire::ReadRequest>(&body)) return fenced_read(*r, changed);
   if (const auto* c = std::get_if<wire::CommitRequest>(&body)) return commit(*c, changed, repairer);
   return purge(std::get<wire::PurgeRequest>(body), changed);
 }
@@ -409,6 +410,20 @@ ReplicaReply ReplicaHandler::read(const wire::ReadRequest& r) {
     if (!floor.is_ok()) return reply_with(floor.status());
     reply.floors[r.floor_of] = floor.value();
   }
+  return reply;
+}
+
+// The fence, then the read, in one batch: from this answer on, the replica
+// takes no write under an older token of the lock, so the versions of the
+// key under older tokens that it will ever hold are those in the answer
+// (docs/protocol.md "read").
+ReplicaReply ReplicaHandler::fenced_read(const wire::ReadRequest& r, bool& changed) {
+  ReplicaReply fenced = fence(*r.fence, changed);
+  if (!fenced.status.is_ok()) return fenced;
+  ReplicaReply reply = read(r);
+  if (!reply.status.is_ok()) return reply;
+  reply.floor = fenced.floor;
+  reply.floors[r.fence->lock] = fenced.floor;
   return reply;
 }
 

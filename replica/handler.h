@@ -78,7 +78,8 @@ class ReplicaHandler {
   // (floor), stale (stored_ts), clock_skew, bad_request,
   // unavailable (too many pending versions), bad_sequencer, corrupt; fence: ok
   // (floor), bad_request, bad_sequencer; commit, purge, drop_tombstone:
-  // ok (applied) or corrupt; read: ok (versions, floors) or corrupt; tree: ok
+  // ok (applied) or corrupt; read: ok (versions, floors) or corrupt, and a
+  // fenced read the fence's codes first (then its floor as well); tree: ok
   // (nodes); leaf: ok (entries, leaves_done); stats: ok (stats), or corrupt when
   // a floor record listed is; read_many: ok (records, keys_done); copy_many: ok
   // (refused, first_refusal); install_config: ok (config), bad_request,
@@ -121,6 +122,7 @@ class ReplicaHandler {
   wire::ReplicaReply commit(const wire::CommitRequest& c, bool& changed, bool repairer);
   wire::ReplicaReply purge(const wire::PurgeRequest& p, bool& changed);
   wire::ReplicaReply read(const wire::ReadRequest& r);
+  wire::ReplicaReply fenced_read(const wire::ReadRequest& r, bool& changed);
   wire::ReplicaReply scan(const wire::ScanRequest& s);
   // Adds to `reply` the floors of the locks `versions` name, and this
   // replica's receipts of them; false (reply holds the error) when a floor

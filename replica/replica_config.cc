@@ -96,9 +96,10 @@ std::optional<wire::ReplicaReply> ReplicaConfig::refusal(const wire::ReplicaRequ
     return reply;
   }
   // A paused fill's copies (copy_many, a repairer's message) are what the
-  // pause waits for; writes and fences wait for the next set.
-  const bool changes =
-      std::holds_alternative<wire::WriteRequest>(body) || std::holds_alternative<wire::FenceRequest>(body);
+  // pause waits for; writes and fences (fenced reads too) wait for the next set.
+  const auto* read = std::get_if<wire::ReadRequest>(&body);
+  const bool changes = std::holds_alternative<wire::WriteRequest>(body) ||
+                       std::holds_alternative<wire::FenceRequest>(body) || (read != nullptr && read->fence);
   if (paused() && changes) {
     return refused(Code::kUnavailable, "writes and fences are paused while replica set version " +
                                            std::to_string(set_.version) + " replaces a replica");

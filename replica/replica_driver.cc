@@ -42,6 +42,9 @@ Status check_permission(const Permissions& permissions, std::string_view identit
   auto key_check = [&](bool allowed, std::string_view verb, const std::string& key) {
     return allowed ? Status::ok() : denied(std::string(verb) + " key '" + key + "'");
   };
+  auto fence_denied = [&](const std::string& lock) {
+    return denied("fence lock '" + lock + "', which it may not acquire");
+  };
   return std::visit(
       [&](const auto& body) -> Status {
         using T = std::decay_t<decltype(body)>;
@@ -50,6 +53,9 @@ Status check_permission(const Permissions& permissions, std::string_view identit
         if constexpr (std::is_same_v<T, wire::PingRequest> || std::is_same_v<T, wire::InstallConfigRequest>) {
           return Status::ok();
         } else if constexpr (std::is_same_v<T, wire::ReadRequest>) {
+          if (body.fence && !permissions.may_acquire(identity, body.fence->lock, LockMode::kShared)) {
+            return fence_denied(body.fence->lock);
+          }
           return key_check(permissions.may_read(identity, body.key), "read", body.key);
         } else if constexpr (std::is_same_v<T, wire::ScanRequest>) {
           return permissions.may_read_prefix(identity, body.prefix)
@@ -69,9 +75,8 @@ Status check_permission(const Permissions& permissions, std::string_view identit
           // without write permission is refused; anti-entropy spreads it).
           return key_check(permissions.may_write(identity, body.key), "write", body.key);
         } else if constexpr (std::is_same_v<T, wire::FenceRequest>) {
-          return permissions.may_acquire(identity, body.lock, LockMode::kShared)
-                     ? Status::ok()
-                     : denied("fence lock '" + body.lock + "', which it may not acquire");
+          return permissions.may_acquire(identity, body.lock, LockMode::kShared) ? Status::ok()
+                                                                                 : fence_denied(body.lock);
         } else {  // tree, leaf, read_many, stats: comparing replicas, the whole of their state
           return permissions.may_inspect(identity) ? Status::ok()
                                                    : denied("inspect replicas: that takes the admin role");

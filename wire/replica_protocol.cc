@@ -574,9 +574,15 @@ struct RequestEncoder : RequestEncoderBase {
     pack_u64_field(pk, "limit", r.limit);
   }
   void operator()(const ReadRequest& r) const {
-    head(r.floor_of.empty() ? 4 : 5, "read");
+    const uint32_t fence_fields = r.fence ? (r.fence->sequencer.empty() ? 2 : 3) : 0;
+    head((r.floor_of.empty() ? 4 : 5) + fence_fields, "read");
     pack_bytes_field(pk, "key", r.key);
     if (!r.floor_of.empty()) pack_text_field(pk, "floor_of", r.floor_of);
+    if (r.fence) {
+      pack_text_field(pk, "lock", r.fence->lock);
+      pack_u64_field(pk, "token", r.fence->token);
+      pack_sequencer(r.fence->sequencer);
+    }
   }
 };
 
@@ -712,6 +718,15 @@ Result<ReplicaRequestBody> read_body(const std::string& type, FieldReader& r, co
     ReadRequest rd;
     r.bytes("key", rd.key, limits.max_key_bytes, Need::kRequired);
     r.bytes("floor_of", rd.floor_of, limits.max_lock_bytes, Need::kOptional);
+    // A fenced read carries a fence's fields: lock and token, both or neither.
+    if (r.has("lock") || r.has("token")) {
+      FenceRequest& f = rd.fence.emplace();
+      r.bytes("lock", f.lock, limits.max_lock_bytes, Need::kRequired);
+      r.u64("token", f.token, Need::kRequired);
+      r.bytes("sequencer", f.sequencer, kMaxSequencerBytes, Need::kOptional);
+    } else if (r.has("sequencer")) {
+      return Status(Code::kBadRequest, "a read carries a sequencer only with a fence (lock and token)");
+    }
     return ReplicaRequestBody{std::move(rd)};
   }
   return Status(Code::kUnknownType, "unknown message type '" + type + "'");

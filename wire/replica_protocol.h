@@ -270,6 +270,12 @@ struct ReadRequest {
   // When set, the reply's floors include this lock's, also when no version of
   // the key names it (readers deciding about another replica's version).
   std::string floor_of{};
+  // A fenced read: the replica takes this fence first, as a `fence` request
+  // would, then reads, in one step. So a write under an older token that the
+  // answer does not hold is refused by this replica from then on: a
+  // read-modify-write under the lock (ConditionalStore) learns every older
+  // write that can still be acknowledged (docs/consistency.md).
+  std::optional<FenceRequest> fence{};
   friend bool operator==(const ReadRequest&, const ReadRequest&) = default;
 };
 

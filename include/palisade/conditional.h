@@ -3,14 +3,14 @@
 //
 // Quorums alone cannot compare and set: two writers that read the same
 // version would both write. So each conditional write of a key takes a lock
-// of its own for the key (kLockPrefix + the key) from the lock group, whose
-// acquire fences a write quorum; then it reads the key by the read rules,
-// compares, and writes under that grant, and releases. Conditional writes of
-// one key are so one at a time, and one that stalls past its lease (a pause)
-// finds its write refused (fenced) once the next has fenced: they are
-// linearizable, but for one known hole still open (a stalled write already
-// in flight at the next holder's fence; docs/consistency.md "Conditional
-// writes"). Every writer of such a key must write through here.
+// of its own for the key (kLockPrefix + the key) from the lock group; then
+// it reads the key with the grant's fence (QuorumStore::get under the
+// lease: each replica that answers raises the lock's floor first), compares,
+// and writes under that grant, and releases. Conditional writes of one key
+// are so one at a time, and one that stalls past its lease (a pause) finds
+// its write refused (fenced) once the next has read: they are linearizable
+// (docs/consistency.md "Conditional writes"). Every writer of such a key
+// must write through here.
 //
 // Thread safety: as the LockClient and QuorumStore it uses.
 #pragma once

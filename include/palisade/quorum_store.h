@@ -175,6 +175,14 @@ class QuorumStore {
   WriteResult put(std::string_view key, std::string_view value, const Fence& fence = {});
   WriteResult del(std::string_view key, const Fence& fence = {});
   ReadResult get(std::string_view key);
+  // A fenced read: every replica that answers first raises the lock's fence
+  // floor to the token (as fence() does), then reads, in one step. Besides
+  // what get() promises, no write under an older token of the lock that it
+  // did not return can be acknowledged afterwards: a read-modify-write under
+  // the lock sees every older holder's write that will ever count
+  // (ConditionalStore; docs/consistency.md "Conditional writes").
+  // bad_sequencer when replicas refuse the fence's sequencer.
+  ReadResult get(std::string_view key, const Fence& fence);
   // A prefix read: the keys that start with `prefix` and sort after `after`
   // (byte order; empty: from the first), at most `limit` of them, each with
   // the version get() would return at that moment, by the same rules
@@ -191,6 +199,7 @@ class QuorumStore {
   std::future<WriteResult> put_async(std::string_view key, std::string_view value, const Fence& fence = {});
   std::future<WriteResult> del_async(std::string_view key, const Fence& fence = {});
   std::future<ReadResult> get_async(std::string_view key);
+  std::future<ReadResult> get_async(std::string_view key, const Fence& fence);
   std::future<WriteResult> fence_async(const Fence& fence);
 
   // Writes under a LockClient lease: the lease's lock, token and sequencer.
@@ -199,6 +208,8 @@ class QuorumStore {
   // (replicas take fenced writes only under exclusive locks).
   WriteResult put(std::string_view key, std::string_view value, const Lease& lease);
   WriteResult del(std::string_view key, const Lease& lease);
+  // A fenced read under the lease (get(key, fence) above).
+  ReadResult get(std::string_view key, const Lease& lease);
   std::future<WriteResult> put_async(std::string_view key, std::string_view value, const Lease& lease);
   std::future<WriteResult> del_async(std::string_view key, const Lease& lease);
 

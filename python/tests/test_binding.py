@@ -118,6 +118,10 @@ def test_locks_fence_writes(cluster):
     assert not b.check_sequencer(held.sequencer)
     store.put(key, b"200", lease=taken)
     assert store.get(key).value == b"200"
+    # A fenced read under the lease reads the same; a released lease reads nothing.
+    assert store.get(key, lease=taken).value == b"200"
+    with pytest.raises(palisade.NoSession):
+        store.get(key, lease=held)
     b.close()
     with pytest.raises(palisade.NoSession):
         b.acquire(lock)

@@ -135,6 +135,7 @@ void replica_seeds(Corpus& corpus) {
   request("drop-tombstone", DropTombstoneRequest{"key", kTs, 5});
   request("read", ReadRequest{"key"});
   request("read-floor-of", ReadRequest{"key", "lock"});
+  request("read-fenced", ReadRequest{"key", "other", FenceRequest{"lock", 7, "ps2.a.b"}});
   request("tree", TreeRequest{2, {0, 17, 255}});
   request("leaf", LeafRequest{{1, 2, 0xfffff}});
   request("stats", StatsRequest{10});

@@ -90,7 +90,7 @@ TEST_CASE("conditional: put-if-absent and compare-and-set write once per version
 }
 
 // Its client not given the store, the conditional write fences the key's
-// lock itself (client::fence_on): even one that writes nothing, because the
+// lock itself (its fenced read): even one that writes nothing, because the
 // key is not as expected, leaves a stalled earlier holder's write refused.
 TEST_CASE("conditional: a compare-and-set fences the key's lock when its client does not", "[conditional][recipes]") {
   Fixture fx;
@@ -107,6 +107,33 @@ TEST_CASE("conditional: a compare-and-set fences the key's lock when its client 
   CHECK(missed.status.code() == Code::kStale);
   CHECK(store->put("guarded", "late", stalled).status.code() == Code::kFenced);
   CHECK_FALSE(store->get("guarded").found);
+}
+
+// QuorumStore::get under a lease: the read ConditionalStore makes. The
+// replicas that answer it take the fence first, so a write of an earlier
+// holder made after it is refused.
+TEST_CASE("conditional: a read under a lease fences the lock on the replicas that answer", "[conditional][recipes]") {
+  Fixture fx;
+  auto store = fx.store();
+  auto earlier = fx.client(nullptr);
+  auto later = fx.client(nullptr);  // neither fences on acquire
+  auto first = earlier->acquire("job");
+  REQUIRE(first.is_ok());
+  const Fence stalled{first.value().name(), first.value().token(), first.value().sequencer()};
+  REQUIRE(store->put("job/out", "first", stalled).status.is_ok());
+  REQUIRE(earlier->release(first.value()).is_ok());
+  auto second = later->acquire("job");
+  REQUIRE(second.is_ok());
+  // Before the read, the earlier holder could still write: nobody fenced.
+  REQUIRE(store->put("job/out", "stalled", stalled).status.is_ok());
+  ReadResult read = store->get("job/out", second.value());
+  REQUIRE(read.status.is_ok());
+  CHECK(read.value == "stalled");
+  CHECK(store->put("job/out", "late", stalled).status.code() == Code::kFenced);
+  CHECK(store->get("job/out").value == "stalled");
+  // A released lease reads nothing: its fence is no longer the holder's.
+  REQUIRE(later->release(second.value()).is_ok());
+  CHECK(store->get("job/out", second.value()).status.code() == Code::kNoSession);
 }
 
 using Run = test::CliRun;

@@ -404,6 +404,18 @@ def run(replica):
         check.reply("stats max_floors as text", c.call("stats", max_floors="5"), "bad_request")
         check.reply("stats with a key", c.call("stats", key=b"k1"), "bad_request")
 
+        # a fenced read: the fence first (its floor), then the read
+        check.reply("fenced read", c.call("read", key=b"nothing", lock="M", token=4), "ok",
+                    floor=4, floors={"M": 4})
+        check.reply("fenced read below the floor", c.call("read", key=b"nothing", lock="M", token=3), "ok",
+                    floor=4, floors={"M": 4})
+        check.reply("a write under the fenced read's lock below its token",
+                    c.call("write", key=b"f", value=b"x", ts=encode_ts(3, ms), lock="M"), "fenced", floor=4)
+        check.reply("fenced read of token 0", c.call("read", key=b"nothing", lock="M", token=0), "bad_request")
+        check.reply("fenced read without its token", c.call("read", key=b"nothing", lock="M"), "bad_request")
+        check.reply("a read's sequencer without a fence", c.call("read", key=b"nothing", sequencer="ps2.a.b"),
+                    "bad_request")
+
         # read_many: length-prefixed keys in, one record per key out, in order
         def text(n, data):
             return struct.pack(">" + n, len(data)) + data

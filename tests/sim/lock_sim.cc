@@ -176,7 +176,7 @@ struct SimClient {
   struct Op {
     Kind kind = Kind::kRead;
     size_t record = 0;  // in the history
-    Fence fence{};  // a write's or fence's, to send it again on a newer set
+    Fence fence{};  // a write's, fence's or fenced read's, to send it again on a newer set
     bool moved = false;  // sent again on a newer set
     bool cas = false;  // the read or write of the compare-and-set in progress
   };
@@ -1123,7 +1123,9 @@ class LockSim {
       const client::GrantInfo& g = *done.grant;
       ++grants_;
       check_grant(c, g);
-      if (me.cas && o_.broken_cas_skips_fence) {
+      // A ConditionalStore whose LockClient was not given the store: no
+      // fence on acquire, only the read's.
+      if (me.cas && (o_.broken_cas_skips_fence || !o_.cas_acquire_fences)) {
         me.held = Held{g.lock, g.token, g.sequencer};
         return start_cas_read(c);
       }
@@ -1194,11 +1196,12 @@ class LockSim {
     pump_store(c);
   }
 
-  void start_read(int c, const std::string& key, bool cas = false) {
+  // With a fence: a fenced read (QuorumStore::get under a lease).
+  void start_read(int c, const std::string& key, bool cas = false, const Fence& fence = {}) {
     SimClient& me = cl(c);
     history_.reads.push_back({c, key, world_.now_ms(), 0, Code::kTimeout, false, "", {}});
-    client::OpId op = me.coordinator().start_read(key, world_.now_ms());
-    me.ops[op] = {.kind = SimClient::Kind::kRead, .record = history_.reads.size() - 1, .cas = cas};
+    client::OpId op = me.coordinator().start_read(key, world_.now_ms(), fence);
+    me.ops[op] = {.kind = SimClient::Kind::kRead, .record = history_.reads.size() - 1, .fence = fence, .cas = cas};
     pump_store(c);
   }
 
@@ -1206,7 +1209,7 @@ class LockSim {
 
   // A read of a compare-and-set key now and then, else a compare-and-set of
   // it, expecting mostly what this client last read of it: take the key's
-  // lock (ConditionalStore::lock_for), fence, read, compare, write under the
+  // lock (ConditionalStore::lock_for), fenced read, compare, write under the
   // grant, release.
   void start_cas(int c) {
     SimClient& me = cl(c);
@@ -1236,9 +1239,15 @@ class LockSim {
     pump_session(c);
   }
 
+  // The read is fenced by the grant, as ConditionalStore reads: a write of
+  // an earlier holder still in flight can no longer land where it did not
+  // answer (the negative controls read unfenced).
   void start_cas_read(int c) {
-    cl(c).phase = SimClient::Phase::kCasReading;
-    start_read(c, cl(c).cas->key, /*cas=*/true);
+    SimClient& me = cl(c);
+    me.phase = SimClient::Phase::kCasReading;
+    const bool fenced = !o_.broken_cas_without_lock && !o_.broken_cas_skips_fence && !o_.broken_cas_read_unfenced;
+    start_read(c, me.cas->key, /*cas=*/true,
+               fenced ? Fence{me.held->lock, me.held->token, me.held->sequencer} : Fence{});
   }
 
   void cas_compare(int c, const ReadResult& read) {
@@ -1363,7 +1372,7 @@ class LockSim {
       } else if (what.kind == SimClient::Kind::kFence) {
         again = me.coordinator().start_fence(what.fence, now);
       } else {
-        again = me.coordinator().start_read(history_.reads[what.record].key, now);
+        again = me.coordinator().start_read(history_.reads[what.record].key, now, what.fence);
       }
       moved_ops[again] = what;
       moved_ops[again].moved = true;

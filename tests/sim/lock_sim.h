@@ -48,14 +48,20 @@ struct LockSimOptions {
   int cycles_per_client = 5;  // acquire, fence, write, release
   int locks = 2;
   // Keys that clients also compare-and-set, in half their cycles, with
-  // ConditionalStore's steps (lock palisade.cas/KEY, fence, read, compare,
+  // ConditionalStore's steps (lock palisade.cas/KEY, fenced read, compare,
   // write under the grant, release), and read: each key's history must be
   // linearizable (tests/support/register_history.h). 0: none.
   int cas_keys = 0;
+  // Their LockClient fences on acquire (it was given the store) before the
+  // fenced read; false: only the read fences.
+  bool cas_acquire_fences = true;
   // Negative controls of compare-and-set: read, compare and write without
-  // the key's lock; take the lock but skip its fence.
+  // the key's lock; take the lock but fence neither on acquire nor with the
+  // read; fence on acquire but read unfenced (a write in flight at the fence
+  // may land after the read: the hole the fenced read closed).
   bool broken_cas_without_lock = false;
   bool broken_cas_skips_fence = false;
+  bool broken_cas_read_unfenced = false;
   NetworkFaults faults;
   double isolate_per_second = 0.03;        // chance per second that a node is cut off for a while
   double lockd_crash_per_second = 0.02;

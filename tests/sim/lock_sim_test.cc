@@ -197,63 +197,72 @@ TEST_CASE("lock sim: the same seed gives the same trace hash", "[sim]") {
 
 // Four clients compare-and-set one key in half their cycles, amid every fault
 // of the main sweep (LockSimOptions::cas_keys), with ConditionalStore's steps:
-// the key's lock, its fence, a read, client::conditional_compare, a write
-// under the grant, the release. The fence is decided by
-// client::grant_fence_status whether the client fences on acquire or the
-// recipe does (client::fence_on), so both ways run these steps. Each run's
-// history of the key (its compare-and-sets and reads) must be linearizable.
-// `pause`: the chance a client stalls between its compare and its write (or
-// its lease check and write), for up to 40 s, past its lease.
-LockSimOptions cas_workload(double pause) {
+// the key's lock (fenced on acquire, as a LockClient given the store does, or
+// not), a fenced read, client::conditional_compare, a write under the grant,
+// the release. Each run's history of the key (its compare-and-sets and reads)
+// must be linearizable. `pause`: the chance a client stalls between its
+// compare and its write (or its lease check and write), for up to 40 s, past
+// its lease.
+LockSimOptions cas_workload(double pause, bool acquire_fences = true) {
   LockSimOptions o;
   o.cas_keys = 1;
   o.clients = 4;
   o.cycles_per_client = 8;
   o.pause = pause;
+  o.cas_acquire_fences = acquire_fences;
   return o;
 }
 
 // PALISADE_LOCK_SIM_CAS_SEEDS seeds (1,000 by default) at the default pause,
-// in slices, and half as many with stalls.
-void run_cas_slice(double pause, uint64_t slice, uint64_t slices, uint64_t share = 1) {
+// in slices, and half as many with stalls where only the read fences.
+void run_cas_slice(const LockSimOptions& o, uint64_t slice, uint64_t slices, uint64_t share = 1) {
   uint64_t ok = 0, stale = 0, unknown = 0;
-  const uint64_t runs =
-      run_seeds(cas_workload(pause), {seed_count_from_env("PALISADE_LOCK_SIM_CAS_SEEDS", 1000) / share, slice, slices},
-                "palisade-sim --sim lock --cas-keys 1 --clients 4 --cycles 8 --pause " + std::to_string(pause),
-                run_lock_sim, [&](const LockSimResult& r) {
-                  ok += r.cas_ok;
-                  stale += r.cas_stale;
-                  unknown += r.cas_unknown;
-                });
+  const uint64_t runs = run_seeds(o, {seed_count_from_env("PALISADE_LOCK_SIM_CAS_SEEDS", 1000) / share, slice, slices},
+                                  "palisade-sim --sim lock --cas-keys 1 --clients 4 --cycles 8 --pause " +
+                                      std::to_string(o.pause) + (o.cas_acquire_fences ? "" : " --cas-no-acquire-fence"),
+                                  run_lock_sim, [&](const LockSimResult& r) {
+                                    ok += r.cas_ok;
+                                    stale += r.cas_stale;
+                                    unknown += r.cas_unknown;
+                                  });
   CHECK(ok > 3 * runs);  // about 6 per seed
   CHECK(stale > 3 * runs);  // about 8 per seed
   CHECK(unknown > runs / 20);  // about 0.2 per seed: timeouts, the outcome the checker must place or drop
 }
 
-TEST_CASE("lock sim: compare-and-sets are linearizable, seeds 1 mod 2", "[sim][cas]") { run_cas_slice(0.15, 0, 2); }
-TEST_CASE("lock sim: compare-and-sets are linearizable, seeds 0 mod 2", "[sim][cas]") { run_cas_slice(0.15, 1, 2); }
+TEST_CASE("lock sim: compare-and-sets are linearizable, seeds 1 mod 2", "[sim][cas]") {
+  run_cas_slice(cas_workload(0.15), 0, 2);
+}
+TEST_CASE("lock sim: compare-and-sets are linearizable, seeds 0 mod 2", "[sim][cas]") {
+  run_cas_slice(cas_workload(0.15), 1, 2);
+}
 TEST_CASE("lock sim: compare-and-sets of clients that stall past their leases are linearizable", "[sim][cas]") {
-  run_cas_slice(0.8, 0, 1, /*share=*/2);
+  run_cas_slice(cas_workload(0.8, /*acquire_fences=*/false), 0, 1, /*share=*/2);
 }
 
-// The known hole of conditional writes (docs/consistency.md "Conditional
-// writes"; issue #29): a conditional write stalled between its compare and
-// its write sends its write just before the next holder's fence; one replica
-// took it before the fence came, and the fence (W replicas) missed another,
-// which takes it after the next holder read the key as absent. Both succeed
-// from "absent". Soak seed 80,018,916 of `--cas-keys 1 --clients 4 --cycles 8`.
-// Marked shouldfail: it passes while the hole is there, and fails once it is
-// closed (then drop the mark).
-TEST_CASE("lock sim: known hole, a conditional write in flight at the next fence can land", "[sim][cas][!shouldfail]") {
+// The hole the fenced read closed (docs/design-changes.md): a conditional
+// write stalled between its compare and its write sends its write just
+// before the next holder's fence; one replica took it before the fence came,
+// and the fence (W replicas) missed another, which took it after the next
+// holder read the key as absent: both succeeded from "absent". Soak seed
+// 80,018,916 of `--cas-keys 1 --clients 4 --cycles 8`: with the read
+// unfenced it is caught (so the seed still plays the hole out), with the
+// fenced read it is linearizable.
+TEST_CASE("lock sim: a conditional write in flight at the next holder's fence cannot land after its read",
+          "[sim][cas]") {
   LockSimOptions o = cas_workload(0.15);
   o.seed = 80018916;
   const LockSimResult r = run_lock_sim(o);
   for (const auto& v : r.violations) UNSCOPED_INFO(v);
-  REQUIRE(r.violations.empty());
+  CHECK(r.violations.empty());
+  o.broken_cas_read_unfenced = true;
+  const LockSimResult unfenced = run_lock_sim(o);
+  CHECK(reports(unfenced, "compare-and-sets of 'cas0' are not linearizable"));
 }
 
 TEST_CASE("lock sim: the same seed gives the same trace with compare-and-sets", "[sim][cas]") {
   check_same_seed_same_trace(cas_workload(0.15), run_lock_sim);
+  check_same_seed_same_trace(cas_workload(0.8, /*acquire_fences=*/false), run_lock_sim);
 }
 
 uint64_t not_linearizable(const LockSimResult& r) {
@@ -272,7 +281,7 @@ TEST_CASE("lock sim: negative control, compare-and-sets without the key's lock a
 // write past its lease writes after the next holder read the same version
 // (and before its write), and both succeed. Only the fence refuses the first.
 TEST_CASE("lock sim: negative control, compare-and-sets that skip the lock's fence are caught", "[sim][cas]") {
-  LockSimOptions broken = cas_workload(0.8);
+  LockSimOptions broken = cas_workload(0.8, /*acquire_fences=*/false);
   broken.broken_cas_skips_fence = true;
   CHECK(count_caught(broken, 100, run_lock_sim, not_linearizable) >= 20);  // 44 of seeds 1..100
 }

@@ -148,11 +148,18 @@ int main(int argc, char** argv) {
                  "history must be linearizable (--sim lock)")
       ->capture_default_str()
       ->check(CLI::Range(0, 100));
+  bool cas_no_acquire_fence = false;
+  app.add_flag("--cas-no-acquire-fence", cas_no_acquire_fence,
+               "Compare-and-sets fence only with their read, not on acquire too (a LockClient not given the store; "
+               "--sim lock)");
   app.add_flag("--broken-cas-without-lock", l.broken_cas_without_lock,
                "Negative control: compare-and-sets read, compare and write without the key's lock (--sim lock; use "
                "with --cas-keys)");
   app.add_flag("--broken-cas-skips-fence", l.broken_cas_skips_fence,
-               "Negative control: compare-and-sets take the key's lock but skip its fence (--sim lock; use with "
+               "Negative control: compare-and-sets take the key's lock but fence neither on acquire nor with their "
+               "read (--sim lock; use with --cas-keys)");
+  app.add_flag("--broken-cas-read-unfenced", l.broken_cas_read_unfenced,
+               "Negative control: compare-and-sets fence on acquire but read unfenced (--sim lock; use with "
                "--cas-keys)");
   app.add_flag("--broken-fence-floor", broken_floor, "Negative control: replicas ignore fence floors");
   app.add_flag("--broken-master-lease", broken_lease, "Negative control: nobody honours the master lease (--sim lock)");
@@ -283,6 +290,7 @@ int main(int argc, char** argv) {
 
   q.keep_trace = l.keep_trace = st.keep_trace = trace;
   q.broken_replicas_skip_fence_floor = l.broken_replicas_skip_fence_floor = broken_floor;
+  l.cas_acquire_fences = !cas_no_acquire_fence;
   l.broken_master_ignores_lease = broken_lease;
   l.broken_lockd_ignore_lock_delay = broken_delay;
   l.broken_replicas_trust_everyone = broken_trust;
@@ -300,16 +308,17 @@ int main(int argc, char** argv) {
   l.broken_replacement_skips_pause = q.broken_replacement_skips_pause;
   l.broken_targets_skip_floors = q.broken_targets_skip_floors;
   l.clients = q.clients;
-  bool broken =
-      broken_floor || broken_lease || broken_delay || broken_trust || l.broken_lockd_reply_before_sync ||
-      l.broken_members_outside_log || l.broken_replicas_ignore_sequencer_lock || l.broken_lease_without_drift_margin ||
-      l.broken_clients_ignore_failed_fence || l.broken_clients_lease_from_reply || l.broken_cas_without_lock ||
-      l.broken_cas_skips_fence || q.broken_replicas_pending_as_committed || q.broken_replicas_hide_pending ||
-      q.broken_replica_acks_without_storing || q.broken_replicas_skip_checksum || q.broken_literal_fenced_rule ||
-      q.broken_quorums_do_not_intersect || q.broken_replicas_forget_dropped || q.broken_writes_keep_floor ||
-      q.broken_skip_read_repair || q.broken_scan_trusts_listing || q.broken_watcher_tells_new_keys_only ||
-      q.broken_replacement_skips_paused_fill || q.broken_replacement_skips_pause || q.broken_targets_skip_floors ||
-      l.broken_pause_never_ends || st.broken_lying_journal_sync;
+  bool broken = broken_floor || broken_lease || broken_delay || broken_trust || l.broken_lockd_reply_before_sync ||
+                l.broken_members_outside_log || l.broken_replicas_ignore_sequencer_lock ||
+                l.broken_lease_without_drift_margin || l.broken_clients_ignore_failed_fence ||
+                l.broken_clients_lease_from_reply || l.broken_cas_without_lock || l.broken_cas_skips_fence ||
+                l.broken_cas_read_unfenced || q.broken_replicas_pending_as_committed ||
+                q.broken_replicas_hide_pending || q.broken_replica_acks_without_storing ||
+                q.broken_replicas_skip_checksum || q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect ||
+                q.broken_replicas_forget_dropped || q.broken_writes_keep_floor || q.broken_skip_read_repair ||
+                q.broken_scan_trusts_listing || q.broken_watcher_tells_new_keys_only ||
+                q.broken_replacement_skips_paused_fill || q.broken_replacement_skips_pause ||
+                q.broken_targets_skip_floors || l.broken_pause_never_ends || st.broken_lying_journal_sync;
   uint64_t unsafe = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
     q.seed = l.seed = st.seed = seed;

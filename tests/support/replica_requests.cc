@@ -14,13 +14,19 @@ wire::ReplicaRequest fence_req(std::string lock, uint64_t token) { return {0, wi
 wire::ReplicaRequest commit_req(std::string key, FencedTimestamp ts) { return {0, wire::CommitRequest{std::move(key), ts}}; }
 wire::ReplicaRequest purge_req(std::string key, FencedTimestamp ts) { return {0, wire::PurgeRequest{std::move(key), ts}}; }
 wire::ReplicaRequest read_req(std::string key) { return {0, wire::ReadRequest{std::move(key)}}; }
+wire::ReplicaRequest fenced_read_req(std::string key, std::string lock, uint64_t token) {
+  return {0, wire::ReadRequest{std::move(key), "", wire::FenceRequest{std::move(lock), token}}};
+}
 wire::ReplicaRequest ping_req() { return {0, wire::PingRequest{}}; }
 wire::ReplicaRequest with_sequencer(wire::ReplicaRequest r, std::string sequencer) {
-  // A body is one or the other: the string is moved once.
+  // A body is one of them: the string is moved once.
+  auto* read = std::get_if<wire::ReadRequest>(&r.body);
   if (auto* w = std::get_if<wire::WriteRequest>(&r.body)) {
     w->sequencer = std::move(sequencer);
   } else if (auto* f = std::get_if<wire::FenceRequest>(&r.body)) {
     f->sequencer = std::move(sequencer);
+  } else if (read != nullptr && read->fence) {
+    read->fence->sequencer = std::move(sequencer);
   }
   return r;
 }

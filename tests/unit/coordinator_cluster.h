@@ -135,7 +135,9 @@ class Cluster {
   }
   OpId del(std::string key, Fence fence) { return started(coord_->start_write(std::move(key), "", true, fence, now_)); }
   OpId fence(Fence fence) { return started(coord_->start_fence(fence, now_)); }
-  OpId get(std::string key) { return started(coord_->start_read(std::move(key), now_)); }
+  OpId get(std::string key, const Fence& fence = {}) {
+    return started(coord_->start_read(std::move(key), now_, fence));
+  }
   OpId scan(std::string prefix, std::string after = "", size_t limit = 1000) {
     return started(coord_->start_scan(std::move(prefix), std::move(after), limit, now_));
   }

@@ -766,6 +766,80 @@ TEST_CASE("a pending version superseded by the fence floor is purged and never r
   CHECK((!v || v->ts != loser));
 }
 
+// The hole the fenced read closed (lock sim seed 80,018,916): an earlier
+// holder's write reached replica 1 before the next holder's fence, which
+// reached replicas 1 and 2 only. A plain read then skips the write (one copy,
+// and replica 0 could still take it) and leaves it pending: replica 0 takes
+// it later and it is acknowledged, after a read that said "absent". A fenced
+// read raises replica 0's floor before it answers: the write can never reach
+// W copies, so the read purges it.
+TEST_CASE("a fenced read leaves no earlier holder's write in flight able to land", "[coordinator][read][fence]") {
+  const FencedTimestamp stalled = ts(3, -500);
+  for (const bool fenced : {false, true}) {
+    DYNAMIC_SECTION((fenced ? "fenced read" : "plain read")) {
+      Cluster c;
+      c.seed(1, write_req("k", "stalled", stalled, "L"));
+      c.seed(1, fence_req("L", 7));
+      c.seed(2, fence_req("L", 7));
+      ReadResult r = c.read_result(c.get("k", fenced ? Fence{"L", 7} : Fence{}));
+      REQUIRE(r.status.is_ok());
+      CHECK_FALSE(r.found);
+      c.advance_to(kLazySend);
+      // The earlier holder's write goes on to replica 0.
+      const Code late = c.replica(0).call(write_req("k", "stalled", stalled, "L")).status.code();
+      if (fenced) {
+        for (const auto& [replica, body] : c.sent<wire::ReadRequest>()) {
+          INFO("replica " << replica);
+          REQUIRE(body.fence);
+          CHECK(*body.fence == wire::FenceRequest{"L", 7});
+        }
+        CHECK(c.sent_to<wire::PurgeRequest>() == std::vector<int>{1});
+        CHECK_FALSE(c.replica(1).stored("k"));
+        CHECK(late == Code::kFenced);
+        CHECK(c.replica(0).floor("L") == 7);
+      } else {  // the hole: two copies, acknowledged after the read said absent
+        CHECK(c.sent_to<wire::PurgeRequest>().empty());
+        CHECK(late == Code::kOk);
+        CHECK(c.replica(1).stored("k"));
+      }
+    }
+  }
+}
+
+TEST_CASE("a fenced read asks every replica with its fence, hedges included", "[coordinator][read][fence]") {
+  Cluster c;
+  c.seed_all(committed(write_req("k", "v", ts(2, -1000), "L")));
+  c.hold = to(2);
+  OpId op = c.get("k", Fence{"L", 4, "seq"});
+  c.advance_to(kHedge);
+  CHECK(c.sent_to<wire::ReadRequest>() == std::vector<int>{1, 2, 0, 2});
+  for (const auto& [replica, body] : c.sent<wire::ReadRequest>()) {
+    REQUIRE(body.fence);
+    CHECK(*body.fence == wire::FenceRequest{"L", 4, "seq"});
+  }
+  ReadResult r = c.read_result(op);
+  CHECK(r.value == "v");
+  CHECK(c.replica(0).floor("L") == 4);
+  CHECK(c.replica(1).floor("L") == 4);
+  // Half a fence is a bad request, and nothing is sent.
+  const size_t sent = c.log().size();
+  CHECK(c.read_result(c.get("k", Fence{"L", 0})).status.code() == Code::kBadRequest);
+  CHECK(c.read_result(c.get("k", Fence{"", 5})).status.code() == Code::kBadRequest);
+  CHECK(c.log().size() == sent);
+}
+
+TEST_CASE("a fenced read whose sequencer replicas refuse is bad_sequencer, without waiting",
+          "[coordinator][read][sequencer]") {
+  const ClusterKey key = ClusterKey::from_hex(std::string(64, '1')).value();
+  Cluster c({}, replica::ReplicaAuth{key, "g", 2});
+  const Fence good{"L", 3, sign_sequencer({"g", "L", LockMode::kExclusive, 3}, key)};
+  CHECK(c.read_result(c.get("k", good)).status.is_ok());
+  ReadResult bad = c.read_result(c.get("k", Fence{"L", 4, good.sequencer}));
+  CHECK(bad.status.code() == Code::kBadSequencer);
+  CHECK(c.elapsed() == 0);
+  for (int i = 0; i < 3; ++i) CHECK(c.replica(i).floor("L") <= 3);
+}
+
 TEST_CASE("a read that cannot decide about a pending version is unavailable at the deadline",
           "[coordinator][read][fence]") {
   Cluster c;

@@ -162,14 +162,15 @@ TEST_CASE("replica config: a request naming an older version is refused with the
   CHECK(r.call(stats).status.is_ok());
 }
 
-TEST_CASE("replica config: a paused set refuses writes and fences, and serves reads and a fill's copies",
-          "[replica][config]") {
+TEST_CASE(
+    "replica config: a paused set refuses writes and fences (fenced reads too), and serves reads and a fill's copies",
+    "[replica][config]") {
   replica::MemoryStore store;
   Replica r(store);
   REQUIRE(r.call(install(certificate(1))).status.is_ok());
   REQUIRE(r.call(naming(write_req("k", "v", kTs), 1)).status.is_ok());
   REQUIRE(r.call(install(certificate(2, ReplicaPhase::kPaused))).status.is_ok());
-  for (const ReplicaRequest& req : {write_req("k", "w", kTs), fence_req("L", 0)}) {
+  for (const ReplicaRequest& req : {write_req("k", "w", kTs), fence_req("L", 0), test::fenced_read_req("k", "L", 1)}) {
     ReplicaReply reply = r.call(naming(req, 2));
     INFO(wire::request_type(req.body));
     CHECK(reply.status.code() == Code::kUnavailable);

@@ -253,6 +253,11 @@ TEST_CASE("replica driver: with roles configured, each request needs its permiss
   CHECK(code_of(test::purge_req("ledger/1", ts(0)), "worker") == Code::kPermissionDenied);
   CHECK(code_of(test::fence_req("ledger", 3), "worker") == Code::kPermissionDenied);
   CHECK(code_of(test::fence_req("jobs/a", 3), "worker") == Code::kOk);
+  // A fenced read is a read of the key and a fence of the lock.
+  CHECK(code_of(test::fenced_read_req("jobs/1", "jobs/a", 4), "worker") == Code::kOk);
+  CHECK(code_of(test::fenced_read_req("jobs/1", "ledger", 4), "worker") == Code::kPermissionDenied);
+  CHECK(code_of(test::fenced_read_req("ledger/1", "jobs/a", 4), "worker") == Code::kPermissionDenied);
+  CHECK(code_of(test::fenced_read_req("jobs/1", "jobs/b", 4), "auditor") == Code::kPermissionDenied);
   CHECK(code_of(wire::ReplicaRequest{.body = wire::StatsRequest{}}, "worker") == Code::kPermissionDenied);
   CHECK(code_of(test::ping_req(), "worker") == Code::kOk);
   // A read-only identity reads anything and writes nothing.

@@ -19,6 +19,7 @@ namespace {
 using test::commit_req;
 using test::delete_req;
 using test::fence_req;
+using test::fenced_read_req;
 using test::purge_req;
 using test::read_req;
 using test::with_sequencer;
@@ -440,6 +441,53 @@ TEST_CASE("read with floor_of reports that lock's floor, also for a missing key"
   CHECK(reply.floors.at("M") == 8);
 }
 
+// The fenced read closes the gap a fence alone leaves: the versions it
+// answers with are all this replica will ever hold under older tokens.
+TEST_CASE("a fenced read raises the floor, then answers, in one step", "[replica]") {
+  Replica r;
+  REQUIRE(r.call(write_req("k", "old", ts(3), "L")).status.is_ok());
+  ReplicaReply reply = r.call(fenced_read_req("k", "L", 7));
+  REQUIRE(reply.status.is_ok());
+  REQUIRE(reply.versions.size() == 1);
+  CHECK(reply.versions[0].value == "old");  // stored before the fence: still answered
+  CHECK(reply.floor == 7);
+  CHECK(reply.floors.at("L") == 7);
+  CHECK(r.handler.floors_raised() == std::vector<replica::ReplicaHandler::FloorRaise>{{"L", 7}});
+  // A write of an earlier holder that comes after it is refused for good.
+  CHECK(r.call(write_req("k", "late", ts(5), "L")).status.code() == Code::kFenced);
+  CHECK(r.call(write_req("other", "late", ts(6), "L")).status.code() == Code::kFenced);
+  CHECK(r.call(write_req("k", "holder", ts(7, 1), "L")).status.is_ok());
+  // Below the floor it raises nothing, and reports the floor, as a fence does;
+  // a key never written is answered too.
+  reply = r.call(fenced_read_req("absent", "L", 4));
+  REQUIRE(reply.status.is_ok());
+  CHECK(reply.versions.empty());
+  CHECK(reply.floor == 7);
+  CHECK(reply.floors.at("L") == 7);
+  CHECK(r.handler.floors_raised().empty());
+  // Reads of one batch see the fence that came before them in it.
+  std::vector<ReplicaRequest> batch = {fenced_read_req("k", "M", 2), read_req("k")};
+  std::get<wire::ReadRequest>(batch[1].body).floor_of = "M";
+  auto replies = r.handler.handle_batch(batch);
+  CHECK(replies[1].floors.at("M") == 2);
+}
+
+TEST_CASE("a fenced read is refused as its fence would be, and changes nothing", "[replica]") {
+  Replica r;
+  REQUIRE(r.call(write_req("k", "x", ts(3), "L")).status.is_ok());
+  ReplicaReply bad = r.call(fenced_read_req("k", "L", 0));
+  CHECK(bad.status.code() == Code::kBadRequest);
+  CHECK(bad.versions.empty());
+  CHECK(r.floor("L") == 3);
+  // A replica whose disk failed serves plain reads, not fenced ones.
+  r.store.fail_next_commit();
+  REQUIRE(r.call(fence_req("L", 4)).status.code() == Code::kStorageError);
+  CHECK(r.call(read_req("k")).status.is_ok());
+  ReplicaReply failed = r.call(fenced_read_req("k", "L", 5));
+  CHECK(failed.status.code() == Code::kStorageError);
+  CHECK(failed.versions.empty());
+}
+
 TEST_CASE("a committed write stores the version committed and upgrades an equal pending one", "[replica]") {
   Replica r;
   auto repair = write_req("k", "x", ts(4), "L");
@@ -699,6 +747,13 @@ TEST_CASE("with a cluster key, fenced writes and fences need a valid sequencer o
       {"write with another lock's sequencer", with_sequencer(write_req("k", "x", ts(5), "L"), seq("M", 5)),
        Code::kBadSequencer},
       {"fence with another lock's sequencer", with_sequencer(fence_req("L", 5), seq("M", 5)), Code::kBadSequencer},
+      {"fenced read with its sequencer", with_sequencer(fenced_read_req("k", "L", 5), good), Code::kOk},
+      {"fenced read without a sequencer", fenced_read_req("k", "L", 5), Code::kBadSequencer},
+      {"fenced read with a forged MAC",
+       with_sequencer(fenced_read_req("k", "L", huge), seq("L", huge, LockMode::kExclusive, kOtherKey)),
+       Code::kBadSequencer},
+      {"fenced read with another lock's sequencer", with_sequencer(fenced_read_req("k", "L", 5), seq("M", 5)),
+       Code::kBadSequencer},
       {"write of a higher token than its sequencer", with_sequencer(write_req("k", "x", ts(6), "L"), good),
        Code::kBadSequencer},
       {"write of a lower token than its sequencer", with_sequencer(write_req("k", "x", ts(4), "L"), good),
@@ -717,7 +772,8 @@ TEST_CASE("with a cluster key, fenced writes and fences need a valid sequencer o
       ReplicaReply reply = r.call(c.request);
       INFO(reply.status.to_string());
       CHECK(reply.status.code() == c.code);
-      const bool fence = std::holds_alternative<wire::FenceRequest>(c.request.body);
+      const bool fence = std::holds_alternative<wire::FenceRequest>(c.request.body) ||
+                         std::holds_alternative<wire::ReadRequest>(c.request.body);
       if (c.code == Code::kOk) {
         if (!fence) CHECK(r.stored("k"));
         if (fence || std::get<wire::WriteRequest>(c.request.body).ts.token != 0) CHECK(r.floor("L") == 5);

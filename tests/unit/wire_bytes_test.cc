@@ -72,6 +72,9 @@ std::vector<Pinned> replica_requests() {
       {"read with floor_of", encode_request({12, ReadRequest{"k", "M"}}),
        "85 a1 76 01 a2 69 64 0c a4 74 79 70 65 a4 72 65 61 64 a3 6b 65 79 c4 01 6b a8 66 6c 6f 6f 72 5f "
        "6f 66 a1 4d"},
+      {"fenced read", encode_request({12, ReadRequest{"k", "", FenceRequest{"L", 7, "ps1.a.b"}}}),
+       "87 a1 76 01 a2 69 64 0c a4 74 79 70 65 a4 72 65 61 64 a3 6b 65 79 c4 01 6b a4 6c 6f 63 6b a1 4c "
+       "a5 74 6f 6b 65 6e 07 a9 73 65 71 75 65 6e 63 65 72 a7 70 73 31 2e 61 2e 62"},
       {"tree", encode_request({13, TreeRequest{2, {0, 255}}}),
        "85 a1 76 01 a2 69 64 0d a4 74 79 70 65 a4 74 72 65 65 a5 6c 65 76 65 6c 02 a5 6e 6f 64 65 73 c4 "
        "10 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 ff"},

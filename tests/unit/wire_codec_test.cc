@@ -167,6 +167,9 @@ TEST_CASE("wire: every request type round-trips", "[wire]") {
       {"read", {9, ReadRequest{"k"}}},
       {"read of the empty key", {10, ReadRequest{""}}},
       {"read with the floor of another lock", {11, ReadRequest{"k", "M"}}},
+      {"fenced read", {11, ReadRequest{"k", "", FenceRequest{"L", 9}}}},
+      {"fenced read with a sequencer and another lock's floor",
+       {11, ReadRequest{"k", "M", FenceRequest{"L", UINT64_MAX, "ps2.abc.def"}}}},
       {"write naming its cluster", {12, kWrite, std::string("\x00\xff\x5a cluster id \x01", 16)}},
       {"ping naming its cluster", {13, PingRequest{}, std::string(16, '\x07')}},
       {"write naming its replica set", {14, kWrite, "", 7}},
@@ -206,8 +209,11 @@ TEST_CASE("wire: random requests round-trip", "[wire]") {
       case 4:
         r.body = PurgeRequest{key, random_ts(rng)};
         break;
-      default:
-        r.body = ReadRequest{key, rng() % 2 == 0 ? "" : random_bytes(rng, 20)};
+      default: {
+        ReadRequest read{key, rng() % 2 == 0 ? "" : random_bytes(rng, 20)};
+        if (rng() % 3 == 0) read.fence = FenceRequest{random_bytes(rng, 20), rng(), random_bytes(rng, 30)};
+        r.body = std::move(read);
+      }
     }
     return r;
   };
@@ -525,8 +531,11 @@ TEST_CASE("wire: a request's cluster is the 16 bytes of a cluster id", "[wire]")
 TEST_CASE("wire: wrong field types are BadRequest", "[wire]") {
   const Fields fence = {{"v", u64(1)}, {"id", u64(kId)}, {"type", str("fence")}, {"lock", str("L")}, {"token", u64(3)}};
   const Fields commit = {{"v", u64(1)}, {"id", u64(kId)}, {"type", str("commit")}, {"key", bin("k")}, {"ts", ts_bin(kTs)}};
+  const Fields fenced_read = {{"v", u64(1)},     {"id", u64(kId)},   {"type", str("read")},
+                              {"key", bin("k")}, {"lock", str("L")}, {"token", u64(3)}};
   REQUIRE(decode(map_of(fence)).code == Code::kOk);
   REQUIRE(decode(map_of(commit)).code == Code::kOk);
+  REQUIRE(decode(map_of(fenced_read)).code == Code::kOk);
   const auto ts_bytes = kTs.encode();
   const std::string ts16(reinterpret_cast<const char*>(ts_bytes.data()), ts_bytes.size());
   test::check_cases(
@@ -559,6 +568,11 @@ TEST_CASE("wire: wrong field types are BadRequest", "[wire]") {
               {"token as float32", with(fence, "token", raw(std::string("\xca\x40\x40\0\0", 5)))},
               {"token missing", without(fence, "token")},
               {"fence lock missing", without(fence, "lock")},
+              {"fenced read without its token", without(fenced_read, "token")},
+              {"fenced read without its lock", without(fenced_read, "lock")},
+              {"fenced read's token as string", with(fenced_read, "token", str("3"))},
+              {"a read's sequencer without a fence",
+               with(without(without(fenced_read, "lock"), "token"), "sequencer", str("ps2.a.b"))},
               {"commit ts of 15 bytes", with(commit, "ts", bin(ts16.substr(0, 15)))},
               {"commit key as nil", with(commit, "key", nil())},
               {"commits as int", with(write_fields(), "commits", u64(1))},
