@@ -29,6 +29,7 @@
 #include "lockgroup/peer_auth.h"
 #include "transport/transport.h"
 #include "config/cluster_config.h"
+#include "palisade/conditional.h"
 #include "palisade/lock_client.h"
 #include "palisade/quorum_store.h"
 #include "palisade/sequencer.h"
@@ -42,7 +43,7 @@ using namespace std::chrono_literals;
 // Three lockd nodes, three replicas, a client identity "app" and an "admin",
 // each with a key file under keys/; the daemons run from the start. With
 // `roles`, the file also has [[role]] "jobs" (locks, reads and writes under
-// jobs/) and "reader" (reads anything), and identities "worker" (jobs) and
+// jobs/, and conditional writes there) and "reader" (reads anything), and identities "worker" (jobs) and
 // "auditor" (reader); "app" then has no role, so it may do nothing.
 class SecureCluster {
  public:
@@ -63,8 +64,9 @@ class SecureCluster {
     add_identity("app", "", "");
     add_identity("admin", "admin", "");
     if (roles) {
-      config_.roles = {Role{.name = "jobs", .locks = {"jobs/*"}, .read = {"jobs/*"}, .write = {"jobs/*"}},
-                       Role{.name = "reader", .read = {"*"}}};
+      config_.roles = {
+          Role{.name = "jobs", .locks = {"jobs/*", "palisade.cas/jobs/*"}, .read = {"jobs/*"}, .write = {"jobs/*"}},
+          Role{.name = "reader", .read = {"*"}}};
       add_identity("worker", "jobs", "");
       add_identity("auditor", "reader", "");
     }
@@ -399,6 +401,12 @@ TEST_CASE("security: an identity allowed only jobs/* locks and writes there and 
   const WriteResult under_lock = store.value()->put("ledger/2", "stolen", job.value());
   CHECK(under_lock.status.code() == Code::kPermissionDenied);
   CHECK(store.value()->get("ledger/1").status.code() == Code::kPermissionDenied);
+  // A fenced read needs the key's read and the lock's acquire.
+  const ReadResult fenced_read = store.value()->get("jobs/1/out", job.value());
+  REQUIRE(fenced_read.status.is_ok());
+  CHECK(fenced_read.value == "done");
+  CHECK(store.value()->get("jobs/1/out", Fence{"ledger", job.value().token()}).status.code() ==
+        Code::kPermissionDenied);
 
   // Nothing of it landed: an admin sees no ledger lock and no ledger keys.
   auto admin_store = QuorumStore::open(cluster.store_options(cluster.credentials("admin")));
@@ -432,6 +440,11 @@ TEST_CASE("security: an identity allowed only jobs/* locks and writes there and 
   auto app = QuorumStore::open(cluster.store_options(cluster.credentials("app")));
   REQUIRE(app.is_ok());
   CHECK(app.value()->put("jobs/1/out", "x").status.code() == Code::kPermissionDenied);
+
+  // Conditional writes take the lock palisade.cas/KEY, which the role lists for jobs/*.
+  ConditionalStore conditional(*locks.value(), *store.value());
+  CHECK(conditional.put("jobs/counter", "1", Expect::absent()).status.is_ok());
+  CHECK(conditional.put("ledger/counter", "1", Expect::absent()).status.code() == Code::kPermissionDenied);
 }
 
 TEST_CASE("security: a read-only identity can get but not put, delete or lock", "[security]") {
