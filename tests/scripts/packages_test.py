@@ -9,13 +9,14 @@
 4. The daemons run by their units' command lines (ExecStart, as the unit's
    User, on the unit's StateDirectory) with /etc/palisade set up as
    docs/install.md says; the installed CLI writes, reads and locks through
-   them; SIGTERM stops them cleanly.
-5. The packages purge, leaving no program behind.
+   them, and so does the installed Python package (python3-palisade);
+   SIGTERM stops them cleanly.
+5. The packages purge, leaving no program or Python package behind.
 6. On a clean Debian 12 (a minimal system that mmdebstrap makes once and
    keeps in /var/cache/palisade-test), in a chroot: apt installs every
-   package, pulling what their Depends name from Debian's archive, and the
-   programs run from /usr/bin. This machine has every library installed, so
-   only there would a missing Depends show.
+   package, pulling what their Depends name from Debian's archive, the
+   programs run from /usr/bin, and Python imports palisade. This machine
+   has every library installed, so only there would a missing Depends show.
 
 It changes this machine (packages, /etc/palisade, /var/lib/palisade-*, the
 palisade user) and puts it back as it found it. Usage: packages_test.py BUILD_DEB
@@ -31,7 +32,25 @@ import tempfile
 import time
 from pathlib import Path
 
-PACKAGES = ["palisade", "palisade-lockd", "palisade-replica", "libpalisade-dev"]
+PACKAGES = ["palisade", "palisade-lockd", "palisade-replica", "libpalisade-dev", "python3-palisade"]
+PYTHON_PACKAGE = Path("/usr/lib/python3/dist-packages/palisade")
+# The installed binding as an application uses it: python3 -I, so that
+# nothing but the system's paths (no PYTHONPATH, no build tree) is searched.
+PYTHON_CLIENT = """
+import sys
+import palisade
+assert palisade.__file__.startswith("/usr/lib/python3/dist-packages/palisade/"), palisade.__file__
+cluster = palisade.ClusterFile(sys.argv[1], key=sys.argv[2])
+with palisade.QuorumStore(cluster) as store:
+    assert store.get("packaged").value == b"yes"
+    locks = palisade.LockClient(cluster, store=store)
+    lease = locks.acquire("packaged-python")
+    store.put("from-python", b"fenced", lease=lease)
+    assert store.get("from-python", lease=lease).value == b"fenced"
+    locks.release(lease)
+    locks.close()
+print("python ok")
+"""
 CLEAN_DEBIAN = Path("/var/cache/palisade-test/bookworm-apt.tar")
 ARCHIVES = ["deb http://deb.debian.org/debian bookworm main",
             "deb http://deb.debian.org/debian bookworm-updates main",
@@ -119,6 +138,8 @@ def clean_debian(debs):
         for program in ("palisade", "palisade-lockd", "palisade-replica"):
             version = run("chroot", root, f"/usr/bin/{program}", "--version").stdout
             check(version.startswith(program + " "), f"{program} --version printed {version!r} on a clean Debian 12")
+        imported = run("chroot", root, "/usr/bin/python3", "-I", "-c", "import palisade; print(palisade.__file__)")
+        check(imported.stdout.startswith(str(PYTHON_PACKAGE)), f"python3 imported {imported.stdout!r}")
         check("palisade:" in (root / "etc" / "passwd").read_text(), "no palisade user on a clean Debian 12")
         check((root / "usr" / "lib" / "x86_64-linux-gnu" / "cmake" / "palisade" / "palisade-config.cmake").exists(),
               "libpalisade-dev installed no CMake package on a clean Debian 12")
@@ -127,7 +148,12 @@ def clean_debian(debs):
 def main():
     check(os.geteuid() == 0, "installs packages: run as root")
     debs = sorted(glob.glob(os.path.join(sys.argv[1], "*.deb")))
-    check(len(debs) == 5, f"expected 5 packages in {sys.argv[1]}, found {debs}")
+    check(len(debs) == 6, f"expected 6 packages in {sys.argv[1]}, found {debs}")
+    for deb in debs:
+        # A long description's lines start with one space; two would show it verbatim.
+        lines = run("dpkg-deb", "-f", deb, "Description").stdout.splitlines()[1:]
+        check(lines and all(line.startswith(" ") and not line.startswith("  ") for line in lines),
+              f"{deb}: description lines {lines!r}")
     check(not ETC.exists() or installed(), f"{ETC} exists but no palisade package is installed: not this test's")
     had_user = any(p.pw_name == "palisade" for p in pwd.getpwall())
     purge()
@@ -186,6 +212,10 @@ def main():
             run(*cli, "lock", "packaged", "--", "/usr/bin/palisade", "--cluster", ETC / "cluster.toml", "--key",
                 made / "keys" / "admin.key", "put", "fenced", "by-lock")
             check(run(*cli, "get", "fenced").stdout.strip() == "by-lock", "the fenced put under the lock is missing")
+            python = run("/usr/bin/python3", "-I", "-c", PYTHON_CLIENT, ETC / "cluster.toml",
+                         made / "keys" / "admin.key").stdout
+            check(python.strip() == "python ok", f"the installed Python package printed {python!r}")
+            check(run(*cli, "get", "from-python").stdout.strip() == "fenced", "the Python put is missing")
             for daemon in daemons:
                 daemon.terminate()
             for name, daemon in zip(logs, daemons):
@@ -205,6 +235,7 @@ def main():
             subprocess.run(["userdel", "palisade"], check=False)
     for program in ("palisade", "palisade-lockd", "palisade-replica"):
         check(not Path("/usr/bin", program).exists(), f"/usr/bin/{program} is left after the purge")
+    check(not PYTHON_PACKAGE.exists(), f"{PYTHON_PACKAGE} is left after the purge")
     clean_debian(debs)
     print("ok: the packages installed, their units verified, their daemons served and stopped, they purged, "
           "and they install and run on a clean Debian 12")
