@@ -18,11 +18,12 @@ size_t CasHistory::call(const std::string& key, int client, std::optional<std::s
   return entries_.size() - 1;
 }
 
-void CasHistory::written(size_t cas, FencedTimestamp ts, uint64_t now_ms) {
+void CasHistory::written(size_t cas, FencedTimestamp ts, std::vector<FencedTimestamp> sent_at, uint64_t now_ms) {
   RegisterOp& op = entries_[cas].op;
   op.outcome = RegisterOp::Outcome::kOk;
   op.ret = now_ms;
   op.ts = ts;
+  op.sent_at = std::move(sent_at);
 }
 
 void CasHistory::stale(size_t cas, uint64_t now_ms) {

@@ -22,7 +22,8 @@ class CasHistory {
   // Its outcome is unknown until one of the three below says otherwise.
   size_t call(const std::string& key, int client, std::optional<std::string> expect, std::string value,
               uint64_t now_ms);
-  void written(size_t cas, FencedTimestamp ts, uint64_t now_ms);
+  // `sent_at`: the other timestamps its write went with (WriteRecord::attempts).
+  void written(size_t cas, FencedTimestamp ts, std::vector<FencedTimestamp> sent_at, uint64_t now_ms);
   void stale(size_t cas, uint64_t now_ms);  // the compare failed: nothing written
   // It wrote nothing and never will: no grant, its fence or read failed, or
   // its write was refused (fenced, stale: the history checker sees to it

@@ -1292,7 +1292,7 @@ class LockSim {
   void cas_written(int c, const WriteRecord& write) {
     SimClient& me = cl(c);
     if (write.result == Code::kOk) {
-      cas_.written(me.cas->entry, write.ts, world_.now_ms());
+      cas_.written(me.cas->entry, write.ts, write.attempts, world_.now_ms());
       me.seen[me.cas->key] = std::make_pair(write.value, write.ts);
     } else if (write.result == Code::kFenced || write.result == Code::kStale) {
       cas_.no_effect(me.cas->entry);

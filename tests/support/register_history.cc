@@ -192,7 +192,7 @@ std::string describe(const RegisterOp& op) {
 RegisterVerdict check_register(const std::vector<RegisterOp>& history, const std::optional<std::string>& initial) {
   RegisterVerdict malformed;
   std::map<std::string, int> ids;
-  std::map<std::string, FencedTimestamp> written_at;
+  std::map<std::string, std::vector<FencedTimestamp>> written_at;
   if (initial) ids[*initial] = 0;
   std::vector<RegisterOp> ops;
   for (const RegisterOp& op : history) {
@@ -202,7 +202,11 @@ RegisterVerdict check_register(const std::vector<RegisterOp>& history, const std
         malformed.why = "two writes of '" + *op.value + "': values must be unique to their writes";
         return malformed;
       }
-      if (op.outcome == RegisterOp::Outcome::kOk && op.ts) written_at[*op.value] = *op.ts;
+      if (op.outcome == RegisterOp::Outcome::kOk && op.ts) {
+        std::vector<FencedTimestamp>& at = written_at[*op.value];
+        at = op.sent_at;
+        at.push_back(*op.ts);
+      }
     }
     if (op.outcome != RegisterOp::Outcome::kUnknown && op.ret < op.call) {
       malformed.why = describe(op) + " returned before its call";
@@ -218,9 +222,9 @@ RegisterVerdict check_register(const std::vector<RegisterOp>& history, const std
     }
     if (reads && op.value && op.ts) {
       auto at = written_at.find(*op.value);
-      if (at != written_at.end() && at->second != *op.ts) {
+      if (at != written_at.end() && std::find(at->second.begin(), at->second.end(), *op.ts) == at->second.end()) {
         malformed.why = describe(op) + " read it at " + op.ts->to_string() + ", but it was written at " +
-                        at->second.to_string() + ": not linearizable";
+                        at->second.back().to_string() + ": not linearizable";
         return malformed;
       }
     }

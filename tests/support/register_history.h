@@ -37,6 +37,10 @@ struct RegisterOp {
   std::optional<std::string> value{};
   // kRead of a value, kCas kOk: the version's timestamp, when known.
   std::optional<FencedTimestamp> ts{};
+  // kCas kOk: other timestamps its write went with, a read of any of which
+  // reads it (a write that moved to a newer replica set is sent again there
+  // with a new timestamp, docs/consistency.md).
+  std::vector<FencedTimestamp> sent_at{};
 };
 
 struct RegisterVerdict {
