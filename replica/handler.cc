@@ -69,12 +69,14 @@ std::optional<SequencerVerifier> verifier_of(const std::optional<ReplicaAuth>& a
 
 }  // namespace
 
-ReplicaHandler::ReplicaHandler(ReplicaStore& store, HybridClock& clock, std::optional<ReplicaAuth> auth)
+ReplicaHandler::ReplicaHandler(ReplicaStore& store, HybridClock& clock, std::optional<ReplicaAuth> auth,
+                               FeedOptions feed)
     : store_(store),
       clock_(clock),
       auth_(std::move(auth)),
       verifier_(verifier_of(auth_)),
-      config_(store, verifier_, auth_ ? auth_->replica_id : 0) {
+      config_(store, verifier_, auth_ ? auth_->replica_id : 0),
+      feed_(feed) {
   // The receipts a commit needs are never fewer than one (Receipts::proves).
   PALISADE_CHECK(!auth_ || auth_->write_quorum >= 1);
   if (auth_) {
@@ -115,6 +117,7 @@ std::vector<ReplicaReply> ReplicaHandler::handle_batch(std::span<const wire::Rep
   std::vector<ReplicaReply> replies;
   replies.reserve(batch.size());
   floors_raised_.clear();
+  staged_.clear();
   bool changed = false;
   try {
     for (const wire::ReplicaRequest& request : batch) {
@@ -126,6 +129,7 @@ std::vector<ReplicaReply> ReplicaHandler::handle_batch(std::span<const wire::Rep
     // to be committed with the next one.
     store_.abort();
     floors_raised_.clear();
+    staged_.clear();
     throw;
   }
   Status committed = changed ? store_.commit() : Status::ok();
@@ -136,7 +140,10 @@ std::vector<ReplicaReply> ReplicaHandler::handle_batch(std::span<const wire::Rep
                                                committed.message());
     for (ReplicaReply& r : replies) r = wire::error_reply(r.id, committed);
     floors_raised_.clear();
+  } else {
+    for (const wire::FeedChange& c : staged_) feed_.append(c.key, c.version);
   }
+  staged_.clear();
   for (ReplicaReply& r : replies) r.clock = clock_.now();
   return replies;
 }
@@ -156,6 +163,7 @@ ReplicaReply ReplicaHandler::apply(const wire::ReplicaRequest& request, bool& ch
   if (const auto* s = std::get_if<wire::StatsRequest>(&body)) return stats(*s);
   if (const auto* m = std::get_if<wire::ReadManyRequest>(&body)) return read_many(*m);
   if (const auto* s = std::get_if<wire::ScanRequest>(&body)) return scan(*s);
+  if (const auto* c = std::get_if<wire::ChangesRequest>(&body)) return feed_.read(*c);
   if (!failure_.is_ok()) return reply_with(failure_);
   if (const auto* d = std::get_if<wire::DropTombstoneRequest>(&body)) return drop_tombstone(*d, changed);
   const bool repairer = request.from_repairer;
@@ -335,7 +343,10 @@ ReplicaReply ReplicaHandler::write(const wire::WriteRequest& w, bool& changed, b
            .lock = w.lock,
            .floor = w.ts.token > floor ? w.ts.token : 0,
            .floor_sequencer = w.sequencer};
-  return apply_change(c, changed, {});
+  ReplicaReply reply = apply_change(c, changed, {});
+  // A pending copy is not a client's write: the feed tells it once committed.
+  if (reply.status.is_ok() && (w.committed || !copy)) staged_.push_back({0, w.key, incoming});
+  return reply;
 }
 
 ReplicaReply ReplicaHandler::commit_version(std::string_view key, Versions versions, const FencedTimestamp& ts,
@@ -346,7 +357,9 @@ ReplicaReply ReplicaHandler::commit_version(std::string_view key, Versions versi
   versions.drop_from(it + 1);  // an acknowledged version makes older ones moot
   ReplicaReply ok;
   ok.applied = true;
-  return apply_change(Change{.key = key, .put = &versions}, changed, ok);
+  ReplicaReply reply = apply_change(Change{.key = key, .put = &versions}, changed, ok);
+  if (reply.status.is_ok()) staged_.push_back({0, std::string(key), *it});
+  return reply;
 }
 
 ReplicaReply ReplicaHandler::fence(const wire::FenceRequest& f, bool& changed) {

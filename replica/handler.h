@@ -18,6 +18,7 @@
 #include "wire/replica_protocol.h"
 #include "auth/cluster_key.h"
 #include "palisade/sequencer.h"
+#include "replica/change_feed.h"
 #include "replica/receipts.h"
 #include "replica/replica_config.h"
 #include "replica/store.h"
@@ -60,7 +61,9 @@ class ReplicaHandler {
   // replica's receipt. Without `auth`, sequencers are ignored and no proof is
   // asked: any token is accepted, which the daemon allows only with
   // --insecure (stats say so).
-  ReplicaHandler(ReplicaStore& store, HybridClock& clock, std::optional<ReplicaAuth> auth = std::nullopt);
+  // `feed`: the change feed's id and bounds (ChangeFeed).
+  ReplicaHandler(ReplicaStore& store, HybridClock& clock, std::optional<ReplicaAuth> auth = std::nullopt,
+                 FeedOptions feed = {});
 
   // Told of the replica set the replica keeps (ReplicaConfig::observe).
   void observe_config(ReplicaConfig::Observer observer) { config_.observe(std::move(observer)); }
@@ -82,7 +85,8 @@ class ReplicaHandler {
   // fenced read the fence's codes first (then its floor as well); tree: ok
   // (nodes); leaf: ok (entries, leaves_done); stats: ok (stats), or corrupt when
   // a floor record listed is; read_many: ok (records, keys_done); copy_many: ok
-  // (refused, first_refusal); install_config: ok (config), bad_request,
+  // (refused, first_refusal); changes: ok (feed, changes, more);
+  // install_config: ok (config), bad_request,
   // storage_error; every request: storage_error when the disk failed.
   // A `corrupt` about the key's record carries the record's digest; only a
   // committed write (or copy) that names it in `replaces` replaces the record.
@@ -107,6 +111,9 @@ class ReplicaHandler {
   bool config_paused() const { return config_.paused(); }
   // Whether fenced writes and fences must carry a valid sequencer.
   bool verifies_sequencers() const { return auth_.has_value(); }
+  // What the change feed holds: every version a committed batch stored by a
+  // client's write or committed, in order.
+  const ChangeFeed& feed() const { return feed_; }
   // How many sequencer signatures were checked: a text that verified once is
   // not checked again while it is remembered (up to kVerifiedKept of them).
   uint64_t sequencer_checks() const { return sequencer_checks_; }
@@ -174,6 +181,8 @@ class ReplicaHandler {
   std::unordered_map<std::string, Sequencer, TextHash, std::equal_to<>> verified_;
   uint64_t sequencer_checks_ = 0;
   Status failure_;
+  ChangeFeed feed_;
+  std::vector<wire::FeedChange> staged_;  // for the feed, once the batch is committed
   std::vector<FloorRaise> floors_raised_;  // by the batch being handled, or the last one
 };
 

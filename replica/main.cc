@@ -11,6 +11,7 @@
 #include <thread>
 
 #include <CLI/CLI.hpp>
+#include <sodium.h>
 #include <spdlog/spdlog.h>
 
 #include "config/cluster_config.h"
@@ -38,6 +39,7 @@ struct Flags {
   std::string data_dir;
   replica::ServerOptions server;
   size_t map_size_bytes = size_t{8} << 30;
+  replica::FeedOptions feed;  // its log id is drawn at start
   uint64_t max_clock_offset_ms = 500;
   logging::LogFlags log;
   // Sequencer verification, the CurveZMQ allow-list and the replicas: the cluster file.
@@ -270,7 +272,11 @@ int serve(Flags flags, const std::optional<ClusterConfig>& cluster, std::optiona
   }
   SystemClock wall_clock;
   HybridClock clock(wall_clock, {.max_clock_offset_ms = flags.max_clock_offset_ms});
-  replica::ReplicaHandler handler(*store.value(), clock, std::move(auth));
+  // A new feed each start: a watcher that read the last one knows it is gone.
+  do {
+    randombytes_buf(&flags.feed.log, sizeof flags.feed.log);
+  } while (flags.feed.log == 0);
+  replica::ReplicaHandler handler(*store.value(), clock, std::move(auth), flags.feed);
   zmq::context_t ctx(1);
   try {
     std::unique_ptr<transport::ZapHandler> zap;
@@ -346,6 +352,12 @@ int main(int argc, char** argv) {
   app.add_option("--map-size", flags.map_size_bytes, "Most the data may grow to, e.g. 8GB (LMDB map size)")
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(false));
+  app.add_option("--change-feed-size", flags.feed.max_bytes,
+                 "Memory the change feed that watchers read may take, e.g. 64MB; past it the oldest changes are "
+                 "forgotten")
+      ->capture_default_str()
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Range(size_t{1} << 20, size_t{1} << 40));
   app.add_option("--max-clock-offset-ms", flags.max_clock_offset_ms,
                  "Refuse timestamps further ahead of local time than this")
       ->capture_default_str();

@@ -57,12 +57,13 @@ Status check_permission(const Permissions& permissions, std::string_view identit
             return fence_denied(body.fence->lock);
           }
           return key_check(permissions.may_read(identity, body.key), "read", body.key);
-        } else if constexpr (std::is_same_v<T, wire::ScanRequest>) {
+        } else if constexpr (std::is_same_v<T, wire::ScanRequest> || std::is_same_v<T, wire::ChangesRequest>) {
           return permissions.may_read_prefix(identity, body.prefix)
                      ? Status::ok()
                      : denied("read every key under prefix '" + body.prefix +
-                              "': a prefix read needs a read pattern that covers the prefix, such as '" + body.prefix +
-                              "*'");
+                              "': a prefix read or a change feed needs a read pattern that covers the prefix, such "
+                              "as '" +
+                              body.prefix + "*'");
         } else if constexpr (std::is_same_v<T, wire::WriteRequest>) {
           // The commits a write carries settle other keys: each needs its own.
           for (const wire::CommitRequest& c : body.commits) {

@@ -250,6 +250,38 @@ Status unpack_scanned(std::string_view raw, const Limits& limits, std::vector<Sc
   return why.empty() ? Status::ok() : Status(Code::kBadRequest, "field 'scanned': " + why);
 }
 
+// A feed's changes: per change its number, its key, then its version as
+// read_many packs one.
+std::string pack_changes(const std::vector<FeedChange>& changes) {
+  std::string out;
+  for (const FeedChange& c : changes) {
+    append_be(out, c.seq, 8);
+    append_text(out, c.key, 2);
+    pack_full_version(out, c.version);
+  }
+  return out;
+}
+
+Status unpack_changes(std::string_view raw, const Limits& limits, std::vector<FeedChange>& out) {
+  BinReader in(raw);
+  std::string why;
+  while (in.ok() && !in.at_end() && why.empty()) {
+    if (out.size() == kMaxChangesPerReply) {
+      why = "more than " + std::to_string(kMaxChangesPerReply) + " changes";
+      break;
+    }
+    FeedChange& c = out.emplace_back();
+    c.seq = in.number(8);
+    if (out.size() > 1 && out[out.size() - 2].seq >= c.seq) why = "changes out of order";
+    size_t key_len = in.number(2);
+    if (why.empty() && (key_len == 0 || key_len > limits.max_key_bytes)) why = "a key empty or too long";
+    c.key = in.text(key_len);
+    if (why.empty()) unpack_full_version(in, limits, c.version, &why);
+  }
+  if (why.empty() && !in.ok()) why = "truncated";
+  return why.empty() ? Status::ok() : Status(Code::kBadRequest, "field 'changes': " + why);
+}
+
 std::string pack_copies(const std::vector<Copy>& copies) {
   std::string out;
   for (const Copy& c : copies) {
@@ -573,6 +605,12 @@ struct RequestEncoder : RequestEncoderBase {
     if (!r.after.empty()) pack_bytes_field(pk, "after", r.after);
     pack_u64_field(pk, "limit", r.limit);
   }
+  void operator()(const ChangesRequest& r) const {
+    head(r.after == 0 ? 5 : 6, "changes");
+    pack_bytes_field(pk, "prefix", r.prefix);
+    if (r.after != 0) pack_u64_field(pk, "after", r.after);
+    pack_u64_field(pk, "limit", r.limit);
+  }
   void operator()(const ReadRequest& r) const {
     const uint32_t fence_fields = r.fence ? (r.fence->sequencer.empty() ? 2 : 3) : 0;
     head((r.floor_of.empty() ? 4 : 5) + fence_fields, "read");
@@ -714,6 +752,20 @@ Result<ReplicaRequestBody> read_body(const std::string& type, FieldReader& r, co
     sc.limit = static_cast<uint32_t>(limit);
     return ReplicaRequestBody{std::move(sc)};
   }
+  if (type == "changes") {
+    ChangesRequest ch;
+    uint64_t limit = 0;
+    r.bytes("prefix", ch.prefix, limits.max_key_bytes, Need::kRequired);
+    r.u64("after", ch.after, Need::kOptional);
+    r.u64("limit", limit, Need::kRequired);
+    if (!r.status().is_ok()) return r.status();
+    if (limit == 0 || limit > kMaxChangesPerReply) {
+      return Status(Code::kBadRequest,
+                    "limit " + std::to_string(limit) + " is not between 1 and " + std::to_string(kMaxChangesPerReply));
+    }
+    ch.limit = static_cast<uint32_t>(limit);
+    return ReplicaRequestBody{std::move(ch)};
+  }
   if (type == "read") {
     ReadRequest rd;
     r.bytes("key", rd.key, limits.max_key_bytes, Need::kRequired);
@@ -751,6 +803,8 @@ uint32_t reply_field_count(const ReplicaReply& reply) {
   if (reply.keys_done != 0) ++n;
   if (!reply.scanned.empty()) ++n;
   if (reply.more) ++n;
+  if (reply.feed) n += 3;
+  if (!reply.changes.empty()) ++n;
   if (reply.refused != 0) n += 2;
   if (!reply.config.empty()) ++n;
   return n;
@@ -832,9 +886,9 @@ bool same_write(const Version& a, const Version& b) {
 }
 
 std::string_view request_type(const ReplicaRequestBody& body) {
-  static constexpr std::array<std::string_view, 14> kNames = {
-      "ping", "write",          "fence", "commit",    "read",      "purge",          "tree",
-      "leaf", "drop_tombstone", "stats", "read_many", "copy_many", "install_config", "scan"};
+  static constexpr std::array<std::string_view, 15> kNames = {
+      "ping",           "write", "fence",     "commit",    "read",           "purge", "tree",   "leaf",
+      "drop_tombstone", "stats", "read_many", "copy_many", "install_config", "scan",  "changes"};
   static_assert(kNames.size() == std::variant_size_v<ReplicaRequestBody>);
   return kNames[body.index()];
 }
@@ -879,6 +933,12 @@ std::string encode_reply(const ReplicaReply& reply) {
     if (reply.keys_done != 0) pack_u64_field(pk, "keys_done", reply.keys_done);
     if (!reply.scanned.empty()) pack_bytes_field(pk, "scanned", pack_scanned(reply.scanned));
     if (reply.more) pack_bool_field(pk, "more", true);
+    if (reply.feed) {
+      pack_u64_field(pk, "log", reply.feed->log);
+      pack_u64_field(pk, "first", reply.feed->first);
+      pack_u64_field(pk, "next", reply.feed->next);
+    }
+    if (!reply.changes.empty()) pack_bytes_field(pk, "changes", pack_changes(reply.changes));
     if (reply.refused != 0) {
       pack_u64_field(pk, "refused", reply.refused);
       pack_text_field(pk, "first_refusal", reply.first_refusal);
@@ -903,7 +963,7 @@ Result<ReplicaRequest> decode_request(std::string_view bytes, const Limits& limi
 
 Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits) {
   // Lists that travel as one bin each, unpacked once every field was read.
-  std::string nodes, entries, records, scanned;
+  std::string nodes, entries, records, scanned, changes;
   const ReplyLimits reply_limits{.max_bytes = limits.max_reply_bytes(), .max_message_bytes = limits.max_value_bytes};
   return decode_reply_with<ReplicaReply>(
       bytes, reply_limits,
@@ -925,6 +985,13 @@ Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits) 
         r.u64("keys_done", reply.keys_done, Need::kOptional);
         r.bytes("scanned", scanned, limits.max_reply_bytes(), Need::kOptional);
         r.boolean("more", reply.more, Need::kOptional);
+        if (r.has("log")) {
+          FeedPosition& feed = reply.feed.emplace();
+          r.u64("log", feed.log, Need::kRequired);
+          r.u64("first", feed.first, Need::kRequired);
+          r.u64("next", feed.next, Need::kRequired);
+        }
+        r.bytes("changes", changes, limits.max_reply_bytes(), Need::kOptional);
         r.u64("refused", reply.refused, Need::kOptional);
         r.bytes("first_refusal", reply.first_refusal, limits.max_value_bytes,
                 reply.refused != 0 ? Need::kRequired : Need::kOptional);
@@ -936,6 +1003,9 @@ Result<ReplicaReply> decode_reply(std::string_view bytes, const Limits& limits) 
         if (Status e = unpack_records(records, limits, reply.records); !e.is_ok()) return e;
         if (reply.records.size() != reply.keys_done) return Status(Code::kBadRequest, "records must be keys_done long");
         if (Status e = unpack_scanned(scanned, limits, reply.scanned); !e.is_ok()) return e;
+        if (Status e = unpack_changes(changes, limits, reply.changes); !e.is_ok()) return e;
+        if (!reply.changes.empty() && !reply.feed) return Status(Code::kBadRequest, "changes come with their log");
+        if (reply.feed && reply.feed->log == 0) return Status(Code::kBadRequest, "field 'log' must not be 0");
         size_t versions = reply.versions.size();
         for (const ScannedKey& k : reply.scanned) versions += k.record.versions.size();
         if (!reply.receipts.empty() && versions != 0 && reply.receipts.size() != versions) {

@@ -258,6 +258,34 @@ struct ScanRequest {
   uint32_t limit = kMaxScanKeys;  // 1 to kMaxScanKeys
   friend bool operator==(const ScanRequest&, const ScanRequest&) = default;
 };
+// A replica's change feed (docs/protocol.md "changes"): the versions it
+// stored by a client's write and the versions it committed, in the order it
+// did, numbered from 1. It lives in memory: `log` is made anew when the
+// replica starts, and the oldest changes are forgotten past a bound.
+constexpr size_t kMaxChangesPerReply = 1000;
+// A changes reply stops before the change that would bring it past this size
+// (it always holds one change).
+constexpr size_t kChangesReplyBudgetBytes = Limits::kListReplyBytes;
+struct ChangesRequest {
+  std::string prefix{};  // only changes of keys that start with it
+  uint64_t after = 0;  // the changes numbered after it; 0: from the oldest kept
+  uint32_t limit = kMaxChangesPerReply;  // 1 to kMaxChangesPerReply
+  friend bool operator==(const ChangesRequest&, const ChangesRequest&) = default;
+};
+struct FeedChange {
+  uint64_t seq = 0;
+  std::string key;
+  Version version;  // committed, or pending as a write stored it
+  friend bool operator==(const FeedChange&, const FeedChange&) = default;
+};
+// Where a changes reply stands in the feed.
+struct FeedPosition {
+  uint64_t log = 0;  // the feed's id, made when the replica started (never 0)
+  uint64_t first = 0;  // the oldest change kept (0: none yet); older ones are forgotten
+  uint64_t next = 0;  // ask `after` this next: the last change the reply looked at
+  friend bool operator==(const FeedPosition&, const FeedPosition&) = default;
+};
+
 // One key a scan listed: its versions, or that its record is corrupt.
 struct ScannedKey {
   std::string key;
@@ -286,9 +314,10 @@ struct InstallConfigRequest {
   friend bool operator==(const InstallConfigRequest&, const InstallConfigRequest&) = default;
 };
 
-using ReplicaRequestBody = std::variant<PingRequest, WriteRequest, FenceRequest, CommitRequest, ReadRequest,
-                                        PurgeRequest, TreeRequest, LeafRequest, DropTombstoneRequest, StatsRequest,
-                                        ReadManyRequest, CopyManyRequest, InstallConfigRequest, ScanRequest>;
+using ReplicaRequestBody =
+    std::variant<PingRequest, WriteRequest, FenceRequest, CommitRequest, ReadRequest, PurgeRequest, TreeRequest,
+                 LeafRequest, DropTombstoneRequest, StatsRequest, ReadManyRequest, CopyManyRequest,
+                 InstallConfigRequest, ScanRequest, ChangesRequest>;
 
 // The wire type of a request ("write", ...), for metrics and logs.
 std::string_view request_type(const ReplicaRequestBody& body);
@@ -336,7 +365,9 @@ struct ReplicaReply {
   std::vector<KeyRecord> records;            // read_many: one per key listed, in the order asked
   uint64_t keys_done = 0;                    // read_many: how many of the keys asked are listed (a prefix)
   std::vector<ScannedKey> scanned;  // scan: the keys listed, in byte order
-  bool more = false;  // scan: keys of the prefix may follow the last one listed
+  bool more = false;  // scan: keys of the prefix may follow the last one listed; changes: changes may follow
+  std::optional<FeedPosition> feed{};  // changes
+  std::vector<FeedChange> changes{};  // changes: in the order of the feed
   uint64_t refused = 0;                      // copy_many: copies not stored
   std::string first_refusal{};               // copy_many: why the first of them was refused
   // stale_config, install_config: the config certificate the replica holds.

@@ -141,6 +141,7 @@ void replica_seeds(Corpus& corpus) {
   request("stats", StatsRequest{10});
   request("read-many", ReadManyRequest{{"a", "bb", "ccc"}});
   request("scan", ScanRequest{"jobs/", "jobs/1", 10});
+  request("changes", ChangesRequest{"jobs/", 41, 10});
   request("copy-many",
           CopyManyRequest{{Copy{"a", version("one", kTs, "lock", true)}, Copy{"b", version("", kOlderTs), 77}}});
   // A paused fill's completions: copies stored pending (the `pending` field).
@@ -210,6 +211,12 @@ void replica_seeds(Corpus& corpus) {
   scan.floors = {{"lock", 3}};
   scan.more = true;
   reply("scan", scan);
+  ReplicaReply changes = ok;
+  changes.feed = FeedPosition{0x5eed, 40, 43};
+  changes.changes = {FeedChange{42, "jobs/1", version("x", kTs, "lock")},
+                     FeedChange{43, "jobs/2", version("", kOlderTs)}};
+  changes.more = true;
+  reply("changes", changes);
   ReplicaReply copy_many = ok;
   copy_many.refused = 1;
   copy_many.first_refusal = "stale: newer";

@@ -452,6 +452,30 @@ def run(replica):
         check.reply("scan of limit 0", c.call("scan", prefix=b"scan/", limit=0), "bad_request")
         check.reply("scan without a limit", c.call("scan", prefix=b"scan/"), "bad_request")
 
+        # changes: the feed of what this replica stored by a write or committed, numbered in order
+        r = c.call("changes", prefix=b"scan/", limit=10)
+        log, first = r["log"], r["first"]
+        assert log != 0 and first == 1, r
+        seq_b, seq_a = r["next"] - 1, r["next"]
+        b_change = struct.pack(">Q", seq_b) + text("H", b"scan/b") + b"\x00" + tsb + text("H", b"") + \
+            text("I", b"B") + text("H", b"")
+        a_change = struct.pack(">Q", seq_a) + text("H", b"scan/a") + b"\x00" + tsa + text("H", b"") + \
+            text("I", b"A") + text("H", b"")
+        check.reply("changes of scan/: its two writes, in the order stored", r, "ok", log=log, first=1, next=seq_a,
+                    changes=b_change + a_change)
+        check.reply("changes of scan/, one: more follow", c.call("changes", prefix=b"scan/", limit=1), "ok",
+                    log=log, first=1, next=seq_b, changes=b_change, more=True)
+        check.reply("commit scan/a", c.call("commit", key=b"scan/a", ts=tsa), "ok", applied=True)
+        a_committed = struct.pack(">Q", seq_a + 1) + text("H", b"scan/a") + b"\x01" + tsa + text("H", b"") + \
+            text("I", b"A") + text("H", b"")
+        check.reply("changes after the last seen: the commit", c.call("changes", prefix=b"scan/", after=seq_a,
+                                                                      limit=10), "ok", log=log, first=1,
+                    next=seq_a + 1, changes=a_committed)
+        check.reply("changes after the newest: none", c.call("changes", prefix=b"", after=seq_a + 1, limit=10), "ok",
+                    log=log, first=1, next=seq_a + 1)
+        check.reply("changes of limit 0", c.call("changes", prefix=b"", limit=0), "bad_request")
+        check.reply("changes without a prefix", c.call("changes", limit=1), "bad_request")
+
         # errors
         check.reply("unknown type", c.call("frobnicate"), "unknown_type")
         check.reply("garbage", c.call_raw(b"\xc1\xff\x00garbage", 0), "malformed")

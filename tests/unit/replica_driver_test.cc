@@ -245,6 +245,14 @@ TEST_CASE("replica driver: with roles configured, each request needs its permiss
   CHECK(code_of(scan("jobs"), "worker") == Code::kPermissionDenied);  // "jobsx" too
   CHECK(code_of(scan(""), "worker") == Code::kPermissionDenied);
   CHECK(code_of(scan(""), "auditor") == Code::kOk);
+  // So does a change feed.
+  const auto changes = [](std::string prefix) {
+    return wire::ReplicaRequest{.body = wire::ChangesRequest{std::move(prefix)}};
+  };
+  CHECK(code_of(changes("jobs/"), "worker") == Code::kOk);
+  CHECK(code_of(changes("jobs"), "worker") == Code::kPermissionDenied);
+  CHECK(code_of(changes(""), "worker") == Code::kPermissionDenied);
+  CHECK(code_of(changes(""), "auditor") == Code::kOk);
   CHECK(code_of(test::commit_req("ledger/1", ts(0)), "worker") == Code::kPermissionDenied);
   wire::ReplicaRequest carrying = test::write_req("jobs/3", "v", ts(0));
   std::get<wire::WriteRequest>(carrying.body).commits.push_back({.key = "ledger/1", .ts = ts(0), .hash = 7});

@@ -1180,6 +1180,10 @@ TEST_CASE("a batch that throws part-way keeps none of its changes for the next b
   REQUIRE(handler.handle_batch(next)[0].status.is_ok());
   CHECK(store.inner.get("before").value().empty());
   CHECK(store.inner.get("after").value().size() == 1);
+  // Nor does the change feed: it tells only what a committed batch stored.
+  auto changes = handler.feed().read(wire::ChangesRequest{"", 0, 10}).changes;
+  REQUIRE(changes.size() == 1);
+  CHECK(changes[0].key == "after");
 }
 
 }  // namespace
@@ -1262,6 +1266,84 @@ TEST_CASE("scan: with a cluster key, a receipt per version listed, as a read giv
   REQUIRE(listed.receipts.size() == 2);
   CHECK(listed.receipts[0] == read.receipts.at(0));
   CHECK(listed.receipts[1] == r.call(read_req("s/2")).receipts.at(0));
+}
+
+}  // namespace
+}  // namespace palisade
+
+namespace palisade {
+namespace {
+
+// ---- The change feed: what a committed batch stored by a write or committed.
+
+// The feed's changes of every key, as "key=value:p" (pending) or ":c" (committed).
+std::vector<std::string> feed_of(Replica& r) {
+  ReplicaReply reply = r.call({1, wire::ChangesRequest{"", 0, 1000}});
+  REQUIRE(reply.status.is_ok());
+  REQUIRE(reply.feed.has_value());
+  std::vector<std::string> out;
+  for (const wire::FeedChange& c : reply.changes) {
+    out.push_back(c.key + "=" + c.version.value + (c.version.state == VersionState::kCommitted ? ":c" : ":p"));
+  }
+  return out;
+}
+
+TEST_CASE("the feed tells each write stored and each version committed, in order", "[replica][feed]") {
+  Replica r;
+  REQUIRE(r.call(write_req("a", "1", ts(1), "L")).status.is_ok());
+  REQUIRE(r.call(write_req("b", "2", ts(0, 1))).status.is_ok());
+  REQUIRE(r.call(commit_req("a", ts(1))).applied);
+  // A committed write (a reader's repair) and a commit it carries.
+  ReplicaRequest repair = write_req("c", "3", ts(1, 2), "L");
+  std::get<wire::WriteRequest>(repair.body).committed = true;
+  std::get<wire::WriteRequest>(repair.body).commits = {{"b", ts(0, 1)}};
+  REQUIRE(r.call(repair).status.is_ok());
+  CHECK(feed_of(r) == std::vector<std::string>{"a=1:p", "b=2:p", "a=1:c", "b=2:c", "c=3:c"});
+}
+
+TEST_CASE("the feed tells nothing refused, retried, purged or copied pending", "[replica][feed]") {
+  Replica r;
+  r.committed_write(write_req("k", "new", ts(2, 10), "L"));
+  REQUIRE(feed_of(r).size() == 2);
+  CHECK(r.call(write_req("k", "old", ts(2, 5), "L")).status.code() == Code::kStale);
+  r.call(fence_req("L", 3));
+  CHECK(r.call(write_req("k", "zombie", ts(2, 20), "L")).status.code() == Code::kFenced);
+  CHECK(r.call(write_req("k", "new", ts(2, 10), "L")).status.is_ok());  // a retry: stored already
+  REQUIRE(r.call(write_req("p", "x", ts(0, 1))).status.is_ok());
+  REQUIRE(r.call(purge_req("p", ts(0, 1))).applied);
+  CHECK(r.call(commit_req("k", ts(2, 10))).status.is_ok());  // committed already: nothing applied
+  const wire::Copy pending{.key = "q",
+                           .version = {ts(0, 3), "", VersionState::kPending, false, "fill"},
+                           .pending = true};
+  CHECK(r.call({9, wire::CopyManyRequest{{pending}}}).refused == 0);
+  CHECK(r.stored("q")->value == "fill");
+  const wire::Copy committed{.key = "q2", .version = {ts(0, 4), "", VersionState::kCommitted, false, "copy"}};
+  CHECK(r.call({9, wire::CopyManyRequest{{committed}}}).refused == 0);
+  CHECK(feed_of(r) == std::vector<std::string>{"k=new:p", "k=new:c", "p=x:p", "q2=copy:c"});
+}
+
+TEST_CASE("the feed keeps nothing of a batch that failed to commit", "[replica][feed]") {
+  Replica r;
+  r.store.fail_next_commit();
+  CHECK(r.call(write_req("k", "x", ts(1), "L")).status.code() == Code::kStorageError);
+  CHECK(feed_of(r).empty());
+  CHECK(r.handler.feed().size() == 0);
+}
+
+TEST_CASE("the feed's log id is the handler's, and bounds apply", "[replica][feed]") {
+  ManualClock physical{kNowMs};
+  HybridClock clock{physical};
+  replica::MemoryStore store;
+  replica::ReplicaHandler handler{store, clock, std::nullopt, {.log = 0xfeed, .max_changes = 2}};
+  for (uint64_t i = 1; i <= 3; ++i) {
+    const std::vector<ReplicaRequest> batch = {write_req("k" + std::to_string(i), "v", ts(0, i))};
+    REQUIRE(handler.handle_batch(batch)[0].status.is_ok());
+  }
+  const std::vector<ReplicaRequest> ask = {{1, wire::ChangesRequest{"", 0, 10}}};
+  ReplicaReply reply = handler.handle_batch(ask)[0];
+  CHECK(reply.feed == wire::FeedPosition{0xfeed, 2, 3});
+  REQUIRE(reply.changes.size() == 2);
+  CHECK(reply.changes[0].key == "k2");
 }
 
 }  // namespace

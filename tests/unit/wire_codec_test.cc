@@ -20,7 +20,10 @@
 namespace palisade {
 namespace {
 
+using wire::ChangesRequest;
 using wire::CommitRequest;
+using wire::FeedChange;
+using wire::FeedPosition;
 using wire::FenceRequest;
 using wire::InstallConfigRequest;
 using wire::Limits;
@@ -87,6 +90,16 @@ void check_same_reply(const ReplicaReply& got, const ReplicaReply& want) {
   CHECK(got.floors == want.floors);
   CHECK(got.applied == want.applied);
   CHECK(got.config == want.config);
+  CHECK(got.dropped == want.dropped);
+  CHECK(got.receipts == want.receipts);
+  CHECK(got.records == want.records);
+  CHECK(got.keys_done == want.keys_done);
+  CHECK(got.scanned == want.scanned);
+  CHECK(got.more == want.more);
+  CHECK(got.feed == want.feed);
+  CHECK(got.changes == want.changes);
+  CHECK(got.refused == want.refused);
+  CHECK(got.first_refusal == want.first_refusal);
 }
 
 ReplicaReply round_trip_reply(const ReplicaReply& reply) {
@@ -177,6 +190,8 @@ TEST_CASE("wire: every request type round-trips", "[wire]") {
       {"install_config", {16, InstallConfigRequest{"pcc1.cmVjb3Jk.c2ln"}}},
       {"scan", {17, ScanRequest{"jobs/", "", 1000}}},
       {"scan of every key, after one, one key", {18, ScanRequest{"", std::string("k\0\xff", 3), 1}}},
+      {"changes from the oldest kept", {19, ChangesRequest{"jobs/", 0, 1000}}},
+      {"changes of every key after the largest number, one", {20, ChangesRequest{"", UINT64_MAX, 1}}},
   };
   test::check_request_round_trips(cases, wire::encode_request, wire::decode_request);
 }
@@ -348,6 +363,35 @@ TEST_CASE("wire: every reply shape round-trips", "[wire]") {
     CHECK(wire::decode_reply(wire::encode_reply(r), Limits{}).code() == Code::kBadRequest);
     r.scanned.back().key = "a/2";
     CHECK(wire::decode_reply(wire::encode_reply(r), Limits{}).is_ok());
+  }
+  SECTION("changes: the feed's position, changes of every kind, more") {
+    ReplicaReply r = reply_of(25, Status::ok(), 4);
+    r.feed = FeedPosition{UINT64_MAX, 3, 9};
+    r.changes = {FeedChange{4, "a/1", Version{kTs, "L", VersionState::kPending, false, "v"}},
+                 FeedChange{9, std::string("a/\0", 3), Version{{0, 5}, "", VersionState::kCommitted, true, ""}}};
+    r.more = true;
+    check_reply_round_trip(r);
+  }
+  SECTION("changes: an empty page keeps its position") {
+    ReplicaReply r = reply_of(26, Status::ok(), 4);
+    r.feed = FeedPosition{7, 0, 0};
+    check_reply_round_trip(r);
+  }
+  SECTION("changes: out of order, without a log, log 0, empty keys") {
+    ReplicaReply r = reply_of(27, Status::ok(), 4);
+    r.feed = FeedPosition{7, 1, 2};
+    r.changes = {FeedChange{2, "a", Version{kTs, "L", VersionState::kCommitted, false, "a"}},
+                 FeedChange{2, "b", Version{kTs, "L", VersionState::kCommitted, false, "b"}}};
+    CHECK(wire::decode_reply(wire::encode_reply(r), Limits{}).code() == Code::kBadRequest);
+    r.changes.back().seq = 3;
+    CHECK(wire::decode_reply(wire::encode_reply(r), Limits{}).is_ok());
+    r.changes.back().key = "";
+    CHECK(wire::decode_reply(wire::encode_reply(r), Limits{}).code() == Code::kBadRequest);
+    r.changes.back().key = "b";
+    r.feed->log = 0;
+    CHECK(wire::decode_reply(wire::encode_reply(r), Limits{}).code() == Code::kBadRequest);
+    r.feed.reset();
+    CHECK(wire::decode_reply(wire::encode_reply(r), Limits{}).code() == Code::kBadRequest);
   }
   SECTION("stale_config with the replica's certificate") {
     ReplicaReply r = reply_of(22, Status(Code::kStaleConfig, "this replica has version 4"), 3);
@@ -594,6 +638,21 @@ TEST_CASE("wire: wrong field types are BadRequest", "[wire]") {
                {{"v", u64(1)}, {"id", u64(kId)}, {"type", str("scan")}, {"prefix", bin("p")}, {"limit", u64(0)}}},
               {"scan of limit 1001",
                {{"v", u64(1)}, {"id", u64(kId)}, {"type", str("scan")}, {"prefix", bin("p")}, {"limit", u64(1001)}}},
+              {"changes without a prefix",
+               {{"v", u64(1)}, {"id", u64(kId)}, {"type", str("changes")}, {"limit", u64(5)}}},
+              {"changes without a limit",
+               {{"v", u64(1)}, {"id", u64(kId)}, {"type", str("changes")}, {"prefix", bin("p")}}},
+              {"changes of limit 0",
+               {{"v", u64(1)}, {"id", u64(kId)}, {"type", str("changes")}, {"prefix", bin("p")}, {"limit", u64(0)}}},
+              {"changes of limit 1001",
+               {{"v", u64(1)}, {"id", u64(kId)}, {"type", str("changes")}, {"prefix", bin("p")}, {"limit", u64(1001)}}},
+              {"changes with after as bytes",
+               {{"v", u64(1)},
+                {"id", u64(kId)},
+                {"type", str("changes")},
+                {"prefix", bin("p")},
+                {"after", bin("1")},
+                {"limit", u64(1)}}},
               {"scan with after as int",
                {{"v", u64(1)},
                 {"id", u64(kId)},
@@ -615,6 +674,8 @@ TEST_CASE("wire: size limits are TooLarge", "[wire]") {
     CHECK(decode(wire::encode_request({1, ScanRequest{at_limit + "k"}}), limits).code == Code::kTooLarge);
     CHECK(decode(wire::encode_request({1, ScanRequest{"p", at_limit + "k"}}), limits).code == Code::kTooLarge);
     CHECK(decode(wire::encode_request({1, ScanRequest{at_limit, at_limit}}), limits).code == Code::kOk);
+    CHECK(decode(wire::encode_request({1, ChangesRequest{at_limit + "k"}}), limits).code == Code::kTooLarge);
+    CHECK(decode(wire::encode_request({1, ChangesRequest{at_limit}}), limits).code == Code::kOk);
     CHECK(decode(wire::encode_request({1, CommitRequest{at_limit + "k", kTs}}), limits).code == Code::kTooLarge);
     CHECK(decode(wire::encode_request({1, PurgeRequest{at_limit + "k", kTs}}), limits).code == Code::kTooLarge);
     CHECK(decode(map_of(with(write_fields(), "commits", bin(packed_commit(at_limit, kTs, 1)))), limits).code ==
