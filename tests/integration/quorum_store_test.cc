@@ -444,6 +444,30 @@ TEST_CASE("quorum store: oversize keys and values are refused before sending", "
   CHECK(store->put("k", "v", Fence{"", 3}).status.code() == Code::kBadRequest);
 }
 
+TEST_CASE("quorum store: a fenced get, blocking or not, fences the lock on the replicas it reads", "[quorum_store]") {
+  Cluster c;
+  auto store = c.store();
+  const Fence first{"L", 1}, second{"L", 2};
+  REQUIRE(store->fence(first).status.is_ok());
+  REQUIRE(store->put("k", "v", first).status.is_ok());
+  SECTION("async") {
+    ReadResult read = store->get_async("k", second).get();
+    REQUIRE(read.status.is_ok());
+    CHECK(read.value == "v");
+  }
+  SECTION("blocking") {
+    ReadResult read = store->get("k", second);
+    REQUIRE(read.status.is_ok());
+    CHECK(read.value == "v");
+  }
+  // R replicas (a majority) now hold floor 2: the first grant's writes can never reach W.
+  WriteResult late = store->put("k", "late", first);
+  CHECK(late.status.code() == Code::kFenced);
+  CHECK(late.floor == 2);
+  CHECK(store->get("k").value == "v");
+  CHECK(store->get_async("k", Fence{"L", 0}).get().status.code() == Code::kBadRequest);  // half a fence
+}
+
 TEST_CASE("quorum store: counters count each store's calls by kind and outcome", "[quorum_store]") {
   Cluster c;
   auto store = c.store();
