@@ -96,7 +96,7 @@ std::vector<Send> Coordinator::take_sends() {
 }
 std::vector<Completion> Coordinator::take_completions() { return std::exchange(completions_, {}); }
 size_t Coordinator::in_flight() const {
-  return writes_.size() + reads_.size() + scans_.size() + (lazy_sends_.empty() ? 0 : 1);
+  return writes_.size() + reads_.size() + scans_.size() + feeds_.size() + (lazy_sends_.empty() ? 0 : 1);
 }
 
 // ---- writes and fences ----
@@ -565,6 +565,9 @@ void Coordinator::on_reply(int replica, const wire::ReplicaReply& reply, uint64_
   } else if (auto s = scans_.find(p.op); s != scans_.end()) {
     on_scan_reply(s->second, replica, &reply);
     advance_scan(p.op, s->second, now_ms);
+  } else if (auto f = feeds_.find(p.op); f != feeds_.end()) {
+    on_feed_reply(f->second, replica, &reply);
+    advance_feed(p.op, f->second, now_ms);
   }
   PALISADE_DCHECK_INVARIANTS(check_invariants());
 }
@@ -585,6 +588,9 @@ void Coordinator::on_unreachable(int replica, uint64_t request_id, uint64_t now_
   } else if (auto s = scans_.find(p.op); s != scans_.end()) {
     on_scan_reply(s->second, replica, nullptr);
     advance_scan(p.op, s->second, now_ms);
+  } else if (auto f = feeds_.find(p.op); f != feeds_.end()) {
+    on_feed_reply(f->second, replica, nullptr);
+    advance_feed(p.op, f->second, now_ms);
   }
   PALISADE_DCHECK_INVARIANTS(check_invariants());
 }
@@ -606,6 +612,11 @@ void Coordinator::on_tick(uint64_t now_ms) {
   for (OpId id : ids) {
     if (auto it = scans_.find(id); it != scans_.end()) advance_scan(id, it->second, now_ms);
   }
+  ids.clear();
+  for (const auto& [id, op] : feeds_) ids.push_back(id);
+  for (OpId id : ids) {
+    if (auto it = feeds_.find(id); it != feeds_.end()) advance_feed(id, it->second, now_ms);
+  }
   PALISADE_DCHECK_INVARIANTS(check_invariants());
 }
 
@@ -626,12 +637,18 @@ std::optional<uint64_t> Coordinator::next_deadline_ms() const {
     consider(op.deadline_ms);
     consider(op.retry_at_ms);
   }
+  for (const auto& [id, op] : feeds_) {
+    consider(op.deadline_ms);
+    consider(op.retry_at_ms);
+  }
   return next;
 }
 
 std::string Coordinator::check_invariants() const {
   const int n = options_.n;
-  auto live = [&](OpId op) { return writes_.count(op) != 0 || reads_.count(op) != 0 || scans_.count(op) != 0; };
+  auto live = [&](OpId op) {
+    return writes_.count(op) != 0 || reads_.count(op) != 0 || scans_.count(op) != 0 || feeds_.count(op) != 0;
+  };
   if (carries_.size() != static_cast<size_t>(n)) return "carries_ does not have one flag per replica";
   if (installed_ms_.size() != static_cast<size_t>(n)) return "installed_ms_ does not have one time per replica";
   std::map<OpId, int> repairs;  // pending repairs, by read
@@ -683,6 +700,7 @@ std::string Coordinator::check_invariants() const {
     if (!op.chosen && op.repairs_outstanding != 0) return what + " repairs before it chose a version";
   }
   if (std::string scans = check_scans(); !scans.empty()) return scans;
+  if (std::string feeds = check_feeds(); !feeds.empty()) return feeds;
   for (const Completion& c : completions_) {
     if (live(c.op)) return "operation " + std::to_string(c.op) + " completed and is not finished";
   }

@@ -67,9 +67,22 @@ struct Send {
   wire::ReplicaRequest request;
 };
 
+// A read of the replicas' change feeds (Coordinator::start_feed): each
+// replica's page, or nullopt when it did not answer one in time.
+// The set it read is the coordinator's (its version, N and W): a read
+// started with positions of another N reads nothing.
+struct FeedResult {
+  Status status;  // ok, or why no feed can be read (permission_denied, wrong_cluster)
+  uint64_t config = 0;
+  int n = 0, w = 0;
+  std::vector<std::optional<wire::ReplicaReply>> pages{};
+};
+
+using OpResult = std::variant<WriteResult, ReadResult, ScanResult, FeedResult>;
+
 struct Completion {
   OpId op;
-  std::variant<WriteResult, ReadResult, ScanResult> result;
+  OpResult result;
 };
 
 class Coordinator {
@@ -87,6 +100,12 @@ class Coordinator {
   // A prefix read (QuorumStore::scan): lists a page of keys on R replicas,
   // then decides each with a read that starts from their answers.
   OpId start_scan(std::string prefix, std::string after, size_t limit, uint64_t now_ms);
+  // A page of every replica's change feed (docs/protocol.md "changes"),
+  // from `after[i]` on replica i (N of them): done when every replica
+  // answered, or (unless `wait_for_all`) hedge_ms after the start with R
+  // pages, or at the timeout, with those that did. Watchers merge them
+  // (client/watch_state.h).
+  OpId start_feed(std::string prefix, std::vector<uint64_t> after, uint64_t now_ms, bool wait_for_all = false);
 
   void on_reply(int replica, const wire::ReplicaReply& reply, uint64_t now_ms);
   // The request could not be sent (the replica is not connected).
@@ -128,6 +147,7 @@ class Coordinator {
   struct WriteOp;
   struct ReadOp;
   struct ScanOp;
+  struct FeedOp;
 
   void note_time(uint64_t now_ms) { now_ms_ = std::max(now_ms_, now_ms); }
   uint64_t send(OpId op, int replica, wire::ReplicaRequestBody body, bool repair = false);
@@ -159,6 +179,12 @@ class Coordinator {
   void page_read(OpId id, ScanOp& op, uint64_t now_ms);
   void finish_scan(OpId id, ScanOp& op, Status status);
   std::string check_scans() const;
+  // coordinator_feed.cc
+  void ask_feed(OpId id, FeedOp& op, int replica);
+  void on_feed_reply(FeedOp& op, int replica, const wire::ReplicaReply* reply);
+  void advance_feed(OpId id, FeedOp& op, uint64_t now_ms);
+  void finish_feed(OpId id, FeedOp& op, Status status);
+  std::string check_feeds() const;
   void drop_pending(OpId op);
 
   CoordinatorOptions options_;
@@ -178,6 +204,7 @@ class Coordinator {
   std::map<OpId, WriteOp> writes_;
   std::map<OpId, ReadOp> reads_;
   std::map<OpId, ScanOp> scans_;
+  std::map<OpId, FeedOp> feeds_;
   std::vector<Send> sends_;
   std::vector<Send> lazy_sends_;  // commits and purges, held back
   // Per replica: false once it refused carried commits (older than them).

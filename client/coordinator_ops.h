@@ -60,6 +60,23 @@ struct AskRound {
   }
 };
 
+// What a listing's answer (a scan's, a feed read's) says first: its code
+// (unavailable when there is none), once the replica's clock is observed
+// and its request no longer outstanding. A refusal for good (wrong_cluster,
+// permission_denied) marks the replica, never asked again, and is kept in
+// `refusal`.
+template <class Replica>
+Code listing_answer(HybridClock& clock, Replica& rep, Status& refusal, const wire::ReplicaReply* reply) {
+  if (reply != nullptr && reply->clock != 0) (void)clock.observe(reply->clock);
+  rep.outstanding = false;
+  const Code code = reply == nullptr ? Code::kUnavailable : reply->status.code();
+  if (code == Code::kWrongCluster || code == Code::kPermissionDenied) {
+    rep.refuses = true;
+    refusal = reply->status;
+  }
+  return code;
+}
+
 // A get: reads from R replicas (more when needed), then repairs.
 struct Coordinator::ReadOp {
   struct Replica {
@@ -119,6 +136,26 @@ struct Coordinator::ScanOp {
   size_t reads_left = 0;
   std::string page_end;
   ScanResult result;  // the entries of the pages read so far
+};
+
+// A page of every replica's change feed, asked once each (again at each
+// retry while it has not answered), until all answered, or R did by
+// hedge_ms, or the deadline.
+struct Coordinator::FeedOp {
+  struct Replica {
+    bool outstanding = false;
+    bool answered = false;
+    bool refuses = false;  // wrong_cluster, permission_denied: never asked again
+  };
+  std::string prefix;
+  std::vector<uint64_t> after;
+  uint64_t start_ms = 0;
+  bool wait_for_all = false;
+  uint64_t deadline_ms = 0;
+  uint64_t retry_at_ms = 0;
+  std::vector<Replica> replicas;
+  Status refusal;  // the last answer that refused for good
+  FeedResult result;
 };
 
 }  // namespace palisade::client

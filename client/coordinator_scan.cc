@@ -71,15 +71,9 @@ bool keeps_to(const wire::ReplicaReply& reply, const std::string& prefix, const 
 }  // namespace
 
 void Coordinator::on_scan_reply(ScanOp& op, int replica, const wire::ReplicaReply* reply) {
-  if (reply != nullptr && reply->clock != 0) (void)clock_.observe(reply->clock);
   auto& rep = op.replicas[replica];
-  rep.outstanding = false;
-  const Code code = reply == nullptr ? Code::kUnavailable : reply->status.code();
-  if (code == Code::kWrongCluster || code == Code::kPermissionDenied) {
-    rep.refuses = true;
-    op.refusal = reply->status;
-    return;
-  }
+  const Code code = listing_answer(clock_, rep, op.refusal, reply);
+  if (code == Code::kWrongCluster || code == Code::kPermissionDenied) return;
   // An answer outside the range asked is no listing: asked again at the next retry.
   rep.failed = code != Code::kOk || !keeps_to(*reply, op.prefix, op.after);
   if (rep.failed) return;

@@ -24,6 +24,7 @@
 #include "client/send_sweeper.h"
 #include "client/shared_context.h"
 #include "transport/lockd_call.h"
+#include "transport/transport.h"
 #include "base/cluster_id.h"
 #include "base/physical_clock.h"
 #include "wire/sequencer.h"
@@ -91,19 +92,23 @@ namespace {
 
 struct Submission {
   // kFlush: send the held-back requests now (a store closes).
-  enum class Kind { kWrite, kDelete, kFence, kRead, kScan, kFlush } kind;
+  // kFeed: a watcher's read of the change feeds (QuorumStore::read_feeds).
+  enum class Kind { kWrite, kDelete, kFence, kRead, kScan, kFlush, kFeed } kind;
   std::string key;  // a scan's prefix
   std::string value;  // a scan's `after`
   Fence fence;
   std::promise<WriteResult> write_done;
   std::promise<ReadResult> read_done;
   std::promise<ScanResult> scan_done{};
+  std::promise<client::FeedResult> feed_done{};
+  std::vector<uint64_t> after{};  // a feed read's positions
+  bool wait_for_all = false;  // a feed read's
   size_t limit = 0;  // a scan's
   std::shared_ptr<QuorumStore::Calls> calls{};  // of an asynchronous call: its store's
   bool resent = false;  // started again on a newer replica set
 
   // Answers the call (a kRead with `read`, a kScan with `scan`, the others with `write`).
-  void finish(std::variant<WriteResult, ReadResult, ScanResult> result) {
+  void finish(client::OpResult result) {
     if (auto* w = std::get_if<WriteResult>(&result); w != nullptr && resent) {
       *w = client::answer_of_resent_write(std::move(*w));
     }
@@ -111,6 +116,7 @@ struct Submission {
     if (auto* w = std::get_if<WriteResult>(&result)) write_done.set_value(std::move(*w));
     if (auto* r = std::get_if<ReadResult>(&result)) read_done.set_value(std::move(*r));
     if (auto* r = std::get_if<ScanResult>(&result)) scan_done.set_value(std::move(*r));
+    if (auto* r = std::get_if<client::FeedResult>(&result)) feed_done.set_value(std::move(*r));
     if (calls) {
       count(*calls, kind, code);
       calls->end();
@@ -118,14 +124,15 @@ struct Submission {
   }
 
   static void count(QuorumStore::Calls& calls, Kind kind, Code code) {
-    if (kind != Kind::kFlush) calls.outcomes[static_cast<size_t>(kind)].add(code);
+    if (kind != Kind::kFlush && kind != Kind::kFeed) calls.outcomes[static_cast<size_t>(kind)].add(code);
   }
 };
 
 // The answer of a call of `kind` refused before it started.
-std::variant<WriteResult, ReadResult, ScanResult> refusal(Submission::Kind kind, Status why) {
+client::OpResult refusal(Submission::Kind kind, Status why) {
   if (kind == Submission::Kind::kRead) return ReadResult{std::move(why), false, {}, {}, {}};
   if (kind == Submission::Kind::kScan) return ScanResult{std::move(why), {}, {}};
+  if (kind == Submission::Kind::kFeed) return client::FeedResult{std::move(why)};
   return WriteResult{std::move(why), {}, 0};
 }
 
@@ -146,6 +153,8 @@ client::OpId start_on(client::Coordinator& coordinator, const Submission& s, uin
       return coordinator.start_read(s.key, now, s.fence);
     case Submission::Kind::kScan:
       return coordinator.start_scan(s.key, s.value, s.limit, now);
+    case Submission::Kind::kFeed:
+      return coordinator.start_feed(s.key, s.after, now, s.wait_for_all);
     case Submission::Kind::kFlush: break;
   }
   throw std::logic_error("a flush is not an operation");
@@ -384,7 +393,7 @@ struct QuorumStore::Impl {
       client::Coordinator& coordinator = direct->lane.coordinator();
       long timeout = 100;
       if (auto d = coordinator.next_deadline_ms()) timeout = *d > now ? static_cast<long>(*d - now) : 0;
-      zmq::poll(items.data(), items.size(), std::chrono::milliseconds(timeout));
+      transport::poll(items, std::chrono::milliseconds(timeout));
       now = steady_ms();
       for (size_t i = 0; i < items.size(); ++i) {
         if (items[i].revents & ZMQ_POLLIN) direct->links.receive(i, direct->lane, now);
@@ -425,7 +434,7 @@ struct QuorumStore::Impl {
 
   // The caller's own thread runs the call when the direct lane is free;
   // otherwise (another caller drives it) the I/O thread does.
-  std::variant<WriteResult, ReadResult, ScanResult> run_blocking(Submission s) {
+  client::OpResult run_blocking(Submission s) {
     const Submission::Kind kind = s.kind;
     auto refused = [kind](Status why) { return refusal(kind, std::move(why)); };
     if (Status bad = check_sizes(limits, s.key, s.value, s.fence); !bad.is_ok()) return refused(bad);
@@ -441,9 +450,11 @@ struct QuorumStore::Impl {
     auto read_done = s.read_done.get_future();
     auto write_done = s.write_done.get_future();
     auto scan_done = s.scan_done.get_future();
+    auto feed_done = s.feed_done.get_future();
     submit(std::move(s));
     if (kind == Submission::Kind::kRead) return read_done.get();
     if (kind == Submission::Kind::kScan) return scan_done.get();
+    if (kind == Submission::Kind::kFeed) return feed_done.get();
     return write_done.get();
   }
 
@@ -762,6 +773,13 @@ ScanResult QuorumStore::scan(std::string_view prefix, std::string_view after, si
   }
   return counted(*calls_, Submission::Kind::kScan,
                  std::get<ScanResult>(impl_->run_blocking(scan_submission(prefix, after, limit))));
+}
+
+client::FeedResult QuorumStore::read_feeds(std::string_view prefix, std::vector<uint64_t> after, bool wait_for_all) {
+  Submission sub{Submission::Kind::kFeed, std::string(prefix), {}, {}, {}, {}};
+  sub.after = std::move(after);
+  sub.wait_for_all = wait_for_all;
+  return std::get<client::FeedResult>(impl_->run_blocking(std::move(sub)));
 }
 
 ReplicaSetInUse QuorumStore::replica_set() const {

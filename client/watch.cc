@@ -1,7 +1,9 @@
 #include "palisade/watch.h"
 
+#include <algorithm>
 #include <utility>
 
+#include "client/coordinator.h"
 #include "client/polling.h"
 #include "client/watch_state.h"
 
@@ -18,6 +20,63 @@ std::map<std::string, FencedTimestamp> Watcher::seen() const { return state_->se
 void Watcher::resume(const std::map<std::string, FencedTimestamp>& seen) { state_->resume(seen); }
 
 Result<std::vector<WatchEvent>> Watcher::poll() {
+  if (!options_.every_version) return round();
+  std::vector<bool> caught_up;
+  // Feeds that cannot be read (replicas older than them, a role that may
+  // read the key but not every key it begins): each round's newest.
+  if (!read_feeds(caught_up).is_ok()) return round();
+  // After a gap the feeds are read once more, from now: pages taken before
+  // the gap was seen may be older than versions the round would pass by.
+  if (state_->gap() && !read_feeds(caught_up).is_ok()) return round();
+  // What the feeds show first, then a round when one is due (the first
+  // poll, a gap): it tells only what is newer still.
+  std::vector<WatchEvent> events = state_->decide(caught_up);
+  if (state_->round_due()) {
+    auto read = round();
+    if (!read.is_ok() && events.empty()) return read.status();
+    // A round that fails is due again at the next poll.
+    if (read.is_ok()) events.insert(events.end(), read.value().begin(), read.value().end());
+  }
+  std::stable_sort(events.begin(), events.end(),
+                   [](const WatchEvent& a, const WatchEvent& b) { return a.key < b.key; });
+  return events;
+}
+
+Status Watcher::read_feeds(std::vector<bool>& caught_up) {
+  const ReplicaSetInUse set = store_.replica_set();
+  int n = static_cast<int>(set.replicas.size());
+  state_->use_feeds(set.version, n, set.write_quorum);
+  caught_up.assign(static_cast<size_t>(n), false);
+  for (int page = 0; page < kFeedPagesPerPoll; ++page) {
+    std::vector<uint64_t> after(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) after[static_cast<size_t>(i)] = state_->feed_after(i);
+    // Versions held back, or a gap, wait for every replica's page, the slow
+    // ones' too.
+    client::FeedResult read =
+        store_.read_feeds(options_.key, std::move(after), state_->gap() || !state_->held().empty());
+    if (!read.status.is_ok()) return read.status;
+    if (read.config != state_->feeds_version() || read.n != n) {
+      // The store moved to another set meanwhile: its feeds start anew.
+      state_->use_feeds(read.config, read.n, read.w);
+      caught_up.assign(static_cast<size_t>(read.n), false);
+      return Status::ok();
+    }
+    bool more = false;
+    for (int i = 0; i < n; ++i) {
+      const auto& got = read.pages[static_cast<size_t>(i)];
+      if (!got) continue;
+      std::vector<wire::FeedChange> changes = got->changes;
+      if (!options_.prefix) std::erase_if(changes, [&](const wire::FeedChange& c) { return c.key != options_.key; });
+      const bool used = state_->feed_page(i, *got->feed, changes);
+      caught_up[static_cast<size_t>(i)] = used && !got->more;
+      more = more || got->more;
+    }
+    if (!more) break;
+  }
+  return Status::ok();
+}
+
+Result<std::vector<WatchEvent>> Watcher::round() {
   std::map<std::string, client::KeyRead> now;
   if (!options_.prefix) {
     ReadResult read = store_.get(options_.key);

@@ -564,15 +564,18 @@ void bind_watch(py::module_& m) {
       });
   py::class_<PyWatcher>(m, "Watcher",
                         "The changes of a key, or of the keys under a prefix, a round at a time (docs/recipes.md)")
-      .def(py::init([](py::object store, const std::string& key, bool prefix, bool initial) {
+      .def(py::init([](py::object store, const std::string& key, bool prefix, bool initial, bool every_version) {
              auto w = std::make_unique<PyWatcher>();
-             w->watcher = std::make_unique<Watcher>(store.cast<Store&>().get(),
-                                                    WatchOptions{.key = key, .prefix = prefix, .initial = initial});
+             w->watcher = std::make_unique<Watcher>(
+                 store.cast<Store&>().get(),
+                 WatchOptions{.key = key, .prefix = prefix, .initial = initial, .every_version = every_version});
              w->store = std::move(store);
              return w;
            }),
            py::arg("store"), py::arg("key"), py::arg("prefix") = false, py::arg("initial") = true,
-           "prefix: watch every key that starts with `key`; initial: the first round tells the keys' values now")
+           py::arg("every_version") = true,
+           "prefix: watch every key that starts with `key`; initial: the first round tells the keys' values now; "
+           "every_version: tell every version from the replicas' change feeds (False: each round's newest only)")
       .def(
           "poll",
           [](PyWatcher& w) {

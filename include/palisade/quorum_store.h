@@ -160,6 +160,11 @@ struct ReplicaSetInUse {
   int write_quorum = 0;
 };
 
+namespace client {
+struct FeedResult;
+}
+class Watcher;
+
 class QuorumStore {
  public:
   struct Calls;  // internal: this store's asynchronous calls in flight
@@ -220,6 +225,10 @@ class QuorumStore {
   ReplicaSetInUse replica_set() const;
 
  private:
+  // A Watcher reads the replicas' change feeds (client/coordinator.h).
+  friend class Watcher;
+  client::FeedResult read_feeds(std::string_view prefix, std::vector<uint64_t> after, bool wait_for_all);
+
   struct Impl;
   static Result<std::shared_ptr<Impl>> engine_for(QuorumStoreOptions options);
   explicit QuorumStore(std::shared_ptr<Impl> impl);

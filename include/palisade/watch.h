@@ -2,16 +2,16 @@
 // holder, told in order (docs/recipes.md "Watches"; what a watcher is
 // promised: docs/consistency.md "Watches").
 //
-// A Watcher reads its key or prefix by the read rules every round (a get, or
-// a prefix read page by page) and tells what changed since the round before:
-// each key's versions in timestamp order, never one a read would not return
-// (a fenced or never acknowledged write), never going back. Versions written
-// and overwritten between two rounds are told as the last of them: a
-// watcher learns every key's newest version within a round of its write,
-// not every version in between (a key written and deleted between two
-// rounds is told deleted). Nothing is kept on the replicas for it, so
-// nothing is lost when a replica restarts or the lock group's master
-// changes: the next round reads from whichever replicas answer.
+// A Watcher reads the replicas' change feeds every poll (docs/protocol.md
+// "changes") and tells every version they show acknowledged (written on W
+// replicas, or committed on one): each key's versions in timestamp order,
+// never one a read would not return (a fenced or never acknowledged write),
+// never going back, versions written and overwritten between two polls too.
+// At its first poll, and after a gap (a replica restarted: its feed is
+// lost), it also reads its key or prefix by the read rules (a get, or a
+// prefix read page by page), so that no key stays behind its newest
+// version. With `every_version` off, or when the feeds cannot be read, each
+// poll is such a round alone, which tells each key's newest version only.
 //
 // Thread safety: one thread uses a watcher at a time.
 #pragma once
@@ -55,6 +55,9 @@ struct WatchOptions {
   bool initial = true;
   // Keys a prefix read asks for at a time (QuorumStore::scan's limit).
   size_t page = 1000;
+  // Tell every version, from the replicas' change feeds; false: each round
+  // tells each key's newest version only, from reads alone.
+  bool every_version = true;
 };
 
 namespace client {
@@ -68,10 +71,11 @@ class Watcher {
   ~Watcher();
   Watcher(Watcher&&) noexcept;
 
-  // One round: what changed since the last, per key in timestamp order, keys
-  // in byte order. Unavailable or timeout when the key or a page of the
-  // prefix could not be read (nothing is told, and the next round reads it
-  // all again); permission_denied, bad_request.
+  // One poll: what changed since the last, per key in timestamp order, keys
+  // in byte order. Unavailable or timeout when a round is due and the key or
+  // a page of the prefix could not be read, and the feeds told nothing
+  // either (the next poll reads it all again); permission_denied,
+  // bad_request.
   Result<std::vector<WatchEvent>> poll();
 
   // Rounds every `every`, handing each event to `on_event`, until `stop` is
@@ -90,6 +94,15 @@ class Watcher {
   void resume(const std::map<std::string, FencedTimestamp>& seen);
 
  private:
+  // A round: the key or every page of the prefix, by the read rules.
+  Result<std::vector<WatchEvent>> round();
+  // Pages of every replica's change feed, up to its newest change (at most
+  // kFeedPagesPerPoll a poll), into the state; `caught_up[i]`: replica i's
+  // was read to its newest. An error when no feed can be read (then a round
+  // tells each key's newest version).
+  static constexpr int kFeedPagesPerPoll = 16;
+  Status read_feeds(std::vector<bool>& caught_up);
+
   QuorumStore& store_;
   WatchOptions options_;
   std::unique_ptr<client::WatchState> state_;

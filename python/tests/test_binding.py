@@ -63,13 +63,22 @@ def test_watch_a_prefix_and_a_lock(cluster):
     [now] = watcher.poll()
     assert (now.kind, now.key, now.value, now.ts) == ("put", prefix + "a", b"1", first)
     assert watcher.poll() == []
-    store.put(prefix + "a", b"2")
+    second = store.put(prefix + "a", b"2")
     newest = store.put(prefix + "a", b"3")
     gone = store.put(prefix + "b", b"x")
     store.delete(prefix + "b")
+    # Every version, from the replicas' change feeds, in order.
     changes = watcher.poll()
-    assert [(e.kind, e.key, e.value) for e in changes] == [("put", prefix + "a", b"3"), ("delete", prefix + "b", b"")]
-    assert changes[0].ts == newest and changes[1].ts > gone
+    assert [(e.kind, e.key, e.value) for e in changes] == [("put", prefix + "a", b"2"), ("put", prefix + "a", b"3"),
+                                                           ("put", prefix + "b", b"x"), ("delete", prefix + "b", b"")]
+    assert [e.ts for e in changes[:3]] == [second, newest, gone] and changes[3].ts > gone
+    # Without the feeds, a round tells each key's newest.
+    rounds = palisade.Watcher(store, prefix, prefix=True, every_version=False)
+    assert [e.value for e in rounds.poll()] == [b"3"]
+    store.put(prefix + "a", b"4")
+    store.put(prefix + "a", b"5")
+    assert [e.value for e in rounds.poll()] == [b"5"]
+    assert [e.value for e in watcher.poll()] == [b"4", b"5"]
     # Resumed elsewhere from what it saw: only what is newer.
     again = palisade.Watcher(store, prefix, prefix=True)
     again.resume(watcher.seen)
@@ -211,7 +220,7 @@ def test_observe_stops_on_a_raised_exception(cluster):
 
 def run_worker(cluster, name, log):
     return subprocess.Popen(
-        [sys.executable, str(EXAMPLE), cluster.file, cluster.key, name, "--ttl", "2", "--steps", "100000"],
+        [sys.executable, str(EXAMPLE), cluster.file, cluster.key, name, "--ttl", "4", "--steps", "100000"],
         stdout=open(log, "w"), stderr=subprocess.STDOUT, env=os.environ.copy())
 
 

@@ -303,7 +303,11 @@ TEST_CASE("cli: cluster up is secure by default and every command connects with 
   INFO(status.out);
   CHECK(status.code == 0);
   CHECK(status.out.find("links: CurveZMQ, 7 identities listed; connected as 'admin'") != std::string::npos);
-  CHECK(palisade(home, {"--cluster", file, "repair"}).code == 0);
+  // Equal (0), or differing (8) while the put's or the fences' third copy is
+  // still on its way; then the replicas agree.
+  const int first_repair = palisade(home, {"--cluster", file, "repair"}).code;
+  CHECK((first_repair == 0 || first_repair == 8));
+  wait_until("the replicas to agree", [&] { return palisade(home, {"--cluster", file, "repair"}).code == 0; });
   Run health = palisade(home, {"cluster", "status", "--dir", dir, "-o", "json"});
   INFO(health.out);
   CHECK(health.code == 0);
@@ -396,6 +400,21 @@ TEST_CASE("cli: cluster up is secure by default and every command connects with 
   CHECK(compare.code == 9);
   CHECK(compare.out.find("identity 'app' may not compare replicas") != std::string::npos);
   CHECK(palisade(home, {"--cluster", file, "repair", "--dry-run"}).code == 0);
+  // The replicas take the roles at SIGHUP; then a role that writes but does
+  // not read may not watch.
+  const nlohmann::json daemons = json_of(palisade(home, {"cluster", "status", "--dir", dir, "-o", "json"}));
+  for (const auto& d : daemons["daemons"]) {
+    const std::string name = d["name"].get<std::string>();
+    if (name.starts_with("replica-")) {
+      REQUIRE(::kill(d["pid"].get<pid_t>(), SIGHUP) == 0);
+      wait_until("the replicas to reload",
+                 [&] { return read_file(dir + "/" + name + ".log").find("(SIGHUP)") != std::string::npos; });
+    }
+  }
+  Run watch = palisade(home, with(as_app, {"watch", "k", "--count", "1"}));
+  INFO(watch.out);
+  CHECK(watch.code == 9);
+  CHECK(watch.out.find("permission_denied") != std::string::npos);
 }
 
 TEST_CASE("cli: cluster up --insecure starts plaintext daemons that say so in their logs", "[cli][security]") {
@@ -1526,9 +1545,25 @@ TEST_CASE("cli: lock exits 7 when its session expired while COMMAND ran, even if
 
 TEST_CASE("cli: status shows epochs as ROUND.NODE, and -o json the raw epoch with its round and node", "[cli]") {
   Fixture fx;
-  Run json = fx.run({"status", "-o", "json"});
-  REQUIRE(json.code == 0);
-  auto group = json_of(json)["lock_group"];
+  // Under load (TSan) a node can miss status's one-second deadline, or the
+  // short-lease group can fail over between the two calls: look again until
+  // every node answered and the text shows the master the json showed.
+  nlohmann::json group;
+  Run text;
+  for (int attempt = 1;; ++attempt) {
+    Run json = fx.run({"status", "-o", "json"});
+    group = json.code == 0 ? json_of(json)["lock_group"] : nlohmann::json();
+    const bool answered = !group.is_null() && !group["master"].is_null() &&
+                          std::all_of(group["nodes"].begin(), group["nodes"].end(),
+                                      [](const nlohmann::json& n) { return !n["epoch"].is_null(); });
+    text = fx.run({"status"});
+    if (answered && text.code == 0 &&
+        text.out.find(", epoch " + std::to_string(group["epoch_round"].get<uint64_t>()) + ".") != std::string::npos) {
+      break;
+    }
+    INFO(json.out << text.out);
+    REQUIRE(attempt < 10);
+  }
   const uint64_t epoch = group["epoch"].get<uint64_t>();
   const uint64_t round = group["epoch_round"].get<uint64_t>();
   const uint64_t node = group["epoch_node"].get<uint64_t>();
@@ -1540,9 +1575,7 @@ TEST_CASE("cli: status shows epochs as ROUND.NODE, and -o json the raw epoch wit
     CHECK(n["epoch"].get<uint64_t>() == ((n["epoch_round"].get<uint64_t>() << 8) | n["epoch_node"].get<uint64_t>()));
   }
 
-  Run text = fx.run({"status"});
   INFO(text.out);
-  CHECK(text.code == 0);
   const std::string readable = std::to_string(round) + "." + std::to_string(node);
   CHECK(text.out.find("master lockd-" + std::to_string(node) + ", epoch " + readable + ",") != std::string::npos);
   CHECK(text.out.find(" master     " + readable + " ") != std::string::npos);  // the master's row
@@ -2042,13 +2075,15 @@ TEST_CASE("cli: a cluster file that names only the lock group takes the replica 
     CHECK(put.code == 0);
     Run get = run({"get", "k0"});
     CHECK(get.out == "v0\n");
-    Run listed = run({"member", "list"});
+    // Both need a master: under load (TSan) the group may be between two.
+    Run listed;
+    wait_until("a master to list the members", [&] { return (listed = run({"member", "list"})).code == 0; });
     CHECK_THAT(listed.out, Catch::Contains("replica set: none recorded, the cluster file's [[replica]] list stands "
                                            "(W=2 R=2):\n    1  " +
                                            fx.cluster->replica_endpoints()[0]));
-    Run status = run({"status", "-o", "json"});
+    Run status;
+    wait_until("a healthy status", [&] { return (status = run({"status", "-o", "json"})).code == 0; });
     INFO(status.out);
-    CHECK(status.code == 0);
     CHECK(nlohmann::json::parse(status.out)["replicas"].size() == 3);
   }
   // A file that lists no replicas cannot open a store when the lock group

@@ -41,7 +41,7 @@ struct Client {
   int ops_left = 0;
   uint64_t tick_at = UINT64_MAX;
   // Operations in flight and where their records go.
-  enum class Kind { kWrite, kFence, kRead, kScan, kWatchPage };
+  enum class Kind { kWrite, kFence, kRead, kScan, kWatchPage, kWatchFeed };
   std::map<client::OpId, std::pair<Kind, size_t>> ops;
   std::set<size_t> resent;  // write records sent again on a newer replica set
   int counter = 0;
@@ -61,6 +61,11 @@ struct SimWatcher {
   size_t limit = 1;
   uint64_t round_start = 0, page_start = 0;
   bool first = true;
+  // watcher_feeds: the round's feed reads so far, and the versions they told.
+  std::vector<bool> caught_up{};
+  int feed_pages = 0;
+  bool reread = false;  // the feeds were read again after a gap
+  std::vector<WatchEvent> decided{};
 };
 
 class QuorumSim {
@@ -111,6 +116,7 @@ class QuorumSim {
       SimWatcher watcher;
       watcher.client = o.clients + w;
       watcher.state.broken_tells_new_keys_only = o.broken_watcher_tells_new_keys_only;
+      watcher.state.broken_trusts_one_feed = o.broken_watcher_trusts_one_feed;
       watchers_.push_back(std::move(watcher));
     }
     if (o.replacements > 0) {
@@ -161,7 +167,10 @@ class QuorumSim {
 
     QuorumSimResult result;
     result.violations = check(history_);
-    for (std::string& v : check_watches(history_, watch_rounds_)) result.violations.push_back(std::move(v));
+    std::vector<uint64_t> feed_losses;  // a replica's feed is lost when it crashes
+    for (const Downtime& d : downtimes_) feed_losses.push_back(d.start_ms);
+    for (std::string& v : check_watches(history_, watch_rounds_, feed_losses))
+      result.violations.push_back(std::move(v));
     result.watch_rounds = watch_rounds_.size();
     result.watch_rounds_failed = watch_rounds_failed_;
     for (const WatchRound& r : watch_rounds_) result.watch_events += r.events.size();
@@ -375,6 +384,9 @@ class QuorumSim {
       } else if (kind == Client::Kind::kWatchPage) {
         const SimWatcher& w = watchers_[record];
         again = cl.coordinator().start_scan(kWatchPrefix, w.after, w.limit, now);
+      } else if (kind == Client::Kind::kWatchFeed) {
+        again = cl.coordinator().start_feed(kWatchPrefix, feed_positions(static_cast<int>(record)), now,
+                                            watchers_[record].state.gap() || !watchers_[record].state.held().empty());
       } else {
         again = cl.coordinator().start_read(history_.reads[record].key, now);
       }
@@ -419,6 +431,9 @@ class QuorumSim {
     uint64_t now = world_.now_ms();
     if (kind == Client::Kind::kWatchPage) {
       return finish_watch_page(static_cast<int>(record), std::get<ScanResult>(done.result), now);
+    }
+    if (kind == Client::Kind::kWatchFeed) {
+      return finish_watch_feed(static_cast<int>(record), std::get<client::FeedResult>(done.result));
     }
     if (kind == Client::Kind::kScan) {
       finish_scan(c, scans_[record], std::get<ScanResult>(done.result), now);
@@ -526,7 +541,65 @@ class QuorumSim {
     sw.now.clear();
     sw.after.clear();
     sw.round_start = world_.now_ms();
-    start_watch_page(w);
+    if (!o_.watcher_feeds) return start_watch_page(w);
+    const client::CoordinatorOptions& set = clients_[sw.client].coordinator().options();
+    sw.state.use_feeds(set.config, set.n, set.w);
+    sw.caught_up.assign(static_cast<size_t>(set.n), false);
+    sw.feed_pages = 0;
+    sw.reread = false;
+    start_watch_feed(w);
+  }
+
+  // ---- watchers of the change feeds (watcher_feeds), as palisade::Watcher::poll runs them
+
+  std::vector<uint64_t> feed_positions(int w) const {
+    const SimWatcher& sw = watchers_[w];
+    std::vector<uint64_t> after(sw.caught_up.size());
+    for (size_t i = 0; i < after.size(); ++i) after[i] = sw.state.feed_after(static_cast<int>(i));
+    return after;
+  }
+
+  void start_watch_feed(int w) {
+    SimWatcher& sw = watchers_[w];
+    Client& cl = clients_[sw.client];
+    client::OpId op = cl.coordinator().start_feed(kWatchPrefix, feed_positions(w), world_.now_ms(),
+                                                  sw.state.gap() || !sw.state.held().empty());
+    cl.ops[op] = {Client::Kind::kWatchFeed, static_cast<size_t>(w)};
+    pump(sw.client);
+  }
+
+  // Pages of every feed until each is read to its newest (or 16 pages), then
+  // what they show acknowledged is told, then a round of prefix reads when
+  // one is due.
+  void finish_watch_feed(int w, const client::FeedResult& r) {
+    SimWatcher& sw = watchers_[w];
+    world_.record("watcher " + std::to_string(w) + " feeds -> " + r.status.to_string());
+    if (!r.status.is_ok()) {
+      ++watch_rounds_failed_;
+      return schedule_watch_round(w);
+    }
+    bool more = false;
+    if (r.n != static_cast<int>(sw.caught_up.size()) || r.config != sw.state.feeds_version()) {
+      sw.state.use_feeds(r.config, r.n, r.w);  // moved to another set meanwhile
+      sw.caught_up.assign(static_cast<size_t>(r.n), false);
+    } else {
+      for (size_t i = 0; i < r.pages.size(); ++i) {
+        const auto& page = r.pages[i];
+        if (!page) continue;
+        const bool used = sw.state.feed_page(static_cast<int>(i), *page->feed, page->changes);
+        sw.caught_up[i] = used && !page->more;
+        more = more || page->more;
+      }
+    }
+    if (more && ++sw.feed_pages < 16) return start_watch_feed(w);
+    if (sw.state.gap() && !std::exchange(sw.reread, true)) {
+      sw.caught_up.assign(sw.caught_up.size(), false);
+      sw.feed_pages = 0;
+      return start_watch_feed(w);  // read again from now, as palisade::Watcher::poll does
+    }
+    sw.decided = sw.state.decide(sw.caught_up);
+    if (sw.state.round_due()) return start_watch_page(w);
+    end_watch_round(w, {}, false);
   }
 
   void start_watch_page(int w) {
@@ -548,6 +621,8 @@ class QuorumSim {
                   std::to_string(r.entries.size()) + " keys, next '" + r.next + "'");
     if (!r.status.is_ok()) {
       ++watch_rounds_failed_;
+      // What the feeds told stands: a round that fails is due again.
+      if (o_.watcher_feeds) return end_watch_round(w, {}, false);
       return schedule_watch_round(w);
     }
     judge_scan(sw.client, kWatchPrefix, sw.after, sw.page_start, r, now);
@@ -557,8 +632,27 @@ class QuorumSim {
       sw.after = r.next;
       return start_watch_page(w);
     }
-    WatchRound round{w, sw.round_start, now, std::exchange(sw.first, false), sw.state.round(sw.now), {}};
+    end_watch_round(w, sw.state.round(sw.now), true);
+  }
+
+  // A round ends: what it told (the feeds' first, then the reads'), and
+  // whether it is held to every promise: it read every key (`read_all`), or
+  // every feed to its newest.
+  void end_watch_round(int w, std::vector<WatchEvent> read, bool read_all) {
+    SimWatcher& sw = watchers_[w];
+    // Every feed read to its newest, and no round of reads due that failed.
+    const bool feeds_read = o_.watcher_feeds && !sw.state.round_due() &&
+                            std::all_of(sw.caught_up.begin(), sw.caught_up.end(), [](bool b) { return b; });
+    std::vector<WatchEvent> events = std::exchange(sw.decided, {});
+    events.insert(events.end(), read.begin(), read.end());
+    std::stable_sort(events.begin(), events.end(),
+                     [](const WatchEvent& a, const WatchEvent& b) { return a.key < b.key; });
+    WatchRound round{w, sw.round_start, world_.now_ms(), sw.first && read_all, std::move(events), {}};
+    if (read_all) sw.first = false;
     round.seen = sw.state.seen();
+    round.complete = read_all || feeds_read;
+    round.held = sw.state.held();
+    round.every_version = feeds_read && !replacer_;
     for (const WatchEvent& e : round.events) {
       world_.record("watcher " + std::to_string(w) + " tells " + (e.kind == WatchEvent::Kind::kPut ? "put " : "del ") +
                     e.key + " " + e.ts.to_string());

@@ -129,6 +129,14 @@ struct QuorumSimOptions {
   // Negative control of the watch checker: watchers tell a key only the first
   // time (client::WatchState::broken_tells_new_keys_only): "watcher missed a change".
   bool broken_watcher_tells_new_keys_only = false;
+  // Watchers read the replicas' change feeds, and tell every version
+  // (palisade::Watcher's default); a round of prefix reads only when one is
+  // due (the first, after a gap). Their rounds are then also judged by
+  // "watcher missed a version".
+  bool watcher_feeds = false;
+  // Negative control: watchers tell a version one feed shows, before W
+  // replicas are known to hold it (WatchState::broken_trusts_one_feed).
+  bool broken_watcher_trusts_one_feed = false;
   bool keep_trace = false;
 };
 

@@ -214,7 +214,8 @@ bool ReplicaSet::restart(int i) {
   std::optional<replica::ReplicaAuth> auth = options_.auth;
   if (auth) auth->replica_id = static_cast<uint64_t>(i) + 1;  // each replica its own id, as its directory would
   if (auth) auth->spare = options_.spares_from >= 0 && i >= options_.spares_from;
-  r.handler = std::make_unique<replica::ReplicaHandler>(*r.store, *r.clock, std::move(auth));
+  r.handler = std::make_unique<replica::ReplicaHandler>(*r.store, *r.clock, std::move(auth),
+                                                        replica::FeedOptions{.log = ++feeds_started_});
   if (!r.host) r.host = std::make_unique<Host>(*this, i);
   r.driver = std::make_unique<replica::ReplicaDriver>(
       *r.handler, *r.clock, *r.host,

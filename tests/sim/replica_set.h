@@ -172,6 +172,7 @@ class ReplicaSet {
   std::vector<Replica> replicas_;
   std::string why_;
   uint64_t power_losses_ = 0, power_losses_in_commit_ = 0, unsynced_writes_lost_ = 0;
+  uint64_t feeds_started_ = 0;  // each start a change feed of its own (ReplicaHandler's FeedOptions::log)
 };
 
 }  // namespace palisade::sim

@@ -1,5 +1,6 @@
 #include "tests/sim/watch_checker.h"
 
+#include <algorithm>
 #include <set>
 
 namespace palisade::sim {
@@ -23,9 +24,56 @@ bool is_write_of(const WriteRecord& w, const WatchEvent& e) {
   return false;
 }
 
+// "watcher missed a version", per watcher: every write acknowledged after
+// its first round ended, once a round that read every feed began after it,
+// is told by some round, unless a newer version of its key was told (or
+// learnt) by a round that began before it was acknowledged (two writers
+// racing, or an unfenced write below a fenced one), or a
+// replica crashed between its start and the end of that round (a copy on
+// that replica's feed, lost before the watcher read it).
+std::vector<std::string> check_every_version(const History& history, const std::vector<WatchRound>& rounds,
+                                             const std::vector<uint64_t>& feed_losses) {
+  std::vector<std::string> out;
+  std::map<int, std::vector<const WatchRound*>> of;
+  for (const WatchRound& r : rounds) of[r.watcher].push_back(&r);
+  for (const auto& [watcher, mine] : of) {
+    auto first = std::find_if(mine.begin(), mine.end(), [](const WatchRound* r) { return r->first; });
+    if (first == mine.end()) continue;
+    const uint64_t began = (*first)->end_ms;
+    for (const WriteRecord& w : history.writes) {
+      if (w.result != Code::kOk || w.start_ms <= began) continue;
+      // The first round after it that read every feed to its newest: by its
+      // end the watcher has read every copy the feeds hold.
+      auto after = std::find_if(mine.begin(), mine.end(),
+                                [&](const WatchRound* r) { return r->every_version && r->start_ms > w.end_ms; });
+      if (after == mine.end()) continue;
+      const uint64_t read_by = (*after)->end_ms;
+      if (std::any_of(feed_losses.begin(), feed_losses.end(),
+                      [&](uint64_t t) { return t >= w.start_ms && t <= read_by; })) {
+        continue;
+      }
+      bool told = false, passed_by = false;
+      for (const WatchRound* r : mine) {
+        for (const WatchEvent& e : r->events) told = told || is_write_of(w, e);
+        // What it knew after a round (told, or learnt: a first round learns
+        // deletes without telling them).
+        auto known = r->seen.find(w.key);
+        passed_by = passed_by || (r->start_ms < w.end_ms && known != r->seen.end() && w.ts < known->second);
+      }
+      if (!told && !passed_by) {
+        out.push_back("watcher missed a version: watcher " + std::to_string(watcher) + ": '" + w.key +
+                      "' acknowledged at " + w.ts.to_string() + " (" + std::to_string(w.start_ms) + " to " +
+                      std::to_string(w.end_ms) + " ms), never told");
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-std::vector<std::string> check_watches(const History& history, const std::vector<WatchRound>& rounds) {
+std::vector<std::string> check_watches(const History& history, const std::vector<WatchRound>& rounds,
+                                       const std::vector<uint64_t>& feed_losses) {
   std::vector<std::string> out;
   std::set<std::string> keys;
   for (const WriteRecord& w : history.writes) keys.insert(w.key);
@@ -61,6 +109,8 @@ std::vector<std::string> check_watches(const History& history, const std::vector
       }
     }
     for (const std::string& key : keys) {
+      if (!r.complete) break;
+      if (r.held.contains(key)) continue;
       const WriteRecord* newest = nullptr;
       for (const WriteRecord& w : history.writes) {
         if (w.key == key && w.result == Code::kOk && w.end_ms < r.start_ms && (!newest || w.ts > newest->ts)) {
@@ -85,6 +135,7 @@ std::vector<std::string> check_watches(const History& history, const std::vector
       }
     }
   }
+  for (std::string& v : check_every_version(history, rounds, feed_losses)) out.push_back(std::move(v));
   return out;
 }
 

@@ -31,6 +31,7 @@ namespace {
 
 using client::Coordinator;
 using client::CoordinatorOptions;
+using client::FeedResult;
 using client::OpId;
 using client::Send;
 using test::delete_req;
@@ -141,6 +142,12 @@ class Cluster {
   OpId scan(std::string prefix, std::string after = "", size_t limit = 1000) {
     return started(coord_->start_scan(std::move(prefix), std::move(after), limit, now_));
   }
+  OpId feed(std::string prefix, std::vector<uint64_t> after) {
+    return started(coord_->start_feed(std::move(prefix), std::move(after), now_));
+  }
+  OpId started_feed_waiting(std::string prefix, std::vector<uint64_t> after) {
+    return started(coord_->start_feed(std::move(prefix), std::move(after), now_, true));
+  }
   const Coordinator& coordinator() const { return *coord_; }
 
   // Moves every clock to `elapsed` ms after the start, ticks the coordinator and
@@ -191,6 +198,13 @@ class Cluster {
     return *r;
   }
 
+  FeedResult feed_result(OpId op) const {
+    REQUIRE(done(op));
+    const auto* r = std::get_if<FeedResult>(&results_.at(op));
+    REQUIRE(r != nullptr);
+    return *r;
+  }
+
   // Everything the coordinator sent, in order.
   const std::vector<Send>& log() const { return log_; }
   // The sends of one request type from log index `from` on.
@@ -216,6 +230,9 @@ class Cluster {
   std::set<int> older_than_carried_commits;  // refuse a write's `commits`, as such replicas do
   bool replicas_forget_dropped = false;  // replies without `dropped`, as before design change 16
   std::set<int> foreign;  // replicas of another cluster: they answer wrong_cluster, unapplied
+  // Rewrites a replica's reply before the coordinator gets it (a buggy or
+  // hostile replica); the request it answers is applied as sent.
+  std::function<void(int replica, ReplicaReply&)> tamper;
 
  private:
   OpId started(OpId op) {
@@ -237,6 +254,7 @@ class Cluster {
     }
     ReplicaReply reply = replica(s.replica).call(s.request);
     if (replicas_forget_dropped) reply.dropped.reset();
+    if (tamper) tamper(s.replica, reply);
     coord_->on_reply(s.replica, reply, now_);
   }
 
@@ -273,7 +291,7 @@ class Cluster {
   std::unique_ptr<Coordinator> coord_;
   std::deque<Send> queue_;
   std::vector<Send> log_;
-  std::map<OpId, std::variant<WriteResult, ReadResult, ScanResult>> results_;
+  std::map<OpId, client::OpResult> results_;
 };
 
 const Fence kFence3{"L", 3};

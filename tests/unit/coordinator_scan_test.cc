@@ -153,5 +153,40 @@ TEST_CASE("a scan returns a key whose record is corrupt on one replica from the 
   CHECK(pairs(r) == std::vector<std::pair<std::string, std::string>>{{"c/1", "one"}, {"c/2", "two"}});
 }
 
+TEST_CASE("a scan answer outside what was asked is no listing: the scan lists from the others", "[coordinator][scan]") {
+  Cluster c;
+  c.seed_all(committed(write_req("s/1", "one", ts(0, -20))));
+  c.seed_all(committed(write_req("s/2", "two", ts(0, -10))));
+  wire::ScannedKey stray = c.replica(0).call({0, wire::ScanRequest{"s/", "", 10}}).scanned.at(0);
+  stray.key = "t/1";
+  using Break = std::function<void(ReplicaReply&)>;
+  uint64_t elapsed = 0;
+  for (const auto& spoiling : std::vector<std::pair<std::string, Break>>{
+           {"a key outside the prefix", [&](ReplicaReply& r) { r.scanned.push_back(stray); }},
+           {"keys out of order", [](ReplicaReply& r) { std::swap(r.scanned[0], r.scanned[1]); }},
+           {"a key not after `after`", [](ReplicaReply& r) { r.scanned.insert(r.scanned.begin(), r.scanned[0]); }},
+           {"more after nothing",
+            [](ReplicaReply& r) {
+              r.scanned.clear();
+              r.more = true;
+            }},
+           {"receipts that are not one per version", [](ReplicaReply& r) { r.receipts.resize(1); }}}) {
+    INFO(spoiling.first);
+    // Replica 0 spoils every listing it gives; its reads stay true.
+    c.tamper = [&](int replica, ReplicaReply& r) {
+      if (replica == 0 && r.scanned.size() == 2) spoiling.second(r);
+    };
+    // With replica 2 down, replicas 0 and 1 cannot make R listings.
+    c.unreachable = {2};
+    const OpId op = c.scan("s/");
+    c.advance_to(elapsed += kTimeout + 1);
+    CHECK(c.scan_result(op).status.code() == Code::kUnavailable);
+    c.unreachable.clear();
+    const ScanResult r = c.scan_result(c.scan("s/"));
+    REQUIRE(r.status.is_ok());
+    CHECK(pairs(r) == std::vector<std::pair<std::string, std::string>>{{"s/1", "one"}, {"s/2", "two"}});
+  }
+}
+
 }  // namespace
 }  // namespace palisade
