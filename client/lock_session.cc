@@ -520,10 +520,17 @@ void LockSession::give_up(uint64_t id, uint64_t now, std::optional<Status> why) 
     return;
   }
   const bool close = call.kind == Kind::kClose;
+  const bool release = call.kind == Kind::kRelease && !why;
+  const std::string lock = call.lock;
   finish(id, Status(code, std::move(what)));
   // The owner is done with the session all the same: kept alive by KeepAlives
   // nobody needs, it would hold its locks for ever. The group expires it.
   if (close) closed();
+  // The session still holds the lock as far as the group knows, and would
+  // until it ends, keeping everyone else waiting: it goes on releasing it in
+  // the background until a master applies the release (unless an acquire of
+  // the lock comes first, and takes the grant back).
+  if (release) release_orphan(lock, now);
 }
 
 void LockSession::release_orphan(const std::string& lock, uint64_t now) {

@@ -136,6 +136,9 @@ class LockSession {
   // 0: answer busy at once. Calls made before the session is open wait for it;
   // after it expired or closed they end with no_session.
   uint64_t acquire(std::string lock, LockMode mode, uint64_t lock_delay_ms, uint64_t wait_ms, uint64_t now_ms);
+  // When no master answers it within call_timeout it ends unavailable, and
+  // the session goes on releasing the lock in the background while it lives
+  // (until an acquire of the lock, which gets the grant back if still held).
   uint64_t release(std::string lock, uint64_t now_ms);
   // release(lock) if this session's grant of `lock` is still the one with
   // `token`; else the call ends at once, ok, releasing nothing: that grant was

@@ -21,8 +21,8 @@ std::string listed(const std::vector<std::string>& locks) {
 std::string describe(const LockEvent& e) {
   switch (e.kind) {
     case LockEvent::Kind::kGranted:
-      return fmt::format("granted lock {} {} to session {}, token {}", quoted_bytes(e.lock), mode_name(e.mode),
-                         e.session, e.token);
+      return fmt::format("granted lock {} {} to session {}{}, token {}", quoted_bytes(e.lock), mode_name(e.mode),
+                         e.session, e.again ? " again" : "", e.token);
     case LockEvent::Kind::kReleased:
       return fmt::format("released lock {} by session {}", quoted_bytes(e.lock), e.session);
     case LockEvent::Kind::kClosed:

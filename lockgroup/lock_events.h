@@ -18,6 +18,7 @@ struct LockEvent {
   std::string lock{};                    // kGranted, kReleased
   LockMode mode = LockMode::kExclusive;  // kGranted
   Token token = 0;                       // kGranted
+  bool again = false;  // kGranted: the session held it already (a retry)
   std::vector<std::string> locks{};      // kClosed, kExpired: the locks the session held
   friend bool operator==(const LockEvent&, const LockEvent&) = default;
 };

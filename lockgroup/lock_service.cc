@@ -31,6 +31,9 @@ Result<std::unique_ptr<LockService>> LockService::start(const LockServiceOptions
   PaxosOptions paxos = options.paxos;
   paxos.members_after = members_after;
   paxos.members_in_snapshot = members_in_snapshot;
+  if (!options.broken_no_master_epoch) {
+    paxos.ready_value = [](Ballot ballot) { return encode_batch({{.tag = 0, .command = MasterEpoch{ballot}}}); };
+  }
   auto node = PaxosNode::start(paxos, storage, now_ms);
   if (!node.is_ok()) return node.status();
   std::unique_ptr<LockService> service(new LockService(options, std::move(node).value()));
@@ -358,18 +361,19 @@ void LockService::drop_session(SessionId session) {
 
 void LockService::expire_sessions(uint64_t now) {
   for (auto it = by_deadline_.begin(); it != by_deadline_.end() && it->first <= now; ++it) {
-    if (expiring_.insert(it->second).second) propose(ExpireSession{.session = it->second}, {.answer = false});
+    if (expiring_.insert(it->second).second)
+      propose(ExpireSession{.session = it->second, .epoch = node_->epoch()}, {.answer = false});
   }
 }
 
 void LockService::run_timers(uint64_t now) {
   auto due = [now](const Timer& t) { return t.at <= now; };
   for (const Timer& t : delay_timers_) {
-    if (due(t)) propose(EndDelay{.lock = t.lock, .token = t.token}, {.answer = false});
+    if (due(t)) propose(EndDelay{.lock = t.lock, .token = t.token, .epoch = node_->epoch()}, {.answer = false});
   }
   std::erase_if(delay_timers_, due);
   for (const Timer& t : wait_timers_) {
-    if (due(t)) propose(CancelWait{.session = t.session, .lock = t.lock}, {.answer = false});
+    if (due(t)) propose(CancelWait{.session = t.session, .lock = t.lock, .epoch = node_->epoch()}, {.answer = false});
   }
   std::erase_if(wait_timers_, due);
 }
@@ -485,12 +489,13 @@ void LockService::answer_grant(const Pending& p, const Grant& grant, uint64_t no
   answer(p, std::move(reply));
 }
 
-void LockService::note_grant(const Grant& grant) {
+void LockService::note_grant(const Grant& grant, bool again) {
   events_.push_back({.kind = LockEvent::Kind::kGranted,
                      .session = grant.session,
                      .lock = grant.lock,
                      .mode = grant.mode,
-                     .token = grant.token});
+                     .token = grant.token,
+                     .again = again});
 }
 
 void LockService::apply(const Delivery& delivery, uint64_t now) {
@@ -525,6 +530,7 @@ void LockService::apply(const Delivery& delivery, uint64_t now) {
             tell_members(reply, p.members_version);
             answer(p, std::move(reply));
           } else if constexpr (std::is_same_v<T, CloseSession> || std::is_same_v<T, ExpireSession>) {
+            if (result.outcome == Outcome::kStaleEpoch) return;  // an older master's: this one times the session
             if (result.outcome == Outcome::kOk) {
               events_.push_back({.kind = std::is_same_v<T, CloseSession> ? LockEvent::Kind::kClosed
                                                                          : LockEvent::Kind::kExpired,
@@ -537,7 +543,7 @@ void LockService::apply(const Delivery& delivery, uint64_t now) {
           } else if constexpr (std::is_same_v<T, Acquire>) {
             switch (result.outcome) {
               case Outcome::kOk:
-                note_grant(*result.grant);
+                note_grant(*result.grant, result.again);
                 return answer_grant(p, *result.grant, now);
               case Outcome::kQueued: {
                 if (p.answer) waiting_[{c.session, c.lock}] = p;
@@ -589,6 +595,7 @@ void LockService::apply(const Delivery& delivery, uint64_t now) {
             reply.config = replica_set_certificate();
             answer(p, std::move(reply));
           } else if constexpr (std::is_same_v<T, CancelWait>) {
+            if (result.outcome == Outcome::kStaleEpoch) return;  // an older master's: this one times the wait
             auto w = waiting_.find({c.session, c.lock});
             if (w != waiting_.end()) {
               answer(w->second, reply_to(w->second.request_id, wait_ran_out(c.lock)));

@@ -48,6 +48,10 @@ struct LockServiceOptions {
   // it signed, so that a client whose file names only the lock group finds
   // the replicas before the first change of the set. Empty: nothing served.
   wire::ReplicaSet file_replicas{};
+  // Negative control for the simulator: a new master's first slot is an
+  // empty no-op, as before epochs, so an expiry an older master timed still
+  // applies when recovery chooses it after a newer master renewed the session.
+  bool broken_no_master_epoch = false;
 };
 
 // A request from a client; `route` is the driver's handle to answer it.
@@ -145,7 +149,7 @@ class LockService {
   void drop_session(SessionId session);
   void answer(const Pending& p, wire::LockReply reply);
   void answer_grant(const Pending& p, const Grant& grant, uint64_t now);
-  void note_grant(const Grant& grant);
+  void note_grant(const Grant& grant, bool again = false);
   wire::LockReply reply_to(uint64_t request_id, Status status) const;
   // Sessions that the master has seen run out: their expiry is proposed once.
   void expire_sessions(uint64_t now);

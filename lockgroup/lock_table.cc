@@ -23,11 +23,15 @@ enum class Kind : uint64_t {
   kCancelWait = 6,
   kSetMembers = 7,
   kSetReplicas = 8,
+  kMasterEpoch = 9,
 };
 constexpr size_t kMaxMembers = 255;
 
 constexpr std::string_view kSnapshotMagic = "palisade.lock_table";
+// Version 2 has the table's epoch after the version; 1 (no master epoch
+// applied yet) has none.
 constexpr uint64_t kSnapshotVersion = 1;
+constexpr uint64_t kSnapshotVersionWithEpoch = 2;
 // A snapshot nests deepest: snapshot > locks > lock > holders > holder.
 constexpr size_t kMaxDepth = 6;
 
@@ -175,9 +179,12 @@ struct CommandEncoder {
     head(Kind::kCloseSession, 1);
     pk.pack_uint64(c.session);
   }
+  // Timer-made commands end with their epoch when it is not 0 (the only
+  // form before epochs, so old logs decode with epoch 0).
   void operator()(const ExpireSession& c) const {
-    head(Kind::kExpireSession, 1);
+    head(Kind::kExpireSession, c.epoch == 0 ? 1 : 2);
     pk.pack_uint64(c.session);
+    if (c.epoch != 0) pk.pack_uint64(c.epoch);
   }
   void operator()(const Acquire& c) const {
     head(Kind::kAcquire, 7);
@@ -196,14 +203,20 @@ struct CommandEncoder {
     pk.pack_uint64(c.call);
   }
   void operator()(const EndDelay& c) const {
-    head(Kind::kEndDelay, 2);
+    head(Kind::kEndDelay, c.epoch == 0 ? 2 : 3);
     pack_text(pk, c.lock);
     pk.pack_uint64(c.token);
+    if (c.epoch != 0) pk.pack_uint64(c.epoch);
   }
   void operator()(const CancelWait& c) const {
-    head(Kind::kCancelWait, 2);
+    head(Kind::kCancelWait, c.epoch == 0 ? 2 : 3);
     pk.pack_uint64(c.session);
     pack_text(pk, c.lock);
+    if (c.epoch != 0) pk.pack_uint64(c.epoch);
+  }
+  void operator()(const MasterEpoch& c) const {
+    head(Kind::kMasterEpoch, 1);
+    pk.pack_uint64(c.epoch);
   }
   // [tag, 7, [[id, address]...]], with [id, address, key] for a node with a key
   void operator()(const SetMembers& c) const {
@@ -257,6 +270,22 @@ std::vector<LockNode> read_nodes(ArrayReader& r, ArrayReader::Cursor& c) {
   return nodes;
 }
 
+// The epoch of a command made by a master's clock; 0 for the others.
+uint64_t timer_epoch(const Command& command) {
+  if (const auto* e = std::get_if<ExpireSession>(&command)) return e->epoch;
+  if (const auto* d = std::get_if<EndDelay>(&command)) return d->epoch;
+  if (const auto* w = std::get_if<CancelWait>(&command)) return w->epoch;
+  return 0;
+}
+
+// A timer-made command's trailing epoch: absent is 0, and 0 is never written.
+uint64_t read_epoch(ArrayReader& r, ArrayReader::Cursor& c) {
+  if (!r.more(c)) return 0;
+  const uint64_t epoch = r.u64(c);
+  if (r.ok() && epoch == 0) r.fail("an epoch of 0 written out");
+  return epoch;
+}
+
 Command read_command(ArrayReader& r, ArrayReader::Cursor& c, uint64_t kind) {
   switch (static_cast<Kind>(kind)) {
     case Kind::kOpenSession: {
@@ -267,8 +296,12 @@ Command read_command(ArrayReader& r, ArrayReader::Cursor& c, uint64_t kind) {
     }
     case Kind::kCloseSession:
       return CloseSession{r.u64(c)};
-    case Kind::kExpireSession:
-      return ExpireSession{r.u64(c)};
+    case Kind::kExpireSession: {
+      ExpireSession e;
+      e.session = r.u64(c);
+      e.epoch = read_epoch(r, c);
+      return e;
+    }
     case Kind::kAcquire: {
       Acquire a;
       a.session = r.u64(c);
@@ -291,18 +324,25 @@ Command read_command(ArrayReader& r, ArrayReader::Cursor& c, uint64_t kind) {
       EndDelay e;
       e.lock = r.text(c);
       e.token = r.u64(c);
+      e.epoch = read_epoch(r, c);
       return e;
     }
     case Kind::kCancelWait: {
       CancelWait w;
       w.session = r.u64(c);
       w.lock = r.text(c);
+      w.epoch = read_epoch(r, c);
       return w;
     }
     case Kind::kSetMembers:
       return SetMembers{read_nodes(r, c)};
     case Kind::kSetReplicas:
       return SetReplicas{read_replica_set(r, c)};
+    case Kind::kMasterEpoch: {
+      MasterEpoch m{r.u64(c)};
+      if (r.ok() && m.epoch == 0) r.fail("master epoch 0");
+      return m;
+    }
   }
   r.fail("unknown command kind " + std::to_string(kind));
   return OpenSession{};
@@ -372,6 +412,8 @@ std::string_view outcome_name(Outcome outcome) {
       return "wait_ended";
     case Outcome::kStaleVersion:
       return "stale_version";
+    case Outcome::kStaleEpoch:
+      return "stale_epoch";
   }
   return "unknown";
 }
@@ -485,7 +527,12 @@ CommandResult LockTable::apply_one(uint64_t tag, const Command& command, Effects
     }
   };
 
-  if (const auto* open = std::get_if<OpenSession>(&command)) {
+  // Made by an older master's clock: every master since timed it afresh.
+  if (const uint64_t made = timer_epoch(command); made != 0 && made < epoch_) return with(Outcome::kStaleEpoch);
+  if (const auto* m = std::get_if<MasterEpoch>(&command)) {
+    // Recovery may choose an older master's first slot after a newer one's.
+    epoch_ = std::max(epoch_, m->epoch);
+  } else if (const auto* open = std::get_if<OpenSession>(&command)) {
     result.session = next_session_++;
     sessions_.emplace(result.session, open->lease_ms);
     if (!open->identity.empty()) identities_.emplace(result.session, open->identity);
@@ -522,6 +569,7 @@ CommandResult LockTable::apply_one(uint64_t tag, const Command& command, Effects
       // A retry (e.g. after failover) gets the grant it already has.
       if (l.mode != a->mode) return with(Outcome::kConflict);
       result.grant = make_grant(a->session, it->first, l);
+      result.again = true;
       return result;
     }
     if (find_waiter(l.waiters, a->session) != l.waiters.end()) return with(Outcome::kQueued);
@@ -652,9 +700,11 @@ bool LockTable::is_current(std::string_view lock, LockMode mode, Token token) co
   return l != nullptr && !l->holders.empty() && l->mode == mode && l->token == token;
 }
 
-// [magic, version, next_session, grant_counter, [session...], [lock...], [[session, lock, call]...],
+// [magic, version, (epoch,) next_session, grant_counter, [session...], [lock...], [[session, lock, call]...],
 //  [[session, lease_ms]...], [[session, identity]...]]
-// where a lock is [name, mode, token, delay_ms, [[session, lock_delay_ms]...],
+// where the epoch (MasterEpoch) is there in version 2 only, the form of a
+// table whose epoch is not 0 (version 1: 0, as every table before epochs), a
+// lock is [name, mode, token, delay_ms, [[session, lock_delay_ms]...],
 // [[session, mode, lock_delay_ms, wait_ms]...]], then optional elements: the
 // sessions that chose their own lease length, the sessions opened by an
 // identity, the membership [version, [[id, address(, key)]...]] ([] when
@@ -676,9 +726,14 @@ std::string LockTable::snapshot() const {
                             : !identities_.empty()   ? 9
                             : !own_leases.empty()    ? 8
                                                      : 7;
-  pk.pack_array(elements);
+  pk.pack_array(elements + (epoch_ == 0 ? 0 : 1));
   pack_text(pk, kSnapshotMagic);
-  pk.pack_uint64(kSnapshotVersion);
+  if (epoch_ == 0) {
+    pk.pack_uint64(kSnapshotVersion);
+  } else {
+    pk.pack_uint64(kSnapshotVersionWithEpoch);
+    pk.pack_uint64(epoch_);
+  }
   pk.pack_uint64(next_session_);
   pk.pack_uint64(grant_counter_);
   pk.pack_array(static_cast<uint32_t>(sessions_.size()));
@@ -746,10 +801,13 @@ Status LockTable::restore(std::string_view bytes) {
   r.set_what("lock table snapshot");
   ArrayReader::Cursor top = r.open(unpacked.value().get());
   if (r.text(top) != kSnapshotMagic) r.fail("not a lock table snapshot");
-  if (uint64_t version = r.u64(top); r.ok() && version != kSnapshotVersion) {
+  LockTable t;
+  if (uint64_t version = r.u64(top); r.ok() && version == kSnapshotVersionWithEpoch) {
+    t.epoch_ = r.u64(top);
+    if (r.ok() && t.epoch_ == 0) r.fail("snapshot version 2 with epoch 0");
+  } else if (r.ok() && version != kSnapshotVersion) {
     r.fail("unknown snapshot version " + std::to_string(version));
   }
-  LockTable t;
   t.next_session_ = r.u64(top);
   t.grant_counter_ = r.u64(top);
   ArrayReader::Cursor sessions = r.array(top);

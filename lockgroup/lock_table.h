@@ -42,8 +42,14 @@ struct CloseSession {
 };
 // The master saw the session's lease run out: its locks are released with the
 // lock-delay each was acquired with; its waits are dropped.
+// `epoch` (here, in EndDelay and CancelWait): the epoch of the master whose
+// clock made the command. Such a command is void (kStaleEpoch) once a newer
+// master's MasterEpoch was applied: that master timed everything afresh, and
+// Paxos recovery may choose an old master's command long after it was made.
+// 0: from a node older than epochs in commands (always applied).
 struct ExpireSession {
   SessionId session = 0;
+  uint64_t epoch = 0;
   friend bool operator==(const ExpireSession&, const ExpireSession&) = default;
 };
 struct Acquire {
@@ -75,13 +81,23 @@ struct Release {
 struct EndDelay {
   std::string lock;
   Token token = 0;
+  uint64_t epoch = 0;
   friend bool operator==(const EndDelay&, const EndDelay&) = default;
 };
 // The master ended a wait: drops `session`'s queued acquire of `lock`, if any.
 struct CancelWait {
   SessionId session = 0;
   std::string lock;
+  uint64_t epoch = 0;
   friend bool operator==(const CancelWait&, const CancelWait&) = default;
+};
+
+// A new master's first command (the value of its first own slot, before any
+// command it makes): from here on, commands made by the clocks of masters of
+// older epochs are void. Epochs are the masters' ballots.
+struct MasterEpoch {
+  uint64_t epoch = 0;
+  friend bool operator==(const MasterEpoch&, const MasterEpoch&) = default;
 };
 
 // A node of the lock group as its membership records it.
@@ -109,7 +125,7 @@ struct SetReplicas {
 };
 
 using Command = std::variant<OpenSession, CloseSession, ExpireSession, Acquire, Release, EndDelay, CancelWait,
-                             SetMembers, SetReplicas>;
+                             SetMembers, SetReplicas, MasterEpoch>;
 
 // One Paxos value: the commands the master batched into one slot, each tagged
 // with an id the master chose so that it can find whom to answer.
@@ -142,6 +158,7 @@ enum class Outcome : uint8_t {
   kStaleCall,  // Acquire or Release older than a call already applied, or a repeat (see `call`)
   kWaitEnded,  // a repeat of an Acquire with wait whose wait ended (ran out) unanswered by a grant
   kStaleVersion,  // SetReplicas whose version is not the one after the table's
+  kStaleEpoch,  // ExpireSession, EndDelay or CancelWait of an epoch older than the table's: changed nothing
 };
 std::string_view outcome_name(Outcome outcome);
 
@@ -163,6 +180,7 @@ struct CommandResult {
   SessionId session = 0;        // OpenSession: the new session
   std::optional<Grant> grant{};  // Acquire answered kOk
   std::vector<std::string> released{};  // CloseSession, ExpireSession: the locks the session held
+  bool again = false;  // Acquire answered kOk: the session held the lock already, and keeps that grant
   friend bool operator==(const CommandResult&, const CommandResult&) = default;
 };
 
@@ -229,6 +247,8 @@ class LockTable {
   // The replica set as the last SetReplicas made it; version 0 before any
   // (the cluster file's [[replica]] list stands).
   const wire::ReplicaSet& replica_set() const { return replica_set_; }
+  // The newest master epoch applied (MasterEpoch); 0 before any.
+  uint64_t epoch() const { return epoch_; }
 
   // "" when the table keeps every invariant apply() keeps (a snapshot that
   // breaks one is corrupt), else the first one it breaks.
@@ -260,6 +280,7 @@ class LockTable {
   std::vector<LockNode> members_;
   uint64_t members_version_ = 0;
   wire::ReplicaSet replica_set_;
+  uint64_t epoch_ = 0;
 };
 
 }  // namespace palisade::lockgroup

@@ -748,9 +748,9 @@ void PaxosNode::continue_walk(uint64_t now, std::vector<Slot> fresh) {
     if (best.empty()) {
       walking_ = false;
       if (walk_needs_ready_slot_) {
-        // A no-op of our own: once it is applied, so is everything before it.
+        // A value of our own: once it is applied, so is everything before it.
         ready_slot_ = next_slot_++;
-        accept_own(ready_slot_, std::string());
+        accept_own(ready_slot_, options_.ready_value ? options_.ready_value(ballot_) : std::string());
         fresh.push_back(ready_slot_);
       }
       break;

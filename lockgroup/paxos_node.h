@@ -60,6 +60,9 @@ struct PaxosOptions {
   // The members a state machine snapshot records; nullopt when it records
   // none (no change went through the log before it).
   std::function<std::optional<Members>(std::string_view snapshot)> members_in_snapshot{};
+  // The value of a new master's first own slot, given its ballot (the lock
+  // table's MasterEpoch). Unset: an empty no-op.
+  std::function<std::string(Ballot ballot)> ready_value{};
   uint64_t group = 0;           // messages of other groups are ignored
   uint64_t master_lease_ms = 4000;
   uint64_t heartbeat_ms = 500;

@@ -335,7 +335,7 @@ void lock_table_seeds(Corpus& corpus) {
       {{12, EndDelay{"a", 1}}, {13, CloseSession{2}}},
       {{14, SetMembers{{{1, "tcp://10.0.0.1:7000"}, {2, "tcp://10.0.0.2:7000"}, {4, "tcp://10.0.0.4:7000"}}}}},
       {{15, SetReplicas{replica_set()}}},
-  };
+      {{16, MasterEpoch{0x301}}, {17, ExpireSession{3, 0x301}}, {18, CancelWait{1, "b", 0x202}}}};
   LockTable table;
   corpus.add("lock_snapshot", "empty", table.snapshot());
   std::vector<TaggedCommand> all;

@@ -41,8 +41,9 @@ void LockDelayChecker::apply(const std::vector<lockgroup::TaggedCommand>& batch,
       }
     }
     SessionId ended = 0;
+    std::vector<std::pair<std::string, Delay>> starting;
     if (const auto* expire = std::get_if<lockgroup::ExpireSession>(&tc.command)) {
-      expiring(expire->session, applied_ms);
+      starting = expiring(expire->session, applied_ms);
       ended = expire->session;
     } else if (const auto* close = std::get_if<lockgroup::CloseSession>(&tc.command)) {
       ended = close->session;
@@ -50,6 +51,11 @@ void LockDelayChecker::apply(const std::vector<lockgroup::TaggedCommand>& batch,
 
     const lockgroup::Effects effects = table_.apply({tc});
     const lockgroup::CommandResult& result = effects.results.front();
+    if (result.outcome == lockgroup::Outcome::kStaleEpoch) {
+      ended = 0;  // void: the session lives on, and no delay starts
+    } else {
+      for (const auto& [lock, d] : starting) start(lock, d);
+    }
     if (acquire != nullptr) {
       const Key key{acquire->session, acquire->lock};
       if (result.grant && !held) holding_call_[key] = acquire->call;
@@ -82,18 +88,23 @@ void LockDelayChecker::restart_from(const lockgroup::LockTable& table) {
   ++gaps_;
 }
 
-void LockDelayChecker::expiring(SessionId session, uint64_t at_ms) {
+std::vector<std::pair<std::string, LockDelayChecker::Delay>> LockDelayChecker::expiring(SessionId session,
+                                                                                        uint64_t at_ms) const {
+  std::vector<std::pair<std::string, Delay>> starting;
   for (const auto& [name, l] : table_.locks()) {
     // Only the expiry that leaves the lock free starts a delay (design-changes §11).
     if (l.holders.size() != 1 || l.holders.count(session) == 0) continue;
     const uint64_t delay_ms = delay_of(session, name, l);
-    if (delay_ms == 0) continue;
-    ++started_;
-    const Delay d{l.token, session, at_ms, delay_ms, false};
-    delays_[name].push_back(d);
-    const auto& grants = grants_[name];
-    for (auto g = grants.upper_bound(d.token); g != grants.end(); ++g) judge(name, d, g->first, g->second);
+    if (delay_ms != 0) starting.emplace_back(name, Delay{l.token, session, at_ms, delay_ms, false});
   }
+  return starting;
+}
+
+void LockDelayChecker::start(const std::string& lock, const Delay& d) {
+  ++started_;
+  delays_[lock].push_back(d);
+  const auto& grants = grants_[lock];
+  for (auto g = grants.upper_bound(d.token); g != grants.end(); ++g) judge(lock, d, g->first, g->second);
 }
 
 uint64_t LockDelayChecker::delay_of(SessionId session, const std::string& lock, const LockState& l) const {

@@ -62,8 +62,10 @@ class LockDelayChecker {
   };
   using Key = std::pair<lockgroup::SessionId, std::string>;  // (session, lock)
 
-  // Before ExpireSession{session} is applied: the delays its expiry starts.
-  void expiring(lockgroup::SessionId session, uint64_t at_ms);
+  // Before ExpireSession{session} is applied: the delays its expiry starts
+  // if it applies (one an older master timed may be void: kStaleEpoch).
+  std::vector<std::pair<std::string, Delay>> expiring(lockgroup::SessionId session, uint64_t at_ms) const;
+  void start(const std::string& lock, const Delay& d);
   uint64_t delay_of(lockgroup::SessionId session, const std::string& lock, const lockgroup::LockState& l) const;
   void judge(const std::string& lock, const Delay& d, lockgroup::Token token, uint64_t granted_ms);
 

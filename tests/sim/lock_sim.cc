@@ -433,6 +433,7 @@ class LockSim {
     s.session_lease_ms = o_.timing.session_lease_ms;
     s.snapshot_every = o_.snapshot_every;
     if (o_.broken_pause_never_ends) s.replica_pause_timeout_ms = uint64_t{1} << 50;
+    s.broken_no_master_epoch = o_.broken_lockd_no_master_epoch;
     s.seed = world_.rng().next();
     return d;
   }

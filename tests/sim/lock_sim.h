@@ -99,7 +99,9 @@ struct LockSimOptions {
   // send (LockSessionOptions::broken_lease_from_reply).
   bool broken_clients_lease_from_reply = false;
   bool broken_replicas_skip_fence_floor = false;
-  bool broken_lockd_ignore_lock_delay = false;  // the lockd nodes never see the lock-delay a client asks for
+  bool broken_lockd_ignore_lock_delay = false;
+  // New masters write no MasterEpoch (LockServiceOptions::broken_no_master_epoch).
+  bool broken_lockd_no_master_epoch = false;  // the lockd nodes never see the lock-delay a client asks for
   // Membership changes go around the log: the operator edits the cluster
   // file and restarts the lockd nodes one by one with it, and each takes the
   // file's members (PaxosOptions::broken_first_members_from_options).

@@ -172,6 +172,10 @@ int main(int argc, char** argv) {
   app.add_flag("--broken-sequencer-lock", l.broken_replicas_ignore_sequencer_lock,
                "Negative control: replicas check a sequencer's token but not its lock, so one lock's grant passes "
                "for another (--sim lock)");
+  app.add_flag("--broken-no-epoch", l.broken_lockd_no_master_epoch,
+               "Negative control: new masters write no epoch, so an expiry an older master timed applies after a "
+               "newer master renewed the session (--sim lock; caught on seed 81025392 of --cas-keys 1 --clients 4 "
+               "--cycles 8 --pause 0.8)");
   app.add_flag("--broken-lease-margin", l.broken_lease_without_drift_margin,
                "Negative control: the master's lease takes no margin for clock drift (--sim lock; caught with a "
                "large --max-drift-ppm)");
@@ -231,6 +235,9 @@ int main(int argc, char** argv) {
                  "judged (--sim quorum)")
       ->capture_default_str()
       ->check(CLI::Range(0, 5));
+  app.add_flag("--watcher-feeds", q.watcher_feeds,
+               "Watchers read the replicas' change feeds and tell every version, as palisade::Watcher does by "
+               "default; also judged by \"watcher missed a version\" (--sim quorum, with --watchers)");
   app.add_option("--unfenced-holders", q.unfenced_holders,
                  "Chance that a new holder writes without fencing first (--sim quorum)")
       ->capture_default_str()
@@ -258,6 +265,8 @@ int main(int argc, char** argv) {
                    "--scans 0.3)"},
            Control{"--broken-watcher-new-keys-only", &QuorumSimOptions::broken_watcher_tells_new_keys_only,
                    "watchers tell each key only the first time (use with --watchers 1)"},
+           Control{"--broken-watcher-one-feed", &QuorumSimOptions::broken_watcher_trusts_one_feed,
+                   "watchers tell a version one replica's feed shows (use with --watchers 2 --watcher-feeds)"},
            Control{"--broken-write-floor", &QuorumSimOptions::broken_writes_keep_floor,
                    "writes do not raise the fence floor (fences still do)"},
            Control{"--broken-pending-committed", &QuorumSimOptions::broken_replicas_pending_as_committed,
@@ -308,17 +317,17 @@ int main(int argc, char** argv) {
   l.broken_replacement_skips_pause = q.broken_replacement_skips_pause;
   l.broken_targets_skip_floors = q.broken_targets_skip_floors;
   l.clients = q.clients;
-  bool broken = broken_floor || broken_lease || broken_delay || broken_trust || l.broken_lockd_reply_before_sync ||
-                l.broken_members_outside_log || l.broken_replicas_ignore_sequencer_lock ||
-                l.broken_lease_without_drift_margin || l.broken_clients_ignore_failed_fence ||
-                l.broken_clients_lease_from_reply || l.broken_cas_without_lock || l.broken_cas_skips_fence ||
-                l.broken_cas_read_unfenced || q.broken_replicas_pending_as_committed ||
-                q.broken_replicas_hide_pending || q.broken_replica_acks_without_storing ||
-                q.broken_replicas_skip_checksum || q.broken_literal_fenced_rule || q.broken_quorums_do_not_intersect ||
-                q.broken_replicas_forget_dropped || q.broken_writes_keep_floor || q.broken_skip_read_repair ||
-                q.broken_scan_trusts_listing || q.broken_watcher_tells_new_keys_only ||
-                q.broken_replacement_skips_paused_fill || q.broken_replacement_skips_pause ||
-                q.broken_targets_skip_floors || l.broken_pause_never_ends || st.broken_lying_journal_sync;
+  bool broken =
+      broken_floor || broken_lease || broken_delay || broken_trust || l.broken_lockd_reply_before_sync ||
+      l.broken_members_outside_log || l.broken_replicas_ignore_sequencer_lock || l.broken_lease_without_drift_margin ||
+      l.broken_lockd_no_master_epoch || l.broken_clients_ignore_failed_fence || l.broken_clients_lease_from_reply ||
+      l.broken_cas_without_lock || l.broken_cas_skips_fence || l.broken_cas_read_unfenced ||
+      q.broken_replicas_pending_as_committed || q.broken_replicas_hide_pending ||
+      q.broken_replica_acks_without_storing || q.broken_replicas_skip_checksum || q.broken_literal_fenced_rule ||
+      q.broken_quorums_do_not_intersect || q.broken_replicas_forget_dropped || q.broken_writes_keep_floor ||
+      q.broken_skip_read_repair || q.broken_scan_trusts_listing || q.broken_watcher_tells_new_keys_only ||
+      q.broken_watcher_trusts_one_feed || q.broken_replacement_skips_paused_fill || q.broken_replacement_skips_pause ||
+      q.broken_targets_skip_floors || l.broken_pause_never_ends || st.broken_lying_journal_sync;
   uint64_t unsafe = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
     q.seed = l.seed = st.seed = seed;

@@ -379,6 +379,21 @@ TEST_CASE("lock service: a new master renews each session by its own lease", "[l
   CHECK(table.has_session(longest.session));
 }
 
+TEST_CASE("lock service: every node's table holds the epoch of the master that took over last", "[lock_service]") {
+  Group g;
+  const NodeId first = g.elect();
+  g.run(1000);  // the followers learn the master's first slot with its heartbeats
+  const uint64_t first_epoch = g.epoch(first);
+  for (const auto& [node, s] : g.services) CHECK(s->table().epoch() == first_epoch);
+  g.crash(first);
+  for (int i = 0; i < 2000 && !g.master(); ++i) g.run(10);
+  REQUIRE(g.master());
+  const NodeId second = *g.master();
+  g.run(1000);
+  CHECK(g.epoch(second) > first_epoch);
+  for (const auto& [node, s] : g.services) CHECK(s->table().epoch() == g.epoch(second));
+}
+
 TEST_CASE("lock service: a master's command is pending until the log chose and applied it", "[lock_service]") {
   Group g;
   const NodeId m = g.elect();
@@ -598,6 +613,7 @@ TEST_CASE("lock service: the master reports grants, releases, closes and expirie
   const uint64_t b = g.open(m, 0).session;
   REQUIRE(g.call(m, g.acquire(m, a, "x", 1, 5000)).status.is_ok());
   REQUIRE(g.call(m, g.acquire(m, a, "y", 1)).status.is_ok());
+  REQUIRE(g.call(m, g.acquire(m, a, "x", 2)).token == 1);  // a retry: the grant it holds
   const wire::LockReply by_b = g.call(m, g.acquire(m, b, "z", 1));
   REQUIRE(by_b.status.is_ok());
   REQUIRE(g.call(m, wire::ReleaseRequest{.epoch = g.epoch(m), .session = b, .lock = "z", .call = 2}).released);
@@ -617,6 +633,7 @@ TEST_CASE("lock service: the master reports grants, releases, closes and expirie
   const std::vector<LockEvent> want = {
       {.kind = LockEvent::Kind::kGranted, .session = a, .lock = "x", .token = 1},
       {.kind = LockEvent::Kind::kGranted, .session = a, .lock = "y", .token = 2},
+      {.kind = LockEvent::Kind::kGranted, .session = a, .lock = "x", .token = 1, .again = true},
       {.kind = LockEvent::Kind::kGranted, .session = b, .lock = "z", .token = by_b.token},
       {.kind = LockEvent::Kind::kReleased, .session = b, .lock = "z"},
       {.kind = LockEvent::Kind::kExpired, .session = a, .locks = {"x", "y"}},
@@ -624,10 +641,11 @@ TEST_CASE("lock service: the master reports grants, releases, closes and expirie
   };
   CHECK(events == want);
   CHECK(describe(events[0]) == "granted lock 'x' exclusive to session " + std::to_string(a) + ", token 1");
-  CHECK(describe(events[3]) == "released lock 'z' by session " + std::to_string(b));
-  CHECK(describe(events[4]) ==
+  CHECK(describe(events[2]) == "granted lock 'x' exclusive to session " + std::to_string(a) + " again, token 1");
+  CHECK(describe(events[4]) == "released lock 'z' by session " + std::to_string(b));
+  CHECK(describe(events[5]) ==
         "session " + std::to_string(a) + " expired, releasing 2 locks: 'x', 'y' (with their lock-delays)");
-  CHECK(describe(events[5]) == "session " + std::to_string(b) + " closed, releasing 0 locks");
+  CHECK(describe(events[6]) == "session " + std::to_string(b) + " closed, releasing 0 locks");
 }
 
 TEST_CASE("lock events: lock names cannot break or fake a log line, and long lists are counted",

@@ -738,6 +738,51 @@ TEST_CASE("a close no master answers ends unavailable and still stops the KeepAl
   g.nothing_sent();  // the lock group expires the session after its lease
 }
 
+TEST_CASE("a release no master answers ends unavailable, and goes on in the background", "[lock_session]") {
+  Group g;
+  g.open();
+  const uint64_t r = g.s.release("x", g.now);
+  // The group answers KeepAlives only, until the call's timeout.
+  auto run_until = [&](uint64_t end, std::vector<Outgoing>& releases) {
+    for (uint64_t t = g.now + 100; t <= end; t += 100) {
+      g.at(t);
+      for (const Outgoing& o : g.out()) {
+        if (is<wire::KeepAliveRequest>(o)) g.reply(o, Group::ok_session(o));
+        if (is<wire::ReleaseRequest>(o)) releases.push_back(o);
+      }
+    }
+  };
+  std::vector<Outgoing> releases;
+  run_until(kStart + 10000, releases);
+  CallDone d = g.one_done();
+  CHECK(d.call == r);
+  CHECK(d.status.code() == Code::kUnavailable);
+  const size_t asked = releases.size();
+  CHECK(asked == 11);  // every request timeout, round the nodes, and the first in the background
+  SECTION("until a master applies it") {
+    // Still asked after the call ended, past another call timeout too.
+    run_until(kStart + 25000, releases);
+    REQUIRE(releases.size() > asked + 10);
+    for (const Outgoing& o : releases) CHECK(body<wire::ReleaseRequest>(o).lock == "x");
+    g.reply(releases.back(), Group::master_reply(releases.back()));
+    CHECK(g.done().empty());  // the owner was told already
+    CHECK(g.s.calls_in_flight() == 0);
+    g.at(g.now + 20000);
+    for (const Outgoing& o : g.out()) CHECK_FALSE(is<wire::ReleaseRequest>(o));
+  }
+  SECTION("unless the session acquires the lock again first") {
+    const uint64_t a = g.s.acquire("x", LockMode::kExclusive, 0, 0, g.now);
+    Outgoing acquire = g.one();
+    REQUIRE(is<wire::AcquireRequest>(acquire));
+    g.reply(acquire, Group::grant(acquire, 3, kLease));  // the grant it still held
+    d = g.one_done();
+    CHECK(d.call == a);
+    CHECK(d.status.is_ok());
+    g.at(g.now + 30000);
+    for (const Outgoing& o : g.out()) CHECK_FALSE(is<wire::ReleaseRequest>(o));
+  }
+}
+
 TEST_CASE("an acquire answered after a release of its lock does not count as held", "[lock_session]") {
   Group g;
   g.open();

@@ -239,8 +239,11 @@ TEST_CASE("lock table: acquire is idempotent", "[lock_table]") {
   Table t;
   SessionId a = t.open(), b = t.open(), c = t.open();
   Grant g = t.grant(acquire(a, "x", kEx));
-  CHECK(t.grant(acquire(a, "x", kEx, kWait)) == g);  // a retry after failover
-  CHECK(t.table.grant_counter() == 1);
+  CHECK_FALSE(t.run(acquire(c, "z", kEx)).again);
+  const CommandResult retry = t.run(acquire(a, "x", kEx, kWait));  // a retry after failover
+  CHECK(retry.grant == g);
+  CHECK(retry.again);
+  CHECK(t.table.grant_counter() == 2);
   CHECK(t.outcome(acquire(a, "x", kSh)) == Outcome::kConflict);
   CHECK(t.outcome(acquire(b, "x", kEx, kWait)) == Outcome::kQueued);
   CHECK(t.outcome(acquire(b, "x", kEx, kWait)) == Outcome::kQueued);
@@ -252,7 +255,7 @@ TEST_CASE("lock table: acquire is idempotent", "[lock_table]") {
   CHECK(t.grant(acquire(c, "y", kSh)) == Grant{c, "y", kSh, s.token});
   CHECK(t.outcome(acquire(c, "y", kEx)) == Outcome::kConflict);
   CHECK(t.lock("y").holders.size() == 2);
-  CHECK(t.table.grant_counter() == 2);
+  CHECK(t.table.grant_counter() == 3);
 }
 
 TEST_CASE("lock table: outcomes of refused commands", "[lock_table]") {
@@ -347,6 +350,47 @@ TEST_CASE("lock table: close and expire drop the session's waits", "[lock_table]
   CHECK(t.table.held_by(b).empty());
   CHECK(t.table.lock("y") == nullptr);
   CHECK(t.lock("x").waiters.empty());
+}
+
+// ---- Epochs: commands made by a master's clock are its epoch's alone.
+
+TEST_CASE("lock table: a command an older master timed is void once a newer master's epoch was applied",
+          "[lock_table][epoch]") {
+  Table t;
+  const SessionId holder = t.open();
+  const SessionId waiter = t.open();
+  const Token token = t.grant(acquire(holder, "L", kEx, false, 5000)).token;
+  REQUIRE(t.outcome(acquire(waiter, "L", kEx, kWait)) == Outcome::kQueued);
+  CHECK(t.table.epoch() == 0);
+  CHECK(t.outcome(MasterEpoch{0x301}) == Outcome::kOk);
+  CHECK(t.table.epoch() == 0x301);
+
+  // Timed by the master of epoch 0x202, chosen after 0x301 took over (and
+  // timed these afresh): nothing changes.
+  const LockTable before = t.table;
+  CHECK(t.outcome(ExpireSession{holder, 0x202}) == Outcome::kStaleEpoch);
+  CHECK(t.outcome(CancelWait{waiter, "L", 0x202}) == Outcome::kStaleEpoch);
+  CHECK(t.outcome(ExpireSession{waiter, 0x202}) == Outcome::kStaleEpoch);
+  CHECK(t.table == before);
+  CHECK(t.run(ExpireSession{holder, 0x202}).released.empty());
+
+  // An older master's first slot, chosen late, does not take the epoch back.
+  CHECK(t.outcome(MasterEpoch{0x202}) == Outcome::kOk);
+  CHECK(t.table.epoch() == 0x301);
+  CHECK(t.outcome(ExpireSession{holder, 0x202}) == Outcome::kStaleEpoch);
+
+  // The epoch's own commands apply, and newer ones.
+  CHECK(t.outcome(CancelWait{waiter, "L", 0x301}) == Outcome::kOk);
+  CHECK(t.lock("L").waiters.empty());
+  CHECK(t.outcome(ExpireSession{holder, 0x401}) == Outcome::kOk);
+  CHECK(t.lock("L").delay_ms == 5000);
+  CHECK(t.outcome(EndDelay{"L", token, 0x202}) == Outcome::kStaleEpoch);
+  CHECK(t.lock("L").delay_ms == 5000);
+  // Epoch 0: made by a node from before epochs, applied as then.
+  CHECK(t.outcome(EndDelay{"L", token}) == Outcome::kOk);
+  CHECK(t.table.lock("L") == nullptr);
+  CHECK(t.outcome(ExpireSession{waiter}) == Outcome::kOk);
+  CHECK_FALSE(t.table.has_session(waiter));
 }
 
 TEST_CASE("lock table: CancelWait", "[lock_table]") {
@@ -643,6 +687,10 @@ std::vector<TaggedCommand> every_command() {
           {11, OpenSession{0, "worker-7"}},
           {12, OpenSession{30000, "ops"}},
           {13, SetMembers{{{1, "tcp://a:7000"}, {4, "tcp://d:7000"}, {255, "x"}}}},
+          {15, ExpireSession{3, 0x201}},
+          {16, EndDelay{"locks/x", 2, UINT64_MAX}},
+          {17, CancelWait{4, "y", 1}},
+          {18, MasterEpoch{0x1203}},
           {14, SetReplicas{{.version = UINT64_MAX,
                             .phase = wire::ReplicaPhase::kPaused,
                             .replicas = {{1, "tcp://r1", std::string(40, 'k'), UINT64_MAX}, {9, "tcp://r9"}},
@@ -675,6 +723,10 @@ TEST_CASE("lock table: every command round-trips through the batch codec", "[loc
   CHECK(decode_batch(encode_batch({})).value().empty());
   // The format is pinned (batches live in Paxos logs): [[tag, kind, fields...]...].
   CHECK(encode_batch({{7, CloseSession{5}}}) == std::string("\x91\x93\x07\x01\x05"));
+  // Epoch 0 is not written: such commands are as before epochs.
+  CHECK(encode_batch({{7, ExpireSession{5}}}) == std::string("\x91\x93\x07\x02\x05"));
+  CHECK(encode_batch({{7, ExpireSession{5, 9}}}) == std::string("\x91\x94\x07\x02\x05\x09"));
+  CHECK(encode_batch({{7, MasterEpoch{9}}}) == std::string("\x91\x93\x07\x09\x09"));
 }
 
 TEST_CASE("lock table: decode_batch refuses what is not a batch", "[lock_table][codec]") {
@@ -707,6 +759,17 @@ TEST_CASE("lock table: decode_batch refuses what is not a batch", "[lock_table][
        Code::kBadRequest},
       {command([](Packer& pk) { pk.pack_uint64(1).pack_uint64(0).pack(true); }, 3), Code::kBadRequest},
       {command([](Packer& pk) { pk.pack_uint64(1).pack_uint64(1); }, 2), Code::kBadRequest},  // no session
+      // An epoch written as 0, a command with more than its epoch, a master epoch 0 or none.
+      {command([](Packer& pk) { pk.pack_uint64(1).pack_uint64(2).pack_uint64(5).pack_uint64(0); }, 4),
+       Code::kBadRequest},
+      {command([](Packer& pk) { pk.pack_uint64(1).pack_uint64(2).pack_uint64(5).pack_uint64(7).pack_uint64(1); }, 5),
+       Code::kBadRequest},
+      {command(
+           [](Packer& pk) { pk.pack_uint64(1).pack_uint64(6).pack_uint64(5).pack(std::string("x")).pack_uint64(0); },
+           5),
+       Code::kBadRequest},
+      {command([](Packer& pk) { pk.pack_uint64(1).pack_uint64(9).pack_uint64(0); }, 3), Code::kBadRequest},
+      {command([](Packer& pk) { pk.pack_uint64(1).pack_uint64(9); }, 2), Code::kBadRequest},
       {command([](Packer& pk) { pk.pack_uint64(1).pack_uint64(1).pack(std::string("5")); }, 3), Code::kBadRequest},
       {command([](Packer& pk) { pk.pack_uint64(1).pack_uint64(4).pack_uint64(1).pack_uint64(9); }, 4),
        Code::kBadRequest},  // a lock name that is an integer
@@ -857,11 +920,14 @@ struct RawSnapshot {
   std::vector<std::tuple<uint64_t, std::string, uint64_t>> calls = {{1, "a", 7}, {2, "b", 3}};
   // [session, lease_ms] of the sessions with their own lease; written only when set.
   std::optional<std::vector<std::vector<uint64_t>>> leases;
+  std::optional<uint64_t> epoch;  // after the version, when set
   std::string bytes() const {
     return packed([&](Packer& pk) {
-      pk.pack_array(leases ? 8 : 7);
+      pk.pack_array((leases ? 8 : 7) + (epoch ? 1 : 0));
       pk.pack(magic);
-      pk.pack_uint64(version).pack_uint64(next_session).pack_uint64(counter);
+      pk.pack_uint64(version);
+      if (epoch) pk.pack_uint64(*epoch);
+      pk.pack_uint64(next_session).pack_uint64(counter);
       pk.pack_array(static_cast<uint32_t>(sessions.size()));
       for (uint64_t s : sessions) pk.pack_uint64(s);
       pk.pack_array(static_cast<uint32_t>(locks.size()));
@@ -878,7 +944,8 @@ struct RawSnapshot {
         }
       }
       pk.pack_array(static_cast<uint32_t>(calls.size()));
-      for (const auto& [session, lock, call] : calls) pk.pack_array(3).pack_uint64(session).pack(lock).pack_uint64(call);
+      for (const auto& [session, lock, call] : calls)
+        pk.pack_array(3).pack_uint64(session).pack(lock).pack_uint64(call);
       if (leases) {
         pk.pack_array(static_cast<uint32_t>(leases->size()));
         for (const auto& l : *leases) {
@@ -889,6 +956,39 @@ struct RawSnapshot {
     });
   }
 };
+
+TEST_CASE("lock table: the epoch is in snapshots (version 2), and version 1 reads as epoch 0",
+          "[lock_table][snapshot][epoch]") {
+  LockTable t = busy_table();
+  const std::string without = t.snapshot();
+  t.apply({{1, MasterEpoch{0x1203}}});
+  LockTable restored;
+  REQUIRE(restored.restore(t.snapshot()).is_ok());
+  CHECK(restored.epoch() == 0x1203);
+  CHECK(restored == t);
+  CHECK(restored.snapshot() == t.snapshot());
+  REQUIRE(restored.restore(without).is_ok());
+  CHECK(restored.epoch() == 0);
+  // A table whose epoch is 0 is written as before epochs: version 1, no epoch.
+  RawSnapshot raw;
+  REQUIRE(restored.restore(raw.bytes()).is_ok());
+  CHECK(restored.epoch() == 0);
+  CHECK(restored.snapshot() == raw.bytes());
+  raw.version = 2;
+  raw.epoch = 7;
+  REQUIRE(restored.restore(raw.bytes()).is_ok());
+  CHECK(restored.epoch() == 7);
+  CHECK(restored.snapshot() == raw.bytes());
+  const LockTable kept = restored;
+  for (auto [version, epoch] :
+       {std::pair<uint64_t, std::optional<uint64_t>>{2, 0}, {2, std::nullopt}, {1, 7}, {3, 7}}) {
+    raw.version = version;
+    raw.epoch = epoch;
+    INFO("version " << version << ", epoch " << (epoch ? std::to_string(*epoch) : "none"));
+    CHECK(restored.restore(raw.bytes()).code() == Code::kCorrupt);
+    CHECK(restored == kept);
+  }
+}
 
 TEST_CASE("lock table: restore refuses garbage and leaves the table unchanged", "[lock_table][snapshot]") {
   LockTable t = busy_table();

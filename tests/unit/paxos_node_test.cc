@@ -299,6 +299,22 @@ TEST_CASE("a lone master chooses only once its own accept is synced", "[paxos]")
   CHECK(node.is_master(c.now));
 }
 
+TEST_CASE("a new master's first own slot holds ready_value of its ballot", "[paxos]") {
+  Cluster c(1);
+  c.options[1].ready_value = [](Ballot b) { return "epoch " + std::to_string(b); };
+  c.boot(1);
+  PaxosNode& node = *c.nodes[1];
+  c.now = kLease + 10;
+  node.tick(c.now);
+  REQUIRE(node.role() == PaxosNode::Role::kMaster);
+  REQUIRE(c.disks[1]->commit().is_ok());
+  node.on_synced();
+  auto delivered = node.take_deliveries();
+  REQUIRE(delivered.size() == 1);
+  CHECK(delivered[0].value == "epoch " + std::to_string(node.epoch()));
+  CHECK(node.is_master(c.now));
+}
+
 TEST_CASE("a new master's first accepts wait until its promise is synced", "[paxos]") {
   Cluster c(3);
   c.now = kLease + 10;  // every boot-time promise has run out
