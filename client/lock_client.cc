@@ -265,7 +265,7 @@ struct LockClient::Impl {
           timeout = next > now ? static_cast<long>(std::min<uint64_t>(next - now, kMaxPollMs)) : 0;
         }
       }
-      zmq::poll(items.data(), items.size(), std::chrono::milliseconds(timeout));
+      transport::poll(items, std::chrono::milliseconds(timeout));
       if (items.back().revents & ZMQ_POLLIN) {
         uint64_t count;
         (void)!read(direct_wake_fd, &count, sizeof count);

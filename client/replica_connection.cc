@@ -41,7 +41,7 @@ Result<wire::ReplicaReply> ReplicaConnection::call(wire::ReplicaRequest request,
 
 Result<wire::ReplicaReply> ReplicaConnection::receive(int timeout_ms) {
   zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
-  zmq::poll(&item, 1, std::chrono::milliseconds(timeout_ms));
+  transport::poll({&item, 1}, std::chrono::milliseconds(timeout_ms));
   if (!(item.revents & ZMQ_POLLIN)) return Status(Code::kTimeout, "no reply within " + std::to_string(timeout_ms) + " ms");
   zmq::message_t msg;
   (void)socket_.recv(msg);

@@ -46,7 +46,7 @@ std::vector<std::optional<wire::LockReply>> call_lockd_endpoints(
     while (waiting > 0) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (left.count() <= 0) break;
-      zmq::poll(items, left);
+      poll(items, left);
       for (size_t k = 0; k < sockets.size(); ++k) {
         if (!(items[k].revents & ZMQ_POLLIN)) continue;
         zmq::message_t msg;

@@ -1,5 +1,6 @@
 #include "transport/transport.h"
 
+#include <cerrno>
 #include <stdexcept>
 
 #include "transport/zap_handler.h"
@@ -88,6 +89,14 @@ std::optional<Routed> try_recv_routed(zmq::socket_t& router, size_t max_frames) 
     }
   }
   return r;
+}
+
+int poll(std::span<zmq::pollitem_t> items, std::chrono::milliseconds timeout) {
+  const int ready = zmq_poll(items.data(), static_cast<int>(items.size()), static_cast<long>(timeout.count()));
+  if (ready >= 0) return ready;
+  if (zmq_errno() != EINTR) throw zmq::error_t();
+  for (zmq::pollitem_t& item : items) item.revents = 0;
+  return 0;
 }
 
 bool send_routed(zmq::socket_t& router, Routed& to, std::span<const std::string_view> payloads) {

@@ -8,6 +8,7 @@
 // envelope, so REQ sockets (which add the delimiter) work as clients too.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -80,5 +81,11 @@ bool send_routed(zmq::socket_t& router, Routed& to, std::span<const std::string_
 inline bool send_routed(zmq::socket_t& router, Routed& to, std::string_view payload) {
   return send_routed(router, to, std::span<const std::string_view>(&payload, 1));
 }
+
+// zmq::poll, except that a signal caught by a handler of the program's
+// (EINTR: poll is never restarted) ends the wait early with nothing ready,
+// as a timeout does, where zmq::poll throws: an application's SIGTERM or
+// SIGCHLD handler must not make a call fail. Other errors throw zmq::error_t.
+int poll(std::span<zmq::pollitem_t> items, std::chrono::milliseconds timeout);
 
 }  // namespace palisade::transport
