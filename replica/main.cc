@@ -404,6 +404,11 @@ int main(int argc, char** argv) {
       ->needs(cluster);
   logging::add_log_flags(app, flags.log);
   metrics::add_metrics_flag(app, &flags.metrics_listen);
+#ifdef PALISADE_NEGATIVE_CONTROLS
+  // Only in palisade-replica-broken, the fault campaign's negative control (tests/nemesis).
+  app.add_flag("--broken-ack-writes-without-storing", flags.server.broken_ack_writes_without_storing,
+               "Negative control: answer clients' writes ok without storing or checking them");
+#endif
   app.footer("A replica checks the sequencer of every fenced write and fence with its cluster file\n"
              "(--cluster), and takes only authenticated connections when that file lists identities\n"
              "(then --key). Without a cluster file, or on one without identities, it starts only\n"

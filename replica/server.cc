@@ -21,6 +21,7 @@ ReplicaDriverOptions driver_options(const ServerOptions& o) {
   d.max_batch = o.max_batch;
   d.max_batch_bytes = o.max_batch_bytes;
   d.permissions = o.permissions;
+  d.broken_ack_writes_without_storing = o.broken_ack_writes_without_storing;
   return d;
 }
 

@@ -38,6 +38,9 @@ struct ServerOptions {
   size_t max_batch = 1024;                      // requests per commit
   size_t max_batch_bytes = size_t{64} << 20;    // request bytes held per batch
   std::optional<Permissions> permissions;  // ReplicaDriverOptions::permissions
+  // Negative control of the fault campaign (palisade-replica-broken, never
+  // the installed daemon): ReplicaDriverOptions::broken_ack_writes_without_storing.
+  bool broken_ack_writes_without_storing = false;
 };
 
 class ReplicaServer final : ReplicaHost {

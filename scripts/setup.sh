@@ -21,6 +21,7 @@ packages=(
   gnuplot-nox  # contrib/grafana/render-dashboard draws the dashboard's picture
   libhiredis-dev libzookeeper-mt-dev libcurl4-openssl-dev  # palisade-peer-bench's clients of the peers
   systemd mmdebstrap  # ./dev packages: systemd-analyze verify, and a clean Debian 12 to install them in
+  iproute2 iptables faketime  # scripts/torture: namespaces, partitions, daemons' clocks
 )
 
 missing=()

@@ -37,6 +37,8 @@ struct FenceRecord {  // a lock acquisition's "make the fence" step
   // The client went on to use the grant: acquire returned it as a lease
   // (the lock simulation; client::grant_fence_status said so).
   bool lease = false;
+  // The lock group session it was granted to, when recorded (0: not known).
+  uint64_t session = 0;
 };
 
 struct ReadRecord {
