@@ -106,6 +106,15 @@ class MetricsCluster:
             raise RuntimeError(f"palisade {' '.join(map(str, args))}: exit {done.returncode}: {done.stderr.strip()}")
         return done
 
+    def member_list(self):
+        """`palisade member list -o json`, parsed, once a master answers (a master that hands over, or a
+        group reloading its cluster file, is without one for a moment)."""
+        answers = []
+        wait_until("a master to list the members",
+                   lambda: answers.append(self.cli("member", "list", "-o", "json", check=False)) or
+                   answers[-1].returncode == 0, timeout=30)
+        return json.loads(answers[-1].stdout)
+
     def start(self):
         """A new cluster on 2N ports that were free (its daemons', then their metrics')."""
         count = 2 * sum(self.size)

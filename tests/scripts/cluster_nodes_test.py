@@ -44,6 +44,7 @@ SOURCE = Path(sys.argv[1]).resolve()
 PALISADE = Path(sys.argv[2]).resolve()
 sys.path.insert(0, str(SOURCE / "contrib" / "grafana"))
 from metrics_cluster import LockLoad, MetricsCluster, exited, http_get, wait_until  # noqa: E402
+from members_test import members  # noqa: E402
 
 
 def check(condition, message):
@@ -66,12 +67,6 @@ def refused(args, code, words):
     done = palisade(*args)
     check(done.returncode == code, f"palisade {' '.join(map(str, args))}: exit {done.returncode}, not {code}")
     check(words in done.stderr, f"palisade {' '.join(map(str, args))} did not say '{words}': {done.stderr}")
-
-
-def members(cluster):
-    """(version, [ids], {id: role}) as `palisade member list -o json` prints them."""
-    listed = json.loads(cluster.cli("member", "list", "-o", "json").stdout)
-    return listed["version"], [m["id"] for m in listed["members"]], {m["id"]: m["role"] for m in listed["members"]}
 
 
 def check_members(cluster, version, ids):
@@ -244,7 +239,7 @@ def remove_purged(cluster, node, version, ids):
 
 def replica_set(cluster):
     """(version, [addresses]) of the replica set `member list -o json` shows."""
-    listed = json.loads(cluster.cli("member", "list", "-o", "json").stdout)["replicas"]
+    listed = cluster.member_list()["replicas"]
     return listed["version"], [r["address"] for r in listed["replicas"]]
 
 

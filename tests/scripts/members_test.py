@@ -55,13 +55,8 @@ def check(condition, message):
 
 
 def members(cluster):
-    """(version, [ids], {id: role}) as `palisade member list -o json` prints them, once a master answers
-    (a master that hands over leaves the group without one for a moment)."""
-    answers = []
-    wait_until("a master to list the members",
-               lambda: answers.append(cluster.cli("member", "list", "-o", "json", check=False)) or
-               answers[-1].returncode == 0, timeout=30)
-    listed = json.loads(answers[-1].stdout)
+    """(version, [ids], {id: role}) of the member list."""
+    listed = cluster.member_list()
     return listed["version"], [m["id"] for m in listed["members"]], {m["id"]: m["role"] for m in listed["members"]}
 
 
@@ -253,7 +248,7 @@ def check_member_keys(cluster):
     config = tomllib.loads(Path(cluster.cluster_file).read_text())
     keys = {i["name"]: i["keys"][0] for i in config["identity"]}
     identity = {n["id"]: n["identity"] for n in config["lockd"]}
-    for m in json.loads(cluster.cli("member", "list", "-o", "json").stdout)["members"]:
+    for m in cluster.member_list()["members"]:
         check(m["key"] == keys[identity[m["id"]]], f"lockd-{m['id']}'s key in `member list`: {m['key']}")
     print("ok: `member list` shows each member's key, the cluster file's", flush=True)
 
@@ -284,13 +279,14 @@ def check_reload_connects(cluster):
     reload (or a membership change) would be dropped while its connection is
     being made, and a campaign would fail.
     """
-    _, ids, roles = members(cluster)
-    followers = [i for i in ids if roles.get(i) == "follower"]
+    listed = cluster.member_list()
+    roles = {m["id"]: m["role"] for m in listed["members"]}
+    followers = [i for i in roles if roles[i] == "follower"]
     check(len(followers) >= 2, f"two followers to watch: {roles}")
     watcher, peer = followers[:2]
+    # Taken before the reload: the group may be between masters just after it.
+    port = int(next(m["address"] for m in listed["members"] if m["id"] == peer).rsplit(":", 1)[1])
     cluster.reload()
-    port = int(json.loads(cluster.cli("member", "list", "-o", "json").stdout)["members"][ids.index(peer)]["address"]
-               .rsplit(":", 1)[1])
     wait_until(f"lockd-{watcher} to connect to lockd-{peer} after SIGHUP",
                lambda: connected_to(cluster.pids[f"lockd-{watcher}"], port), timeout=15)
     print(f"ok: after SIGHUP, follower lockd-{watcher} is connected to follower lockd-{peer}", flush=True)

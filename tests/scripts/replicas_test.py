@@ -48,11 +48,7 @@ REPLICA = PALISADE.parent.parent / "replica" / "palisade-replica"
 
 def replica_set(cluster):
     """The lock group's record of the replica set, as `palisade member list -o json` prints it."""
-    answers = []
-    wait_until("a master to list the members",
-               lambda: answers.append(cluster.cli("member", "list", "-o", "json", check=False)) or
-               answers[-1].returncode == 0, timeout=30)
-    return json.loads(answers[-1].stdout)["replicas"]
+    return cluster.member_list()["replicas"]
 
 
 class NewReplicas(NewDaemons):
