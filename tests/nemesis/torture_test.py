@@ -5,11 +5,14 @@ and failovers measured; the negative control (replicas that acknowledge
 writes without storing or checking them) must be UNSAFE; an interrupted
 campaign must leave no namespace, process or mount behind; a campaign over
 the fault budget must be SAFE; --sweep must remove what a killed one left.
+A campaign whose checks fail is copied to BUILD_DIR/torture-failed/ (and its
+violations printed), to be read after the temporary directory is gone.
 
     torture_test.py SOURCE_DIR BUILD_DIR
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -42,6 +45,19 @@ def leftovers():
     return left + [f"process {p}" for p in daemons]
 
 
+def keep_if_failed(out, failures_before):
+    """Copies a campaign's directory out of the temporary one when a check of it failed."""
+    if len(failures) == failures_before or not os.path.isdir(out):
+        return
+    kept = os.path.join(build, "torture-failed", os.path.basename(out))
+    shutil.rmtree(kept, ignore_errors=True)
+    shutil.copytree(out, kept, symlinks=True)
+    print(f"torture: kept the failed campaign's directory as {kept}", flush=True)
+    violations = os.path.join(out, "violations.txt")
+    if os.path.exists(violations):
+        print(open(violations).read()[-3000:], flush=True)
+
+
 def campaign(out, *args, timeout=600):
     r = subprocess.run([torture, "--bin", build, "--out", out, *args], capture_output=True, text=True,
                        timeout=timeout)
@@ -53,7 +69,7 @@ with tempfile.TemporaryDirectory(prefix="torture-test-") as tmp:
     check(leftovers() == [], f"something was left before the test: {leftovers()}")
 
     # A short campaign: every fault kind, paused clients.
-    out = os.path.join(tmp, "safe")
+    out, before = os.path.join(tmp, "safe"), len(failures)
     r = campaign(out, "--seed", "3", "--seconds", "90")
     check(r.returncode == 0, f"a campaign on the real daemons exits 0 (SAFE), not {r.returncode}")
     check("torture: verdict: SAFE" in r.stdout, "the verdict line says SAFE")
@@ -73,9 +89,10 @@ with tempfile.TemporaryDirectory(prefix="torture-test-") as tmp:
     for kept in ("nemesis.jsonl", "summary.md", "timeline.png", "logs/lockd-1.log", "logs/replica-0.log"):
         check(os.path.exists(os.path.join(out, kept)), f"the campaign keeps {kept}")
     check(leftovers() == [], f"the campaign removed what it made: {leftovers()}")
+    keep_if_failed(out, before)
 
     # The negative control: its checker must catch replicas that ack without storing.
-    out = os.path.join(tmp, "broken")
+    out, before = os.path.join(tmp, "broken"), len(failures)
     r = campaign(out, "--seed", "3", "--seconds", "30", "--broken-replicas")
     check(r.returncode == 1, f"the negative control exits 1 (UNSAFE), not {r.returncode}")
     check("torture: verdict: UNSAFE" in r.stdout, "the negative control's verdict says UNSAFE")
@@ -84,10 +101,11 @@ with tempfile.TemporaryDirectory(prefix="torture-test-") as tmp:
     check("acknowledged write lost" in violations or "superseded holder acknowledged" in violations,
           "the negative control's violations name lost or superseded acknowledged writes")
     check(leftovers() == [], f"the negative control removed what it made: {leftovers()}")
+    keep_if_failed(out, before)
 
     # Over the budget: two nodes of a group broken at once. palisade may
     # refuse (calls fail) but must not answer wrongly.
-    out = os.path.join(tmp, "over-budget")
+    out, before = os.path.join(tmp, "over-budget"), len(failures)
     r = campaign(out, "--seed", "5", "--seconds", "40", "--over-budget", "--faults", "kill,kill-master,pause,partition")
     check(r.returncode == 0, f"a campaign over the fault budget exits 0 (SAFE), not {r.returncode}")
     summary = json.load(open(os.path.join(out, "summary.json"))) if os.path.exists(
@@ -95,6 +113,7 @@ with tempfile.TemporaryDirectory(prefix="torture-test-") as tmp:
     avail = summary.get("availability", {})
     check(avail.get("failed", 0) > 0, f"with two of a group down at once, calls failed: {avail}")
     check(leftovers() == [], f"the over-budget campaign removed what it made: {leftovers()}")
+    keep_if_failed(out, before)
 
     # Interrupted once its cluster runs: it cleans up and says so.
     out = os.path.join(tmp, "interrupted")
