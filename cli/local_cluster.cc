@@ -630,7 +630,11 @@ std::vector<LocalCluster::MasterAnswer> LocalCluster::masters(milliseconds timeo
         items.push_back({a.socket.handle(), 0, ZMQ_POLLIN, 0});
         who.push_back(&a);
       }
-      if (zmq::poll(items.data(), items.size(), milliseconds(ms_left(deadline))) <= 0) break;
+      // 0 early: a signal the CLI relays to a child; wait on until the deadline.
+      if (transport::poll(items, milliseconds(ms_left(deadline))) == 0) {
+        if (ms_left(deadline) == 0) break;
+        continue;
+      }
       for (size_t i = 0; i < items.size(); ++i) {
         if (!(items[i].revents & ZMQ_POLLIN)) continue;
         zmq::message_t msg;
