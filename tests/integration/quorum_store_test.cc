@@ -4,12 +4,15 @@
 
 #include <atomic>
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <set>
 #include <thread>
+
+#include <pthread.h>
 
 #include "palisade/quorum_store.h"
 #include "client/replica_connection.h"
@@ -433,6 +436,46 @@ TEST_CASE("quorum store: blocking calls from many threads at once", "[quorum_sto
   }
   for (auto& t : threads) t.join();
   CHECK(right == 240);
+}
+
+extern "C" void ignore_usr1(int /*signal*/) {}
+
+TEST_CASE("quorum store: blocking calls go on while their thread catches signals", "[quorum_store]") {
+  // An application's handler (SIGTERM, SIGCHLD) interrupts poll(2), which is
+  // never restarted: the call must wait on, not throw out with its write sent.
+  Cluster c;
+  auto store = c.store();
+  struct sigaction action = {};
+  action.sa_handler = ignore_usr1;  // no SA_RESTART
+  struct sigaction before = {};
+  REQUIRE(sigaction(SIGUSR1, &action, &before) == 0);
+  std::atomic<bool> done{false};
+  std::atomic<int> sent{0};
+  const pthread_t caller = pthread_self();
+  std::thread signaller([&] {
+    while (!done) {
+      pthread_kill(caller, SIGUSR1);
+      ++sent;
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+  });
+  int right = 0;
+  std::string threw;
+  try {
+    for (int i = 0; i < 100; ++i) {
+      const std::string key = "k" + std::to_string(i);
+      right += store->put(key, key).status.is_ok();
+      right += store->get(key).value == key;
+    }
+  } catch (const std::exception& e) {
+    threw = e.what();
+  }
+  done = true;
+  signaller.join();
+  sigaction(SIGUSR1, &before, nullptr);
+  CHECK(threw.empty());
+  CHECK(right == 200);
+  CHECK(sent > 100);
 }
 
 TEST_CASE("quorum store: oversize keys and values are refused before sending", "[quorum_store]") {
