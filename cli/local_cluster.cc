@@ -618,7 +618,7 @@ std::vector<LocalCluster::MasterAnswer> LocalCluster::masters(milliseconds timeo
               transport::make_dealer(
                   *ctx_, endpoint, transport::dealer_options({.queue_until_connected = true}, credentials_, endpoint))};
       const std::string bytes = wire::encode_lock_request({.id = a.request_id, .body = wire::FindMasterRequest{}});
-      if (a.socket.send(zmq::buffer(bytes), zmq::send_flags::dontwait)) asked.push_back(std::move(a));
+      if (transport::send(a.socket, zmq::buffer(bytes))) asked.push_back(std::move(a));
     }
     const auto deadline = Clock::now() + timeout;
     size_t waiting = asked.size();
@@ -638,7 +638,7 @@ std::vector<LocalCluster::MasterAnswer> LocalCluster::masters(milliseconds timeo
       for (size_t i = 0; i < items.size(); ++i) {
         if (!(items[i].revents & ZMQ_POLLIN)) continue;
         zmq::message_t msg;
-        if (!who[i]->socket.recv(msg, zmq::recv_flags::dontwait)) continue;
+        if (!transport::recv(who[i]->socket, msg)) continue;
         auto reply =
             wire::decode_lock_reply({static_cast<const char*>(msg.data()), msg.size()}, transport::kMaxLockReplyBytes);
         if (!reply.is_ok() || reply.value().id != who[i]->request_id) continue;

@@ -307,7 +307,7 @@ struct LockClient::Impl {
   static bool try_send(zmq::socket_t& socket, const client::Outgoing& o) {
     const std::string bytes = wire::encode_lock_request(o.request);
     try {
-      return socket.send(zmq::buffer(bytes), zmq::send_flags::dontwait).has_value();
+      return transport::send(socket, zmq::buffer(bytes));
     } catch (const zmq::error_t&) {
       return false;
     }
@@ -418,7 +418,7 @@ struct LockClient::Impl {
   // Under core_mu.
   void receive(zmq::socket_t& socket, size_t node, uint64_t now) {
     zmq::message_t msg;
-    while (socket.recv(msg, zmq::recv_flags::dontwait)) {
+    while (transport::recv(socket, msg)) {
       auto reply = wire::decode_lock_reply({static_cast<const char*>(msg.data()), msg.size()}, kMaxReplyBytes);
       if (reply.is_ok()) core.on_reply(node, reply.value(), now);
     }

@@ -28,7 +28,7 @@ Result<wire::ReplicaReply> ReplicaConnection::call(wire::ReplicaRequest request,
   // The queue attaches to the connection a moment after connect: wait for it,
   // within the timeout, rather than fail.
   socket_.set(zmq::sockopt::sndtimeo, timeout_ms);
-  if (!socket_.send(zmq::buffer(wire::encode_request(request)), zmq::send_flags::none)) {
+  if (!transport::send(socket_, zmq::buffer(wire::encode_request(request)), zmq::send_flags::none)) {
     return Status(Code::kUnavailable, "could not queue the request within " + std::to_string(timeout_ms) + " ms");
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -44,7 +44,7 @@ Result<wire::ReplicaReply> ReplicaConnection::receive(int timeout_ms) {
   transport::poll({&item, 1}, std::chrono::milliseconds(timeout_ms));
   if (!(item.revents & ZMQ_POLLIN)) return Status(Code::kTimeout, "no reply within " + std::to_string(timeout_ms) + " ms");
   zmq::message_t msg;
-  (void)socket_.recv(msg);
+  (void)transport::recv(socket_, msg);
   return wire::decode_reply(std::string_view(static_cast<const char*>(msg.data()), msg.size()), limits_);
 }
 
@@ -52,7 +52,9 @@ Result<wire::ReplicaReply> ReplicaConnection::call_raw(const std::vector<std::st
   for (size_t i = 0; i < frames.size(); ++i) {
     socket_.set(zmq::sockopt::sndtimeo, timeout_ms);
     auto flags = i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
-    if (!socket_.send(zmq::buffer(frames[i]), flags)) return Status(Code::kUnavailable, "could not queue the request");
+    if (!transport::send(socket_, zmq::buffer(frames[i]), flags)) {
+      return Status(Code::kUnavailable, "could not queue the request");
+    }
   }
   return receive(timeout_ms);
 }

@@ -21,7 +21,7 @@ bool ZmqLinks::send(size_t replica, const std::vector<std::string>& frames) {
     for (size_t i = 0; i < frames.size(); ++i) {
       const auto more = i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
       // ZeroMQ takes every frame of a message once it took the first.
-      if (!sockets_[replica].send(zmq::buffer(frames[i]), more | zmq::send_flags::dontwait)) return false;
+      if (!transport::send(sockets_[replica], zmq::buffer(frames[i]), more | zmq::send_flags::dontwait)) return false;
     }
     return true;
   } catch (const zmq::error_t&) {
@@ -35,7 +35,7 @@ void ZmqLinks::add_poll_items(std::vector<zmq::pollitem_t>& items) {
 
 void ZmqLinks::receive(size_t replica, Lane& lane, uint64_t now_ms) {
   zmq::message_t msg;
-  while (sockets_[replica].recv(msg, zmq::recv_flags::dontwait)) {  // a frame at a time
+  while (transport::recv(sockets_[replica], msg)) {  // a frame at a time
     lane.on_frame(replica, {static_cast<const char*>(msg.data()), msg.size()}, now_ms);
   }
 }

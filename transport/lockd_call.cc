@@ -31,7 +31,7 @@ std::vector<std::optional<wire::LockReply>> call_lockd_endpoints(
       zmq::socket_t s = transport::make_dealer(
           ctx, endpoints[i], transport::dealer_options({.queue_until_connected = true}, credentials, endpoints[i]));
       const std::string bytes = wire::encode_lock_request(request);
-      if (!s.send(zmq::buffer(bytes), zmq::send_flags::dontwait)) continue;
+      if (!send(s, zmq::buffer(bytes))) continue;
       sockets.push_back(std::move(s));
       ids.push_back(request.id);
       index.push_back(i);
@@ -50,7 +50,7 @@ std::vector<std::optional<wire::LockReply>> call_lockd_endpoints(
       for (size_t k = 0; k < sockets.size(); ++k) {
         if (!(items[k].revents & ZMQ_POLLIN)) continue;
         zmq::message_t msg;
-        while (sockets[k].recv(msg, zmq::recv_flags::dontwait)) {
+        while (recv(sockets[k], msg)) {
           auto reply = wire::decode_lock_reply({static_cast<const char*>(msg.data()), msg.size()}, kMaxLockReplyBytes);
           if (!reply.is_ok() || reply.value().id != ids[k] || replies[index[k]]) continue;
           replies[index[k]] = std::move(reply).value();

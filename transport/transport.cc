@@ -34,6 +34,17 @@ void apply_curve(zmq::socket_t& s, const CurveOptions& c, bool server) {
   s.set(zmq::sockopt::curve_secretkey, c.keys.secret_key);
 }
 
+template <typename Call>
+auto again_on_signal(Call call) {
+  for (;;) {
+    try {
+      return call();
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+    }
+  }
+}
+
 }  // namespace
 
 SocketOptions dealer_options(SocketOptions options, const std::optional<Credentials>& credentials,
@@ -89,6 +100,14 @@ std::optional<Routed> try_recv_routed(zmq::socket_t& router, size_t max_frames) 
     }
   }
   return r;
+}
+
+bool recv(zmq::socket_t& socket, zmq::message_t& message, zmq::recv_flags flags) {
+  return again_on_signal([&] { return socket.recv(message, flags).has_value(); });
+}
+
+bool send(zmq::socket_t& socket, zmq::const_buffer frame, zmq::send_flags flags) {
+  return again_on_signal([&] { return socket.send(frame, flags).has_value(); });
 }
 
 int poll(std::span<zmq::pollitem_t> items, std::chrono::milliseconds timeout) {

@@ -88,4 +88,12 @@ inline bool send_routed(zmq::socket_t& router, Routed& to, std::string_view payl
 // SIGCHLD handler must not make a call fail. Other errors throw zmq::error_t.
 int poll(std::span<zmq::pollitem_t> items, std::chrono::milliseconds timeout);
 
+// socket.recv and socket.send, except that a signal a handler caught (EINTR,
+// which ZeroMQ returns even without waiting: it reads its command mailbox
+// first) tries again rather than throw. false when nothing is there to
+// receive, or the frame would block (with dontwait or a send timeout).
+// Other errors throw zmq::error_t.
+bool recv(zmq::socket_t& socket, zmq::message_t& message, zmq::recv_flags flags = zmq::recv_flags::dontwait);
+bool send(zmq::socket_t& socket, zmq::const_buffer frame, zmq::send_flags flags = zmq::send_flags::dontwait);
+
 }  // namespace palisade::transport
