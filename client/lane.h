@@ -55,6 +55,8 @@ class Lane {
 
   // Whether the replica is known to take several requests per message.
   bool batches_to(size_t replica) const { return replicas_[replica].batching == Batching::kYes; }
+  // Whether the replica refused the probe and is not asked again yet.
+  bool refused_batching(size_t replica) const { return replicas_[replica].batching == Batching::kNo; }
 
  private:
   enum class Batching : uint8_t {

@@ -304,7 +304,10 @@ TEST_CASE("lane: a replica that refused the probe is asked again a minute later,
           "[quorum_store][lane]") {
   Setup s(Several::kRefuse);
   require_ok(s.wait(s.write("a", 8)));
-  s.drive_until([&] { return probes(s.proxy->messages()) == 1 && s.first_stores("a7"); });
+  // Until the refusal is taken: a probe still out when "b" comes half a
+  // minute later would have timed out, and be sent again.
+  s.drive_until(
+      [&] { return probes(s.proxy->messages()) == 1 && s.first_stores("a7") && s.lane->refused_batching(0); });
   CHECK_FALSE(s.lane->batches_to(0));
   s.proxy->set(Several::kForward);  // as if the replica was upgraded
   // Not yet: half the wait, so that the real time that passed since the
